@@ -1,0 +1,25 @@
+# One image for every app; the command picks which one runs.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY apps ./apps
+COPY libs ./libs
+COPY scripts ./scripts
+RUN npm run build && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production DATA_DIR=/data
+WORKDIR /app
+COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY scripts ./scripts
+COPY registry ./registry
+COPY bin ./bin
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME /data
+EXPOSE 3000 9464 9465
+CMD ["node", "dist/apps/api/main.js"]

@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { BadRequestError, ConflictError, newId, NotFoundError, sha256Hex } from '@app/contracts';
+import { ApiKey, Org, OrgMember, Plan, UsageDaily, User } from '@app/db';
+
+/** Account operations shared by the admin CLI and the api. */
+export class AccountsService {
+  constructor(private readonly em: EntityManager) {}
+
+  /** 32 random bytes, shown once; only the SHA-256 is stored. */
+  private async issueKey(userId: string): Promise<string> {
+    const key = 'pd_' + randomBytes(32).toString('base64url');
+    this.em.persist(Object.assign(new ApiKey(), { id: newId('apiKey'), userId, keyHash: sha256Hex(key) }));
+    await this.em.flush();
+    return key;
+  }
+
+  async createUser(input: { username: string; email: string; plan?: string }): Promise<{ user: User; apiKey: string }> {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(input.username ?? '')) throw new BadRequestError('username must be 1-64 letters, digits, ".", "_" or "-"');
+    if (!/^[^@\s]+@[^@\s]+$/.test(input.email ?? '')) throw new BadRequestError('email must be an email address');
+    const plan = parsePlan(input.plan ?? 'free');
+    if (await this.em.findOne(User, { username: input.username })) throw new ConflictError(`username ${input.username} is taken`);
+    const user = Object.assign(new User(), { id: newId('user'), username: input.username, email: input.email, plan });
+    this.em.persist(user);
+    const apiKey = await this.issueKey(user.id);
+    return { user, apiKey };
+  }
+
+  /** Revokes every key of the user and issues a new one. */
+  async rotateKey(userId: string): Promise<string> {
+    await this.getUser(userId);
+    await this.em.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) });
+    return this.issueKey(userId);
+  }
+
+  async setPlan(userId: string, plan: string): Promise<User> {
+    const user = await this.getUser(userId);
+    user.plan = parsePlan(plan);
+    await this.em.flush();
+    return user;
+  }
+
+  async createOrg(input: { name: string; orgname: string; email?: string }): Promise<Org> {
+    if (!input.name) throw new BadRequestError('--name is required');
+    if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(input.orgname ?? '')) throw new BadRequestError('orgname must be 1-64 lowercase letters, digits or "-"');
+    if (await this.em.findOne(Org, { orgname: input.orgname })) throw new ConflictError(`orgname ${input.orgname} is taken`);
+    const org = Object.assign(new Org(), { id: newId('org'), name: input.name, orgname: input.orgname, email: input.email ?? '' });
+    await this.em.persist(org).flush();
+    return org;
+  }
+
+  async addMember(orgId: string, userId: string): Promise<OrgMember> {
+    if (!(await this.em.findOne(Org, { id: orgId }))) throw new NotFoundError(`org ${orgId} not found`);
+    await this.getUser(userId);
+    const existing = await this.em.findOne(OrgMember, { orgId, userId });
+    if (existing) return existing;
+    const member = Object.assign(new OrgMember(), { orgId, userId });
+    await this.em.persist(member).flush();
+    return member;
+  }
+
+  async getUser(userId: string): Promise<User> {
+    const user = await this.em.findOne(User, { id: userId });
+    if (!user) throw new NotFoundError(`user ${userId} not found`);
+    return user;
+  }
+
+  async orgsOf(userId: string): Promise<Org[]> {
+    const memberships = await this.em.find(OrgMember, { userId });
+    if (!memberships.length) return [];
+    return this.em.find(Org, { id: { $in: memberships.map((m) => m.orgId) } }, { orderBy: { createdAt: 'asc' } });
+  }
+
+  /** Usage rows of an owner for UTC days in [fromDay, toDay]. */
+  async usage(ownerId: string, fromDay: string, toDay: string): Promise<{ invocations: number; computeMs: number }> {
+    const rows = await this.em.find(UsageDaily, { ownerId, day: { $gte: fromDay, $lte: toDay } });
+    return rows.reduce((acc, r) => ({ invocations: acc.invocations + r.invocations, computeMs: acc.computeMs + r.computeMs }), { invocations: 0, computeMs: 0 });
+  }
+}
+
+function parsePlan(plan: string): Plan {
+  if (plan !== 'free' && plan !== 'paid') throw new BadRequestError(`plan must be free or paid, got "${plan}"`);
+  return plan;
+}
+
+/** `YYYY-MM-DD` of a UTC date. */
+export function utcDay(d: Date): string {
+  return d.toISOString().slice(0, 10);
+}

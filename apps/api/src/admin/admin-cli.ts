@@ -1,0 +1,92 @@
+import 'reflect-metadata';
+import { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { loadConfigOrExit } from '@app/config';
+import { ormOptions } from '@app/db';
+import { AccountsService } from '../accounts/accounts.service';
+import { REGISTRY_COMMANDS } from '../components/registry.admin';
+
+/** One admin command: parsed flags in, one JSON-serialisable result out. */
+export type AdminCommand = (flags: Record<string, string>, em: EntityManager, positional: string[]) => Promise<unknown>;
+
+const required = (flags: Record<string, string>, name: string): string => {
+  const v = flags[name];
+  if (!v) throw new UsageError(`--${name} is required`);
+  return v;
+};
+
+export class UsageError extends Error {}
+
+/** The operator commands. More contexts register theirs in `ADMIN_COMMANDS`. */
+export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
+  'users create': async (f, em) => {
+    const { user, apiKey } = await new AccountsService(em).createUser({ username: required(f, 'username'), email: required(f, 'email'), plan: f.plan });
+    return { id: user.id, api_key: apiKey, username: user.username, email: user.email, plan: user.plan };
+  },
+  'users set-plan': async (f, em) => {
+    const user = await new AccountsService(em).setPlan(required(f, 'user'), required(f, 'plan'));
+    return { id: user.id, plan: user.plan };
+  },
+  'keys rotate': async (f, em) => {
+    const userId = required(f, 'user');
+    return { id: userId, api_key: await new AccountsService(em).rotateKey(userId) };
+  },
+  'orgs create': async (f, em) => {
+    const org = await new AccountsService(em).createOrg({ name: required(f, 'name'), orgname: required(f, 'orgname'), email: f.email });
+    return { id: org.id, name: org.name, orgname: org.orgname, email: org.email };
+  },
+  'orgs add-member': async (f, em) => {
+    const m = await new AccountsService(em).addMember(required(f, 'org'), required(f, 'user'));
+    return { org_id: m.orgId, user_id: m.userId };
+  },
+  ...REGISTRY_COMMANDS,
+};
+
+const USAGE = `usage: npm run --silent admin -- <command> [flags]
+  users create --username <u> --email <e> [--plan free|paid]
+  users set-plan --user <u_id> --plan free|paid
+  keys rotate --user <u_id>
+  orgs create --name <name> --orgname <slug> [--email <e>]
+  orgs add-member --org <o_id> --user <u_id>
+${Object.keys(ADMIN_COMMANDS).filter((c) => !/^(users|keys|orgs) /.test(c)).map((c) => `  ${c} …`).join('\n')}`;
+
+export function parseArgs(argv: string[]): { command: string; flags: Record<string, string>; positional: string[] } {
+  const words: string[] = [];
+  const flags: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a.startsWith('--')) {
+      const eq = a.indexOf('=');
+      if (eq > 0) flags[a.slice(2, eq)] = a.slice(eq + 1);
+      else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) flags[a.slice(2)] = argv[++i];
+      else flags[a.slice(2)] = 'true';
+    } else words.push(a);
+  }
+  return { command: words.slice(0, 2).join(' '), flags, positional: words.slice(2) };
+}
+
+export async function runAdmin(argv: string[], databaseUrl: string): Promise<unknown> {
+  const { command, flags, positional } = parseArgs(argv);
+  const handler = ADMIN_COMMANDS[command];
+  if (!handler) throw new UsageError(command ? `unknown command "${command}"\n${USAGE}` : USAGE);
+  const orm = await MikroORM.init(ormOptions(databaseUrl));
+  try {
+    return await handler(flags, orm.em.fork(), positional);
+  } finally {
+    await orm.close(true);
+  }
+}
+
+if (require.main === module) {
+  const config = loadConfigOrExit();
+  if (!config.databaseUrl) {
+    process.stderr.write('DATABASE_URL is not set\n');
+    process.exit(78);
+  }
+  runAdmin(process.argv.slice(2), config.databaseUrl).then(
+    (result) => process.stdout.write(JSON.stringify(result) + '\n'),
+    (e: Error) => {
+      process.stderr.write(`error: ${e.message}\n`);
+      process.exit(e instanceof UsageError ? 64 : 1);
+    },
+  );
+}

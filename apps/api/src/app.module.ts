@@ -1,0 +1,45 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
+import { AppConfig, ConfigModule } from '@app/config';
+import { DbModule } from '@app/db';
+import { NatsModule } from '@app/nats';
+import { AuthModule } from './auth/auth.module';
+import { ErrorFilter } from './common/error.filter';
+import { FieldFilterInterceptor } from './common/field-filter.interceptor';
+import { AccountsModule } from './accounts/accounts.module';
+import { ComponentsModule } from './components/components.module';
+import { SourcesModule } from './sources/sources.module';
+import { HttpEndpointsModule } from './http-endpoints/http-endpoints.module';
+import { EventsModule } from './events/events.module';
+import { SubscriptionsModule } from './subscriptions/subscriptions.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
+import { SseModule } from './sse/sse.module';
+import { HealthController } from './health.controller';
+
+@Module({})
+export class AppModule {
+  static forRoot(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        DbModule.forRoot(config),
+        NatsModule.forRoot('api'),
+        AuthModule,
+        AccountsModule,
+        ComponentsModule,
+        SourcesModule,
+        HttpEndpointsModule,
+        EventsModule,
+        SubscriptionsModule,
+        WebhooksModule,
+        SseModule,
+      ],
+      controllers: [HealthController],
+      providers: [
+        { provide: APP_FILTER, useClass: ErrorFilter },
+        { provide: APP_INTERCEPTOR, useClass: FieldFilterInterceptor },
+      ],
+    };
+  }
+}

@@ -1,0 +1,39 @@
+import { createParamDecorator, ExecutionContext } from '@nestjs/common';
+import { BadRequestError, NotFoundError } from '@app/contracts';
+import type { Plan } from '@app/db';
+
+/** The authenticated caller, attached to the request by `ApiKeyGuard`. */
+export interface AuthContext {
+  userId: string;
+  username: string;
+  email: string;
+  plan: Plan;
+  /** Orgs the user belongs to. */
+  orgIds: string[];
+}
+
+export const Auth = createParamDecorator((_: unknown, ctx: ExecutionContext): AuthContext => {
+  return (ctx.switchToHttp().getRequest() as { auth: AuthContext }).auth;
+});
+
+/** True when the caller may reach a resource owned by `ownerId` (their account or one of their orgs). */
+export function canAccess(auth: AuthContext, ownerId: string): boolean {
+  return ownerId === auth.userId || auth.orgIds.includes(ownerId);
+}
+
+/** Throws the same 404 for missing and for not-yours, so ids never leak across accounts. */
+export function assertAccess<T extends { ownerId: string }>(auth: AuthContext, resource: T | null | undefined, what: string, id: string): T {
+  if (!resource || !canAccess(auth, resource.ownerId)) throw new NotFoundError(`${what} ${id} not found`, { id });
+  return resource;
+}
+
+/**
+ * The namespace a request acts in: the org given by `org_id` (caller must be a
+ * member) or the caller's own account.
+ */
+export function namespaceOf(auth: AuthContext, orgId: unknown): string {
+  if (orgId === undefined || orgId === null || orgId === '') return auth.userId;
+  if (typeof orgId !== 'string') throw new BadRequestError('org_id must be a string', { field: 'org_id' });
+  if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
+  return orgId;
+}

@@ -1,0 +1,42 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { AppConfig, createLogger, PinoNestLogger } from '@app/config';
+import { AppModule } from './app.module';
+
+/** Builds the api application (not yet listening); used by main.ts and the tests. */
+export async function createApiApp(config: AppConfig): Promise<NestFastifyApplication> {
+  const logger = createLogger('api', config.logLevel);
+  const adapter = new FastifyAdapter({
+    bodyLimit: config.componentMaxBytes * 2 + 1024 * 1024,
+    trustProxy: true,
+    routerOptions: { maxParamLength: 500 },
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
+    logger: new PinoNestLogger(logger),
+    bodyParser: false,
+  });
+  const fastify = app.getHttpAdapter().getInstance();
+  // Lenient JSON: an empty body is no body (clients POST with parameters in the query).
+  fastify.addContentTypeParser(['application/json', 'text/plain', 'application/x-www-form-urlencoded'], { parseAs: 'string' }, (req, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    if (String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
+      return done(null, Object.fromEntries(new URLSearchParams(text)));
+    }
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(Object.assign(new Error('the request body is not valid JSON'), { statusCode: 400 }), undefined);
+    }
+  });
+  // Errors raised by Fastify itself (body parsing, size) get the same body as the exception filter's.
+  fastify.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
+    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
+    const message = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'request body is too large' : status >= 500 ? 'internal error' : err.message;
+    const code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : status >= 500 ? 'internal' : 'invalid_request';
+    void reply.status(status).send({ error: message, code });
+  });
+  app.enableShutdownHooks();
+  return app;
+}

@@ -1,0 +1,59 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { FastifyReply } from 'fastify';
+import { ApiError } from '@app/contracts';
+
+interface ErrorBody {
+  error: string;
+  code: string;
+  details?: Record<string, unknown>;
+}
+
+const CODES: Record<number, string> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+};
+
+/** Turns every error into `{ error, code, details? }` with its status; never a stack trace. */
+@Catch()
+export class ErrorFilter implements ExceptionFilter {
+  private readonly logger = new Logger('ErrorFilter');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const [status, body, headers] = this.describe(exception);
+    if (status >= 500) this.logger.error((exception as Error)?.stack ?? String(exception));
+    if (reply.sent) return;
+    for (const [k, v] of Object.entries(headers ?? {})) reply.header(k, v);
+    reply.status(status).send(body);
+  }
+
+  private describe(e: unknown): [number, ErrorBody, Record<string, string>?] {
+    if (e instanceof ApiError) {
+      const body: ErrorBody = { error: e.message, code: e.code };
+      if (e.details) body.details = e.details;
+      return [e.status, body, e.headers];
+    }
+    if (e instanceof HttpException) {
+      const status = e.getStatus();
+      const res = e.getResponse();
+      let message = typeof res === 'string' ? res : ((res as { message?: unknown }).message ?? e.message);
+      if (Array.isArray(message)) message = message.join('; ');
+      if (status === 404 && /^Cannot /.test(String(message))) message = `no such route: ${String(message).replace(/^Cannot /, '')}`;
+      return [status, { error: String(message), code: CODES[status] ?? (status >= 500 ? 'internal' : 'error') }];
+    }
+    // Fastify's own errors (body parsing, body too large, bad content type) carry statusCode.
+    const fe = e as { statusCode?: number; message?: string; code?: string };
+    if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+      const message = fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'request body is too large' : (fe.message ?? 'bad request');
+      return [fe.statusCode, { error: message, code: CODES[fe.statusCode] ?? 'invalid_request' }];
+    }
+    return [500, { error: 'internal error', code: 'internal' }];
+  }
+}

@@ -1,0 +1,39 @@
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { FastifyRequest } from 'fastify';
+import { map, Observable } from 'rxjs';
+
+function fields(value: unknown): string[] | undefined {
+  if (typeof value !== 'string' || value.trim() === '') return undefined;
+  return value.split(',').map((f) => f.trim()).filter(Boolean);
+}
+
+function filterObject(item: unknown, include?: string[], exclude?: string[]): unknown {
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return item;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(item)) {
+    if (include && !include.includes(k)) continue;
+    if (exclude && exclude.includes(k)) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+/** The common `include` / `exclude` parameters: keep or drop top-level fields of each returned object. */
+@Injectable()
+export class FieldFilterInterceptor implements NestInterceptor {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const req = context.switchToHttp().getRequest<FastifyRequest>();
+    const q = (req.query ?? {}) as Record<string, unknown>;
+    const include = fields(q.include);
+    const exclude = fields(q.exclude);
+    if (!include && !exclude) return next.handle();
+    return next.handle().pipe(
+      map((body: unknown) => {
+        if (typeof body !== 'object' || body === null || !('data' in body)) return body;
+        const data = (body as { data: unknown }).data;
+        const filtered = Array.isArray(data) ? data.map((d) => filterObject(d, include, exclude)) : filterObject(data, include, exclude);
+        return { ...body, data: filtered };
+      }),
+    );
+  }
+}

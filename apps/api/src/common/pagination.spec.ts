@@ -1,0 +1,41 @@
+import { decodeCursor, encodeCursor, finishPage, keysetClause, parsePageQuery } from './pagination';
+import { readInput } from './input';
+
+describe('pagination parameters', () => {
+  it('defaults to 10 and accepts 1 to 100', () => {
+    expect(parsePageQuery({}).limit).toBe(10);
+    expect(parsePageQuery({ limit: '1' }).limit).toBe(1);
+    expect(parsePageQuery({ limit: 100 }).limit).toBe(100);
+  });
+
+  it.each(['0', '101', '-1', 'ten', '1.5'])('refuses limit=%s with a message', (limit) => {
+    expect(() => parsePageQuery({ limit })).toThrow('limit must be an integer from 1 to 100');
+  });
+
+  it('refuses after and before together, and a forged cursor', () => {
+    const c = encodeCursor({ k: 1, id: 'dc_a' });
+    expect(() => parsePageQuery({ after: c, before: c })).toThrow(/either after or before/);
+    expect(() => keysetClause({ limit: 10, after: 'garbage' }, 'k', 'id')).toThrow(/after is not a valid cursor/);
+  });
+
+  it('round-trips cursors and pages newest first in both directions', () => {
+    expect(decodeCursor(encodeCursor({ k: 42, id: 'x' }))).toEqual({ k: 42, id: 'x' });
+    const rows = [3, 2, 1].map((k) => ({ k, id: `r${k}` }));
+    const page = finishPage(rows, { limit: 3 }, 'desc', 5, (r) => r, (r) => r.id);
+    expect(page.data).toEqual(['r3', 'r2', 'r1']);
+    expect(page.page_info).toEqual({ total_count: 5, count: 3, start_cursor: encodeCursor(rows[0]), end_cursor: encodeCursor(rows[2]) });
+    // A `before` page is fetched ascending and returned newest first.
+    const before = finishPage([...rows].reverse(), { limit: 3 }, 'asc', 5, (r) => r, (r) => r.id);
+    expect(before.data).toEqual(['r3', 'r2', 'r1']);
+    expect(keysetClause({ limit: 3, after: encodeCursor({ k: 2, id: 'r2' }) }, 'k', 'id')).toEqual({ where: '(k, id) < (?, ?)', params: [2, 'r2'], order: 'desc' });
+  });
+});
+
+describe('request input', () => {
+  it('merges query and body and rejects unknown fields', () => {
+    expect(readInput({ a: '1' }, { b: 2 }, ['a', 'b'])).toEqual({ a: '1', b: 2 });
+    expect(() => readInput({}, { owner_id: 'u_x' }, ['a'])).toThrow('unknown field: owner_id');
+    expect(readInput({ org_id: 'o_1', include: 'id' }, undefined, [])).toEqual({ org_id: 'o_1', include: 'id' });
+    expect(() => readInput({}, [1, 2], ['a'])).toThrow(/JSON object/);
+  });
+});

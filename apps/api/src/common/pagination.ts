@@ -1,0 +1,92 @@
+import { BadRequestError } from '@app/contracts';
+
+export interface PageQuery {
+  limit: number;
+  after?: string;
+  before?: string;
+}
+
+export interface PageInfo {
+  total_count: number;
+  count: number;
+  start_cursor: string | null;
+  end_cursor: string | null;
+}
+
+export interface Page<T> {
+  page_info: PageInfo;
+  data: T[];
+}
+
+/** Reads `limit` (1–100, default 10), `after` and `before` from a query or body. */
+export function parsePageQuery(input: Record<string, unknown> | undefined, defaultLimit = 10, maxLimit = 100): PageQuery {
+  const q = input ?? {};
+  let limit = defaultLimit;
+  if (q.limit !== undefined && q.limit !== '') {
+    const n = typeof q.limit === 'number' ? q.limit : /^\d+$/.test(String(q.limit)) ? Number(q.limit) : NaN;
+    if (!Number.isInteger(n) || n < 1 || n > maxLimit) {
+      throw new BadRequestError(`limit must be an integer from 1 to ${maxLimit}`, { param: 'limit', value: q.limit });
+    }
+    limit = n;
+  }
+  const cursor = (name: 'after' | 'before'): string | undefined => {
+    const v = q[name];
+    if (v === undefined || v === '') return undefined;
+    if (typeof v !== 'string') throw new BadRequestError(`${name} must be a cursor string`, { param: name });
+    return v;
+  };
+  const page: PageQuery = { limit, after: cursor('after'), before: cursor('before') };
+  if (page.after && page.before) throw new BadRequestError('pass either after or before, not both');
+  return page;
+}
+
+/** A position in a list ordered by a numeric key then an id; opaque to clients. */
+export interface CursorKey {
+  k: number;
+  id: string;
+}
+
+export function encodeCursor(key: CursorKey): string {
+  return Buffer.from(JSON.stringify([key.k, key.id])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string, param = 'cursor'): CursorKey {
+  try {
+    const [k, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
+    if (typeof k === 'number' && typeof id === 'string') return { k, id };
+  } catch {
+    /* fall through */
+  }
+  throw new BadRequestError(`${param} is not a valid cursor`, { param });
+}
+
+/**
+ * SQL for a newest-first keyset page over `(keyColumn, idColumn)`: `after` moves to
+ * older items, `before` to newer ones. Returns the extra where-clause, its params,
+ * and the order to query in (reverse for `before`, flipped back by `finishPage`).
+ */
+export function keysetClause(page: PageQuery, keyColumn: string, idColumn: string): { where: string; params: unknown[]; order: 'asc' | 'desc' } {
+  if (page.after) {
+    const c = decodeCursor(page.after, 'after');
+    return { where: `(${keyColumn}, ${idColumn}) < (?, ?)`, params: [c.k, c.id], order: 'desc' };
+  }
+  if (page.before) {
+    const c = decodeCursor(page.before, 'before');
+    return { where: `(${keyColumn}, ${idColumn}) > (?, ?)`, params: [c.k, c.id], order: 'asc' };
+  }
+  return { where: 'true', params: [], order: 'desc' };
+}
+
+/** Builds the paginated envelope from rows fetched in `order`, newest first in the output. */
+export function finishPage<R, T>(rows: R[], page: PageQuery, order: 'asc' | 'desc', totalCount: number, keyOf: (row: R) => CursorKey, toDto: (row: R) => T): Page<T> {
+  const sorted = order === 'asc' ? [...rows].reverse() : rows;
+  return {
+    page_info: {
+      total_count: totalCount,
+      count: sorted.length,
+      start_cursor: sorted.length ? encodeCursor(keyOf(sorted[0])) : null,
+      end_cursor: sorted.length ? encodeCursor(keyOf(sorted[sorted.length - 1])) : null,
+    },
+    data: sorted.map(toDto),
+  };
+}

@@ -1,0 +1,99 @@
+import { build, Plugin } from 'esbuild';
+import { BadRequestError } from '@app/contracts';
+import { AddressPolicy, OutboundError, safeFetch } from '@app/net';
+
+/** Outbound policy and limits for fetching a component from `component_url`. */
+export interface FetchPolicy {
+  policy: AddressPolicy;
+  maxBytes: number;
+  timeoutMs: number;
+  maxRedirects: number;
+  /** Most files one component may pull in through relative imports. */
+  maxFiles: number;
+}
+
+/** GET one file under the outbound address policy, with bounded redirects, a timeout and a size cap; undefined on 404. */
+export async function fetchText(url: string, policy: FetchPolicy): Promise<string | undefined> {
+  try {
+    const res = await safeFetch(url, { policy: policy.policy, timeoutMs: policy.timeoutMs, maxBytes: policy.maxBytes, maxRedirects: policy.maxRedirects });
+    if (res.status === 404) return undefined;
+    if (res.status < 200 || res.status >= 300) throw new BadRequestError(`component_url: ${url} answered ${res.status}`, { field: 'component_url' });
+    return res.body.toString('utf8');
+  } catch (e) {
+    if (e instanceof OutboundError) throw new BadRequestError(`component_url: ${e.message}`, { field: 'component_url', reason: e.code });
+    throw e;
+  }
+}
+
+const RELATIVE = /^\.{1,2}\//;
+const STATIC_IMPORT = /(?:^|[\s;])(?:import\s[^'"]*?from\s*|import\s*|export\s[^'"]*?from\s*|require\s*\(\s*)["'](\.{1,2}\/[^"']+)["']/m;
+
+/** True when the code imports relative files (which must be fetched and bundled). */
+export function hasRelativeImports(code: string): boolean {
+  return STATIC_IMPORT.test(code);
+}
+
+/** ESM when the code has top-level import/export statements. */
+export function looksLikeEsm(code: string): boolean {
+  return /(^|\n)\s*(import\s[\s\S]*?from\s*["']|import\s*["']|export\s+(default|const|let|var|function|async|class|\{|\*))/.test(code);
+}
+
+const EXTENSIONS = ['', '.mjs', '.js', '.cjs', '/index.mjs', '/index.js'];
+
+/** An esbuild plugin that loads relative imports from the URL of the importing file; npm imports stay external. */
+function urlImports(entryUrl: string, policy: FetchPolicy): Plugin {
+  let files = 0;
+  return {
+    name: 'component-url',
+    setup(b) {
+      b.onResolve({ filter: /.*/ }, (args) => {
+        if (args.kind === 'entry-point') return { path: entryUrl, namespace: 'url' };
+        if (RELATIVE.test(args.path) && args.namespace === 'url') return { path: new URL(args.path, args.importer).href, namespace: 'url' };
+        if (/^https?:\/\//.test(args.path)) throw new Error(`absolute URL imports are not supported: ${args.path}`);
+        return { path: args.path, external: true };
+      });
+      b.onLoad({ filter: /.*/, namespace: 'url' }, async (args) => {
+        for (const ext of EXTENSIONS) {
+          if (++files > policy.maxFiles * EXTENSIONS.length) throw new Error(`more than ${policy.maxFiles} files`);
+          const text = await fetchText(args.path + ext, policy);
+          if (text !== undefined) return { contents: text, loader: 'js' };
+        }
+        throw new Error(`${args.path} not found (tried ${EXTENSIONS.filter(Boolean).join(', ')})`);
+      });
+    },
+  };
+}
+
+/**
+ * Fetches a component from its URL. A file without relative imports is kept
+ * exactly as served; one with relative imports is bundled (esbuild, npm imports
+ * external, the entry's module format kept) so the runner gets one file.
+ */
+export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Promise<string> {
+  let url: URL;
+  try {
+    url = new URL(rawUrl);
+  } catch {
+    throw new BadRequestError('component_url must be an absolute http(s) URL', { field: 'component_url' });
+  }
+  const entry = await fetchText(url.href, policy);
+  if (entry === undefined) throw new BadRequestError(`component_url: ${url.href} answered 404`, { field: 'component_url' });
+  if (!hasRelativeImports(entry)) return entry;
+  try {
+    const out = await build({
+      entryPoints: [url.href],
+      bundle: true,
+      write: false,
+      platform: 'node',
+      format: looksLikeEsm(entry) ? 'esm' : 'cjs',
+      target: 'node20',
+      logLevel: 'silent',
+      plugins: [urlImports(url.href, policy)],
+    });
+    return out.outputFiles[0].text;
+  } catch (e) {
+    if (e instanceof BadRequestError) throw e;
+    const errors = (e as { errors?: { text: string }[] }).errors;
+    throw new BadRequestError(`component_url: cannot bundle ${url.href}: ${errors?.map((x) => x.text).join('; ') ?? (e as Error).message}`, { field: 'component_url' });
+  }
+}

@@ -1,0 +1,63 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { BadRequestError, NotFoundError } from '@app/contracts';
+import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
+import { optionalString, readInput } from '../common/input';
+import { COMPONENT_READER, ComponentReader } from './component-reader';
+import { ComponentDto, ComponentsService, toComponentDto } from './components.service';
+
+@Controller('v1/components')
+export class ComponentsController {
+  constructor(
+    private readonly components: ComponentsService,
+    @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** Saves a component from `component_code` and/or `component_url` (code wins; the URL is kept as metadata). */
+  @Post()
+  @HttpCode(200)
+  async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: ComponentDto }> {
+    const input = readInput(query, body, ['component_code', 'component_url']);
+    const ownerId = namespaceOf(auth, input.org_id);
+    const code = optionalString(input, 'component_code', { maxLength: Number.MAX_SAFE_INTEGER }) ?? undefined;
+    const url = optionalString(input, 'component_url') ?? undefined;
+    const resolved = await this.components.resolveCode(code, url);
+    const c = await this.components.save(ownerId, auth.userId, resolved.code, resolved.url);
+    return { data: toComponentDto(c) };
+  }
+
+  @Get('registry/:key')
+  async registry(@Param('key') key: string, @Query() query: unknown): Promise<{ data: ComponentDto }> {
+    readInput(query, undefined, []);
+    return { data: toComponentDto(await this.components.findRegistry(key)) };
+  }
+
+  @Get(':keyOrId')
+  async get(@Auth() auth: AuthContext, @Param('keyOrId') keyOrId: string, @Query() query: unknown): Promise<{ data: ComponentDto }> {
+    const input = readInput(query, undefined, []);
+    const namespace = namespaceOf(auth, input.org_id);
+    return { data: toComponentDto(await this.components.findForCaller(auth, keyOrId, namespace)) };
+  }
+
+  /**
+   * Extension: calls a prop's async `options({ page, prevContext })` (directly or
+   * through its `propDefinition`) so clients can build forms.
+   */
+  @Post(':keyOrId/props/:prop/options')
+  @HttpCode(200)
+  async options(@Auth() auth: AuthContext, @Param('keyOrId') keyOrId: string, @Param('prop') prop: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: { options: unknown[]; context: unknown } }> {
+    const input = readInput(query, body, ['page', 'prevContext', 'prev_context', 'configured_props']);
+    const c = await this.components.findForCaller(auth, keyOrId, namespaceOf(auth, input.org_id));
+    const known = (c.configurableProps as { name: string; remoteOptions?: boolean; options?: unknown[] }[]).find((p) => p.name === prop);
+    if (!known) throw new NotFoundError(`component ${c.id} has no prop ${prop}`, { prop });
+    const page = input.page === undefined ? 0 : Number(input.page);
+    if (!Number.isInteger(page) || page < 0) throw new BadRequestError('page must be an integer ≥ 0', { field: 'page' });
+    const configured = input.configured_props ?? {};
+    if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
+    if (!known.remoteOptions) return { data: { options: known.options ?? [], context: null } };
+    const out = await this.reader.options(c.code, prop, { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: configured as Record<string, unknown> }, this.config.componentReadTimeoutMs);
+    if (out.error) throw new BadRequestError(`options() of prop ${prop} failed: ${out.error.message}`, { prop }, 'options_failed');
+    return { data: { options: out.options ?? [], context: out.context ?? null } };
+  }
+}

@@ -1,0 +1,24 @@
+import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { COMPONENT_READER, ComponentReader } from './component-reader';
+import { ComponentsController } from './components.controller';
+import { ComponentsService } from './components.service';
+import { RegistrySeeder } from './registry.seeder';
+import { SandboxComponentReader } from './sandbox-component-reader';
+
+@Module({
+  controllers: [ComponentsController],
+  providers: [
+    ComponentsService,
+    RegistrySeeder,
+    { provide: COMPONENT_READER, useFactory: (config: AppConfig) => new SandboxComponentReader(config), inject: [APP_CONFIG] },
+  ],
+  exports: [ComponentsService, COMPONENT_READER],
+})
+export class ComponentsModule implements OnApplicationShutdown {
+  constructor(@Inject(COMPONENT_READER) private readonly reader: ComponentReader) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.reader.close();
+  }
+}

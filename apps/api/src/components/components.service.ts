@@ -1,0 +1,154 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { analyzeComponent, AnalyzedComponent, ConfigurableProp } from '@app/component-model';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { BadRequestError, newId, NotFoundError, PayloadTooLargeError, sha256Hex } from '@app/contracts';
+import { Component } from '@app/db';
+import { NatsService } from '@app/nats';
+import { policyFromConfig } from '@app/net';
+import { AuthContext, canAccess } from '../auth/auth.context';
+import { COMPONENT_READER, ComponentReader } from './component-reader';
+import { FetchPolicy, loadComponentUrl } from './component-url';
+
+/** Owner id of the components shipped in `registry/` and published with the admin CLI. */
+export const REGISTRY_OWNER = 'registry';
+
+/** The spec's Component, as the API returns it. */
+export interface ComponentDto {
+  id: string;
+  code: string;
+  code_hash: string;
+  name: string;
+  version: string;
+  key?: string;
+  type: string;
+  description?: string;
+  configurable_props: ConfigurableProp[];
+  component_url?: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export function toComponentDto(c: Component): ComponentDto {
+  return {
+    id: c.id,
+    code: c.code,
+    code_hash: c.codeHash,
+    name: c.name,
+    version: c.version,
+    ...(c.key ? { key: c.key } : {}),
+    type: c.type,
+    ...(c.description ? { description: c.description } : {}),
+    configurable_props: c.configurableProps as ConfigurableProp[],
+    ...(c.componentUrl ? { component_url: c.componentUrl } : {}),
+    created_at: c.createdAt,
+    updated_at: c.updatedAt,
+  };
+}
+
+/** Runs the code in a worker (never on this thread) and validates what it exports; 413 over the size limit. */
+export async function readComponent(reader: ComponentReader, config: AppConfig, code: string): Promise<AnalyzedComponent> {
+  const bytes = Buffer.byteLength(code, 'utf8');
+  if (bytes > config.componentMaxBytes) {
+    throw new PayloadTooLargeError(`component code is ${bytes} bytes; the limit is ${config.componentMaxBytes}`, { limit_bytes: config.componentMaxBytes });
+  }
+  const out = await reader.describe(code, config.componentReadTimeoutMs);
+  if (out.error || !out.descriptor) {
+    const message = out.error?.message ?? 'the code exports no component';
+    throw new BadRequestError(`cannot load the component: ${message}`, { reason: out.error?.name ?? 'Error' }, 'invalid_component');
+  }
+  const analyzed = analyzeComponent(out.descriptor);
+  if (out.dependencyVersions && Object.keys(out.dependencyVersions).length) analyzed.meta.dependencyVersions = out.dependencyVersions;
+  return analyzed;
+}
+
+/** A new component row (not yet persisted). */
+export function buildComponent(analyzed: AnalyzedComponent, ownerId: string, userId: string | null, code: string, url?: string): Component {
+  return Object.assign(new Component(), {
+    id: newId('component'),
+    ownerId,
+    userId,
+    key: analyzed.key ?? null,
+    name: analyzed.name,
+    version: analyzed.version,
+    type: analyzed.type,
+    description: analyzed.description ?? null,
+    code,
+    codeHash: sha256Hex(code),
+    componentUrl: url ?? null,
+    configurableProps: analyzed.configurableProps,
+    meta: analyzed.meta as unknown as Record<string, unknown>,
+    createdAtMs: Date.now(),
+  });
+}
+
+/** Saved components: reading code (in a worker), validation, storage in Postgres and the object store. */
+@Injectable()
+export class ComponentsService {
+  private readonly logger = new Logger('ComponentsService');
+  private readonly storedHashes = new Set<string>();
+
+  constructor(
+    private readonly em: EntityManager,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly nats: NatsService,
+    @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
+  ) {}
+
+  get fetchPolicy(): FetchPolicy {
+    return {
+      policy: policyFromConfig(this.config),
+      maxBytes: this.config.componentMaxBytes,
+      timeoutMs: this.config.componentUrlTimeoutMs,
+      maxRedirects: 5,
+      maxFiles: 100,
+    };
+  }
+
+  /** The code to save: `component_code` when given (the URL is then only metadata), else fetched from `component_url`. */
+  async resolveCode(code: string | undefined, url: string | undefined): Promise<{ code: string; url?: string }> {
+    if (code !== undefined && code !== '') return { code, url };
+    if (url) return { code: await loadComponentUrl(url, this.fetchPolicy), url };
+    throw new BadRequestError('component_code or component_url is required', { fields: ['component_code', 'component_url'] });
+  }
+
+  analyze(code: string): Promise<AnalyzedComponent> {
+    return readComponent(this.reader, this.config, code);
+  }
+
+  /** Reads, validates and saves a component in `ownerId`'s namespace; its code goes to the object store. */
+  async save(ownerId: string, userId: string | null, code: string, url?: string, em: EntityManager = this.em.fork()): Promise<Component> {
+    const c = buildComponent(await this.analyze(code), ownerId, userId, code, url);
+    await this.storeCode(c.codeHash, code);
+    await em.persist(c).flush();
+    this.logger.log(`component saved component_id=${c.id} owner_id=${ownerId} key=${c.key ?? ''} code_hash=${c.codeHash}`);
+    return c;
+  }
+
+  /** Puts the code into the `components` object store under its hash (idempotent); the runner loads it from there. */
+  async storeCode(codeHash: string, code: string): Promise<void> {
+    if (this.storedHashes.has(codeHash)) return;
+    const info = await this.nats.components.info(codeHash);
+    if (!info || info.deleted) await this.nats.components.putBlob({ name: codeHash }, Buffer.from(code, 'utf8'));
+    this.storedHashes.add(codeHash);
+  }
+
+  /** A component by `sc_` id (caller's namespaces or the registry) or by key in the given namespace; the newest version wins. */
+  async findForCaller(auth: AuthContext, keyOrId: string, namespace: string): Promise<Component> {
+    const em = this.em.fork();
+    if (keyOrId.startsWith('sc_')) {
+      const c = await em.findOne(Component, { id: keyOrId });
+      if (c && (c.ownerId === REGISTRY_OWNER || canAccess(auth, c.ownerId))) return c;
+      throw new NotFoundError(`component ${keyOrId} not found`, { id: keyOrId });
+    }
+    const c = await em.findOne(Component, { ownerId: namespace, key: keyOrId }, { orderBy: { createdAtMs: 'desc', id: 'desc' } });
+    if (!c) throw new NotFoundError(`component ${keyOrId} not found`, { key: keyOrId });
+    return c;
+  }
+
+  async findRegistry(key: string): Promise<Component> {
+    const c = await this.em.fork().findOne(Component, { ownerId: REGISTRY_OWNER, key }, { orderBy: { createdAtMs: 'desc', id: 'desc' } });
+    if (!c) throw new NotFoundError(`registry component ${key} not found`, { key });
+    return c;
+  }
+}

@@ -1,0 +1,42 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { loadConfig } from '@app/config';
+import { Component } from '@app/db';
+import { publishToRegistry, registryDir, seedRegistry } from './registry';
+import { REGISTRY_OWNER } from './components.service';
+import { SandboxComponentReader } from './sandbox-component-reader';
+
+type Command = (flags: Record<string, string>, em: EntityManager, positional: string[]) => Promise<unknown>;
+
+/** Operator commands of the component registry (registered in the admin CLI). */
+export const REGISTRY_COMMANDS: Record<string, Command> = {
+  /** `registry publish <file>`: publishes one component file to the global registry. */
+  'registry publish': async (flags, em, positional) => {
+    const file = positional[0] ?? flags.file;
+    if (!file) throw new Error('usage: registry publish <file>');
+    const code = readFileSync(resolve(file), 'utf8');
+    const config = loadConfig();
+    const reader = new SandboxComponentReader(config);
+    const { component, created } = await publishToRegistry(em, reader, config, code).finally(() => reader.close());
+    return { id: component.id, key: component.key, version: component.version, name: component.name, code_hash: component.codeHash, created };
+  },
+  /** `registry seed [--dir <dir>]`: publishes every shipped component (the api also does this at start). */
+  'registry seed': async (flags, em) => {
+    const config = loadConfig();
+    const dir = flags.dir ? resolve(flags.dir) : registryDir(config);
+    if (!dir) return { published: [] };
+    const reader = new SandboxComponentReader(config);
+    const results = await seedRegistry(em, reader, config, dir).finally(() => reader.close());
+    const failed = results.filter((r) => r.error);
+    if (failed.length) throw new Error(failed.map((r) => `${r.file}: ${r.error}`).join('\n'));
+    return { published: results.map((r) => ({ key: r.key, created: r.created })) };
+  },
+  /** `registry list`: the newest version of every registry key. */
+  'registry list': async (_flags, em) => {
+    const rows = await em.find(Component, { ownerId: REGISTRY_OWNER }, { orderBy: { key: 'asc', createdAtMs: 'desc' } });
+    const newest = new Map<string, Component>();
+    for (const r of rows) if (r.key && !newest.has(r.key)) newest.set(r.key, r);
+    return { components: [...newest.values()].map((c) => ({ id: c.id, key: c.key, version: c.version, name: c.name })) };
+  },
+};

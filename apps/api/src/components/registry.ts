@@ -1,0 +1,82 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { AppConfig } from '@app/config';
+import { BadRequestError, ConflictError, sha256Hex } from '@app/contracts';
+import { Component } from '@app/db';
+import { ComponentReader } from './component-reader';
+import { buildComponent, readComponent, REGISTRY_OWNER } from './components.service';
+
+const SEMVER = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
+const REGISTRY_KEY = /^[a-z0-9]+(?:_[a-z0-9]+)*(?:-[a-z0-9]+)+$/;
+
+/** Where the shipped registry lives: REGISTRY_DIR, else `registry/components` of the install. */
+export function registryDir(config: AppConfig): string | undefined {
+  if (config.registryDir === 'off') return undefined;
+  if (config.registryDir) return resolve(config.registryDir);
+  // dist/apps/api/src/components → the install root
+  return join(__dirname, '..', '..', '..', '..', '..', 'registry', 'components');
+}
+
+export interface PublishResult {
+  component: Component;
+  /** False when this exact code was already published under its key. */
+  created: boolean;
+}
+
+/**
+ * Publishes a component to the global registry. Registry components need a
+ * `key` (`<app>-<component-name>`, unique across the registry) and a semantic
+ * `version`; re-publishing identical code is a no-op, and a version may not be
+ * re-used with different code. The runner gets the code from the object store,
+ * which the api fills when a source first uses it.
+ */
+export async function publishToRegistry(em: EntityManager, reader: ComponentReader, config: AppConfig, code: string): Promise<PublishResult> {
+  const analyzed = await readComponent(reader, config, code);
+  if (!analyzed.key) throw new BadRequestError('a registry component needs a key', { field: 'key' }, 'invalid_component');
+  if (!REGISTRY_KEY.test(analyzed.key)) throw new BadRequestError(`registry key "${analyzed.key}" must look like <app_name_slug>-<slugified-component-name> (lowercase letters, digits and dashes)`, { field: 'key' }, 'invalid_component');
+  if (!SEMVER.test(analyzed.version)) throw new BadRequestError(`registry components need a semantic version (x.y.z), got "${analyzed.version}"`, { field: 'version' }, 'invalid_component');
+  const codeHash = sha256Hex(code);
+  const same = await em.findOne(Component, { ownerId: REGISTRY_OWNER, key: analyzed.key, version: analyzed.version }, { orderBy: { createdAtMs: 'desc' } });
+  if (same && same.codeHash === codeHash) return { component: same, created: false };
+  if (same) throw new ConflictError(`registry component ${analyzed.key} version ${analyzed.version} is already published with different code; bump the version`, { key: analyzed.key, version: analyzed.version });
+  const c = buildComponent(analyzed, REGISTRY_OWNER, null, code);
+  await em.persist(c).flush();
+  return { component: c, created: true };
+}
+
+/** The component files of a registry directory (`*.js`, `*.mjs`, `*.cjs`), sorted. */
+export function registryFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => /\.(m|c)?js$/.test(f))
+    .sort()
+    .map((f) => join(dir, f));
+}
+
+/** Publishes every shipped registry component (idempotent; one api replica at a time through an advisory lock). */
+export interface SeedResult {
+  file: string;
+  key?: string;
+  created: boolean;
+  error?: string;
+}
+
+/** Publishes every shipped registry component (idempotent; one api replica at a time through an advisory lock). A bad file is reported, not fatal. */
+export async function seedRegistry(em: EntityManager, reader: ComponentReader, config: AppConfig, dir: string): Promise<SeedResult[]> {
+  const files = registryFiles(dir);
+  if (!files.length) return [];
+  return em.transactional(async (tx) => {
+    await tx.getConnection().execute(`select pg_advisory_xact_lock(hashtext('registry-seed'))`);
+    const out: SeedResult[] = [];
+    for (const file of files) {
+      try {
+        const { component, created } = await publishToRegistry(tx, reader, config, readFileSync(file, 'utf8'));
+        out.push({ file, key: component.key ?? undefined, created });
+      } catch (e) {
+        out.push({ file, created: false, error: (e as Error).message });
+      }
+    }
+    return out;
+  });
+}

@@ -1,0 +1,57 @@
+import { Controller, Delete, Get, HttpCode, Param, Query } from '@nestjs/common';
+import { BadRequestError, NotFoundError } from '@app/contracts';
+import { Auth, AuthContext } from '../auth/auth.context';
+import { Input, readInput } from '../common/input';
+import { Page, parsePageQuery } from '../common/pagination';
+import { EventSummaryDto } from './event-summary.dto';
+import { EventsService, SummaryQuery } from './events.service';
+
+const LIST_PARAMS = ['limit', 'after', 'before', 'expand', 'event_name'];
+
+function summaryQuery(input: Input): SummaryQuery {
+  const expand = input.expand;
+  if (expand !== undefined && expand !== '' && expand !== 'event') throw new BadRequestError('expand may only be "event"', { field: 'expand' });
+  const eventName = input.event_name;
+  if (eventName !== undefined && typeof eventName !== 'string') throw new BadRequestError('event_name must be a string', { field: 'event_name' });
+  return { ...parsePageQuery(input), expand: expand === 'event', eventName };
+}
+
+@Controller('v1')
+export class EventsController {
+  constructor(private readonly events: EventsService) {}
+
+  /** Newest first; `event_name` selects one channel (`$errors`, `$logs`, a custom name, or empty for the default one). */
+  @Get('sources/:id/event_summaries')
+  async sourceSummaries(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<Page<EventSummaryDto>> {
+    const q = summaryQuery(readInput(query, undefined, LIST_PARAMS));
+    await this.events.assertSource(auth, id);
+    return this.events.list(id, q);
+  }
+
+  @Delete('sources/:id/events')
+  @HttpCode(202)
+  async deleteEvents(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<void> {
+    const input = readInput(query, undefined, ['start_id', 'end_id']);
+    await this.events.assertSource(auth, id);
+    const str = (name: string): string | undefined => {
+      const v = input[name];
+      if (v === undefined || v === '') return undefined;
+      if (typeof v !== 'string') throw new BadRequestError(`${name} must be a string`, { field: name });
+      return v;
+    };
+    await this.events.requestDelete(id, str('start_id'), str('end_id'));
+  }
+
+  /** Workflows are not managed by this service, so no workflow id exists: always 404 (after validating the query). */
+  @Get('workflows/:id/event_summaries')
+  workflowSummaries(@Param('id') id: string, @Query() query: unknown): never {
+    summaryQuery(readInput(query, undefined, LIST_PARAMS));
+    throw new NotFoundError(`workflow ${id} not found`, { id });
+  }
+
+  @Get('workflows/:id/\\$errors/event_summaries')
+  workflowErrors(@Param('id') id: string, @Query() query: unknown): never {
+    summaryQuery(readInput(query, undefined, LIST_PARAMS));
+    throw new NotFoundError(`workflow ${id} not found`, { id });
+  }
+}

@@ -1,0 +1,93 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { BadRequestError, decodeJson, DeleteEventsMessage, encodeJson } from '@app/contracts';
+import { Source } from '@app/db';
+import { NatsService } from '@app/nats';
+import { AuthContext, assertAccess } from '../auth/auth.context';
+import { decodeCursor, encodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
+import { EventSummaryDto, EventSummaryRow, parseEventId, toEventSummary } from './event-summary.dto';
+
+export interface SummaryQuery extends PageQuery {
+  expand: boolean;
+  /** undefined: default and custom channels; otherwise one channel (`""`, a name, `$errors`, `$logs`). */
+  eventName?: string;
+}
+
+/** Reads and deletes the indexed events of a source. */
+@Injectable()
+export class EventsService {
+  private readonly logger = new Logger('EventsService');
+
+  constructor(private readonly em: EntityManager, private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  async assertSource(auth: AuthContext, id: string): Promise<Source> {
+    const source = await this.em.fork().findOne(Source, { id, deletedAt: null });
+    return assertAccess(auth, source, 'source', id);
+  }
+
+  async list(emitterId: string, q: SummaryQuery): Promise<Page<EventSummaryDto>> {
+    const where = ['emitter_id = ?'];
+    const params: unknown[] = [emitterId];
+    if (q.eventName === '$errors' || q.eventName === '$logs') {
+      where.push('channel_class = ?');
+      params.push(q.eventName);
+    } else {
+      where.push(`channel_class = 'emits'`);
+      if (q.eventName !== undefined) {
+        where.push('name = ?');
+        params.push(q.eventName);
+      }
+    }
+    const conn = this.em.getConnection();
+    const [{ n }] = (await conn.execute(`select count(*)::int as n from event_summaries where ${where.join(' and ')}`, params)) as { n: number }[];
+    let order: 'asc' | 'desc' = 'desc';
+    const pageWhere = [...where];
+    const pageParams = [...params];
+    if (q.after || q.before) {
+      const c = decodeCursor((q.after ?? q.before)!, q.after ? 'after' : 'before');
+      pageWhere.push(`(id_ms, id_seq) ${q.after ? '<' : '>'} (?, ?)`);
+      pageParams.push(c.k, Number(c.id));
+      order = q.after ? 'desc' : 'asc';
+    }
+    const rows = (await conn.execute(
+      `select emitter_id, id, id_ms, id_seq, name, emit_id, summary, indexed_at_ms, size_bytes, event
+         from event_summaries where ${pageWhere.join(' and ')}
+        order by id_ms ${order}, id_seq ${order} limit ${q.limit}`,
+      pageParams,
+    )) as EventSummaryRow[];
+    return finishPage(rows, q, order, n, (r) => ({ k: Number(r.id_ms), id: String(r.id_seq) }), (r) =>
+      toEventSummary(r, q.expand ? undefined : this.config.summaryTruncateBytes),
+    );
+  }
+
+  /** Validates the range, then asks the delivery app to delete; deletes here when no delivery replica answers. */
+  async requestDelete(emitterId: string, startId?: string, endId?: string): Promise<void> {
+    const start = startId ? parseEventId(startId) : undefined;
+    const end = endId ? parseEventId(endId) : undefined;
+    if (startId && !start) throw new BadRequestError('start_id must be an event id like 1700000000000-0', { field: 'start_id' });
+    if (endId && !end) throw new BadRequestError('end_id must be an event id like 1700000000000-0', { field: 'end_id' });
+    if (start && end && (start.ms > end.ms || (start.ms === end.ms && start.seq > end.seq))) {
+      throw new BadRequestError('start_id must not be after end_id', { start_id: startId, end_id: endId });
+    }
+    const msg: DeleteEventsMessage = { emitterId, ...(startId ? { startId } : {}), ...(endId ? { endId } : {}) };
+    void this.nats.nc.request(this.nats.names.deleteEvents, encodeJson(msg), { timeout: 5_000 }).then(
+      (reply) => {
+        if (!decodeJson<{ ok: boolean }>(reply.data).ok) return this.deleteHere(msg);
+      },
+      () => this.deleteHere(msg),
+    ).catch((e: Error) => this.logger.error(`deleting events of ${emitterId} failed: ${e.message}`));
+  }
+
+  private async deleteHere(msg: DeleteEventsMessage): Promise<void> {
+    const where = ['emitter_id = ?'];
+    const params: unknown[] = [msg.emitterId];
+    for (const [id, op] of [[msg.startId, '>='], [msg.endId, '<=']] as const) {
+      const p = id ? parseEventId(id) : undefined;
+      if (!p) continue;
+      where.push(`(id_ms, id_seq) ${op} (?, ?)`);
+      params.push(p.ms, p.seq);
+    }
+    await this.em.getConnection().execute(`delete from event_summaries where ${where.join(' and ')}`, params, 'run');
+  }
+}

@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { EndpointLookup } from './endpoint-lookup';
+import { HttpIngress } from './http-ingress';
+import { ManualRunController } from './manual-run.controller';
+
+/** The HTTP interface of sources (`/e/<endpoint_key>`) and the manual run endpoint. */
+@Module({
+  controllers: [ManualRunController],
+  providers: [EndpointLookup, HttpIngress],
+})
+export class HttpEndpointsModule {}

@@ -1,0 +1,180 @@
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { decodeJson, encodeJson, HttpResponseMessage, InvocationMessage, newId, randomToken } from '@app/contracts';
+import type { Subscription } from 'nats';
+import { NatsService } from '@app/nats';
+import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
+import { RateLimiter } from './rate-limiter';
+
+/** Headers a relayed custom response may not set (the server computes them). */
+const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
+
+/** The event an HTTP source's `run` receives. */
+export interface HttpEvent {
+  method: string;
+  path: string;
+  query: Record<string, unknown>;
+  headers: Record<string, string | string[] | undefined>;
+  bodyRaw: string;
+  body: unknown;
+  url: string;
+  client_ip: string;
+}
+
+/**
+ * The HTTP interface of sources: `ANY /e/<endpoint_key>[/*]` (public, no API key).
+ * Registered straight on Fastify in its own encapsulated context so the body
+ * arrives raw whatever its type. The request becomes an invocation stored in
+ * JetStream before any answer; `customResponse` endpoints wait for `respond()`.
+ */
+@Injectable()
+export class HttpIngress implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger('HttpIngress');
+  private readonly limiter: RateLimiter;
+  /** Reply subjects of this replica are `resp.<token>.<invocationId>`. */
+  private readonly replicaToken = randomToken(12);
+  private readonly waiting = new Map<string, (r: HttpResponseMessage | null) => void>();
+  private replies: Subscription | undefined;
+
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly lookup: EndpointLookup,
+    private readonly nats: NatsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.limiter = new RateLimiter(config.httpRatePerSec, config.httpBurst);
+  }
+
+  onModuleDestroy(): void {
+    this.replies?.unsubscribe();
+  }
+
+  onModuleInit(): void {
+    const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
+    void fastify.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: this.config.httpMaxBodyBytes }, (_req, body, done) => done(null, body));
+      scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
+        if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err.statusCode === 413) {
+          return reply.status(413).send({ error: `request body is larger than ${this.config.httpMaxBodyBytes} bytes`, code: 'payload_too_large' });
+        }
+        this.logger.error(`ingress failed: ${err.message}`);
+        return reply.status(err.statusCode && err.statusCode < 500 ? err.statusCode : 500).send({ error: err.statusCode && err.statusCode < 500 ? err.message : 'internal error', code: 'internal' });
+      });
+      const handler = (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => this.handle(req, reply);
+      const route = { method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const, bodyLimit: this.config.httpMaxBodyBytes };
+      scope.route({ ...route, method: [...route.method], url: '/e/:endpointKey', handler });
+      scope.route({ ...route, method: [...route.method], url: '/e/:endpointKey/*', handler });
+    });
+  }
+
+  private async handle(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+    const { endpointKey } = req.params as { endpointKey: string };
+    const target = await this.lookup.find(endpointKey);
+    if (!target || !target.active) return reply.status(404).send({ error: `no active HTTP source at endpoint ${endpointKey}`, code: 'not_found' });
+    const retryAfter = this.limiter.take(endpointKey);
+    if (retryAfter > 0) {
+      return reply
+        .status(429)
+        .header('retry-after', String(retryAfter))
+        .send({ error: `too many requests to this endpoint: at most ${this.config.httpRatePerSec} per second on average`, code: 'rate_limited', details: { retry_after_seconds: retryAfter } });
+    }
+    const invocationId = newId('invocation');
+    const msg: InvocationMessage = { invocationId, sourceId: target.sourceId, kind: 'http', event: this.eventOf(req, endpointKey), createdAtMs: Date.now() };
+    if (!target.customResponse) {
+      await this.store(target, msg);
+      return reply.status(200).send({ success: true });
+    }
+    msg.replyTo = this.nats.names.httpResponseFor(this.replicaToken, invocationId);
+    return this.roundTrip(target, msg, reply);
+  }
+
+  /**
+   * Registers the waiter before the invocation is stored (the replica's reply
+   * subscription is already open), then waits for `respond()`.
+   */
+  private async roundTrip(target: EndpointTarget, msg: InvocationMessage, reply: FastifyReply): Promise<unknown> {
+    const timeoutMs = this.config.httpResponseTimeoutMs;
+    this.listen();
+    let timer: NodeJS.Timeout | undefined;
+    const answer = new Promise<HttpResponseMessage | null>((resolve) => {
+      this.waiting.set(msg.invocationId, resolve);
+      timer = setTimeout(() => resolve(null), timeoutMs);
+    });
+    try {
+      await this.store(target, msg);
+      const res = await answer;
+      if (!res) {
+        return reply.status(504).send({ error: `the source did not call respond() within ${timeoutMs} ms`, code: 'gateway_timeout', details: { invocation_id: msg.invocationId } });
+      }
+      return this.relay(res, reply);
+    } finally {
+      if (timer) clearTimeout(timer);
+      this.waiting.delete(msg.invocationId);
+    }
+  }
+
+  /** One subscription per api replica for every custom response (no per-request subscribe/unsubscribe), opened on first use. */
+  private listen(): void {
+    if (this.replies && !this.replies.isClosed()) return;
+    this.replies = this.nats.nc.subscribe(this.nats.names.httpResponsesOf(this.replicaToken), {
+      callback: (err, m) => {
+        if (err) return;
+        const invocationId = m.subject.slice(m.subject.lastIndexOf('.') + 1);
+        const resolve = this.waiting.get(invocationId);
+        if (!resolve) return;
+        try {
+          resolve(decodeJson<HttpResponseMessage>(m.data));
+        } catch {
+          resolve({ status: 502, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: 'unreadable response from the source', code: 'bad_gateway' }) });
+        }
+      },
+    });
+  }
+
+  private relay(res: HttpResponseMessage, reply: FastifyReply): FastifyReply {
+    reply.status(res.status >= 100 && res.status <= 599 ? res.status : 502);
+    for (const [k, v] of Object.entries(res.headers ?? {})) if (!HOP_BY_HOP.has(k.toLowerCase())) reply.header(k, v);
+    if (res.body === undefined) return reply.send();
+    return reply.send(res.bodyEncoding === 'base64' ? Buffer.from(res.body, 'base64') : res.body);
+  }
+
+  private async store(target: EndpointTarget, msg: InvocationMessage): Promise<void> {
+    await this.nats.js.publish(this.nats.names.invocation(target.partition, target.sourceId), encodeJson(msg), { msgID: msg.invocationId });
+  }
+
+  private eventOf(req: FastifyRequest, endpointKey: string): HttpEvent {
+    const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+    const qIndex = req.url.indexOf('?');
+    const pathname = qIndex >= 0 ? req.url.slice(0, qIndex) : req.url;
+    const prefix = `/e/${endpointKey}`;
+    const path = pathname.startsWith(prefix) ? pathname.slice(prefix.length) || '/' : pathname;
+    return {
+      method: req.method,
+      path,
+      query: { ...(req.query as Record<string, unknown>) },
+      headers: { ...req.headers },
+      bodyRaw: raw,
+      body: parseBody(String(req.headers['content-type'] ?? ''), raw),
+      url: `${this.config.publicUrl}${req.url}`,
+      client_ip: req.ip,
+    };
+  }
+}
+
+/** JSON and form bodies parsed; anything else (or invalid JSON) stays the raw string. */
+export function parseBody(contentType: string, raw: string): unknown {
+  const type = contentType.split(';')[0].trim().toLowerCase();
+  if (raw === '') return raw;
+  if (type === 'application/json' || type.endsWith('+json')) {
+    try {
+      return JSON.parse(raw);
+    } catch {
+      return raw;
+    }
+  }
+  if (type === 'application/x-www-form-urlencoded') return Object.fromEntries(new URLSearchParams(raw));
+  return raw;
+}

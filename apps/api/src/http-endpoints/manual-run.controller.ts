@@ -1,0 +1,38 @@
+import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Inject } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { BadRequestError, ConflictError, encodeJson, InvocationMessage, newId, partitionOf } from '@app/contracts';
+import { Source } from '@app/db';
+import { NatsService } from '@app/nats';
+import { assertAccess, Auth, AuthContext } from '../auth/auth.context';
+
+/**
+ * `POST /v1/sources/{id}/run` (an extension): runs a source now. The optional
+ * body `{ "event": {...} }` is passed to `run`; by default the event is
+ * `{ timestamp: <epoch s>, manual: true }`. Answers 202 once the invocation is stored.
+ */
+@Controller('v1')
+export class ManualRunController {
+  constructor(private readonly em: EntityManager, private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  @Post('sources/:id/run')
+  @HttpCode(202)
+  async run(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: unknown): Promise<{ data: { invocation_id: string } }> {
+    const source = assertAccess(auth, await this.em.fork().findOne(Source, { id, deletedAt: null }), 'source', id);
+    if (!source.active) throw new ConflictError(`source ${id} is not active: activate it with PUT /v1/sources/${id} and "active": true`, { id });
+    const input = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
+    const unknownFields = Object.keys(input).filter((k) => k !== 'event');
+    if (unknownFields.length) throw new BadRequestError(`unknown field(s): ${unknownFields.join(', ')}`, { fields: unknownFields });
+    const invocationId = newId('invocation');
+    const msg: InvocationMessage = {
+      invocationId,
+      sourceId: source.id,
+      kind: 'manual',
+      event: input.event !== undefined ? input.event : { timestamp: Math.floor(Date.now() / 1000), manual: true },
+      createdAtMs: Date.now(),
+    };
+    await this.nats.js.publish(this.nats.names.invocation(partitionOf(source.id, this.config.partitions), source.id), encodeJson(msg), { msgID: invocationId });
+    return { data: { invocation_id: invocationId } };
+  }
+}

@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import type { ConfigurableProp } from '@app/component-model';
+import { isEncrypted } from '@app/contracts';
+import { decryptProps, encryptProps, propsView, slugify, timerView, unmaskInput } from './source-props';
+
+const key = randomBytes(32);
+const props: ConfigurableProp[] = [
+  { name: 'http', type: '$.interface.http' },
+  { name: 'timer', type: '$.interface.timer' },
+  { name: 'db', type: '$.service.db' },
+  { name: 'token', type: 'string', secret: true },
+  { name: 'gh', type: 'app', app: 'github' },
+  { name: 'plain', type: 'string' },
+];
+
+describe('source props', () => {
+  it('encrypts secrets and $auth, decrypts them back', () => {
+    const plain = { timer: { intervalSeconds: 60 }, token: 's3cret', gh: { $auth: { oauth_access_token: 'x' } }, plain: 'p' };
+    const stored = encryptProps(props, plain, key);
+    expect(isEncrypted(stored.token)).toBe(true);
+    expect(isEncrypted((stored.gh as { $auth: unknown }).$auth)).toBe(true);
+    expect(stored.plain).toBe('p');
+    expect(JSON.stringify(stored)).not.toContain('s3cret');
+    expect(decryptProps(stored, key)).toEqual(plain);
+  });
+
+  it('shows endpoint URLs, timers, and masks secrets', () => {
+    const stored = encryptProps(props, { timer: { cron: '*/10 * * * *', timezone: 'UTC' }, token: 't', gh: { $auth: {} }, plain: 'p' }, key);
+    expect(propsView(props, stored, 'http://h/e/en1')).toEqual({
+      http: { endpoint_url: 'http://h/e/en1' },
+      timer: { cron: '*/10 * * * *', interval_seconds: 600, timezone: 'UTC' },
+      token: '********',
+      gh: { $auth: '********' },
+      plain: 'p',
+    });
+    expect(timerView({ intervalSeconds: 45 })).toEqual({ cron: null, interval_seconds: 45 });
+  });
+
+  it('keeps stored secrets when the mask is sent back', () => {
+    const current = { token: 'old', gh: { $auth: { k: 1 } } };
+    expect(unmaskInput(props, { token: '********', gh: { $auth: '********' }, plain: 'x' }, current)).toEqual({ token: 'old', gh: { $auth: { k: 1 } }, plain: 'x' });
+    expect(unmaskInput(props, { token: 'new' }, current)).toEqual({ token: 'new' });
+  });
+
+  it.each([
+    ['My Source!', 'my-source'],
+    ['  Crème brûlée -- feed ', 'creme-brulee-feed'],
+    ['***', 'source'],
+    ['a'.repeat(150), 'a'.repeat(100)],
+  ])('slugify(%j) = %j', (name, slug) => {
+    expect(slugify(name)).toBe(slug);
+  });
+});

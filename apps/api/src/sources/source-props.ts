@@ -1,0 +1,73 @@
+import { ConfigurableProp, cronIntervalSeconds, INTERFACE_HTTP, INTERFACE_TIMER, SECRET_MASK } from '@app/component-model';
+import { decryptValue, encryptValue, isEncrypted } from '@app/contracts';
+
+type Values = Record<string, unknown>;
+
+/** Stored form: `secret: true` strings and app `$auth` objects encrypted (`{ "$enc": … }`). */
+export function encryptProps(props: ConfigurableProp[], values: Values, key: Buffer): Values {
+  const out: Values = { ...values };
+  for (const p of props) {
+    const v = out[p.name];
+    if (v === undefined) continue;
+    if (p.secret && typeof v === 'string') out[p.name] = encryptValue(key, v);
+    if (p.type === 'app' && typeof v === 'object' && v !== null) out[p.name] = { $auth: encryptValue(key, (v as { $auth?: unknown }).$auth ?? {}) };
+  }
+  return out;
+}
+
+/** Plain values of a stored document (to revalidate on update). */
+export function decryptProps(values: Values, key: Buffer): Values {
+  const out: Values = {};
+  for (const [name, v] of Object.entries(values)) {
+    if (isEncrypted(v)) out[name] = decryptValue(key, v);
+    else if (typeof v === 'object' && v !== null && isEncrypted((v as { $auth?: unknown }).$auth)) out[name] = { $auth: decryptValue(key, (v as { $auth: { $enc: string } }).$auth) };
+    else out[name] = v;
+  }
+  return out;
+}
+
+/** A client sending a masked value back (from a previous response) means "keep the stored one". */
+export function unmaskInput(props: ConfigurableProp[], input: Values, current: Values): Values {
+  const out: Values = { ...input };
+  for (const p of props) {
+    const v = out[p.name];
+    if (p.secret && v === SECRET_MASK && current[p.name] !== undefined) out[p.name] = current[p.name];
+    if (p.type === 'app' && typeof v === 'object' && v !== null && (v as { $auth?: unknown }).$auth === SECRET_MASK && current[p.name] !== undefined) out[p.name] = current[p.name];
+  }
+  return out;
+}
+
+/** Timer value in responses: `{ cron, interval_seconds }` (+ `timezone` when set). */
+export function timerView(v: unknown): Values {
+  const t = (v ?? {}) as { intervalSeconds?: number; cron?: string; timezone?: string };
+  if (t.cron) return { cron: t.cron, interval_seconds: cronIntervalSeconds(t.cron, t.timezone), ...(t.timezone ? { timezone: t.timezone } : {}) };
+  return { cron: null, interval_seconds: t.intervalSeconds ?? null };
+}
+
+/** `configured_props` as the API shows it: endpoint URLs, timer views, secrets masked. */
+export function propsView(props: ConfigurableProp[], stored: Values, endpointUrl: string | undefined): Values {
+  const out: Values = {};
+  for (const p of props) {
+    const v = stored[p.name];
+    if (p.type === INTERFACE_HTTP) out[p.name] = { endpoint_url: endpointUrl ?? null };
+    else if (p.type === INTERFACE_TIMER) out[p.name] = timerView(v);
+    else if (v === undefined) continue;
+    else if (p.secret) out[p.name] = SECRET_MASK;
+    else if (p.type === 'app') out[p.name] = { $auth: SECRET_MASK };
+    else out[p.name] = v;
+  }
+  return out;
+}
+
+/** `my Source!` → `my-source`. */
+export function slugify(name: string): string {
+  const slug = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 100)
+    .replace(/-+$/, '');
+  return slug || 'source';
+}

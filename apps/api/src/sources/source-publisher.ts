@@ -1,0 +1,99 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { decodeJson, DesiredSourceState, encodeJson, partitionOf } from '@app/contracts';
+import { Component, Source } from '@app/db';
+import { NatsService } from '@app/nats';
+import { ComponentsService } from '../components/components.service';
+
+/** The public URL of an HTTP source's endpoint. */
+export function endpointUrlOf(config: AppConfig, endpointKey: string | null | undefined): string | undefined {
+  return endpointKey ? `${config.publicUrl}/e/${endpointKey}` : undefined;
+}
+
+/**
+ * Puts a source's desired state into KV `sources` (or deletes it), never
+ * moving the KV backwards: a put only replaces an entry holding an older `rev`
+ * (compare-and-set on the KV revision), so concurrent publishers cannot
+ * reinstate a stale state.
+ */
+@Injectable()
+export class SourcePublisher {
+  private readonly logger = new Logger('SourcePublisher');
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly nats: NatsService,
+    private readonly components: ComponentsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  keyOf(sourceId: string): string {
+    return this.nats.names.sourceKey(partitionOf(sourceId, this.config.partitions), sourceId);
+  }
+
+  stateOf(source: Source, component: Component): DesiredSourceState {
+    const dependencyVersions = (component.meta as { dependencyVersions?: Record<string, string> }).dependencyVersions;
+    return {
+      sourceId: source.id,
+      ownerId: source.ownerId,
+      userId: source.userId,
+      rev: source.rev,
+      active: source.active,
+      componentId: component.id,
+      codeHash: component.codeHash,
+      configuredProps: source.configuredProps,
+      ...(source.endpointKey ? { endpointKey: source.endpointKey, endpointUrl: endpointUrlOf(this.config, source.endpointKey) } : {}),
+      runTimeoutMs: Math.min(source.runTimeoutMs ?? this.config.runTimeoutMs, this.config.maxRunTimeoutMs),
+      updatedAtMs: Date.now(),
+      ...(dependencyVersions ? { dependencyVersions } : {}),
+    };
+  }
+
+  private async putNewer(key: string, state: DesiredSourceState): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const entry = await this.nats.sources.get(key);
+      if (entry && entry.operation === 'PUT' && entry.value.length) {
+        const current = decodeJson<DesiredSourceState>(entry.value);
+        if (current.rev >= state.rev) return;
+      }
+      try {
+        if (entry) await this.nats.sources.update(key, encodeJson(state), entry.revision);
+        else await this.nats.sources.create(key, encodeJson(state));
+        return;
+      } catch (e) {
+        if (!/wrong last sequence|key exists/i.test((e as Error).message)) throw e;
+      }
+    }
+    throw new Error(`could not publish desired state of ${state.sourceId}: concurrent writers`);
+  }
+
+  /** Publishes the source's current row (re-read) and records `publishedRev`; finishes a pending delete. */
+  async publish(sourceId: string): Promise<void> {
+    const em = this.em.fork();
+    const source = await em.findOne(Source, { id: sourceId });
+    if (!source) return;
+    const key = this.keyOf(source.id);
+    if (source.deletedAt) {
+      await this.nats.sources.delete(key);
+      await em.nativeDelete(Source, { id: source.id, deletedAt: { $ne: null } });
+      this.logger.log(`source removed source_id=${source.id}`);
+      return;
+    }
+    const component = await em.findOne(Component, { id: source.componentId });
+    if (!component) throw new Error(`source ${source.id} refers to missing component ${source.componentId}`);
+    await this.components.storeCode(component.codeHash, component.code);
+    await this.putNewer(key, this.stateOf(source, component));
+    await em.nativeUpdate(Source, { id: source.id, publishedRev: { $lt: source.rev } }, { publishedRev: source.rev });
+    this.logger.debug(`desired state published source_id=${source.id} rev=${source.rev}`);
+  }
+
+  /** Publishes now; a failure is left to the reconciler (the row keeps `publishedRev < rev`). */
+  async publishSoon(sourceId: string): Promise<void> {
+    try {
+      await this.publish(sourceId);
+    } catch (e) {
+      this.logger.warn(`publishing desired state failed, the reconciler will retry: source_id=${sourceId} err=${(e as Error).message}`);
+    }
+  }
+}

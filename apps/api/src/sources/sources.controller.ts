@@ -1,0 +1,97 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { NotFoundError } from '@app/contracts';
+import { Component, Source } from '@app/db';
+import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
+import { Input, optionalBoolean, optionalString, readInput } from '../common/input';
+import { finishPage, keysetClause, Page, parsePageQuery } from '../common/pagination';
+import { ComponentRef, SourceDto, SourcesService } from './sources.service';
+
+const REF_FIELDS = ['component_id', 'component_code', 'component_url'];
+const MAX = Number.MAX_SAFE_INTEGER;
+
+function componentRef(input: Input): ComponentRef {
+  return {
+    componentId: optionalString(input, 'component_id') || undefined,
+    code: optionalString(input, 'component_code', { maxLength: MAX }) || undefined,
+    url: optionalString(input, 'component_url') || undefined,
+  };
+}
+
+function sourceName(input: Input): string | undefined {
+  const name = optionalString(input, 'name', { maxLength: 200 });
+  return name === undefined || name === null || name.trim() === '' ? undefined : name.trim();
+}
+
+@Controller('v1')
+export class SourcesController {
+  constructor(private readonly sources: SourcesService, private readonly em: EntityManager) {}
+
+  @Post('sources')
+  @HttpCode(200)
+  async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: SourceDto }> {
+    const input = readInput(query, body, [...REF_FIELDS, 'name', 'configured_props']);
+    const ownerId = namespaceOf(auth, input.org_id);
+    const { source, component } = await this.sources.create(auth, ownerId, componentRef(input), sourceName(input), input.configured_props);
+    return { data: this.sources.toDto(source, component, true) };
+  }
+
+  /** Extension: one source by id (members of its org included). */
+  @Get('sources/:id')
+  async get(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<{ data: SourceDto }> {
+    readInput(query, undefined, []);
+    const { source, component } = await this.sources.get(auth, id);
+    return { data: this.sources.toDto(source, component, true) };
+  }
+
+  @Put('sources/:id')
+  async update(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: SourceDto }> {
+    const input = readInput(query, body, [...REF_FIELDS, 'name', 'configured_props', 'active']);
+    const { source, component } = await this.sources.update(auth, id, {
+      ref: componentRef(input),
+      name: sourceName(input),
+      configuredProps: input.configured_props,
+      active: optionalBoolean(input, 'active') ?? true,
+    });
+    return { data: this.sources.toDto(source, component, true) };
+  }
+
+  @Delete('sources/:id')
+  @HttpCode(204)
+  async remove(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<void> {
+    readInput(query, undefined, []);
+    await this.sources.remove(auth, id);
+  }
+
+  @Get('users/me/sources')
+  async mine(@Auth() auth: AuthContext, @Query() query: Record<string, unknown>): Promise<Page<SourceDto>> {
+    readInput(query, undefined, ['limit', 'after', 'before']);
+    return this.list(auth.userId, query);
+  }
+
+  @Get('orgs/:orgId/sources')
+  async ofOrg(@Auth() auth: AuthContext, @Param('orgId') orgId: string, @Query() query: Record<string, unknown>): Promise<Page<SourceDto>> {
+    readInput(query, undefined, ['limit', 'after', 'before']);
+    if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
+    return this.list(orgId, query);
+  }
+
+  /** Newest first, keyset-paginated on (created_at_ms, id): cursors survive inserts between pages. */
+  private async list(ownerId: string, query: Record<string, unknown>): Promise<Page<SourceDto>> {
+    const page = parsePageQuery(query);
+    const em = this.em.fork();
+    const { where, params, order } = keysetClause(page, 'created_at_ms', 'id');
+    const conn = em.getConnection();
+    const ids: { id: string }[] = await conn.execute(
+      `select id from sources where owner_id = ? and deleted_at is null and ${where} order by created_at_ms ${order}, id ${order} limit ?`,
+      [ownerId, ...params, page.limit],
+    );
+    const [{ count }] = (await conn.execute(`select count(*)::int as count from sources where owner_id = ? and deleted_at is null`, [ownerId])) as { count: number }[];
+    const rows = ids.length ? await em.find(Source, { id: { $in: ids.map((r) => r.id) } }) : [];
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const ordered = ids.map((r) => byId.get(r.id)).filter((r): r is Source => !!r);
+    const components = ordered.length ? await em.find(Component, { id: { $in: [...new Set(ordered.map((s) => s.componentId))] } }) : [];
+    const compById = new Map(components.map((c) => [c.id, c]));
+    return finishPage(ordered, page, order, count, (s) => ({ k: s.createdAtMs, id: s.id }), (s) => this.sources.toDto(s, compById.get(s.componentId), false));
+  }
+}

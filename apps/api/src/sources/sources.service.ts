@@ -1,0 +1,215 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { EntityManager, raw, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
+import { ComponentMeta, ConfigurableProp, INTERFACE_HTTP, validateConfiguredProps } from '@app/component-model';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { BadRequestError, newEndpointKey, newId, NotFoundError } from '@app/contracts';
+import { AutoSubscription, Component, Source, Subscription } from '@app/db';
+import { NatsService } from '@app/nats';
+import { AuthContext } from '../auth/auth.context';
+import { ComponentsService } from '../components/components.service';
+import { decryptProps, encryptProps, propsView, slugify, unmaskInput } from './source-props';
+import { endpointUrlOf, SourcePublisher } from './source-publisher';
+
+/** Which component a create or update uses: an id wins; code or a URL saves a new component. */
+export interface ComponentRef {
+  componentId?: string;
+  code?: string;
+  url?: string;
+}
+
+export interface SourceDto {
+  id: string;
+  user_id?: string;
+  component_id: string;
+  configured_props: Record<string, unknown>;
+  active: boolean;
+  created_at: number;
+  updated_at: number;
+  name: string;
+  name_slug: string;
+}
+
+@Injectable()
+export class SourcesService {
+  private readonly logger = new Logger('SourcesService');
+
+  constructor(
+    private readonly em: EntityManager,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly nats: NatsService,
+    private readonly components: ComponentsService,
+    private readonly publisher: SourcePublisher,
+  ) {}
+
+  toDto(source: Source, component: Component | undefined, withUser: boolean): SourceDto {
+    const props = (component?.configurableProps ?? []) as ConfigurableProp[];
+    return {
+      id: source.id,
+      ...(withUser ? { user_id: source.userId } : {}),
+      component_id: source.componentId,
+      configured_props: propsView(props, source.configuredProps, endpointUrlOf(this.config, source.endpointKey)),
+      active: source.active,
+      created_at: source.createdAt,
+      updated_at: source.updatedAt,
+      name: source.name,
+      name_slug: source.nameSlug,
+    };
+  }
+
+  private async component(auth: AuthContext, ownerId: string, ref: ComponentRef): Promise<Component> {
+    let component: Component;
+    if (ref.componentId) component = await this.components.findForCaller(auth, ref.componentId, ownerId);
+    else {
+      const { code, url } = await this.components.resolveCode(ref.code, ref.url);
+      component = await this.components.save(ownerId, auth.userId, code, url);
+    }
+    if (component.type === 'action') {
+      throw new BadRequestError(`component ${component.id} is an action; only sources can be deployed`, { component_id: component.id }, 'invalid_component');
+    }
+    return component;
+  }
+
+  private validate(component: Component, input: unknown): Record<string, unknown> {
+    const props = component.configurableProps as ConfigurableProp[];
+    const plain = validateConfiguredProps(props, input, { timerMinIntervalSeconds: this.config.timerMinIntervalSeconds, propsMaxBytes: this.config.propsMaxBytes });
+    return encryptProps(props, plain, this.config.secretsKey);
+  }
+
+  /** `base`, or `base-N` with the next free N among the owner's live sources. */
+  private async freeSlug(em: EntityManager, ownerId: string, base: string, exceptId?: string): Promise<string> {
+    const rows: { name_slug: string }[] = await em.getConnection().execute(
+      `select name_slug from sources where owner_id = ? and deleted_at is null and id <> ? and (name_slug = ? or name_slug ~ ?)`,
+      [ownerId, exceptId ?? '', base, `^${base.replace(/[^a-z0-9-]/g, '')}-[0-9]+$`],
+    );
+    if (!rows.some((r) => r.name_slug === base)) return base;
+    const taken = new Set(rows.map((r) => r.name_slug));
+    let n = 1;
+    while (taken.has(`${base}-${n}`)) n++;
+    return `${base}-${n}`;
+  }
+
+  /** Inserts with a unique slug; a concurrent clash on the slug index retries with the next number. */
+  private async insertWithSlug(source: Source, base: string): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const em = this.em.fork();
+      source.nameSlug = await this.freeSlug(em, source.ownerId, base);
+      try {
+        await em.persist(source).flush();
+        return;
+      } catch (e) {
+        if (!(e instanceof UniqueConstraintViolationException) || attempt >= 5) throw e;
+      }
+    }
+  }
+
+  /** Writes an update (revision + 1 in SQL, so concurrent updates each move it); a new name gets a unique slug. */
+  private async writeUpdate(source: Source, newName: string | undefined): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const em = this.em.fork();
+      if (newName !== undefined) source.nameSlug = await this.freeSlug(em, source.ownerId, slugify(newName), source.id);
+      try {
+        await em.nativeUpdate(
+          Source,
+          { id: source.id, deletedAt: null },
+          {
+            name: source.name,
+            nameSlug: source.nameSlug,
+            componentId: source.componentId,
+            configuredProps: source.configuredProps,
+            active: source.active,
+            endpointKey: source.endpointKey,
+            rev: raw('rev + 1'),
+            updatedAt: Math.floor(Date.now() / 1000),
+          },
+        );
+        return;
+      } catch (e) {
+        if (!(e instanceof UniqueConstraintViolationException) || attempt >= 5) throw e;
+      }
+    }
+  }
+
+  async create(auth: AuthContext, ownerId: string, ref: ComponentRef, name: string | undefined, configuredProps: unknown): Promise<{ source: Source; component: Component }> {
+    const component = await this.component(auth, ownerId, ref);
+    const values = this.validate(component, configuredProps);
+    const meta = component.meta as unknown as ComponentMeta;
+    const hasHttp = (component.configurableProps as ConfigurableProp[]).some((p) => p.type === INTERFACE_HTTP);
+    const sourceName = name ?? slugify(component.name);
+    const source = Object.assign(new Source(), {
+      id: newId('source'),
+      ownerId,
+      userId: auth.userId,
+      componentId: component.id,
+      name: sourceName,
+      configuredProps: values,
+      active: true,
+      rev: 1,
+      publishedRev: 0,
+      endpointKey: hasHttp ? newEndpointKey() : null,
+      createdAtMs: Date.now(),
+    });
+    await this.insertWithSlug(source, slugify(sourceName));
+    this.logger.log(`source created source_id=${source.id} owner_id=${ownerId} component_id=${component.id} type=${meta.type}`);
+    await this.autoSubscribe(source);
+    await this.publisher.publishSoon(source.id);
+    return { source, component };
+  }
+
+  /** Subscribes the owner's auto-subscription listeners to a new source. */
+  private async autoSubscribe(source: Source): Promise<void> {
+    const em = this.em.fork();
+    const autos = await em.find(AutoSubscription, { ownerId: source.ownerId });
+    if (!autos.length) return;
+    for (const a of autos) {
+      em.persist(Object.assign(new Subscription(), { id: newId('subscription'), ownerId: source.ownerId, emitterId: source.id, listenerId: a.listenerId, eventName: a.eventName }));
+    }
+    await em.flush();
+    this.nats.nc.publish(this.nats.names.changed('subscriptions'));
+  }
+
+  async get(auth: AuthContext, id: string): Promise<{ source: Source; component: Component | undefined }> {
+    const em = this.em.fork();
+    const source = await em.findOne(Source, { id, deletedAt: null });
+    if (!source || !(source.ownerId === auth.userId || auth.orgIds.includes(source.ownerId))) throw new NotFoundError(`source ${id} not found`, { id });
+    const component = (await em.findOne(Component, { id: source.componentId })) ?? undefined;
+    return { source, component };
+  }
+
+  async update(
+    auth: AuthContext,
+    id: string,
+    change: { ref: ComponentRef; name?: string; configuredProps?: unknown; active: boolean },
+  ): Promise<{ source: Source; component: Component }> {
+    const { source, component: current } = await this.get(auth, id);
+    const hasRef = change.ref.componentId !== undefined || change.ref.code !== undefined || change.ref.url !== undefined;
+    const component = hasRef || !current ? await this.component(auth, source.ownerId, change.ref) : current;
+    const props = component.configurableProps as ConfigurableProp[];
+    const stored = decryptProps(source.configuredProps, this.config.secretsKey);
+    const input =
+      change.configuredProps !== undefined && change.configuredProps !== null && typeof change.configuredProps === 'object' && !Array.isArray(change.configuredProps)
+        ? unmaskInput(props, change.configuredProps as Record<string, unknown>, stored)
+        : change.configuredProps !== undefined
+          ? change.configuredProps
+          : Object.fromEntries(Object.entries(stored).filter(([k]) => props.some((p) => p.name === k && p.type !== INTERFACE_HTTP)));
+    source.configuredProps = this.validate(component, input);
+    source.componentId = component.id;
+    source.active = change.active;
+    const hasHttp = props.some((p) => p.type === INTERFACE_HTTP);
+    source.endpointKey = hasHttp ? (source.endpointKey ?? newEndpointKey()) : null;
+    if (change.name !== undefined) source.name = change.name;
+    await this.writeUpdate(source, change.name);
+    this.logger.log(`source updated source_id=${source.id} active=${source.active}`);
+    await this.publisher.publishSoon(source.id);
+    const fresh = await this.em.fork().findOne(Source, { id: source.id });
+    if (!fresh) throw new NotFoundError(`source ${id} not found`, { id });
+    return { source: fresh, component };
+  }
+
+  /** Marks deleted, bumps the revision, removes the desired state, then the row (the reconciler finishes an interrupted delete). */
+  async remove(auth: AuthContext, id: string): Promise<void> {
+    const { source } = await this.get(auth, id);
+    await this.em.fork().nativeUpdate(Source, { id: source.id }, { deletedAt: Math.floor(Date.now() / 1000), rev: raw('rev + 1') });
+    this.logger.log(`source deleted source_id=${source.id}`);
+    await this.publisher.publishSoon(source.id);
+  }
+}

@@ -1,0 +1,7 @@
+import { Module } from '@nestjs/common';
+import { EventsModule } from '../events/events.module';
+import { SseController } from './sse.controller';
+import { SseService } from './sse.service';
+
+@Module({ imports: [EventsModule], controllers: [SseController], providers: [SseService] })
+export class SseModule {}

@@ -1,0 +1,81 @@
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { FastifyReply } from 'fastify';
+import { ConsumerMessages, DeliverPolicy } from 'nats';
+import { decodeJson, EmittedEvent } from '@app/contracts';
+import { NatsService } from '@app/nats';
+import { parseEventId, summaryOfEmit } from '../events/event-summary.dto';
+
+export type StreamKind = 'emits' | 'observations';
+
+const HANDSHAKE_MS = 15_000;
+/** Replay starts this much before the resume id's time, so clock skew between emitters cannot skip events. */
+const REPLAY_SLACK_MS = 5_000;
+
+const belongs = (kind: StreamKind, name: string): boolean => (kind === 'observations') === (name === '$logs' || name === '$errors');
+
+/**
+ * Writes one unnamed SSE message per event (`id:` = event id, `data:` = the
+ * event summary JSON) from an ordered JetStream consumer on the source's emit
+ * subject; with a resume point it replays the stream from there first.
+ */
+@Injectable()
+export class SseService implements OnApplicationShutdown {
+  private readonly logger = new Logger('SseService');
+  private readonly open = new Set<() => void>();
+
+  constructor(private readonly nats: NatsService) {}
+
+  onApplicationShutdown(): void {
+    for (const close of [...this.open]) close();
+  }
+
+  async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after?: { ms: number; seq: number }): Promise<void> {
+    const consumer = await this.nats.js.consumers.get(this.nats.names.emitsStream, {
+      filterSubjects: this.nats.names.emit(sourceId),
+      ...(after ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, after.ms - REPLAY_SLACK_MS)).toISOString() } : { deliver_policy: DeliverPolicy.New }),
+    });
+    const messages: ConsumerMessages = await consumer.consume({ max_messages: 256 });
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.write(':sse-handshake\n\n');
+    const timer = setInterval(() => res.write(':sse-handshake\n\n'), HANDSHAKE_MS);
+    let closed = false;
+    const close = (): void => {
+      if (closed) return;
+      closed = true;
+      clearInterval(timer);
+      messages.stop();
+      this.open.delete(close);
+      res.end();
+    };
+    this.open.add(close);
+    res.on('close', close);
+    void this.pump(messages, res, sourceId, kind, after, () => closed).finally(close);
+  }
+
+  private async pump(messages: ConsumerMessages, res: FastifyReply['raw'], sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, isClosed: () => boolean): Promise<void> {
+    try {
+      for await (const m of messages) {
+        if (isClosed()) break;
+        let e: EmittedEvent;
+        try {
+          e = decodeJson<EmittedEvent>(m.data);
+        } catch {
+          continue;
+        }
+        if (!belongs(kind, e.name ?? '')) continue;
+        const id = parseEventId(e.id);
+        if (after && id && (id.ms < after.ms || (id.ms === after.ms && id.seq <= after.seq))) continue;
+        if (!res.write(`id: ${e.id}\ndata: ${JSON.stringify(summaryOfEmit(e))}\n\n`)) {
+          await new Promise<void>((r) => {
+            res.once('drain', r);
+            res.once('close', r);
+          });
+        }
+      }
+    } catch (err) {
+      this.logger.warn(`event stream of ${sourceId} ended: ${(err as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { BadRequestError, NotFoundError } from '@app/contracts';
+import { Source, Webhook } from '@app/db';
+import { assertAccess, AuthContext } from '../auth/auth.context';
+
+/** Globs an `emitter_id` may be: all of the subscription owner's sources or workflows. */
+export const EMITTER_GLOBS = ['dc_*', 'p_*'];
+
+/** The owner of an emitter or listener the caller can reach; 404 when missing or not theirs. */
+export async function resolveEmitter(em: EntityManager, auth: AuthContext, id: string): Promise<{ ownerId?: string; glob: boolean }> {
+  if (EMITTER_GLOBS.includes(id)) return { glob: true };
+  if (id.startsWith('dc_')) {
+    const source = assertAccess(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id);
+    return { ownerId: source.ownerId, glob: false };
+  }
+  if (id.startsWith('p_')) throw new NotFoundError(`workflow ${id} not found`, { id });
+  throw new BadRequestError('emitter_id must be a source id (dc_…), a workflow id (p_…), or a glob dc_* or p_*', { field: 'emitter_id', value: id });
+}
+
+export async function resolveListener(em: EntityManager, auth: AuthContext, id: string): Promise<{ ownerId: string }> {
+  if (id.startsWith('dc_')) return { ownerId: assertAccess(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id).ownerId };
+  if (id.startsWith('wh_')) return { ownerId: assertAccess(auth, await em.findOne(Webhook, { id }), 'webhook', id).ownerId };
+  if (id.startsWith('p_')) throw new NotFoundError(`workflow ${id} not found`, { id });
+  throw new BadRequestError('listener_id must be a source (dc_…), workflow (p_…) or webhook (wh_…) id', { field: 'listener_id', value: id });
+}
+
+/** `""` (default channel), a custom name, `$errors` or `$logs`; other `$` names are reserved. */
+export function validateChannel(value: unknown, field = 'event_name'): string {
+  if (value === undefined || value === null) return '';
+  if (typeof value !== 'string') throw new BadRequestError(`${field} must be a string`, { field });
+  if (value.length > 255) throw new BadRequestError(`${field} must be at most 255 characters`, { field });
+  if (value.startsWith('$') && value !== '$errors' && value !== '$logs') {
+    throw new BadRequestError(`${field} may be empty (default channel), a custom channel name, $errors or $logs`, { field, value });
+  }
+  return value;
+}

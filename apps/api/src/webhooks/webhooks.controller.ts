@@ -1,0 +1,67 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import { BadRequestError } from '@app/contracts';
+import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
+import { Input, optionalBoolean, optionalString, readInput } from '../common/input';
+import { Page, parsePageQuery } from '../common/pagination';
+import { toWebhookDto, validateWebhookUrl, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
+import { WebhookInput, WebhooksService } from './webhooks.service';
+
+const PAGE = ['limit', 'after', 'before'];
+
+function textFields(input: Input): Pick<WebhookInput, 'name' | 'description'> {
+  return {
+    name: optionalString(input, 'name', { nullable: true, maxLength: 255 }),
+    description: optionalString(input, 'description', { nullable: true, maxLength: 2000 }),
+  };
+}
+
+@Controller('v1')
+export class WebhooksController {
+  constructor(private readonly webhooks: WebhooksService) {}
+
+  /** Parameters in the query or the body; the response carries the signing secret, once. */
+  @Post('webhooks')
+  @HttpCode(200)
+  async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: WebhookDto }> {
+    const input = readInput(query, body, ['url', 'name', 'description']);
+    const ownerId = namespaceOf(auth, input.org_id);
+    return { data: await this.webhooks.create(auth, ownerId, { url: validateWebhookUrl(input.url), ...textFields(input) }) };
+  }
+
+  @Get('users/me/webhooks')
+  async listMine(@Auth() auth: AuthContext, @Query() query: unknown): Promise<Page<WebhookDto>> {
+    return this.webhooks.list(auth.userId, parsePageQuery(readInput(query, undefined, PAGE)));
+  }
+
+  @Get('orgs/:org_id/webhooks')
+  async listOrg(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: unknown): Promise<Page<WebhookDto>> {
+    return this.webhooks.list(namespaceOf(auth, orgId), parsePageQuery(readInput(query, undefined, PAGE)));
+  }
+
+  @Get('webhooks/:id')
+  async get(@Auth() auth: AuthContext, @Param('id') id: string): Promise<{ data: WebhookDto }> {
+    return { data: toWebhookDto(await this.webhooks.get(auth, id)) };
+  }
+
+  /** Changes url, name, description or active; `active: true` re-enables a webhook disabled by a 410. */
+  @Put('webhooks/:id')
+  async update(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: WebhookDto }> {
+    const input = readInput(query, body, ['url', 'name', 'description', 'active']);
+    const change: WebhookInput = { ...textFields(input), active: optionalBoolean(input, 'active') };
+    if (input.url !== undefined) change.url = validateWebhookUrl(input.url);
+    if (Object.values(change).every((v) => v === undefined)) throw new BadRequestError('nothing to update: pass url, name, description or active');
+    return { data: await this.webhooks.update(auth, id, change) };
+  }
+
+  @Delete('webhooks/:id')
+  @HttpCode(204)
+  async delete(@Auth() auth: AuthContext, @Param('id') id: string): Promise<void> {
+    await this.webhooks.delete(auth, id);
+  }
+
+  /** Every delivery attempt, newest first. */
+  @Get('webhooks/:id/deliveries')
+  async deliveries(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<Page<WebhookDeliveryDto>> {
+    return this.webhooks.deliveries(auth, id, parsePageQuery(readInput(query, undefined, PAGE)));
+  }
+}

@@ -1,0 +1,104 @@
+import { randomBytes } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { encryptValue, newId } from '@app/contracts';
+import { Subscription, Webhook, WebhookDelivery } from '@app/db';
+import { NatsService } from '@app/nats';
+import { assertAccess, AuthContext } from '../auth/auth.context';
+import { finishPage, keysetClause, Page, PageQuery } from '../common/pagination';
+import { toDeliveryDto, toWebhookDto, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
+
+export interface WebhookInput {
+  url?: string;
+  name?: string | null;
+  description?: string | null;
+  active?: boolean;
+}
+
+/** Webhook targets: create (secret shown once), read, update, delete, and their delivery attempts. */
+@Injectable()
+export class WebhooksService {
+  constructor(private readonly em: EntityManager, private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  async create(auth: AuthContext, ownerId: string, input: WebhookInput & { url: string }): Promise<WebhookDto> {
+    const secret = 'whsec_' + randomBytes(24).toString('base64');
+    const webhook = Object.assign(new Webhook(), {
+      id: newId('webhook'),
+      ownerId,
+      userId: auth.userId,
+      url: input.url,
+      name: input.name ?? null,
+      description: input.description ?? null,
+      active: true,
+      secret: encryptValue(this.config.secretsKey, secret),
+    });
+    await this.em.fork().persist(webhook).flush();
+    this.changed();
+    return toWebhookDto(webhook, secret);
+  }
+
+  async get(auth: AuthContext, id: string, em = this.em.fork()): Promise<Webhook> {
+    return assertAccess(auth, await em.findOne(Webhook, { id }), 'webhook', id);
+  }
+
+  async list(ownerId: string, page: PageQuery): Promise<Page<WebhookDto>> {
+    const em = this.em.fork();
+    const k = keysetClause(page, 'created_at_ms', 'id');
+    const rows = await em.getConnection().execute<{ id: string }[]>(
+      `select id from webhooks where owner_id = ? and ${k.where} order by created_at_ms ${k.order}, id ${k.order} limit ${page.limit}`,
+      [ownerId, ...k.params],
+    );
+    const byId = new Map((await em.find(Webhook, { id: { $in: rows.map((r) => r.id) } })).map((w) => [w.id, w]));
+    const total = await em.count(Webhook, { ownerId });
+    const items = rows.map((r) => byId.get(r.id)!).filter(Boolean);
+    return finishPage(items, page, k.order, total, (w) => ({ k: w.createdAtMs, id: w.id }), (w) => toWebhookDto(w));
+  }
+
+  async update(auth: AuthContext, id: string, input: WebhookInput): Promise<WebhookDto> {
+    const em = this.em.fork();
+    const webhook = await this.get(auth, id, em);
+    if (input.url !== undefined) webhook.url = input.url;
+    if (input.name !== undefined) webhook.name = input.name;
+    if (input.description !== undefined) webhook.description = input.description;
+    if (input.active !== undefined) {
+      webhook.active = input.active;
+      if (input.active) webhook.disabledReason = null;
+    }
+    await em.flush();
+    this.changed();
+    return toWebhookDto(webhook);
+  }
+
+  /** Deletes the webhook, its subscriptions, its delivery log and its queued deliveries. */
+  async delete(auth: AuthContext, id: string): Promise<void> {
+    const em = this.em.fork();
+    const webhook = await this.get(auth, id, em);
+    await em.transactional(async (tx) => {
+      await tx.nativeDelete(Subscription, { listenerId: id });
+      await tx.nativeDelete(WebhookDelivery, { webhookId: id });
+      await tx.nativeDelete(Webhook, { id: webhook.id });
+    });
+    this.changed();
+    this.nats.nc.publish(this.nats.names.changed('subscriptions'));
+    await this.nats.jsm.streams.purge(this.nats.names.deliveriesStream, { filter: this.nats.names.delivery(id) }).catch(() => undefined);
+  }
+
+  async deliveries(auth: AuthContext, id: string, page: PageQuery): Promise<Page<WebhookDeliveryDto>> {
+    const em = this.em.fork();
+    await this.get(auth, id, em);
+    const k = keysetClause(page, 'created_at_ms', 'id');
+    const rows = await em.getConnection().execute<{ id: string }[]>(
+      `select id from webhook_deliveries where webhook_id = ? and ${k.where} order by created_at_ms ${k.order}, id ${k.order} limit ${page.limit}`,
+      [id, ...k.params],
+    );
+    const byId = new Map((await em.find(WebhookDelivery, { id: { $in: rows.map((r) => r.id) } })).map((d) => [d.id, d]));
+    const total = await em.count(WebhookDelivery, { webhookId: id });
+    const items = rows.map((r) => byId.get(r.id)!).filter(Boolean);
+    return finishPage(items, page, k.order, total, (d) => ({ k: d.createdAtMs, id: d.id }), toDeliveryDto);
+  }
+
+  private changed(): void {
+    this.nats.nc.publish(this.nats.names.changed('webhooks'));
+  }
+}

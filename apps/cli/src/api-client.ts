@@ -1,0 +1,146 @@
+import { ApiResponseError, CliError } from './errors';
+import { apiOrigin, ResolvedConfig } from './config';
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export interface PageInfo {
+  total_count: number;
+  count: number;
+  start_cursor: string | null;
+  end_cursor: string | null;
+}
+
+export interface RequestOptions {
+  query?: Query;
+  body?: unknown;
+  /** Most routes need the API key; `pd login` verifies a key it has not saved yet. */
+  apiKey?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+// Saving a component may install its npm imports on the server first.
+const DEFAULT_TIMEOUT_MS = 300_000;
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
+
+function isStaleConnection(e: unknown): boolean {
+  const code = (e as { cause?: { code?: string } })?.cause?.code;
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET';
+}
+
+/** A thin JSON client for `/v1` that turns every failure into one clear CliError. */
+export class ApiClient {
+  constructor(readonly config: ResolvedConfig) {}
+
+  get origin(): string {
+    return apiOrigin(this.config.apiBaseUrl);
+  }
+
+  url(path: string, query?: Query): string {
+    const base = path.startsWith('/sse/') ? this.origin : this.config.apiBaseUrl;
+    const u = new URL(base + path);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) u.searchParams.set(k, String(v));
+    return u.toString();
+  }
+
+  requireKey(explicit?: string): string {
+    const key = explicit ?? this.config.apiKey;
+    if (!key) {
+      throw new CliError(`no API key configured for profile "${this.config.profile}": run \`pd login\` or set PD_API_KEY`);
+    }
+    return key;
+  }
+
+  headers(apiKey?: string): Record<string, string> {
+    return { authorization: `Bearer ${this.requireKey(apiKey)}`, accept: 'application/json', 'user-agent': 'pd-cli' };
+  }
+
+  /** Sends a request; resolves with the parsed body (undefined for 204). */
+  async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const url = this.url(path, opts.query);
+    const headers = this.headers(opts.apiKey);
+    if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    const timeout = AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    const init = { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body), signal };
+    const res = await fetch(url, init).catch((e: unknown) => {
+      // A kept-alive connection the server closed meanwhile (e.g. it restarted during `pd dev`):
+      // idempotent requests are sent once more on a fresh connection.
+      if (IDEMPOTENT.has(method) && isStaleConnection(e)) return fetch(url, init);
+      throw e;
+    }).catch((e: unknown) => {
+      throw this.networkError(e);
+    });
+    const text = await res.text().catch((e: unknown) => {
+      throw this.networkError(e);
+    });
+    if (!res.ok) throw this.httpError(res.status, text);
+    if (res.status === 204 || text.trim() === '') return undefined as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new CliError(`unexpected response from ${method} ${url}: HTTP ${res.status} with a body that is not JSON`);
+    }
+  }
+
+  get<T = unknown>(path: string, query?: Query): Promise<T> {
+    return this.request<T>('GET', path, { query });
+  }
+
+  /** Reads every page of a paginated list (`{ page_info, data }`), following `end_cursor`. */
+  async listAll<T>(path: string, query: Query = {}): Promise<T[]> {
+    const items: T[] = [];
+    let after: string | undefined;
+    for (let pages = 0; pages < 1000; pages++) {
+      const page = await this.get<{ page_info?: PageInfo; data: T[] }>(path, { ...query, limit: 100, after });
+      if (!page || !Array.isArray(page.data)) throw new CliError(`unexpected response from GET ${path}: no data array`);
+      items.push(...page.data);
+      const info = page.page_info;
+      if (!info || page.data.length === 0 || !info.end_cursor || items.length >= info.total_count) break;
+      after = info.end_cursor;
+    }
+    return items;
+  }
+
+  networkError(e: unknown): CliError {
+    if (e instanceof CliError) return e;
+    const err = e as Error & { cause?: { code?: string; message?: string } };
+    if (err?.name === 'TimeoutError') return new CliError(`the API at ${this.config.apiBaseUrl} did not answer in time`);
+    if (err?.name === 'AbortError') return new CliError('request aborted');
+    const code = err?.cause?.code;
+    const reason =
+      code === 'ECONNREFUSED'
+        ? 'connection refused (is the server running?)'
+        : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+          ? 'host not found'
+          : code === 'ECONNRESET' || code === 'UND_ERR_SOCKET'
+            ? 'the connection was closed by the server'
+            : (err?.cause?.message ?? err?.message ?? String(e));
+    return new CliError(`cannot reach the API at ${this.config.apiBaseUrl}: ${reason}; check api_base_url (\`pd config\`) or PD_API_BASE_URL`);
+  }
+
+  httpError(status: number, text: string): CliError {
+    let body: { error?: unknown; code?: unknown; details?: unknown } | undefined;
+    try {
+      body = JSON.parse(text) as typeof body;
+    } catch {
+      body = undefined;
+    }
+    const message = typeof body?.error === 'string' ? body.error : `HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ''}`;
+    const code = typeof body?.code === 'string' ? body.code : `http_${status}`;
+    const details = body?.details && typeof body.details === 'object' ? (body.details as Record<string, unknown>) : undefined;
+    if (status === 401) {
+      return new ApiResponseError(status, code, `authentication failed (${message}): check your API key with \`pd login\` or PD_API_KEY (profile "${this.config.profile}")`, details);
+    }
+    // Details are shown only when the message does not already say what they hold.
+    const said = (v: unknown): boolean => (Array.isArray(v) ? v.every(said) : v === null || typeof v === 'object' ? false : message.includes(String(v)));
+    const news = details ? Object.values(details).some((v) => !said(v)) : false;
+    const suffix = details && news ? ` ${JSON.stringify(details)}` : '';
+    if (status === 404 && /^no such route/.test(message)) {
+      return new ApiResponseError(status, code, `${message} (HTTP 404): is api_base_url ${this.config.apiBaseUrl} right? It ends in /v1`, details);
+    }
+    return new ApiResponseError(status, code, `${message}${suffix} (HTTP ${status})`, details);
+  }
+}

@@ -1,0 +1,43 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bundleComponent } from './bundle';
+
+describe('bundling a local component', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pd-bundle-'));
+  mkdirSync(join(dir, 'common'));
+  writeFileSync(join(dir, 'app.app.mjs'), 'export default { type: "app", app: "demo" };\n');
+  writeFileSync(join(dir, 'common', 'base.mjs'), 'import app from "../app.app.mjs";\nexport default { props: { app } };\n');
+  writeFileSync(join(dir, 'esm.mjs'), 'import common from "./common/base.mjs";\nimport { axios } from "@pipedream/platform";\nexport default { ...common, name: "E", version: "1", async run() { return axios; } };\n');
+  writeFileSync(join(dir, 'helper.js'), 'module.exports = { double: (x) => x * 2 };\n');
+  writeFileSync(join(dir, 'cjs.js'), 'const { double } = require("./helper");\nconst _ = require("lodash");\nmodule.exports = { name: "C", version: "1", async run() { return double(_.size([])); } };\n');
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const single = 'module.exports = { name: "S", version: "1", async run() {} };\n';
+  writeFileSync(join(dir, 'single.js'), single);
+
+  it('inlines relative ESM imports, keeps npm imports and the ESM default export', async () => {
+    const b = await bundleComponent(join(dir, 'esm.mjs'));
+    expect(b.format).toBe('esm');
+    expect(b.bundled).toBe(true);
+    expect(b.inputs).toEqual([join(dir, 'esm.mjs'), join(dir, 'app.app.mjs'), join(dir, 'common', 'base.mjs')]);
+    expect(b.code).toContain('import { axios } from "@pipedream/platform"');
+    expect(b.code).toMatch(/export \{\s*\w+ as default\s*\}/);
+    expect(b.code).not.toContain('./common/base.mjs"');
+  });
+
+  it('keeps CommonJS as CommonJS, with extension-less relative requires inlined', async () => {
+    const b = await bundleComponent(join(dir, 'cjs.js'));
+    expect(b.format).toBe('cjs');
+    expect(b.inputs).toHaveLength(2);
+    expect(b.code).toContain('require("lodash")');
+    expect(b.code).toContain('module.exports =');
+    expect(b.code).not.toContain('require("./helper")');
+  });
+
+  it('sends a single-file component as written, and names a missing import', async () => {
+    expect(await bundleComponent(join(dir, 'single.js'))).toEqual({ code: single, format: 'cjs', inputs: [join(dir, 'single.js')], bundled: false });
+    writeFileSync(join(dir, 'broken.mjs'), 'import x from "./missing.mjs";\nexport default x;\n');
+    await expect(bundleComponent(join(dir, 'broken.mjs'))).rejects.toThrow(/broken\.mjs:1:15: Could not resolve "\.\/missing\.mjs"/);
+    await expect(bundleComponent(join(dir, 'nope.mjs'))).rejects.toThrow(/file not found/);
+  });
+});

@@ -1,0 +1,109 @@
+import { ApiClient } from '../api-client';
+import { Command, str } from '../command';
+import { CONFIG_KEYS, configPath, DEFAULT_API_BASE_URL, isConfigKey, loginBaseUrl, profileName, readConfigFile, updateProfile } from '../config';
+import { CliError } from '../errors';
+import { fields, out, printJson, withSpinner } from '../output';
+import { ask } from '../prompt';
+
+interface User {
+  id: string;
+  username: string;
+  email: string;
+}
+
+export const loginCommand: Command = {
+  name: 'login',
+  summary: 'verify an API key and save it to a profile',
+  usage: 'pd login [--api-key <key>] [--api-base-url <url>] [--org-id <o_…>] [--profile <name>]',
+  help: [
+    '--api-key <key>        the API key (prompted for on a terminal when absent)',
+    '--api-base-url <url>   the API base URL ending in /v1 (default: the profile\'s, else ' + DEFAULT_API_BASE_URL + ')',
+    '--org-id <o_…>         default org for commands that create or list resources',
+  ],
+  examples: ['pd login --api-key pd_abc123', 'pd login --profile staging --api-base-url https://pd.example.com/v1'],
+  options: { 'api-key': { type: 'string' }, 'api-base-url': { type: 'string' }, 'org-id': { type: 'string' } },
+  async run(ctx, { values }) {
+    const path = configPath();
+    const profile = profileName(ctx.overrides);
+    const existing = readConfigFile(path).get(profile) ?? {};
+    const base = loginBaseUrl(str(values, 'api-base-url'), existing.api_base_url);
+    const apiBaseUrl = base.url;
+    let apiKey = str(values, 'api-key');
+    if (!apiKey) {
+      if (!ctx.interactive) throw new CliError('no API key given: pass --api-key <key> (prompting needs a terminal)');
+      apiKey = (await ask(`API key for ${apiBaseUrl}: `, { secret: true })).trim();
+      if (!apiKey) throw new CliError('no API key entered');
+    }
+    const client = new ApiClient({ profile, apiKey, apiBaseUrl, configPath: path });
+    const me = await withSpinner(`Verifying the key with ${apiBaseUrl}`, () => client.request<{ data: User }>('GET', '/users/me'));
+    const orgId = str(values, 'org-id');
+    updateProfile(path, profile, {
+      api_key: apiKey,
+      ...(base.explicit ? { api_base_url: apiBaseUrl } : {}),
+      ...(orgId !== undefined ? { org_id: orgId } : {}),
+    });
+    if (ctx.json) return printJson({ profile, config_path: path, api_base_url: apiBaseUrl, user: me.data });
+    out(`Logged in as ${me.data.username} <${me.data.email}> (${me.data.id})`);
+    out(`Saved profile "${profile}" to ${path}`);
+  },
+};
+
+function mask(key: string | undefined): string | undefined {
+  if (!key) return undefined;
+  return key.length <= 8 ? '********' : `${key.slice(0, 6)}…${key.slice(-4)}`;
+}
+
+export const configCommand: Command = {
+  name: 'config',
+  summary: 'show or change the CLI configuration',
+  usage: 'pd config [get <key> | set <key> <value> | unset <key> | path] [--profile <name>]',
+  help: [
+    'pd config                 show the effective settings of the profile (API key masked)',
+    'pd config get <key>       print one value of the profile',
+    'pd config set <key> <v>   save a value in the profile',
+    'pd config unset <key>     remove a value from the profile',
+    'pd config path            print the config file path',
+    `keys: ${CONFIG_KEYS.join(', ')}`,
+  ],
+  examples: ['pd config set api_base_url http://localhost:3000/v1', 'pd config get api_key --profile staging'],
+  options: {},
+  async run(ctx, { positionals }) {
+    const [action, key, value] = positionals;
+    const path = configPath();
+    const profile = profileName(ctx.overrides);
+    const checkKey = (k: string | undefined): string => {
+      if (!k) throw new CliError(`name a key: ${CONFIG_KEYS.join(', ')}`);
+      if (!isConfigKey(k)) throw new CliError(`unknown config key "${k}": use one of ${CONFIG_KEYS.join(', ')}`);
+      return k;
+    };
+    if (action === 'path') return out(path);
+    if (action === 'set') {
+      const k = checkKey(key);
+      if (value === undefined) throw new CliError(`pd config set ${k} needs a value`);
+      updateProfile(path, profile, { [k]: k === 'api_base_url' ? value.replace(/\/+$/, '') : value });
+      return ctx.json ? printJson({ profile, [k]: value }) : out(`Set ${k} in profile "${profile}" (${path})`);
+    }
+    if (action === 'unset') {
+      const k = checkKey(key);
+      updateProfile(path, profile, { [k]: undefined });
+      return ctx.json ? printJson({ profile, [k]: null }) : out(`Removed ${k} from profile "${profile}"`);
+    }
+    const stored = readConfigFile(path).get(profile) ?? {};
+    if (action === 'get') {
+      const k = checkKey(key);
+      const v = stored[k];
+      if (v === undefined) throw new CliError(`${k} is not set in profile "${profile}"`);
+      return ctx.json ? printJson({ profile, [k]: v }) : out(v);
+    }
+    if (action !== undefined) throw new CliError(`unknown config action "${action}": use get, set, unset or path`);
+    const cfg = ctx.config;
+    if (ctx.json) return printJson({ profile, config_path: path, api_base_url: cfg.apiBaseUrl, api_key: mask(cfg.apiKey) ?? null, org_id: cfg.orgId ?? null });
+    out(fields([
+      ['profile', profile],
+      ['config file', path],
+      ['api_base_url', cfg.apiBaseUrl],
+      ['api_key', mask(cfg.apiKey) ?? '(not set: run `pd login`)'],
+      ['org_id', cfg.orgId],
+    ]));
+  },
+};

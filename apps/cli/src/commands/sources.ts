@@ -1,0 +1,165 @@
+import { bundleComponent } from '../bundle';
+import { Command, list, orgOf, str } from '../command';
+import { deploy, givenProps, orgQuery, printSource, saveLocalComponent } from '../deploy';
+import { CliError } from '../errors';
+import { bold, dim, fields, green, out, printJson, table, withSpinner } from '../output';
+import { Component, endpointUrl, listSources, onSource, propsAsInput, resolveSource, Source } from '../sources';
+
+const PROP_HELP = [
+  '--prop <name=value>    a prop value (repeatable); JSON values are parsed: --prop count=5 --prop tags=\'["a"]\'',
+  '--props <file.json>    prop values from a JSON object (--prop wins)',
+];
+const PROP_OPTIONS = { prop: { type: 'string', multiple: true }, props: { type: 'string' } } as const;
+
+export const deployCommand: Command = {
+  name: 'deploy',
+  summary: 'deploy a source from a local file, a registry key or a URL',
+  usage: 'pd deploy <file | registry key | url> [--prop name=value]... [--props file.json] [--name <name>] [--org <o_…>]',
+  help: [
+    ...PROP_HELP,
+    '--name <name>          name of the source (default: the component name, made unique)',
+    '--org <o_…>            deploy inside an org (default: the profile\'s org_id)',
+    'Required props without a value are prompted for on a terminal; without one, it is an error.',
+  ],
+  examples: ['pd deploy sources/new-item/new-item.mjs --prop url=https://example.com/feed.xml', 'pd deploy http-custom-response --name my-hook', 'pd deploy https://example.com/components/source.js --json'],
+  options: { ...PROP_OPTIONS, name: { type: 'string' }, org: { type: 'string' } },
+  async run(ctx, { values, positionals }) {
+    const ref = positionals[0];
+    if (!ref) throw new CliError('pd deploy needs a file, registry key or URL (see pd deploy --help)');
+    const { source, component } = await deploy(ctx, ref, { name: str(values, 'name'), orgId: orgOf(ctx, values), props: { flags: list(values, 'prop'), file: str(values, 'props') } });
+    printSource(ctx, source, component, 'Deployed source');
+  },
+};
+
+export const publishCommand: Command = {
+  name: 'publish',
+  summary: 'save an action component (type: "action")',
+  usage: 'pd publish <file> [--org <o_…>]',
+  help: ['--org <o_…>            save it inside an org'],
+  examples: ['pd publish actions/send-message/send-message.mjs'],
+  options: { org: { type: 'string' } },
+  async run(ctx, { values, positionals }) {
+    const file = positionals[0];
+    if (!file) throw new CliError('pd publish needs the file of an action component');
+    ctx.client.requireKey();
+    const bundle = await bundleComponent(file);
+    if (!/\btype\s*:\s*(["'`])action\1/.test(bundle.code)) {
+      throw new CliError(`${file} is not an action (its component has no type: "action"); deploy sources with \`pd deploy ${file}\``);
+    }
+    const res = await withSpinner('Publishing the action', () =>
+      ctx.client.request<{ data: Component }>('POST', '/components', { query: orgQuery(orgOf(ctx, values)), body: { component_code: bundle.code } }),
+    'Published');
+    const c = res.data;
+    if (c.type && c.type !== 'action') throw new CliError(`${file} was read as a ${c.type}, not an action: deploy sources with \`pd deploy ${file}\``);
+    if (ctx.json) return printJson(c);
+    out(`${green('✔')} ${bold('Published action')} ${c.id}`);
+    out(fields([['id', c.id], ['key', c.key], ['name', c.name], ['version', c.version], ['props', (c.configurable_props ?? []).map((p) => p.name).join(', ')]]));
+  },
+};
+
+export const listCommand: Command = {
+  name: 'list',
+  summary: 'list your sources',
+  usage: 'pd list sources [--org <o_…>]',
+  help: ['--org <o_…>            list the sources of an org'],
+  examples: ['pd list sources', 'pd list sources --json | jq -r ".[].id"'],
+  options: { org: { type: 'string' } },
+  async run(ctx, { values, positionals }) {
+    const what = positionals[0];
+    if (!what || !['sources', 'source', 'src'].includes(what)) throw new CliError(`pd list needs what to list: pd list sources${what ? ` (not "${what}")` : ''}`);
+    const sources = await withSpinner('Listing sources', () => listSources(ctx.client, orgOf(ctx, values)));
+    if (ctx.json) return printJson(sources);
+    if (sources.length === 0) return out(dim('No sources yet: deploy one with `pd deploy <file>`'));
+    out(table(['ID', 'NAME', 'COMPONENT', 'ACTIVE', 'ENDPOINT'], sources.map((s) => [s.id, s.name, s.component_id, s.active ? 'true' : 'false', endpointUrl(s) ?? ''])));
+  },
+};
+
+function parseActive(v: string | undefined): boolean | undefined {
+  if (v === undefined) return undefined;
+  if (/^(true|yes|1|on)$/i.test(v)) return true;
+  if (/^(false|no|0|off)$/i.test(v)) return false;
+  throw new CliError(`--active expects true or false, got "${v}"`);
+}
+
+export const updateCommand: Command = {
+  name: 'update',
+  summary: 'update a source\'s code, props, name or active state',
+  usage: 'pd update <name or id> [--file <file>] [--prop name=value]... [--props file.json] [--active true|false] [--name <name>]',
+  help: [
+    '--file <file>          new code (bundled like pd deploy); the id and endpoint stay the same',
+    ...PROP_HELP,
+    '--active true|false    enable or disable the source',
+    '--name <name>          rename it',
+  ],
+  examples: ['pd update my-source --file source.mjs', 'pd update dc_abc --active false', 'pd update my-source --prop url=https://example.com/other.xml'],
+  options: { ...PROP_OPTIONS, file: { type: 'string' }, active: { type: 'string' }, name: { type: 'string' }, org: { type: 'string' } },
+  async run(ctx, { values, positionals }) {
+    const ref = positionals[0];
+    if (!ref) throw new CliError('pd update needs the name or id of a source');
+    const source = await resolveSource(ctx.client, ref, orgOf(ctx, values));
+    const body: Record<string, unknown> = {};
+    const file = str(values, 'file');
+    let component: Component | undefined;
+    if (file) {
+      component = (await saveLocalComponent(ctx.client, file, orgOf(ctx, values))).component;
+      if (component.type === 'action') throw new CliError(`${file} is an action, not a source`);
+      body.component_id = component.id;
+    }
+    // PUT replaces the props when given: keep the current ones and overlay the new values.
+    const props = givenProps({ flags: list(values, 'prop'), file: str(values, 'props') });
+    if (Object.keys(props.values).length > 0) body.configured_props = { ...propsAsInput(source.configured_props), ...props.values };
+    const active = parseActive(str(values, 'active'));
+    // The API's `active` defaults to true: send the current state so an update never re-enables by surprise.
+    body.active = active ?? source.active;
+    if (str(values, 'name')) body.name = str(values, 'name');
+    const res = await withSpinner(`Updating ${source.id}`, () => onSource(ref, () => ctx.client.request<{ data: Source }>('PUT', `/sources/${source.id}`, { body })), 'Updated');
+    printSource(ctx, res.data, component, 'Updated source');
+  },
+};
+
+export const deleteCommand: Command = {
+  name: 'delete',
+  summary: 'delete a source (its deactivate hook runs first)',
+  usage: 'pd delete <name or id>',
+  help: [],
+  examples: ['pd delete my-source', 'pd delete dc_abc --json'],
+  options: { org: { type: 'string' } },
+  async run(ctx, { values, positionals }) {
+    const ref = positionals[0];
+    if (!ref) throw new CliError('pd delete needs the name or id of a source');
+    const source = await resolveSource(ctx.client, ref, orgOf(ctx, values));
+    await withSpinner(`Deleting ${source.id}`, () => onSource(ref, () => ctx.client.request('DELETE', `/sources/${source.id}`)), 'Deleted');
+    if (ctx.json) return printJson({ id: source.id, name: source.name, deleted: true });
+    out(`${green('✔')} Deleted source ${source.id} (${source.name})`);
+  },
+};
+
+export const runCommand: Command = {
+  name: 'run',
+  summary: 'run a source now (a manual invocation, like a timer firing)',
+  usage: 'pd run <name or id> [--event <json>]',
+  help: [
+    '--event <json>         the event passed to run() (default: { timestamp, manual: true })',
+    'The run is queued (HTTP 202); watch what it emits with pd events -f or pd logs.',
+  ],
+  examples: ['pd run my-poller', 'pd run my-hook --event \'{"body":{"hello":"world"}}\''],
+  options: { event: { type: 'string' }, org: { type: 'string' } },
+  async run(ctx, { values, positionals }) {
+    const ref = positionals[0];
+    if (!ref) throw new CliError('pd run needs the name or id of a source');
+    const source = await resolveSource(ctx.client, ref, orgOf(ctx, values));
+    const eventText = str(values, 'event');
+    let body: { event: unknown } | undefined;
+    if (eventText !== undefined) {
+      try {
+        body = { event: JSON.parse(eventText) as unknown };
+      } catch (e) {
+        throw new CliError(`--event is not valid JSON: ${(e as Error).message}`);
+      }
+    }
+    const res = await withSpinner(`Running ${source.id}`, () => onSource(ref, () => ctx.client.request<{ data?: Record<string, unknown> }>('POST', `/sources/${source.id}/run`, { body })), 'Invoked');
+    if (ctx.json) return printJson(res?.data ?? { id: source.id, invoked: true });
+    const detail = res?.data && typeof res.data === 'object' ? Object.entries(res.data).filter(([, v]) => typeof v !== 'object').map(([k, v]) => `${k}=${String(v)}`).join(' ') : '';
+    out(`${green('✔')} Invoked ${source.id} (${source.name})${detail ? ` ${dim(detail)}` : ''}`);
+  },
+};

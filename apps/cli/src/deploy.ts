@@ -1,0 +1,112 @@
+import { existsSync } from 'node:fs';
+import { ApiClient } from './api-client';
+import { bundleComponent, Bundle } from './bundle';
+import { CommandContext } from './command';
+import { CliError } from './errors';
+import { bold, fields, green, out, printJson, printJsonLine, withSpinner } from './output';
+import { coerceToDescriptors, completeProps, parsePropFlags, PropValues, readPropsFile } from './props';
+import { Component, endpointUrl, Source, sseUrl } from './sources';
+
+export type TargetKind = 'file' | 'url' | 'registry';
+
+/** A deploy argument is a URL, a local file, or else a registry key. */
+export function classifyTarget(ref: string): TargetKind {
+  if (/^https?:\/\//i.test(ref)) return 'url';
+  if (existsSync(ref)) return 'file';
+  if (/[\\/]/.test(ref) || /\.(m|c)?[jt]s$/i.test(ref)) throw new CliError(`file not found: ${ref}`);
+  return 'registry';
+}
+
+export interface PropInput {
+  flags: string[];
+  file?: string;
+}
+
+/** Values from `--props file.json` overlaid with `--prop name=value` flags. */
+export function givenProps(input: PropInput): { values: PropValues; raw: Record<string, string> } {
+  const fromFile = input.file ? readPropsFile(input.file) : {};
+  const flags = parsePropFlags(input.flags);
+  return { values: { ...fromFile, ...flags.values }, raw: flags.raw };
+}
+
+export function orgQuery(orgId: string | undefined): { org_id?: string } {
+  return orgId ? { org_id: orgId } : {};
+}
+
+/** Bundles a local file and saves it as a component. */
+export async function saveLocalComponent(client: ApiClient, file: string, orgId?: string): Promise<{ component: Component; bundle: Bundle }> {
+  const bundle = await withSpinner(`Bundling ${file}`, () => bundleComponent(file), `Bundled ${file}`);
+  const res = await withSpinner('Saving the component (installing its npm imports on first use)', () =>
+    client.request<{ data: Component }>('POST', '/components', { query: orgQuery(orgId), body: { component_code: bundle.code } }),
+  'Saved the component');
+  return { component: res.data, bundle };
+}
+
+/** Saves or fetches the component a deploy argument names. */
+export async function componentFor(client: ApiClient, ref: string, orgId?: string): Promise<{ component: Component; kind: TargetKind; bundle?: Bundle }> {
+  const kind = classifyTarget(ref);
+  if (kind === 'file') return { kind, ...(await saveLocalComponent(client, ref, orgId)) };
+  if (kind === 'url') {
+    const res = await withSpinner(`Fetching ${ref}`, () => client.request<{ data: Component }>('POST', '/components', { query: orgQuery(orgId), body: { component_url: ref } }));
+    return { kind, component: res.data };
+  }
+  const res = await withSpinner(`Looking up ${ref} in the registry`, () => client.get<{ data: Component }>(`/components/registry/${encodeURIComponent(ref)}`)).catch((e: unknown) => {
+    if ((e as { status?: number }).status === 404) throw new CliError(`"${ref}" is neither a local file, a URL nor a registry component key`);
+    throw e;
+  });
+  return { kind, component: res.data };
+}
+
+export interface DeployOptions {
+  name?: string;
+  orgId?: string;
+  props: PropInput;
+}
+
+export interface Deployed {
+  source: Source;
+  component: Component;
+  bundle?: Bundle;
+  /** The props sent on create (kept by `pd dev` for updates). */
+  props: PropValues;
+}
+
+/** `pd deploy` and the first step of `pd dev`: component, props, then `POST /sources`. */
+export async function deploy(ctx: CommandContext, ref: string, opts: DeployOptions): Promise<Deployed> {
+  const client = ctx.client;
+  client.requireKey();
+  const { component, kind, bundle } = await componentFor(client, ref, opts.orgId);
+  if (component.type === 'action') throw new CliError(`${component.name} is an action, not a source: save it with \`pd publish ${ref}\``);
+  const given = givenProps(opts.props);
+  const descriptors = component.configurable_props ?? [];
+  const props = await completeProps(descriptors, coerceToDescriptors(given.values, descriptors, given.raw), ctx.interactive);
+  const body: Record<string, unknown> = { component_id: component.id, configured_props: props };
+  if (kind === 'url') body.component_url = ref;
+  if (opts.name) body.name = opts.name;
+  const res = await withSpinner('Deploying the source', () => client.request<{ data: Source }>('POST', '/sources', { query: orgQuery(opts.orgId), body }), 'Deployed');
+  return { source: res.data, component, bundle, props };
+}
+
+/** What `deploy`, `dev` and `update` print about a source. */
+export function describeSource(client: ApiClient, source: Source, component?: Component): Record<string, unknown> {
+  return {
+    ...source,
+    endpoint_url: endpointUrl(source) ?? null,
+    sse_url: sseUrl(client, source.id),
+    ...(component ? { component: { id: component.id, key: component.key, name: component.name, version: component.version } } : {}),
+  };
+}
+
+/** `oneLine`: for streams (`pd dev --json`), where every document is one line. */
+export function printSource(ctx: CommandContext, source: Source, component: Component | undefined, heading: string, oneLine = false): void {
+  if (ctx.json) return (oneLine ? printJsonLine : printJson)(describeSource(ctx.client, source, component));
+  out(`${green('✔')} ${bold(heading)} ${source.id}`);
+  out(fields([
+    ['id', source.id],
+    ['name', source.name],
+    ['component', component ? `${component.id} (${component.name}${component.version ? ` v${component.version}` : ''})` : source.component_id],
+    ['active', String(source.active)],
+    ['endpoint', endpointUrl(source)],
+    ['events (SSE)', sseUrl(ctx.client, source.id)],
+  ]));
+}

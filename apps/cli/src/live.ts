@@ -1,0 +1,79 @@
+import { ApiClient } from './api-client';
+import { CommandContext } from './command';
+import { cyan, dim, formatTime, note, out, printJsonLine, red, yellow } from './output';
+import { EventSummary } from './sources';
+import { followStream } from './sse';
+
+/** Printing of event summaries and `$logs` / `$errors` observations, shared by events, logs and dev. */
+export function printEvent(ctx: CommandContext, e: EventSummary): void {
+  if (ctx.json) return printJsonLine(e);
+  const channel = e.metadata?.name ? ` ${cyan(`[${e.metadata.name}]`)}` : '';
+  const summary = e.metadata?.summary ? ` ${e.metadata.summary}` : '';
+  out(dim(`${formatTime(e.indexed_at_ms)}  ${e.id}`) + channel + summary);
+  out(JSON.stringify(e.event, null, 2));
+}
+
+interface LogEvent {
+  ts?: number | string;
+  k?: string;
+  msg?: unknown;
+  error?: { name?: string; message?: string; stack?: string };
+}
+
+export function printObservation(ctx: CommandContext, e: EventSummary): void {
+  if (ctx.json) return printJsonLine(e);
+  const ev = (e.event ?? {}) as LogEvent;
+  const when = formatTime(typeof ev.ts === 'number' ? ev.ts : typeof ev.ts === 'string' ? Date.parse(ev.ts) : e.indexed_at_ms) || formatTime(e.indexed_at_ms);
+  if (e.metadata?.name === '$errors' || ev.error) {
+    const err = ev.error ?? {};
+    out(`${dim(when)} ${red('error')} ${err.name ?? 'Error'}: ${err.message ?? JSON.stringify(e.event)}`);
+    if (err.stack) out(dim(err.stack.split('\n').slice(1, 6).join('\n')));
+    return;
+  }
+  const kind = (ev.k ?? 'log').replace(/^console\./, '');
+  const color = kind === 'error' ? red : kind === 'warn' ? yellow : dim;
+  const msg = typeof ev.msg === 'string' ? ev.msg : JSON.stringify(ev.msg ?? e.event);
+  out(`${dim(when)} ${color(kind.padEnd(5))} ${msg}`);
+}
+
+export function parseSummary(data: string): EventSummary | undefined {
+  try {
+    const v = JSON.parse(data) as EventSummary;
+    return v && typeof v === 'object' && typeof v.id === 'string' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Streams a source's emits or observations until the signal aborts, skipping
+ * ids already printed (the history fetched before following).
+ */
+export function follow(ctx: CommandContext, client: ApiClient, sourceId: string, stream: 'emits' | 'observations', opts: { after?: string; seen?: Set<string>; signal: AbortSignal; print: (e: EventSummary) => void }): Promise<void> {
+  const seen = opts.seen ?? new Set<string>();
+  return followStream(client, `/sse/dc/${encodeURIComponent(sourceId)}/${stream}`, {
+    lastEventId: opts.after,
+    signal: opts.signal,
+    onNotice: (t) => note(dim(t)),
+    onMessage: (msg) => {
+      const e = parseSummary(msg.data);
+      if (!e || seen.has(e.id)) return;
+      seen.add(e.id);
+      if (seen.size > 10_000) seen.clear();
+      opts.print(e);
+    },
+  });
+}
+
+/** An AbortController that fires on Ctrl-C / SIGTERM, so streams end cleanly with exit 0. */
+export function untilInterrupted(onStop?: () => void): AbortController {
+  const ac = new AbortController();
+  const stop = (): void => {
+    if (ac.signal.aborted) process.exit(130);
+    onStop?.();
+    ac.abort();
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return ac;
+}

@@ -1,0 +1,121 @@
+import { ApiClient } from './api-client';
+import { CliError } from './errors';
+import { PropDescriptor } from './props';
+
+/** The spec's Source. */
+export interface Source {
+  id: string;
+  user_id?: string;
+  component_id: string;
+  configured_props: Record<string, unknown>;
+  active: boolean;
+  created_at: number;
+  updated_at: number;
+  name: string;
+  name_slug: string;
+}
+
+/** The spec's Component. */
+export interface Component {
+  id: string;
+  code?: string;
+  code_hash?: string;
+  key?: string;
+  name: string;
+  version: string;
+  type?: string;
+  configurable_props: PropDescriptor[];
+  created_at?: number;
+  updated_at?: number;
+}
+
+export interface EventSummary {
+  id: string;
+  indexed_at_ms: number;
+  event: unknown;
+  metadata: { emit_id?: string; name?: string; emitter_id?: string; summary?: string };
+}
+
+const SOURCE_ID = /^dc_[A-Za-z0-9_-]+$/;
+
+export function listSources(client: ApiClient, orgId?: string): Promise<Source[]> {
+  return client.listAll<Source>(orgId ? `/orgs/${encodeURIComponent(orgId)}/sources` : '/users/me/sources');
+}
+
+/**
+ * Finds a source by id (`dc_…`), name_slug or name among the org's sources
+ * (`--org` or the profile's) and the caller's own. An unknown or ambiguous
+ * reference is an error, never an empty result or a guess.
+ */
+export async function resolveSource(client: ApiClient, ref: string, orgId?: string): Promise<Source> {
+  if (SOURCE_ID.test(ref)) {
+    // `GET /sources/{id}` (an extension of ours) also reaches sources of the caller's orgs.
+    const res = await onSource(ref, () => client.get<{ data: Source }>(`/sources/${encodeURIComponent(ref)}`));
+    return res.data;
+  }
+  // With an org (flag or profile), its sources come first, then the caller's own.
+  const sources = orgId ? [...(await listSources(client, orgId)), ...(await listSources(client))] : await listSources(client);
+  const bySlug = sources.find((s) => s.id === ref || s.name_slug === ref);
+  if (bySlug) return bySlug;
+  // Names need not be unique (slugs are): an ambiguous name is an error, not a guess.
+  for (const same of [(s: Source) => s.name === ref, (s: Source) => s.name.toLowerCase() === ref.toLowerCase()]) {
+    const named = sources.filter(same);
+    if (named.length > 1) {
+      throw new CliError(`${named.length} sources are named "${ref}": use an id or a name_slug (${named.map((s) => `${s.id} ${s.name_slug}`).join(', ')})`);
+    }
+    if (named.length === 1) return named[0];
+  }
+  const where = orgId ? `org ${orgId} or your account` : 'your account';
+  throw new CliError(`source "${ref}" not found: no source in ${where} has that id, name or name_slug (see \`pd list sources\`)`);
+}
+
+/** The id to call: a `dc_` id is used as given (the API answers 404 if it is unknown); a name is looked up. */
+export async function resolveSourceId(client: ApiClient, ref: string, orgId?: string): Promise<string> {
+  if (SOURCE_ID.test(ref)) return ref;
+  return (await resolveSource(client, ref, orgId)).id;
+}
+
+/** Endpoint URL of an HTTP source (`configured_props.<prop>.endpoint_url`), if it has one. */
+export function endpointUrl(source: Pick<Source, 'configured_props'>): string | undefined {
+  for (const value of Object.values(source.configured_props ?? {})) {
+    if (value && typeof value === 'object' && typeof (value as { endpoint_url?: unknown }).endpoint_url === 'string') {
+      return (value as { endpoint_url: string }).endpoint_url;
+    }
+  }
+  return undefined;
+}
+
+export function sseUrl(client: ApiClient, sourceId: string, stream: 'emits' | 'observations' = 'emits'): string {
+  return `${client.origin}/sse/dc/${sourceId}/${stream}`;
+}
+
+/**
+ * The props a source holds, as input for `PUT`: HTTP endpoints are dropped (the
+ * server keeps them), timer views go back to `{ intervalSeconds }` / `{ cron }`,
+ * masked secrets stay masked (the server keeps their stored values).
+ */
+export function propsAsInput(view: Record<string, unknown>): Record<string, unknown> {
+  const input: Record<string, unknown> = {};
+  for (const [name, v] of Object.entries(view ?? {})) {
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      const o = v as Record<string, unknown>;
+      if ('endpoint_url' in o) continue;
+      if ('interval_seconds' in o && 'cron' in o) {
+        input[name] = o.cron ? { cron: o.cron, ...(o.timezone ? { timezone: o.timezone } : {}) } : { intervalSeconds: o.interval_seconds };
+        continue;
+      }
+    }
+    input[name] = v;
+  }
+  return input;
+}
+
+/** Turns a 404 on a source route into the CLI's unknown-source message. */
+export async function onSource<T>(ref: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (e) {
+    if ((e as { status?: number }).status === 404) throw new CliError(`source "${ref}" not found (HTTP 404)`);
+    throw e;
+  }
+}

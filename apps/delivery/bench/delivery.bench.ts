@@ -1,0 +1,224 @@
+/**
+ * Delivery throughput and latency: events published to EMITS (as the runner
+ * does) → delivery app (indexer + router + webhook sender, a real child
+ * process) → signed POST received by a local receiver.
+ *   npm run bench -- delivery.bench      (or: node dist/apps/delivery/bench/delivery.bench.js [--events 20000] [--rate 1000] [--seconds 10] [--watch] [--profile])
+ * Knobs also as BENCH_EVENTS, BENCH_RATE, BENCH_SECONDS. Needs Postgres (the bench
+ * dispatcher's, DATABASE_URL, or postgres@127.0.0.1:5432) and NATS (likewise, or 127.0.0.1:4222).
+ * Prints one line per scenario and a JSON line with every figure.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer, Server } from 'node:http';
+import { AddressInfo, createServer as netServer } from 'node:net';
+import { join } from 'node:path';
+import { connect, JetStreamClient } from 'nats';
+import { Client } from 'pg';
+import { Webhook } from 'standardwebhooks';
+import 'reflect-metadata';
+import { EmittedEvent, encodeJson, encryptValue, Names } from '@app/contracts';
+import { MikroORM } from '@mikro-orm/postgresql';
+import { ormOptions } from '@app/db';
+
+const arg = (name: string, def: number): number => {
+  const i = process.argv.indexOf(`--${name}`);
+  const env = process.env[`BENCH_${name.toUpperCase()}`];
+  return i > 0 ? Number(process.argv[i + 1]) : env ? Number(env) : def;
+};
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const ROOT = join(__dirname, '..', '..', '..', '..');
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = netServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+interface Receipt {
+  latencyMs: number;
+  at: number;
+}
+
+class Receiver {
+  readonly receipts = new Map<string, Receipt>();
+  verified = 0;
+  badSignatures = 0;
+  server!: Server;
+  url = '';
+  constructor(private readonly verifier: Webhook) {}
+
+  async start(): Promise<void> {
+    let n = 0;
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const at = Date.now();
+        const body = Buffer.concat(chunks).toString('utf8');
+        // Verify one request in 20 with the real library (verifying all would compete for the CPU being measured).
+        if (n++ % 20 === 0) {
+          try {
+            this.verifier.verify(body, req.headers as Record<string, string>);
+            this.verified++;
+          } catch {
+            this.badSignatures++;
+          }
+        }
+        const id = String(req.headers['webhook-id']);
+        if (!this.receipts.has(id)) this.receipts.set(id, { latencyMs: at - (JSON.parse(body) as { t: number }).t, at });
+        res.writeHead(200).end();
+      });
+    });
+    this.server.keepAliveTimeout = 30_000;
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+  }
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+class Publisher {
+  private seq = 0;
+  constructor(private readonly js: JetStreamClient, private readonly names: Names) {}
+  publish(): Promise<unknown> {
+    const now = Date.now();
+    const ev: EmittedEvent = { id: `${now}-${this.seq++}`, emitterId: 'dc_bench', ownerId: 'u_bench', name: '', event: { t: now, n: this.seq, pad: 'x'.repeat(200) }, emitId: `e${this.seq}_${now}`, ts: now, emittedAtMs: now };
+    return this.js.publish(this.names.emit('dc_bench'), encodeJson(ev), { msgID: ev.emitId });
+  }
+}
+
+async function waitFor(check: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (check()) return true;
+    await sleep(20);
+  }
+  return false;
+}
+
+async function main(): Promise<void> {
+  const total = arg('events', 20_000);
+  const rate = arg('rate', 1000);
+  const seconds = arg('seconds', 10);
+  const run = randomBytes(3).toString('hex');
+  const adminUrl = process.env.TEST_PG_ADMIN_URL ?? process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+  const dbName = `ess_bench_${run}`;
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database "${dbName}"`);
+  const dbUrl = adminUrl.replace(/\/[^/?]+(\?|$)/, `/${dbName}$1`);
+  const natsUrl = process.env.TEST_NATS_URL ?? process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+  const prefix = `bench_${run}`;
+  const names = new Names(prefix);
+  const nc = await connect({ servers: natsUrl });
+  let delivery: ChildProcess | undefined;
+  const receiverSecret = 'whsec_' + randomBytes(24).toString('base64');
+  const receiver = new Receiver(new Webhook(receiverSecret));
+  try {
+    const orm = await MikroORM.init(ormOptions(dbUrl));
+    await orm.getMigrator().up();
+    await orm.close(true);
+    await receiver.start();
+    const secretsKey = randomBytes(32);
+    const db = new Client({ connectionString: dbUrl });
+    await db.connect();
+    const now = Date.now();
+    await db.query(`insert into webhooks (id, owner_id, user_id, url, active, secret, created_at_ms, created_at, updated_at) values ('wh_bench', 'u_bench', 'u_bench', $1, true, $2, $3, $4, $4)`, [receiver.url, JSON.stringify(encryptValue(secretsKey, receiverSecret)), now, Math.floor(now / 1000)]);
+    await db.query(`insert into sources (id, owner_id, user_id, component_id, name, name_slug, configured_props, created_at_ms, created_at, updated_at) values ('dc_bench', 'u_bench', 'u_bench', 'sc_bench', 'bench', 'bench', '{}', $1, $2, $2)`, [now, Math.floor(now / 1000)]);
+    await db.query(`insert into subscriptions (id, owner_id, emitter_id, listener_id, event_name, created_at) values ('sub_bench', 'u_bench', 'dc_bench', 'wh_bench', '', $1)`, [Math.floor(now / 1000)]);
+    await db.end();
+    const metricsPort = await freePort();
+    const profile = process.argv.includes('--profile') ? ['--cpu-prof', '--cpu-prof-dir=/tmp/delivery-prof'] : [];
+    delivery = spawn(process.execPath, [...profile, join(ROOT, 'dist', 'apps', 'delivery', 'main.js')], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: dbUrl, NATS_URL: natsUrl, NATS_PREFIX: prefix, SECRETS_KEY: secretsKey.toString('hex'), ALLOW_LOOPBACK: 'true', DELIVERY_METRICS_PORT: String(metricsPort), LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    if (!(await waitForHealthy(metricsPort))) throw new Error('the delivery app did not become healthy');
+    const publisher = new Publisher(nc.jetstream(), names);
+
+    // Warm-up: connections, JIT, prepared statements.
+    await Promise.all(Array.from({ length: 500 }, () => publisher.publish()));
+    await waitFor(() => receiver.receipts.size >= 500, 30_000);
+    receiver.receipts.clear();
+
+    const watch = process.argv.includes('--watch')
+      ? setInterval(() => {
+          void (async () => {
+            const jsm = await nc.jetstreamManager();
+            const info = async (stream: string, durable: string): Promise<string> => {
+              const c = await jsm.consumers.info(stream, durable);
+              return `${durable} pending ${c.num_pending} ack-pending ${c.num_ack_pending} redelivered ${c.num_redelivered}`;
+            };
+            const health = await fetch(`http://127.0.0.1:${metricsPort}/healthz`).then((r) => r.text()).catch(() => '');
+            console.log(`[watch] ${health} received ${receiver.receipts.size}; ${await info(names.emitsStream, 'router')}; ${await info(names.emitsStream, 'indexer')}; ${await info(names.deliveriesStream, 'webhook-sender')}`);
+          })().catch(() => undefined);
+        }, 2000)
+      : undefined;
+    // 1. Sustained throughput: publish `total` events as fast as NATS takes them (1,000 in flight).
+    const started = Date.now();
+    const inflight = new Set<Promise<unknown>>();
+    for (let i = 0; i < total; i++) {
+      const p = publisher.publish().finally(() => inflight.delete(p));
+      inflight.add(p);
+      if (inflight.size >= 1000) await Promise.race(inflight);
+    }
+    await Promise.all(inflight);
+    const published = Date.now();
+    const allIn = await waitFor(() => receiver.receipts.size >= total, 300_000);
+    const last = Math.max(...[...receiver.receipts.values()].map((r) => r.at));
+    const throughput = (receiver.receipts.size / (last - started)) * 1000;
+    const publishRate = (total / (published - started)) * 1000;
+    console.log(`throughput: ${receiver.receipts.size}/${total} events delivered in ${last - started} ms = ${Math.round(throughput)} events/s (published at ${Math.round(publishRate)}/s)${allIn ? '' : ' INCOMPLETE'}`);
+    receiver.receipts.clear();
+
+    // 2. Latency at a steady rate: `rate` events/s for `seconds` seconds, emit → receipt.
+    const count = rate * seconds;
+    const tickMs = 10;
+    const perTick = rate / (1000 / tickMs);
+    const t0 = Date.now();
+    let sent = 0;
+    while (sent < count) {
+      const due = Math.min(count, Math.floor(((Date.now() - t0) / tickMs + 1) * perTick));
+      const burst: Promise<unknown>[] = [];
+      for (; sent < due; sent++) burst.push(publisher.publish());
+      await Promise.all(burst);
+      await sleep(Math.max(0, t0 + (sent / perTick) * tickMs - Date.now()));
+    }
+    const complete = await waitFor(() => receiver.receipts.size >= count, 120_000);
+    const lat = [...receiver.receipts.values()].map((r) => r.latencyMs).sort((a, b) => a - b);
+    const figures = { p50: percentile(lat, 50), p95: percentile(lat, 95), p99: percentile(lat, 99), max: lat[lat.length - 1] };
+    console.log(`latency at ${rate} events/s for ${seconds} s: p50 ${figures.p50} ms, p95 ${figures.p95} ms, p99 ${figures.p99} ms, max ${figures.max} ms (${receiver.receipts.size}/${count} delivered${complete ? '' : ', INCOMPLETE'})`);
+    clearInterval(watch);
+    console.log(`signatures verified with standardwebhooks: ${receiver.verified} ok, ${receiver.badSignatures} bad`);
+    console.log(JSON.stringify({ bench: 'delivery', events: total, throughput_events_per_s: Math.round(throughput), publish_rate_per_s: Math.round(publishRate), latency_rate_per_s: rate, latency_ms: figures, verified: receiver.verified, bad_signatures: receiver.badSignatures }));
+  } finally {
+    delivery?.kill('SIGTERM');
+    await sleep(500);
+    receiver.server?.closeAllConnections();
+    receiver.server?.close();
+    const jsm = await nc.jetstreamManager();
+    for await (const s of jsm.streams.list()) if (s.config.name.startsWith(prefix)) await jsm.streams.delete(s.config.name);
+    await nc.close();
+    await admin.query(`drop database if exists "${dbName}" with (force)`);
+    await admin.end();
+  }
+}
+
+async function waitForHealthy(port: number): Promise<boolean> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if ((await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok) return true;
+    await sleep(100);
+  }
+  return false;
+}
+
+main().catch((e: Error) => {
+  console.error(`delivery bench failed: ${e.stack ?? e.message}`);
+  process.exit(1);
+});

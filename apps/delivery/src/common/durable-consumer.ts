@@ -1,0 +1,94 @@
+import { AckPolicy, ConsumerConfig, ConsumerMessages, DeliverPolicy, JetStreamClient, JetStreamManager, JsMsg } from 'nats';
+import type { Logger } from '@app/config';
+
+/** Creates or updates a durable pull consumer so restarts resume where the last replica stopped. */
+export async function ensureDurable(jsm: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+  const full: Partial<ConsumerConfig> = { ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ...config };
+  try {
+    await jsm.consumers.info(stream, config.durable_name);
+    await jsm.consumers.update(stream, config.durable_name, {
+      ack_wait: full.ack_wait,
+      max_ack_pending: full.max_ack_pending,
+      max_deliver: full.max_deliver,
+      filter_subject: full.filter_subject,
+    });
+  } catch (e) {
+    if (!/consumer not found/i.test((e as Error).message)) throw e;
+    await jsm.consumers.add(stream, full);
+  }
+}
+
+export interface BatchOptions {
+  /** Largest batch handed to the handler. */
+  maxBatch: number;
+  /** How long to wait for more messages before handling a partial batch (latency versus batching). */
+  lingerMs: number;
+}
+
+/**
+ * Pulls from a durable consumer and hands messages to `handle` in batches,
+ * one batch at a time. The handler decides each message's fate (ack, nak with
+ * a delay, term); a thrown error naks the whole batch for redelivery.
+ */
+export class BatchConsumer {
+  private buffer: JsMsg[] = [];
+  private wake?: () => void;
+  private messages?: ConsumerMessages;
+  private stopped = false;
+  private loop?: Promise<void>;
+
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly stream: string,
+    private readonly durable: string,
+    private readonly handle: (batch: JsMsg[]) => Promise<void>,
+    private readonly opts: BatchOptions,
+    private readonly logger: Logger,
+    /** The consumer's ack wait: messages held longer are kept alive with `working()`. */
+    private readonly ackWaitMs: number,
+  ) {}
+
+  async start(): Promise<void> {
+    const consumer = await this.js.consumers.get(this.stream, this.durable);
+    this.messages = await consumer.consume({ max_messages: this.opts.maxBatch * 2 });
+    void (async () => {
+      for await (const m of this.messages!) {
+        this.buffer.push(m);
+        this.wake?.();
+      }
+    })().catch((e: Error) => this.logger.error({ err: e.message, durable: this.durable }, 'consumer stopped'));
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      if (!this.buffer.length) await new Promise<void>((r) => (this.wake = r));
+      this.wake = undefined;
+      if (this.stopped) break;
+      if (this.buffer.length < this.opts.maxBatch && this.opts.lingerMs > 0) await sleep(this.opts.lingerMs);
+      const batch = this.buffer.splice(0, this.opts.maxBatch);
+      if (!batch.length) continue;
+      const keepAlive = setInterval(() => batch.forEach((m) => m.working()), Math.max(500, this.ackWaitMs / 3));
+      try {
+        await this.handle(batch);
+      } catch (e) {
+        this.logger.error({ err: (e as Error).message, durable: this.durable, size: batch.length }, 'batch failed; redelivering');
+        for (const m of batch) m.nak(1000);
+        await sleep(500);
+      } finally {
+        clearInterval(keepAlive);
+      }
+    }
+  }
+
+  /** Stops pulling; the batch in progress finishes; unhandled buffered messages are redelivered later. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.messages?.stop();
+    this.wake?.();
+    await this.loop;
+    for (const m of this.buffer.splice(0)) m.nak();
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

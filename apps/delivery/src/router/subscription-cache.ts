@@ -1,0 +1,148 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { Subscription as NatsSubscription } from 'nats';
+import { APP_CONFIG, AppConfig, Logger } from '@app/config';
+import { decryptValue, EmittedEvent, EncryptedValue } from '@app/contracts';
+import { NatsService } from '@app/nats';
+import { LOGGER } from '../common/tokens';
+
+export interface RouteTarget {
+  subscriptionId: string;
+  listenerId: string;
+}
+
+export interface WebhookTarget {
+  id: string;
+  url: string;
+  secret: string;
+  active: boolean;
+}
+
+interface SubRow {
+  id: string;
+  owner_id: string;
+  emitter_id: string;
+  listener_id: string;
+  event_name: string;
+}
+
+const REFRESH_MS = 30_000;
+
+/**
+ * Subscriptions and webhooks in memory, reloaded when the api publishes
+ * `changed.subscriptions` / `changed.webhooks` and every 30 s as a safety net.
+ */
+@Injectable()
+export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationShutdown {
+  private exact = new Map<string, SubRow[]>();
+  private globs = new Map<string, SubRow[]>();
+  private webhooks = new Map<string, WebhookTarget>();
+  private subs: NatsSubscription[] = [];
+  private timer?: NodeJS.Timeout;
+  private loading?: Promise<void>;
+  private dirty = false;
+  subscriptionCount = 0;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly nats: NatsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const onChange = (): void => void this.refresh().catch((e: Error) => this.logger.error({ err: e.message }, 'subscription refresh failed'));
+    this.subs = [
+      this.nats.nc.subscribe(this.nats.names.changed('subscriptions'), { callback: onChange }),
+      this.nats.nc.subscribe(this.nats.names.changed('webhooks'), { callback: onChange }),
+      this.nats.nc.subscribe(this.nats.names.changed('sources'), { callback: onChange }),
+    ];
+    await this.refresh();
+    this.timer = setInterval(onChange, REFRESH_MS);
+  }
+
+  onApplicationShutdown(): void {
+    clearInterval(this.timer);
+    for (const s of this.subs) s.unsubscribe();
+  }
+
+  /** Coalesces concurrent refreshes: a change during a load triggers exactly one more load. */
+  refresh(): Promise<void> {
+    if (this.loading) {
+      this.dirty = true;
+      return this.loading;
+    }
+    this.loading = this.load().finally(() => {
+      this.loading = undefined;
+      if (this.dirty) {
+        this.dirty = false;
+        void this.refresh();
+      }
+    });
+    return this.loading;
+  }
+
+  /** Resolves once any refresh in progress has finished. */
+  async settled(): Promise<void> {
+    while (this.loading) await this.loading;
+  }
+
+  private async load(): Promise<void> {
+    const conn = this.em.fork().getConnection();
+    const rows = (await conn.execute(
+      `select s.id, s.owner_id, s.emitter_id, s.listener_id, s.event_name from subscriptions s
+        where (s.listener_id like 'dc\\_%' and exists (select 1 from sources x where x.id = s.listener_id and x.deleted_at is null))
+           or (s.listener_id like 'wh\\_%' and exists (select 1 from webhooks w where w.id = s.listener_id and w.active))
+        order by s.id`,
+    )) as SubRow[];
+    const hooks = (await conn.execute(`select id, url, secret, active from webhooks`)) as { id: string; url: string; secret: EncryptedValue; active: boolean }[];
+    const exact = new Map<string, SubRow[]>();
+    const globs = new Map<string, SubRow[]>();
+    for (const r of rows) {
+      const isGlob = r.emitter_id.endsWith('*');
+      const key = isGlob ? `${r.owner_id}|${r.emitter_id.slice(0, -1)}` : r.emitter_id;
+      const map = isGlob ? globs : exact;
+      map.set(key, [...(map.get(key) ?? []), r]);
+    }
+    const webhooks = new Map<string, WebhookTarget>();
+    for (const h of hooks) webhooks.set(h.id, this.toTarget(h));
+    this.exact = exact;
+    this.globs = globs;
+    this.webhooks = webhooks;
+    this.subscriptionCount = rows.length;
+  }
+
+  private toTarget(h: { id: string; url: string; secret: EncryptedValue; active: boolean }): WebhookTarget {
+    return { id: h.id, url: h.url, active: h.active, secret: decryptValue<string>(this.config.secretsKey, h.secret) };
+  }
+
+  /** One target per listener (the first matching subscription by id), so a listener never gets an event twice. */
+  match(event: EmittedEvent): RouteTarget[] {
+    const prefix = event.emitterId.startsWith('dc_') ? 'dc_' : event.emitterId.startsWith('p_') ? 'p_' : undefined;
+    const candidates = [...(this.exact.get(event.emitterId) ?? []), ...(prefix ? (this.globs.get(`${event.ownerId}|${prefix}`) ?? []) : [])];
+    const out = new Map<string, RouteTarget>();
+    for (const s of candidates) {
+      if (s.event_name !== (event.name ?? '') || s.listener_id === event.emitterId) continue;
+      const prev = out.get(s.listener_id);
+      if (!prev || s.id < prev.subscriptionId) out.set(s.listener_id, { subscriptionId: s.id, listenerId: s.listener_id });
+    }
+    return [...out.values()];
+  }
+
+  /** The webhook as last loaded; a miss (created since the last refresh) reads the database. */
+  async webhook(id: string): Promise<WebhookTarget | undefined> {
+    const hit = this.webhooks.get(id);
+    if (hit) return hit;
+    const [row] = (await this.em.fork().getConnection().execute(`select id, url, secret, active from webhooks where id = ?`, [id])) as { id: string; url: string; secret: EncryptedValue; active: boolean }[];
+    if (!row) return undefined;
+    const target = this.toTarget(row);
+    this.webhooks.set(id, target);
+    return target;
+  }
+
+  /** Marks a webhook inactive locally at once (the database row is updated by the caller). */
+  disableLocally(id: string): void {
+    const hit = this.webhooks.get(id);
+    if (hit) hit.active = false;
+  }
+}

@@ -1,0 +1,262 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { ConsumerMessages, JsMsg } from 'nats';
+import { Webhook as Signer } from 'standardwebhooks';
+import { APP_CONFIG, AppConfig, Logger } from '@app/config';
+import { decodeJson, DeliveryMessage } from '@app/contracts';
+import { NatsService } from '@app/nats';
+import { policyFromConfig } from '@app/net';
+import { ensureDurable } from '../common/durable-consumer';
+import { DeliveryMetrics } from '../common/metrics';
+import { LOGGER } from '../common/tokens';
+import { SubscriptionCache, WebhookTarget } from '../router/subscription-cache';
+import { AttemptRecord, DeliveryLog } from './delivery-log';
+import { PostError, WebhookHttp } from './http-post';
+import { nextDelayMs } from './retry-policy';
+
+const DURABLE = 'webhook-sender';
+/** Requests in flight per webhook: a slow endpoint holds at most this many connections. */
+const PER_WEBHOOK_CONCURRENCY = 32;
+/**
+ * Messages held by the process at most. Above it the pull loop pauses
+ * (backpressure), after pushing back the excess of slow webhooks: a webhook
+ * whose requests take over SLOW_REQUEST_MS (or make no progress for that long)
+ * keeps LANE_QUEUE_MAX messages and returns the rest to the stream until its
+ * backlog should have drained. So a slow or hung endpoint never fills the
+ * process and never delays the others, and a fast one keeps its backlog.
+ */
+const HELD_MAX = 10_000;
+const LANE_QUEUE_MAX = 1000;
+const SLOW_REQUEST_MS = 5_000;
+const MAX_ACK_PENDING = 50_000;
+const RESPONSE_BODY_MAX = 1024;
+
+interface Lane {
+  queue: JsMsg[];
+  active: number;
+  /** Moving average of request durations. */
+  avgLatencyMs: number;
+  /** Last completion, or when the lane last became busy. */
+  lastProgressMs: number;
+}
+
+/**
+ * Sends DELIVERIES to webhook endpoints: many webhooks in parallel, bounded
+ * concurrency per webhook, Standard Webhooks signatures, retries by nak with
+ * a delay, 410 disables the webhook. A failed attempt is recorded before the
+ * nak (its row counts the attempts); a success is acked first, then recorded.
+ */
+/** The `webhook-id` of an event: `<emitter id>:<event id>`. */
+export const webhookIdOf = (ev: { emitterId: string; id: string }): string => `${ev.emitterId}:${ev.id}`;
+
+@Injectable()
+export class WebhookSenderService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly lanes = new Map<string, Lane>();
+  private readonly signers = new Map<string, { secret: string; signer: Signer }>();
+  private readonly http: WebhookHttp;
+  private readonly log: DeliveryLog;
+  private messages?: ConsumerMessages;
+  private inFlight = 0;
+  /** Messages taken from the stream and not yet acked or naked: kept alive so a crash hands them over after one ack wait. */
+  private readonly held = new Set<JsMsg>();
+  private keepAlive?: NodeJS.Timeout;
+  private pruner?: NodeJS.Timeout;
+  private resume?: () => void;
+
+  constructor(
+    private readonly nats: NatsService,
+    private readonly em: EntityManager,
+    private readonly cache: SubscriptionCache,
+    private readonly metrics: DeliveryMetrics,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {
+    this.http = new WebhookHttp(policyFromConfig(config));
+    this.log = new DeliveryLog(em);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const names = this.nats.names;
+    const ackWaitMs = Math.max(this.config.deliveryAckWaitMs, this.config.webhookTimeoutMs + 1000);
+    await ensureDurable(this.nats.jsm, names.deliveriesStream, {
+      durable_name: DURABLE,
+      filter_subject: names.allDeliveries,
+      max_ack_pending: MAX_ACK_PENDING,
+      ack_wait: ackWaitMs * 1_000_000,
+      max_deliver: -1,
+    });
+    const consumer = await this.nats.js.consumers.get(names.deliveriesStream, DURABLE);
+    this.messages = await consumer.consume({ max_messages: 1000 });
+    this.keepAlive = setInterval(() => this.held.forEach((m) => m.working()), Math.max(500, ackWaitMs / 3));
+    // Attempt rows are kept as long as the EMITS stream keeps the events themselves.
+    this.pruner = setInterval(() => void this.log.prune(Date.now() - this.config.emitsMaxAgeSeconds * 1000).catch((e: Error) => this.logger.warn({ err: e.message }, 'pruning webhook_deliveries failed')), 600_000);
+    void (async () => {
+      for await (const m of this.messages!) {
+        this.dispatch(m);
+        if (this.held.size >= HELD_MAX) this.pushBackSlowLanes();
+        if (this.held.size >= HELD_MAX) await new Promise<void>((r) => (this.resume = r));
+      }
+    })().catch((e: Error) => this.logger.error({ err: e.message }, 'webhook consumer stopped'));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.messages?.stop();
+    clearInterval(this.keepAlive);
+    clearInterval(this.pruner);
+    for (const lane of this.lanes.values()) for (const m of lane.queue.splice(0)) m.nak();
+    const deadline = Date.now() + 5_000;
+    while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    this.http.close();
+  }
+
+  /** Figures for /healthz. */
+  stats(): { held: number; in_flight: number; lanes: number } {
+    return { held: this.held.size, in_flight: this.inFlight, lanes: this.lanes.size };
+  }
+
+  private dispatch(m: JsMsg): void {
+    const webhookId = m.subject.slice(m.subject.lastIndexOf('.') + 1);
+    let lane = this.lanes.get(webhookId);
+    if (!lane) this.lanes.set(webhookId, (lane = { queue: [], active: 0, avgLatencyMs: 0, lastProgressMs: Date.now() }));
+    this.held.add(m);
+    if (lane.active === 0 && lane.queue.length === 0) lane.lastProgressMs = Date.now();
+    lane.queue.push(m);
+    this.pump(webhookId, lane);
+  }
+
+  private pump(webhookId: string, lane: Lane): void {
+    while (lane.active < PER_WEBHOOK_CONCURRENCY && lane.queue.length) {
+      const m = lane.queue.shift()!;
+      lane.active++;
+      this.inFlight++;
+      const started = Date.now();
+      void this.deliver(m)
+        .catch((e: Error) => {
+          this.logger.error({ err: e.message, webhook_id: webhookId }, 'delivery failed unexpectedly; retrying');
+          m.nak(1000);
+        })
+        .finally(() => {
+          this.held.delete(m);
+          this.countDone(lane, Date.now() - started);
+          lane.active--;
+          this.inFlight--;
+          if (lane.queue.length) this.pump(webhookId, lane);
+        });
+    }
+  }
+
+  /** Returns the excess of slow lanes to the stream, each message due back when its lane should have drained. */
+  private pushBackSlowLanes(): void {
+    const now = Date.now();
+    for (const lane of this.lanes.values()) {
+      const stalled = lane.active > 0 && now - lane.lastProgressMs > SLOW_REQUEST_MS;
+      if (lane.queue.length <= LANE_QUEUE_MAX || (lane.avgLatencyMs <= SLOW_REQUEST_MS && !stalled)) continue;
+      const perRequestMs = Math.max(lane.avgLatencyMs, now - lane.lastProgressMs, SLOW_REQUEST_MS);
+      const drainMs = (lane.queue.length / PER_WEBHOOK_CONCURRENCY) * perRequestMs;
+      for (const m of lane.queue.splice(LANE_QUEUE_MAX)) {
+        this.held.delete(m);
+        m.nak(Math.round(Math.min(30_000, drainMs) * (0.8 + 0.4 * Math.random())));
+      }
+    }
+  }
+
+  private countDone(lane: Lane, latencyMs: number): void {
+    lane.avgLatencyMs = lane.avgLatencyMs === 0 ? latencyMs : lane.avgLatencyMs * 0.9 + latencyMs * 0.1;
+    lane.lastProgressMs = Date.now();
+    if (this.held.size < HELD_MAX * 0.8 && this.resume) {
+      this.resume();
+      this.resume = undefined;
+    }
+  }
+
+  private signer(hook: WebhookTarget): Signer {
+    const hit = this.signers.get(hook.id);
+    if (hit && hit.secret === hook.secret) return hit.signer;
+    const signer = new Signer(hook.secret);
+    this.signers.set(hook.id, { secret: hook.secret, signer });
+    return signer;
+  }
+
+  private async deliver(m: JsMsg): Promise<void> {
+    let msg: DeliveryMessage;
+    try {
+      msg = decodeJson<DeliveryMessage>(m.data);
+    } catch {
+      m.term('not JSON');
+      return;
+    }
+    const ev = msg.event;
+    const hook = await this.cache.webhook(msg.webhookId);
+    if (!hook || !hook.active) {
+      m.term(hook ? 'webhook disabled' : 'webhook deleted');
+      return;
+    }
+    const attempt = m.info.redeliveryCount > 1 ? (await this.log.attemptsSoFar(hook.id, ev.emitterId, ev.id)) + 1 : 1;
+    const body = JSON.stringify(ev.event ?? null);
+    const now = new Date();
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'event-source-service-webhooks/1',
+      // Event ids are unique per emitter; with the emitter they identify the event everywhere (and stay the same on retries).
+      'webhook-id': webhookIdOf(ev),
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': this.signer(hook).sign(webhookIdOf(ev), now, body),
+      'x-pd-emitter-id': ev.emitterId,
+      'x-pd-event-name': ev.name ?? '',
+      'x-pd-emit-id': ev.emitId,
+      'x-pd-event-id': ev.id,
+    };
+    const base: Omit<AttemptRecord, 'status'> = { webhookId: hook.id, eventId: ev.id, emitterId: ev.emitterId, attempt };
+    let status: number | undefined;
+    let retryAfter: string | string[] | undefined;
+    let record: Omit<AttemptRecord, 'status'>;
+    try {
+      const res = await this.http.post(hook.url, headers, body, this.config.webhookTimeoutMs, RESPONSE_BODY_MAX);
+      status = res.status;
+      retryAfter = res.headers['retry-after'];
+      record = { ...base, responseCode: res.status, latencyMs: res.latencyMs, responseBody: res.body };
+      this.metrics.webhookLatency.observe({ outcome: res.status >= 200 && res.status < 300 ? 'success' : 'failure' }, res.latencyMs / 1000);
+    } catch (e) {
+      const err = e as PostError;
+      record = { ...base, latencyMs: err.latencyMs, error: err.message };
+    }
+    if (status !== undefined && status >= 200 && status < 300) {
+      // The receiver has the event: ack at once; the attempt row is observability and is written in the background.
+      m.ack();
+      this.log.record({ ...record, status: 'succeeded' }).catch((e: Error) => this.logger.warn({ err: e.message, webhook_id: hook.id }, 'recording a successful attempt failed'));
+      this.metrics.webhookAttempts.inc({ outcome: 'succeeded' });
+      if (ev.emittedAtMs) this.metrics.emitToReceipt.observe((Date.now() - ev.emittedAtMs) / 1000);
+      return;
+    }
+    if (status === 410) {
+      await this.disable(hook, `the endpoint answered 410 Gone at ${now.toISOString()}`);
+      await this.log.record({ ...record, status: 'disabled' });
+      m.term('webhook disabled by 410');
+      this.metrics.webhookAttempts.inc({ outcome: 'disabled' });
+      return;
+    }
+    if (status !== undefined && status >= 300 && status < 400) record.error = `redirects are not followed (status ${status})`;
+    const delay = nextDelayMs(this.config.webhookRetryDelaysMs, attempt, retryAfter);
+    if (delay === undefined) {
+      await this.log.record({ ...record, status: 'exhausted' });
+      m.term('attempts exhausted');
+      this.metrics.webhookAttempts.inc({ outcome: 'exhausted' });
+      this.logger.warn({ webhook_id: hook.id, event_id: ev.id, attempts: attempt }, 'webhook delivery exhausted');
+      return;
+    }
+    await this.log.record({ ...record, status: 'failed', nextAttemptAtMs: Date.now() + delay });
+    m.nak(delay);
+    this.metrics.webhookAttempts.inc({ outcome: 'failed' });
+  }
+
+  private async disable(hook: WebhookTarget, reason: string): Promise<void> {
+    this.cache.disableLocally(hook.id);
+    await this.em.fork().getConnection().execute(
+      `update webhooks set active = false, disabled_reason = ?, updated_at = ? where id = ?`,
+      [reason, Math.floor(Date.now() / 1000), hook.id],
+      'run',
+    );
+    this.nats.nc.publish(this.nats.names.changed('webhooks'));
+    this.logger.warn({ webhook_id: hook.id }, 'webhook disabled: endpoint answered 410');
+  }
+}

@@ -1,0 +1,46 @@
+import type { Logger } from 'pino';
+import type { AppConfig } from '@app/config';
+import type { EmittedEvent, HttpResponseMessage, InvocationMessage, UsageRecord } from '@app/contracts';
+import type { Executor } from '../executor/executor.port';
+import type { RunnerMetrics } from '../ops/runner-metrics';
+import type { TimerSpec } from './props';
+import type { TimerState } from '../timers/timer-slots';
+import type { ActorStateStore } from './actor-state';
+import type { ComponentCache } from './code-cache';
+
+/** Side effects of an invocation on JetStream (fakes in unit tests). */
+export interface Publisher {
+  /** Publishes in order, each with its `Nats-Msg-Id` = `emitId`; resolves when all are stored. */
+  publishEvents(events: EmittedEvent[]): Promise<void>;
+  publishUsage(usage: UsageRecord): void;
+  reply(subject: string, response: HttpResponseMessage): void;
+}
+
+/** The replica's timer scheduler as an actor sees it. */
+export interface TimerPort {
+  start(sourceId: string, partition: number, spec: TimerSpec, state: TimerState): void;
+  stop(sourceId: string): void;
+}
+
+/** One invocation as received from the partition's consumer. */
+export interface InvocationDelivery {
+  msg: InvocationMessage;
+  redelivered: boolean;
+  ack(): void;
+  /** Hands the invocation back for redelivery (to this or another replica). */
+  nak(delayMs?: number): void;
+}
+
+export type ActorConfig = Pick<AppConfig, 'secretsKey' | 'runTimeoutMs' | 'maxRunTimeoutMs' | 'dbMaxBytes' | 'eventMaxBytes' | 'emitsPerInvocation'>;
+
+export interface ActorDeps {
+  executor: Pick<Executor, 'execute'>;
+  components: ComponentCache;
+  store: ActorStateStore;
+  publisher: Publisher;
+  timers: TimerPort;
+  metrics: RunnerMetrics;
+  logger: Logger;
+  config: ActorConfig;
+  now?: () => number;
+}

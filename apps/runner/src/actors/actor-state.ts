@@ -1,0 +1,87 @@
+import type { KV } from 'nats';
+import { decodeJson, encodeJson } from '@app/contracts';
+import type { DedupeState } from './dedupe';
+import type { EmitterClockState } from './emit-ids';
+import type { TimerState } from '../timers/timer-slots';
+
+export type Hook = 'deploy' | 'activate' | 'deactivate';
+
+/** KV `source-state`, key = source id: everything an actor must keep across replicas. */
+export interface ActorState {
+  /** Last desired revision fully applied (0 = never). */
+  appliedRev: number;
+  /**
+   * Lifecycle flags are persisted after every hook, so a replica taking over in
+   * the middle of a transition plans the remaining hooks from them: each hook
+   * runs once per transition (a hook cut off by a crash runs again).
+   */
+  /** `deploy()` has run. */
+  deployed: boolean;
+  /** `activate()` ran more recently than `deactivate()`. */
+  active: boolean;
+  /** Code and props currently applied (what `deactivate()` runs with). */
+  codeHash?: string;
+  configuredProps?: Record<string, unknown>;
+  endpointUrl?: string;
+  db: Record<string, unknown>;
+  dedupe: DedupeState;
+  emitter: EmitterClockState;
+  timer?: TimerState;
+  /** Recently finished invocation ids: a redelivered one is acknowledged without running again. */
+  recent: string[];
+  /** Which replica acquisition wrote last; a stale owner's compare-and-set fails. */
+  fence: string;
+}
+
+export function emptyState(fence: string): ActorState {
+  return { appliedRev: 0, deployed: false, active: false, db: {}, dedupe: {}, emitter: { lastMs: 0, seq: 0 }, recent: [], fence };
+}
+
+export const RECENT_INVOCATIONS = 64;
+
+/** Compare-and-set failed: another writer changed the state since it was read. */
+export class StateConflictError extends Error {}
+
+export interface StoredState {
+  state: ActorState;
+  /** KV revision; 0 when the entry does not exist yet. */
+  revision: number;
+}
+
+/** Port over the `source-state` bucket (fakes in unit tests). */
+export interface ActorStateStore {
+  load(sourceId: string): Promise<StoredState | null>;
+  /** Writes with compare-and-set on `revision` (0 = create); returns the new revision. */
+  save(sourceId: string, state: ActorState, revision: number): Promise<number>;
+  remove(sourceId: string, revision: number): Promise<void>;
+}
+
+const isConflict = (e: unknown): boolean => /wrong last sequence|key exists|10071/i.test(String((e as Error)?.message ?? e));
+
+export class KvActorStateStore implements ActorStateStore {
+  constructor(private readonly kv: KV) {}
+
+  async load(sourceId: string): Promise<StoredState | null> {
+    const e = await this.kv.get(sourceId);
+    if (!e || e.operation !== 'PUT' || e.value.length === 0) return null;
+    return { state: decodeJson<ActorState>(e.value), revision: e.revision };
+  }
+
+  async save(sourceId: string, state: ActorState, revision: number): Promise<number> {
+    try {
+      return revision === 0 ? await this.kv.create(sourceId, encodeJson(state)) : await this.kv.update(sourceId, encodeJson(state), revision);
+    } catch (e) {
+      if (isConflict(e)) throw new StateConflictError(`state of ${sourceId} changed concurrently`);
+      throw e;
+    }
+  }
+
+  async remove(sourceId: string, revision: number): Promise<void> {
+    try {
+      await this.kv.purge(sourceId, revision ? { previousSeq: revision } : undefined);
+    } catch (e) {
+      if (isConflict(e)) throw new StateConflictError(`state of ${sourceId} changed concurrently`);
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,47 @@
+import type { PropDescriptor } from '@app/component-model';
+import { decryptValue, isEncrypted } from '@app/contracts';
+
+/** Decrypts every `{ $enc }` value (secret props, app `$auth`) anywhere in the configured props. */
+export function decryptDeep(key: Buffer, value: unknown): unknown {
+  if (isEncrypted(value)) return decryptValue(key, value);
+  if (Array.isArray(value)) return value.map((v) => decryptDeep(key, v));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = decryptDeep(key, v);
+    return out;
+  }
+  return value;
+}
+
+/** The prop values a run sees: configured values (secrets decrypted), else each prop's default. */
+export function resolveProps(key: Buffer, configured: Record<string, unknown>, props: PropDescriptor[]): Record<string, unknown> {
+  const out = decryptDeep(key, configured) as Record<string, unknown>;
+  for (const p of props) {
+    if (out[p.name] === undefined && p.default !== undefined) out[p.name] = structuredClone(p.default);
+  }
+  return out;
+}
+
+export type TimerSpec = { intervalSeconds: number } | { cron: string; timezone?: string };
+
+/**
+ * The schedule of a source's first `$.interface.timer` prop: its configured value
+ * (`{ intervalSeconds }`, `{ cron, timezone }` or the API's `{ cron, interval_seconds }` form),
+ * else the prop's default. Undefined when the source has no usable timer.
+ */
+export function timerSpecOf(configured: Record<string, unknown>, props: PropDescriptor[]): TimerSpec | undefined {
+  const prop = props.find((p) => p.type === '$.interface.timer');
+  if (!prop) return undefined;
+  return readTimer(configured[prop.name]) ?? readTimer(prop.default);
+}
+
+function readTimer(value: unknown): TimerSpec | undefined {
+  if (!value || typeof value !== 'object') return undefined;
+  const v = value as Record<string, unknown>;
+  const cron = typeof v.cron === 'string' && v.cron.trim() ? v.cron.trim() : undefined;
+  const timezone = typeof v.timezone === 'string' && v.timezone ? v.timezone : undefined;
+  if (cron) return timezone ? { cron, timezone } : { cron };
+  const interval = Number(v.intervalSeconds ?? v.interval_seconds);
+  if (Number.isFinite(interval) && interval > 0) return { intervalSeconds: interval };
+  return undefined;
+}

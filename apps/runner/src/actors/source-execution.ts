@@ -1,0 +1,128 @@
+import type { DesiredSourceState } from '@app/contracts';
+import type { ExecuteResult, MethodName } from '@app/sandbox';
+import type { ActorDeps } from './actor-deps';
+import type { ActorState } from './actor-state';
+import { DedupeStrategy, isDedupeStrategy } from './dedupe';
+import type { EmitterClock } from './emit-ids';
+import { buildOutputs, errorEvent } from './outputs';
+import { resolveProps } from './props';
+
+export interface RunInput {
+  method: MethodName;
+  invocationId: string;
+  codeHash: string;
+  configuredProps: Record<string, unknown>;
+  endpointUrl?: string;
+  event?: unknown;
+  replyTo?: string;
+}
+
+export interface Executed {
+  result: ExecuteResult;
+  dedupe: DedupeStrategy | undefined;
+  input: RunInput;
+}
+
+/** What an execution needs from its actor. */
+export interface RunContext {
+  desired: DesiredSourceState | undefined;
+  db: Record<string, unknown>;
+  clock: EmitterClock;
+  stopped: () => boolean;
+}
+
+/** Answers a waiting HTTP client with an error body. */
+export function replyError(publisher: ActorDeps['publisher'], subject: string, status: number, message: string): void {
+  publisher.reply(subject, { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: message, code: status === 404 ? 'not_found' : 'source_error' }) });
+}
+
+/** Runs a source's methods in the sandbox and publishes what they produced. */
+export class SourceExecution {
+  private readonly now: () => number;
+
+  constructor(private readonly sourceId: string, private readonly deps: ActorDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  /** Runs one method in the sandbox; answers a waiting HTTP client as soon as `respond()` fires (or with an error when it never does). */
+  async execute(input: RunInput, ctx: RunContext): Promise<Executed> {
+    const started = this.now();
+    let responded = false;
+    let dedupe: DedupeStrategy | undefined;
+    let result: ExecuteResult;
+    try {
+      const component = await this.deps.components.get(input.codeHash);
+      dedupe = isDedupeStrategy(component.descriptor.dedupe) ? component.descriptor.dedupe : undefined;
+      const props = resolveProps(this.deps.config.secretsKey, input.configuredProps, component.descriptor.props);
+      const timeoutMs = Math.min(ctx.desired?.runTimeoutMs || this.deps.config.runTimeoutMs, this.deps.config.maxRunTimeoutMs);
+      const { dbMaxBytes, eventMaxBytes, emitsPerInvocation } = this.deps.config;
+      result = await this.deps.executor.execute(
+        {
+          kind: 'execute',
+          sourceId: this.sourceId,
+          invocationId: input.invocationId,
+          codeHash: component.codeHash,
+          code: component.code,
+          method: input.method,
+          props,
+          db: ctx.db,
+          event: input.event,
+          endpointUrl: input.endpointUrl,
+          timeoutMs,
+          limits: { dbMaxBytes, eventMaxBytes, emitsPerInvocation },
+          dependencyVersions: (ctx.desired?.codeHash === component.codeHash ? ctx.desired.dependencyVersions : undefined) ?? component.dependencyVersions,
+        },
+        // Only a waiting client needs the early response channel (it costs a MessageChannel per run).
+        input.replyTo
+          ? {
+              onResponse: (r) => {
+                if (!input.replyTo || responded || ctx.stopped()) return;
+                responded = true;
+                this.deps.publisher.reply(input.replyTo, r);
+              },
+            }
+          : {},
+      );
+    } catch (e) {
+      const err = e as Error;
+      result = { emits: [], dbWrites: {}, logs: [], error: { name: err.name || 'Error', message: err.message, stack: err.stack }, durationMs: this.now() - started };
+    }
+    if (input.replyTo && !responded && !ctx.stopped()) {
+      if (result.response) this.deps.publisher.reply(input.replyTo, result.response);
+      else replyError(this.deps.publisher, input.replyTo, 502, result.error ? `the source failed before responding: ${result.error.message}` : 'the source finished without calling respond()');
+    }
+    this.deps.metrics.runDuration.observe({ method: input.method }, result.durationMs / 1000);
+    return { result, dedupe, input };
+  }
+
+  /**
+   * Publishes an execution's events (logs, ordered and deduped emits, errors)
+   * and returns the state changes (db, dedupe) to persist; unchanged parts keep
+   * their identity so the caller can skip a write.
+   */
+  async publish(state: ActorState, executed: Executed, ctx: RunContext): Promise<Pick<ActorState, 'db' | 'dedupe'>> {
+    const { result, dedupe, input } = executed;
+    const now = this.now();
+    const out = buildOutputs(result, { sourceId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', invocationId: input.invocationId, dedupe, originalEvent: input.event ?? null, now }, state.dedupe, ctx.clock);
+    let db = state.db;
+    const writes = Object.entries(result.dbWrites ?? {});
+    if (writes.length) {
+      const next = { ...state.db };
+      for (const [k, v] of writes) {
+        if (v === undefined) delete next[k];
+        else next[k] = v;
+      }
+      const size = Buffer.byteLength(JSON.stringify(next));
+      if (size > this.deps.config.dbMaxBytes) {
+        const error = { name: 'LimitError', message: `$.service.db would hold ${size} bytes, over the ${this.deps.config.dbMaxBytes} byte limit: this run's db writes were discarded` };
+        out.events.push({ id: ctx.clock.next(), emitterId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', name: '$errors', event: errorEvent(error, input.event ?? null, now), ts: now, emitId: `${input.invocationId}:db0`, emittedAtMs: now });
+      } else db = next;
+    }
+    if (out.events.length) {
+      await this.deps.publisher.publishEvents(out.events);
+      for (const e of out.events) this.deps.metrics.emits.inc({ channel: e.name === '' ? 'default' : e.name.startsWith('$') ? e.name : 'custom' });
+    }
+    return { db, dedupe: out.dedupeChanged ? out.dedupe : state.dedupe };
+  }
+
+}

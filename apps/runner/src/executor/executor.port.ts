@@ -1,0 +1,16 @@
+import type { DescribeResult, ExecuteResult, ExecuteTask } from '@app/sandbox';
+
+export type ExecuteResponse = NonNullable<ExecuteResult['response']>;
+
+/**
+ * What the runner needs from the sandbox: run one method of a component in a
+ * worker, and read a component's descriptor. The Piscina-backed `SandboxPool`
+ * of libs/sandbox implements it; unit tests use fakes.
+ */
+export interface Executor {
+  execute(task: ExecuteTask, opts: { onResponse?: (response: ExecuteResponse) => void }): Promise<ExecuteResult>;
+  describe(code: string): Promise<DescribeResult>;
+  close(): Promise<void>;
+}
+
+export const EXECUTOR = Symbol('EXECUTOR');

@@ -1,0 +1,25 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { createLogger, loadConfigOrExit, PinoNestLogger, startOpsServer } from '@app/config';
+import { RunnerModule } from './runner.module';
+import { RunnerService } from './runner.service';
+
+async function main(): Promise<void> {
+  const config = loadConfigOrExit();
+  const app = await NestFactory.createApplicationContext(RunnerModule.forRoot(config), {
+    logger: new PinoNestLogger(createLogger('runner', config.logLevel)),
+  });
+  app.enableShutdownHooks();
+  const registry = app.get(Registry) as Registry;
+  collectDefaultMetrics({ register: registry, prefix: 'runner_' });
+  const runner = app.get(RunnerService);
+  const ops = await startOpsServer(config.runnerMetricsPort, registry, () => runner.health());
+  process.on('SIGTERM', () => ops?.close());
+  process.stderr.write(`runner started (replica ${runner.replicaId})\n`);
+}
+
+main().catch((e: Error) => {
+  process.stderr.write(`runner failed to start: ${e.message}\n`);
+  process.exit(1);
+});

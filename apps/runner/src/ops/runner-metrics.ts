@@ -1,0 +1,41 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** The runner's Prometheus metrics, registered on the app's `Registry`. */
+export class RunnerMetrics {
+  readonly invocations: Counter<'outcome' | 'kind'>;
+  readonly runDuration: Histogram<'method'>;
+  readonly mailboxDepth: Gauge;
+  readonly partitionsOwned: Gauge;
+  readonly actors: Gauge;
+  readonly hooks: Counter<'hook' | 'outcome'>;
+  readonly emits: Counter<'channel'>;
+  readonly timerLag: Histogram;
+  readonly timerSources: Gauge;
+  readonly installs: Counter<'outcome'>;
+  readonly fenced: Counter;
+
+  constructor(registry: Registry) {
+    this.invocations = new Counter({ name: 'runner_invocations_total', help: 'Invocations processed, by outcome (ok, error, skipped, duplicate, stale) and kind', labelNames: ['outcome', 'kind'], registers: [registry] });
+    this.runDuration = new Histogram({
+      name: 'runner_run_duration_seconds',
+      help: 'Wall-clock duration of run() and hooks in the sandbox',
+      labelNames: ['method'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [registry],
+    });
+    this.mailboxDepth = new Gauge({ name: 'runner_mailbox_depth', help: 'Jobs waiting in actor mailboxes (all sources)', registers: [registry] });
+    this.partitionsOwned = new Gauge({ name: 'runner_partitions_owned', help: 'Partitions whose lease this replica holds', registers: [registry] });
+    this.actors = new Gauge({ name: 'runner_actors', help: 'Source actors loaded on this replica', registers: [registry] });
+    this.hooks = new Counter({ name: 'runner_hooks_total', help: 'Lifecycle hooks run, by hook and outcome', labelNames: ['hook', 'outcome'], registers: [registry] });
+    this.emits = new Counter({ name: 'runner_emits_total', help: 'Events published, by channel class (default, custom, $logs, $errors)', labelNames: ['channel'], registers: [registry] });
+    this.timerLag = new Histogram({
+      name: 'runner_timer_fire_lag_seconds',
+      help: 'Delay between a timer slot and the start of its run',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 2, 5, 10, 30],
+      registers: [registry],
+    });
+    this.timerSources = new Gauge({ name: 'runner_timer_sources', help: 'Active timer sources scheduled on this replica', registers: [registry] });
+    this.installs = new Counter({ name: 'runner_installs_total', help: 'Component code loads from the object store (cache misses), by outcome', labelNames: ['outcome'], registers: [registry] });
+    this.fenced = new Counter({ name: 'runner_fenced_total', help: 'Actors dropped because another replica fenced their state', registers: [registry] });
+  }
+}

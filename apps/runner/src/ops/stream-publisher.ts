@@ -1,0 +1,74 @@
+import { createInbox, headers, Msg, NatsConnection, Subscription } from 'nats';
+
+interface Pending {
+  resolve: () => void;
+  reject: (e: Error) => void;
+  atMs: number;
+}
+
+/**
+ * Publishes to JetStream and waits for the stream's acknowledgement, like
+ * `js.publish`, but through one reply subscription for all publishes and one
+ * timeout sweep, instead of a request (with its timer and captured stack
+ * trace) per message: the emit of every invocation goes through here.
+ */
+export class StreamPublisher {
+  private readonly inbox = createInbox();
+  private readonly pending = new Map<string, Pending>();
+  private readonly sub: Subscription;
+  private readonly sweep: NodeJS.Timeout;
+  private seq = 0;
+
+  constructor(private readonly nc: NatsConnection, private readonly timeoutMs = 10_000) {
+    this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (err, m) => (err ? undefined : this.onAck(m)) });
+    this.sweep = setInterval(() => this.expire(), Math.min(1000, timeoutMs));
+    this.sweep.unref?.();
+  }
+
+  /** Resolves once the stream stored the message (or recognised `msgId` as a duplicate). */
+  publish(subject: string, data: Uint8Array, msgId: string): Promise<void> {
+    const token = (++this.seq).toString(36);
+    const h = headers();
+    h.set('Nats-Msg-Id', msgId);
+    return new Promise<void>((resolve, reject) => {
+      this.pending.set(token, { resolve, reject, atMs: Date.now() });
+      try {
+        this.nc.publish(subject, data, { headers: h, reply: `${this.inbox}.${token}` });
+      } catch (e) {
+        this.pending.delete(token);
+        reject(e as Error);
+      }
+    });
+  }
+
+  close(): void {
+    clearInterval(this.sweep);
+    this.sub.unsubscribe();
+    for (const p of this.pending.values()) p.reject(new Error('publisher closed'));
+    this.pending.clear();
+  }
+
+  private onAck(m: Msg): void {
+    const token = m.subject.slice(m.subject.lastIndexOf('.') + 1);
+    const p = this.pending.get(token);
+    if (!p) return;
+    this.pending.delete(token);
+    if (m.headers && m.headers.code >= 400) return p.reject(new Error(`publish failed: ${m.headers.code} ${m.headers.description || 'no stream for the subject'}`));
+    try {
+      const ack = m.json<{ error?: { description?: string } }>();
+      if (ack.error) return p.reject(new Error(`publish failed: ${ack.error.description ?? 'JetStream error'}`));
+    } catch {
+      return p.reject(new Error('publish failed: unreadable acknowledgement'));
+    }
+    p.resolve();
+  }
+
+  private expire(): void {
+    const limit = Date.now() - this.timeoutMs;
+    for (const [token, p] of this.pending) {
+      if (p.atMs > limit) break; // insertion order = time order
+      this.pending.delete(token);
+      p.reject(new Error(`publish not acknowledged within ${this.timeoutMs} ms`));
+    }
+  }
+}

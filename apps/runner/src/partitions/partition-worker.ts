@@ -1,0 +1,215 @@
+import { AckPolicy, ConsumerMessages, DeliverPolicy, JsMsg, KvEntry, QueuedIterator } from 'nats';
+import type { Logger } from 'pino';
+import { decodeJson, DesiredSourceState, encodeJson, HttpResponseMessage, InvocationMessage } from '@app/contracts';
+import type { NatsService } from '@app/nats';
+import type { ActorDeps, InvocationDelivery } from '../actors/actor-deps';
+import { SourceActor } from '../actors/source-actor';
+
+export interface PartitionWorkerOptions {
+  ackWaitMs: number;
+  maxInflight: number;
+  /** How long a graceful stop waits for running invocations. */
+  drainTimeoutMs: number;
+  /** How long a fenced actor stays down before it is rebuilt (at least one lease round). */
+  refenceDelayMs: number;
+}
+
+const nanos = (ms: number): number => ms * 1_000_000;
+
+/** Redeliveries (and their delay) granted to an invocation whose source this partition does not know yet. */
+const UNKNOWN_SOURCE_RETRIES = 5;
+const UNKNOWN_SOURCE_RETRY_MS = 1000;
+
+/**
+ * Everything one owned partition runs: a KV watch on its desired states
+ * (`<p>.*` in `sources`) driving one actor per source, and a durable pull
+ * consumer on its invocations feeding the actors' mailboxes. Unacknowledged
+ * invocations get `working()` heartbeats so long runs are not redelivered.
+ */
+export class PartitionWorker {
+  private readonly actors = new Map<string, SourceActor>();
+  private readonly inflight = new Set<JsMsg>();
+  private readonly refencing = new Set<string>();
+  private watch: QueuedIterator<KvEntry> | undefined;
+  private messages: ConsumerMessages | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly log: Logger;
+
+  constructor(
+    readonly partition: number,
+    private readonly fence: string,
+    private readonly nats: NatsService,
+    private readonly deps: ActorDeps,
+    private readonly opts: PartitionWorkerOptions,
+  ) {
+    this.log = deps.logger.child({ partition });
+  }
+
+  get actorCount(): number {
+    return this.actors.size;
+  }
+
+  async start(): Promise<void> {
+    let initialized!: () => void;
+    const ready = new Promise<void>((r) => (initialized = r));
+    this.watch = await this.nats.sources.watch({ key: this.nats.names.sourceKey(this.partition, '*'), initializedFn: () => initialized() });
+    void this.follow(this.watch);
+    await ready;
+    if (this.stopped) return;
+    const durable = `runner_p${this.partition}`;
+    const config = {
+      durable_name: durable,
+      filter_subject: this.nats.names.invocationsOfPartition(this.partition),
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: nanos(this.opts.ackWaitMs),
+      max_deliver: -1,
+      max_ack_pending: this.opts.maxInflight,
+    };
+    try {
+      await this.nats.jsm.consumers.add(this.nats.names.invocationsStream, config);
+    } catch {
+      await this.nats.jsm.consumers.update(this.nats.names.invocationsStream, durable, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending, max_deliver: -1 });
+    }
+    const consumer = await this.nats.js.consumers.get(this.nats.names.invocationsStream, durable);
+    if (this.stopped) return;
+    this.messages = await consumer.consume({ max_messages: Math.min(512, this.opts.maxInflight) });
+    void this.consume(this.messages);
+    const beat = Math.max(500, Math.floor(this.opts.ackWaitMs / 3));
+    this.heartbeat = setInterval(() => this.inflight.forEach((m) => m.working()), beat);
+    this.heartbeat.unref?.();
+    this.log.info({ sources: this.actors.size }, 'partition started');
+  }
+
+  /** Stops consuming; `graceful` lets running invocations finish (bounded), else drops the actors at once (lease lost). */
+  async stop(graceful: boolean): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.messages?.stop();
+    this.watch?.stop();
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    const actors = [...this.actors.values()];
+    this.actors.clear();
+    this.deps.metrics.actors.dec(actors.length);
+    const all = Promise.all(actors.map((a) => a.stop(graceful)));
+    if (graceful) await Promise.race([all, new Promise((r) => setTimeout(r, this.opts.drainTimeoutMs).unref?.())]);
+    for (const m of this.inflight) m.nak();
+    this.inflight.clear();
+    this.log.info({ graceful }, 'partition stopped');
+  }
+
+  private async follow(watch: QueuedIterator<KvEntry>): Promise<void> {
+    try {
+      for await (const entry of watch) {
+        if (this.stopped) break;
+        const sourceId = entry.key.slice(entry.key.indexOf('.') + 1);
+        if (entry.operation === 'PUT') {
+          let desired: DesiredSourceState;
+          try {
+            desired = decodeJson<DesiredSourceState>(entry.value);
+          } catch (err) {
+            this.log.error({ err, source_id: sourceId }, 'unreadable desired state');
+            continue;
+          }
+          this.actor(sourceId).setDesired(desired);
+        } else {
+          this.actor(sourceId).delete();
+        }
+      }
+    } catch (err) {
+      if (!this.stopped) this.log.error({ err }, 'desired-state watch failed');
+    }
+  }
+
+  private actor(sourceId: string): SourceActor {
+    let a = this.actors.get(sourceId);
+    if (!a) {
+      a = new SourceActor(sourceId, this.partition, this.fence, this.deps, (gone, reason) => {
+        if (this.actors.get(sourceId) !== gone) return;
+        this.actors.delete(sourceId);
+        this.deps.metrics.actors.dec();
+        if (reason === 'fenced') this.refence(sourceId, gone.lastDesired);
+      });
+      this.actors.set(sourceId, a);
+      this.deps.metrics.actors.inc();
+    }
+    return a;
+  }
+
+  /**
+   * Another writer fenced one of our actors. If this replica has really lost the
+   * partition, its lease renewal fails within a lease round and the partition
+   * stops first; if it still owns the partition (the other writer was the stale
+   * one), the actor is rebuilt, writes its fence again and goes on. Meanwhile the
+   * source's invocations wait in JetStream.
+   */
+  private refence(sourceId: string, desired: DesiredSourceState | undefined): void {
+    this.refencing.add(sourceId);
+    const timer = setTimeout(() => {
+      this.refencing.delete(sourceId);
+      if (this.stopped || this.actors.has(sourceId) || !desired) return;
+      this.log.warn({ source_id: sourceId }, 'partition still owned after the source was fenced: rebuilding its actor');
+      this.actor(sourceId).setDesired(desired);
+    }, this.opts.refenceDelayMs);
+    timer.unref?.();
+  }
+
+  private async consume(messages: ConsumerMessages): Promise<void> {
+    try {
+      for await (const m of messages) {
+        if (this.stopped) {
+          m.nak();
+          continue;
+        }
+        this.dispatch(m);
+      }
+    } catch (err) {
+      if (!this.stopped) this.log.error({ err }, 'invocation consumer failed');
+    }
+  }
+
+  private dispatch(m: JsMsg): void {
+    let msg: InvocationMessage;
+    try {
+      msg = decodeJson<InvocationMessage>(m.data);
+    } catch {
+      m.term('unreadable invocation');
+      return;
+    }
+    const actor = this.actors.get(msg.sourceId);
+    if (!actor && this.refencing.has(msg.sourceId)) {
+      m.nak(UNKNOWN_SOURCE_RETRY_MS);
+      return;
+    }
+    if (!actor && m.info.redeliveryCount < UNKNOWN_SOURCE_RETRIES) {
+      // The invocation may have overtaken the source's desired state (a request right after create): retry shortly.
+      m.nak(UNKNOWN_SOURCE_RETRY_MS);
+      return;
+    }
+    if (!actor) {
+      // Still no desired state for it in this partition: unknown or deleted source.
+      if (msg.replyTo) {
+        const res: HttpResponseMessage = { status: 404, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: `source ${msg.sourceId} not found`, code: 'not_found' }) };
+        this.nats.nc.publish(msg.replyTo, encodeJson(res));
+      }
+      m.ack();
+      this.deps.metrics.invocations.inc({ outcome: 'unknown_source', kind: msg.kind });
+      return;
+    }
+    this.inflight.add(m);
+    const delivery: InvocationDelivery = {
+      msg,
+      redelivered: m.redelivered,
+      ack: () => {
+        this.inflight.delete(m);
+        m.ack();
+      },
+      nak: (delayMs?: number) => {
+        this.inflight.delete(m);
+        m.nak(delayMs);
+      },
+    };
+    actor.invoke(delivery);
+  }
+}

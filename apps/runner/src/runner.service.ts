@@ -1,0 +1,113 @@
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { Registry } from 'prom-client';
+import { APP_CONFIG, AppConfig, createLogger, Logger } from '@app/config';
+import { NatsService } from '@app/nats';
+import type { ActorDeps } from './actors/actor-deps';
+import { KvActorStateStore } from './actors/actor-state';
+import { ComponentCache, ObjectStoreCodeSource } from './actors/code-cache';
+import { EXECUTOR, Executor } from './executor/executor.port';
+import { JetStreamPublisher } from './ops/jetstream-publisher';
+import { RunnerMetrics } from './ops/runner-metrics';
+import { PartitionLeases } from './partitions/partition-leases';
+import { PartitionWorker } from './partitions/partition-worker';
+import { TimerService } from './timers/timer.service';
+
+/**
+ * The runner replica: holds partition leases and runs a `PartitionWorker`
+ * (desired-state watch, invocation consumer, actors) for each owned partition.
+ * On shutdown it stops consuming, lets running invocations finish, hands its
+ * leases back and closes the sandbox pool.
+ */
+@Injectable()
+export class RunnerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  readonly replicaId: string;
+  private readonly logger: Logger;
+  private readonly metrics: RunnerMetrics;
+  private readonly workers = new Map<number, PartitionWorker>();
+  private leases: PartitionLeases | undefined;
+  private timers: TimerService | undefined;
+  private deps: ActorDeps | undefined;
+  private publisher: JetStreamPublisher | undefined;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly nats: NatsService,
+    @Inject(EXECUTOR) private readonly executor: Executor,
+    registry: Registry,
+  ) {
+    this.replicaId = (config.runnerReplicaId || `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`).replace(/[^A-Za-z0-9_=-]/g, '-');
+    this.logger = createLogger('runner', config.logLevel).child({ replica: this.replicaId });
+    this.metrics = new RunnerMetrics(registry);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    this.timers = new TimerService(this.nats, this.metrics, this.logger);
+    this.deps = {
+      executor: this.executor,
+      components: new ComponentCache(new ObjectStoreCodeSource(this.nats.components), this.executor, (outcome) => this.metrics.installs.inc({ outcome })),
+      store: new KvActorStateStore(this.nats.sourceState),
+      publisher: (this.publisher = new JetStreamPublisher(this.nats, this.logger)),
+      timers: this.timers,
+      metrics: this.metrics,
+      logger: this.logger,
+      config: this.config,
+    };
+    this.leases = new PartitionLeases(
+      this.nats.leases,
+      { partitions: this.config.partitions, ttlMs: this.config.leaseTtlMs, replicaId: this.replicaId, names: this.nats.names },
+      {
+        acquired: (p, fence) => this.startPartition(p, fence),
+        lost: (p) => this.stopPartition(p, false),
+        releasing: (p) => this.stopPartition(p, true),
+      },
+      this.logger,
+    );
+    await this.leases.start();
+    this.logger.info({ partitions: this.leases.ownedPartitions }, 'runner ready');
+  }
+
+  /** Health details for `/healthz`. */
+  health(): Record<string, unknown> {
+    let actors = 0;
+    for (const w of this.workers.values()) actors += w.actorCount;
+    return { replica: this.replicaId, partitions: this.leases?.ownedPartitions ?? [], replicas: this.leases?.liveReplicas ?? 0, actors };
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.logger.info('runner shutting down: releasing partitions');
+    await this.leases?.close();
+    for (const p of [...this.workers.keys()]) await this.stopPartition(p, true);
+    this.timers?.close();
+    this.publisher?.close();
+    await this.executor.close();
+  }
+
+  private async startPartition(p: number, fence: string): Promise<void> {
+    if (!this.deps) return;
+    await this.workers.get(p)?.stop(false);
+    const worker = new PartitionWorker(p, fence, this.nats, this.deps, {
+      ackWaitMs: this.config.invocationAckWaitMs,
+      maxInflight: this.config.runnerMaxInflightPerPartition,
+      drainTimeoutMs: Math.max(500, Math.floor(this.config.leaseTtlMs / 3)),
+      refenceDelayMs: this.config.leaseTtlMs,
+    });
+    this.workers.set(p, worker);
+    this.metrics.partitionsOwned.set(this.workers.size);
+    try {
+      await worker.start();
+    } catch (e) {
+      await this.stopPartition(p, false);
+      throw e;
+    }
+  }
+
+  private async stopPartition(p: number, graceful: boolean): Promise<void> {
+    const worker = this.workers.get(p);
+    if (!worker) return;
+    this.workers.delete(p);
+    this.metrics.partitionsOwned.set(this.workers.size);
+    await worker.stop(graceful);
+  }
+}

@@ -1,0 +1,70 @@
+import { Cron } from 'croner';
+import type { TimerSpec } from '../actors/props';
+
+/** Where a timer's schedule stands, persisted in the actor state. */
+export interface TimerState {
+  /** Interval timers count slots from here (activation time). */
+  anchorMs: number;
+  /** The last slot whose invocation was processed. */
+  lastSlotMs?: number;
+  /** Schedule the state belongs to (a changed schedule restarts the slots). */
+  specKey: string;
+}
+
+export function specKey(spec: TimerSpec): string {
+  return 'cron' in spec ? `cron:${spec.cron}:${spec.timezone ?? ''}` : `every:${spec.intervalSeconds}`;
+}
+
+const cronCache = new Map<string, Cron>();
+function cronOf(spec: { cron: string; timezone?: string }): Cron {
+  const key = `${spec.cron}|${spec.timezone ?? ''}`;
+  let c = cronCache.get(key);
+  if (!c) {
+    c = new Cron(spec.cron, { timezone: spec.timezone, paused: true });
+    if (cronCache.size > 10_000) cronCache.clear();
+    cronCache.set(key, c);
+  }
+  return c;
+}
+
+/** The first slot strictly after `afterMs`. */
+export function slotAfter(spec: TimerSpec, state: TimerState, afterMs: number): number {
+  if ('cron' in spec) {
+    const next = cronOf(spec).nextRun(new Date(afterMs));
+    if (!next) throw new Error(`cron "${spec.cron}" has no future run`);
+    return next.getTime();
+  }
+  const step = spec.intervalSeconds * 1000;
+  const k = Math.floor((afterMs - state.anchorMs) / step) + 1;
+  return state.anchorMs + Math.max(1, k) * step;
+}
+
+/**
+ * What to fire when a replica (re)starts a timer at `nowMs`: the next future
+ * slot, plus at most one catch-up slot when slots were missed since the last
+ * processed one (no double fire: a processed slot is never fired again).
+ */
+export function planTimer(spec: TimerSpec, state: TimerState, nowMs: number): { catchUpMs?: number; nextMs: number } {
+  const from = state.lastSlotMs ?? state.anchorMs;
+  const first = slotAfter(spec, state, from);
+  if (first > nowMs) return { nextMs: first };
+  // Latest slot at or before now: the single catch-up.
+  let latest = first;
+  if ('cron' in spec) {
+    for (let i = 0; i < 10_000; i++) {
+      const n = slotAfter(spec, state, latest);
+      if (n > nowMs) break;
+      latest = n;
+    }
+  } else {
+    const step = spec.intervalSeconds * 1000;
+    latest = state.anchorMs + Math.floor((nowMs - state.anchorMs) / step) * step;
+  }
+  return { catchUpMs: latest, nextMs: slotAfter(spec, state, nowMs) };
+}
+
+/** The event a timer run receives. */
+export function timerEvent(spec: TimerSpec, slotMs: number): Record<string, unknown> {
+  const timestamp = Math.floor(slotMs / 1000);
+  return 'cron' in spec ? { timestamp, cron: spec.cron, ...(spec.timezone ? { timezone: spec.timezone } : {}) } : { timestamp, interval_seconds: spec.intervalSeconds };
+}

@@ -1,0 +1,209 @@
+'use strict';
+// Boots the real apps for a benchmark (JS twin of test/support/system.ts): its
+// own database cloned from the run's template and its own NATS prefix.
+const { spawn, spawnSync } = require('node:child_process');
+const { randomBytes } = require('node:crypto');
+const { createServer } = require('node:net');
+const path = require('node:path');
+const { Client } = require('pg');
+
+const ROOT = path.join(__dirname, '..', '..');
+const need = (name) => {
+  if (!process.env[name]) throw new Error(`${name} is not set: run benchmarks with npm run bench`);
+  return process.env[name];
+};
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+async function waitHealthy(url, proc, name, logs) {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${name} exited:\n${logs().slice(-3000)}`);
+    const res = await fetch(url).catch(() => undefined);
+    if (res && res.ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${name}\n${logs().slice(-3000)}`);
+}
+
+async function startSystem(env = {}, { apps = ['api', 'runner', 'delivery'] } = {}) {
+  const dbName = `ess_t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
+  const admin = new Client({ connectionString: need('TEST_PG_ADMIN_URL') });
+  await admin.connect();
+  await admin.query(`create database "${dbName}" template "${need('TEST_TEMPLATE_DB')}"`);
+  await admin.end();
+  const port = await freePort();
+  const natsPrefix = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
+  const baseEnv = {
+    PATH: process.env.PATH || '',
+    HOME: process.env.HOME || '/tmp',
+    DATABASE_URL: need('TEST_DATABASE_URL').replace(/\/[^/?]+(\?|$)/, `/${dbName}$1`),
+    NATS_URL: need('TEST_NATS_URL'),
+    NATS_PREFIX: natsPrefix,
+    DATA_DIR: process.env.TEST_DATA_DIR || path.join(ROOT, '.data', 'test'),
+    SECRETS_KEY: randomBytes(32).toString('hex'),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    ALLOW_LOOPBACK: 'true',
+    LOG_LEVEL: 'warn',
+    ...env,
+  };
+  const procs = new Map();
+  const output = new Map();
+  const origin = `http://127.0.0.1:${port}`;
+  const system = {
+    origin,
+    baseUrl: `${origin}/v1`,
+    env: baseEnv,
+    natsPrefix,
+    ports: {},
+    async startApp(app, name, extraEnv = {}, nodeArgs = []) {
+      const appEnv = { ...baseEnv, ...extraEnv };
+      const opsVar = app === 'runner' ? 'RUNNER_METRICS_PORT' : app === 'delivery' ? 'DELIVERY_METRICS_PORT' : undefined;
+      if (opsVar && (!appEnv[opsVar] || appEnv[opsVar] === '0')) appEnv[opsVar] = String(await freePort());
+      const proc = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'apps', app, 'main.js')], { env: appEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+      const lines = [];
+      output.set(name, lines);
+      const keep = (d) => {
+        lines.push(d.toString());
+        if (lines.length > 2000) lines.splice(0, 1000);
+      };
+      proc.stdout.on('data', keep);
+      proc.stderr.on('data', keep);
+      procs.set(name, proc);
+      const logs = () => lines.join('');
+      if (opsVar) system.ports[name] = Number(appEnv[opsVar]);
+      await waitHealthy(opsVar ? `http://127.0.0.1:${appEnv[opsVar]}/healthz` : `${origin}/healthz`, proc, name, logs);
+      return proc;
+    },
+    async stopApp(name, signal = 'SIGTERM') {
+      const proc = procs.get(name);
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+      await new Promise((resolve) => {
+        const t = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+        proc.once('exit', () => {
+          clearTimeout(t);
+          resolve();
+        });
+        proc.kill(signal);
+      });
+    },
+    pid: (name) => procs.get(name)?.pid,
+    logs: (name) => (output.get(name) || []).join(''),
+    async stop() {
+      await Promise.all([...procs.keys()].map((n) => system.stopApp(n)));
+    },
+  };
+  try {
+    for (const app of apps) await system.startApp(app, app);
+  } catch (e) {
+    await system.stop();
+    throw e;
+  }
+  return system;
+}
+
+function createUser(system) {
+  const username = `bench${Date.now() % 1e8}`;
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'admin.js'), 'users', 'create', '--username', username, '--email', `${username}@example.com`, '--plan', 'paid'], {
+    env: { ...process.env, DATABASE_URL: system.env.DATABASE_URL, DATA_DIR: system.env.DATA_DIR },
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`admin users create failed: ${r.stderr}`);
+  const out = JSON.parse(r.stdout);
+  return { id: out.id, apiKey: out.api_key };
+}
+
+function api(system, apiKey) {
+  const call = async (method, p, body) => {
+    const res = await fetch(system.baseUrl + p, {
+      method,
+      headers: { authorization: `Bearer ${apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+  return { get: (p) => call('GET', p), post: (p, b) => call('POST', p, b), put: (p, b) => call('PUT', p, b), del: (p) => call('DELETE', p) };
+}
+
+/** Prometheus text → { name{labels}: value }. */
+async function scrape(port) {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const out = {};
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const i = line.lastIndexOf(' ');
+    out[line.slice(0, i)] = Number(line.slice(i + 1));
+  }
+  return out;
+}
+
+/** Sum of every series of a metric (all label sets). */
+function total(metrics, name) {
+  let sum = 0;
+  for (const [k, v] of Object.entries(metrics)) if (k === name || k.startsWith(`${name}{`)) sum += v;
+  return sum;
+}
+
+/** A quantile from a Prometheus histogram's cumulative buckets (linear inside the bucket). */
+function histogramQuantile(metrics, name, q) {
+  const buckets = [];
+  for (const [k, v] of Object.entries(metrics)) {
+    const m = new RegExp(`^${name}_bucket\\{.*le="([^"]+)".*\\}$`).exec(k);
+    if (m) buckets.push({ le: m[1] === '+Inf' ? Infinity : Number(m[1]), count: v });
+  }
+  buckets.sort((a, b) => a.le - b.le);
+  const n = buckets.length ? buckets[buckets.length - 1].count : 0;
+  if (!n) return NaN;
+  const rank = q * n;
+  let prevLe = 0;
+  let prevCount = 0;
+  for (const b of buckets) {
+    if (b.count >= rank) {
+      if (b.le === Infinity) return prevLe;
+      return prevLe + ((rank - prevCount) / Math.max(1, b.count - prevCount)) * (b.le - prevLe);
+    }
+    prevLe = b.le;
+    prevCount = b.count;
+  }
+  return prevLe;
+}
+
+function percentile(sorted, q) {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+async function until(check, { timeoutMs = 120_000, intervalMs = 250, what = 'condition' } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const v = await check();
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function cpuSeconds(pid) {
+  try {
+    const f = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const parts = f.slice(f.lastIndexOf(')') + 2).split(' ');
+    return (Number(parts[11]) + Number(parts[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+module.exports = { cpuSeconds, startSystem, createUser, api, scrape, total, histogramQuantile, percentile, until, freePort };

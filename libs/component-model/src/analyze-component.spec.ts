@@ -1,0 +1,154 @@
+import { BadRequestError } from '@app/contracts';
+import { analyzeComponent } from './analyze-component';
+import type { ComponentDescriptor, PropDescriptor } from './descriptor';
+
+function desc(over: Partial<ComponentDescriptor> = {}): ComponentDescriptor {
+  return { name: 'My Source', version: '0.0.1', props: [], methods: [], hooks: [], hasRun: true, dependencies: [], format: 'cjs', ...over };
+}
+
+function problem(d: ComponentDescriptor): string {
+  try {
+    analyzeComponent(d);
+  } catch (e) {
+    expect(e).toBeInstanceOf(BadRequestError);
+    expect((e as BadRequestError).status).toBe(400);
+    return (e as Error).message;
+  }
+  throw new Error('expected a validation error');
+}
+
+const prop = (p: Partial<PropDescriptor> & { name: string }): PropDescriptor => ({ type: 'string', ...p });
+
+describe('analyzeComponent', () => {
+  it('builds configurable_props and meta for a source', () => {
+    const out = analyzeComponent(
+      desc({
+        key: 'my-source',
+        dedupe: 'unique',
+        hooks: ['deploy', 'activate'],
+        methods: ['helper'],
+        dependencies: ['lodash'],
+        props: [
+          { name: 'http', type: '$.interface.http', customResponse: true },
+          { name: 'timer', type: '$.interface.timer', default: { intervalSeconds: 60 } },
+          { name: 'db', type: '$.service.db' },
+          { name: 'token', type: 'string', secret: true, label: 'Token', description: 'API token' },
+          { name: 'count', type: 'integer', min: 1, max: 10, optional: true, default: 5 },
+          { name: 'color', type: 'string', options: ['red', { label: 'Blue', value: 'blue' }] },
+          { name: 'remote', type: 'string', options: { $fn: true, async: true } },
+          { name: 'note', type: 'alert', extra: { alertType: 'info', content: 'Hello' } },
+          { name: 'tags', type: 'string[]', optional: true },
+        ],
+      }),
+    );
+    expect(out.name).toBe('My Source');
+    expect(out.type).toBe('source');
+    expect(out.configurableProps).toEqual([
+      { name: 'http', type: '$.interface.http', customResponse: true },
+      { name: 'timer', type: '$.interface.timer', default: { intervalSeconds: 60 } },
+      { name: 'db', type: '$.service.db' },
+      { name: 'token', type: 'string', label: 'Token', description: 'API token', secret: true },
+      { name: 'count', type: 'integer', optional: true, default: 5, min: 1, max: 10 },
+      { name: 'color', type: 'string', options: ['red', { label: 'Blue', value: 'blue' }] },
+      { name: 'remote', type: 'string', remoteOptions: true },
+      { name: 'note', type: 'alert', alertType: 'info', content: 'Hello', optional: true },
+      { name: 'tags', type: 'string[]', optional: true },
+    ]);
+    expect(out.meta).toMatchObject({
+      type: 'source',
+      key: 'my-source',
+      dedupe: 'unique',
+      hooks: ['deploy', 'activate'],
+      methods: ['helper'],
+      dependencies: ['lodash'],
+      httpProps: [{ prop: 'http', customResponse: true }],
+      timerProps: ['timer'],
+      dbProps: ['db'],
+      secretProps: ['token'],
+      customResponse: true,
+    });
+  });
+
+  it('accepts a cron timer default and json, sql, http_request, object, any, integer[] and boolean[] props', () => {
+    const out = analyzeComponent(
+      desc({
+        props: [
+          { name: 'timer', type: '$.interface.timer', default: { cron: '0 * * * *' } },
+          ...['json', 'sql', 'http_request', 'object', 'any', 'integer[]', 'boolean[]'].map((type, i) => prop({ name: `p${i}`, type })),
+        ],
+      }),
+    );
+    expect(out.configurableProps.map((p) => p.type)).toEqual(['$.interface.timer', 'json', 'sql', 'http_request', 'object', 'any', 'integer[]', 'boolean[]']);
+  });
+
+  it('resolves propDefinition against the app prop; the instance overrides inherited fields', () => {
+    const out = analyzeComponent(
+      desc({
+        props: [
+          {
+            name: 'github',
+            type: 'app',
+            app: 'github',
+            methods: ['_client'],
+            propDefinitions: {
+              repo: { type: 'string', label: 'Repository', description: 'owner/name', options: { $fn: true, async: true } },
+              limit: { type: 'integer', label: 'Limit', min: 1, max: 100, optional: true, default: 10 },
+            },
+          },
+          { name: 'repo', type: '', propDefinition: ['github', 'repo', { org: 'x' }] },
+          { name: 'max', type: '', label: 'Max items', propDefinition: ['github', 'limit', { $fn: true, async: false }] },
+        ],
+      }),
+    );
+    expect(out.configurableProps).toEqual([
+      { name: 'github', type: 'app', app: 'github' },
+      { name: 'repo', type: 'string', label: 'Repository', description: 'owner/name', remoteOptions: true },
+      { name: 'max', type: 'integer', label: 'Max items', optional: true, default: 10, min: 1, max: 100 },
+    ]);
+    expect(out.meta.apps).toEqual([{ prop: 'github', app: 'github', methods: ['_client'] }]);
+    expect(out.meta.propDefinitions).toEqual({ repo: ['github', 'repo'], max: ['github', 'limit'] });
+  });
+
+  it('resolves a propDefinition that names the app by slug', () => {
+    const out = analyzeComponent(desc({ props: [{ name: 'app', type: 'app', app: 'rss', propDefinitions: { url: { type: 'string' } } }, { name: 'url', type: '', propDefinition: ['rss', 'url', {}] }] }));
+    expect(out.configurableProps[1]).toEqual({ name: 'url', type: 'string' });
+  });
+
+  it('treats a component without a type as a source and reads an action', () => {
+    expect(analyzeComponent(desc()).type).toBe('source');
+    const action = analyzeComponent(desc({ type: 'action', props: [{ name: 'db', type: '$.service.db' }, { name: 'app', type: 'app', app: 'slack' }] }));
+    expect(action.type).toBe('action');
+  });
+
+  it.each([
+    [{ name: undefined }, /no name/],
+    [{ name: '  ' }, /no name/],
+    [{ version: undefined }, /no version/],
+    [{ version: 3 }, /no version/],
+    [{ hasRun: false }, /no run method/],
+    [{ type: 'workflow' }, /type must be "source" or "action"/],
+    [{ dedupe: 'newest' }, /unknown dedupe strategy "newest"/],
+    [{ type: 'action', dedupe: 'unique' }, /dedupe is for sources only/],
+    [{ type: 'action', hooks: ['deploy'] }, /hooks are for sources only/],
+    [{ hooks: ['destroy'] }, /unknown hook destroy/],
+    [{ type: 'action', props: [{ name: 'http', type: '$.interface.http' }] }, /prop "http": \$\.interface\.http is for sources only/],
+    [{ type: 'action', props: [{ name: 'timer', type: '$.interface.timer' }] }, /prop "timer": \$\.interface\.timer is for sources only/],
+    [{ props: [{ name: 'x', type: 'date' }] }, /prop "x" has unknown type "date"/],
+    [{ props: [{ name: 'x', type: '' }] }, /prop "x" has no type/],
+    [{ props: [{ name: 'hook', type: '$.interface.apphook' }] }, /prop "hook": app hooks \(\$\.interface\.apphook\) are not supported/],
+    [{ props: [{ name: 'x', type: 'string', min: 1 }] }, /prop "x": min is allowed on integer props only/],
+    [{ props: [{ name: 'x', type: 'boolean', max: 1 }] }, /prop "x": max is allowed on integer props only/],
+    [{ props: [{ name: 'x', type: 'integer', min: 1.5 }] }, /prop "x": min must be an integer/],
+    [{ props: [{ name: 'x', type: 'integer', min: 5, max: 1 }] }, /prop "x": min is greater than max/],
+    [{ props: [{ name: 'x', type: 'string', default: 'a' }] }, /prop "x": a default is allowed on optional props only/],
+    [{ props: [{ name: 'x', type: 'integer', secret: true }] }, /prop "x": secret is allowed on string props only/],
+    [{ props: [{ name: 't', type: '$.interface.timer', default: { intervalSeconds: 0 } }] }, /prop "t": a timer default must be/],
+    [{ props: [{ name: 'a', type: 'app' }] }, /prop "a": an app prop needs an "app" slug/],
+    [{ props: [{ name: 'x', type: 'string', options: [{ nope: 1 }] }] }, /prop "x": each option must be/],
+    [{ props: [{ name: 'x', type: 'string' }, { name: 'x', type: 'string' }] }, /prop "x" is declared twice/],
+    [{ props: [{ name: 'r', type: '', propDefinition: ['gh', 'repo', {}] }] }, /prop "r": propDefinition refers to app "gh"/],
+    [{ props: [{ name: 'gh', type: 'app', app: 'github', propDefinitions: {} }, { name: 'r', type: '', propDefinition: ['gh', 'repo', {}] }] }, /prop "r": app "github" has no propDefinition "repo"/],
+  ] as [Partial<ComponentDescriptor>, RegExp][])('refuses %j', (over, message) => {
+    expect(problem(desc(over))).toMatch(message);
+  });
+});

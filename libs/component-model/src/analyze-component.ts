@@ -1,0 +1,216 @@
+import { BadRequestError } from '@app/contracts';
+import type { ComponentDescriptor, FunctionMarker, PropDescriptor } from './descriptor';
+import {
+  DEDUPE_STRATEGIES,
+  DedupeStrategy,
+  HOOK_NAMES,
+  INTERFACE_HTTP,
+  INTERFACE_TIMER,
+  isInterfaceType,
+  KNOWN_TYPES,
+  SERVICE_DB,
+  UNSUPPORTED_TYPES,
+} from './prop-types';
+
+/** An option of a drop-down: a plain value or `{ label, value }`. */
+export type PropOption = string | number | boolean | { label: string; value: unknown };
+
+/** One entry of a Component's `configurable_props`, as the API returns it. */
+export interface ConfigurableProp {
+  name: string;
+  type: string;
+  label?: string;
+  description?: string;
+  optional?: boolean;
+  default?: unknown;
+  secret?: boolean;
+  options?: PropOption[];
+  /** True when `options` is an async method (call the options endpoint). */
+  remoteOptions?: boolean;
+  min?: number;
+  max?: number;
+  /** `$.interface.http` */
+  customResponse?: boolean;
+  /** `app` */
+  app?: string;
+  /** Other fields as written (`alertType`, `content`, `reloadProps`…). */
+  [extra: string]: unknown;
+}
+
+/** What the runner and the ingress need besides the props; stored as the component's `meta`. */
+export interface ComponentMeta {
+  type: 'source' | 'action';
+  key?: string;
+  dedupe?: DedupeStrategy;
+  hooks: string[];
+  methods: string[];
+  dependencies: string[];
+  /** npm versions installed when the component was read (name → exact version). */
+  dependencyVersions?: Record<string, string>;
+  format: 'cjs' | 'esm';
+  apps: { prop: string; app: string; methods: string[] }[];
+  httpProps: { prop: string; customResponse: boolean }[];
+  timerProps: string[];
+  dbProps: string[];
+  secretProps: string[];
+  /** True when some HTTP prop has `customResponse: true`. */
+  customResponse: boolean;
+  /** Props resolved through `propDefinition`: `prop → [appProp, definition]`. */
+  propDefinitions: Record<string, [string, string]>;
+}
+
+export interface AnalyzedComponent {
+  name: string;
+  key?: string;
+  version: string;
+  type: 'source' | 'action';
+  description?: string;
+  configurableProps: ConfigurableProp[];
+  meta: ComponentMeta;
+}
+
+const STANDARD_FIELDS = new Set(['name', 'type', 'label', 'description', 'optional', 'default', 'secret', 'min', 'max', 'options', 'propDefinition', 'customResponse', 'app', 'propDefinitions', 'methods', 'extra']);
+
+function fail(message: string, details: Record<string, unknown> = {}): never {
+  throw new BadRequestError(message, details, 'invalid_component');
+}
+
+function isMarker(v: unknown): v is FunctionMarker {
+  return typeof v === 'object' && v !== null && (v as FunctionMarker).$fn === true;
+}
+
+function nonEmptyString(v: unknown): v is string {
+  return typeof v === 'string' && v.trim() !== '';
+}
+
+/** Resolves `propDefinition: [app, name, inputValues]`: the app's definition, overridden by fields the instance wrote. */
+function resolvePropDefinition(prop: PropDescriptor, all: PropDescriptor[]): PropDescriptor {
+  if (!prop.propDefinition) return prop;
+  const [ref, defName] = prop.propDefinition;
+  const app = all.find((p) => p.type === 'app' && p.name === ref) ?? all.find((p) => p.type === 'app' && p.app === ref);
+  if (!app) fail(`prop "${prop.name}": propDefinition refers to app "${ref}", which is not an app prop of this component`, { prop: prop.name });
+  const def = app.propDefinitions?.[defName];
+  if (!def) fail(`prop "${prop.name}": app "${app.app ?? ref}" has no propDefinition "${defName}"`, { prop: prop.name });
+  const own: Partial<PropDescriptor> = {};
+  for (const [k, v] of Object.entries(prop)) if (v !== undefined && k !== 'propDefinition' && !(k === 'type' && v === '')) (own as Record<string, unknown>)[k] = v;
+  return { ...def, extra: { ...(def.extra ?? {}), ...(prop.extra ?? {}) }, ...own, name: prop.name, type: (own.type ?? def.type) as string };
+}
+
+function checkOptions(prop: PropDescriptor): PropOption[] | undefined {
+  if (prop.options === undefined || isMarker(prop.options)) return undefined;
+  if (!Array.isArray(prop.options)) fail(`prop "${prop.name}": options must be an array or a method`, { prop: prop.name });
+  return prop.options.map((o) => {
+    if (typeof o === 'string' || typeof o === 'number' || typeof o === 'boolean') return o;
+    if (typeof o === 'object' && o !== null && 'value' in o) {
+      const label = (o as { label?: unknown }).label;
+      return { label: typeof label === 'string' ? label : String((o as { value: unknown }).value), value: (o as { value: unknown }).value };
+    }
+    return fail(`prop "${prop.name}": each option must be a string, a number or { label, value }`, { prop: prop.name });
+  });
+}
+
+function checkTimerDefault(prop: PropDescriptor): void {
+  const d = prop.default as Record<string, unknown> | undefined;
+  if (d === undefined) return;
+  const ok = typeof d === 'object' && d !== null && ((Number.isInteger(d.intervalSeconds) && (d.intervalSeconds as number) > 0) || nonEmptyString(d.cron));
+  if (!ok) fail(`prop "${prop.name}": a timer default must be { intervalSeconds: <positive integer> } or { cron: "<5-field cron>" }`, { prop: prop.name });
+}
+
+function toConfigurable(prop: PropDescriptor): ConfigurableProp {
+  const out: ConfigurableProp = { name: prop.name, type: prop.type };
+  for (const [k, v] of Object.entries(prop.extra ?? {})) if (!STANDARD_FIELDS.has(k) && v !== undefined) out[k] = v;
+  if (prop.label !== undefined) out.label = String(prop.label);
+  if (prop.description !== undefined) out.description = String(prop.description);
+  if (prop.optional !== undefined) out.optional = prop.optional === true;
+  if (prop.type === 'alert') out.optional = true;
+  if (prop.default !== undefined) out.default = prop.default;
+  if (prop.secret !== undefined) out.secret = prop.secret === true;
+  const options = checkOptions(prop);
+  if (options) out.options = options;
+  if (isMarker(prop.options)) out.remoteOptions = true;
+  if (prop.min !== undefined) out.min = prop.min as number;
+  if (prop.max !== undefined) out.max = prop.max as number;
+  if (prop.type === INTERFACE_HTTP) out.customResponse = prop.customResponse === true;
+  if (prop.type === 'app') out.app = prop.app;
+  return out;
+}
+
+function checkProp(prop: PropDescriptor, isAction: boolean): void {
+  const where = `prop "${prop.name}"`;
+  const type = prop.type;
+  if (!nonEmptyString(type)) fail(`${where} has no type`, { prop: prop.name });
+  if (UNSUPPORTED_TYPES[type]) fail(`${where}: ${UNSUPPORTED_TYPES[type]}`, { prop: prop.name, type });
+  if (!KNOWN_TYPES.includes(type)) fail(`${where} has unknown type "${type}"; known types: ${KNOWN_TYPES.join(', ')}`, { prop: prop.name, type });
+  if (isAction && isInterfaceType(type)) fail(`${where}: ${type} is for sources only, not actions`, { prop: prop.name, type });
+  const isInt = type === 'integer' || type === 'integer[]';
+  for (const bound of ['min', 'max'] as const) {
+    if (prop[bound] === undefined) continue;
+    if (!isInt) fail(`${where}: ${bound} is allowed on integer props only (type is ${type})`, { prop: prop.name });
+    if (!Number.isInteger(prop[bound])) fail(`${where}: ${bound} must be an integer`, { prop: prop.name });
+  }
+  if (prop.min !== undefined && prop.max !== undefined && (prop.min as number) > (prop.max as number)) fail(`${where}: min is greater than max`, { prop: prop.name });
+  if (prop.secret === true && type !== 'string') fail(`${where}: secret is allowed on string props only (type is ${type})`, { prop: prop.name });
+  if (type === INTERFACE_TIMER) checkTimerDefault(prop);
+  else if (prop.default !== undefined && prop.optional !== true && type !== 'alert') {
+    fail(`${where}: a default is allowed on optional props only; add optional: true`, { prop: prop.name });
+  }
+  if (type === 'app' && !nonEmptyString(prop.app)) fail(`${where}: an app prop needs an "app" slug`, { prop: prop.name });
+}
+
+/**
+ * Validates what the sandbox read from a component's code and builds its
+ * `configurable_props` and meta. Throws a 400 naming the first problem.
+ */
+export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
+  if (!nonEmptyString(desc.name)) fail('the component has no name: export an object with a name string', { field: 'name' });
+  if (!nonEmptyString(desc.version)) fail('the component has no version: add a version string', { field: 'version' });
+  if (!desc.hasRun) fail('the component has no run method', { field: 'run' });
+  const type = desc.type === undefined || desc.type === null ? 'source' : desc.type;
+  if (type !== 'source' && type !== 'action') fail(`type must be "source" or "action", got ${JSON.stringify(type)}`, { field: 'type' });
+  const isAction = type === 'action';
+  if (desc.key !== undefined && desc.key !== null && !nonEmptyString(desc.key)) fail('key must be a non-empty string', { field: 'key' });
+  let dedupe: DedupeStrategy | undefined;
+  if (desc.dedupe !== undefined && desc.dedupe !== null) {
+    if (!DEDUPE_STRATEGIES.includes(desc.dedupe as DedupeStrategy)) fail(`unknown dedupe strategy ${JSON.stringify(desc.dedupe)}; use unique, greatest or last`, { field: 'dedupe' });
+    if (isAction) fail('dedupe is for sources only, not actions', { field: 'dedupe' });
+    dedupe = desc.dedupe as DedupeStrategy;
+  }
+  if (isAction && desc.hooks.length) fail(`hooks are for sources only, not actions (found ${desc.hooks.join(', ')})`, { field: 'hooks' });
+  const unknownHooks = desc.hooks.filter((h) => !(HOOK_NAMES as readonly string[]).includes(h));
+  if (unknownHooks.length) fail(`unknown hook${unknownHooks.length > 1 ? 's' : ''} ${unknownHooks.join(', ')}; hooks are deploy, activate and deactivate`, { field: 'hooks' });
+
+  const seen = new Set<string>();
+  const resolved = desc.props.map((p) => {
+    if (!nonEmptyString(p.name)) fail('a prop has no name', { field: 'props' });
+    if (seen.has(p.name)) fail(`prop "${p.name}" is declared twice`, { prop: p.name });
+    seen.add(p.name);
+    return resolvePropDefinition(p, desc.props);
+  });
+  resolved.forEach((p) => checkProp(p, isAction));
+
+  const meta: ComponentMeta = {
+    type,
+    key: nonEmptyString(desc.key) ? desc.key : undefined,
+    dedupe,
+    hooks: [...desc.hooks],
+    methods: [...desc.methods],
+    dependencies: [...desc.dependencies],
+    format: desc.format,
+    apps: resolved.filter((p) => p.type === 'app').map((p) => ({ prop: p.name, app: p.app as string, methods: p.methods ?? [] })),
+    httpProps: resolved.filter((p) => p.type === INTERFACE_HTTP).map((p) => ({ prop: p.name, customResponse: p.customResponse === true })),
+    timerProps: resolved.filter((p) => p.type === INTERFACE_TIMER).map((p) => p.name),
+    dbProps: resolved.filter((p) => p.type === SERVICE_DB).map((p) => p.name),
+    secretProps: resolved.filter((p) => p.secret === true).map((p) => p.name),
+    customResponse: resolved.some((p) => p.type === INTERFACE_HTTP && p.customResponse === true),
+    propDefinitions: Object.fromEntries(desc.props.filter((p) => p.propDefinition).map((p) => [p.name, [p.propDefinition![0], p.propDefinition![1]]])),
+  };
+  return {
+    name: (desc.name as string).trim(),
+    key: meta.key,
+    version: (desc.version as string).trim(),
+    type,
+    description: typeof desc.description === 'string' ? desc.description : undefined,
+    configurableProps: resolved.map(toConfigurable),
+    meta,
+  };
+}

@@ -1,0 +1,128 @@
+import { ApiError } from '@app/contracts';
+import type { ConfigurableProp } from './analyze-component';
+import { cronIntervalSeconds, cronProblem, validateConfiguredProps } from './configured-props';
+
+const limits = { timerMinIntervalSeconds: 15, propsMaxBytes: 64 * 1024 };
+const check = (props: ConfigurableProp[], input: unknown) => validateConfiguredProps(props, input, limits);
+
+function error(props: ConfigurableProp[], input: unknown): { status: number; message: string; details?: Record<string, unknown> } {
+  try {
+    check(props, input);
+  } catch (e) {
+    const err = e as ApiError;
+    return { status: err.status, message: err.message, details: err.details };
+  }
+  throw new Error('expected an error');
+}
+
+describe('validateConfiguredProps', () => {
+  const all: ConfigurableProp[] = [
+    { name: 'http', type: '$.interface.http' },
+    { name: 'db', type: '$.service.db' },
+    { name: 'note', type: 'alert', optional: true },
+    { name: 'timer', type: '$.interface.timer', default: { intervalSeconds: 60 } },
+    { name: 's', type: 'string' },
+    { name: 'i', type: 'integer', min: 1, max: 10 },
+    { name: 'b', type: 'boolean' },
+    { name: 'o', type: 'object', optional: true },
+    { name: 'a', type: 'any', optional: true },
+    { name: 'j', type: 'json', optional: true },
+    { name: 'q', type: 'sql', optional: true },
+    { name: 'h', type: 'http_request', optional: true },
+    { name: 'ss', type: 'string[]', optional: true, options: ['x', { label: 'Y', value: 'y' }] },
+    { name: 'ii', type: 'integer[]', optional: true, min: 0 },
+    { name: 'bb', type: 'boolean[]', optional: true },
+    { name: 'opt', type: 'string', optional: true, default: 'dflt' },
+    { name: 'app', type: 'app', app: 'github' },
+  ];
+  const base = { s: 'x', i: 5, b: true };
+
+  it('accepts every type, applies defaults, and leaves out system props', () => {
+    const out = check(all, { ...base, http: {}, o: { k: 1 }, a: [1], j: { z: null }, q: 'select 1', h: { url: 'https://x' }, ss: ['x', 'y'], ii: [0, 3], bb: [true, false], app: { $auth: { oauth_access_token: 't' } } });
+    expect(out).toEqual({
+      timer: { intervalSeconds: 60 },
+      s: 'x',
+      i: 5,
+      b: true,
+      o: { k: 1 },
+      a: [1],
+      j: { z: null },
+      q: 'select 1',
+      h: { url: 'https://x' },
+      ss: ['x', 'y'],
+      ii: [0, 3],
+      bb: [true, false],
+      opt: 'dflt',
+      app: { $auth: { oauth_access_token: 't' } },
+    });
+  });
+
+  it('defaults a missing app prop to an empty $auth and accepts snake_case interval_seconds', () => {
+    expect(check(all, { ...base, timer: { interval_seconds: 20 } })).toMatchObject({ timer: { intervalSeconds: 20 }, app: { $auth: {} } });
+  });
+
+  it('accepts cron timers with a timezone', () => {
+    expect(check(all, { ...base, timer: { cron: '0 9 * * 1-5', timezone: 'Europe/Paris' } }).timer).toEqual({ cron: '0 9 * * 1-5', timezone: 'Europe/Paris' });
+  });
+
+  it.each([
+    [{ s: 'x', i: 5 }, /configured_props\.b: is required/],
+    [{ ...base, s: 1 }, /configured_props\.s: must be a string/],
+    [{ ...base, i: 1.5 }, /configured_props\.i: must be an integer/],
+    [{ ...base, i: '5' }, /configured_props\.i: must be an integer/],
+    [{ ...base, i: 0 }, /configured_props\.i: must be at least 1/],
+    [{ ...base, i: 11 }, /configured_props\.i: must be at most 10/],
+    [{ ...base, b: 'yes' }, /configured_props\.b: must be a boolean/],
+    [{ ...base, o: [1] }, /configured_props\.o: must be an object/],
+    [{ ...base, h: 'x' }, /configured_props\.h: must be an object/],
+    [{ ...base, q: 3 }, /configured_props\.q: must be a SQL string/],
+    [{ ...base, ss: 'x' }, /configured_props\.ss: must be an array of strings/],
+    [{ ...base, ss: ['z'] }, /configured_props\.ss\[0\]: "z" is not one of the options: "x", "y"/],
+    [{ ...base, ii: [1, -1] }, /configured_props\.ii\[1\]: must be at least 0/],
+    [{ ...base, bb: [1] }, /configured_props\.bb\[0\]: must be a boolean/],
+    [{ ...base, note: 'x' }, /configured_props\.note: an alert prop takes no value/],
+    [{ ...base, db: 3 }, /configured_props\.db: \$\.service\.db takes no value/],
+    [{ ...base, timer: { intervalSeconds: 5 } }, /configured_props\.timer: intervalSeconds must be at least 15, got 5/],
+    [{ ...base, timer: { intervalSeconds: '60' } }, /configured_props\.timer: a timer needs intervalSeconds/],
+    [{ ...base, timer: 60 }, /configured_props\.timer: a timer takes/],
+    [{ ...base, timer: { cron: '* * * *' } }, /configured_props\.timer: cron must have 5 fields/],
+    [{ ...base, timer: { cron: '61 * * * *' } }, /configured_props\.timer: invalid cron/],
+    [{ ...base, timer: { cron: '* * * * *', timezone: 'Mars/Base' } }, /configured_props\.timer: unknown timezone "Mars\/Base"/],
+    [{ ...base, timer: { intervalSeconds: 60, timezone: 'UTC' } }, /configured_props\.timer: timezone applies to cron only/],
+    [{ ...base, timer: { every: 5 } }, /configured_props\.timer: unknown timer field every/],
+    [{ ...base, app: 'token' }, /configured_props\.app: an app prop takes/],
+    [{ ...base, app: { token: 'x' } }, /configured_props\.app: an app prop takes only "\$auth"/],
+    [{ ...base, app: { $auth: 'x' } }, /configured_props\.app: \$auth must be an object/],
+    [{ ...base, nope: 1, other: 2 }, /unknown props nope, other/],
+  ])('refuses %j', (input, message) => {
+    const e = error(all, input);
+    expect(e.status).toBe(400);
+    expect(e.message).toMatch(message);
+  });
+
+  it('names the prop in details', () => {
+    expect(error(all, { ...base, i: 0 }).details).toEqual({ prop: 'i' });
+  });
+
+  it('checks options membership on scalars', () => {
+    const props: ConfigurableProp[] = [{ name: 'c', type: 'integer', options: [{ label: 'One', value: 1 }, 2] }];
+    expect(check(props, { c: 2 })).toEqual({ c: 2 });
+    expect(error(props, { c: 3 }).message).toMatch(/configured_props\.c: 3 is not one of the options: 1, 2/);
+  });
+
+  it('refuses a document over the size limit with 413', () => {
+    const e = error([{ name: 's', type: 'string' }], { s: 'x'.repeat(64 * 1024) });
+    expect(e.status).toBe(413);
+    expect(e.message).toMatch(/the limit is 65536/);
+  });
+
+  it('refuses a non-object document', () => {
+    expect(error(all, [1]).message).toMatch(/configured_props must be an object/);
+  });
+
+  it('cron helpers', () => {
+    expect(cronProblem('*/5 * * * *')).toBeUndefined();
+    expect(cronProblem('0 0 * * * *')).toMatch(/5 fields/);
+    expect(cronIntervalSeconds('*/5 * * * *')).toBe(300);
+  });
+});

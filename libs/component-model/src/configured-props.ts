@@ -1,0 +1,172 @@
+import { Cron } from 'croner';
+import { BadRequestError, PayloadTooLargeError } from '@app/contracts';
+import type { ConfigurableProp, PropOption } from './analyze-component';
+import { INTERFACE_HTTP, INTERFACE_TIMER, isSystemType, SERVICE_DB } from './prop-types';
+
+export interface ConfiguredPropsLimits {
+  /** Smallest `intervalSeconds` a timer may use. */
+  timerMinIntervalSeconds: number;
+  /** Largest `configured_props` document (JSON bytes). */
+  propsMaxBytes: number;
+}
+
+/** A timer's stored value: an interval or a cron expression. */
+export type TimerValue = { intervalSeconds: number } | { cron: string; timezone?: string };
+
+function fail(prop: string, message: string): never {
+  throw new BadRequestError(`configured_props.${prop}: ${message}`, { prop }, 'invalid_props');
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function optionValues(options: PropOption[]): unknown[] {
+  return options.map((o) => (typeof o === 'object' && o !== null ? o.value : o));
+}
+
+/** Checks a 5-field cron expression and optional IANA timezone; returns the error text or undefined. */
+export function cronProblem(cron: string, timezone?: string): string | undefined {
+  if (cron.trim().split(/\s+/).length !== 5) return `cron must have 5 fields (minute hour day-of-month month day-of-week), got "${cron}"`;
+  try {
+    const job = new Cron(cron, { paused: true, timezone });
+    if (!job.nextRun()) return `cron "${cron}" never fires`;
+  } catch (e) {
+    return timezone && /timezone/i.test((e as Error).message) ? `unknown timezone "${timezone}"` : `invalid cron "${cron}": ${(e as Error).message}`;
+  }
+  return undefined;
+}
+
+/** Seconds between the next two firings of a cron expression (the `interval_seconds` shown for cron timers). */
+export function cronIntervalSeconds(cron: string, timezone?: string): number | null {
+  try {
+    const [a, b] = new Cron(cron, { paused: true, timezone }).nextRuns(2);
+    return a && b ? Math.round((b.getTime() - a.getTime()) / 1000) : null;
+  } catch {
+    return null;
+  }
+}
+
+function timerValue(name: string, raw: unknown, limits: ConfiguredPropsLimits): TimerValue {
+  if (!isPlainObject(raw)) fail(name, 'a timer takes { intervalSeconds } or { cron, timezone? }');
+  const unknown = Object.keys(raw).filter((k) => !['intervalSeconds', 'interval_seconds', 'cron', 'timezone'].includes(k));
+  if (unknown.length) fail(name, `unknown timer field${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; use intervalSeconds or cron (+ timezone)`);
+  const cron = raw.cron;
+  if (cron !== undefined && cron !== null) {
+    if (typeof cron !== 'string') fail(name, 'cron must be a string');
+    const timezone = raw.timezone;
+    if (timezone !== undefined && timezone !== null && typeof timezone !== 'string') fail(name, 'timezone must be a string');
+    const problem = cronProblem(cron, timezone ?? undefined);
+    if (problem) fail(name, problem);
+    return timezone ? { cron: cron.trim(), timezone } : { cron: cron.trim() };
+  }
+  if (raw.timezone !== undefined && raw.timezone !== null) fail(name, 'timezone applies to cron only');
+  const interval = raw.intervalSeconds ?? raw.interval_seconds;
+  if (!Number.isInteger(interval)) fail(name, 'a timer needs intervalSeconds (integer) or cron (string)');
+  if ((interval as number) < limits.timerMinIntervalSeconds) fail(name, `intervalSeconds must be at least ${limits.timerMinIntervalSeconds}, got ${interval as number}`);
+  return { intervalSeconds: interval as number };
+}
+
+function scalar(prop: ConfigurableProp, base: string, v: unknown, where: string): unknown {
+  switch (base) {
+    case 'boolean':
+      if (typeof v !== 'boolean') fail(where, `must be a boolean, got ${JSON.stringify(v)}`);
+      return v;
+    case 'integer':
+      if (typeof v !== 'number' || !Number.isInteger(v)) fail(where, `must be an integer, got ${JSON.stringify(v)}`);
+      if (prop.min !== undefined && v < prop.min) fail(where, `must be at least ${prop.min}, got ${v}`);
+      if (prop.max !== undefined && v > prop.max) fail(where, `must be at most ${prop.max}, got ${v}`);
+      return v;
+    case 'string':
+      if (typeof v !== 'string') fail(where, `must be a string, got ${JSON.stringify(v)}`);
+      return v;
+    default:
+      return v;
+  }
+}
+
+function checkMembership(prop: ConfigurableProp, v: unknown, where: string): void {
+  if (!prop.options || prop.options.length === 0) return;
+  const allowed = optionValues(prop.options);
+  if (!allowed.some((a) => JSON.stringify(a) === JSON.stringify(v))) {
+    fail(where, `${JSON.stringify(v)} is not one of the options: ${allowed.map((a) => JSON.stringify(a)).join(', ')}`);
+  }
+}
+
+/** Validates and normalises one user-provided value. */
+function value(prop: ConfigurableProp, v: unknown, limits: ConfiguredPropsLimits): unknown {
+  const name = prop.name;
+  switch (prop.type) {
+    case INTERFACE_TIMER:
+      return timerValue(name, v, limits);
+    case 'app': {
+      if (!isPlainObject(v)) fail(name, 'an app prop takes { "$auth": { … } }');
+      const extra = Object.keys(v).filter((k) => k !== '$auth');
+      if (extra.length) fail(name, `an app prop takes only "$auth", got ${extra.join(', ')}`);
+      if (v.$auth !== undefined && !isPlainObject(v.$auth)) fail(name, '$auth must be an object');
+      return { $auth: v.$auth ?? {} };
+    }
+    case 'object':
+    case 'http_request':
+      if (!isPlainObject(v)) fail(name, `must be an object, got ${JSON.stringify(v)}`);
+      return v;
+    case 'sql':
+      if (typeof v !== 'string' && !isPlainObject(v)) fail(name, 'must be a SQL string or an object');
+      return v;
+    case 'json':
+    case 'any':
+      return v;
+    case 'string[]':
+    case 'integer[]':
+    case 'boolean[]': {
+      if (!Array.isArray(v)) fail(name, `must be an array of ${prop.type.slice(0, -2)}s, got ${JSON.stringify(v)}`);
+      return v.map((item, i) => {
+        const out = scalar(prop, prop.type.slice(0, -2), item, `${name}[${i}]`);
+        checkMembership(prop, out, `${name}[${i}]`);
+        return out;
+      });
+    }
+    default: {
+      const out = scalar(prop, prop.type, v, name);
+      checkMembership(prop, out, name);
+      return out;
+    }
+  }
+}
+
+/**
+ * Validates a source's `configured_props` against its component's props:
+ * types, arrays, options, min/max, timers, app `$auth`, unknown props, size.
+ * Returns the values to store (defaults applied; HTTP, db and alert props hold
+ * no user value and are left out). Each error names the prop.
+ */
+export function validateConfiguredProps(props: ConfigurableProp[], input: unknown, limits: ConfiguredPropsLimits): Record<string, unknown> {
+  const given = input === undefined || input === null ? {} : input;
+  if (!isPlainObject(given)) throw new BadRequestError('configured_props must be an object of values per prop', { field: 'configured_props' }, 'invalid_props');
+  const bytes = Buffer.byteLength(JSON.stringify(given), 'utf8');
+  if (bytes > limits.propsMaxBytes) {
+    throw new PayloadTooLargeError(`configured_props is ${bytes} bytes; the limit is ${limits.propsMaxBytes}`, { field: 'configured_props', limit_bytes: limits.propsMaxBytes });
+  }
+  const byName = new Map(props.map((p) => [p.name, p]));
+  const unknown = Object.keys(given).filter((k) => !byName.has(k));
+  if (unknown.length) {
+    throw new BadRequestError(`configured_props has unknown prop${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; the component's props are ${props.map((p) => p.name).join(', ') || '(none)'}`, { props: unknown }, 'invalid_props');
+  }
+  const out: Record<string, unknown> = {};
+  for (const prop of props) {
+    const raw = given[prop.name];
+    if (isSystemType(prop.type)) {
+      if (prop.type === 'alert' && raw !== undefined) fail(prop.name, 'an alert prop takes no value');
+      if ((prop.type === INTERFACE_HTTP || prop.type === SERVICE_DB) && raw !== undefined && !isPlainObject(raw)) fail(prop.name, `${prop.type} takes no value`);
+      continue;
+    }
+    if (raw === undefined || raw === null) {
+      if (prop.default !== undefined) out[prop.name] = value(prop, prop.default, { ...limits, timerMinIntervalSeconds: 1 });
+      else if (prop.type === 'app') out[prop.name] = { $auth: {} };
+      else if (!prop.optional) fail(prop.name, `is required (type ${prop.type})`);
+      continue;
+    }
+    out[prop.name] = value(prop, raw, limits);
+  }
+  return out;
+}

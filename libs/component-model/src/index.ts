@@ -1,0 +1,4 @@
+export * from './descriptor';
+export * from './prop-types';
+export * from './analyze-component';
+export * from './configured-props';

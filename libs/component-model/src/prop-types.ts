@@ -1,0 +1,40 @@
+/** The prop types a component may declare, and how each one behaves. */
+
+export const INTERFACE_HTTP = '$.interface.http';
+export const INTERFACE_TIMER = '$.interface.timer';
+export const SERVICE_DB = '$.service.db';
+
+/** Types that hold a user value (validated in `configured_props`). */
+export const VALUE_TYPES = ['boolean', 'integer', 'string', 'object', 'any', 'json', 'sql', 'http_request', 'string[]', 'integer[]', 'boolean[]'] as const;
+
+/** Every type we accept in a component. */
+export const KNOWN_TYPES: readonly string[] = [...VALUE_TYPES, 'app', 'alert', INTERFACE_HTTP, INTERFACE_TIMER, SERVICE_DB];
+
+/** Types that exist on the platform we mirror but that this service does not run. */
+export const UNSUPPORTED_TYPES: Record<string, string> = {
+  '$.interface.apphook': 'app hooks ($.interface.apphook) are not supported by this service; use a $.interface.http or $.interface.timer source',
+  '$.service.dir': 'the $.service.dir service is not supported by this service',
+  'data_store': 'data stores are not supported by this service; use $.service.db',
+  'dir': 'the dir prop type is not supported by this service',
+};
+
+export const DEDUPE_STRATEGIES = ['unique', 'greatest', 'last'] as const;
+export type DedupeStrategy = (typeof DEDUPE_STRATEGIES)[number];
+
+export const HOOK_NAMES = ['deploy', 'activate', 'deactivate'] as const;
+
+export function isInterfaceType(type: string): boolean {
+  return type.startsWith('$.interface.');
+}
+
+/** Props whose value the service provides (no user value). */
+export function isSystemType(type: string): boolean {
+  return type === INTERFACE_HTTP || type === SERVICE_DB || type === 'alert';
+}
+
+export function isArrayType(type: string): boolean {
+  return type.endsWith('[]');
+}
+
+/** The mask shown in place of secret values and `$auth`. */
+export const SECRET_MASK = '********';

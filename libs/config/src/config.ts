@@ -1,0 +1,174 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve, join } from 'node:path';
+
+/**
+ * The one place that reads the environment. Every setting is declared once with
+ * its type, default and bounds; a wrong value stops the app with a message naming
+ * the variable.
+ */
+type Kind = 'int' | 'string' | 'url' | 'bool';
+interface Setting<K extends Kind> {
+  env: string;
+  kind: K;
+  default?: K extends 'int' ? number : K extends 'bool' ? boolean : string;
+  min?: number;
+  max?: number;
+  doc: string;
+}
+
+const int = (env: string, def: number, doc: string, min = 0, max = Number.MAX_SAFE_INTEGER): Setting<'int'> => ({ env, kind: 'int', default: def, min, max, doc });
+const str = (env: string, def: string | undefined, doc: string): Setting<'string'> => ({ env, kind: 'string', default: def, doc });
+const url = (env: string, def: string | undefined, doc: string): Setting<'url'> => ({ env, kind: 'url', default: def, doc });
+const bool = (env: string, def: boolean, doc: string): Setting<'bool'> => ({ env, kind: 'bool', default: def, doc });
+
+export const SETTINGS = {
+  port: int('PORT', 3000, 'HTTP port of the api', 1, 65535),
+  host: str('HOST', '0.0.0.0', 'address the api listens on'),
+  publicUrl: url('PUBLIC_URL', undefined, 'external base URL of the api (default http://localhost:$PORT)'),
+  databaseUrl: url('DATABASE_URL', undefined, 'Postgres connection URL (npm start resolves one when unset)'),
+  natsUrl: str('NATS_URL', 'nats://127.0.0.1:4222', 'NATS server(s), comma separated'),
+  natsPrefix: str('NATS_PREFIX', '', 'prefix for every stream, bucket and subject (isolates installations sharing a NATS server)'),
+  dataDir: str('DATA_DIR', './.data', 'local state: embedded Postgres, npm cache, generated secrets key'),
+  secretsKey: str('SECRETS_KEY', undefined, '32-byte key (hex or base64) encrypting secret props and webhook secrets; generated into DATA_DIR when unset'),
+  logLevel: str('LOG_LEVEL', 'info', 'pino log level'),
+  partitions: int('PARTITIONS', 32, 'number of source partitions (fixed for the life of an installation)', 1, 4096),
+  leaseTtlMs: int('LEASE_TTL_MS', 10_000, 'partition lease time-to-live', 1000),
+  runTimeoutMs: int('RUN_TIMEOUT_MS', 300_000, 'default wall-clock limit of one run or hook', 100),
+  maxRunTimeoutMs: int('MAX_RUN_TIMEOUT_MS', 300_000, 'operator cap of a per-source run timeout', 100),
+  workerHeapMb: int('WORKER_HEAP_MB', 256, 'old-generation heap cap per worker thread', 16),
+  workerVmTimeout: str('WORKER_VM_TIMEOUT', 'adaptive', 'how a synchronous endless loop in component code is stopped: always (vm timeout on every call, ~50 µs each), adaptive (vm timeout only for code that already hung a worker; its first hang terminates the worker), never (terminate the worker)'),
+  workerThreads: int('WORKER_THREADS', 0, 'Piscina pool size (0 = number of CPUs)', 0, 256),
+  dbMaxBytes: int('DB_MAX_BYTES', 1024 * 1024, '$.service.db size cap per source', 1024),
+  eventMaxBytes: int('EVENT_MAX_BYTES', 512 * 1024, 'largest emitted event', 1024),
+  propsMaxBytes: int('PROPS_MAX_BYTES', 64 * 1024, 'largest configured_props document', 1024),
+  componentMaxBytes: int('COMPONENT_MAX_BYTES', 5 * 1024 * 1024, 'largest component code', 1024),
+  componentReadTimeoutMs: int('COMPONENT_READ_TIMEOUT_MS', 60_000, 'wall-clock limit of reading a component (bundling, installing its npm imports, loading) or calling a prop\'s options()', 100),
+  componentUrlTimeoutMs: int('COMPONENT_URL_TIMEOUT_MS', 10_000, 'timeout of each fetch of a component_url file', 100),
+  registryDir: str('REGISTRY_DIR', '', 'directory of the shipped registry components the api publishes at start (default: registry/components of the install; "off" disables)'),
+  reconcileIntervalMs: int('RECONCILE_INTERVAL_MS', 5_000, 'how often the api republishes sources whose desired state lags Postgres', 100),
+  emitsPerInvocation: int('EMITS_PER_INVOCATION', 10_000, 'emits allowed in one invocation', 1),
+  httpMaxBodyBytes: int('HTTP_MAX_BODY_BYTES', 512 * 1024, 'largest request body to an HTTP source endpoint', 1024),
+  httpRatePerSec: int('HTTP_RATE_PER_SEC', 10, 'average requests per second per HTTP source endpoint (0 = unlimited)', 0),
+  httpBurst: int('HTTP_BURST', 50, 'burst allowance per HTTP source endpoint', 1),
+  httpResponseTimeoutMs: int('HTTP_RESPONSE_TIMEOUT_MS', 30_000, 'how long a customResponse endpoint waits for respond()', 100),
+  timerMinIntervalSeconds: int('TIMER_MIN_INTERVAL_SECONDS', 15, 'smallest intervalSeconds a timer may use', 1),
+  eventRetention: int('EVENT_RETENTION', 100, 'event summaries kept per source and channel class', 1),
+  summaryTruncateBytes: int('SUMMARY_TRUNCATE_BYTES', 1024, 'event data above this is truncated in summaries unless expand=event', 64),
+  emitsMaxAgeSeconds: int('EMITS_MAX_AGE_SECONDS', 7 * 24 * 3600, 'how long the EMITS stream keeps events', 60),
+  webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 'per-attempt webhook timeout', 100),
+  webhookRetrySchedule: str('WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h', 'delays between webhook attempts'),
+  deliveryAckWaitMs: int('DELIVERY_ACK_WAIT_MS', 30_000, 'how long a crashed delivery replica holds unacknowledged messages before another one gets them (work in progress is kept alive)', 1000),
+  allowPrivateAddresses: bool('ALLOW_PRIVATE_ADDRESSES', false, 'allow outbound requests (webhooks, component_url) to private ranges'),
+  allowLoopback: bool('ALLOW_LOOPBACK', false, 'allow outbound requests to loopback addresses (npm start enables it)'),
+  runnerReplicaId: str('RUNNER_REPLICA_ID', '', 'name of a runner replica in leases and logs (default: <hostname>-<pid>-<random>)'),
+  invocationAckWaitMs: int('INVOCATION_ACK_WAIT_MS', 30_000, 'how long an unacknowledged invocation stays with a replica before JetStream redelivers it (in-flight runs are kept alive with heartbeats)', 1000),
+  runnerMaxInflightPerPartition: int('RUNNER_MAX_INFLIGHT_PER_PARTITION', 1000, 'invocations of one partition a runner holds un-acknowledged at once', 1, 100_000),
+  runnerMetricsPort: int('RUNNER_METRICS_PORT', 9464, 'runner /healthz and /metrics port (0 disables)', 0, 65535),
+  deliveryMetricsPort: int('DELIVERY_METRICS_PORT', 9465, 'delivery /healthz and /metrics port (0 disables)', 0, 65535),
+  freeDailyInvocationsQuota: int('FREE_DAILY_INVOCATIONS_QUOTA', 10_000, 'daily invocations reported for free accounts', 0),
+  freeDailyComputeMsQuota: int('FREE_DAILY_COMPUTE_MS_QUOTA', 1_800_000, 'daily compute time (ms) reported for free accounts', 0),
+  npmRegistry: str('NPM_REGISTRY', undefined, 'npm registry for component dependencies (default: npm\'s own setting)'),
+} as const;
+
+type SettingValue<S> = S extends Setting<'int'> ? number : S extends Setting<'bool'> ? boolean : string;
+type Raw = { [K in keyof typeof SETTINGS]: SettingValue<(typeof SETTINGS)[K]> };
+
+export interface AppConfig extends Omit<Raw, 'publicUrl' | 'databaseUrl' | 'secretsKey' | 'npmRegistry'> {
+  publicUrl: string;
+  databaseUrl: string | undefined;
+  npmRegistry: string | undefined;
+  secretsKey: Buffer;
+  webhookRetryDelaysMs: number[];
+  npmCacheDir: string;
+}
+
+export class ConfigError extends Error {}
+
+function parseOne(name: string, s: Setting<Kind>, raw: string | undefined): unknown {
+  if (raw === undefined || raw === '') return s.default;
+  switch (s.kind) {
+    case 'int': {
+      if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${s.env} must be an integer, got "${raw}"`);
+      const n = Number(raw);
+      if (s.min !== undefined && n < s.min) throw new ConfigError(`${s.env} must be at least ${s.min}, got ${n}`);
+      if (s.max !== undefined && n > s.max) throw new ConfigError(`${s.env} must be at most ${s.max}, got ${n}`);
+      return n;
+    }
+    case 'bool':
+      if (/^(1|true|yes|on)$/i.test(raw)) return true;
+      if (/^(0|false|no|off)$/i.test(raw)) return false;
+      throw new ConfigError(`${s.env} must be true or false, got "${raw}"`);
+    case 'url':
+      try {
+        new URL(raw);
+      } catch {
+        throw new ConfigError(`${s.env} must be a URL, got "${raw}"`);
+      }
+      return raw;
+    default:
+      void name;
+      return raw;
+  }
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Parses "5s,5m,2h" into milliseconds. */
+export function parseDurations(env: string, text: string): number[] {
+  return text.split(',').map((part) => {
+    const m = /^\s*(\d+)(ms|s|m|h|d)\s*$/.exec(part);
+    if (!m) throw new ConfigError(`${env} must be a comma-separated list like 5s,5m,2h; bad entry "${part}"`);
+    return Number(m[1]) * UNITS[m[2]];
+  });
+}
+
+function loadSecretsKey(raw: string | undefined, dataDir: string): Buffer {
+  const decode = (text: string, from: string): Buffer => {
+    const t = text.trim();
+    const key = /^[0-9a-fA-F]{64}$/.test(t) ? Buffer.from(t, 'hex') : Buffer.from(t, 'base64');
+    if (key.length !== 32) throw new ConfigError(`${from} must hold 32 bytes as 64 hex characters or base64`);
+    return key;
+  };
+  if (raw) return decode(raw, 'SECRETS_KEY');
+  const file = join(dataDir, 'secrets.key');
+  if (existsSync(file)) return decode(readFileSync(file, 'utf8'), file);
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600 });
+  return key;
+}
+
+/** Reads and validates the whole configuration from an environment (process.env by default). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const out: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(SETTINGS)) {
+    out[name] = parseOne(name, s as Setting<Kind>, env[s.env]);
+  }
+  const raw = out as Raw;
+  if (!['always', 'adaptive', 'never'].includes(raw.workerVmTimeout)) throw new ConfigError(`WORKER_VM_TIMEOUT must be always, adaptive or never, got "${raw.workerVmTimeout}"`);
+  const dataDir = resolve(raw.dataDir);
+  return {
+    ...raw,
+    dataDir,
+    publicUrl: (raw.publicUrl || `http://localhost:${raw.port}`).replace(/\/+$/, ''),
+    databaseUrl: raw.databaseUrl || undefined,
+    npmRegistry: raw.npmRegistry || undefined,
+    secretsKey: loadSecretsKey(env.SECRETS_KEY, dataDir),
+    webhookRetryDelaysMs: parseDurations('WEBHOOK_RETRY_SCHEDULE', raw.webhookRetrySchedule),
+    npmCacheDir: join(dataDir, 'npm'),
+  };
+}
+
+/** Loads the config or exits the process with the message naming the variable. */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  try {
+    return loadConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${e.message}\n`);
+      process.exit(78);
+    }
+    throw e;
+  }
+}

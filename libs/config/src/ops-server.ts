@@ -1,0 +1,39 @@
+import { createServer, Server } from 'node:http';
+import { Registry } from 'prom-client';
+
+/**
+ * `/healthz` and `/metrics` (Prometheus text) for the runner and delivery apps.
+ * `healthy` decides the health status; port 0 disables the server.
+ */
+export async function startOpsServer(port: number, registry: Registry, healthy: () => boolean | Record<string, unknown>): Promise<Server | undefined> {
+  if (!port) return undefined;
+  const server = createServer((req, res) => {
+    if (req.url === '/healthz') {
+      const h = healthy();
+      const ok = h === true || (typeof h === 'object' && h !== null);
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(typeof h === 'object' ? { status: 'ok', ...h } : { status: ok ? 'ok' : 'unavailable' }));
+      return;
+    }
+    if (req.url === '/metrics') {
+      registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': registry.contentType });
+          res.end(text);
+        },
+        () => {
+          res.writeHead(500);
+          res.end();
+        },
+      );
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: 'not found', code: 'not_found' }));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '0.0.0.0', () => resolve());
+  });
+  return server;
+}

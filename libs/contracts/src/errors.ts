@@ -1,0 +1,57 @@
+/**
+ * Typed domain errors. The api's one exception filter turns them into
+ * `{ error, code, details? }` with their status.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: Record<string, unknown>,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+export class BadRequestError extends ApiError {
+  constructor(message: string, details?: Record<string, unknown>, code = 'invalid_request') {
+    super(400, code, message, details);
+  }
+}
+
+export class UnauthorizedError extends ApiError {
+  constructor(message = 'missing or invalid API key: send Authorization: Bearer <API_KEY>') {
+    super(401, 'unauthorized', message);
+  }
+}
+
+export class NotFoundError extends ApiError {
+  constructor(message = 'not found', details?: Record<string, unknown>) {
+    super(404, 'not_found', message, details);
+  }
+}
+
+export class ConflictError extends ApiError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(409, 'conflict', message, details);
+  }
+}
+
+export class PayloadTooLargeError extends ApiError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super(413, 'payload_too_large', message, details);
+  }
+}
+
+export class RateLimitedError extends ApiError {
+  constructor(message: string, retryAfterSeconds: number) {
+    super(429, 'rate_limited', message, { retry_after_seconds: retryAfterSeconds }, { 'retry-after': String(retryAfterSeconds) });
+  }
+}
+
+export class ServiceUnavailableError extends ApiError {
+  constructor(message: string) {
+    super(503, 'unavailable', message);
+  }
+}

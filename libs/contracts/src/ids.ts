@@ -1,0 +1,46 @@
+import { randomBytes } from 'node:crypto';
+
+const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+
+/** Random lowercase alphanumeric string (host-name safe). */
+export function randomToken(length: number): string {
+  const bytes = randomBytes(length);
+  let out = '';
+  for (let i = 0; i < length; i++) out += ALPHABET[bytes[i] % ALPHABET.length];
+  return out;
+}
+
+export const ID_PREFIX = {
+  component: 'sc_',
+  source: 'dc_',
+  workflow: 'p_',
+  webhook: 'wh_',
+  subscription: 'sub_',
+  user: 'u_',
+  org: 'o_',
+  deployment: 'd_',
+  cell: 'c_',
+  apiKey: 'key_',
+  autoSubscription: 'asub_',
+  delivery: 'dlv_',
+  invocation: 'inv_',
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIX;
+
+/** A new id of the given kind, e.g. `dc_k3x9…`. */
+export function newId(kind: IdKind): string {
+  return ID_PREFIX[kind] + randomToken(20);
+}
+
+/** The endpoint key of an HTTP source: `/e/<key>` or `<key>.<domain>`. */
+export function newEndpointKey(): string {
+  return 'en' + randomToken(22);
+}
+
+export function idKind(id: string): IdKind | undefined {
+  for (const [kind, prefix] of Object.entries(ID_PREFIX)) {
+    if (id.startsWith(prefix)) return kind as IdKind;
+  }
+  return undefined;
+}

@@ -1,0 +1,6 @@
+export * from './ids';
+export * from './partition';
+export * from './subjects';
+export * from './messages';
+export * from './secrets';
+export * from './errors';

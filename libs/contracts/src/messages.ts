@@ -1,0 +1,102 @@
+/** Payloads carried over JetStream between the apps. */
+
+/** KV `sources`, key `<partition>.<sourceId>`: what the api wants the runner to run. */
+export interface DesiredSourceState {
+  sourceId: string;
+  /** `u_…` or `o_…`: the namespace that owns the source. */
+  ownerId: string;
+  /** The user who created the source. */
+  userId: string;
+  /** Moves on every change; the runner applies each revision once. */
+  rev: number;
+  active: boolean;
+  componentId: string;
+  /** Key of the component code in the `components` object store (SHA-256 hex). */
+  codeHash: string;
+  /** Values per prop; secret values and `$auth` stay encrypted (`{ "$enc": "…" }`). */
+  configuredProps: Record<string, unknown>;
+  endpointKey?: string;
+  endpointUrl?: string;
+  runTimeoutMs: number;
+  updatedAtMs: number;
+  /** npm versions resolved when the component was saved (name → exact version), so every replica installs the same ones. */
+  dependencyVersions?: Record<string, string>;
+}
+
+export type InvocationKind = 'http' | 'timer' | 'manual' | 'subscription';
+
+/** Stream INVOCATIONS, subject `inv.<partition>.<sourceId>`. */
+export interface InvocationMessage {
+  invocationId: string;
+  sourceId: string;
+  kind: InvocationKind;
+  /** The event passed to `run`. */
+  event: unknown;
+  /** customResponse HTTP sources: the subject the api waits on for `respond()`. */
+  replyTo?: string;
+  createdAtMs: number;
+  /** Timer invocations: the slot (ms) this run belongs to; a slot runs at most once. */
+  scheduledAtMs?: number;
+  /** For `subscription` invocations: where the event came from. */
+  origin?: { emitterId: string; eventId: string; name: string };
+}
+
+/** Stream EMITS, subject `emit.<emitterId>`. One message per emitted event (also `$logs` and `$errors`). */
+export interface EmittedEvent {
+  /** `<epoch_ms>-<sequence>`, strictly increasing per emitter. */
+  id: string;
+  emitterId: string;
+  ownerId: string;
+  /** Channel: `""` default, a custom name, `$errors` or `$logs`. */
+  name: string;
+  event: unknown;
+  summary?: string;
+  /** Unique id of this emit, also the `Nats-Msg-Id`. */
+  emitId: string;
+  /** The event's own timestamp (ms). */
+  ts: number;
+  /** When the runner published it (ms). */
+  emittedAtMs: number;
+  /** Extra `$emit` metadata the component passed (e.g. `delivery_ts`), and the dedupe id. */
+  meta?: Record<string, unknown>;
+}
+
+/** Reply to a customResponse HTTP request. */
+export interface HttpResponseMessage {
+  status: number;
+  headers?: Record<string, string>;
+  /** Body text, or base64 when `bodyEncoding` is `base64`. */
+  body?: string;
+  bodyEncoding?: 'utf8' | 'base64';
+}
+
+/** Stream DELIVERIES, subject `dlv.<webhookId>`: one event for one webhook. */
+export interface DeliveryMessage {
+  webhookId: string;
+  subscriptionId: string;
+  event: EmittedEvent;
+}
+
+/** Core NATS `ctl.delete-events`: delete a source's events asynchronously. */
+export interface DeleteEventsMessage {
+  emitterId: string;
+  startId?: string;
+  endId?: string;
+}
+
+export function encodeJson(value: unknown): Uint8Array {
+  return Buffer.from(JSON.stringify(value));
+}
+
+export function decodeJson<T>(data: Uint8Array): T {
+  return JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8')) as T;
+}
+
+/** Stream USAGE, subject `usage.<ownerId>`: one finished invocation, counted into `usage_daily`. */
+export interface UsageRecord {
+  ownerId: string;
+  sourceId: string;
+  invocationId: string;
+  computeMs: number;
+  finishedAtMs: number;
+}

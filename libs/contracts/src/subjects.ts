@@ -1,0 +1,55 @@
+/**
+ * Every JetStream name (streams, buckets, subjects) is built here from the
+ * installation prefix, so tests and installations sharing a NATS server never
+ * collide and apps never concatenate subject strings themselves.
+ */
+export class Names {
+  constructor(readonly prefix: string) {
+    if (prefix && !/^[A-Za-z0-9_-]+$/.test(prefix)) throw new Error(`NATS_PREFIX may hold letters, digits, _ and - only, got "${prefix}"`);
+  }
+
+  private subject(...tokens: (string | number)[]): string {
+    return (this.prefix ? [this.prefix, ...tokens] : tokens).join('.');
+  }
+  private name(base: string): string {
+    return this.prefix ? `${this.prefix}_${base}` : base;
+  }
+
+  // streams
+  get invocationsStream(): string { return this.name('INVOCATIONS'); }
+  get emitsStream(): string { return this.name('EMITS'); }
+  get deliveriesStream(): string { return this.name('DELIVERIES'); }
+  get usageStream(): string { return this.name('USAGE'); }
+
+  // buckets
+  get sourcesBucket(): string { return this.name('sources'); }
+  get sourceStateBucket(): string { return this.name('source-state'); }
+  get leasesBucket(): string { return this.name('leases'); }
+  get componentsStore(): string { return this.name('components'); }
+
+  // subjects
+  invocation(partition: number, sourceId: string): string { return this.subject('inv', partition, sourceId); }
+  invocationsOfPartition(partition: number): string { return this.subject('inv', partition, '*'); }
+  get allInvocations(): string { return this.subject('inv', '>'); }
+  emit(emitterId: string): string { return this.subject('emit', emitterId); }
+  get allEmits(): string { return this.subject('emit', '>'); }
+  delivery(webhookId: string): string { return this.subject('dlv', webhookId); }
+  get allDeliveries(): string { return this.subject('dlv', '>'); }
+  /** Usage records (`UsageRecord`) of finished invocations, aggregated by the delivery app. */
+  usage(ownerId: string): string { return this.subject('usage', ownerId); }
+  get allUsage(): string { return this.subject('usage', '>'); }
+  /** Reply subject on which a customResponse HTTP request waits for `respond()`. */
+  httpResponse(invocationId: string): string { return this.subject('resp', invocationId); }
+  /** Reply subject of a customResponse request under its api replica's token (one wildcard subscription per replica). */
+  httpResponseFor(replicaToken: string, invocationId: string): string { return this.subject('resp', replicaToken, invocationId); }
+  /** Every reply subject of one api replica. */
+  httpResponsesOf(replicaToken: string): string { return this.subject('resp', replicaToken, '*'); }
+  /** Core-NATS notifications: `changed.<kind>` tells caches (subscriptions, webhooks) to refresh. */
+  changed(kind: 'subscriptions' | 'webhooks' | 'sources'): string { return this.subject('changed', kind); }
+  /** Event deletion requests, handled by the delivery app. */
+  get deleteEvents(): string { return this.subject('ctl', 'delete-events'); }
+  /** Leases key of a partition. */
+  leaseKey(partition: number): string { return `p.${partition}`; }
+  /** Desired-state key of a source. */
+  sourceKey(partition: number, sourceId: string): string { return `${partition}.${sourceId}`; }
+}

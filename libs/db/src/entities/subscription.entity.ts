@@ -1,0 +1,24 @@
+import { Entity, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { BigNumber, nowSeconds } from './common';
+
+@Entity({ tableName: 'subscriptions' })
+@Unique({ properties: ['ownerId', 'emitterId', 'listenerId', 'eventName'] })
+export class Subscription {
+  @PrimaryKey({ type: 'string' }) id!: string;
+  @Property({ type: 'string' }) ownerId!: string;
+  /** An id (`dc_…`, `p_…`) or a glob (`dc_*`, `p_*`) covering the owner's emitters. */
+  @Property({ type: 'string', index: true }) emitterId!: string;
+  @Property({ type: 'string', index: true }) listenerId!: string;
+  @Property({ type: 'string' }) eventName = '';
+  @Property({ type: BigNumber }) createdAt: number = nowSeconds();
+}
+
+@Entity({ tableName: 'auto_subscriptions' })
+@Unique({ properties: ['ownerId', 'listenerId', 'eventName'] })
+export class AutoSubscription {
+  @PrimaryKey({ type: 'string' }) id!: string;
+  @Property({ type: 'string' }) ownerId!: string;
+  @Property({ type: 'string' }) listenerId!: string;
+  @Property({ type: 'string' }) eventName!: string;
+  @Property({ type: BigNumber }) createdAt: number = nowSeconds();
+}

@@ -1,0 +1,48 @@
+import { Entity, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { BigNumber, nowSeconds } from './common';
+
+export type Plan = 'free' | 'paid';
+
+@Entity({ tableName: 'users' })
+export class User {
+  @PrimaryKey({ type: 'string' }) id!: string;
+  @Property({ type: 'string' }) @Unique() username!: string;
+  @Property({ type: 'string' }) email!: string;
+  @Property({ type: 'string' }) plan: Plan = 'free';
+  @Property({ type: BigNumber }) createdAt: number = nowSeconds();
+  @Property({ type: BigNumber, onUpdate: () => nowSeconds() }) updatedAt: number = nowSeconds();
+}
+
+@Entity({ tableName: 'api_keys' })
+export class ApiKey {
+  @PrimaryKey({ type: 'string' }) id!: string;
+  @Property({ type: 'string', index: true }) userId!: string;
+  @Property({ type: 'string' }) @Unique() keyHash!: string;
+  @Property({ type: BigNumber }) createdAt: number = nowSeconds();
+  @Property({ type: BigNumber, nullable: true }) revokedAt?: number | null;
+}
+
+@Entity({ tableName: 'orgs' })
+export class Org {
+  @PrimaryKey({ type: 'string' }) id!: string;
+  @Property({ type: 'string' }) name!: string;
+  @Property({ type: 'string' }) @Unique() orgname!: string;
+  @Property({ type: 'string' }) email!: string;
+  @Property({ type: BigNumber }) createdAt: number = nowSeconds();
+}
+
+@Entity({ tableName: 'org_members' })
+export class OrgMember {
+  @PrimaryKey({ type: 'string' }) orgId!: string;
+  @PrimaryKey({ type: 'string' }) userId!: string;
+  @Property({ type: BigNumber }) createdAt: number = nowSeconds();
+}
+
+/** Invocations and compute time per owner and UTC day (quota figures of `/users/me`). */
+@Entity({ tableName: 'usage_daily' })
+export class UsageDaily {
+  @PrimaryKey({ type: 'string' }) ownerId!: string;
+  @PrimaryKey({ type: 'string' }) day!: string;
+  @Property({ type: BigNumber }) invocations = 0;
+  @Property({ type: BigNumber }) computeMs = 0;
+}

@@ -1,0 +1,3 @@
+export * from './entities';
+export * from './orm.config';
+export * from './db.module';

@@ -1,0 +1,2 @@
+export * from './nats.service';
+export * from './nats.module';

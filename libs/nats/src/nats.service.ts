@@ -1,0 +1,103 @@
+import {
+  connect,
+  DiscardPolicy,
+  JetStreamClient,
+  JetStreamManager,
+  KV,
+  NatsConnection,
+  ObjectStore,
+  RetentionPolicy,
+  StorageType,
+  StreamConfig,
+} from 'nats';
+import { AppConfig } from '@app/config';
+import { Names } from '@app/contracts';
+
+const nanos = (ms: number): number => ms * 1_000_000;
+
+/**
+ * One NATS connection per process, with every stream, bucket and object store
+ * from the architecture created idempotently on start.
+ */
+export class NatsService {
+  readonly names: Names;
+  nc!: NatsConnection;
+  js!: JetStreamClient;
+  jsm!: JetStreamManager;
+  sources!: KV;
+  sourceState!: KV;
+  leases!: KV;
+  components!: ObjectStore;
+
+  constructor(private readonly config: AppConfig, private readonly clientName: string) {
+    this.names = new Names(config.natsPrefix);
+  }
+
+  async start(): Promise<void> {
+    try {
+      this.nc = await connect({
+        servers: this.config.natsUrl.split(',').map((s) => s.trim()),
+        name: this.clientName,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 500,
+      });
+    } catch (e) {
+      throw new Error(`cannot connect to NATS at ${this.config.natsUrl} (NATS_URL): ${(e as Error).message}`);
+    }
+    this.jsm = await this.nc.jetstreamManager();
+    this.js = this.nc.jetstream();
+    await ensureStreams(this.jsm, this.names, this.config);
+    this.sources = await this.js.views.kv(this.names.sourcesBucket, { history: 1 });
+    this.sourceState = await this.js.views.kv(this.names.sourceStateBucket, { history: 1 });
+    this.leases = await this.js.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs });
+    this.components = await this.js.views.os(this.names.componentsStore);
+  }
+
+  async stop(): Promise<void> {
+    if (this.nc && !this.nc.isClosed()) await this.nc.drain();
+  }
+}
+
+async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+  try {
+    const info = await jsm.streams.info(config.name);
+    await jsm.streams.update(config.name, { ...info.config, ...config });
+  } catch (e) {
+    if (!/stream not found/i.test((e as Error).message)) throw e;
+    await jsm.streams.add(config);
+  }
+}
+
+export async function ensureStreams(jsm: JetStreamManager, names: Names, config: AppConfig): Promise<void> {
+  await ensureStream(jsm, {
+    name: names.invocationsStream,
+    subjects: [names.allInvocations],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    duplicate_window: nanos(120_000),
+  });
+  await ensureStream(jsm, {
+    name: names.emitsStream,
+    subjects: [names.allEmits],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    max_age: nanos(config.emitsMaxAgeSeconds * 1000),
+    discard: DiscardPolicy.Old,
+    duplicate_window: nanos(120_000),
+  });
+  await ensureStream(jsm, {
+    name: names.deliveriesStream,
+    subjects: [names.allDeliveries],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    duplicate_window: nanos(120_000),
+  });
+  await ensureStream(jsm, {
+    name: names.usageStream,
+    subjects: [names.allUsage],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    max_age: nanos(3 * 86_400_000),
+    duplicate_window: nanos(120_000),
+  });
+}

@@ -1,0 +1,87 @@
+import { createServer, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { classifyAddress, refusalReason } from './address-policy';
+import { OutboundError, safeFetch } from './safe-fetch';
+
+describe('address policy', () => {
+  it.each([
+    ['127.0.0.1', 'loopback'],
+    ['::1', 'loopback'],
+    ['10.1.2.3', 'private'],
+    ['172.20.0.1', 'private'],
+    ['192.168.1.1', 'private'],
+    ['fd12::1', 'private'],
+    ['169.254.169.254', 'metadata'],
+    ['169.254.1.1', 'link-local'],
+    ['fe80::1', 'link-local'],
+    ['::ffff:10.0.0.1', 'private'],
+    ['::ffff:169.254.169.254', 'metadata'],
+    ['0.0.0.0', 'unspecified'],
+    ['8.8.8.8', 'public'],
+    ['2606:4700::1111', 'public'],
+  ])('classifies %s as %s', (ip, cls) => {
+    expect(classifyAddress(ip)).toBe(cls);
+  });
+
+  it('refuses metadata and link-local addresses even when everything else is allowed', () => {
+    const open = { allowLoopback: true, allowPrivate: true };
+    expect(refusalReason('169.254.169.254', open)).toMatch(/metadata/);
+    expect(refusalReason('fe80::1', open)).toMatch(/link-local/);
+    expect(refusalReason('10.0.0.1', open)).toBeUndefined();
+    expect(refusalReason('127.0.0.1', { allowLoopback: false, allowPrivate: true })).toMatch(/ALLOW_LOOPBACK/);
+    expect(refusalReason('10.0.0.1', { allowLoopback: true, allowPrivate: false })).toMatch(/ALLOW_PRIVATE_ADDRESSES/);
+  });
+});
+
+describe('safeFetch', () => {
+  let server: Server;
+  let base: string;
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      if (req.url === '/redirect') {
+        res.writeHead(302, { location: '/hello' });
+        return res.end();
+      }
+      if (req.url === '/big') return res.end('x'.repeat(10_000));
+      if (req.url === '/slow') {
+        const t = setTimeout(() => res.end('late'), 2_000);
+        return void req.on('close', () => clearTimeout(t));
+      }
+      res.end('hello');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => {
+    server.closeAllConnections();
+    server.close(() => r());
+  }));
+  const allow = { allowLoopback: true, allowPrivate: false };
+
+  it('fetches from loopback only when the policy allows it', async () => {
+    expect((await safeFetch(`${base}/`, { policy: allow, timeoutMs: 1000, maxBytes: 100 })).body.toString()).toBe('hello');
+    await expect(safeFetch(`${base}/`, { policy: { allowLoopback: false, allowPrivate: false }, timeoutMs: 1000, maxBytes: 100 })).rejects.toMatchObject({ code: 'blocked' });
+    const byName = `http://localhost:${new URL(base).port}/`;
+    await expect(safeFetch(byName, { policy: { allowLoopback: false, allowPrivate: false }, timeoutMs: 1000, maxBytes: 100 })).rejects.toThrow(/loopback/);
+  });
+
+  it('returns a redirect as it is unless redirects are allowed, and checks each hop', async () => {
+    expect((await safeFetch(`${base}/redirect`, { policy: allow, timeoutMs: 1000, maxBytes: 100 })).status).toBe(302);
+    const followed = await safeFetch(`${base}/redirect`, { policy: allow, timeoutMs: 1000, maxBytes: 100, maxRedirects: 3 });
+    expect(followed.status).toBe(200);
+    expect(followed.url).toBe(`${base}/hello`);
+  });
+
+  it('enforces the size cap and the timeout', async () => {
+    await expect(safeFetch(`${base}/big`, { policy: allow, timeoutMs: 1000, maxBytes: 100 })).rejects.toMatchObject({ code: 'too_large' });
+    const cut = await safeFetch(`${base}/big`, { policy: allow, timeoutMs: 1000, maxBytes: 100, truncate: true });
+    expect(cut.body.length).toBe(100);
+    expect(cut.truncated).toBe(true);
+    await expect(safeFetch(`${base}/slow`, { policy: allow, timeoutMs: 200, maxBytes: 100 })).rejects.toBeInstanceOf(OutboundError);
+  });
+
+  it('rejects URLs without http(s) or a host', async () => {
+    await expect(safeFetch('ftp://example.com/x', { policy: allow, timeoutMs: 100, maxBytes: 1 })).rejects.toMatchObject({ code: 'bad_url' });
+    await expect(safeFetch('not a url', { policy: allow, timeoutMs: 100, maxBytes: 1 })).rejects.toMatchObject({ code: 'bad_url' });
+  });
+});

@@ -1,0 +1,155 @@
+import { lookup as dnsLookup, LookupAddress, LookupOptions } from 'node:dns';
+import { Agent as HttpAgent, IncomingHttpHeaders, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { isIP, LookupFunction } from 'node:net';
+import { AddressPolicy, refusalReason } from './address-policy';
+
+export class OutboundError extends Error {
+  constructor(message: string, readonly code: 'blocked' | 'timeout' | 'too_large' | 'bad_url' | 'too_many_redirects' | 'network') {
+    super(message);
+  }
+}
+
+/** A `dns.lookup` replacement that refuses addresses the policy forbids (checked after resolution). */
+export function guardedLookup(policy: AddressPolicy): LookupFunction {
+  return ((hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      const list = addresses as LookupAddress[];
+      for (const a of list) {
+        const reason = refusalReason(a.address, policy);
+        if (reason) {
+          const e = new OutboundError(`refused to connect to ${hostname}: ${reason}`, 'blocked') as OutboundError & NodeJS.ErrnoException;
+          return callback(e, '', 0);
+        }
+      }
+      if (options.all) return callback(null, list);
+      callback(null, list[0].address, list[0].family);
+    });
+  }) as LookupFunction;
+}
+
+export interface Agents {
+  http: HttpAgent;
+  https: HttpsAgent;
+}
+
+/** Keep-alive agents whose every connection goes through the policy's lookup. */
+export function createAgents(policy: AddressPolicy, maxSockets = 64): Agents {
+  const lookup = guardedLookup(policy);
+  return {
+    http: new HttpAgent({ keepAlive: true, maxSockets, lookup } as ConstructorParameters<typeof HttpAgent>[0]),
+    https: new HttpsAgent({ keepAlive: true, maxSockets, lookup } as ConstructorParameters<typeof HttpsAgent>[0]),
+  };
+}
+
+export interface SafeFetchOptions {
+  policy: AddressPolicy;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  timeoutMs: number;
+  /** Larger responses are cut off with `too_large` (or truncated when `truncate` is set). */
+  maxBytes: number;
+  /** Keep only the first `maxBytes` of the body instead of failing. */
+  truncate?: boolean;
+  /** Redirects to follow (each target checked again); 0 returns the 3xx response itself. */
+  maxRedirects?: number;
+  agents?: Agents;
+}
+
+export interface SafeResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  /** The URL that answered (after redirects). */
+  url: string;
+  truncated: boolean;
+}
+
+/** Parses and checks a URL: http or https with a host name. */
+export function parseHttpUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new OutboundError(`"${raw}" is not a valid URL`, 'bad_url');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError(`URL must use http or https, got ${url.protocol.replace(':', '')}`, 'bad_url');
+  if (!url.hostname) throw new OutboundError('URL must include a host name', 'bad_url');
+  return url;
+}
+
+function once(url: URL, opts: SafeFetchOptions): Promise<SafeResponse> {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) {
+    // Literal addresses skip DNS, so the policy is applied here.
+    const reason = refusalReason(host, opts.policy);
+    if (reason) return Promise.reject(new OutboundError(`refused to connect to ${host}: ${reason}`, 'blocked'));
+  }
+  const isHttps = url.protocol === 'https:';
+  const request = isHttps ? httpsRequest : httpRequest;
+  const agent = opts.agents ? (isHttps ? opts.agents.https : opts.agents.http) : undefined;
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (fn: () => void): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      fn();
+    };
+    const fail = (e: Error): void => {
+      settle(() => reject(e instanceof OutboundError ? e : new OutboundError(`request to ${url.host} failed: ${e.message}`, 'network')));
+      req.destroy();
+    };
+    const req = request(
+      url,
+      {
+        method: opts.method ?? 'GET',
+        headers: opts.headers,
+        // Without shared agents, no pooling: each request resolves and connects through the guarded lookup.
+        agent: agent ?? false,
+        lookup: agent ? undefined : guardedLookup(opts.policy),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        let truncated = false;
+        const finish = (): void =>
+          settle(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), url: url.toString(), truncated }));
+        res.on('data', (chunk: Buffer) => {
+          if (settled) return;
+          size += chunk.length;
+          if (size <= opts.maxBytes) return void chunks.push(chunk);
+          if (!opts.truncate) return fail(new OutboundError(`response from ${url.host} is larger than ${opts.maxBytes} bytes`, 'too_large'));
+          chunks.push(chunk.subarray(0, chunk.length - (size - opts.maxBytes)));
+          truncated = true;
+          finish();
+          res.destroy();
+        });
+        res.on('end', finish);
+        res.on('error', fail);
+      },
+    );
+    const timer = setTimeout(() => fail(new OutboundError(`no complete response from ${url.host} within ${opts.timeoutMs} ms`, 'timeout')), opts.timeoutMs);
+    req.on('error', fail);
+    if (opts.body !== undefined) req.write(opts.body);
+    req.end();
+  });
+}
+
+/**
+ * An HTTP(S) request under the outbound address policy, with a whole-request
+ * timeout, a response size cap and bounded redirects (each hop checked again).
+ */
+export async function safeFetch(raw: string, opts: SafeFetchOptions): Promise<SafeResponse> {
+  let url = parseHttpUrl(raw);
+  const maxRedirects = opts.maxRedirects ?? 0;
+  for (let hop = 0; ; hop++) {
+    const res = await once(url, opts);
+    const location = res.headers.location;
+    if (res.status < 300 || res.status >= 400 || !location || maxRedirects === 0) return res;
+    if (hop >= maxRedirects) throw new OutboundError(`more than ${maxRedirects} redirects from ${raw}`, 'too_many_redirects');
+    url = parseHttpUrl(new URL(location, url).toString());
+  }
+}

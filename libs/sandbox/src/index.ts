@@ -1,0 +1,5 @@
+export * from './types';
+export { SandboxPool } from './pool';
+export { defaultFetchText, bundleComponent, BundleError } from './bundler';
+export { parseBareSpecifier, dependencyMap } from './specifiers';
+export { normalizeTs, normalizeResponse } from './worker/services';

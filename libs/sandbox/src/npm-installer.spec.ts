@@ -1,0 +1,56 @@
+import { existsSync, lstatSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { dependencySetKey, NpmInstaller } from './npm-installer';
+import { dependencyMap, parseBareSpecifier } from './specifiers';
+import type { SandboxLogger } from './types';
+
+describe('bare specifiers', () => {
+  it('parses pins, scopes, subpaths and builtins', () => {
+    expect(parseBareSpecifier('axios@0.19.2')).toEqual({ name: 'axios', version: '0.19.2', subpath: '', builtin: false });
+    expect(parseBareSpecifier('@octokit/rest@^18.0.0/dist/x.js')).toEqual({ name: '@octokit/rest', version: '^18.0.0', subpath: '/dist/x.js', builtin: false });
+    expect(parseBareSpecifier('mysql2/promise')).toEqual({ name: 'mysql2', version: undefined, subpath: '/promise', builtin: false });
+    expect(parseBareSpecifier('crypto')?.builtin).toBe(true);
+    expect(parseBareSpecifier('crypto@1.0.1')?.builtin).toBe(true);
+    expect(parseBareSpecifier('fs/promises')?.builtin).toBe(true);
+    expect(parseBareSpecifier('node:fs')?.builtin).toBe(true);
+    expect(parseBareSpecifier('./x')).toBeUndefined();
+    expect(parseBareSpecifier('../x.mjs')).toBeUndefined();
+    expect(parseBareSpecifier('/abs')).toBeUndefined();
+    expect(parseBareSpecifier('https://x.test/a.js')).toBeUndefined();
+  });
+
+  it('builds the install map: pins win, builtins and the unpinned platform package are left out', () => {
+    expect(dependencyMap(['lodash/get.js', 'lodash@4.17.21', 'crypto', '@pipedream/platform', 'is-number', 'got@~11.8'])).toEqual({
+      lodash: '4.17.21',
+      'is-number': 'latest',
+      got: '~11.8',
+    });
+    expect(dependencyMap(['@pipedream/platform@1.6.0'])).toEqual({ '@pipedream/platform': '1.6.0' });
+  });
+});
+
+describe('NpmInstaller', () => {
+  it('installs a dependency set once even when two replicas sharing the directory ask at the same time', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'ess-npm-'));
+    const installs: object[] = [];
+    const logger: SandboxLogger = { info: (o) => installs.push(o), warn: () => {}, error: () => {}, debug: () => {} };
+    const a = new NpmInstaller({ cacheDir, timeoutMs: 120_000, logger });
+    const b = new NpmInstaller({ cacheDir, timeoutMs: 120_000, logger });
+    const deps = { 'is-number': '^7.0.0' };
+    const [ra, rb, ra2] = await Promise.all([a.install(deps), b.install(deps), a.install(deps)]);
+    expect(installs).toHaveLength(1);
+    expect(ra).toEqual(rb);
+    expect(ra2).toBe(ra);
+    expect(ra.versions['is-number']).toMatch(/^7\.\d+\.\d+$/);
+    expect(existsSync(join(ra.dir, 'node_modules', 'is-number', 'package.json'))).toBe(true);
+    expect(readdirSync(cacheDir).filter((n) => n.endsWith('.lock'))).toEqual([]);
+    // The exact-version set resolves to the same install.
+    const exact = join(cacheDir, dependencySetKey(ra.versions));
+    expect(lstatSync(exact).isSymbolicLink()).toBe(true);
+    const c = new NpmInstaller({ cacheDir, timeoutMs: 120_000, logger });
+    const rc = await c.install(ra.versions);
+    expect(rc.versions).toEqual(ra.versions);
+    expect(installs).toHaveLength(1);
+  });
+});

@@ -1,0 +1,173 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { SandboxLogger } from './types';
+
+/** Written last into a dependency directory: its presence means the install finished. */
+const MARKER = '.ess-installed.json';
+const STALE_LOCK_MS = 10 * 60_000;
+const FAILURE_RETRY_MS = 60_000;
+
+export class DependencyInstallError extends Error {
+  override name = 'DependencyInstallError';
+}
+
+export interface InstalledSet {
+  /** Directory holding `node_modules`. */
+  dir: string;
+  /** name → exact installed version. */
+  versions: Record<string, string>;
+}
+
+interface Marker {
+  requested: Record<string, string>;
+  versions: Record<string, string>;
+}
+
+export interface NpmInstallerOptions {
+  cacheDir: string;
+  registry?: string;
+  timeoutMs: number;
+  logger?: SandboxLogger;
+}
+
+/** The cache key of a dependency set: SHA-256 of its sorted `name@range` specs. */
+export function dependencySetKey(deps: Record<string, string>): string {
+  const specs = Object.keys(deps)
+    .sort()
+    .map((n) => `${n}@${deps[n]}`);
+  return createHash('sha256').update(specs.join('\n')).digest('hex').slice(0, 32);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Installs each dependency set once into `<cacheDir>/<key>/node_modules`
+ * (`npm install --ignore-scripts`). Concurrent installs of one set are
+ * serialised in-process by a promise and across processes (replicas sharing
+ * the directory) by a lock file. The resolved versions are recorded beside it,
+ * and the exact set is linked to the same directory so that a later install
+ * by exact versions (another replica, `dependencyVersions`) is free.
+ */
+export class NpmInstaller {
+  private readonly inflight = new Map<string, Promise<InstalledSet>>();
+
+  constructor(private readonly opts: NpmInstallerOptions) {}
+
+  install(deps: Record<string, string>): Promise<InstalledSet> {
+    const key = dependencySetKey(deps);
+    let p = this.inflight.get(key);
+    if (!p) {
+      p = this.installOnce(key, deps);
+      this.inflight.set(key, p);
+      // A failed set is retried after a pause, not on every invocation of its source.
+      p.catch(() => setTimeout(() => this.inflight.delete(key), FAILURE_RETRY_MS).unref());
+    }
+    return p;
+  }
+
+  private async readMarker(dir: string): Promise<Marker | undefined> {
+    try {
+      return JSON.parse(await readFile(join(dir, MARKER), 'utf8')) as Marker;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async installOnce(key: string, deps: Record<string, string>): Promise<InstalledSet> {
+    const dir = join(this.opts.cacheDir, key);
+    const done = await this.readMarker(dir);
+    if (done) return { dir, versions: done.versions };
+    await mkdir(this.opts.cacheDir, { recursive: true });
+    const lock = `${dir}.lock`;
+    const owned = await this.acquire(lock, dir);
+    try {
+      const again = await this.readMarker(dir);
+      if (again) return { dir, versions: again.versions };
+      await rm(dir, { recursive: true, force: true });
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'ess-component-deps', private: true, dependencies: deps }, null, 2));
+      const started = Date.now();
+      await this.runNpm(dir);
+      const versions: Record<string, string> = {};
+      for (const name of Object.keys(deps)) {
+        const pkg = JSON.parse(await readFile(join(dir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
+        versions[name] = pkg.version;
+      }
+      const marker: Marker = { requested: deps, versions };
+      await writeFile(join(dir, `${MARKER}.tmp`), JSON.stringify(marker));
+      await rename(join(dir, `${MARKER}.tmp`), join(dir, MARKER));
+      this.opts.logger?.info({ deps, versions, ms: Date.now() - started }, 'installed component dependencies');
+      await this.linkExact(dir, versions);
+      return { dir, versions };
+    } finally {
+      if (owned) await rm(lock, { force: true });
+    }
+  }
+
+  /** Makes the exact-version set of `versions` resolve to `dir` (no second install). */
+  private async linkExact(dir: string, versions: Record<string, string>): Promise<void> {
+    const exact = join(this.opts.cacheDir, dependencySetKey(versions));
+    if (exact === dir) return;
+    try {
+      await symlink(dir, exact, 'dir');
+    } catch {
+      // Already present (installed or linked by someone else): fine.
+    }
+  }
+
+  /** True when this process now holds the lock; false when another finished the install meanwhile. */
+  private async acquire(lock: string, dir: string): Promise<boolean> {
+    const deadline = Date.now() + this.opts.timeoutMs + STALE_LOCK_MS;
+    for (;;) {
+      try {
+        const fh = await open(lock, 'wx');
+        await fh.writeFile(String(process.pid));
+        await fh.close();
+        return true;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+      if (await this.readMarker(dir)) return false;
+      try {
+        const st = await stat(lock);
+        if (Date.now() - st.mtimeMs > STALE_LOCK_MS) await rm(lock, { force: true });
+      } catch {
+        // lock vanished between open and stat: retry
+      }
+      if (Date.now() > deadline) throw new DependencyInstallError('timed out waiting for another install of the same dependencies');
+      await sleep(200);
+    }
+  }
+
+  private runNpm(dir: string): Promise<void> {
+    const args = ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--omit=dev', '--no-update-notifier', '--loglevel=error'];
+    if (this.opts.registry) args.push(`--registry=${this.opts.registry}`);
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.platform === 'win32' ? 'npm.cmd' : 'npm', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => {
+        stderr = (stderr + d.toString()).slice(-4000);
+      });
+      const timer = setTimeout(() => child.kill('SIGKILL'), this.opts.timeoutMs);
+      child.on('error', (e) => {
+        clearTimeout(timer);
+        reject(new DependencyInstallError(`npm could not start: ${e.message}`));
+      });
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        if (code === 0) return resolve();
+        const why = signal ? `killed (${signal}) after ${this.opts.timeoutMs} ms` : `exit code ${code}`;
+        const detail = stderr
+          .split('\n')
+          .filter((l) => /ERR!|error/i.test(l))
+          .slice(0, 6)
+          .join(' ')
+          .replace(/\s+/g, ' ')
+          .trim();
+        reject(new DependencyInstallError(`npm install failed (${why})${detail ? `: ${detail}` : ''}`));
+      });
+    });
+  }
+}

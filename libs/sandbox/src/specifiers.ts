@@ -1,0 +1,58 @@
+import { isBuiltin } from 'node:module';
+
+/**
+ * Bare import specifiers as component authors write them: `lodash`, `lodash/get.js`,
+ * `axios@0.19.2`, `@octokit/rest@^18/dist`, `node:crypto`, `crypto`.
+ * Shared by the bundler (main thread) and the worker's `require`.
+ */
+export interface BareSpecifier {
+  /** Package name (`@scope/name` or `name`). */
+  name: string;
+  /** Version pin as written (`0.19.2`, `^1.2`, `~1.2`), or undefined. */
+  version?: string;
+  /** Subpath including the leading slash (`/promise`), or ''. */
+  subpath: string;
+  /** A Node builtin (`fs`, `node:fs`, also `crypto@1.0.0`). */
+  builtin: boolean;
+}
+
+const SCOPED = /^(@[^/@\s]+\/[^/@\s]+)(?:@([^/\s]+))?(\/.*)?$/;
+const PLAIN = /^([^/@\s.][^/@\s]*)(?:@([^/\s]+))?(\/.*)?$/;
+
+/** The package name when `spec` is a bare specifier, else undefined (relative, absolute, URL). */
+export function parseBareSpecifier(spec: string): BareSpecifier | undefined {
+  if (spec.startsWith('node:')) return { name: spec, subpath: '', builtin: true };
+  const m = spec.startsWith('@') ? SCOPED.exec(spec) : PLAIN.exec(spec);
+  if (!m || /^[a-z][a-z0-9+.-]*:/i.test(spec)) return undefined;
+  const [, name, version, subpath = ''] = m;
+  const builtin = !name.startsWith('@') && isBuiltin(name + subpath);
+  return { name, version, subpath, builtin };
+}
+
+/** The specifier with its version pin removed: `axios@0.19.2/lib` → `axios/lib`. */
+export function stripPin(spec: BareSpecifier): string {
+  return spec.name + spec.subpath;
+}
+
+/** The package that is always available from the project's own node_modules when not pinned. */
+export const PLATFORM_PACKAGE = '@pipedream/platform';
+
+/**
+ * Dependency specs of a component (`name` or `name@range`) turned into an
+ * install map name → range (`latest` for unpinned). The first pin seen for a
+ * name wins over an unpinned import of the same name.
+ */
+export function dependencyMap(specs: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of specs) {
+    const s = parseBareSpecifier(raw);
+    if (!s || s.builtin) continue;
+    if (s.name === PLATFORM_PACKAGE && !s.version) continue;
+    if (s.version) {
+      if (!out[s.name] || out[s.name] === 'latest') out[s.name] = s.version;
+    } else if (!out[s.name]) {
+      out[s.name] = 'latest';
+    }
+  }
+  return out;
+}

@@ -1,0 +1,174 @@
+/**
+ * The sandbox's task contract: what the runner (and the api, for reading a
+ * component and calling `options()`) send to a Piscina worker and get back.
+ */
+import type { ComponentDescriptor } from '@app/component-model';
+
+export interface DescribeTask {
+  kind: 'describe';
+  code: string;
+  /** Base URL for relative imports of a component fetched from `component_url`. */
+  baseUrl?: string;
+  timeoutMs: number;
+}
+
+export type MethodName = 'run' | 'deploy' | 'activate' | 'deactivate';
+
+export interface ExecuteTask {
+  kind: 'execute';
+  sourceId: string;
+  invocationId: string;
+  codeHash: string;
+  code: string;
+  method: MethodName;
+  /** Prop values, defaults applied, secrets decrypted. */
+  props: Record<string, unknown>;
+  /** `$.service.db` snapshot. */
+  db: Record<string, unknown>;
+  event?: unknown;
+  endpointUrl?: string;
+  timeoutMs: number;
+  limits: { dbMaxBytes: number; eventMaxBytes: number; emitsPerInvocation: number };
+  /**
+   * Exact versions to install for the component's npm imports (name → version),
+   * as returned by `describe` (`dependencyVersions`). When given, every replica
+   * installs the same versions; when absent, pins as written and `latest`.
+   */
+  dependencyVersions?: Record<string, string>;
+}
+
+export interface EmitRecord {
+  event: unknown;
+  meta: { id?: string | number; name?: string; summary?: string; ts?: number; [k: string]: unknown };
+}
+
+export interface LogRecord {
+  ts: number;
+  k: string;
+  msg: string;
+}
+
+export interface ExecuteResult {
+  emits: EmitRecord[];
+  /** Keys set during the invocation (value `undefined` = deleted). */
+  dbWrites: Record<string, unknown>;
+  logs: LogRecord[];
+  error?: { name: string; message: string; stack?: string };
+  /** `respond()` output when it was called (also delivered early through the task's response port). */
+  response?: HttpResponsePayload;
+  durationMs: number;
+  /** Actions: the value returned by `run` (JSON-cloned). */
+  returnValue?: unknown;
+  /** Actions: values set with `$.export(name, value)`. */
+  exports?: Record<string, unknown>;
+  /** Actions: `$.send.<kind>(payload)` calls, in order. */
+  sends?: SendRecord[];
+  /** Actions: set when `$.flow.exit(reason)` ended the run (not an error). */
+  exit?: { reason?: string };
+}
+
+export interface HttpResponsePayload {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string;
+  bodyEncoding?: 'utf8' | 'base64';
+}
+
+export interface SendRecord {
+  kind: 'http' | 'email' | 's3' | 'emit' | 'sse';
+  payload: unknown;
+}
+
+export interface SandboxError {
+  name: string;
+  message: string;
+  stack?: string;
+}
+
+export interface DescribeResult {
+  descriptor?: ComponentDescriptor;
+  error?: SandboxError;
+  /**
+   * The component as one CommonJS bundle (relative imports inlined, npm imports
+   * left as written). Present when relative imports were fetched from `baseUrl`:
+   * store it and pass it as `code` to `execute`, it needs no network.
+   */
+  bundle?: string;
+  /** npm packages installed for the component, name → exact version. Pass them back in `ExecuteTask.dependencyVersions`. */
+  dependencyVersions?: Record<string, string>;
+}
+
+export interface OptionsInput {
+  /** 0-indexed page. */
+  page?: number;
+  prevContext?: unknown;
+  /** Props configured so far (`this.<prop>` inside `options()`; app props as `{ $auth }`). */
+  configuredProps?: Record<string, unknown>;
+}
+
+export interface OptionsResult {
+  options?: unknown[];
+  context?: unknown;
+  error?: SandboxError;
+}
+
+/** Fetches one module of a component from its URL: its text, or null/undefined when absent (404). Throws for other failures. */
+export type FetchText = (url: string) => Promise<string | null | undefined>;
+
+/** The subset of a pino logger the sandbox writes to. */
+export interface SandboxLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+export interface SandboxPoolOptions {
+  /** Worker threads (at least 1). */
+  threads: number;
+  /** Old-generation heap cap per worker, MB. */
+  heapMb: number;
+  /** Where dependency sets and bundles are cached (may be shared by replicas). */
+  npmCacheDir: string;
+  npmRegistry?: string;
+  logger?: SandboxLogger;
+  /** Fetcher for relative imports of components described with a `baseUrl` (default: `fetch` with caps). */
+  fetchText?: FetchText;
+  /**
+   * Bound synchronous code with `vm`'s `timeout` (costs ~50 µs per call for the
+   * watchdog): `'always'` (or true, the default); `'adaptive'` — only code that
+   * already hung a worker (its first hang is stopped by terminating the worker at
+   * the deadline, later ones by vm); `'never'` (or false) — always by terminating
+   * the worker.
+   */
+  vmTimeout?: boolean | 'always' | 'adaptive' | 'never';
+  /**
+   * Tasks one worker runs at once (default 1). More lets I/O-bound components
+   * (waiting on HTTP) share a worker, but a worker terminated for a hang or a
+   * heap overflow then fails every task it was running, not just the culprit.
+   */
+  concurrentTasksPerWorker?: number;
+  /** Longest `npm install` of one dependency set (default 300,000 ms). */
+  installTimeoutMs?: number;
+}
+
+export interface SandboxPoolStats {
+  threads: number;
+  queueSize: number;
+  completed: number;
+  utilization: number;
+  /** Bundles that hung a worker and now run under vm's timeout ('adaptive' mode). */
+  guardedBundles: number;
+}
+
+export interface DescribeOptions {
+  baseUrl?: string;
+  timeoutMs: number;
+  /** Overrides the pool's `fetchText` for this call. */
+  fetchText?: FetchText;
+}
+
+export interface ExecuteOptions {
+  /** Called as soon as the component calls `respond()`, before the run finishes. */
+  onResponse?: (response: HttpResponsePayload) => void;
+}

@@ -1,0 +1,55 @@
+/**
+ * What the pool (main thread) sends to its Piscina workers. Internal to the
+ * sandbox: callers use `SandboxPool`'s methods and the types in types.ts.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { ExecuteTask, OptionsInput } from './types';
+
+/** A component compiled to a CommonJS bundle file, with its installed dependencies. */
+export interface BundleRef {
+  /** Unique per bundle content and dependency set; the worker's cache key. */
+  key: string;
+  /** The bundle file (CommonJS). */
+  path: string;
+  /** Directory holding `node_modules` for the component's npm imports, if any. */
+  depsDir?: string;
+  format: 'cjs' | 'esm';
+}
+
+export interface WorkerData {
+  /** A file inside the project: `@pipedream/platform` is resolved from here when not installed. */
+  platformRequireFrom: string;
+  vmTimeout: 'always' | 'adaptive' | 'never';
+  /** resourceLimits.maxOldGenerationSizeMb of the worker. */
+  heapMb: number;
+  /** One BigInt64 slot per task in flight, shared by the pool and all its workers. */
+  startTable: SharedArrayBuffer;
+}
+
+export interface WorkerDescribeTask {
+  kind: 'describe';
+  bundle: BundleRef;
+  timeoutMs: number;
+}
+
+export interface WorkerExecuteTask extends Omit<ExecuteTask, 'kind' | 'code' | 'codeHash' | 'dependencyVersions'> {
+  kind: 'execute';
+  bundle: BundleRef;
+  /** Receives the `respond()` payload as soon as it is called. */
+  port?: MessagePort;
+}
+
+export interface WorkerOptionsTask {
+  kind: 'options';
+  bundle: BundleRef;
+  propName: string;
+  input: OptionsInput;
+  timeoutMs: number;
+}
+
+export type WorkerTask = (WorkerDescribeTask | WorkerExecuteTask | WorkerOptionsTask) & {
+  /** Index into WorkerData.startTable where the worker stores Date.now() when it starts the task (0 while queued). */
+  startSlot?: number;
+  /** This code hung a worker before: bound its synchronous parts with vm's timeout ('adaptive' mode). */
+  guard?: boolean;
+};

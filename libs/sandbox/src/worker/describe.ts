@@ -1,0 +1,105 @@
+import type { ComponentDescriptor, FunctionMarker, PropDescriptor } from '@app/component-model';
+import type { ComponentDefinition } from './loader';
+import { functionsOf, isObject, propType } from './plan';
+
+/** Functions never cross the worker boundary: they become markers. */
+function marker(fn: (...a: unknown[]) => unknown): FunctionMarker {
+  return { $fn: true, async: fn.constructor?.name === 'AsyncFunction' };
+}
+
+/** A JSON-safe copy: functions become markers, cycles and non-JSON values are dropped. */
+export function jsonSafe(v: unknown, seen = new Set<unknown>()): unknown {
+  if (typeof v === 'function') return marker(v as (...a: unknown[]) => unknown);
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
+  if (typeof v !== 'object') return undefined;
+  if (seen.has(v)) return undefined;
+  if (v instanceof Date) return v.toISOString();
+  seen.add(v);
+  try {
+    if (Array.isArray(v)) return v.map((x) => jsonSafe(x, seen) ?? null);
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) {
+      const s = jsonSafe(x, seen);
+      if (s !== undefined) out[k] = s;
+    }
+    return out;
+  } finally {
+    seen.delete(v);
+  }
+}
+
+const KNOWN = new Set(['type', 'label', 'description', 'optional', 'default', 'secret', 'min', 'max', 'options', 'propDefinition', 'customResponse', 'app', 'propDefinitions', 'methods']);
+
+type Props = Record<string, unknown>;
+
+/** Describes one prop; `appProps` maps app objects of the component to their prop names (for propDefinition). */
+function describeProp(name: string, raw: unknown, appProps: Map<unknown, string>): PropDescriptor {
+  if (typeof raw === 'string') return { name, type: raw };
+  if (!isObject(raw)) return { name, type: String(jsonSafe(raw) ?? 'unknown') };
+  let p: Record<string, unknown> = raw;
+  const out: PropDescriptor = { name, type: '' };
+  const pd = raw.propDefinition;
+  if (Array.isArray(pd) && pd.length >= 2) {
+    const [app, defName, inputValues] = pd as [unknown, unknown, unknown];
+    const ref = appProps.get(app) ?? (isObject(app) && typeof app.app === 'string' ? app.app : typeof app === 'string' ? app : 'unknown');
+    out.propDefinition = [ref, String(defName), typeof inputValues === 'function' ? marker(inputValues as () => unknown) : jsonSafe(inputValues)];
+    // The instance inherits the app's definition and may override any field.
+    const defs = isObject(app) && isObject(app.propDefinitions) ? app.propDefinitions : undefined;
+    const inherited = defs && isObject(defs[String(defName)]) ? (defs[String(defName)] as Record<string, unknown>) : undefined;
+    if (inherited) p = { ...inherited, ...raw };
+  }
+  out.type = propType(p) ?? (p.propDefinition ? 'unknown' : 'unknown');
+  if (p.type === 'app') {
+    if (typeof p.app === 'string') out.app = p.app;
+    const defs = isObject(p.propDefinitions) ? p.propDefinitions : {};
+    out.propDefinitions = {};
+    for (const [dn, d] of Object.entries(defs)) {
+      const { name: _n, ...rest } = describeProp(dn, d, appProps);
+      void _n;
+      out.propDefinitions[dn] = rest;
+    }
+    out.methods = functionsOf(p.methods).map(([m]) => m);
+  }
+  if (typeof p.label === 'string') out.label = p.label;
+  if (typeof p.description === 'string') out.description = p.description;
+  if (typeof p.optional === 'boolean') out.optional = p.optional;
+  if ('default' in p) out.default = jsonSafe(p.default);
+  if (typeof p.secret === 'boolean') out.secret = p.secret;
+  if ('min' in p) out.min = jsonSafe(p.min);
+  if ('max' in p) out.max = jsonSafe(p.max);
+  if (typeof p.options === 'function') out.options = marker(p.options as () => unknown);
+  else if (Array.isArray(p.options)) out.options = jsonSafe(p.options) as unknown[];
+  if (out.type === '$.interface.http') out.customResponse = p.customResponse === true;
+  const extra: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(p)) {
+    if (KNOWN.has(k)) continue;
+    const s = jsonSafe(v);
+    if (s !== undefined) extra[k] = s;
+  }
+  if (Object.keys(extra).length) out.extra = extra;
+  return out;
+}
+
+export function describeDefinition(def: ComponentDefinition, format: 'cjs' | 'esm', dependencies: string[]): ComponentDescriptor {
+  const props: Props = isObject(def.props) ? def.props : {};
+  const appProps = new Map<unknown, string>();
+  for (const [name, p] of Object.entries(props)) {
+    if (isObject(p) && p.type === 'app' && !appProps.has(p)) appProps.set(p, name);
+  }
+  const scalar = (v: unknown) => (v === undefined ? undefined : jsonSafe(v));
+  return {
+    name: scalar(def.name),
+    key: scalar(def.key),
+    version: scalar(def.version),
+    type: scalar(def.type),
+    description: scalar(def.description),
+    dedupe: scalar(def.dedupe),
+    props: Object.entries(props).map(([n, p]) => describeProp(n, p, appProps)),
+    methods: functionsOf(def.methods).map(([m]) => m),
+    hooks: functionsOf(def.hooks).map(([h]) => h),
+    hasRun: typeof def.run === 'function',
+    dependencies,
+    format,
+  };
+}

@@ -1,0 +1,69 @@
+import { performance } from 'node:perf_hooks';
+import type { OptionsResult } from '../types';
+import type { WorkerOptionsTask } from '../worker-protocol';
+import { describeError } from './capture';
+import { buildContext, makeApp } from './context';
+import { callBounded } from './execute';
+import { jsonSafe } from './describe';
+import { loadComponent } from './loader';
+import { functionsOf, isObject, planFor } from './plan';
+import type { InvocationState } from './services';
+
+/** Options as plain JSON (functions and cycles dropped) so that they cross the worker boundary. */
+function normalize(value: unknown): OptionsResult {
+  if (Array.isArray(value)) return { options: jsonSafe(value) as unknown[] };
+  if (isObject(value) && Array.isArray(value.options)) {
+    const out: OptionsResult = { options: jsonSafe(value.options) as unknown[] };
+    if (value.context !== undefined) out.context = jsonSafe(value.context);
+    return out;
+  }
+  throw new TypeError('options() must return an array, or { options: [...], context }');
+}
+
+/**
+ * Calls the async `options({ page, prevContext, ...inputValues })` of a prop:
+ * the prop's own (with the component's `this`), or the one of the app
+ * propDefinition it reuses (with the app instance as `this`).
+ */
+export async function options(task: WorkerOptionsTask): Promise<OptionsResult> {
+  const deadline = performance.now() + task.timeoutMs;
+  const state: InvocationState = {
+    limits: { dbMaxBytes: 0, eventMaxBytes: 0, emitsPerInvocation: 0 },
+    snapshot: {},
+    written: new Map(),
+    emits: [],
+    logs: [],
+    sends: [],
+    exports: {},
+    closed: true,
+  };
+  try {
+    const { definition } = loadComponent(task.bundle, task.timeoutMs);
+    const props = isObject(definition.props) ? definition.props : {};
+    const prop = props[task.propName];
+    if (prop === undefined) throw new Error(`the component has no prop "${task.propName}"`);
+    if (!isObject(prop)) throw new Error(`prop "${task.propName}" has no options`);
+    const configured = task.input.configuredProps ?? {};
+    const args: Record<string, unknown> = { page: task.input.page ?? 0, prevContext: task.input.prevContext ?? {} };
+    const ctx = buildContext(planFor(definition), { props: configured }, state);
+    let fn: unknown = prop.options;
+    let self: unknown = ctx;
+    const pd = prop.propDefinition;
+    if (fn === undefined && Array.isArray(pd)) {
+      const [app, defName, inputValues] = pd as [unknown, unknown, unknown];
+      const def = isObject(app) && isObject(app.propDefinitions) ? app.propDefinitions[String(defName)] : undefined;
+      if (!isObject(def)) throw new Error(`prop "${task.propName}": propDefinition "${String(defName)}" not found in its app`);
+      fn = def.options;
+      const appPropName = Object.entries(props).find(([, p]) => p === app)?.[0];
+      self = makeApp(functionsOf((app as Record<string, unknown>).methods), appPropName ? configured[appPropName] : undefined, (app as Record<string, unknown>).app);
+      const extra = typeof inputValues === 'function' ? (inputValues as (c: unknown) => unknown)(configured) : inputValues;
+      if (isObject(extra)) Object.assign(args, extra);
+    }
+    if (Array.isArray(fn)) return { options: jsonSafe(fn) as unknown[] };
+    if (typeof fn !== 'function') throw new Error(`prop "${task.propName}" has no options`);
+    const f = fn as (a: unknown) => unknown;
+    return normalize(await callBounded(() => f.call(self, args), deadline, 'options()', task.timeoutMs));
+  } catch (e) {
+    return { error: describeError(e) };
+  }
+}

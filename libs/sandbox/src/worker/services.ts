@@ -1,0 +1,179 @@
+import type { MessagePort } from 'node:worker_threads';
+import type { EmitRecord, ExecuteTask, HttpResponsePayload, LogRecord, SendRecord } from '../types';
+import { isObject } from './plan';
+
+/** Everything one invocation collects; `closed` once it finished (late calls fail). */
+export interface InvocationState {
+  limits: ExecuteTask['limits'];
+  snapshot: Record<string, unknown>;
+  written: Map<string, string | undefined>;
+  emits: EmitRecord[];
+  logs: LogRecord[];
+  sends: SendRecord[];
+  exports: Record<string, unknown>;
+  response?: HttpResponsePayload;
+  port?: MessagePort;
+  closed: boolean;
+}
+
+export class SandboxLimitError extends Error {
+  constructor(
+    override name: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function ensureOpen(state: InvocationState, what: string): void {
+  if (state.closed) throw new Error(`${what} was called after the invocation finished`);
+}
+
+/** JSON text of a value, or a clear TypeError naming where it came from. */
+export function toJson(value: unknown, where: string): string | undefined {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch (e) {
+    throw new TypeError(`${where}: the value is not JSON-serializable (${(e as Error).message})`);
+  }
+  return json;
+}
+
+export function jsonClone(value: unknown, where: string): unknown {
+  const json = toJson(value, where);
+  return json === undefined ? undefined : JSON.parse(json);
+}
+
+/** `$.service.db`: synchronous reads of the snapshot, writes collected as a change set under a size cap. */
+export function makeDb(state: InvocationState) {
+  let sizes: Map<string, number> | undefined;
+  let total = 0;
+  const measure = () => {
+    sizes = new Map();
+    for (const [k, v] of Object.entries(state.snapshot)) {
+      const size = Buffer.byteLength(k) + Buffer.byteLength(JSON.stringify(v) ?? '');
+      sizes.set(k, size);
+      total += size;
+    }
+  };
+  return {
+    get(key: unknown): unknown {
+      const k = String(key);
+      if (state.written.has(k)) {
+        const json = state.written.get(k);
+        return json === undefined ? undefined : JSON.parse(json);
+      }
+      if (!Object.hasOwn(state.snapshot, k)) return undefined;
+      const v = state.snapshot[k];
+      return typeof v === 'object' && v !== null ? structuredClone(v) : v;
+    },
+    set(key: unknown, value: unknown): void {
+      ensureOpen(state, 'db.set()');
+      const k = String(key);
+      const json = value === undefined ? undefined : toJson(value, `db.set("${k}")`);
+      if (value !== undefined && json === undefined) {
+        throw new TypeError(`db.set("${k}"): the value is not JSON-serializable (${typeof value})`);
+      }
+      if (!sizes) measure();
+      const size = json === undefined ? 0 : Buffer.byteLength(k) + Buffer.byteLength(json);
+      const next = total - (sizes!.get(k) ?? 0) + size;
+      if (next > state.limits.dbMaxBytes) {
+        throw new SandboxLimitError('DbSizeLimitError', `$.service.db size limit exceeded: db.set("${k}") would make the db ${next} bytes, the limit is ${state.limits.dbMaxBytes} bytes`);
+      }
+      total = next;
+      sizes!.set(k, size);
+      state.written.set(k, json);
+    },
+  };
+}
+
+/** Epoch milliseconds from milliseconds, seconds, an ISO string or a numeric string. */
+export function normalizeTs(v: unknown): number | undefined {
+  let n: number;
+  if (typeof v === 'number') n = v;
+  else if (typeof v === 'string') n = /^\s*-?\d+(\.\d+)?\s*$/.test(v) ? Number(v) : Date.parse(v);
+  else if (v instanceof Date) n = v.getTime();
+  else return undefined;
+  if (!Number.isFinite(n)) return undefined;
+  if (Math.abs(n) < 1e11) n *= 1000; // seconds
+  return Math.round(n);
+}
+
+export function makeEmit(state: InvocationState) {
+  return function $emit(event?: unknown, meta?: unknown): void {
+    ensureOpen(state, '$emit()');
+    if (state.emits.length >= state.limits.emitsPerInvocation) {
+      throw new SandboxLimitError('EmitLimitError', `emit limit exceeded: at most ${state.limits.emitsPerInvocation} emits per invocation`);
+    }
+    const json = toJson(event, '$emit(event)');
+    const size = json === undefined ? 0 : Buffer.byteLength(json);
+    if (size > state.limits.eventMaxBytes) {
+      throw new SandboxLimitError('EventSizeLimitError', `event too large: ${size} bytes, the limit is ${state.limits.eventMaxBytes} bytes`);
+    }
+    let m: EmitRecord['meta'] = {};
+    if (meta !== undefined && meta !== null) {
+      if (!isObject(meta)) throw new TypeError('$emit(event, meta): meta must be an object like { id, name, summary, ts }');
+      const ts = meta.ts;
+      m = (jsonClone(meta, '$emit(event, meta)') ?? {}) as EmitRecord['meta'];
+      if (ts !== undefined) {
+        const n = normalizeTs(ts);
+        if (n === undefined) delete m.ts;
+        else m.ts = n;
+      }
+    }
+    state.emits.push({ event: json === undefined ? undefined : JSON.parse(json), meta: m });
+  };
+}
+
+function isBinary(v: unknown): v is Uint8Array | ArrayBuffer {
+  return v instanceof Uint8Array || v instanceof ArrayBuffer;
+}
+
+/** Validates and normalises `respond({ status, headers, body })`. */
+export function normalizeResponse(res: unknown): HttpResponsePayload {
+  if (!isObject(res)) throw new TypeError('respond() needs an object { status, headers?, body? }');
+  const raw = res.status;
+  const status = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isInteger(status) || status < 100 || status > 599) {
+    throw new RangeError(`respond(): status must be an integer from 100 to 599, got ${JSON.stringify(raw) ?? String(raw)}`);
+  }
+  const headers: Record<string, string> = {};
+  if (res.headers !== undefined && res.headers !== null) {
+    if (!isObject(res.headers)) throw new TypeError('respond(): headers must be an object');
+    for (const [k, v] of Object.entries(res.headers)) {
+      if (v === undefined || v === null) continue;
+      headers[k] = Array.isArray(v) ? v.map(String).join(', ') : String(v);
+    }
+  }
+  const out: HttpResponsePayload = { status, headers };
+  const body = res.body;
+  if (body === undefined || body === null) return out;
+  if (typeof body === 'string') {
+    out.body = body;
+    out.bodyEncoding = 'utf8';
+  } else if (isBinary(body)) {
+    const buf = body instanceof ArrayBuffer ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    out.body = buf.toString('base64');
+    out.bodyEncoding = 'base64';
+  } else {
+    const json = toJson(body, 'respond(body)');
+    out.body = json ?? '';
+    out.bodyEncoding = 'utf8';
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json; charset=utf-8';
+  }
+  return out;
+}
+
+export function makeRespond(state: InvocationState, propName: string | undefined, allowed: boolean) {
+  return function respond(res: unknown): void {
+    ensureOpen(state, 'respond()');
+    if (!allowed) {
+      throw new Error(`this.${propName}.respond() requires customResponse: true on the $.interface.http prop "${propName}"`);
+    }
+    if (state.response) throw new Error('respond() was already called for this request');
+    const payload = normalizeResponse(res);
+    state.response = payload;
+    state.port?.postMessage(payload);
+  };
+}

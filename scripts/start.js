@@ -1,0 +1,134 @@
+#!/usr/bin/env node
+'use strict';
+// `npm start`: install if needed, build, find or start Postgres and NATS, migrate,
+// make sure a demo account exists, then run api + runner + delivery in the
+// foreground. Ctrl-C stops everything this script started.
+const path = require('node:path');
+const fs = require('node:fs');
+const { spawn } = require('node:child_process');
+const { resolvePostgres, resolveNats, ensureBuilt, waitFor, log } = require('./lib/infra');
+
+const root = path.join(__dirname, '..');
+const children = [];
+const stops = [];
+let stopping = false;
+
+async function healthy(url) {
+  try {
+    return (await fetch(url)).ok;
+  } catch {
+    return false;
+  }
+}
+
+function startApp(app, env) {
+  const child = spawn(process.execPath, [path.join(root, 'dist', 'apps', app, 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  child.on('exit', (code, signal) => {
+    if (!stopping) {
+      log(`${app} exited (${signal || code}); stopping the system`);
+      shutdown(1);
+    }
+  });
+  children.push(child);
+  return child;
+}
+
+/** The demo account's key is kept in DATA_DIR so every start can print it. */
+async function demoAccount(dataDir, databaseUrl) {
+  const file = path.join(dataDir, 'demo-account.json');
+  const { runAdmin } = require('../dist/apps/api/src/admin/admin-cli.js');
+  const { Client } = require('pg');
+  const { createHash } = require('node:crypto');
+  if (fs.existsSync(file)) {
+    const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const db = new Client({ connectionString: databaseUrl });
+    await db.connect();
+    const hash = createHash('sha256').update(saved.api_key).digest('hex');
+    const { rowCount } = await db.query('select 1 from api_keys where key_hash = $1 and revoked_at is null', [hash]);
+    const { rows } = await db.query('select id from users where username = $1', ['demo']);
+    await db.end();
+    if (rowCount) return saved;
+    if (rows.length) {
+      const rotated = await runAdmin(['keys', 'rotate', '--user', rows[0].id], databaseUrl);
+      const account = { id: rows[0].id, api_key: rotated.api_key };
+      fs.writeFileSync(file, JSON.stringify(account) + '\n', { mode: 0o600 });
+      return account;
+    }
+  }
+  const created = await runAdmin(['users', 'create', '--username', 'demo', '--email', 'demo@localhost'], databaseUrl);
+  const account = { id: created.id, api_key: created.api_key };
+  fs.writeFileSync(file, JSON.stringify(account) + '\n', { mode: 0o600 });
+  return account;
+}
+
+async function shutdown(code) {
+  if (stopping) return;
+  stopping = true;
+  log('stopping…');
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve();
+          const t = setTimeout(() => c.kill('SIGKILL'), 15_000);
+          c.once('exit', () => {
+            clearTimeout(t);
+            resolve();
+          });
+          c.kill('SIGTERM');
+        }),
+    ),
+  );
+  for (const stop of stops.reverse()) await stop().catch((e) => log(`stop: ${e.message}`));
+  process.exit(code);
+}
+
+async function main() {
+  process.on('SIGINT', () => shutdown(0));
+  process.on('SIGTERM', () => shutdown(0));
+  ensureBuilt(root);
+  const dataDir = path.resolve(process.env.DATA_DIR || path.join(root, '.data'));
+  fs.mkdirSync(dataDir, { recursive: true });
+
+  const pg = await resolvePostgres({ dataDir });
+  stops.push(pg.stop);
+  log(`postgres: ${pg.how}`);
+  const nats = await resolveNats({ dataDir });
+  stops.push(nats.stop);
+  log(`nats: ${nats.how}`);
+
+  const port = process.env.PORT || '3000';
+  const env = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    DATABASE_URL: pg.url,
+    NATS_URL: nats.url,
+    PORT: port,
+    ALLOW_LOOPBACK: process.env.ALLOW_LOOPBACK || 'true',
+  };
+  // Validate the configuration once, before anything starts.
+  const { loadConfigOrExit } = require('../dist/libs/config/src/config.js');
+  const config = loadConfigOrExit(env);
+  const { migrate } = require('../dist/libs/db/src/migrate.js');
+  const applied = await migrate(pg.url);
+  if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
+  const account = await demoAccount(dataDir, pg.url);
+
+  startApp('runner', env);
+  startApp('delivery', env);
+  startApp('api', env);
+  const checks = [[`http://127.0.0.1:${config.port}/healthz`, 'api']];
+  if (config.runnerMetricsPort) checks.push([`http://127.0.0.1:${config.runnerMetricsPort}/healthz`, 'runner']);
+  if (config.deliveryMetricsPort) checks.push([`http://127.0.0.1:${config.deliveryMetricsPort}/healthz`, 'delivery']);
+  for (const [url, name] of checks) await waitFor(() => healthy(url), 60_000, `${name} to become healthy`);
+
+  const base = `${config.publicUrl}/v1`;
+  process.stdout.write(`ready ${base}\n`);
+  process.stdout.write(`demo account ${account.id}, API key: ${account.api_key}\n`);
+  process.stdout.write(`try: curl -s -H "Authorization: Bearer ${account.api_key}" ${base}/users/me\n`);
+}
+
+main().catch((e) => {
+  log(`npm start: ${e.message}`);
+  shutdown(1);
+});

@@ -1,0 +1,95 @@
+import { admin, client, createUser } from './support/accounts';
+import { startSystem, System } from './support/system';
+
+describe('accounts, auth and common API behaviour', () => {
+  let system: System;
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: ['api'] });
+  });
+  afterAll(async () => system?.stop());
+
+  it('rejects a missing, malformed or wrong key with 401 and the error body', async () => {
+    const anon = client(system);
+    const missing = await anon.get('/users/me');
+    expect(missing.status).toBe(401);
+    expect(missing.body).toEqual({ error: expect.stringContaining('API key'), code: 'unauthorized' });
+    const wrong = await client(system, 'pd_not-a-key').get('/users/me');
+    expect(wrong.status).toBe(401);
+    expect(wrong.body.code).toBe('unauthorized');
+    const malformed = await anon.get('/users/me', { authorization: 'Basic abc' });
+    expect(malformed.status).toBe(401);
+  });
+
+  it('returns the free form of the user with orgs and daily quotas', async () => {
+    const user = createUser(system);
+    const org = admin(system, ['orgs', 'create', '--name', 'Acme', '--orgname', `acme-${user.id.slice(3, 10)}`, '--email', 'ops@acme.test']);
+    expect(org.id).toMatch(/^o_/);
+    admin(system, ['orgs', 'add-member', '--org', org.id, '--user', user.id]);
+    const me = await client(system, user.apiKey).get('/users/me');
+    expect(me.status).toBe(200);
+    expect(me.body.data).toEqual({
+      id: user.id,
+      username: expect.any(String),
+      email: expect.stringContaining('@example.com'),
+      orgs: [{ name: 'Acme', id: org.id, orgname: org.orgname, email: 'ops@acme.test' }],
+      daily_compute_time_quota: expect.any(Number),
+      daily_compute_time_used: 0,
+      daily_invocations_quota: expect.any(Number),
+      daily_invocations_used: 0,
+    });
+  });
+
+  it('returns the paid form with billing period figures', async () => {
+    const user = createUser(system, 'paid');
+    const me = await client(system, user.apiKey).get('/users/me');
+    expect(me.status).toBe(200);
+    const d = me.body.data;
+    expect(Object.keys(d).sort()).toEqual(['billing_period_end_ts', 'billing_period_invocations', 'billing_period_start_ts', 'email', 'id', 'username']);
+    expect(d.billing_period_start_ts).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
+    expect(d.billing_period_end_ts).toBeGreaterThan(Math.floor(Date.now() / 1000));
+    admin(system, ['users', 'set-plan', '--user', user.id, '--plan', 'free']);
+  });
+
+  it('rotating a key revokes the old one', async () => {
+    const user = createUser(system);
+    const rotated = admin(system, ['keys', 'rotate', '--user', user.id]);
+    expect(rotated.api_key).not.toEqual(user.apiKey);
+    expect((await client(system, rotated.api_key).get('/users/me')).status).toBe(200);
+    // The guard caches keys for a few seconds; the old key stops working after that.
+    const old = client(system, user.apiKey);
+    const deadline = Date.now() + 15_000;
+    let status = 200;
+    while (Date.now() < deadline && status === 200) {
+      status = (await old.get('/users/me')).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(status).toBe(401);
+  });
+
+  it('applies include and exclude to returned objects', async () => {
+    const user = createUser(system);
+    const api = client(system, user.apiKey);
+    expect(Object.keys((await api.get('/users/me?include=id,email')).body.data).sort()).toEqual(['email', 'id']);
+    expect((await api.get('/users/me?exclude=orgs')).body.data.orgs).toBeUndefined();
+  });
+
+  it('answers unknown routes with 404 in the error body', async () => {
+    const user = createUser(system);
+    const res = await client(system, user.apiKey).get('/no/such/route');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: expect.any(String), code: 'not_found' });
+  });
+
+  it('answers malformed JSON with 400', async () => {
+    const user = createUser(system);
+    const res = await fetch(`${system.baseUrl}/users/me`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body: '{oops' });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: 'the request body is not valid JSON', code: 'invalid_request' });
+  });
+
+  it('admin CLI refuses bad input with a clear error', () => {
+    expect(() => admin(system, ['users', 'create', '--username', 'x'])).toThrow(/--email is required/);
+    expect(() => admin(system, ['users', 'set-plan', '--user', 'u_nope', '--plan', 'paid'])).toThrow(/user u_nope not found/);
+    expect(() => admin(system, ['orgs', 'create', '--name', 'A', '--orgname', 'Bad Slug'])).toThrow(/orgname/);
+  });
+});

@@ -1,0 +1,126 @@
+import { EmittedEvent } from '@app/contracts';
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+import { Emitter, insertSource } from './events.helpers';
+
+describe('event summaries', () => {
+  let system: System;
+  let emitter: Emitter;
+  let user: TestUser;
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    system = await startSystem({ EVENT_RETENTION: '5' }, { apps: ['api', 'delivery'] });
+    emitter = await Emitter.connect(system);
+    user = createUser(system);
+    api = client(system, user.apiKey);
+  });
+  afterAll(async () => {
+    await emitter?.close();
+    await system?.stop();
+  });
+
+  const summaries = async (id: string, query = ''): Promise<{ status: number; body: any }> => api.get(`/sources/${id}/event_summaries${query}`); // eslint-disable-line @typescript-eslint/no-explicit-any
+
+  it('lists emitted events newest first in the spec shape, keeping the last N per class', async () => {
+    const src = await insertSource(system, user.id);
+    const sent: EmittedEvent[] = [];
+    for (let i = 0; i < 7; i++) sent.push(await emitter.emit(src, user.id, { n: i }));
+    await emitter.emit(src, user.id, { msg: 'hello' }, { name: '$logs' });
+    await emitter.emit(src, user.id, { error: { message: 'boom' } }, { name: '$errors' });
+    const res = await eventually(async () => {
+      const r = await summaries(src, '?limit=100');
+      return r.body?.data?.length === 5 && r.body.data[0].id === sent[6].id ? r : undefined;
+    }, { what: 'the last 5 events indexed' });
+    expect(res.status).toBe(200);
+    expect(res.body.page_info).toEqual({ total_count: 5, count: 5, start_cursor: expect.any(String), end_cursor: expect.any(String) });
+    expect(res.body.data.map((d: { id: string }) => d.id)).toEqual(sent.slice(2).reverse().map((e) => e.id));
+    expect(res.body.data[0]).toEqual({
+      id: sent[6].id,
+      indexed_at_ms: expect.any(Number),
+      event: { n: 6 },
+      metadata: { emit_id: sent[6].emitId, name: '', emitter_id: src },
+    });
+    const logs = await summaries(src, '?event_name=$logs');
+    expect(logs.body.data).toEqual([expect.objectContaining({ event: { msg: 'hello' }, metadata: expect.objectContaining({ name: '$logs' }) })]);
+    const errors = await summaries(src, '?event_name=%24errors');
+    expect(errors.body.data[0].event).toEqual({ error: { message: 'boom' } });
+  });
+
+  it('pages with limit and cursors and filters custom channels', async () => {
+    const src = await insertSource(system, user.id);
+    const a = await emitter.emit(src, user.id, { n: 1 });
+    const b = await emitter.emit(src, user.id, { n: 2 }, { name: 'orders' });
+    const c = await emitter.emit(src, user.id, { n: 3 });
+    await eventually(async () => (await summaries(src)).body?.data?.length === 3, { what: 'indexing' });
+    const first = await summaries(src, '?limit=2');
+    expect(first.body.data.map((d: { id: string }) => d.id)).toEqual([c.id, b.id]);
+    expect(first.body.page_info.total_count).toBe(3);
+    const next = await summaries(src, `?limit=2&after=${first.body.page_info.end_cursor}`);
+    expect(next.body.data.map((d: { id: string }) => d.id)).toEqual([a.id]);
+    const back = await summaries(src, `?limit=2&before=${next.body.page_info.start_cursor}`);
+    expect(back.body.data.map((d: { id: string }) => d.id)).toEqual([c.id, b.id]);
+    expect((await summaries(src, '?event_name=orders')).body.data.map((d: { id: string }) => d.id)).toEqual([b.id]);
+    expect((await summaries(src, '?event_name=')).body.data.map((d: { id: string }) => d.id)).toEqual([c.id, a.id]);
+    expect((await summaries(src, '?limit=0')).status).toBe(400);
+    expect((await summaries(src, '?limit=101')).status).toBe(400);
+    expect((await summaries(src, '?after=garbage')).status).toBe(400);
+    expect((await summaries(src, '?bogus=1')).status).toBe(400);
+  });
+
+  it('truncates event data over 1KB unless expand=event', async () => {
+    const src = await insertSource(system, user.id);
+    const big = { text: 'x'.repeat(5000) };
+    await emitter.emit(src, user.id, big);
+    const res = await eventually(async () => (await summaries(src)).body?.data?.[0], { what: 'indexing' });
+    expect(res.event).toEqual({ $truncated: true, size_bytes: JSON.stringify(big).length, preview: JSON.stringify(big).slice(0, 1024) });
+    expect((await summaries(src, '?expand=event')).body.data[0].event).toEqual(big);
+  });
+
+  it('returns 404 for a source that is not yours or does not exist', async () => {
+    const other = createUser(system);
+    const src = await insertSource(system, other.id);
+    expect((await summaries(src)).status).toBe(404);
+    expect((await summaries('dc_doesnotexist')).body).toEqual({ error: expect.any(String), code: 'not_found', details: { id: 'dc_doesnotexist' } });
+    expect((await api.del(`/sources/${src}/events`)).status).toBe(404);
+  });
+
+  it('deletes all events, a start range, an end range, a closed range and one event (202, asynchronously)', async () => {
+    const ids = async (src: string): Promise<string[]> => (await summaries(src, '?limit=100')).body.data.map((d: { id: string }) => d.id);
+    const setup = async (): Promise<[string, string[]]> => {
+      const src = await insertSource(system, user.id);
+      const sent: string[] = [];
+      for (let i = 0; i < 5; i++) sent.push((await emitter.emit(src, user.id, { i }, { idMs: 1_700_000_000_000 + i })).id);
+      await eventually(async () => (await ids(src)).length === 5, { what: 'indexing' });
+      return [src, sent];
+    };
+    const expectLeft = async (src: string, left: string[]): Promise<void> => {
+      await eventually(async () => JSON.stringify(await ids(src)) === JSON.stringify([...left].reverse()), { what: `events ${left.join(',')} left` });
+    };
+    let [src, s] = await setup();
+    expect((await api.del(`/sources/${src}/events`)).status).toBe(202);
+    await expectLeft(src, []);
+    [src, s] = await setup();
+    expect((await api.del(`/sources/${src}/events?start_id=${s[3]}`)).status).toBe(202);
+    await expectLeft(src, s.slice(0, 3));
+    [src, s] = await setup();
+    expect((await api.del(`/sources/${src}/events?end_id=${s[1]}`)).status).toBe(202);
+    await expectLeft(src, s.slice(2));
+    [src, s] = await setup();
+    expect((await api.del(`/sources/${src}/events?start_id=${s[1]}&end_id=${s[3]}`)).status).toBe(202);
+    await expectLeft(src, [s[0], s[4]]);
+    [src, s] = await setup();
+    expect((await api.del(`/sources/${src}/events?start_id=${s[2]}&end_id=${s[2]}`)).status).toBe(202);
+    await expectLeft(src, [s[0], s[1], s[3], s[4]]);
+    expect((await api.del(`/sources/${src}/events?start_id=nope`)).status).toBe(400);
+    expect((await api.del(`/sources/${src}/events?start_id=${s[3]}&end_id=${s[1]}`)).status).toBe(400);
+  });
+
+  it('answers 404 for workflow event summaries (workflows are not managed here)', async () => {
+    const res = await api.get('/workflows/p_abc/event_summaries');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: 'workflow p_abc not found', code: 'not_found', details: { id: 'p_abc' } });
+    expect((await api.get('/workflows/p_abc/$errors/event_summaries?limit=5')).status).toBe(404);
+    expect((await api.get('/workflows/p_abc/$errors/event_summaries')).body.code).toBe('not_found');
+  });
+});

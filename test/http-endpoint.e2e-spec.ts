@@ -1,0 +1,123 @@
+import { connect, NatsConnection } from 'nats';
+import { decodeJson, InvocationMessage, Names, partitionOf } from '@app/contracts';
+import { client, createUser, TestUser } from './support/accounts';
+import { HTTP_SOURCE } from './support/components';
+import { startSystem, System } from './support/system';
+
+/** The ingress alone (api without runner): what is stored in INVOCATIONS and what the client gets. */
+const CUSTOM_RESPONSE_SOURCE = `module.exports = {
+  name: "Custom Response", version: "1",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run(event) { this.http.respond({ status: 201, body: "ok" }); },
+};`;
+
+describe('HTTP endpoints and manual runs (ingress)', () => {
+  let system: System;
+  let user: TestUser;
+  let nc: NatsConnection;
+  let names: Names;
+
+  beforeAll(async () => {
+    system = await startSystem({ HTTP_MAX_BODY_BYTES: '2048', HTTP_RATE_PER_SEC: '1', HTTP_BURST: '3', HTTP_RESPONSE_TIMEOUT_MS: '800' }, { apps: ['api'] });
+    user = createUser(system);
+    nc = await connect({ servers: system.env.NATS_URL });
+    names = new Names(system.natsPrefix);
+  });
+  afterAll(async () => {
+    await nc?.close();
+    await system?.stop();
+  });
+
+  const lastInvocation = async (sourceId: string): Promise<InvocationMessage> => {
+    const jsm = await nc.jetstreamManager();
+    const m = await jsm.streams.getMessage(names.invocationsStream, { last_by_subj: names.invocation(partitionOf(sourceId, Number(system.env.PARTITIONS)), sourceId) });
+    return decodeJson<InvocationMessage>(m.data);
+  };
+
+  const createSource = async (code: string): Promise<{ id: string; url: string }> => {
+    const res = await client(system, user.apiKey).post('/sources', { component_code: code });
+    expect(res.status).toBe(200);
+    return { id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url };
+  };
+
+  it('stores the request as an invocation and answers 200 {"success":true}', async () => {
+    const s = await createSource(HTTP_SOURCE);
+    const res = await fetch(`${s.url}/hooks/a?x=1&y=two`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-custom': 'v' }, body: '{"hello":"world"}' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ success: true });
+    const inv = await lastInvocation(s.id);
+    expect(inv).toMatchObject({ sourceId: s.id, kind: 'http', invocationId: expect.stringMatching(/^inv_/) });
+    expect(inv.replyTo).toBeUndefined();
+    expect(inv.event).toEqual({
+      method: 'POST',
+      path: '/hooks/a',
+      query: { x: '1', y: 'two' },
+      headers: expect.objectContaining({ 'content-type': 'application/json', 'x-custom': 'v' }),
+      bodyRaw: '{"hello":"world"}',
+      body: { hello: 'world' },
+      url: `${s.url}/hooks/a?x=1&y=two`,
+      client_ip: expect.any(String),
+    });
+
+    const form = await fetch(s.url, { method: 'PUT', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'a=1&b=%C3%A9' });
+    expect(form.status).toBe(200);
+    expect((await lastInvocation(s.id)).event).toMatchObject({ method: 'PUT', path: '/', body: { a: '1', b: 'é' }, bodyRaw: 'a=1&b=%C3%A9' });
+
+    const text = await fetch(s.url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'just text' });
+    expect(text.status).toBe(200);
+    expect((await lastInvocation(s.id)).event).toMatchObject({ body: 'just text', bodyRaw: 'just text' });
+  });
+
+  it('answers 404 for an unknown endpoint, 413 over the body limit, 429 with Retry-After over the rate', async () => {
+    const unknown = await fetch(`${system.origin}/e/ennosuchendpoint`, { method: 'POST', body: 'x' });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ error: expect.any(String), code: 'not_found' });
+
+    const s = await createSource(HTTP_SOURCE);
+    const big = await fetch(s.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pad: 'x'.repeat(4096) }) });
+    expect(big.status).toBe(413);
+    expect(((await big.json()) as { code: string }).code).toBe('payload_too_large');
+
+    const statuses: number[] = [];
+    let retryAfter: string | null = null;
+    for (let i = 0; i < 6; i++) {
+      const r = await fetch(s.url, { method: 'GET' });
+      statuses.push(r.status);
+      if (r.status === 429) {
+        retryAfter = r.headers.get('retry-after');
+        expect(((await r.json()) as { code: string }).code).toBe('rate_limited');
+      }
+    }
+    expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
+    expect(statuses).toContain(429);
+    expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a customResponse endpoint waits on the reply subject and answers 504 when nobody responds', async () => {
+    const s = await createSource(CUSTOM_RESPONSE_SOURCE);
+    const res = await fetch(s.url, { method: 'POST', body: 'x' });
+    expect(res.status).toBe(504);
+    expect(await res.json()).toMatchObject({ code: 'gateway_timeout', error: expect.stringContaining('respond()') });
+    const inv = await lastInvocation(s.id);
+    expect(inv.replyTo).toMatch(new RegExp(`resp\\.[a-z0-9]+\\.${inv.invocationId}$`));
+  });
+
+  it('POST /v1/sources/{id}/run stores a manual invocation and answers 202; another account gets 404', async () => {
+    const s = await createSource(HTTP_SOURCE);
+    const api = client(system, user.apiKey);
+    const res = await api.post(`/sources/${s.id}/run`);
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ data: { invocation_id: expect.stringMatching(/^inv_/) } });
+    const inv = await lastInvocation(s.id);
+    expect(inv).toMatchObject({ invocationId: res.body.data.invocation_id, kind: 'manual', event: { manual: true, timestamp: expect.any(Number) } });
+
+    const withEvent = await api.post(`/sources/${s.id}/run`, { event: { hello: 1 } });
+    expect(withEvent.status).toBe(202);
+    expect((await lastInvocation(s.id)).event).toEqual({ hello: 1 });
+
+    const other = createUser(system);
+    expect((await client(system, other.apiKey).post(`/sources/${s.id}/run`)).status).toBe(404);
+    expect((await api.post('/sources/dc_doesnotexist/run')).status).toBe(404);
+    expect((await client(system).post(`/sources/${s.id}/run`)).status).toBe(401);
+  });
+});

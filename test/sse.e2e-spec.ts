@@ -1,0 +1,99 @@
+import { EmittedEvent } from '@app/contracts';
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+import { Emitter, insertSource } from './events.helpers';
+
+interface Frame {
+  id?: string;
+  data?: string;
+  comment?: string;
+}
+
+/** Reads an SSE response into frames as they arrive. */
+async function openStream(system: System, path: string, apiKey: string, lastEventId?: string): Promise<{ status: number; frames: Frame[]; close: () => void; contentType: string | null }> {
+  const ac = new AbortController();
+  const headers: Record<string, string> = { authorization: `Bearer ${apiKey}`, accept: 'text/event-stream' };
+  if (lastEventId) headers['last-event-id'] = lastEventId;
+  const res = await fetch(system.origin + path, { headers, signal: ac.signal });
+  const frames: Frame[] = [];
+  if (res.ok && res.body) {
+    void (async () => {
+      const decoder = new TextDecoder();
+      let buf = '';
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buf += decoder.decode(chunk, { stream: true });
+        let i: number;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const f: Frame = {};
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) f.comment = line.slice(1);
+            else if (line.startsWith('id: ')) f.id = line.slice(4);
+            else if (line.startsWith('data: ')) f.data = line.slice(6);
+          }
+          frames.push(f);
+        }
+      }
+    })().catch(() => undefined);
+  }
+  return { status: res.status, frames, close: () => ac.abort(), contentType: res.headers.get('content-type') };
+}
+
+describe('SSE streams of a source', () => {
+  let system: System;
+  let emitter: Emitter;
+  let user: TestUser;
+
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: ['api'] });
+    emitter = await Emitter.connect(system);
+    user = createUser(system);
+  });
+  afterAll(async () => {
+    await emitter?.close();
+    await system?.stop();
+  });
+
+  const events = (frames: Frame[]): Array<{ id: string; event: unknown; metadata: { name: string } }> => frames.filter((f) => f.data).map((f) => ({ ...JSON.parse(f.data!), frameId: f.id }));
+
+  it('streams emits and observations live, one unnamed message per event, after a handshake comment', async () => {
+    const src = await insertSource(system, user.id);
+    const emits = await openStream(system, `/sse/dc/${src}/emits`, user.apiKey);
+    const obs = await openStream(system, `/sse/dc/${src}/observations`, user.apiKey);
+    expect(emits.status).toBe(200);
+    expect(emits.contentType).toMatch(/^text\/event-stream/);
+    await eventually(async () => emits.frames[0]?.comment === 'sse-handshake' && obs.frames[0]?.comment === 'sse-handshake', { what: 'handshakes' });
+    const a = await emitter.emit(src, user.id, { a: 1 });
+    const log = await emitter.emit(src, user.id, { ts: 1, k: 'console.log', msg: 'hi' }, { name: '$logs' });
+    const b = await emitter.emit(src, user.id, { b: 2 }, { name: 'custom' });
+    await eventually(async () => events(emits.frames).length === 2 && events(obs.frames).length === 1, { what: 'live events' });
+    expect(emits.frames.filter((f) => f.data).map((f) => f.id)).toEqual([a.id, b.id]);
+    expect(events(emits.frames)[0]).toEqual({ id: a.id, frameId: a.id, indexed_at_ms: expect.any(Number), event: { a: 1 }, metadata: { emit_id: a.emitId, name: '', emitter_id: src } });
+    expect(events(obs.frames)[0]).toEqual(expect.objectContaining({ id: log.id, event: { ts: 1, k: 'console.log', msg: 'hi' } }));
+    emits.close();
+    obs.close();
+  });
+
+  it('resumes after Last-Event-ID, replaying what was missed, then continues live', async () => {
+    const src = await insertSource(system, user.id);
+    const sent: EmittedEvent[] = [];
+    for (let i = 0; i < 4; i++) sent.push(await emitter.emit(src, user.id, { i }));
+    const stream = await openStream(system, `/sse/dc/${src}/emits`, user.apiKey, sent[1].id);
+    await eventually(async () => events(stream.frames).length === 2, { what: 'replay' });
+    const live = await emitter.emit(src, user.id, { i: 4 });
+    await eventually(async () => events(stream.frames).length === 3, { what: 'live after replay' });
+    expect(events(stream.frames).map((e) => e.id)).toEqual([sent[2].id, sent[3].id, live.id]);
+    stream.close();
+  });
+
+  it('requires the key and hides other accounts\' sources', async () => {
+    const src = await insertSource(system, user.id);
+    expect((await fetch(`${system.origin}/sse/dc/${src}/emits`)).status).toBe(401);
+    const other = createUser(system);
+    const denied = await openStream(system, `/sse/dc/${src}/emits`, other.apiKey);
+    expect(denied.status).toBe(404);
+    const bad = await openStream(system, `/sse/dc/${src}/emits`, user.apiKey, 'garbage');
+    expect(bad.status).toBe(400);
+  });
+});

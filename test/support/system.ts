@@ -1,0 +1,171 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Client } from 'pg';
+
+/**
+ * Boots the real system for end-to-end tests: api, runner(s) and delivery as
+ * separate processes from `dist/`, on their own database (cloned from the run's
+ * migrated template) and their own NATS prefix.
+ */
+export interface System {
+  baseUrl: string;
+  /** `http://127.0.0.1:<port>` (no `/v1`). */
+  origin: string;
+  env: Record<string, string>;
+  databaseUrl: string;
+  natsPrefix: string;
+  procs: Map<string, ChildProcess>;
+  /** Starts another app process (e.g. a second runner) with extra env. */
+  startApp(app: AppName, name: string, extraEnv?: Record<string, string>): Promise<ChildProcess>;
+  stopApp(name: string, signal?: NodeJS.Signals): Promise<void>;
+  logs(name: string): string;
+  stop(): Promise<void>;
+}
+
+export type AppName = 'api' | 'runner' | 'delivery';
+
+const ROOT = join(__dirname, '..', '..');
+
+function need(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run the tests with npm test`);
+  return v;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/** Polls `check` until it returns a truthy value or the deadline passes. */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, { timeoutMs = 20_000, intervalMs = 100, what = 'condition' } = {}): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await check();
+      if (v) return v;
+    } catch (e) {
+      lastError = e;
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw new Error(`timed out waiting for ${what}${lastError ? `: ${(lastError as Error).message}` : ''}`);
+}
+
+async function createDatabase(): Promise<{ url: string; name: string }> {
+  const runId = need('TEST_RUN_ID');
+  const name = `ess_t_${runId}_${randomBytes(3).toString('hex')}`;
+  const admin = new Client({ connectionString: need('TEST_PG_ADMIN_URL') });
+  await admin.connect();
+  try {
+    await admin.query(`create database "${name}" template "${need('TEST_TEMPLATE_DB')}"`);
+  } finally {
+    await admin.end();
+  }
+  return { url: need('TEST_DATABASE_URL').replace(/\/[^/?]+(\?|$)/, `/${name}$1`), name };
+}
+
+async function waitHealthy(url: string, proc: ChildProcess, name: string, logs: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${name} exited (${proc.exitCode ?? proc.signalCode}):\n${logs().slice(-4000)}`);
+    const res = await fetch(url).catch(() => undefined);
+    if (res?.ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${name} at ${url}\n--- ${name} output ---\n${logs().slice(-4000)}`);
+}
+
+/** Starts api + runner + delivery. `env` overrides settings (e.g. short timers). */
+export async function startSystem(env: Record<string, string> = {}, { apps = ['api', 'runner', 'delivery'] as AppName[] } = {}): Promise<System> {
+  const db = await createDatabase();
+  const port = await freePort();
+  const natsPrefix = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
+  const baseEnv: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    DATABASE_URL: db.url,
+    NATS_URL: need('TEST_NATS_URL'),
+    NATS_PREFIX: natsPrefix,
+    DATA_DIR: process.env.TEST_DATA_DIR ?? join(ROOT, '.data', 'test'),
+    SECRETS_KEY: randomBytes(32).toString('hex'),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    ALLOW_LOOPBACK: 'true',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+    PARTITIONS: '8',
+    LEASE_TTL_MS: '3000',
+    WORKER_THREADS: '2',
+    RUNNER_METRICS_PORT: '0',
+    DELIVERY_METRICS_PORT: '0',
+    ...env,
+  };
+  const procs = new Map<string, ChildProcess>();
+  const output = new Map<string, string[]>();
+  const origin = `http://127.0.0.1:${port}`;
+
+  const startApp = async (app: AppName, name: string, extraEnv: Record<string, string> = {}): Promise<ChildProcess> => {
+    const appEnv = { ...baseEnv, ...extraEnv };
+    if (app === 'runner' && appEnv.RUNNER_METRICS_PORT === '0') appEnv.RUNNER_METRICS_PORT = String(await freePort());
+    if (app === 'delivery' && appEnv.DELIVERY_METRICS_PORT === '0') appEnv.DELIVERY_METRICS_PORT = String(await freePort());
+    const proc = spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'main.js')], { env: appEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const lines: string[] = [];
+    output.set(name, lines);
+    const keep = (d: Buffer): void => {
+      lines.push(d.toString());
+      if (lines.length > 2000) lines.splice(0, 1000);
+    };
+    proc.stdout?.on('data', keep);
+    proc.stderr?.on('data', keep);
+    procs.set(name, proc);
+    const logs = (): string => lines.join('');
+    if (app === 'api') await waitHealthy(`${origin}/healthz`, proc, name, logs);
+    else await waitHealthy(`http://127.0.0.1:${appEnv[app === 'runner' ? 'RUNNER_METRICS_PORT' : 'DELIVERY_METRICS_PORT']}/healthz`, proc, name, logs);
+    return proc;
+  };
+
+  const stopApp = async (name: string, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> => {
+    const proc = procs.get(name);
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      proc.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      proc.kill(signal);
+    });
+  };
+
+  const system: System = {
+    baseUrl: `${origin}/v1`,
+    origin,
+    env: baseEnv,
+    databaseUrl: db.url,
+    natsPrefix,
+    procs,
+    startApp,
+    stopApp,
+    logs: (name) => (output.get(name) ?? []).join(''),
+    stop: async () => {
+      await Promise.all([...procs.keys()].map((n) => stopApp(n)));
+    },
+  };
+  try {
+    for (const app of apps) await startApp(app, app);
+  } catch (e) {
+    await system.stop();
+    throw e;
+  }
+  return system;
+}

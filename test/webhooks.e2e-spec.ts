@@ -1,0 +1,203 @@
+import { Webhook as Verifier } from 'standardwebhooks';
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, freePort, startSystem, System } from './support/system';
+import { Answer, Emitter, insertSource, Receiver, subscriptionsLoaded } from './events.helpers';
+
+type Api = ReturnType<typeof client>;
+
+describe('webhooks: API and signed, retried delivery', () => {
+  let system: System;
+  let emitter: Emitter;
+  let user: TestUser;
+  let api: Api;
+  const receivers: Receiver[] = [];
+
+  beforeAll(async () => {
+    system = await startSystem({ WEBHOOK_RETRY_SCHEDULE: '200ms,400ms', WEBHOOK_TIMEOUT_MS: '2000', DELIVERY_METRICS_PORT: String(await freePort()) }, { apps: ['api', 'delivery'] });
+    emitter = await Emitter.connect(system);
+    user = createUser(system);
+    api = client(system, user.apiKey);
+  });
+  afterAll(async () => {
+    await Promise.all(receivers.map((r) => r.stop()));
+    await emitter?.close();
+    await system?.stop();
+  });
+
+  const receiver = async (): Promise<Receiver> => {
+    const r = await new Receiver().start();
+    receivers.push(r);
+    return r;
+  };
+  /** A source subscribed to a new webhook pointing at `r`; returns both ids and the secret. */
+  const wire = async (r: Receiver): Promise<{ src: string; wh: string; secret: string }> => {
+    const src = await insertSource(system, user.id);
+    const created = await api.post(`/webhooks?url=${encodeURIComponent(r.url)}`);
+    expect(created.status).toBe(200);
+    const wh = created.body.data.id;
+    expect((await api.post('/subscriptions', { emitter_id: src, listener_id: wh })).status).toBe(200);
+    await subscriptionsLoaded(system);
+    return { src, wh, secret: created.body.data.secret };
+  };
+  const deliveries = async (wh: string): Promise<Array<Record<string, unknown>>> => (await api.get(`/webhooks/${wh}/deliveries?limit=100`)).body.data;
+
+  it('creates a webhook with the spec fields and returns the secret only once', async () => {
+    const res = await api.post('/webhooks?url=https://example.com/hook');
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      id: expect.stringMatching(/^wh_/),
+      user_id: user.id,
+      name: null,
+      description: null,
+      url: 'https://example.com/hook',
+      active: true,
+      created_at: expect.any(Number),
+      updated_at: expect.any(Number),
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/=]+$/),
+    });
+    const got = await api.get(`/webhooks/${res.body.data.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.data.secret).toBeUndefined();
+    const named = await api.post('/webhooks', { url: 'http://hooks.example.com:8080/a/b?c=1', name: 'ci', description: 'builds' });
+    expect(named.body.data).toEqual(expect.objectContaining({ name: 'ci', description: 'builds', url: 'http://hooks.example.com:8080/a/b?c=1' }));
+  });
+
+  it.each([['example.com/hook'], ['ftp://example.com/x'], ['http://'], ['javascript:alert(1)'], ['']])('rejects the url %j with 400', async (url) => {
+    const res = await api.post('/webhooks', { url });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: expect.any(String), code: 'invalid_request', details: expect.objectContaining({ field: 'url' }) });
+  });
+
+  it('rejects unknown fields, lists webhooks with pagination, and hides other accounts\' webhooks', async () => {
+    expect((await api.post('/webhooks', { url: 'https://example.com', owner_id: 'u_x' })).status).toBe(400);
+    const other = createUser(system);
+    const otherApi = client(system, other.apiKey);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await otherApi.post(`/webhooks?url=https://example.com/${i}`)).body.data.id);
+    const page1 = await otherApi.get('/users/me/webhooks?limit=2');
+    expect(page1.status).toBe(200);
+    expect(page1.body.page_info).toEqual({ total_count: 3, count: 2, start_cursor: expect.any(String), end_cursor: expect.any(String) });
+    expect(page1.body.data.map((w: { id: string }) => w.id)).toEqual([ids[2], ids[1]]);
+    expect(page1.body.data[0].secret).toBeUndefined();
+    const page2 = await otherApi.get(`/users/me/webhooks?limit=2&after=${page1.body.page_info.end_cursor}`);
+    expect(page2.body.data.map((w: { id: string }) => w.id)).toEqual([ids[0]]);
+    for (const call of [api.get(`/webhooks/${ids[0]}`), api.put(`/webhooks/${ids[0]}`, { name: 'x' }), api.del(`/webhooks/${ids[0]}`), api.get(`/webhooks/${ids[0]}/deliveries`)]) {
+      expect((await call).status).toBe(404);
+    }
+    expect((await api.post('/subscriptions', { emitter_id: 'dc_*', listener_id: ids[0] })).status).toBe(404);
+  });
+
+  it('updates and deletes a webhook', async () => {
+    const id = (await api.post('/webhooks?url=https://example.com/a')).body.data.id;
+    const put = await api.put(`/webhooks/${id}`, { url: 'https://example.org/b', name: 'renamed', active: false });
+    expect(put.status).toBe(200);
+    expect(put.body.data).toEqual(expect.objectContaining({ url: 'https://example.org/b', name: 'renamed', description: null, active: false }));
+    expect((await api.put(`/webhooks/${id}`, { url: 'nope' })).status).toBe(400);
+    expect((await api.put(`/webhooks/${id}`, {})).status).toBe(400);
+    expect((await api.del(`/webhooks/${id}`)).status).toBe(204);
+    expect((await api.get(`/webhooks/${id}`)).status).toBe(404);
+    expect((await api.del(`/webhooks/${id}`)).status).toBe(404);
+  });
+
+  it('POSTs each event with headers and a Standard Webhooks signature the real library verifies', async () => {
+    const r = await receiver();
+    const { src, wh, secret } = await wire(r);
+    const sent = [await emitter.emit(src, user.id, { hello: 'world' }), await emitter.emit(src, user.id, { n: 2 })];
+    await eventually(async () => r.ids().size === 2, { what: 'two deliveries' });
+    const verifier = new Verifier(secret);
+    for (const ev of sent) {
+      const got = r.received.find((x) => x.headers['webhook-id'] === `${src}:${ev.id}`)!;
+      expect(JSON.parse(got.body)).toEqual(ev.event);
+      expect(got.headers).toEqual(expect.objectContaining({
+        'content-type': 'application/json',
+        'x-pd-emitter-id': src,
+        'x-pd-event-name': '',
+        'x-pd-emit-id': ev.emitId,
+        'x-pd-event-id': ev.id,
+        'webhook-signature': expect.stringMatching(/^v1,/),
+      }));
+      expect(verifier.verify(got.body, got.headers as Record<string, string>)).toEqual(ev.event);
+      expect(() => new Verifier('whsec_' + Buffer.from('another secret..').toString('base64')).verify(got.body, got.headers as Record<string, string>)).toThrow();
+    }
+    const log = await eventually(async () => {
+      const d = await deliveries(wh);
+      return d.length === 2 ? d : undefined;
+    }, { what: 'attempts recorded' });
+    expect(log[0]).toEqual({
+      id: expect.stringMatching(/^dlv_/),
+      event_id: expect.any(String),
+      emitter_id: src,
+      attempt: 1,
+      status: 'succeeded',
+      response_code: 200,
+      latency_ms: expect.any(Number),
+      response_body: 'ok',
+      error: null,
+      next_attempt_at_ms: null,
+      created_at_ms: expect.any(Number),
+    });
+  });
+
+  it('retries failures on the schedule until success, and records exhausted attempts', async () => {
+    const r = await receiver();
+    r.respond = (_req, n) => (n <= 2 ? { status: 500, body: 'x'.repeat(5000) } : { status: 200 });
+    const { src, wh } = await wire(r);
+    const ev = await emitter.emit(src, user.id, { retry: true });
+    await eventually(async () => (await deliveries(wh)).some((d) => d.status === 'succeeded'), { what: 'a successful retry' });
+    const log = (await deliveries(wh)).reverse();
+    expect(log.map((d) => [d.attempt, d.status, d.response_code])).toEqual([[1, 'failed', 500], [2, 'failed', 500], [3, 'succeeded', 200]]);
+    expect(String(log[0].response_body).length).toBe(1024);
+    expect(r.received.every((x) => x.headers['webhook-id'] === `${src}:${ev.id}`)).toBe(true);
+
+    const dead = await receiver();
+    dead.respond = () => ({ status: 503 });
+    const w2 = await wire(dead);
+    await emitter.emit(w2.src, user.id, { doomed: true });
+    await eventually(async () => (await deliveries(w2.wh)).some((d) => d.status === 'exhausted'), { what: 'exhausted attempts' });
+    expect((await deliveries(w2.wh)).reverse().map((d) => d.status)).toEqual(['failed', 'failed', 'exhausted']);
+    expect(dead.received.length).toBe(3);
+  });
+
+  it('counts a redirect as a failure without following it, and honours Retry-After', async () => {
+    const target = await receiver();
+    const r = await receiver();
+    r.respond = (_req, n): Answer => (n === 1 ? { status: 302, headers: { location: target.url } } : n === 2 ? { status: 503, headers: { 'retry-after': '1' } } : { status: 204 });
+    const { src, wh } = await wire(r);
+    await emitter.emit(src, user.id, { redirect: true });
+    await eventually(async () => (await deliveries(wh)).some((d) => d.status === 'succeeded'), { what: 'delivery after redirect and Retry-After' });
+    const log = (await deliveries(wh)).reverse();
+    expect(log.map((d) => [d.status, d.response_code])).toEqual([['failed', 302], ['failed', 503], ['succeeded', 204]]);
+    expect(log[0].error).toMatch(/redirect/);
+    expect(Number(log[1].next_attempt_at_ms) - Number(log[1].created_at_ms)).toBeGreaterThanOrEqual(950);
+    expect(r.received[2].at - r.received[1].at).toBeGreaterThanOrEqual(900);
+    expect(target.received.length).toBe(0);
+  });
+
+  it('disables the webhook when the endpoint answers 410', async () => {
+    const r = await receiver();
+    r.respond = () => ({ status: 410 });
+    const { src, wh } = await wire(r);
+    await emitter.emit(src, user.id, { gone: true });
+    const hook = await eventually(async () => {
+      const w = (await api.get(`/webhooks/${wh}`)).body.data;
+      return w.active === false ? w : undefined;
+    }, { what: 'webhook disabled' });
+    expect(hook.disabled_reason).toMatch(/410/);
+    expect((await deliveries(wh))[0]).toEqual(expect.objectContaining({ status: 'disabled', response_code: 410 }));
+    const reenabled = await api.put(`/webhooks/${wh}`, { active: true });
+    expect(reenabled.body.data.active).toBe(true);
+    expect(reenabled.body.data.disabled_reason).toBeUndefined();
+  });
+
+  it('keeps delivering to healthy endpoints while another endpoint hangs', async () => {
+    const hung = await receiver();
+    hung.respond = () => new Promise(() => undefined);
+    const fast = await receiver();
+    const a = await wire(hung);
+    const b = await wire(fast);
+    for (let i = 0; i < 100; i++) await emitter.emit(a.src, user.id, { i });
+    for (let i = 0; i < 100; i++) await emitter.emit(b.src, user.id, { i });
+    await eventually(async () => fast.ids().size === 100, { what: 'all events at the healthy endpoint' });
+    expect(hung.received.length).toBeLessThanOrEqual(32); // the per-webhook concurrency
+  });
+});
