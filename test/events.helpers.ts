@@ -107,9 +107,9 @@ export class Receiver {
     return new Set(this.received.map((r) => String(r.headers['x-pd-event-id'])));
   }
 
-  /** Distinct webhook-id values (`<emitter id>:<event id>`) received. */
+  /** Distinct `<x-pd-emitter-id>:<webhook-id>` pairs received: the dedupe key of a receiver fed by several sources. */
   ids(): Set<string> {
-    return new Set(this.received.map((r) => String(r.headers['webhook-id'])));
+    return new Set(this.received.map((r) => `${String(r.headers['x-pd-emitter-id'])}:${String(r.headers['webhook-id'])}`));
   }
 
   async stop(): Promise<void> {

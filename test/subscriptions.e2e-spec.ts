@@ -86,6 +86,18 @@ describe('subscriptions and auto-subscriptions', () => {
     expect((await api.get('/users/me/subscriptions')).body.data.some((s: { emitter_id: string }) => s.emitter_id === src)).toBe(false);
   });
 
+  it('deleting a source removes its subscriptions, as emitter and as listener', async () => {
+    const src = await insertSource(system, user.id);
+    const upstream = await insertSource(system, user.id);
+    const wh = await webhook();
+    expect((await subscribe({ emitter_id: src, listener_id: wh })).status).toBe(200);
+    expect((await subscribe({ emitter_id: upstream, listener_id: src })).status).toBe(200);
+    expect((await api.del(`/sources/${src}`)).status).toBe(204);
+    const left = (await api.get('/users/me/subscriptions')).body.data as Array<{ emitter_id: string; listener_id: string }>;
+    expect(left.filter((s) => s.emitter_id === src || s.listener_id === src)).toEqual([]);
+    expect((await subscribe({ emitter_id: upstream, listener_id: src })).status).toBe(404);
+  });
+
   it('lists an org\'s subscriptions for members only', async () => {
     const org = admin(system, ['orgs', 'create', '--name', 'Subs', '--orgname', `subs-${user.id.slice(3, 12)}`]);
     admin(system, ['orgs', 'add-member', '--org', org.id, '--user', user.id]);

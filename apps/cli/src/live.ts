@@ -8,7 +8,7 @@ import { followStream } from './sse';
 export function printEvent(ctx: CommandContext, e: EventSummary): void {
   if (ctx.json) return printJsonLine(e);
   const channel = e.metadata?.name ? ` ${cyan(`[${e.metadata.name}]`)}` : '';
-  const summary = e.metadata?.summary ? ` ${e.metadata.summary}` : '';
+  const summary = e.summary ? ` ${e.summary}` : '';
   out(dim(`${formatTime(e.indexed_at_ms)}  ${e.id}`) + channel + summary);
   out(JSON.stringify(e.event, null, 2));
 }

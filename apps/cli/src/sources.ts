@@ -33,7 +33,8 @@ export interface EventSummary {
   id: string;
   indexed_at_ms: number;
   event: unknown;
-  metadata: { emit_id?: string; name?: string; emitter_id?: string; summary?: string };
+  metadata: { emit_id?: string; name?: string; emitter_id?: string };
+  summary?: string;
 }
 
 const SOURCE_ID = /^dc_[A-Za-z0-9_-]+$/;

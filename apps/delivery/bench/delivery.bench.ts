@@ -67,7 +67,7 @@ class Receiver {
             this.badSignatures++;
           }
         }
-        const id = String(req.headers['webhook-id']);
+        const id = `${String(req.headers['x-pd-emitter-id'])}:${String(req.headers['webhook-id'])}`;
         if (!this.receipts.has(id)) this.receipts.set(id, { latencyMs: at - (JSON.parse(body) as { t: number }).t, at });
         res.writeHead(200).end();
       });

@@ -38,7 +38,7 @@ function startReceiver() {
           r.bad++;
         }
       }
-      const id = String(req.headers['webhook-id']);
+      const id = `${req.headers['x-pd-emitter-id']}:${req.headers['webhook-id']}`;
       if (!r.receipts.has(id)) r.receipts.set(id, { at, sentAt: JSON.parse(body).t, emittedAtId: Number(String(req.headers['x-pd-event-id']).split('-')[0]) });
       res.writeHead(200).end();
     });

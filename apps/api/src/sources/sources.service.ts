@@ -208,7 +208,11 @@ export class SourcesService {
   /** Marks deleted, bumps the revision, removes the desired state, then the row (the reconciler finishes an interrupted delete). */
   async remove(auth: AuthContext, id: string): Promise<void> {
     const { source } = await this.get(auth, id);
-    await this.em.fork().nativeUpdate(Source, { id: source.id }, { deletedAt: Math.floor(Date.now() / 1000), rev: raw('rev + 1') });
+    const em = this.em.fork();
+    await em.nativeUpdate(Source, { id: source.id }, { deletedAt: Math.floor(Date.now() / 1000), rev: raw('rev + 1') });
+    // Its subscriptions go with it, as emitter and as listener; delivery reloads its routes.
+    await em.nativeDelete(Subscription, { $or: [{ emitterId: source.id }, { listenerId: source.id }] });
+    this.nats.nc.publish(this.nats.names.changed('sources'));
     this.logger.log(`source deleted source_id=${source.id}`);
     await this.publisher.publishSoon(source.id);
   }

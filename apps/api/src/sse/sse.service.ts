@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 import { ConsumerMessages, DeliverPolicy } from 'nats';
 import { decodeJson, EmittedEvent } from '@app/contracts';
@@ -19,13 +19,14 @@ const belongs = (kind: StreamKind, name: string): boolean => (kind === 'observat
  * subject; with a resume point it replays the stream from there first.
  */
 @Injectable()
-export class SseService implements OnApplicationShutdown {
+export class SseService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('SseService');
   private readonly open = new Set<() => void>();
 
   constructor(private readonly nats: NatsService) {}
 
-  onApplicationShutdown(): void {
+  /** Ends every open stream before the HTTP server closes, which would otherwise wait on them forever. */
+  beforeApplicationShutdown(): void {
     for (const close of [...this.open]) close();
   }
 

@@ -46,8 +46,8 @@ interface Lane {
  * a delay, 410 disables the webhook. A failed attempt is recorded before the
  * nak (its row counts the attempts); a success is acked first, then recorded.
  */
-/** The `webhook-id` of an event: `<emitter id>:<event id>`. */
-export const webhookIdOf = (ev: { emitterId: string; id: string }): string => `${ev.emitterId}:${ev.id}`;
+/** The `webhook-id` of an event: its event id (DESIGN.md); `x-pd-emitter-id` tells emitters apart. */
+export const webhookIdOf = (ev: { id: string }): string => ev.id;
 
 @Injectable()
 export class WebhookSenderService implements OnApplicationBootstrap, OnApplicationShutdown {
