@@ -9,7 +9,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
-const { resolvePostgres, resolveNats, ensureBuilt, dropDatabase, log } = require('./lib/infra');
+const { ensureBuilt, log } = require('./lib/infra');
+const { startIsolatedRun } = require('./lib/isolated-run');
 
 const root = path.join(__dirname, '..');
 
@@ -34,21 +35,7 @@ async function main() {
   }
   ensureBuilt(root);
   const runId = `b${randomBytes(3).toString('hex')}`;
-  const dataDir = path.resolve(process.env.DATA_DIR || path.join(root, '.data'));
-  const template = `ess_test_${runId}`;
-  const pg = await resolvePostgres({ dataDir, dbName: template });
-  const nats = await resolveNats({ dataDir });
-  const { migrate } = require('../dist/libs/db/src/migrate.js');
-  await migrate(pg.url);
-  const env = {
-    ...process.env,
-    TEST_RUN_ID: runId,
-    TEST_DATABASE_URL: pg.url,
-    TEST_PG_ADMIN_URL: pg.adminUrl || pg.url.replace(/\/[^/?]+(\?|$)/, '/postgres$1'),
-    TEST_TEMPLATE_DB: template,
-    TEST_NATS_URL: nats.url,
-    TEST_DATA_DIR: path.join(dataDir, 'test'),
-  };
+  const { env, finish } = await startIsolatedRun(root, runId);
   let failed = 0;
   try {
     for (const file of files) {
@@ -57,28 +44,9 @@ async function main() {
       if (r.status !== 0) failed++;
     }
   } finally {
-    await cleanup(env).catch((e) => log(`cleanup: ${e.message}`));
-    await pg.stop();
-    await nats.stop();
+    await finish();
   }
   process.exit(failed ? 1 : 0);
-}
-
-/** Drops this run's databases and NATS streams (KV buckets and object stores are streams too). */
-async function cleanup(env) {
-  const { Client } = require('pg');
-  const admin = new Client({ connectionString: env.TEST_PG_ADMIN_URL });
-  await admin.connect();
-  const { rows } = await admin.query('select datname from pg_database where datname like $1', [`ess_t%_${env.TEST_RUN_ID}%`]);
-  await admin.end();
-  for (const r of rows) await dropDatabase(env.TEST_PG_ADMIN_URL, r.datname);
-  const { connect } = require('nats');
-  const nc = await connect({ servers: env.TEST_NATS_URL });
-  const jsm = await nc.jetstreamManager();
-  for await (const s of jsm.streams.list()) {
-    if (s.config.name.includes(env.TEST_RUN_ID)) await jsm.streams.delete(s.config.name);
-  }
-  await nc.close();
 }
 
 main().catch((e) => {

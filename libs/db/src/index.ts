@@ -1,3 +1,4 @@
 export * from './entities';
 export * from './orm.config';
 export * from './db.module';
+export * from './with-orm';

@@ -1,26 +1,13 @@
 import 'reflect-metadata';
-import { MikroORM } from '@mikro-orm/postgresql';
-import { loadConfigOrExit } from '@app/config';
-import { ormOptions } from './orm.config';
+import { databaseUrlOrExit, withOrm } from './with-orm';
 
 /** Applies pending migrations to DATABASE_URL. Run once per release, not by every replica. */
-export async function migrate(databaseUrl: string): Promise<string[]> {
-  const orm = await MikroORM.init(ormOptions(databaseUrl));
-  try {
-    const applied = await orm.getMigrator().up();
-    return applied.map((m) => m.name);
-  } finally {
-    await orm.close(true);
-  }
+export function migrate(databaseUrl: string): Promise<string[]> {
+  return withOrm(databaseUrl, async (orm) => (await orm.getMigrator().up()).map((m) => m.name));
 }
 
 if (require.main === module) {
-  const config = loadConfigOrExit();
-  if (!config.databaseUrl) {
-    process.stderr.write('DATABASE_URL is not set\n');
-    process.exit(78);
-  }
-  migrate(config.databaseUrl).then(
+  migrate(databaseUrlOrExit()).then(
     (names) => process.stderr.write(`migrations applied: ${names.length ? names.join(', ') : 'none pending'}\n`),
     (e: Error) => {
       process.stderr.write(`migration failed: ${e.message}\n`);

@@ -1,7 +1,6 @@
 import 'reflect-metadata';
-import { EntityManager, MikroORM } from '@mikro-orm/postgresql';
-import { loadConfigOrExit } from '@app/config';
-import { ormOptions } from '@app/db';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { databaseUrlOrExit, withOrm } from '@app/db';
 import { AccountsService } from '../accounts/accounts.service';
 import { REGISTRY_COMMANDS } from '../components/registry.admin';
 
@@ -47,7 +46,9 @@ const USAGE = `usage: npm run --silent admin -- <command> [flags]
   keys rotate --user <u_id>
   orgs create --name <name> --orgname <slug> [--email <e>]
   orgs add-member --org <o_id> --user <u_id>
-${Object.keys(ADMIN_COMMANDS).filter((c) => !/^(users|keys|orgs) /.test(c)).map((c) => `  ${c} …`).join('\n')}`;
+  registry publish <file>
+  registry seed [--dir <dir>]
+  registry list`;
 
 export function parseArgs(argv: string[]): { command: string; flags: Record<string, string>; positional: string[] } {
   const words: string[] = [];
@@ -68,21 +69,11 @@ export async function runAdmin(argv: string[], databaseUrl: string): Promise<unk
   const { command, flags, positional } = parseArgs(argv);
   const handler = ADMIN_COMMANDS[command];
   if (!handler) throw new UsageError(command ? `unknown command "${command}"\n${USAGE}` : USAGE);
-  const orm = await MikroORM.init(ormOptions(databaseUrl));
-  try {
-    return await handler(flags, orm.em.fork(), positional);
-  } finally {
-    await orm.close(true);
-  }
+  return withOrm(databaseUrl, (orm) => handler(flags, orm.em.fork(), positional));
 }
 
 if (require.main === module) {
-  const config = loadConfigOrExit();
-  if (!config.databaseUrl) {
-    process.stderr.write('DATABASE_URL is not set\n');
-    process.exit(78);
-  }
-  runAdmin(process.argv.slice(2), config.databaseUrl).then(
+  runAdmin(process.argv.slice(2), databaseUrlOrExit()).then(
     (result) => process.stdout.write(JSON.stringify(result) + '\n'),
     (e: Error) => {
       process.stderr.write(`error: ${e.message}\n`);
