@@ -114,6 +114,12 @@ describe('analyzeComponent', () => {
     expect(out.configurableProps[1]).toEqual({ name: 'url', type: 'string' });
   });
 
+  it('accepts a source without run (it emits each triggering event), not an action', () => {
+    const schedule = analyzeComponent(desc({ hasRun: false, props: [{ name: 'cron', type: '$.interface.timer', default: { cron: '0 11 * * *' } }] }));
+    expect(schedule.type).toBe('source');
+    expect(() => analyzeComponent(desc({ type: 'action', hasRun: false }))).toThrow(/the action has no run method/);
+  });
+
   it('treats a component without a type as a source and reads an action', () => {
     expect(analyzeComponent(desc()).type).toBe('source');
     const action = analyzeComponent(desc({ type: 'action', props: [{ name: 'db', type: '$.service.db' }, { name: 'app', type: 'app', app: 'slack' }] }));
@@ -125,7 +131,7 @@ describe('analyzeComponent', () => {
     [{ name: '  ' }, /no name/],
     [{ version: undefined }, /no version/],
     [{ version: 3 }, /no version/],
-    [{ hasRun: false }, /no run method/],
+    [{ type: 'action', hasRun: false }, /no run method/],
     [{ type: 'workflow' }, /type must be "source" or "action"/],
     [{ dedupe: 'newest' }, /unknown dedupe strategy "newest"/],
     [{ type: 'action', dedupe: 'unique' }, /dedupe is for sources only/],

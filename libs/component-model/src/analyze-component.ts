@@ -164,10 +164,11 @@ function checkProp(prop: PropDescriptor, isAction: boolean): void {
 export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
   if (!nonEmptyString(desc.name)) fail('the component has no name: export an object with a name string', { field: 'name' });
   if (!nonEmptyString(desc.version)) fail('the component has no version: add a version string', { field: 'version' });
-  if (!desc.hasRun) fail('the component has no run method', { field: 'run' });
   const type = desc.type === undefined || desc.type === null ? 'source' : desc.type;
   if (type !== 'source' && type !== 'action') fail(`type must be "source" or "action", got ${JSON.stringify(type)}`, { field: 'type' });
   const isAction = type === 'action';
+  // A source without run (Pipedream's own schedule sources) emits each triggering event unchanged.
+  if (isAction && !desc.hasRun) fail('the action has no run method', { field: 'run' });
   if (desc.key !== undefined && desc.key !== null && !nonEmptyString(desc.key)) fail('key must be a non-empty string', { field: 'key' });
   let dedupe: DedupeStrategy | undefined;
   if (desc.dedupe !== undefined && desc.dedupe !== null) {

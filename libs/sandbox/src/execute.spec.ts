@@ -69,6 +69,29 @@ describe('SandboxPool.execute', () => {
     expect(r.emits[0].event).toEqual({ h: { Authorization: 'Bearer tok' }, slug: 'acme' });
   });
 
+  it('gives props declared by propDefinition the type and default of the app\'s definition', async () => {
+    const code = `
+      const app = { type: 'app', app: 'acme', propDefinitions: {
+        max: { type: 'integer', optional: true, default: 7 },
+        store: { type: '$.service.db' },
+        hook: { type: '$.interface.http', customResponse: true },
+      } };
+      export default {
+        name: 'inherited', version: '1',
+        props: { app, max: { propDefinition: [app, 'max'] }, own: { propDefinition: [app, 'max'], default: 3 }, store: { propDefinition: [app, 'store'] }, hook: { propDefinition: [app, 'hook'] } },
+        run() {
+          this.store.set('k', this.store.get('k') + 1);
+          this.hook.respond({ status: 204 });
+          this.$emit({ max: this.max, own: this.own });
+        },
+      };`;
+    const r = await pool.execute(task(code, { db: { k: 1 } }));
+    expect(r.error).toBeUndefined();
+    expect(r.emits[0].event).toEqual({ max: 7, own: 3 });
+    expect(r.dbWrites).toEqual({ k: 2 });
+    expect(r.response).toMatchObject({ status: 204 });
+  });
+
   it('caps the db size and rejects values that are not JSON', async () => {
     const base = (body: string) => `module.exports = { name: 'db', version: '1', props: { db: '$.service.db' }, run() { ${body} } }`;
     const big = await pool.execute(task(base(`this.db.set('a', 'x'.repeat(600)); this.db.set('b', 'y'.repeat(600));`), { limits: { dbMaxBytes: 1024, eventMaxBytes: 1e6, emitsPerInvocation: 10 } }));

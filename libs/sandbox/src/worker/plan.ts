@@ -57,12 +57,25 @@ function kindOf(type: string | undefined): PropKind {
   }
 }
 
+/**
+ * A prop with `propDefinition: [app, name]` inherits the app's definition (its
+ * type, default, customResponse…) under its own fields, as the descriptor does.
+ */
+export function withInherited(p: unknown): unknown {
+  if (!isObject(p) || !Array.isArray(p.propDefinition)) return p;
+  const [app, defName] = p.propDefinition as [unknown, unknown];
+  const defs = isObject(app) && isObject(app.propDefinitions) ? app.propDefinitions : undefined;
+  const inherited = defs ? defs[String(defName)] : undefined;
+  return isObject(inherited) ? { ...inherited, ...p } : p;
+}
+
 export function planFor(definition: ComponentDefinition): ComponentPlan {
   const cached = plans.get(definition);
   if (cached) return cached;
   const props: PropPlan[] = [];
   const rawProps = isObject(definition.props) ? definition.props : {};
-  for (const [name, p] of Object.entries(rawProps)) {
+  for (const [name, raw] of Object.entries(rawProps)) {
+    const p = withInherited(raw);
     const def = isObject(p) ? p : undefined;
     const kind = kindOf(propType(p));
     props.push({
