@@ -32,6 +32,34 @@ const ACTION = `export default {
 };
 `;
 
+/**
+ * Pipedream's layout: the entry imports its app two folders up and a shared
+ * module, composes them with spreads, and imports an npm package.
+ */
+const DEEP_APP = (greeting: string): string => `import { axios } from "@pipedream/platform";
+export default {
+  type: "app",
+  app: "deep",
+  propDefinitions: { label: { type: "string", label: "Label" } },
+  methods: { greet(s) { return "${greeting} " + s + (typeof axios === "function" ? " (platform)" : ""); } },
+};
+`;
+const DEEP_COMMON = `import deep from "../../deep.app.mjs";
+export default {
+  props: { deep, http: "$.interface.http", label: { propDefinition: [deep, "label"] } },
+};
+`;
+const DEEP_SOURCE = `import common from "../common/base.mjs";
+export default {
+  ...common,
+  key: "deep-new-thing",
+  name: "Deep New Thing",
+  version: "0.0.1",
+  props: { ...common.props },
+  async run() { this.$emit({ text: this.deep.greet(this.label) }, { summary: "deep" }); },
+};
+`;
+
 interface Summary {
   id: string;
   event: { message?: string; body?: unknown };
@@ -325,6 +353,42 @@ describe('pd command-line tool', () => {
     expect((await pd(['events', 'org-source'], home)).stderr).toMatch(/source "org-source" not found/);
     expect((await pd(['events', 'org-source', '--json'], home, { PD_ORG_ID: org.id })).code).toBe(0);
     expect((await pd(['delete', id], home)).code).toBe(0);
+  });
+
+  it('bundles a component that imports ../../<app>.app.mjs and ../common with npm imports left external; pd dev follows the app file', async () => {
+    const root = join(dir, 'components', 'deep');
+    mkdirSync(join(root, 'sources', 'common'), { recursive: true });
+    mkdirSync(join(root, 'sources', 'new-thing'), { recursive: true });
+    writeFileSync(join(root, 'deep.app.mjs'), DEEP_APP('hello'));
+    writeFileSync(join(root, 'sources', 'common', 'base.mjs'), DEEP_COMMON);
+    writeFileSync(join(root, 'sources', 'new-thing', 'new-thing.mjs'), DEEP_SOURCE);
+    writeFileSync(join(dir, 'deep-props.json'), JSON.stringify({ label: 'world' }));
+    const entry = join('components', 'deep', 'sources', 'new-thing', 'new-thing.mjs');
+    // The app prop needs no value (the server defaults it to { $auth: {} }), so no terminal is needed.
+    const r = await pd(['deploy', entry, '--props', 'deep-props.json', '--json'], home, {}, dir);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const deployed = json<{ id: string; component_id: string; endpoint_url: string; configured_props: Record<string, unknown> }>(r.stdout);
+    expect(deployed.configured_props).toMatchObject({ label: 'world', deep: { $auth: '********' } });
+    const component = await fetch(`${system.baseUrl}/components/${deployed.component_id}`, { headers: { authorization: `Bearer ${user.apiKey}` } });
+    const code = (await component.json() as { data: { code: string } }).data.code;
+    expect(code).toContain('from "@pipedream/platform"');
+    expect(code).not.toMatch(/from "\.\.?\//);
+
+    const dev = pdSpawn(['dev', entry, '--dc', deployed.id], home, {}, dir);
+    try {
+      await eventually(async () => dev.stderr().includes('Watching 3 files'), { what: 'pd dev to watch the entry, common and app files', timeoutMs: 60_000 });
+      expect(dev.stdout()).toContain(`Attached to source ${deployed.id}`);
+      writeFileSync(join(root, 'deep.app.mjs'), DEEP_APP('goodbye'));
+      await eventually(async () => dev.stderr().includes(`updated ${deployed.id}`), { what: 'the update after saving the app file', timeoutMs: 60_000 });
+      await eventually(async () => {
+        await post(deployed.endpoint_url, {});
+        return dev.stdout().includes('"text": "goodbye world (platform)"');
+      }, { what: 'the new app code to emit', timeoutMs: 60_000, intervalMs: 1000 });
+    } finally {
+      expect(await dev.interrupt()).toBe(0);
+    }
+    expect((await pd(['delete', deployed.id], home)).code).toBe(0);
   });
 
   it('deletes a source; afterwards it is an unknown source', async () => {

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { apiOrigin, configPath, parseConfig, resolveConfig, serializeConfig, updateProfile } from './config';
+import { apiOrigin, configPath, loginBaseUrl, normalizeBaseUrl, parseConfig, resolveConfig, serializeConfig, updateProfile } from './config';
 
 describe('pd config file', () => {
   it('reads top-level keys as the default profile and [sections] as named profiles', () => {
@@ -33,6 +33,15 @@ describe('pd config file', () => {
     updateProfile(path, 'default', { api_base_url: undefined });
     expect(resolveConfig({}, env).apiBaseUrl).toBe('http://localhost:3000/v1');
     rmSync(home, { recursive: true, force: true });
+  });
+
+  it('adds /v1 to a bare origin and drops trailing slashes, leaving other paths alone', () => {
+    expect(normalizeBaseUrl('http://localhost:3000')).toBe('http://localhost:3000/v1');
+    expect(normalizeBaseUrl('http://localhost:3000/')).toBe('http://localhost:3000/v1');
+    expect(normalizeBaseUrl('https://x.example.com/api/v1/')).toBe('https://x.example.com/api/v1');
+    expect(normalizeBaseUrl('localhost:3000')).toBe('localhost:3000');
+    expect(resolveConfig({}, { HOME: '/nonexistent', PD_API_BASE_URL: 'http://127.0.0.1:3900' }).apiBaseUrl).toBe('http://127.0.0.1:3900/v1');
+    expect(loginBaseUrl('http://127.0.0.1:3900/', undefined, {})).toEqual({ url: 'http://127.0.0.1:3900/v1', explicit: true });
   });
 
   it('derives the origin of SSE and endpoint URLs from the base URL', () => {

@@ -116,7 +116,7 @@ export function resolveConfig(overrides: ConfigOverrides, env: NodeJS.ProcessEnv
   return {
     profile,
     apiKey: pick(overrides.apiKey, 'PD_API_KEY', 'api_key'),
-    apiBaseUrl: (pick(overrides.apiBaseUrl, 'PD_API_BASE_URL', 'api_base_url') ?? DEFAULT_API_BASE_URL).replace(/\/+$/, ''),
+    apiBaseUrl: normalizeBaseUrl(pick(overrides.apiBaseUrl, 'PD_API_BASE_URL', 'api_base_url') ?? DEFAULT_API_BASE_URL),
     orgId: pick(overrides.orgId, 'PD_ORG_ID', 'org_id'),
     configPath: path,
   };
@@ -141,7 +141,22 @@ export function isConfigKey(key: string): key is ConfigKey {
 /** The base URL `pd login` verifies against: flag, env, the profile's, the default. */
 export function loginBaseUrl(flag: string | undefined, stored: string | undefined, env: NodeJS.ProcessEnv = process.env): { url: string; explicit: boolean } {
   const explicit = flag || env.PD_API_BASE_URL || stored;
-  return { url: (explicit || DEFAULT_API_BASE_URL).replace(/\/+$/, ''), explicit: Boolean(explicit) };
+  return { url: normalizeBaseUrl(explicit || DEFAULT_API_BASE_URL), explicit: Boolean(explicit) };
+}
+
+/**
+ * Drops trailing slashes and adds `/v1` to a bare origin (`http://localhost:3000`),
+ * the usual slip when copying the address the server printed.
+ */
+export function normalizeBaseUrl(url: string): string {
+  const trimmed = url.trim().replace(/\/+$/, '');
+  try {
+    const u = new URL(trimmed);
+    if ((u.protocol === 'http:' || u.protocol === 'https:') && (u.pathname === '/' || u.pathname === '') && !u.search && !u.hash) return `${trimmed}/v1`;
+  } catch {
+    /* not a URL: left as given, the request reports it */
+  }
+  return trimmed;
 }
 
 /** True when interactive prompts are possible. */

@@ -3,6 +3,7 @@ import { coerceToDescriptors, completeProps, needsValue, parsePropFlags, PropDes
 const DESCRIPTORS: PropDescriptor[] = [
   { name: 'http', type: '$.interface.http' },
   { name: 'db', type: '$.service.db' },
+  { name: 'github', type: 'app' },
   { name: 'timer', type: '$.interface.timer', default: { intervalSeconds: 60 } },
   { name: 'name', type: 'string' },
   { name: 'count', type: 'integer' },

@@ -18,8 +18,11 @@ export interface PropDescriptor {
 
 export type PropValues = Record<string, unknown>;
 
-/** Props the platform fills in itself: never asked for. */
-const PLATFORM_TYPES = new Set(['$.interface.http', '$.service.db', 'alert', '$.interface.apphook']);
+/**
+ * Props the platform fills in itself, and app props (the server defaults them to
+ * `{ "$auth": {} }`; credentials are given with `--prop app='{"$auth":{…}}'`): never asked for.
+ */
+const PLATFORM_TYPES = new Set(['$.interface.http', '$.service.db', 'alert', '$.interface.apphook', 'app']);
 
 /** `--prop name=value`: the value is JSON when it parses as JSON, a string otherwise. */
 export function parsePropFlags(flags: string[]): { values: PropValues; raw: Record<string, string> } {

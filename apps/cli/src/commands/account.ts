@@ -1,6 +1,6 @@
 import { ApiClient } from '../api-client';
 import { Command, str } from '../command';
-import { CONFIG_KEYS, configPath, DEFAULT_API_BASE_URL, isConfigKey, loginBaseUrl, profileName, readConfigFile, updateProfile } from '../config';
+import { CONFIG_KEYS, configPath, DEFAULT_API_BASE_URL, isConfigKey, loginBaseUrl, normalizeBaseUrl, profileName, readConfigFile, updateProfile } from '../config';
 import { CliError } from '../errors';
 import { fields, out, printJson, withSpinner } from '../output';
 import { ask } from '../prompt';
@@ -80,8 +80,9 @@ export const configCommand: Command = {
     if (action === 'set') {
       const k = checkKey(key);
       if (value === undefined) throw new CliError(`pd config set ${k} needs a value`);
-      updateProfile(path, profile, { [k]: k === 'api_base_url' ? value.replace(/\/+$/, '') : value });
-      return ctx.json ? printJson({ profile, [k]: value }) : out(`Set ${k} in profile "${profile}" (${path})`);
+      const saved = k === 'api_base_url' ? normalizeBaseUrl(value) : value;
+      updateProfile(path, profile, { [k]: saved });
+      return ctx.json ? printJson({ profile, [k]: saved }) : out(`Set ${k} in profile "${profile}" (${path})`);
     }
     if (action === 'unset') {
       const k = checkKey(key);
