@@ -30,13 +30,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
       done(Object.assign(new Error('the request body is not valid JSON'), { statusCode: 400 }), undefined);
     }
   });
-  // Errors raised by Fastify itself (body parsing, size) get the same body as the exception filter's.
-  fastify.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
-    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500;
-    const message = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'request body is too large' : status >= 500 ? 'internal error' : err.message;
-    const code = status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_media_type' : status >= 500 ? 'internal' : 'invalid_request';
-    void reply.status(status).send({ error: message, code });
-  });
+  // Errors raised by Fastify itself (body parsing, size) reach ErrorFilter through Nest's own
+  // Fastify error handler, set at init: setting another one here would only be replaced (FSTWRN004).
   app.enableShutdownHooks();
   return app;
 }
