@@ -8,7 +8,8 @@ const { join } = require('node:path');
 const root = join(__dirname, '..');
 const entry = join(root, 'dist', 'apps', 'cli', 'src', 'main.js');
 if (!existsSync(entry)) {
-  process.stderr.write(`pd: the CLI is not built yet: run \`npm run build\` in ${root}\n`);
+  const steps = existsSync(join(root, 'node_modules')) ? 'npm run build' : 'npm ci && npm run build';
+  process.stderr.write(`Error: the pd CLI is not built yet: run \`${steps}\` in ${root} (npm start also does it)\n`);
   process.exit(1);
 }
 require(entry)

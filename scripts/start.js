@@ -7,6 +7,7 @@ const path = require('node:path');
 const fs = require('node:fs');
 const { spawn } = require('node:child_process');
 const { resolvePostgres, resolveNats, ensureBuilt, waitFor, log } = require('./lib/infra');
+const { demoAccount } = require('./lib/demo-account');
 
 const root = path.join(__dirname, '..');
 const children = [];
@@ -31,34 +32,6 @@ function startApp(app, env) {
   });
   children.push(child);
   return child;
-}
-
-/** The demo account's key is kept in DATA_DIR so every start can print it. */
-async function demoAccount(dataDir, databaseUrl) {
-  const file = path.join(dataDir, 'demo-account.json');
-  const { runAdmin } = require('../dist/apps/api/src/admin/admin-cli.js');
-  const { Client } = require('pg');
-  const { createHash } = require('node:crypto');
-  if (fs.existsSync(file)) {
-    const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
-    const db = new Client({ connectionString: databaseUrl });
-    await db.connect();
-    const hash = createHash('sha256').update(saved.api_key).digest('hex');
-    const { rowCount } = await db.query('select 1 from api_keys where key_hash = $1 and revoked_at is null', [hash]);
-    const { rows } = await db.query('select id from users where username = $1', ['demo']);
-    await db.end();
-    if (rowCount) return saved;
-    if (rows.length) {
-      const rotated = await runAdmin(['keys', 'rotate', '--user', rows[0].id], databaseUrl);
-      const account = { id: rows[0].id, api_key: rotated.api_key };
-      fs.writeFileSync(file, JSON.stringify(account) + '\n', { mode: 0o600 });
-      return account;
-    }
-  }
-  const created = await runAdmin(['users', 'create', '--username', 'demo', '--email', 'demo@localhost'], databaseUrl);
-  const account = { id: created.id, api_key: created.api_key };
-  fs.writeFileSync(file, JSON.stringify(account) + '\n', { mode: 0o600 });
-  return account;
 }
 
 async function shutdown(code) {

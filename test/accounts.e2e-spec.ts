@@ -1,5 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { admin, client, createUser } from './support/accounts';
 import { startSystem, System } from './support/system';
+
+// `npm start`'s demo account (plain JS, shared with scripts/start.js).
+const { demoAccount } = require('../scripts/lib/demo-account') as { demoAccount: (dataDir: string, databaseUrl: string) => Promise<{ id: string; api_key: string }> };
 
 describe('accounts, auth and common API behaviour', () => {
   let system: System;
@@ -85,6 +91,26 @@ describe('accounts, auth and common API behaviour', () => {
     const res = await fetch(`${system.baseUrl}/users/me`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body: '{oops' });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: 'the request body is not valid JSON', code: 'invalid_request' });
+  });
+
+  it('npm start\'s demo account: kept in DATA_DIR, and a fresh DATA_DIR on the same database gets a working key', async () => {
+    const dirs = [mkdtempSync(join(tmpdir(), 'demo-a-')), mkdtempSync(join(tmpdir(), 'demo-b-'))];
+    try {
+      const first = await demoAccount(dirs[0], system.databaseUrl);
+      expect(await demoAccount(dirs[0], system.databaseUrl)).toEqual(first);
+      // The database outlives the data directory (a shared local Postgres, a new clone): the user exists already.
+      const second = await demoAccount(dirs[1], system.databaseUrl);
+      expect(second.id).toBe(first.id);
+      const me = await client(system, second.api_key).get('/users/me');
+      expect(me.status).toBe(200);
+      expect(me.body.data.username).toBe('demo');
+      // The first directory's key was rotated away: its next start issues a new one.
+      const again = await demoAccount(dirs[0], system.databaseUrl);
+      expect(again.api_key).not.toBe(first.api_key);
+      expect((await client(system, again.api_key).get('/users/me')).status).toBe(200);
+    } finally {
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    }
   });
 
   it('admin CLI refuses bad input with a clear error', () => {

@@ -1,10 +1,10 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { admin, createUser, TestUser } from './support/accounts';
-import { pd, pdSpawn, tempHome } from './support/pd';
+import { pd, PD_BIN, pdAt, pdSpawn, tempHome } from './support/pd';
 import { eventually, freePort, startSystem, System } from './support/system';
 
 /** A multi-file HTTP source: the entry imports a relative module and an npm package stays external. */
@@ -104,6 +104,19 @@ describe('pd command-line tool', () => {
     const unknown = await pd(['frobnicate'], home);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/unknown command "frobnicate"/);
+  });
+
+  it('says how to build it when run from a fresh clone', async () => {
+    const clone = mkdtempSync(join(tmpdir(), 'pd-clone-'));
+    try {
+      mkdirSync(join(clone, 'bin'));
+      copyFileSync(PD_BIN, join(clone, 'bin', 'pd.js'));
+      const r = await pdAt(join(clone, 'bin', 'pd.js'), ['--help'], home);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(`Error: the pd CLI is not built yet: run \`npm ci && npm run build\` in ${clone} (npm start also does it)\n`);
+    } finally {
+      rmSync(clone, { recursive: true, force: true });
+    }
   });
 
   it('reports a missing key, a wrong key and an unreachable API in one line with a non-zero exit', async () => {

@@ -23,8 +23,13 @@ export function pdEnv(home: string, extra: Record<string, string> = {}): Record<
 
 /** Runs the real `bin/pd.js` to completion. */
 export function pd(args: string[], home: string, extra: Record<string, string> = {}, cwd?: string): Promise<PdResult> {
+  return pdAt(PD_BIN, args, home, extra, cwd);
+}
+
+/** Runs a `pd.js` at another path (a copy outside the repository) to completion. */
+export function pdAt(bin: string, args: string[], home: string, extra: Record<string, string> = {}, cwd?: string): Promise<PdResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [PD_BIN, ...args], { env: pdEnv(home, extra), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bin, ...args], { env: pdEnv(home, extra), cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
