@@ -6,11 +6,11 @@ export * from './subscription.entity';
 export * from './webhook.entity';
 export * from './event-summary.entity';
 
-import { ApiKey, Org, OrgMember, UsageDaily, User } from './user.entity';
+import { ApiKey, Org, OrgMember, UsageDaily, UsageSeen, User } from './user.entity';
 import { Component } from './component.entity';
 import { Source } from './source.entity';
 import { AutoSubscription, Subscription } from './subscription.entity';
 import { Webhook, WebhookDelivery } from './webhook.entity';
 import { EventSummary } from './event-summary.entity';
 
-export const ENTITIES = [User, ApiKey, Org, OrgMember, UsageDaily, Component, Source, Subscription, AutoSubscription, Webhook, WebhookDelivery, EventSummary];
+export const ENTITIES = [User, ApiKey, Org, OrgMember, UsageDaily, UsageSeen, Component, Source, Subscription, AutoSubscription, Webhook, WebhookDelivery, EventSummary];

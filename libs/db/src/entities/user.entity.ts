@@ -1,4 +1,4 @@
-import { Entity, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Entity, Index, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { BigNumber, nowSeconds } from './common';
 
 export type Plan = 'free' | 'paid';
@@ -45,4 +45,15 @@ export class UsageDaily {
   @PrimaryKey({ type: 'string' }) day!: string;
   @Property({ type: BigNumber }) invocations = 0;
   @Property({ type: BigNumber }) computeMs = 0;
+}
+
+/**
+ * A USAGE record already counted into `usage_daily` (by invocation id): makes
+ * counting idempotent. Kept while its stream sequence may still be redelivered.
+ */
+@Entity({ tableName: 'usage_seen' })
+export class UsageSeen {
+  @PrimaryKey({ type: 'string' }) invocationId!: string;
+  @Index() @Property({ type: BigNumber }) streamSeq!: number;
+  @Property({ type: BigNumber }) createdAtMs: number = Date.now();
 }
