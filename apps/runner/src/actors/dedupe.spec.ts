@@ -22,6 +22,17 @@ describe('dedupe strategies', () => {
     expect(r.rejected.map((x) => x.item)).toEqual(['ev-abc']);
   });
 
+  it('greatest compares integer ids beyond 2^53 exactly and keeps them as text', () => {
+    let r = applyDedupe('greatest', c('1794219538729349120', '1794219538729349121', 5), {});
+    expect(r.emitted).toEqual(['ev-1794219538729349120', 'ev-1794219538729349121']);
+    expect(r.state.greatest).toBe('1794219538729349121');
+    r = applyDedupe('greatest', c('1794219538729349121', '1794219538729349122', 1.5), r.state);
+    expect(r.emitted).toEqual(['ev-1794219538729349122']);
+    r = applyDedupe('greatest', c(2.5, 3, '3.5'), { greatest: 2 });
+    expect(r.emitted).toEqual(['ev-2.5', 'ev-3', 'ev-3.5']);
+    expect(r.state.greatest).toBe(3.5);
+  });
+
   it('last emits only the events after the cached id, all when none matches, and caches the newest', () => {
     let r = applyDedupe('last', c('a', 'b', 'c'), {});
     expect(r.emitted).toEqual(['ev-a', 'ev-b', 'ev-c']);

@@ -1,7 +1,8 @@
 /** Dedupe state persisted in the actor state. */
 export interface DedupeState {
   unique?: string[];
-  greatest?: number;
+  /** A number, or the decimal text of an integer beyond 2^53 (ids like `"1794219538729349120"` compare exactly). */
+  greatest?: number | string;
   last?: string;
 }
 
@@ -61,21 +62,42 @@ function unique<T>(items: { item: T; id: string | number }[], state: DedupeState
   return { emitted, state: { ...state, unique: cache }, changed: emitted.length > 0 };
 }
 
+/** A numeric id as a comparable value: integers exactly (BigInt), other numbers as floats; undefined when not numeric. */
+function numericId(id: string | number): bigint | number | undefined {
+  if (typeof id === 'number') return Number.isFinite(id) ? (Number.isSafeInteger(id) ? BigInt(id) : id) : undefined;
+  const t = id.trim();
+  if (/^[-+]?\d+$/.test(t)) return BigInt(t);
+  const n = t === '' ? NaN : Number(t);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+function greaterThan(a: bigint | number, b: bigint | number): boolean {
+  if (typeof a === typeof b) return a > b;
+  return typeof a === 'bigint' ? Number(a) > (b as number) || (Number(a) === b && a > BigInt(Math.trunc(b as number))) : a > Number(b);
+}
+
+/** How the cached greatest id is persisted: a number while exact, else its decimal text. */
+function storedGreatest(v: bigint | number): number | string {
+  if (typeof v === 'number') return v;
+  return v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : v.toString();
+}
+
 function greatest<T>(items: { item: T; id: string | number }[], state: DedupeState, rejected: { item: T; reason: string }[]): DedupeOutcome<T> {
-  let max = state.greatest;
+  let max = state.greatest === undefined ? undefined : numericId(state.greatest);
   const emitted: T[] = [];
   for (const { item, id } of items) {
-    const n = typeof id === 'number' ? id : Number(String(id).trim());
-    if (!Number.isFinite(n) || String(id).trim() === '') {
+    const n = numericId(id);
+    if (n === undefined) {
       rejected.push({ item, reason: `the "greatest" dedupe strategy needs numeric ids, got ${JSON.stringify(id)}` });
       continue;
     }
-    if (max === undefined || n > max) {
+    if (max === undefined || greaterThan(n, max)) {
       max = n;
       emitted.push(item);
     }
   }
-  return { emitted, rejected, state: { ...state, greatest: max }, changed: max !== state.greatest };
+  const next = max === undefined ? undefined : storedGreatest(max);
+  return { emitted, rejected, state: { ...state, greatest: next }, changed: next !== state.greatest };
 }
 
 function last<T>(items: { item: T; id: string | number }[], state: DedupeState): Omit<DedupeOutcome<T>, 'rejected'> {

@@ -164,6 +164,22 @@ describe('SourceActor', () => {
     expect(t.replies[1]).toMatchObject({ status: 502, body: expect.stringContaining('without calling respond') });
   });
 
+  it('caps the db as the sandbox measures it (keys plus value JSON): writes under the cap persist, over it they are an $errors event', async () => {
+    const writes = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${String(i).padStart(2, '0')}`, 'x'.repeat(18)]));
+    const t = setup((task) => (task.method === 'run' ? { dbWrites: writes((task.event as { n: number }).n) } : {}));
+    const a = t.actor();
+    a.setDesired(desired(1));
+    a.invoke(delivery('fits', { event: { n: 40 } }).del); // 40 × 23 bytes = 920 (its JSON text is 1,081)
+    await settle();
+    expect(t.events.filter((e) => e.name === '$errors')).toEqual([]);
+    expect(Object.keys(t.store.data.get('dc_1')?.state.db ?? {})).toHaveLength(40);
+    a.invoke(delivery('over', { event: { n: 50 } }).del); // 1,150 bytes
+    await settle();
+    const [err] = t.events.filter((e) => e.name === '$errors');
+    expect(err.event).toMatchObject({ error: { name: 'DbSizeLimitError', message: expect.stringContaining('the limit is 1000 bytes') }, original_event: { n: 50 } });
+    expect(Object.keys(t.store.data.get('dc_1')?.state.db ?? {})).toHaveLength(40);
+  });
+
   it('applies dedupe across invocations with the persisted cache', async () => {
     const t = setup((task) => ({ emits: [1, 2, 3].map((n) => ({ event: n, meta: { id: `${(task.event as { id: string }).id}-${n % 2}` } })) }), 'unique');
     const a = t.actor();

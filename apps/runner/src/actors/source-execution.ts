@@ -1,5 +1,5 @@
 import type { DesiredSourceState } from '@app/contracts';
-import type { ExecuteResult, MethodName } from '@app/sandbox';
+import { dbSizeBytes, type ExecuteResult, type MethodName } from '@app/sandbox';
 import type { ActorDeps } from './actor-deps';
 import type { ActorState } from './actor-state';
 import { DedupeStrategy, isDedupeStrategy } from './dedupe';
@@ -112,9 +112,10 @@ export class SourceExecution {
         if (v === undefined) delete next[k];
         else next[k] = v;
       }
-      const size = Buffer.byteLength(JSON.stringify(next));
+      // Measured as the sandbox measures it, so a run the sandbox let through is never refused here.
+      const size = dbSizeBytes(next);
       if (size > this.deps.config.dbMaxBytes) {
-        const error = { name: 'LimitError', message: `$.service.db would hold ${size} bytes, over the ${this.deps.config.dbMaxBytes} byte limit: this run's db writes were discarded` };
+        const error = { name: 'DbSizeLimitError', message: `$.service.db size limit exceeded: the db would hold ${size} bytes, the limit is ${this.deps.config.dbMaxBytes} bytes; this run's db writes were discarded` };
         out.events.push({ id: ctx.clock.next(), emitterId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', name: '$errors', event: errorEvent(error, input.event ?? null, now), ts: now, emitId: `${input.invocationId}:db0`, emittedAtMs: now });
       } else db = next;
     }

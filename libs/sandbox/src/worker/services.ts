@@ -45,6 +45,18 @@ export function jsonClone(value: unknown, where: string): unknown {
   return json === undefined ? undefined : JSON.parse(json);
 }
 
+/** Bytes one `$.service.db` entry counts against the cap: its key plus the JSON of its value. */
+export function dbEntryBytes(key: string, value: unknown): number {
+  return Buffer.byteLength(key) + Buffer.byteLength(JSON.stringify(value) ?? '');
+}
+
+/** Size of a whole `$.service.db`, measured as the sandbox measures it (sum of `dbEntryBytes`). */
+export function dbSizeBytes(db: Record<string, unknown>): number {
+  let total = 0;
+  for (const [k, v] of Object.entries(db)) total += dbEntryBytes(k, v);
+  return total;
+}
+
 /** `$.service.db`: synchronous reads of the snapshot, writes collected as a change set under a size cap. */
 export function makeDb(state: InvocationState) {
   let sizes: Map<string, number> | undefined;
@@ -52,7 +64,7 @@ export function makeDb(state: InvocationState) {
   const measure = () => {
     sizes = new Map();
     for (const [k, v] of Object.entries(state.snapshot)) {
-      const size = Buffer.byteLength(k) + Buffer.byteLength(JSON.stringify(v) ?? '');
+      const size = dbEntryBytes(k, v);
       sizes.set(k, size);
       total += size;
     }
