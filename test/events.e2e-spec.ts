@@ -49,6 +49,7 @@ describe('event summaries', () => {
 
   it('pages with limit and cursors and filters custom channels', async () => {
     const src = await insertSource(system, user.id);
+    expect((await summaries(src)).body).toEqual({ page_info: { total_count: 0, count: 0, start_cursor: '', end_cursor: '' }, data: [] });
     const a = await emitter.emit(src, user.id, { n: 1 });
     const b = await emitter.emit(src, user.id, { n: 2 }, { name: 'orders' });
     const c = await emitter.emit(src, user.id, { n: 3 });

@@ -72,6 +72,8 @@ describe('webhooks: API and signed, retried delivery', () => {
     expect((await api.post('/webhooks', { url: 'https://example.com', owner_id: 'u_x' })).status).toBe(400);
     const other = createUser(system);
     const otherApi = client(system, other.apiKey);
+    // The spec's cursors are strings in every paginated response, an empty page included.
+    expect((await otherApi.get('/users/me/webhooks')).body).toEqual({ page_info: { total_count: 0, count: 0, start_cursor: '', end_cursor: '' }, data: [] });
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await otherApi.post(`/webhooks?url=https://example.com/${i}`)).body.data.id);
     const page1 = await otherApi.get('/users/me/webhooks?limit=2');

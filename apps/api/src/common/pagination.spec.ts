@@ -29,6 +29,11 @@ describe('pagination parameters', () => {
     expect(before.data).toEqual(['r3', 'r2', 'r1']);
     expect(keysetClause({ limit: 3, after: encodeCursor({ k: 2, id: 'r2' }) }, 'k', 'id')).toEqual({ where: '(k, id) < (?, ?)', params: [2, 'r2'], order: 'desc' });
   });
+
+  it('gives string cursors on an empty page too (empty strings, which are no cursor when sent back)', () => {
+    expect(finishPage([], { limit: 10 }, 'desc', 0, (r: { k: number; id: string }) => r, (r) => r).page_info).toEqual({ total_count: 0, count: 0, start_cursor: '', end_cursor: '' });
+    expect(parsePageQuery({ after: '', before: '' })).toEqual({ limit: 10, after: undefined, before: undefined });
+  });
 });
 
 describe('request input', () => {

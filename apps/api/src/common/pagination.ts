@@ -6,11 +6,12 @@ export interface PageQuery {
   before?: string;
 }
 
+/** The spec's `page_info`: cursors are strings in every paginated response (`""` on an empty page). */
 export interface PageInfo {
   total_count: number;
   count: number;
-  start_cursor: string | null;
-  end_cursor: string | null;
+  start_cursor: string;
+  end_cursor: string;
 }
 
 export interface Page<T> {
@@ -84,8 +85,8 @@ export function finishPage<R, T>(rows: R[], page: PageQuery, order: 'asc' | 'des
     page_info: {
       total_count: totalCount,
       count: sorted.length,
-      start_cursor: sorted.length ? encodeCursor(keyOf(sorted[0])) : null,
-      end_cursor: sorted.length ? encodeCursor(keyOf(sorted[sorted.length - 1])) : null,
+      start_cursor: sorted.length ? encodeCursor(keyOf(sorted[0])) : '',
+      end_cursor: sorted.length ? encodeCursor(keyOf(sorted[sorted.length - 1])) : '',
     },
     data: sorted.map(toDto),
   };
