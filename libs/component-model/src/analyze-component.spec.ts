@@ -114,10 +114,13 @@ describe('analyzeComponent', () => {
     expect(out.configurableProps[1]).toEqual({ name: 'url', type: 'string' });
   });
 
-  it('accepts a source without run (it emits each triggering event), not an action', () => {
+  it('accepts a source without run that has a timer or HTTP interface (it emits each triggering event)', () => {
     const schedule = analyzeComponent(desc({ hasRun: false, props: [{ name: 'cron', type: '$.interface.timer', default: { cron: '0 11 * * *' } }] }));
     expect(schedule.type).toBe('source');
-    expect(() => analyzeComponent(desc({ type: 'action', hasRun: false }))).toThrow(/the action has no run method/);
+    const viaApp = analyzeComponent(desc({ hasRun: false, props: [{ name: 'schedule', type: 'app', app: 'schedule', propDefinitions: { cron: { type: '$.interface.timer' } } }, { name: 'cron', type: '', propDefinition: ['schedule', 'cron', {}] }] }));
+    expect(viaApp.meta.timerProps).toEqual(['cron']);
+    expect(analyzeComponent(desc({ hasRun: false, props: [{ name: 'http', type: '$.interface.http' }] })).type).toBe('source');
+    expect(() => analyzeComponent(desc({ hasRun: false, props: [{ name: 'db', type: '$.service.db' }] }))).toThrow(/no run method/);
   });
 
   it('treats a component without a type as a source and reads an action', () => {
@@ -131,6 +134,7 @@ describe('analyzeComponent', () => {
     [{ name: '  ' }, /no name/],
     [{ version: undefined }, /no version/],
     [{ version: 3 }, /no version/],
+    [{ hasRun: false }, /no run method/],
     [{ type: 'action', hasRun: false }, /no run method/],
     [{ type: 'workflow' }, /type must be "source" or "action"/],
     [{ dedupe: 'newest' }, /unknown dedupe strategy "newest"/],

@@ -167,8 +167,6 @@ export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
   const type = desc.type === undefined || desc.type === null ? 'source' : desc.type;
   if (type !== 'source' && type !== 'action') fail(`type must be "source" or "action", got ${JSON.stringify(type)}`, { field: 'type' });
   const isAction = type === 'action';
-  // A source without run (Pipedream's own schedule sources) emits each triggering event unchanged.
-  if (isAction && !desc.hasRun) fail('the action has no run method', { field: 'run' });
   if (desc.key !== undefined && desc.key !== null && !nonEmptyString(desc.key)) fail('key must be a non-empty string', { field: 'key' });
   let dedupe: DedupeStrategy | undefined;
   if (desc.dedupe !== undefined && desc.dedupe !== null) {
@@ -188,6 +186,11 @@ export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
     return resolvePropDefinition(p, desc.props);
   });
   resolved.forEach((p) => checkProp(p, isAction));
+  // A source without run that has a timer or HTTP interface (Pipedream's own schedule sources)
+  // emits each triggering event unchanged; anything else without run is refused.
+  if (!desc.hasRun && (isAction || !resolved.some((p) => p.type === INTERFACE_TIMER || p.type === INTERFACE_HTTP))) {
+    fail(`the component has no run method${isAction ? '' : ' (a source without run needs a $.interface.timer or $.interface.http prop: it then emits each triggering event)'}`, { field: 'run' });
+  }
 
   const meta: ComponentMeta = {
     type,
