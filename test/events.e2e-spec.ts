@@ -121,7 +121,11 @@ describe('event summaries', () => {
     const res = await api.get('/workflows/p_abc/event_summaries');
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: 'workflow p_abc not found', code: 'not_found', details: { id: 'p_abc' } });
-    expect((await api.get('/workflows/p_abc/$errors/event_summaries?limit=5')).status).toBe(404);
-    expect((await api.get('/workflows/p_abc/$errors/event_summaries')).body.code).toBe('not_found');
+    // The route exists (a bad query is a 400), as `$errors` and percent-encoded as `%24errors`.
+    for (const path of ['/workflows/p_abc/$errors/event_summaries', '/workflows/p_abc/%24errors/event_summaries']) {
+      expect(await api.get(`${path}?limit=5`)).toEqual(expect.objectContaining({ status: 404, body: { error: 'workflow p_abc not found', code: 'not_found', details: { id: 'p_abc' } } }));
+      expect((await api.get(`${path}?limit=0`)).status).toBe(400);
+    }
+    expect((await api.get('/workflows/p_abc/$logs/event_summaries')).body).toEqual({ error: expect.stringMatching(/^no such route/), code: 'not_found' });
   });
 });

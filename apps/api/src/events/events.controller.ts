@@ -49,8 +49,13 @@ export class EventsController {
     throw new NotFoundError(`workflow ${id} not found`, { id });
   }
 
-  @Get('workflows/:id/\\$errors/event_summaries')
-  workflowErrors(@Param('id') id: string, @Query() query: unknown): never {
+  /**
+   * `/workflows/{id}/$errors/event_summaries`. The channel is a parameter so that both `$errors` and its
+   * percent-encoded form `%24errors` (which the router leaves encoded in static segments) reach it.
+   */
+  @Get('workflows/:id/:channel/event_summaries')
+  workflowErrors(@Param('id') id: string, @Param('channel') channel: string, @Query() query: unknown): never {
+    if (channel !== '$errors') throw new NotFoundError(`no such route: GET /v1/workflows/${id}/${channel}/event_summaries`);
     summaryQuery(readInput(query, undefined, LIST_PARAMS));
     throw new NotFoundError(`workflow ${id} not found`, { id });
   }
