@@ -95,7 +95,7 @@ describe('components', () => {
       key: 'test-http-source',
       type: 'source',
       configurable_props: [
-        { name: 'http', type: '$.interface.http', customResponse: false },
+        { name: 'http', type: '$.interface.http' },
         { name: 'db', type: '$.service.db' },
       ],
       created_at: expect.any(Number),
@@ -158,9 +158,10 @@ describe('components', () => {
     expect(res.body.data.configurable_props).toEqual([
       { name: 'acme', type: 'app', app: 'acme' },
       { name: 'project', type: 'string', label: 'Project' },
-      { name: 'http', type: '$.interface.http', customResponse: false },
+      { name: 'http', type: '$.interface.http' },
     ]);
-    expect(res.body.data.code).toContain('require("lodash")');
+    // `code` is the entry file as served; its relative imports are bundled for the runner only
+    expect(res.body.data.code).toBe(CJS_FILES['/c/sources/new-issue/new-issue.js']);
     // a file without relative imports is kept exactly; redirects are followed
     const single = await api.post('/components', { component_url: `${serverUrl}/redirect` });
     expect(single.status).toBe(200);
@@ -225,11 +226,11 @@ describe('components', () => {
     expect(res.body).toEqual({ error: expect.stringMatching(message), code: 'invalid_component', details: expect.any(Object) });
   });
 
-  it('refuses code over the size limit with 413, missing input and unknown fields with 400', async () => {
+  it('refuses code over the size limit, missing input and unknown fields with 400', async () => {
     const api = client(system, user.apiKey);
     const big = await api.post('/components', { component_code: `module.exports = { name: "x", version: "1", async run() {} }; // ${'x'.repeat(40_000)}` });
-    expect(big.status).toBe(413);
-    expect(big.body.code).toBe('payload_too_large');
+    expect(big.status).toBe(400);
+    expect(big.body).toEqual({ error: expect.stringMatching(/component code is \d+ bytes; the limit is 32768/), code: 'invalid_component', details: { field: 'component_code', limit_bytes: 32768 } });
     const none = await api.post('/components', {});
     expect(none.status).toBe(400);
     expect(none.body.error).toMatch(/component_code or component_url is required/);

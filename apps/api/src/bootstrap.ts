@@ -10,7 +10,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   const adapter = new FastifyAdapter({
     bodyLimit: config.componentMaxBytes * 2 + 1024 * 1024,
     trustProxy: true,
-    routerOptions: { maxParamLength: 500 },
+    // The spec writes some paths with a trailing slash (`POST /sources/`, `GET /users/me/sources/`): both forms route.
+    routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger: new PinoNestLogger(logger),
@@ -22,7 +23,9 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
     if (String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
-      return done(null, Object.fromEntries(new URLSearchParams(text)));
+      // `curl -d '{...}'` without a Content-Type header sends JSON labelled as a form: read it as the JSON it is.
+      const json = /^\s*\{/.test(text) ? tryJson(text) : undefined;
+      return done(null, json ?? Object.fromEntries(new URLSearchParams(text)));
     }
     try {
       done(null, JSON.parse(text));
@@ -34,4 +37,12 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   // Fastify error handler, set at init: setting another one here would only be replaced (FSTWRN004).
   app.enableShutdownHooks();
   return app;
+}
+
+function tryJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

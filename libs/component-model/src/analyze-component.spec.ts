@@ -123,6 +123,37 @@ describe('analyzeComponent', () => {
     expect(() => analyzeComponent(desc({ hasRun: false, props: [{ name: 'db', type: '$.service.db' }] }))).toThrow(/no run method/);
   });
 
+  it('accepts app-specific prop types ($.airtable.baseId) when the component has an app prop of that app', () => {
+    const out = analyzeComponent(
+      desc({
+        props: [
+          { name: 'airtable', type: 'app', app: 'airtable_oauth' },
+          { name: 'baseId', type: '$.airtable.baseId', extra: { appProp: 'airtable' } },
+          { name: 'fields', type: '$.airtable_oauth.fieldId[]', optional: true },
+        ],
+      }),
+    );
+    expect(out.configurableProps.slice(1)).toEqual([
+      { name: 'baseId', type: '$.airtable.baseId', appProp: 'airtable' },
+      { name: 'fields', type: '$.airtable_oauth.fieldId[]', optional: true },
+    ]);
+    expect(problem(desc({ props: [{ name: 'baseId', type: '$.airtable.baseId' }] }))).toMatch(/prop "baseId" has type "\$\.airtable\.baseId", which needs an app prop of app "airtable"/);
+    expect(problem(desc({ props: [{ name: 'x', type: '$.interface.webhook' }] }))).toMatch(/prop "x" has unknown type "\$\.interface\.webhook"/);
+  });
+
+  it('accepts a propDefinition of an app that is not a prop, as the sandbox resolved it', () => {
+    const out = analyzeComponent(desc({ props: [{ name: 'url', type: 'string', label: 'Feed URL', propDefinition: ['rss', 'url', {}] }] }));
+    expect(out.configurableProps).toEqual([{ name: 'url', type: 'string', label: 'Feed URL' }]);
+  });
+
+  it('shows customResponse only when the HTTP prop declares it', () => {
+    const out = analyzeComponent(desc({ props: [{ name: 'a', type: '$.interface.http' }, { name: 'b', type: '$.interface.http', customResponse: false }] }));
+    expect(out.configurableProps).toEqual([
+      { name: 'a', type: '$.interface.http' },
+      { name: 'b', type: '$.interface.http', customResponse: false },
+    ]);
+  });
+
   it('treats a component without a type as a source and reads an action', () => {
     expect(analyzeComponent(desc()).type).toBe('source');
     const action = analyzeComponent(desc({ type: 'action', props: [{ name: 'db', type: '$.service.db' }, { name: 'app', type: 'app', app: 'slack' }] }));

@@ -1,6 +1,7 @@
 import { BadRequestError } from '@app/contracts';
 import type { ComponentDescriptor, FunctionMarker, PropDescriptor } from './descriptor';
 import {
+  appSpecificTypeApp,
   DEDUPE_STRATEGIES,
   DedupeStrategy,
   HOOK_NAMES,
@@ -88,6 +89,12 @@ function resolvePropDefinition(prop: PropDescriptor, all: PropDescriptor[]): Pro
   if (!prop.propDefinition) return prop;
   const [ref, defName] = prop.propDefinition;
   const app = all.find((p) => p.type === 'app' && p.name === ref) ?? all.find((p) => p.type === 'app' && p.app === ref);
+  if (!app && nonEmptyString(prop.type) && prop.type !== 'unknown') {
+    // An app object that is not a prop of this component: the sandbox already merged its definition into the prop.
+    const { propDefinition: _ignored, ...rest } = prop;
+    void _ignored;
+    return rest;
+  }
   if (!app) fail(`prop "${prop.name}": propDefinition refers to app "${ref}", which is not an app prop of this component`, { prop: prop.name });
   const def = app.propDefinitions?.[defName];
   if (!def) fail(`prop "${prop.name}": app "${app.app ?? ref}" has no propDefinition "${defName}"`, { prop: prop.name });
@@ -130,17 +137,21 @@ function toConfigurable(prop: PropDescriptor): ConfigurableProp {
   if (isMarker(prop.options)) out.remoteOptions = true;
   if (prop.min !== undefined) out.min = prop.min as number;
   if (prop.max !== undefined) out.max = prop.max as number;
-  if (prop.type === INTERFACE_HTTP) out.customResponse = prop.customResponse === true;
+  if (prop.type === INTERFACE_HTTP && prop.customResponse !== undefined) out.customResponse = prop.customResponse === true;
   if (prop.type === 'app') out.app = prop.app;
   return out;
 }
 
-function checkProp(prop: PropDescriptor, isAction: boolean): void {
+function checkProp(prop: PropDescriptor, isAction: boolean, appSlugs: Set<string>): void {
   const where = `prop "${prop.name}"`;
   const type = prop.type;
   if (!nonEmptyString(type)) fail(`${where} has no type`, { prop: prop.name });
   if (UNSUPPORTED_TYPES[type]) fail(`${where}: ${UNSUPPORTED_TYPES[type]}`, { prop: prop.name, type });
-  if (!KNOWN_TYPES.includes(type)) fail(`${where} has unknown type "${type}"; known types: ${KNOWN_TYPES.join(', ')}`, { prop: prop.name, type });
+  const appOfType = appSpecificTypeApp(type);
+  if (appOfType !== undefined && !appSlugs.has(appOfType)) {
+    fail(`${where} has type "${type}", which needs an app prop of app "${appOfType}" in the component`, { prop: prop.name, type });
+  }
+  if (!KNOWN_TYPES.includes(type) && appOfType === undefined) fail(`${where} has unknown type "${type}"; known types: ${KNOWN_TYPES.join(', ')}, or $.<app>.<name> with an app prop of that app`, { prop: prop.name, type });
   if (isAction && isInterfaceType(type)) fail(`${where}: ${type} is for sources only, not actions`, { prop: prop.name, type });
   const isInt = type === 'integer' || type === 'integer[]';
   for (const bound of ['min', 'max'] as const) {
@@ -185,7 +196,9 @@ export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
     seen.add(p.name);
     return resolvePropDefinition(p, desc.props);
   });
-  resolved.forEach((p) => checkProp(p, isAction));
+  // `$.airtable.baseId` names the app by slug; an app prop named after it counts too (`appProp: "airtable"`).
+  const appSlugs = new Set(resolved.filter((p) => p.type === 'app').flatMap((p) => [p.name, ...(nonEmptyString(p.app) ? [p.app] : [])]));
+  resolved.forEach((p) => checkProp(p, isAction, appSlugs));
   // A source without run that has a timer or HTTP interface (Pipedream's own schedule sources)
   // emits each triggering event unchanged; anything else without run is refused.
   if (!desc.hasRun && (isAction || !resolved.some((p) => p.type === INTERFACE_TIMER || p.type === INTERFACE_HTTP))) {

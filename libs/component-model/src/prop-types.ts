@@ -18,6 +18,17 @@ export const UNSUPPORTED_TYPES: Record<string, string> = {
   'dir': 'the dir prop type is not supported by this service',
 };
 
+/**
+ * App-specific prop types of real components (`$.airtable.baseId`, `$.airtable.table`,
+ * `$.discord.channel[]`): a value picked from the app's account, stored like any
+ * other value. Returns the app slug, or undefined for any other type.
+ */
+export function appSpecificTypeApp(type: string): string | undefined {
+  const m = /^\$\.([a-z0-9_]+)\.[A-Za-z0-9_]+(\[\])?$/.exec(type);
+  if (!m || m[1] === 'interface' || m[1] === 'service') return undefined;
+  return m[1];
+}
+
 export const DEDUPE_STRATEGIES = ['unique', 'greatest', 'last'] as const;
 export type DedupeStrategy = (typeof DEDUPE_STRATEGIES)[number];
 

@@ -64,12 +64,19 @@ function urlImports(entryUrl: string, policy: FetchPolicy): Plugin {
   };
 }
 
+/** A component fetched from its URL: the entry file as served, and a bundle when it imports relative files. */
+export interface LoadedComponentUrl {
+  code: string;
+  bundle?: string;
+}
+
 /**
- * Fetches a component from its URL. A file without relative imports is kept
- * exactly as served; one with relative imports is bundled (esbuild, npm imports
- * external, the entry's module format kept) so the runner gets one file.
+ * Fetches a component from its URL. The entry file is kept exactly as served
+ * (the component's `code`); when it has relative imports, its module graph is
+ * also bundled (esbuild, npm imports external, the entry's module format kept)
+ * so the runner gets one file.
  */
-export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Promise<string> {
+export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Promise<LoadedComponentUrl> {
   let url: URL;
   try {
     url = new URL(rawUrl);
@@ -78,7 +85,7 @@ export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Pro
   }
   const entry = await fetchText(url.href, policy);
   if (entry === undefined) throw new BadRequestError(`component_url: ${url.href} answered 404`, { field: 'component_url' });
-  if (!hasRelativeImports(entry)) return entry;
+  if (!hasRelativeImports(entry)) return { code: entry };
   try {
     const out = await build({
       entryPoints: [url.href],
@@ -90,7 +97,7 @@ export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Pro
       logLevel: 'silent',
       plugins: [urlImports(url.href, policy)],
     });
-    return out.outputFiles[0].text;
+    return { code: entry, bundle: out.outputFiles[0].text };
   } catch (e) {
     if (e instanceof BadRequestError) throw e;
     const errors = (e as { errors?: { text: string }[] }).errors;

@@ -4,7 +4,7 @@ import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { optionalString, readInput } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
-import { ComponentDto, ComponentsService, toComponentDto } from './components.service';
+import { ComponentDto, ComponentsService, runnableOf, toComponentDto } from './components.service';
 
 @Controller('v1/components')
 export class ComponentsController {
@@ -23,7 +23,7 @@ export class ComponentsController {
     const code = optionalString(input, 'component_code', { maxLength: Number.MAX_SAFE_INTEGER }) ?? undefined;
     const url = optionalString(input, 'component_url') ?? undefined;
     const resolved = await this.components.resolveCode(code, url);
-    const c = await this.components.save(ownerId, auth.userId, resolved.code, resolved.url);
+    const c = await this.components.save(ownerId, auth.userId, resolved);
     return { data: toComponentDto(c) };
   }
 
@@ -56,7 +56,7 @@ export class ComponentsController {
     const configured = input.configured_props ?? {};
     if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
     if (!known.remoteOptions) return { data: { options: known.options ?? [], context: null } };
-    const out = await this.reader.options(c.code, prop, { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: configured as Record<string, unknown> }, this.config.componentReadTimeoutMs);
+    const out = await this.reader.options(runnableOf(c).code, prop, { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: configured as Record<string, unknown> }, this.config.componentReadTimeoutMs);
     if (out.error) throw new BadRequestError(`options() of prop ${prop} failed: ${out.error.message}`, { prop }, 'options_failed');
     return { data: { options: out.options ?? [], context: out.context ?? null } };
   }

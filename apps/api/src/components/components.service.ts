@@ -2,13 +2,20 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { analyzeComponent, AnalyzedComponent, ConfigurableProp } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { BadRequestError, newId, NotFoundError, PayloadTooLargeError, sha256Hex } from '@app/contracts';
+import { BadRequestError, newId, NotFoundError, sha256Hex } from '@app/contracts';
 import { Component } from '@app/db';
 import { NatsService } from '@app/nats';
 import { policyFromConfig } from '@app/net';
 import { AuthContext, canAccess } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
 import { FetchPolicy, loadComponentUrl } from './component-url';
+
+/** Code to save: the submitted (or fetched) code, its URL, and a bundle when the code is not self-contained. */
+export interface ResolvedCode {
+  code: string;
+  url?: string;
+  bundle?: string;
+}
 
 /** Owner id of the components shipped in `registry/` and published with the admin CLI. */
 export const REGISTRY_OWNER = 'registry';
@@ -46,11 +53,19 @@ export function toComponentDto(c: Component): ComponentDto {
   };
 }
 
-/** Runs the code in a worker (never on this thread) and validates what it exports; 413 over the size limit. */
+/** The code the runner executes and its hash in the object store: the bundle when `code` is not self-contained. */
+export function runnableOf(c: Component): { code: string; hash: string } {
+  return c.bundle && c.bundleHash ? { code: c.bundle, hash: c.bundleHash } : { code: c.code, hash: c.codeHash };
+}
+
+/**
+ * Runs the code in a worker (never on this thread) and validates what it exports.
+ * Code over the size limit is a 400 naming the problem, like every other component rule (issue 3's list).
+ */
 export async function readComponent(reader: ComponentReader, config: AppConfig, code: string): Promise<AnalyzedComponent> {
   const bytes = Buffer.byteLength(code, 'utf8');
   if (bytes > config.componentMaxBytes) {
-    throw new PayloadTooLargeError(`component code is ${bytes} bytes; the limit is ${config.componentMaxBytes}`, { limit_bytes: config.componentMaxBytes });
+    throw new BadRequestError(`component code is ${bytes} bytes; the limit is ${config.componentMaxBytes}`, { field: 'component_code', limit_bytes: config.componentMaxBytes }, 'invalid_component');
   }
   const out = await reader.describe(code, config.componentReadTimeoutMs);
   if (out.error || !out.descriptor) {
@@ -63,7 +78,7 @@ export async function readComponent(reader: ComponentReader, config: AppConfig, 
 }
 
 /** A new component row (not yet persisted). */
-export function buildComponent(analyzed: AnalyzedComponent, ownerId: string, userId: string | null, code: string, url?: string): Component {
+export function buildComponent(analyzed: AnalyzedComponent, ownerId: string, userId: string | null, code: string, url?: string, bundle?: string): Component {
   return Object.assign(new Component(), {
     id: newId('component'),
     ownerId,
@@ -76,6 +91,8 @@ export function buildComponent(analyzed: AnalyzedComponent, ownerId: string, use
     code,
     codeHash: sha256Hex(code),
     componentUrl: url ?? null,
+    bundle: bundle ?? null,
+    bundleHash: bundle ? sha256Hex(bundle) : null,
     configurableProps: analyzed.configurableProps,
     meta: analyzed.meta as unknown as Record<string, unknown>,
     createdAtMs: Date.now(),
@@ -105,21 +122,26 @@ export class ComponentsService {
     };
   }
 
-  /** The code to save: `component_code` when given (the URL is then only metadata), else fetched from `component_url`. */
-  async resolveCode(code: string | undefined, url: string | undefined): Promise<{ code: string; url?: string }> {
+  /**
+   * The code to save: `component_code` when given (the URL is then only metadata), else
+   * the file at `component_url` (plus a bundle when it imports relative files).
+   */
+  async resolveCode(code: string | undefined, url: string | undefined, required = ['component_code', 'component_url']): Promise<ResolvedCode> {
     if (code !== undefined && code !== '') return { code, url };
-    if (url) return { code: await loadComponentUrl(url, this.fetchPolicy), url };
-    throw new BadRequestError('component_code or component_url is required', { fields: ['component_code', 'component_url'] });
+    if (url) return { ...(await loadComponentUrl(url, this.fetchPolicy)), url };
+    throw new BadRequestError(`${required.slice(0, -1).join(', ')} or ${required[required.length - 1]} is required`, { fields: required });
   }
 
   analyze(code: string): Promise<AnalyzedComponent> {
     return readComponent(this.reader, this.config, code);
   }
 
-  /** Reads, validates and saves a component in `ownerId`'s namespace; its code goes to the object store. */
-  async save(ownerId: string, userId: string | null, code: string, url?: string, em: EntityManager = this.em.fork()): Promise<Component> {
-    const c = buildComponent(await this.analyze(code), ownerId, userId, code, url);
-    await this.storeCode(c.codeHash, code);
+  /** Reads, validates and saves a component in `ownerId`'s namespace; its runnable code goes to the object store. */
+  async save(ownerId: string, userId: string | null, resolved: ResolvedCode, em: EntityManager = this.em.fork()): Promise<Component> {
+    const { code, url, bundle } = resolved;
+    const c = buildComponent(await this.analyze(bundle ?? code), ownerId, userId, code, url, bundle);
+    const runnable = runnableOf(c);
+    await this.storeCode(runnable.hash, runnable.code);
     await em.persist(c).flush();
     this.logger.log(`component saved component_id=${c.id} owner_id=${ownerId} key=${c.key ?? ''} code_hash=${c.codeHash}`);
     return c;

@@ -4,7 +4,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { decodeJson, DesiredSourceState, encodeJson, partitionOf } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { NatsService } from '@app/nats';
-import { ComponentsService } from '../components/components.service';
+import { ComponentsService, runnableOf } from '../components/components.service';
 
 /** The public URL of an HTTP source's endpoint. */
 export function endpointUrlOf(config: AppConfig, endpointKey: string | null | undefined): string | undefined {
@@ -41,7 +41,7 @@ export class SourcePublisher {
       rev: source.rev,
       active: source.active,
       componentId: component.id,
-      codeHash: component.codeHash,
+      codeHash: runnableOf(component).hash,
       configuredProps: source.configuredProps,
       ...(source.endpointKey ? { endpointKey: source.endpointKey, endpointUrl: endpointUrlOf(this.config, source.endpointKey) } : {}),
       runTimeoutMs: Math.min(source.runTimeoutMs ?? this.config.runTimeoutMs, this.config.maxRunTimeoutMs),
@@ -82,7 +82,8 @@ export class SourcePublisher {
     }
     const component = await em.findOne(Component, { id: source.componentId });
     if (!component) throw new Error(`source ${source.id} refers to missing component ${source.componentId}`);
-    await this.components.storeCode(component.codeHash, component.code);
+    const runnable = runnableOf(component);
+    await this.components.storeCode(runnable.hash, runnable.code);
     await this.putNewer(key, this.stateOf(source, component));
     await em.nativeUpdate(Source, { id: source.id, publishedRev: { $lt: source.rev } }, { publishedRev: source.rev });
     this.logger.debug(`desired state published source_id=${source.id} rev=${source.rev}`);

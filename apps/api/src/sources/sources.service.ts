@@ -60,8 +60,8 @@ export class SourcesService {
     let component: Component;
     if (ref.componentId) component = await this.components.findForCaller(auth, ref.componentId, ownerId);
     else {
-      const { code, url } = await this.components.resolveCode(ref.code, ref.url);
-      component = await this.components.save(ownerId, auth.userId, code, url);
+      const resolved = await this.components.resolveCode(ref.code, ref.url, ['component_id', 'component_code', 'component_url']);
+      component = await this.components.save(ownerId, auth.userId, resolved);
     }
     if (component.type === 'action') {
       throw new BadRequestError(`component ${component.id} is an action; only sources can be deployed`, { component_id: component.id }, 'invalid_component');

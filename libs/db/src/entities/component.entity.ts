@@ -18,6 +18,12 @@ export class Component {
   @Property({ type: 'text' }) code!: string;
   @Property({ type: 'string' }) codeHash!: string;
   @Property({ type: 'text', nullable: true }) componentUrl?: string | null;
+  /**
+   * What runs when `code` is not self-contained (a `component_url` entry with relative
+   * imports): one bundle of its module graph, and that bundle's hash in the object store.
+   */
+  @Property({ type: 'text', nullable: true }) bundle?: string | null;
+  @Property({ type: 'string', nullable: true }) bundleHash?: string | null;
   @Property({ type: 'json' }) configurableProps: unknown[] = [];
   /** Everything else read from the code: dedupe, hooks, methods, app props, dependencies. */
   @Property({ type: 'json' }) meta: Record<string, unknown> = {};

@@ -70,7 +70,8 @@ function describeProp(name: string, raw: unknown, appProps: Map<unknown, string>
   if ('max' in p) out.max = jsonSafe(p.max);
   if (typeof p.options === 'function') out.options = marker(p.options as () => unknown);
   else if (Array.isArray(p.options)) out.options = jsonSafe(p.options) as unknown[];
-  if (out.type === '$.interface.http') out.customResponse = p.customResponse === true;
+  // Only when written: `configurable_props` shows the fields the component declares.
+  if (out.type === '$.interface.http' && p.customResponse !== undefined) out.customResponse = p.customResponse === true;
   const extra: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(p)) {
     if (KNOWN.has(k)) continue;

@@ -1,0 +1,161 @@
+import { createHash } from 'node:crypto';
+import { createServer, Server } from 'node:http';
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+
+const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
+
+/**
+ * A Pipedream-style multi-file source served over HTTP: an app file with
+ * app-specific prop types (`$.airtable.baseId`), a common module, and an entry
+ * two levels down that imports `../../airtable.app.mjs` and spreads the common props.
+ */
+const FILES: Record<string, string> = {
+  '/pd/airtable.app.mjs': `export default {
+  type: "app",
+  app: "airtable",
+  propDefinitions: {
+    baseId: { type: "$.airtable.baseId", appProp: "airtable" },
+    tableId: { type: "$.airtable.tableId", baseIdProp: "baseId" },
+  },
+  methods: { tag() { return "airtable:" + this.$auth.api_key; } },
+};`,
+  '/pd/sources/common/common.mjs': `import airtable from "../../airtable.app.mjs";
+export default {
+  props: {
+    airtable,
+    http: { type: "$.interface.http" },
+    baseId: { type: "$.airtable.baseId", appProp: "airtable" },
+  },
+  methods: { label() { return this.airtable.tag() + "/" + this.baseId; } },
+};`,
+  '/pd/sources/new-record/new-record.mjs': `import common from "../common/common.mjs";
+export default {
+  ...common,
+  key: "airtable-new-record",
+  name: "New Record",
+  version: "0.0.1",
+  props: {
+    ...common.props,
+    tableId: { propDefinition: [common.props.airtable, "tableId", ({ baseId }) => ({ baseId })] },
+  },
+  methods: { ...common.methods },
+  async run(event) { this.$emit({ label: this.label(), tableId: this.tableId, body: event.body }); },
+};`,
+};
+
+describe('API conformance: paths, cursors, bodies and real multi-file components', () => {
+  let system: System;
+  let user: TestUser;
+  let server: Server;
+  let origin: string;
+
+  beforeAll(async () => {
+    system = await startSystem();
+    user = createUser(system);
+    server = createServer((req, res) => {
+      const body = FILES[req.url ?? ''];
+      if (body === undefined) return void res.writeHead(404).end('not found');
+      res.writeHead(200, { 'content-type': 'text/javascript' }).end(body);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  afterAll(async () => {
+    server?.close();
+    await system?.stop();
+  });
+
+  it('routes the paths the spec writes with a trailing slash', async () => {
+    const api = client(system, createUser(system).apiKey);
+    const created = await api.post('/sources/', { component_code: 'module.exports = { name: "Slash", version: "1", async run() {} };' });
+    expect(created.status).toBe(200);
+    expect(created.body.data.name_slug).toBe('slash');
+    const list = await api.get('/users/me/sources/');
+    expect(list.status).toBe(200);
+    expect(list.body.data.map((s: { id: string }) => s.id)).toEqual([created.body.data.id]);
+    expect((await api.get(`/sources/${created.body.data.id}/`)).status).toBe(200);
+    expect((await api.get('/users/me/')).status).toBe(200);
+  });
+
+  it('returns string cursors on every paginated response, an empty page included', async () => {
+    const api = client(system, createUser(system).apiKey);
+    const empty = await api.get('/users/me/sources');
+    expect(empty.status).toBe(200);
+    expect(empty.body).toEqual({ page_info: { total_count: 0, count: 0, start_cursor: expect.any(String), end_cursor: expect.any(String) }, data: [] });
+    const one = await api.post('/sources', { component_code: 'module.exports = { name: "Cursor", version: "1", async run() {} };' });
+    const first = await api.get('/users/me/sources?limit=1');
+    const past = await api.get(`/users/me/sources?limit=1&after=${first.body.page_info.end_cursor}`);
+    expect(first.body.data[0].id).toBe(one.body.data.id);
+    expect(past.body).toEqual({ page_info: { total_count: 1, count: 0, start_cursor: expect.any(String), end_cursor: expect.any(String) }, data: [] });
+  });
+
+  it('reads a JSON body sent without a JSON content type (curl -d without -H)', async () => {
+    const res = await fetch(`${system.baseUrl}/components`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: JSON.stringify({ component_code: 'module.exports = { name: "Form", version: "1", async run() {} };' }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { data: { name: string } }).data.name).toBe('Form');
+  });
+
+  it('names component_id among the inputs when POST /sources has none', async () => {
+    const res = await client(system, user.apiKey).post('/sources', { name: 'nothing' });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('component_id, component_code or component_url is required');
+  });
+
+  it('shows configurable_props as written: no customResponse on an HTTP prop that does not declare it', async () => {
+    const api = client(system, user.apiKey);
+    const res = await api.post('/components', { component_code: 'module.exports = { name: "H", version: "1", props: { http: "$.interface.http", h2: { type: "$.interface.http", customResponse: true } }, async run() {} };' });
+    expect(res.body.data.configurable_props).toEqual([
+      { name: 'http', type: '$.interface.http' },
+      { name: 'h2', type: '$.interface.http', customResponse: true },
+    ]);
+  });
+
+  it('saves a multi-file component_url with its entry as code, and deploys and runs it with app-specific prop types', async () => {
+    const api = client(system, user.apiKey);
+    const url = `${origin}/pd/sources/new-record/new-record.mjs`;
+    const component = await api.post('/components', { component_url: url });
+    expect(component.status).toBe(200);
+    const entry = FILES['/pd/sources/new-record/new-record.mjs'];
+    expect(component.body.data).toMatchObject({ key: 'airtable-new-record', code: entry, code_hash: sha256(entry), component_url: url });
+    expect(component.body.data.configurable_props).toEqual([
+      { name: 'airtable', type: 'app', app: 'airtable' },
+      { name: 'http', type: '$.interface.http' },
+      { name: 'baseId', type: '$.airtable.baseId', appProp: 'airtable' },
+      { name: 'tableId', type: '$.airtable.tableId', baseIdProp: 'baseId' },
+    ]);
+    expect((await api.get(`/components/${component.body.data.id}`)).body.data.code).toBe(entry);
+
+    const missing = await api.post('/sources', { component_id: component.body.data.id, configured_props: { airtable: { $auth: { api_key: 'k1' } } } });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toMatch(/configured_props\.baseId: is required/);
+
+    const source = await api.post('/sources', { component_id: component.body.data.id, configured_props: { airtable: { $auth: { api_key: 'k1' } }, baseId: 'appXYZ', tableId: 'tblABC' } });
+    expect(source.status).toBe(200);
+    expect(source.body.data.configured_props).toMatchObject({ airtable: { $auth: '********' }, baseId: 'appXYZ', tableId: 'tblABC' });
+    const hit = await fetch(source.body.data.configured_props.http.endpoint_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":1}' });
+    expect(hit.status).toBe(200);
+    const summaries = await eventually(
+      async () => {
+        const list = await api.get(`/sources/${source.body.data.id}/event_summaries`);
+        return list.body?.data?.length ? list.body.data : undefined;
+      },
+      { timeoutMs: 30_000, what: 'the event of the multi-file source' },
+    );
+    expect(summaries[0].event).toEqual({ label: 'airtable:k1/appXYZ', tableId: 'tblABC', body: { n: 1 } });
+  });
+
+  it('refuses an app-specific prop type without an app prop of that app, and code over the size limit, with 400', async () => {
+    const api = client(system, user.apiKey);
+    const noApp = await api.post('/components', { component_code: 'module.exports = { name: "A", version: "1", props: { baseId: { type: "$.airtable.baseId" } }, async run() {} };' });
+    expect(noApp.status).toBe(400);
+    expect(noApp.body).toEqual({ error: expect.stringMatching(/prop "baseId" has type "\$\.airtable\.baseId", which needs an app prop of app "airtable"/), code: 'invalid_component', details: expect.any(Object) });
+    const big = await api.post('/components', { component_code: `module.exports = { name: "x", version: "1", async run() {} }; // ${'x'.repeat(5 * 1024 * 1024)}` });
+    expect(big.status).toBe(400);
+    expect(big.body).toEqual({ error: expect.stringMatching(/component code is \d+ bytes; the limit is 5242880/), code: 'invalid_component', details: expect.any(Object) });
+  });
+});
