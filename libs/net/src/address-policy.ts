@@ -48,14 +48,47 @@ const reserved = new BlockList();
 reserved.addSubnet('240.0.0.0', 4, 'ipv4');
 reserved.addAddress('255.255.255.255', 'ipv4');
 
-/** Unwraps IPv4-mapped IPv6 (`::ffff:10.0.0.1`) so it is judged as the IPv4 address it is. */
+/** The eight 16-bit groups of an IPv6 address (a dotted IPv4 tail counts as two). */
+function ipv6Groups(ip: string): number[] | undefined {
+  let text = ip.split('%')[0];
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number);
+    text = text.slice(0, dotted.index) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::');
+  const part = (x: string | undefined): number[] => (x ? x.split(':').map((g) => parseInt(g, 16)) : []);
+  const h = part(head);
+  const t = part(tail);
+  const groups = tail === undefined ? h : [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
+}
+
+const ipv4Of = (hi: number, lo: number): string => [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.');
+
+/**
+ * The IPv4 address an IPv6 address stands for, when it embeds one: IPv4-mapped
+ * (`::ffff:0:0/96`), IPv4-compatible (`::/96`), NAT64 (`64:ff9b::/96`) and 6to4
+ * (`2002::/16`). Such an address reaches that IPv4 host, so it is judged as it.
+ */
+function embeddedIpv4(ip: string): string | undefined {
+  const g = ipv6Groups(ip);
+  if (!g) return undefined;
+  const zeros = (n: number): boolean => g.slice(0, n).every((x) => x === 0);
+  if (zeros(5) && g[5] === 0xffff) return ipv4Of(g[6], g[7]);
+  if (zeros(6) && (g[6] !== 0 || g[7] > 1)) return ipv4Of(g[6], g[7]);
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return ipv4Of(g[6], g[7]);
+  if (g[0] === 0x2002) return ipv4Of(g[1], g[2]);
+  return undefined;
+}
+
+/** Judges an IPv6 address that embeds an IPv4 one as that IPv4 address. */
 function normalise(ip: string): [string, 'ipv4' | 'ipv6'] | undefined {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return [mapped[1], 'ipv4'];
   const v = isIP(ip);
   if (v === 4) return [ip, 'ipv4'];
-  if (v === 6) return [ip, 'ipv6'];
-  return undefined;
+  if (v !== 6) return undefined;
+  const v4 = embeddedIpv4(ip);
+  return v4 ? [v4, 'ipv4'] : [ip, 'ipv6'];
 }
 
 export function classifyAddress(ip: string): AddressClass {
