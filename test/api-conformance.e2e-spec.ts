@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createServer, Server } from 'node:http';
+import { build } from 'esbuild';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
 
@@ -147,6 +148,39 @@ describe('API conformance: paths, cursors, bodies and real multi-file components
       { timeoutMs: 30_000, what: 'the event of the multi-file source' },
     );
     expect(summaries[0].event).toEqual({ label: 'airtable:k1/appXYZ', tableId: 'tblABC', body: { n: 1 } });
+  });
+
+  it('takes configured_props as JSON text in the query string of POST and PUT /sources', async () => {
+    const api = client(system, user.apiKey);
+    const code = 'module.exports = { name: "Q", version: "1", props: { s: { type: "string" } }, async run() {} };';
+    const created = await api.post(`/sources?configured_props=${encodeURIComponent(JSON.stringify({ s: 'from query' }))}`, { component_code: code });
+    expect(created.status).toBe(200);
+    expect(created.body.data.configured_props).toEqual({ s: 'from query' });
+    const updated = await api.put(`/sources/${created.body.data.id}?configured_props=${encodeURIComponent(JSON.stringify({ s: 'again' }))}`, { component_id: created.body.data.component_id });
+    expect(updated.body.data.configured_props).toEqual({ s: 'again' });
+    const bad = await api.post('/sources?configured_props=nope', { component_code: code });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toBe('configured_props must be a JSON object');
+  });
+
+  it('reads a CommonJS esbuild bundle of the ESM multi-file component (module.exports.default)', async () => {
+    const out = await build({
+      stdin: { contents: FILES['/pd/sources/new-record/new-record.mjs'], resolveDir: '/', sourcefile: 'entry.mjs' },
+      bundle: true,
+      write: false,
+      format: 'cjs',
+      platform: 'node',
+      plugins: [{ name: 'files', setup(b) {
+        b.onResolve({ filter: /^\./ }, (a) => ({ path: new URL(a.path, `http://x${a.namespace === 'f' ? a.importer : '/pd/sources/new-record/new-record.mjs'}`).pathname, namespace: 'f' }));
+        b.onLoad({ filter: /.*/, namespace: 'f' }, (a) => ({ contents: FILES[a.path], loader: 'js' }));
+      } }],
+    });
+    const code = out.outputFiles[0].text;
+    expect(code).toContain('module.exports');
+    const res = await client(system, user.apiKey).post('/components', { component_code: code });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ key: 'airtable-new-record', code, code_hash: sha256(code) });
+    expect(res.body.data.configurable_props.map((p: { name: string; type: string }) => `${p.name}:${p.type}`)).toEqual(['airtable:app', 'http:$.interface.http', 'baseId:$.airtable.baseId', 'tableId:$.airtable.tableId']);
   });
 
   it('refuses an app-specific prop type without an app prop of that app, and code over the size limit, with 400', async () => {

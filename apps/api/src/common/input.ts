@@ -45,3 +45,19 @@ export function optionalBoolean(input: Input, name: string): boolean | undefined
   if (v === 'false') return false;
   throw new BadRequestError(`${name} must be true or false`, { field: name });
 }
+
+/**
+ * An object parameter (`configured_props`): a JSON object in the body, or the JSON text of one
+ * when a client passes it in the query string of a POST or PUT (the spec allows either place).
+ */
+export function objectParam(input: Input, name: string): unknown {
+  const v = input[name];
+  if (typeof v !== 'string') return v;
+  try {
+    const parsed: unknown = JSON.parse(v);
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed;
+  } catch {
+    /* not JSON: reported below */
+  }
+  throw new BadRequestError(`${name} must be a JSON object`, { field: name });
+}

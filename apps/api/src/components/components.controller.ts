@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@ne
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
-import { optionalString, readInput } from '../common/input';
+import { objectParam, optionalString, readInput } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
 import { ComponentDto, ComponentsService, runnableOf, toComponentDto } from './components.service';
 
@@ -53,7 +53,7 @@ export class ComponentsController {
     if (!known) throw new NotFoundError(`component ${c.id} has no prop ${prop}`, { prop });
     const page = input.page === undefined ? 0 : Number(input.page);
     if (!Number.isInteger(page) || page < 0) throw new BadRequestError('page must be an integer ≥ 0', { field: 'page' });
-    const configured = input.configured_props ?? {};
+    const configured = objectParam(input, 'configured_props') ?? {};
     if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
     if (!known.remoteOptions) return { data: { options: known.options ?? [], context: null } };
     const out = await this.reader.options(runnableOf(c).code, prop, { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: configured as Record<string, unknown> }, this.config.componentReadTimeoutMs);

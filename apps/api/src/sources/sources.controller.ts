@@ -3,7 +3,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { NotFoundError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
-import { Input, optionalBoolean, optionalString, readInput } from '../common/input';
+import { Input, objectParam, optionalBoolean, optionalString, readInput } from '../common/input';
 import { finishPage, keysetClause, Page, parsePageQuery } from '../common/pagination';
 import { ComponentRef, SourceDto, SourcesService } from './sources.service';
 
@@ -32,7 +32,7 @@ export class SourcesController {
   async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: SourceDto }> {
     const input = readInput(query, body, [...REF_FIELDS, 'name', 'configured_props']);
     const ownerId = namespaceOf(auth, input.org_id);
-    const { source, component } = await this.sources.create(auth, ownerId, componentRef(input), sourceName(input), input.configured_props);
+    const { source, component } = await this.sources.create(auth, ownerId, componentRef(input), sourceName(input), objectParam(input, 'configured_props'));
     return { data: this.sources.toDto(source, component, true) };
   }
 
@@ -50,7 +50,7 @@ export class SourcesController {
     const { source, component } = await this.sources.update(auth, id, {
       ref: componentRef(input),
       name: sourceName(input),
-      configuredProps: input.configured_props,
+      configuredProps: objectParam(input, 'configured_props'),
       active: optionalBoolean(input, 'active') ?? true,
     });
     return { data: this.sources.toDto(source, component, true) };
