@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { JsMsg } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
-import { decodeJson, DeliveryMessage, EmittedEvent, encodeJson, InvocationMessage, newId, partitionOf } from '@app/contracts';
+import { decodeJson, DeliveryMessage, EmittedEvent, encodeJson, InvocationMessage, partitionOf } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { BatchConsumer, ensureDurable } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
@@ -9,6 +9,9 @@ import { LOGGER } from '../common/tokens';
 import { SubscriptionCache } from './subscription-cache';
 
 const DURABLE = 'router';
+
+/** The invocation a listener source gets for an event: `sub.<emitterId>.<eventId>` (event ids are unique per emitter). */
+export const subscriptionInvocationId = (event: Pick<EmittedEvent, 'emitterId' | 'id'>): string => `sub.${event.emitterId}.${event.id}`;
 
 /**
  * Routes each emitted event to the listeners of matching subscriptions:
@@ -69,7 +72,9 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
       this.metrics.eventsRouted.inc({ listener_kind: 'webhook' });
     } else if (listenerId.startsWith('dc_')) {
       const inv: InvocationMessage = {
-        invocationId: newId('invocation'),
+        // Derived from the event, not random: routed again (a redelivered emit), it is the same invocation,
+        // which the listener's actor runs once and usage counts once.
+        invocationId: subscriptionInvocationId(event),
         sourceId: listenerId,
         kind: 'subscription',
         event: event.event,
