@@ -104,8 +104,11 @@ async function startSystem(env = {}, { apps = ['api', 'runner', 'delivery'] } = 
       await Promise.all([...procs.keys()].map((n) => system.stopApp(n)));
     },
   };
+  // BENCH_PROFILE_APP=api,runner,delivery (any of them): CPU profiles of those apps into BENCH_PROFILE_DIR (/tmp/prof).
+  const profiled = new Set(String(process.env.BENCH_PROFILE_APP || '').split(',').map((s) => s.trim()).filter(Boolean));
+  const profileArgs = ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR || '/tmp/prof'}`];
   try {
-    for (const app of apps) await system.startApp(app, app);
+    for (const app of apps) await system.startApp(app, app, {}, profiled.has(app) ? profileArgs : []);
   } catch (e) {
     await system.stop();
     throw e;
@@ -206,4 +209,54 @@ function cpuSeconds(pid) {
   }
 }
 
-module.exports = { cpuSeconds, startSystem, createUser, api, scrape, total, histogramQuantile, percentile, until, freePort };
+/** Busy and total CPU ticks of the whole machine so far (all cores), from /proc/stat. */
+function machineTicks() {
+  const f = require('node:fs').readFileSync('/proc/stat', 'utf8');
+  const v = f.split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = v[3] + (v[4] || 0);
+  const all = v.reduce((a, b) => a + b, 0);
+  return { busy: all - idle, all };
+}
+
+/** CPU seconds of processes whose command line contains `needle` (e.g. 'nats-server', 'postgres:'), summed. */
+function cpuSecondsOf(needle) {
+  const fs = require('node:fs');
+  let sum = 0;
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(needle)) sum += cpuSeconds(Number(d)) || 0;
+    } catch {
+      // gone
+    }
+  }
+  return sum;
+}
+
+/**
+ * Starts a CPU account: `done()` → "machine busy 85% of 2 cores; api 31%, …" for the named
+ * app processes, NATS, Postgres and this benchmark process (one core = 100%).
+ */
+function cpuAccount(system, apps) {
+  const wall0 = Date.now();
+  const m0 = machineTicks();
+  const own0 = process.cpuUsage();
+  const a0 = apps.map((a) => cpuSeconds(system.pid(a)));
+  const n0 = cpuSecondsOf('nats-server');
+  const p0 = cpuSecondsOf('postgres');
+  return {
+    /** `count`: also the CPU time per item (event, request), which load from other processes disturbs less than rates. */
+    done(wallMs = Date.now() - wall0, count = 0) {
+      const s = wallMs / 1000;
+      const pct = (x) => `${Math.round((x / s) * 100)}%${count ? ` (${Math.round((x / count) * 1e6)} µs/item)` : ''}`;
+      const m1 = machineTicks();
+      const own = process.cpuUsage(own0);
+      const parts = apps.map((a, i) => `${a} ${pct(cpuSeconds(system.pid(a)) - a0[i])}`);
+      parts.push(`nats-server ${pct(cpuSecondsOf('nats-server') - n0)}`, `postgres ${pct(cpuSecondsOf('postgres') - p0)}`, `bench client ${pct((own.user + own.system) / 1e6)}`);
+      const busy = Math.round(((m1.busy - m0.busy) / Math.max(1, m1.all - m0.all)) * 100);
+      return `machine busy ${busy}% of ${require('node:os').cpus().length} cores; ${parts.join(', ')} (one core = 100%; nats-server and postgres are shared with anything else on the machine)`;
+    },
+  };
+}
+
+module.exports = { cpuAccount, cpuSeconds, startSystem, createUser, api, scrape, total, histogramQuantile, percentile, until, freePort };

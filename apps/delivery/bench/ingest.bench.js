@@ -3,12 +3,13 @@
 // (the source emits) → EMITS → delivery → signed POST received by a local
 // webhook receiver. Figures: sustained events/s, and emit→receipt latency at a
 // steady request rate. Knobs: BENCH_EVENTS (20000), BENCH_RATE (1000),
-// BENCH_SECONDS (10), BENCH_ENDPOINTS (20), BENCH_CONCURRENCY (128).
+// BENCH_SECONDS (10), BENCH_ENDPOINTS (20), BENCH_CONCURRENCY (128),
+// BENCH_PROFILE_APP=api,runner,delivery (CPU profiles into /tmp/prof).
 const path = require('node:path');
 const http = require('node:http');
 const { Webhook } = require('standardwebhooks');
 const ROOT = path.join(__dirname, '..', '..', '..');
-const { startSystem, createUser, api, percentile, until, cpuSeconds } = require(path.join(ROOT, 'bench/support/system'));
+const { startSystem, createUser, api, percentile, until, cpuAccount } = require(path.join(ROOT, 'bench/support/system'));
 
 const EVENTS = Number(process.env.BENCH_EVENTS || 20000);
 const RATE = Number(process.env.BENCH_RATE || 1000);
@@ -87,7 +88,7 @@ async function main() {
 
     // 1. Sustained: EVENTS requests, CONCURRENCY in flight, spread over the endpoints.
     const apps = ['api', 'runner', 'delivery'];
-    const cpu0 = apps.map((a) => cpuSeconds(system.pid(a)));
+    const account = cpuAccount(system, apps);
     const started = Date.now();
     let next = 0;
     let failed = 0;
@@ -100,10 +101,10 @@ async function main() {
     const ingested = Date.now();
     const complete = await until(async () => receiver.receipts.size >= EVENTS - failed, { what: 'every event delivered', timeoutMs: 600_000 }).then(() => true, () => false);
     const last = Math.max(...[...receiver.receipts.values()].map((r) => r.at));
-    const cpu = apps.map((a, i) => `${a} ${Math.round(((cpuSeconds(system.pid(a)) - cpu0[i]) / ((last - started) / 1000)) * 100)}%`).join(', ');
+    const cpu = account.done(last - started, receiver.receipts.size);
     const throughput = Math.round((receiver.receipts.size / (last - started)) * 1000);
     console.log(`HTTP ingest → signed POST: ${receiver.receipts.size}/${EVENTS} events in ${last - started} ms = ${throughput} events/s (ingest ${Math.round((EVENTS / (ingested - started)) * 1000)} req/s, ${failed} requests failed)${complete ? '' : ' INCOMPLETE'}`);
-    console.log(`  CPU during the run (one core = 100%): ${cpu}`);
+    console.log(`  CPU during the run: ${cpu}`);
     receiver.receipts.clear();
 
     // 2. Latency at a steady rate: request sent → signed POST received.

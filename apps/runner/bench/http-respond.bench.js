@@ -5,7 +5,7 @@
 const path = require('node:path');
 const http = require('node:http');
 const ROOT = path.join(__dirname, '..', '..', '..');
-const { startSystem, createUser, api, percentile, until, cpuSeconds } = require(path.join(ROOT, 'bench/support/system'));
+const { startSystem, createUser, api, percentile, until, cpuAccount } = require(path.join(ROOT, 'bench/support/system'));
 
 const RATE = Number(process.env.BENCH_RATE || 500);
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
@@ -30,9 +30,8 @@ function request(agent, url) {
 }
 
 async function main() {
-  const profile = process.env.BENCH_PROFILE_APP; // e.g. "api": writes a CPU profile of that app into /tmp/prof
-  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0' }, { apps: ['api', 'runner', 'delivery'].filter((a) => a !== profile) });
-  if (profile) await system.startApp(profile, profile, {}, ['--cpu-prof', '--cpu-prof-dir=/tmp/prof']);
+  // BENCH_PROFILE_APP=api (or runner, delivery, a comma-separated list): CPU profiles of those apps into /tmp/prof.
+  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0' });
   try {
     const user = createUser(system);
     const urls = [];
@@ -46,7 +45,7 @@ async function main() {
     console.log(`  sequential (one at a time): p50 ${percentile(seq, 0.5).toFixed(2)} ms, p99 ${percentile(seq, 0.99).toFixed(2)} ms`);
 
     const apps = ['api', 'runner', 'delivery'];
-    const cpu0 = apps.map((a) => cpuSeconds(system.pid(a)));
+    const account = cpuAccount(system, apps);
     const total = RATE * SECONDS;
     const results = [];
     const started = performance.now();
@@ -62,8 +61,7 @@ async function main() {
     const ok = results.filter((r) => r.status === 200).map((r) => r.ms).sort((a, b) => a - b);
     console.log(`HTTP → respond() round trip: ${total} requests at ${RATE}/s over ${ENDPOINTS} endpoints for ${SECONDS} s (achieved ${(total / elapsed).toFixed(0)}/s), ${ok.length} answered 200`);
     console.log(`  p50 ${percentile(ok, 0.5).toFixed(2)} ms, p90 ${percentile(ok, 0.9).toFixed(2)} ms, p99 ${percentile(ok, 0.99).toFixed(2)} ms, max ${ok[ok.length - 1].toFixed(2)} ms`);
-    const cpu = apps.map((a, i) => `${a} ${(((cpuSeconds(system.pid(a)) - cpu0[i]) / elapsed) * 100).toFixed(0)}%`);
-    console.log(`  CPU during the run (one core = 100%): ${cpu.join(', ')}`);
+    console.log(`  CPU during the run: ${account.done(undefined, total)}`);
     agent.destroy();
   } finally {
     await system.stop();
