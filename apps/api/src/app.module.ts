@@ -1,4 +1,5 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { MikroOrmMiddleware } from '@mikro-orm/nestjs';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { AppConfig, ConfigModule } from '@app/config';
 import { DbModule } from '@app/db';
@@ -17,13 +18,13 @@ import { SseModule } from './sse/sse.module';
 import { HealthController } from './health.controller';
 
 @Module({})
-export class AppModule {
+export class AppModule implements NestModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
-        DbModule.forRoot(config),
+        DbModule.forRoot(config, { requestContext: false }),
         NatsModule.forRoot('api'),
         AuthModule,
         AccountsModule,
@@ -41,5 +42,13 @@ export class AppModule {
         { provide: APP_INTERCEPTOR, useClass: FieldFilterInterceptor },
       ],
     };
+  }
+
+  /** A request-scoped EntityManager for every route except the HTTP ingress `/e/*` (its hot path needs none). */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer
+      .apply(MikroOrmMiddleware)
+      .exclude({ path: 'e/{*rest}', method: RequestMethod.ALL })
+      .forRoutes({ path: '{*all}', method: RequestMethod.ALL });
   }
 }

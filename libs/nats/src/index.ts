@@ -1,2 +1,4 @@
 export * from './nats.service';
 export * from './nats.module';
+export * from './stream-publisher';
+export * from './write-coalescing';

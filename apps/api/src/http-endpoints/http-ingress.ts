@@ -142,7 +142,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   }
 
   private async store(target: EndpointTarget, msg: InvocationMessage): Promise<void> {
-    await this.nats.js.publish(this.nats.names.invocation(target.partition, target.sourceId), encodeJson(msg), { msgID: msg.invocationId });
+    await this.nats.streams.publish(this.nats.names.invocation(target.partition, target.sourceId), encodeJson(msg), msg.invocationId);
   }
 
   private eventOf(req: FastifyRequest, endpointKey: string): HttpEvent {

@@ -68,7 +68,7 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     const msgID = `${subscriptionId}:${event.emitterId}:${event.id}`;
     if (listenerId.startsWith('wh_')) {
       const msg: DeliveryMessage = { webhookId: listenerId, subscriptionId, event };
-      await this.nats.js.publish(names.delivery(listenerId), encodeJson(msg), { msgID });
+      await this.nats.streams.publish(names.delivery(listenerId), encodeJson(msg), msgID);
       this.metrics.eventsRouted.inc({ listener_kind: 'webhook' });
     } else if (listenerId.startsWith('dc_')) {
       const inv: InvocationMessage = {
@@ -81,7 +81,7 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
         createdAtMs: Date.now(),
         origin: { emitterId: event.emitterId, eventId: event.id, name: event.name ?? '' },
       };
-      await this.nats.js.publish(names.invocation(partitionOf(listenerId, this.config.partitions), listenerId), encodeJson(inv), { msgID });
+      await this.nats.streams.publish(names.invocation(partitionOf(listenerId, this.config.partitions), listenerId), encodeJson(inv), msgID);
       this.metrics.eventsRouted.inc({ listener_kind: 'source' });
     }
   }

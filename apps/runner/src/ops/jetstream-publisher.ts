@@ -1,9 +1,8 @@
 import { headers } from 'nats';
 import type { Logger } from 'pino';
 import { EmittedEvent, encodeJson, HttpResponseMessage, UsageRecord } from '@app/contracts';
-import type { NatsService } from '@app/nats';
+import { StreamPublisher, type NatsService } from '@app/nats';
 import type { Publisher } from '../actors/actor-deps';
-import { StreamPublisher } from './stream-publisher';
 
 /** Publishes an actor's side effects: events to EMITS, usage to USAGE, custom responses on the reply subject. */
 export class JetStreamPublisher implements Publisher {

@@ -10,7 +10,8 @@ interface Pending {
  * Publishes to JetStream and waits for the stream's acknowledgement, like
  * `js.publish`, but through one reply subscription for all publishes and one
  * timeout sweep, instead of a request (with its timer and captured stack
- * trace) per message: the emit of every invocation goes through here.
+ * trace) per message. The hot paths use it: the api storing each HTTP
+ * invocation, the runner's emits, the router's deliveries.
  */
 export class StreamPublisher {
   private readonly inbox = createInbox();
