@@ -14,28 +14,64 @@ export interface EndpointTarget {
 }
 
 const TTL_MS = 3_000;
+/** A hit older than this starts a refresh in the background (so a busy endpoint never waits for Postgres). */
+const REFRESH_AFTER_MS = 2_000;
 const MISS_TTL_MS = 1_000;
 const MAX_ENTRIES = 50_000;
+
+interface Entry {
+  target: EndpointTarget | null;
+  loadedAt: number;
+  expiresAt: number;
+  refreshing?: boolean;
+}
 
 /**
  * endpoint key → source, from Postgres with a short cache so a busy endpoint
  * costs no query per request; changes (deactivate, delete, new code without
- * customResponse) are seen within a few seconds.
+ * customResponse) are seen within a few seconds (TTL_MS). Concurrent misses of
+ * one key share one load, and a hit past REFRESH_AFTER_MS reloads in the
+ * background while the entry is still fresh, so requests to a busy endpoint
+ * never wait for the database.
  */
 @Injectable()
 export class EndpointLookup {
-  private readonly cache = new Map<string, { target: EndpointTarget | null; expiresAt: number }>();
+  private readonly cache = new Map<string, Entry>();
+  private readonly loading = new Map<string, Promise<EndpointTarget | null>>();
 
   constructor(private readonly em: EntityManager, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
-  async find(endpointKey: string): Promise<EndpointTarget | null> {
+  find(endpointKey: string): Promise<EndpointTarget | null> | EndpointTarget | null {
     const now = Date.now();
     const hit = this.cache.get(endpointKey);
-    if (hit && hit.expiresAt > now) return hit.target;
-    const target = await this.load(endpointKey);
-    if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
-    this.cache.set(endpointKey, { target, expiresAt: now + (target ? TTL_MS : MISS_TTL_MS) });
-    return target;
+    if (hit && hit.expiresAt > now) {
+      if (hit.target && !hit.refreshing && now - hit.loadedAt > REFRESH_AFTER_MS) {
+        hit.refreshing = true;
+        this.fetch(endpointKey).catch(() => (hit.refreshing = false));
+      }
+      return hit.target;
+    }
+    return this.fetch(endpointKey);
+  }
+
+  private fetch(endpointKey: string): Promise<EndpointTarget | null> {
+    const running = this.loading.get(endpointKey);
+    if (running) return running;
+    const startedAt = Date.now();
+    const p = this.load(endpointKey).then(
+      (target) => {
+        this.loading.delete(endpointKey);
+        if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
+        this.cache.set(endpointKey, { target, loadedAt: startedAt, expiresAt: startedAt + (target ? TTL_MS : MISS_TTL_MS) });
+        return target;
+      },
+      (e: unknown) => {
+        this.loading.delete(endpointKey);
+        throw e;
+      },
+    );
+    this.loading.set(endpointKey, p);
+    return p;
   }
 
   private async load(endpointKey: string): Promise<EndpointTarget | null> {

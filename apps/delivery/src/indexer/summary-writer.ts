@@ -37,21 +37,28 @@ export class SummaryWriter {
       });
       await conn.execute(`insert into event_summaries (${COLUMNS}) values ${values.join(', ')} on conflict do nothing`, params, 'run');
     }
-    const touched = new Map<string, [string, string]>();
+    const touched = new Map<string, { e: string; c: string }>();
     for (const r of rows) {
       const cls = channelClassOf(r.event.name ?? '');
-      touched.set(`${r.event.emitterId}\u0000${cls}`, [r.event.emitterId, cls]);
+      touched.set(`${r.event.emitterId}\u0000${cls}`, { e: r.event.emitterId, c: cls });
     }
-    for (const [emitterId, cls] of touched.values()) await this.trim(emitterId, cls);
+    if (touched.size) await this.trim([...touched.values()]);
     return rejected;
   }
 
-  private async trim(emitterId: string, cls: string): Promise<void> {
+  /** Keeps the newest `retention` rows of each (emitter, channel class): one statement for the whole batch. */
+  private async trim(groups: { e: string; c: string }[]): Promise<void> {
     await this.em.getConnection().execute(
-      `delete from event_summaries where emitter_id = ? and channel_class = ? and (id_ms, id_seq) < (
-         select id_ms, id_seq from event_summaries where emitter_id = ? and channel_class = ?
-         order by id_ms desc, id_seq desc offset ? limit 1)`,
-      [emitterId, cls, emitterId, cls, this.retention - 1],
+      `delete from event_summaries s using (
+         select g.e, g.c, cut.id_ms, cut.id_seq
+           from json_to_recordset(?::json) as g(e text, c text)
+           cross join lateral (
+             select id_ms, id_seq from event_summaries
+              where emitter_id = g.e and channel_class = g.c
+              order by id_ms desc, id_seq desc offset ? limit 1) cut
+       ) t
+       where s.emitter_id = t.e and s.channel_class = t.c and (s.id_ms, s.id_seq) < (t.id_ms, t.id_seq)`,
+      [JSON.stringify(groups), this.retention - 1],
       'run',
     );
   }
