@@ -92,11 +92,19 @@ export function decodeJson<T>(data: Uint8Array): T {
   return JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8')) as T;
 }
 
-/** Stream USAGE, subject `usage.<ownerId>`: one finished invocation, counted into `usage_daily`. */
+/**
+ * Stream USAGE, subject `usage.<ownerId>`: finished invocations of one owner on
+ * one UTC day, counted into `usage_daily`. A runner sums its invocations over a
+ * short window into one record (`invocations` of them, 1 when absent).
+ */
 export interface UsageRecord {
   ownerId: string;
+  /** The (last) source and invocation counted. */
   sourceId: string;
   invocationId: string;
+  /** Summed over the invocations counted. */
   computeMs: number;
   finishedAtMs: number;
+  /** How many invocations the record counts (1 when absent). */
+  invocations?: number;
 }

@@ -80,11 +80,23 @@ export function parseHttpUrl(raw: string): URL {
   return url;
 }
 
+/** Verdicts on literal IP hosts (a webhook sender asks about the same few hosts thousands of times a second). */
+const ipVerdicts = new Map<string, string | undefined>();
+
+function ipRefusal(host: string, policy: AddressPolicy): string | undefined {
+  const key = `${policy.allowLoopback ? 1 : 0}${policy.allowPrivate ? 1 : 0}${host}`;
+  if (ipVerdicts.has(key)) return ipVerdicts.get(key);
+  const reason = refusalReason(host, policy);
+  if (ipVerdicts.size >= 10_000) ipVerdicts.clear();
+  ipVerdicts.set(key, reason);
+  return reason;
+}
+
 function once(url: URL, opts: SafeFetchOptions): Promise<SafeResponse> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (isIP(host)) {
     // Literal addresses skip DNS, so the policy is applied here.
-    const reason = refusalReason(host, opts.policy);
+    const reason = ipRefusal(host, opts.policy);
     if (reason) return Promise.reject(new OutboundError(`refused to connect to ${host}: ${reason}`, 'blocked'));
   }
   const isHttps = url.protocol === 'https:';

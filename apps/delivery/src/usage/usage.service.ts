@@ -103,7 +103,7 @@ export class UsageService implements OnApplicationBootstrap, OnApplicationShutdo
       const day = new Date(r.finishedAtMs).toISOString().slice(0, 10);
       const key = `${r.ownerId}|${day}`;
       const t = totals.get(key) ?? { ownerId: r.ownerId, day, invocations: 0, computeMs: 0 };
-      t.invocations += 1;
+      t.invocations += Number.isInteger(r.invocations) && r.invocations! > 0 ? r.invocations! : 1;
       t.computeMs += Math.max(0, Math.round(r.computeMs || 0));
       totals.set(key, t);
     }
