@@ -160,7 +160,7 @@ describe('API conformance: paths, cursors, bodies and real multi-file components
     expect(updated.body.data.configured_props).toEqual({ s: 'again' });
     const bad = await api.post('/sources?configured_props=nope', { component_code: code });
     expect(bad.status).toBe(400);
-    expect(bad.body.error).toBe('configured_props must be a JSON object');
+    expect(bad.body.error).toBe('configured_props must be an object (in the query string: its JSON text)');
   });
 
   it('reads a CommonJS esbuild bundle of the ESM multi-file component (module.exports.default)', async () => {

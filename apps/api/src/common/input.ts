@@ -59,5 +59,5 @@ export function objectParam(input: Input, name: string): unknown {
   } catch {
     /* not JSON: reported below */
   }
-  throw new BadRequestError(`${name} must be a JSON object`, { field: name });
+  throw new BadRequestError(`${name} must be an object (in the query string: its JSON text)`, { field: name });
 }
