@@ -77,6 +77,8 @@ describe('API conformance: paths, cursors, bodies and real multi-file components
     expect(list.body.data.map((s: { id: string }) => s.id)).toEqual([created.body.data.id]);
     expect((await api.get(`/sources/${created.body.data.id}/`)).status).toBe(200);
     expect((await api.get('/users/me/')).status).toBe(200);
+    // a client whose base URL ends in "/" joins it with "/users/me"
+    expect((await api.get('//users/me')).status).toBe(200);
   });
 
   it('returns string cursors on every paginated response, an empty page included', async () => {
