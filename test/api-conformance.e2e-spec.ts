@@ -103,6 +103,18 @@ describe('API conformance: paths, cursors, bodies and real multi-file components
     expect(((await res.json()) as { data: { name: string } }).data.name).toBe('Form');
   });
 
+  it('takes include / exclude in the body of a POST as in the query', async () => {
+    const api = client(system, user.apiKey);
+    const code = 'module.exports = { name: "Inc", version: "1", async run() {} };';
+    const included = await api.post('/components', { component_code: code, include: 'id,name' });
+    expect(included.status).toBe(200);
+    expect(Object.keys(included.body.data).sort()).toEqual(['id', 'name']);
+    const excluded = await api.post('/sources', { component_code: code, exclude: 'configured_props,user_id' });
+    expect(excluded.body.data).not.toHaveProperty('configured_props');
+    expect(excluded.body.data).not.toHaveProperty('user_id');
+    expect(excluded.body.data.id).toMatch(/^dc_/);
+  });
+
   it('names component_id among the inputs when POST /sources has none', async () => {
     const res = await client(system, user.apiKey).post('/sources', { name: 'nothing' });
     expect(res.status).toBe(400);

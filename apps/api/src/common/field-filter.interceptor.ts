@@ -18,14 +18,16 @@ function filterObject(item: unknown, include?: string[], exclude?: string[]): un
   return out;
 }
 
-/** The common `include` / `exclude` parameters: keep or drop top-level fields of each returned object. */
+/** The common `include` / `exclude` parameters (query or body): keep or drop top-level fields of each returned object. */
 @Injectable()
 export class FieldFilterInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const req = context.switchToHttp().getRequest<FastifyRequest>();
     const q = (req.query ?? {}) as Record<string, unknown>;
-    const include = fields(q.include);
-    const exclude = fields(q.exclude);
+    // Like every parameter of a POST or PUT, they may come in the JSON body instead (body wins).
+    const b = typeof req.body === 'object' && req.body !== null && !Array.isArray(req.body) ? (req.body as Record<string, unknown>) : {};
+    const include = fields(b.include ?? q.include);
+    const exclude = fields(b.exclude ?? q.exclude);
     if (!include && !exclude) return next.handle();
     return next.handle().pipe(
       map((body: unknown) => {
