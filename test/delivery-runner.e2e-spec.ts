@@ -73,4 +73,23 @@ describe('delivery of real emits from the runner', () => {
     // The runner's usage records are aggregated into the user's daily figures.
     await eventually(async () => (await api.get('/users/me')).body.data.daily_invocations_used >= 3, { what: 'usage counted', timeoutMs: 30_000 });
   });
+
+  it('counts every invocation once when a runner sums usage records', async () => {
+    const user = createUser(system);
+    const api = client(system, user.apiKey);
+    const a = (await api.post('/sources', { component_code: FORWARDER, name: 'counted' })).body.data;
+    const send = (n: number): Promise<Response> => fetch(a.configured_props.http.endpoint_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n }) });
+    // Concurrent requests finish within a few of the runner's usage windows: several invocations per record.
+    const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => send(i).then((r) => r.status)));
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    const summaries = await eventually(async () => {
+      const data = (await api.get(`/sources/${a.id}/event_summaries?limit=100`)).body.data;
+      return data?.length === 30 ? data : undefined;
+    }, { what: 'all 30 runs', timeoutMs: 60_000 });
+    expect(summaries).toHaveLength(30);
+    await eventually(async () => (await api.get('/users/me')).body.data.daily_invocations_used === 30, { what: 'usage of 30 invocations', timeoutMs: 30_000 });
+    // A later window adds nothing: each invocation was counted once.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await api.get('/users/me')).body.data.daily_invocations_used).toBe(30);
+  });
 });

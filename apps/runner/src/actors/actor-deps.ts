@@ -12,7 +12,13 @@ import type { ComponentCache } from './code-cache';
 export interface Publisher {
   /** Publishes in order, each with its `Nats-Msg-Id` = `emitId`; resolves when all are stored. */
   publishEvents(events: EmittedEvent[]): Promise<void>;
-  publishUsage(usage: UsageRecord): void;
+  /**
+   * Counts a finished invocation. `exact`: one that may have been counted
+   * already (a redelivery, or an invocation id that can arrive twice: routed
+   * events, timer slots) goes out at once as its own record, deduplicated by
+   * its invocation id; others may be summed with more before publishing.
+   */
+  publishUsage(usage: UsageRecord, exact?: boolean): void;
   reply(subject: string, response: HttpResponseMessage): void;
 }
 

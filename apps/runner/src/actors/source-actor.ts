@@ -261,7 +261,7 @@ export class SourceActor {
       const recent = [...current.recent, msg.invocationId].slice(-RECENT_INVOCATIONS);
       await this.save({ ...current, ...changes, ...timerSlot, recent });
     }
-    this.deps.publisher.publishUsage({ ownerId: this.desired.ownerId, sourceId: this.sourceId, invocationId: msg.invocationId, computeMs: Math.round(result.durationMs), finishedAtMs: this.now() });
+    this.deps.publisher.publishUsage({ ownerId: this.desired.ownerId, sourceId: this.sourceId, invocationId: msg.invocationId, computeMs: Math.round(result.durationMs), finishedAtMs: this.now() }, delivery.redelivered || kind === 'subscription' || kind === 'timer');
     delivery.ack();
     this.deps.metrics.invocations.inc({ outcome: result.error ? 'error' : 'ok', kind });
     if (result.error || this.deps.logger.isLevelEnabled('debug')) {

@@ -30,14 +30,17 @@ export class JetStreamPublisher implements Publisher {
   }
 
   /**
-   * Usage is summed per owner and UTC day for USAGE_WINDOW_MS, then published
-   * without waiting for JetStream's acknowledgement (a core publish captured by
-   * the USAGE stream, with a unique `Nats-Msg-Id`): one record for many
-   * invocations instead of a stored message, a delivery and an ack each. A
-   * lost record (a crash inside the window) only under-counts usage; an
-   * invocation run again after a redelivery is counted again.
+   * Usage is published without waiting for JetStream's acknowledgement (a
+   * core publish captured by the USAGE stream, deduplicated by its
+   * `Nats-Msg-Id`); a lost record only under-counts usage. An invocation that
+   * may have been counted before (`exact`) is published at once with the id
+   * `usage:<invocationId>`, so it counts once. The others (first deliveries of
+   * invocations with unique ids: most HTTP requests) are summed per owner and
+   * UTC day for USAGE_WINDOW_MS into one record: one stored message, delivery
+   * and ack for many invocations instead of one each.
    */
-  publishUsage(usage: UsageRecord): void {
+  publishUsage(usage: UsageRecord, exact = false): void {
+    if (exact) return this.publishRecord(usage, `usage:${usage.invocationId}`);
     const key = `${usage.ownerId}|${new Date(usage.finishedAtMs).toISOString().slice(0, 10)}`;
     const sum = this.usage.get(key);
     if (sum) {
@@ -55,19 +58,21 @@ export class JetStreamPublisher implements Publisher {
     }
   }
 
+  private publishRecord(usage: UsageRecord, msgId: string): void {
+    const h = headers();
+    h.set('Nats-Msg-Id', msgId);
+    try {
+      this.nats.nc.publish(this.nats.names.usage(usage.ownerId), encodeJson(usage), { headers: h });
+    } catch (err) {
+      this.logger.warn({ err, owner_id: usage.ownerId, invocation_id: usage.invocationId, invocations: usage.invocations ?? 1 }, 'usage record not published');
+    }
+  }
+
   /** Publishes the summed usage records now. */
   flushUsage(): void {
     clearTimeout(this.usageTimer);
     this.usageTimer = undefined;
-    for (const usage of this.usage.values()) {
-      const h = headers();
-      h.set('Nats-Msg-Id', `usage:${this.usageToken}:${++this.usageSeq}`);
-      try {
-        this.nats.nc.publish(this.nats.names.usage(usage.ownerId), encodeJson(usage), { headers: h });
-      } catch (err) {
-        this.logger.warn({ err, owner_id: usage.ownerId, invocations: usage.invocations }, 'usage record not published');
-      }
-    }
+    for (const usage of this.usage.values()) this.publishRecord(usage, `usage:${this.usageToken}:${++this.usageSeq}`);
     this.usage.clear();
   }
 
