@@ -142,6 +142,10 @@ describe('SandboxPool.execute', () => {
     expect(r.error).toMatchObject({ name: 'RangeError', message: 'it broke', stack: expect.stringContaining('it broke') });
     // Stack frames point at the component's own lines, not at the bundle.
     expect(r.error?.stack).toContain('component.js:3:');
+    // The sandbox's own frames (its call machinery, vm, AsyncLocalStorage) are not the component's: left out.
+    const frames = (r.error?.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l));
+    expect(frames.length).toBeGreaterThan(0);
+    expect(frames.filter((l) => !l.includes('component.js'))).toEqual([]);
   });
 
   it('runs workers with an empty environment', async () => {

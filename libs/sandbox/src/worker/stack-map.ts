@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
+import { basename, dirname, sep } from 'node:path';
 
 /**
  * Error stacks point into the bundle file; this maps their frames back to the
@@ -37,7 +38,24 @@ function sourceName(source: string): string {
 
 const FRAME = /(\/[^\s()]+\.cjs):(\d+):(\d+)/g;
 
-export function mapStack(stack: string): string {
+/**
+ * Where the sandbox's own code lives — frames there are its call machinery, not
+ * the component's code: the library's directory in the build, or the one-file
+ * worker bundle when running from TypeScript sources.
+ */
+const SANDBOX_CODE = basename(__filename).startsWith('stack-map.') ? dirname(__dirname) + sep : __filename;
+const INTERNAL_FRAME = /^\s+at (?:.*[(\s])?(?:sandbox-call:|node:vm:|node:async_hooks:)/;
+
+/** Drops the sandbox's own frames (and the vm / AsyncLocalStorage frames it calls through) from a component's error stack. */
+function withoutSandboxFrames(stack: string): string {
+  return stack
+    .split('\n')
+    .filter((line) => !(/^\s+at /.test(line) && (line.includes(SANDBOX_CODE) || INTERNAL_FRAME.test(line))))
+    .join('\n');
+}
+
+export function mapStack(raw: string): string {
+  const stack = withoutSandboxFrames(raw);
   if (!maps.size) return stack;
   return stack.replace(FRAME, (whole, path: string, line: string, col: string) => {
     if (!maps.has(path)) return whole;
