@@ -1,7 +1,7 @@
 import { connect, NatsConnection } from 'nats';
 import { decodeJson, InvocationMessage, Names, partitionOf } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
-import { HTTP_SOURCE } from './support/components';
+import { HTTP_SOURCE, TIMER_SOURCE } from './support/components';
 import { startSystem, System } from './support/system';
 
 /** The ingress alone (api without runner): what is stored in INVOCATIONS and what the client gets. */
@@ -102,7 +102,7 @@ describe('HTTP endpoints and manual runs (ingress)', () => {
     expect(inv.replyTo).toMatch(new RegExp(`resp\\.[a-z0-9]+\\.${inv.invocationId}$`));
   });
 
-  it('POST /v1/sources/{id}/run stores a manual invocation and answers 202; another account gets 404', async () => {
+  it('POST /v1/sources/{id}/run stores a manual invocation (a timer source: its timer event) and answers 202; another account gets 404', async () => {
     const s = await createSource(HTTP_SOURCE);
     const api = client(system, user.apiKey);
     const res = await api.post(`/sources/${s.id}/run`);
@@ -114,6 +114,14 @@ describe('HTTP endpoints and manual runs (ingress)', () => {
     const withEvent = await api.post(`/sources/${s.id}/run`, { event: { hello: 1 } });
     expect(withEvent.status).toBe(202);
     expect((await lastInvocation(s.id)).event).toEqual({ hello: 1 });
+
+    // A timer source run now gets the event its timer passes.
+    const timer = await api.post('/sources', { component_code: TIMER_SOURCE, configured_props: { timer: { intervalSeconds: 120 } } });
+    expect((await api.post(`/sources/${timer.body.data.id}/run`)).status).toBe(202);
+    expect((await lastInvocation(timer.body.data.id)).event).toEqual({ timestamp: expect.any(Number), interval_seconds: 120 });
+    const cron = await api.post('/sources', { component_code: TIMER_SOURCE, configured_props: { timer: { cron: '0 11 * * *', timezone: 'Europe/Paris' } } });
+    expect((await api.post(`/sources/${cron.body.data.id}/run`)).status).toBe(202);
+    expect((await lastInvocation(cron.body.data.id)).event).toEqual({ timestamp: expect.any(Number), cron: '0 11 * * *', timezone: 'Europe/Paris' });
 
     const other = createUser(system);
     expect((await client(system, other.apiKey).post(`/sources/${s.id}/run`)).status).toBe(404);

@@ -173,4 +173,16 @@ describe('runner: a multi-file Pipedream-style component end to end', () => {
     expect(await summaries(res.body.data.id, '$errors')).toEqual([]);
     expect((await api().del(`/sources/${res.body.data.id}`)).status).toBe(204);
   });
+
+  it('a cron schedule source without run, run now, emits the event its timer would pass', async () => {
+    const res = await api().post('/sources', { component_url: componentUrl('daily') });
+    expect(res.status).toBe(200);
+    expect(res.body.data.configured_props.schedule).toMatchObject({ cron: '0 11 * * *' });
+    expect((await api().post(`/sources/${res.body.data.id}/run`)).status).toBe(202);
+    const [event] = await waitFor('the manual run', async () => {
+      const events = await summaries(res.body.data.id, '');
+      return events.length ? events : undefined;
+    });
+    expect(event.event).toEqual({ timestamp: expect.any(Number), cron: '0 11 * * *' });
+  });
 });

@@ -2,3 +2,4 @@ export * from './descriptor';
 export * from './prop-types';
 export * from './analyze-component';
 export * from './configured-props';
+export * from './timer-event';

@@ -3,14 +3,17 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, ConflictError, encodeJson, InvocationMessage, newId, partitionOf } from '@app/contracts';
-import { Source } from '@app/db';
+import { Component, Source } from '@app/db';
+import { readTimerSchedule, timerEvent } from '@app/component-model';
 import { NatsService } from '@app/nats';
 import { assertAccess, Auth, AuthContext } from '../auth/auth.context';
 
 /**
  * `POST /v1/sources/{id}/run` (an extension): runs a source now. The optional
- * body `{ "event": {...} }` is passed to `run`; by default the event is
- * `{ timestamp: <epoch s>, manual: true }`. Answers 202 once the invocation is stored.
+ * body `{ "event": {...} }` is passed to `run`; by default a timer source gets
+ * the event its timer would pass (`{ timestamp, interval_seconds }` or
+ * `{ timestamp, cron }`), any other source `{ timestamp: <epoch s>, manual: true }`.
+ * Answers 202 once the invocation is stored.
  */
 @Controller('v1')
 export class ManualRunController {
@@ -29,10 +32,22 @@ export class ManualRunController {
       invocationId,
       sourceId: source.id,
       kind: 'manual',
-      event: input.event !== undefined ? input.event : { timestamp: Math.floor(Date.now() / 1000), manual: true },
+      event: input.event !== undefined ? input.event : await this.defaultEvent(source),
       createdAtMs: Date.now(),
     };
     await this.nats.js.publish(this.nats.names.invocation(partitionOf(source.id, this.config.partitions), source.id), encodeJson(msg), { msgID: invocationId });
     return { data: { invocation_id: invocationId } };
+  }
+
+  private async defaultEvent(source: Source): Promise<Record<string, unknown>> {
+    const now = Date.now();
+    const component = await this.em.fork().findOne(Component, { id: source.componentId });
+    const timerProp = (component?.meta.timerProps as string[] | undefined)?.[0];
+    if (component && timerProp) {
+      const declared = (component.configurableProps as { name: string; default?: unknown }[]).find((p) => p.name === timerProp);
+      const spec = readTimerSchedule(source.configuredProps[timerProp]) ?? readTimerSchedule(declared?.default);
+      if (spec) return timerEvent(spec, now);
+    }
+    return { timestamp: Math.floor(now / 1000), manual: true };
   }
 }

@@ -1,4 +1,4 @@
-import type { PropDescriptor } from '@app/component-model';
+import { type PropDescriptor, readTimerSchedule, type TimerSchedule } from '@app/component-model';
 import { decryptValue, isEncrypted } from '@app/contracts';
 
 /** Decrypts every `{ $enc }` value (secret props, app `$auth`) anywhere in the configured props. */
@@ -22,7 +22,7 @@ export function resolveProps(key: Buffer, configured: Record<string, unknown>, p
   return out;
 }
 
-export type TimerSpec = { intervalSeconds: number } | { cron: string; timezone?: string };
+export type TimerSpec = TimerSchedule;
 
 /**
  * The schedule of a source's first `$.interface.timer` prop: its configured value
@@ -32,16 +32,5 @@ export type TimerSpec = { intervalSeconds: number } | { cron: string; timezone?:
 export function timerSpecOf(configured: Record<string, unknown>, props: PropDescriptor[]): TimerSpec | undefined {
   const prop = props.find((p) => p.type === '$.interface.timer');
   if (!prop) return undefined;
-  return readTimer(configured[prop.name]) ?? readTimer(prop.default);
-}
-
-function readTimer(value: unknown): TimerSpec | undefined {
-  if (!value || typeof value !== 'object') return undefined;
-  const v = value as Record<string, unknown>;
-  const cron = typeof v.cron === 'string' && v.cron.trim() ? v.cron.trim() : undefined;
-  const timezone = typeof v.timezone === 'string' && v.timezone ? v.timezone : undefined;
-  if (cron) return timezone ? { cron, timezone } : { cron };
-  const interval = Number(v.intervalSeconds ?? v.interval_seconds);
-  if (Number.isFinite(interval) && interval > 0) return { intervalSeconds: interval };
-  return undefined;
+  return readTimerSchedule(configured[prop.name]) ?? readTimerSchedule(prop.default);
 }

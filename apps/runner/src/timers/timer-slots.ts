@@ -63,8 +63,5 @@ export function planTimer(spec: TimerSpec, state: TimerState, nowMs: number): { 
   return { catchUpMs: latest, nextMs: slotAfter(spec, state, nowMs) };
 }
 
-/** The event a timer run receives. */
-export function timerEvent(spec: TimerSpec, slotMs: number): Record<string, unknown> {
-  const timestamp = Math.floor(slotMs / 1000);
-  return 'cron' in spec ? { timestamp, cron: spec.cron, ...(spec.timezone ? { timezone: spec.timezone } : {}) } : { timestamp, interval_seconds: spec.intervalSeconds };
-}
+/** The event a timer run receives (shared with the api's manual run of a timer source). */
+export { timerEvent } from '@app/component-model';
