@@ -139,7 +139,7 @@ export const runCommand: Command = {
   summary: 'run a source now (a manual invocation, like a timer firing)',
   usage: 'pd run <name or id> [--event <json>]',
   help: [
-    '--event <json>         the event passed to run() (default: { timestamp, manual: true })',
+    '--event <json>         the event passed to run() (default: a timer source its timer event, else { timestamp, manual: true })',
     'The run is queued (HTTP 202); watch what it emits with pd events -f or pd logs.',
   ],
   examples: ['pd run my-poller', 'pd run my-hook --event \'{"body":{"hello":"world"}}\''],
