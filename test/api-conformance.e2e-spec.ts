@@ -43,6 +43,15 @@ export default {
   methods: { ...common.methods },
   async run(event) { this.$emit({ label: this.label(), tableId: this.tableId, body: event.body }); },
 };`,
+  '/ts/helper.ts': `export function greet(name: string): string { return "hi " + name; }`,
+  '/ts/source.ts': `import { greet } from "./helper";
+const component: { name: string; version: string; props: Record<string, unknown>; run(): Promise<void> } = {
+  name: "TS Source",
+  version: "0.1.0",
+  props: { who: { type: "string", label: greet("label") } },
+  async run() {},
+};
+export default component;`,
 };
 
 describe('API conformance: paths, cursors, bodies and real multi-file components', () => {
@@ -162,6 +171,14 @@ describe('API conformance: paths, cursors, bodies and real multi-file components
       { timeoutMs: 30_000, what: 'the event of the multi-file source' },
     );
     expect(summaries[0].event).toEqual({ label: 'airtable:k1/appXYZ', tableId: 'tblABC', body: { n: 1 } });
+  });
+
+  it('fetches a TypeScript component_url whose relative imports are TypeScript too', async () => {
+    const url = `${origin}/ts/source.ts`;
+    const res = await client(system, user.apiKey).post('/components', { component_url: url });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ name: 'TS Source', code: FILES['/ts/source.ts'], component_url: url });
+    expect(res.body.data.configurable_props).toEqual([{ name: 'who', type: 'string', label: 'hi label' }]);
   });
 
   it('takes configured_props as JSON text in the query string of POST and PUT /sources', async () => {

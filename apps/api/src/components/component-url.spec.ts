@@ -1,4 +1,4 @@
-import { hasRelativeImports, looksLikeEsm } from './component-url';
+import { hasRelativeImports, looksLikeEsm, rawFileUrl } from './component-url';
 
 describe('component-url helpers', () => {
   it.each([
@@ -21,5 +21,13 @@ describe('component-url helpers', () => {
     ['const x = require("y");\nmodule.exports = x;', false],
   ])('looksLikeEsm(%j) = %s', (code, expected) => {
     expect(looksLikeEsm(code)).toBe(expected);
+  });
+
+  it.each([
+    ['https://github.com/PipedreamHQ/pipedream/blob/master/components/rss/sources/new-item-in-feed/new-item-in-feed.ts', 'https://raw.githubusercontent.com/PipedreamHQ/pipedream/master/components/rss/sources/new-item-in-feed/new-item-in-feed.ts'],
+    ['https://github.com/PipedreamHQ/pipedream/tree/master/components', 'https://github.com/PipedreamHQ/pipedream/tree/master/components'],
+    ['http://127.0.0.1:8080/x/blob/y.mjs', 'http://127.0.0.1:8080/x/blob/y.mjs'],
+  ])('rawFileUrl(%s) = %s', (from, to) => {
+    expect(rawFileUrl(new URL(from)).href).toBe(to);
   });
 });

@@ -38,7 +38,23 @@ export function looksLikeEsm(code: string): boolean {
   return /(^|\n)\s*(import\s[\s\S]*?from\s*["']|import\s*["']|export\s+(default|const|let|var|function|async|class|\{|\*))/.test(code);
 }
 
-const EXTENSIONS = ['', '.mjs', '.js', '.cjs', '/index.mjs', '/index.js'];
+const EXTENSIONS = ['', '.mjs', '.js', '.cjs', '.ts', '/index.mjs', '/index.js', '/index.ts'];
+
+/** esbuild loader of a fetched file, by its extension (TypeScript components exist: `new-item-in-feed.ts`). */
+function loaderOf(url: string): 'js' | 'ts' | 'json' {
+  const path = new URL(url).pathname;
+  if (/\.json$/i.test(path)) return 'json';
+  return /\.(m|c)?ts$/i.test(path) ? 'ts' : 'js';
+}
+
+/**
+ * A GitHub file page (`https://github.com/<owner>/<repo>/blob/<ref>/<path>`, the form Pipedream's docs pass as
+ * `component_url`) → its raw file, so that the code and its relative imports are fetched, not the HTML page.
+ */
+export function rawFileUrl(url: URL): URL {
+  const m = url.hostname === 'github.com' ? /^\/([^/]+)\/([^/]+)\/blob\/(.+)$/.exec(url.pathname) : null;
+  return m ? new URL(`https://raw.githubusercontent.com/${m[1]}/${m[2]}/${m[3]}`) : url;
+}
 
 /** An esbuild plugin that loads relative imports from the URL of the importing file; npm imports stay external. */
 function urlImports(entryUrl: string, policy: FetchPolicy): Plugin {
@@ -56,7 +72,7 @@ function urlImports(entryUrl: string, policy: FetchPolicy): Plugin {
         for (const ext of EXTENSIONS) {
           if (++files > policy.maxFiles * EXTENSIONS.length) throw new Error(`more than ${policy.maxFiles} files`);
           const text = await fetchText(args.path + ext, policy);
-          if (text !== undefined) return { contents: text, loader: 'js' };
+          if (text !== undefined) return { contents: text, loader: loaderOf(args.path + ext) };
         }
         throw new Error(`${args.path} not found (tried ${EXTENSIONS.filter(Boolean).join(', ')})`);
       });
@@ -79,7 +95,7 @@ export interface LoadedComponentUrl {
 export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Promise<LoadedComponentUrl> {
   let url: URL;
   try {
-    url = new URL(rawUrl);
+    url = rawFileUrl(new URL(rawUrl));
   } catch {
     throw new BadRequestError('component_url must be an absolute http(s) URL', { field: 'component_url' });
   }
