@@ -54,6 +54,10 @@ describe('delivery app: crash safety', () => {
       return r.body?.data?.[0]?.id === newest ? r.body : undefined;
     }, { what: 'the newest event indexed' });
     expect(summaries.page_info.total_count).toBe(100);
+    // The spec's figures: a page of 10 by default, the last 100 retrievable.
+    const byDefault = (await api.get(`/sources/${src}/event_summaries`)).body;
+    expect({ count: byDefault.page_info.count, total: byDefault.page_info.total_count, n: byDefault.data.length, newest: byDefault.data[0].id }).toEqual({ count: 10, total: 100, n: 10, newest });
+    expect((await api.get(`/sources/${src}/event_summaries?limit=100`)).body.data).toHaveLength(100);
     // Attempt rows of successes are written after the ack, so a SIGKILL may lose a few rows (never an event).
     const [{ n }] = await sql<{ n: number }>(system, `select count(distinct event_id)::int as n from webhook_deliveries where webhook_id = $1 and status = 'succeeded'`, [wh]);
     expect(n).toBeGreaterThan(total / 2);
