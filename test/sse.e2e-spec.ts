@@ -46,7 +46,7 @@ describe('SSE streams of a source', () => {
   let user: TestUser;
 
   beforeAll(async () => {
-    system = await startSystem({}, { apps: ['api'] });
+    system = await startSystem({ SSE_KEEPALIVE_MS: '200' }, { apps: ['api'] });
     emitter = await Emitter.connect(system);
     user = createUser(system);
   });
@@ -84,6 +84,14 @@ describe('SSE streams of a source', () => {
     const live = await emitter.emit(src, user.id, { i: 4 });
     await eventually(async () => events(stream.frames).length === 3, { what: 'live after replay' });
     expect(events(stream.frames).map((e) => e.id)).toEqual([sent[2].id, sent[3].id, live.id]);
+    stream.close();
+  });
+
+  it('keeps an idle stream alive with a :sse-handshake comment every SSE_KEEPALIVE_MS (15 s by default)', async () => {
+    const src = await insertSource(system, user.id);
+    const stream = await openStream(system, `/sse/dc/${src}/observations`, user.apiKey);
+    await eventually(async () => stream.frames.filter((f) => f.comment === 'sse-handshake').length >= 3, { what: 'three handshake comments' });
+    expect(stream.frames.every((f) => f.comment === 'sse-handshake' && f.id === undefined && f.data === undefined)).toBe(true);
     stream.close();
   });
 

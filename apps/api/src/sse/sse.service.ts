@@ -1,13 +1,13 @@
-import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 import { ConsumerMessages, DeliverPolicy } from 'nats';
+import { APP_CONFIG, AppConfig } from '@app/config';
 import { decodeJson, EmittedEvent } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { parseEventId, summaryOfEmit } from '../events/event-summary.dto';
 
 export type StreamKind = 'emits' | 'observations';
 
-const HANDSHAKE_MS = 15_000;
 /** Replay starts this much before the resume id's time, so clock skew between emitters cannot skip events. */
 const REPLAY_SLACK_MS = 5_000;
 
@@ -23,7 +23,7 @@ export class SseService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('SseService');
   private readonly open = new Set<() => void>();
 
-  constructor(private readonly nats: NatsService) {}
+  constructor(private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
   /** Ends every open stream before the HTTP server closes, which would otherwise wait on them forever. */
   beforeApplicationShutdown(): void {
@@ -40,7 +40,7 @@ export class SseService implements BeforeApplicationShutdown {
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
     res.write(':sse-handshake\n\n');
-    const timer = setInterval(() => res.write(':sse-handshake\n\n'), HANDSHAKE_MS);
+    const timer = setInterval(() => res.write(':sse-handshake\n\n'), this.config.sseKeepaliveMs);
     let closed = false;
     const close = (): void => {
       if (closed) return;
