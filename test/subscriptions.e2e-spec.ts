@@ -195,4 +195,17 @@ describe('subscriptions and auto-subscriptions', () => {
     expect(subs).toEqual([{ id: expect.any(String), emitter_id: created.body.data.id, listener_id: wh, event_name: '$errors' }]);
     expect(subs.some((s: { emitter_id: string }) => s.emitter_id === existing)).toBe(false);
   });
+
+  it('an auto-subscription ends with its listener: a deleted webhook or source is not subscribed to later sources', async () => {
+    const u = createUser(system);
+    const uapi = client(system, u.apiKey);
+    const wh = (await uapi.post('/webhooks', { url: 'https://example.com/gone' })).body.data.id;
+    const listener = await insertSource(system, u.id);
+    expect((await uapi.post(`/auto_subscriptions?event_name=$errors&listener_id=${wh}`)).status).toBe(200);
+    expect((await uapi.post(`/auto_subscriptions?event_name=$logs&listener_id=${listener}`)).status).toBe(200);
+    expect((await uapi.del(`/webhooks/${wh}`)).status).toBe(204);
+    expect((await uapi.del(`/sources/${listener}`)).status).toBe(204);
+    expect((await uapi.post('/sources', { component_code: COMPONENT, name: 'after the listeners' })).status).toBe(200);
+    expect((await uapi.get('/users/me/subscriptions')).body).toEqual({ data: [] });
+  });
 });

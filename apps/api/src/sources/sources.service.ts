@@ -210,8 +210,9 @@ export class SourcesService {
     const { source } = await this.get(auth, id);
     const em = this.em.fork();
     await em.nativeUpdate(Source, { id: source.id }, { deletedAt: Math.floor(Date.now() / 1000), rev: raw('rev + 1') });
-    // Its subscriptions go with it, as emitter and as listener; delivery reloads its routes.
+    // Its subscriptions go with it, as emitter and as listener (auto-subscriptions too); delivery reloads its routes.
     await em.nativeDelete(Subscription, { $or: [{ emitterId: source.id }, { listenerId: source.id }] });
+    await em.nativeDelete(AutoSubscription, { listenerId: source.id });
     this.nats.nc.publish(this.nats.names.changed('sources'));
     this.logger.log(`source deleted source_id=${source.id}`);
     await this.publisher.publishSoon(source.id);

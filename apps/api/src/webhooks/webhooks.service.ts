@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { encryptValue, newId } from '@app/contracts';
-import { Subscription, Webhook, WebhookDelivery } from '@app/db';
+import { AutoSubscription, Subscription, Webhook, WebhookDelivery } from '@app/db';
 import { NatsService } from '@app/nats';
 import { assertAccess, AuthContext } from '../auth/auth.context';
 import { finishPage, keysetClause, Page, PageQuery } from '../common/pagination';
@@ -70,12 +70,13 @@ export class WebhooksService {
     return toWebhookDto(webhook);
   }
 
-  /** Deletes the webhook, its subscriptions, its delivery log and its queued deliveries. */
+  /** Deletes the webhook, its subscriptions and auto-subscriptions, its delivery log and its queued deliveries. */
   async delete(auth: AuthContext, id: string): Promise<void> {
     const em = this.em.fork();
     const webhook = await this.get(auth, id, em);
     await em.transactional(async (tx) => {
       await tx.nativeDelete(Subscription, { listenerId: id });
+      await tx.nativeDelete(AutoSubscription, { listenerId: id });
       await tx.nativeDelete(WebhookDelivery, { webhookId: id });
       await tx.nativeDelete(Webhook, { id: webhook.id });
     });
