@@ -11,8 +11,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
     bodyLimit: config.componentMaxBytes * 2 + 1024 * 1024,
     trustProxy: true,
     // The spec writes some paths with a trailing slash (`POST /sources/`, `GET /users/me/sources/`): both forms route.
-    // A base URL given with a trailing slash (`…/v1/` + `/sources`) routes too.
-    routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
+    // (Not ignoreDuplicateSlashes: it also collapses `//` inside the query string, e.g. `?url=https://…`.)
+    routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger: new PinoNestLogger(logger),
