@@ -2,7 +2,6 @@ import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { partitionOf } from '@app/contracts';
-import { Component, Source } from '@app/db';
 
 /** What the ingress needs to know about an endpoint. */
 export interface EndpointTarget {
@@ -76,17 +75,20 @@ export class EndpointLookup {
 
   private async load(endpointKey: string): Promise<EndpointTarget | null> {
     if (!/^[a-z0-9]{1,64}$/.test(endpointKey)) return null;
-    const em = this.em.fork();
-    const source = await em.findOne(Source, { endpointKey, deletedAt: null });
-    if (!source) return null;
-    const component = await em.findOne(Component, { id: source.componentId }, { fields: ['id', 'meta'] });
-    const meta = (component?.meta ?? {}) as { customResponse?: unknown };
+    // One query, no entity hydration: this runs for every busy endpoint every few seconds.
+    const [row] = (await this.em.getConnection().execute(
+      `select s.id, s.owner_id, s.active, coalesce(c.meta -> 'customResponse' = 'true'::jsonb, false) as custom_response
+         from sources s left join components c on c.id = s.component_id
+        where s.endpoint_key = ? and s.deleted_at is null limit 1`,
+      [endpointKey],
+    )) as { id: string; owner_id: string; active: boolean; custom_response: boolean | null }[];
+    if (!row) return null;
     return {
-      sourceId: source.id,
-      ownerId: source.ownerId,
-      partition: partitionOf(source.id, this.config.partitions),
-      active: source.active,
-      customResponse: meta.customResponse === true,
+      sourceId: row.id,
+      ownerId: row.owner_id,
+      partition: partitionOf(row.id, this.config.partitions),
+      active: row.active,
+      customResponse: row.custom_response === true,
     };
   }
 }
