@@ -29,6 +29,8 @@ const FAILING = `module.exports = {
     if (event.loop) { while (true) {} }
     if (event.bigDb) this.db.set("k", "x".repeat(4096));
     if (event.manyEmits) for (let i = 0; i < 10; i++) this.$emit({ i });
+    if (event.bomb) { const a = []; for (;;) a.push(new Array(100000).fill({ x: Math.random() })); }
+    if (event.bigEvent) this.$emit({ s: "x".repeat(4096) });
     if (event.fail) throw new TypeError("broken: " + event.fail);
     this.$emit({ fine: true });
   },
@@ -55,7 +57,7 @@ describe('runner: the component runtime end to end', () => {
   let nc: NatsConnection;
 
   beforeAll(async () => {
-    system = await startSystem({ TIMER_MIN_INTERVAL_SECONDS: '1', MAX_RUN_TIMEOUT_MS: '1500', RUN_TIMEOUT_MS: '1500', DB_MAX_BYTES: '2048', EMITS_PER_INVOCATION: '5' });
+    system = await startSystem({ TIMER_MIN_INTERVAL_SECONDS: '1', MAX_RUN_TIMEOUT_MS: '1500', RUN_TIMEOUT_MS: '1500', DB_MAX_BYTES: '2048', EMITS_PER_INVOCATION: '5', EVENT_MAX_BYTES: '2048', WORKER_HEAP_MB: '64' });
     user = createUser(system);
     nc = await connect({ servers: system.env.NATS_URL });
   });
@@ -132,19 +134,23 @@ describe('runner: the component runtime end to end', () => {
     expect(err.event).toMatchObject({ error: { name: 'DedupeError', message: expect.stringContaining('needs an id') } });
   });
 
-  it('a thrown error and each limit breach (timeout, db size, emits per run) become $errors events, and the source keeps working', async () => {
+  it('a thrown error and each limit breach (timeout, db size, emits per run, heap, event size) become $errors events, and the source keeps working', async () => {
     const s = await create(FAILING);
     await api().post(`/sources/${s.id}/run`, { event: { fail: 'yes' } });
     await api().post(`/sources/${s.id}/run`, { event: { loop: true } });
     await api().post(`/sources/${s.id}/run`, { event: { bigDb: true } });
     await api().post(`/sources/${s.id}/run`, { event: { manyEmits: true } });
+    await api().post(`/sources/${s.id}/run`, { event: { bomb: true } });
+    await api().post(`/sources/${s.id}/run`, { event: { bigEvent: true } });
     await api().post(`/sources/${s.id}/run`, { event: { ok: 1 } });
-    await waitFor('errors and the good run', async () => (await summaries(s.id, '$errors')).length === 4 && (await summaries(s.id, '')).some((e) => e.event.fine), 45_000);
+    await waitFor('errors and the good run', async () => (await summaries(s.id, '$errors')).length === 6 && (await summaries(s.id, '')).some((e) => e.event.fine), 45_000);
     const errors = await summaries(s.id, '$errors');
     expect(errors[0].event).toMatchObject({ error: { name: 'TypeError', message: 'broken: yes', stack: expect.any(String) }, original_event: { fail: 'yes' }, ts: expect.any(Number) });
     expect(errors[1].event).toMatchObject({ error: { name: 'TimeoutError', message: expect.stringContaining('timed out') }, original_event: { loop: true } });
     expect(errors[2].event).toMatchObject({ error: { message: expect.stringMatching(/db|bytes|limit/i) }, original_event: { bigDb: true } });
     expect(errors[3].event).toMatchObject({ error: { message: expect.stringMatching(/emit/i) }, original_event: { manyEmits: true } });
+    expect(errors[4].event).toMatchObject({ error: { name: 'MemoryLimitError', message: expect.stringContaining('64 MB') }, original_event: { bomb: true } });
+    expect(errors[5].event).toMatchObject({ error: { name: 'EventSizeLimitError', message: expect.stringContaining('2048 bytes') }, original_event: { bigEvent: true } });
     const last = (await summaries(s.id, '')).pop();
     expect(last?.event).toEqual({ fine: true });
   });
