@@ -180,6 +180,11 @@ describe('SandboxPool.execute', () => {
     expect(buf.response).toEqual({ status: 202, headers: { 'x-a': '1' }, body: Buffer.from('hi').toString('base64'), bodyEncoding: 'base64' });
     const text = await pool.execute(task(src(true, `this.http.respond({ status: 200, body: 'ok' })`)));
     expect(text.response).toEqual({ status: 200, headers: {}, body: 'ok', bodyEncoding: 'utf8' });
+    const badValue = await pool.execute(task(src(true, `this.http.respond({ status: 200, headers: { 'x-a': 'one\\r\\nset-cookie: x=1' } })`)));
+    expect(badValue.error).toMatchObject({ name: 'TypeError', message: expect.stringContaining('respond(): invalid header "x-a"') });
+    expect(badValue.response).toBeUndefined();
+    const badName = await pool.execute(task(src(true, `this.http.respond({ status: 200, headers: { 'bad name': 'v' } })`)));
+    expect(badName.error?.message).toContain('respond(): invalid header "bad name"');
   });
 
   describe('respond() reaches the caller before run finishes', () => {

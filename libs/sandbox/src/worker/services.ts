@@ -1,3 +1,4 @@
+import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { MessagePort } from 'node:worker_threads';
 import type { EmitRecord, ExecuteTask, HttpResponsePayload, LogRecord, SendRecord } from '../types';
 import { isObject } from './plan';
@@ -155,7 +156,15 @@ export function normalizeResponse(res: unknown): HttpResponsePayload {
     if (!isObject(res.headers)) throw new TypeError('respond(): headers must be an object');
     for (const [k, v] of Object.entries(res.headers)) {
       if (v === undefined || v === null) continue;
-      headers[k] = Array.isArray(v) ? v.map(String).join(', ') : String(v);
+      const value = Array.isArray(v) ? v.map(String).join(', ') : String(v);
+      // Checked here, so a bad header is this run's clear error rather than a failed answer at the api.
+      try {
+        validateHeaderName(k);
+        validateHeaderValue(k, value);
+      } catch (e) {
+        throw new TypeError(`respond(): invalid header ${JSON.stringify(k)}: ${(e as Error).message}`);
+      }
+      headers[k] = value;
     }
   }
   const out: HttpResponsePayload = { status, headers };
