@@ -165,6 +165,16 @@ describe('runner: the component runtime end to end', () => {
     expect(res.headers.get('x-echo')).toBe('hi');
     expect(await res.json()).toEqual({ got: { a: 1 } });
     await waitFor('the emit after respond', async () => (await summaries(s.id, '')).length >= 1);
+
+    // Any status 100–599 is accepted by respond(); a 1xx cannot end an HTTP exchange, so the client gets a clear 502.
+    const echo = await create(`module.exports = { name: "Status", version: "1", props: { http: { type: "$.interface.http", customResponse: true } },
+      async run(event) { this.http.respond({ status: Number(event.query.s), body: "b" }); } };`);
+    const echoUrl = echo.configured_props.http.endpoint_url;
+    await waitFor('the status source', async () => (await fetch(`${echoUrl}?s=599`)).status === 599);
+    const informational = await fetch(`${echoUrl}?s=100`);
+    expect(informational.status).toBe(502);
+    expect(await informational.json()).toEqual({ error: expect.stringContaining('status 100'), code: 'bad_gateway' });
+    expect((await fetch(`${echoUrl}?s=204`)).status).toBe(204);
   });
 
   it('fires a timer source (ESM) on its interval with { timestamp, interval_seconds }', async () => {

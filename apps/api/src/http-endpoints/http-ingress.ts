@@ -135,7 +135,11 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   }
 
   private relay(res: HttpResponseMessage, reply: FastifyReply): FastifyReply {
-    reply.status(res.status >= 100 && res.status <= 599 ? res.status : 502);
+    if (res.status < 200 && res.status >= 100) {
+      // HTTP cannot end an exchange with an informational status: the client would wait forever.
+      return reply.status(502).send({ error: `the source responded with status ${res.status}: an informational (1xx) status cannot be the final response`, code: 'bad_gateway' });
+    }
+    reply.status(res.status >= 200 && res.status <= 599 ? res.status : 502);
     for (const [k, v] of Object.entries(res.headers ?? {})) if (!HOP_BY_HOP.has(k.toLowerCase())) reply.header(k, v);
     if (res.body === undefined) return reply.send();
     return reply.send(res.bodyEncoding === 'base64' ? Buffer.from(res.body, 'base64') : res.body);
