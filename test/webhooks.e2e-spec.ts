@@ -58,6 +58,9 @@ describe('webhooks: API and signed, retried delivery', () => {
     const got = await api.get(`/webhooks/${res.body.data.id}`);
     expect(got.status).toBe(200);
     expect(got.body.data.secret).toBeUndefined();
+    // The url parameter is kept as sent, doubled slashes included.
+    const doubled = await api.post('/webhooks?url=https://example.com//x//y');
+    expect({ status: doubled.status, url: doubled.body.data.url }).toEqual({ status: 200, url: 'https://example.com//x//y' });
     const named = await api.post('/webhooks', { url: 'http://hooks.example.com:8080/a/b?c=1', name: 'ci', description: 'builds' });
     expect(named.body.data).toEqual(expect.objectContaining({ name: 'ci', description: 'builds', url: 'http://hooks.example.com:8080/a/b?c=1' }));
   });
