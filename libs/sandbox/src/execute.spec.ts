@@ -69,6 +69,15 @@ describe('SandboxPool.execute', () => {
     expect(r.emits[0].event).toEqual({ h: { Authorization: 'Bearer tok' }, slug: 'acme' });
   });
 
+  it('runs a component written with the global defineComponent of Pipedream\'s runtime', async () => {
+    const code = `export default defineComponent({ name: 'dc', version: '1', props: { n: { type: 'integer', optional: true, default: 2 } }, run() { this.$emit({ n: this.n }) } });`;
+    const d = await pool.describe(code, { timeoutMs: 10_000 });
+    expect(d.descriptor).toMatchObject({ name: 'dc', hasRun: true });
+    const r = await pool.execute(task(code));
+    expect(r.error).toBeUndefined();
+    expect(r.emits[0].event).toEqual({ n: 2 });
+  });
+
   it('gives props declared by propDefinition the type and default of the app\'s definition', async () => {
     const code = `
       const app = { type: 'app', app: 'acme', propDefinitions: {

@@ -17,6 +17,9 @@ if (data?.platformRequireFrom) setPlatformRequireFrom(data.platformRequireFrom);
 setVmTimeoutMode(data?.vmTimeout ?? 'always');
 if (data?.heapMb) setHeapCapMb(data.heapMb);
 installConsoleCapture();
+// Pipedream's Node.js runtime has `defineComponent` as a global (it returns its argument): code written with it loads unchanged.
+const globals = globalThis as unknown as Record<string, unknown>;
+if (typeof globals.defineComponent !== 'function') globals.defineComponent = <T>(component: T): T => component;
 const startTable = data?.startTable ? new BigInt64Array(data.startTable) : undefined;
 
 function describe(task: Extract<WorkerTask, { kind: 'describe' }>): DescribeResult {
