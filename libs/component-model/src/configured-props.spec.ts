@@ -61,6 +61,10 @@ describe('validateConfiguredProps', () => {
     expect(check(all, { ...base, timer: { interval_seconds: 20 } })).toMatchObject({ timer: { intervalSeconds: 20 }, app: { $auth: {} } });
   });
 
+  it('takes null for the props that hold no value (http, db, alert) as no value', () => {
+    expect(check(all, { ...base, http: null, db: null, note: null })).toEqual(check(all, base));
+  });
+
   it('accepts cron timers with a timezone', () => {
     expect(check(all, { ...base, timer: { cron: '0 9 * * 1-5', timezone: 'Europe/Paris' } }).timer).toEqual({ cron: '0 9 * * 1-5', timezone: 'Europe/Paris' });
   });

@@ -156,8 +156,9 @@ export function validateConfiguredProps(props: ConfigurableProp[], input: unknow
   for (const prop of props) {
     const raw = given[prop.name];
     if (isSystemType(prop.type)) {
-      if (prop.type === 'alert' && raw !== undefined) fail(prop.name, 'an alert prop takes no value');
-      if ((prop.type === INTERFACE_HTTP || prop.type === SERVICE_DB) && raw !== undefined && !isPlainObject(raw)) fail(prop.name, `${prop.type} takes no value`);
+      // null is no value, like an absent key (clients echo `"http": null` from forms).
+      if (prop.type === 'alert' && raw !== undefined && raw !== null) fail(prop.name, 'an alert prop takes no value');
+      if ((prop.type === INTERFACE_HTTP || prop.type === SERVICE_DB) && raw !== undefined && raw !== null && !isPlainObject(raw)) fail(prop.name, `${prop.type} takes no value`);
       continue;
     }
     if (raw === undefined || raw === null) {
