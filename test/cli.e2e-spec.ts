@@ -285,6 +285,25 @@ describe('pd command-line tool', () => {
     expect(new Set(lines.map((l) => l.id)).size).toBe(lines.length);
   });
 
+  it('ends quietly with exit code 0 when the reader of its output goes away (pd events -f | head)', async () => {
+    const follower = pdSpawn(['events', '-f', '-n', '1', sourceId], home);
+    try {
+      await eventually(async () => follower.stdout().includes('"message": "HELLO!"'), { what: 'the follower to print history' });
+      const exited = new Promise<number | null>((resolve) => follower.child.on('exit', (code) => resolve(code)));
+      follower.child.stdout?.destroy();
+      // Each new event makes pd write to the closed pipe.
+      await eventually(async () => {
+        if (follower.child.exitCode !== null) return true;
+        await post(endpoint, { afterHead: true });
+        return false;
+      }, { what: 'pd to notice the closed pipe', timeoutMs: 60_000, intervalMs: 1000 });
+      expect(await exited).toBe(0);
+      expect(follower.stderr()).toBe('');
+    } finally {
+      await follower.interrupt();
+    }
+  });
+
   it('updates props and the active state, keeping the id', async () => {
     const r = await pd(['update', 'cli-test', '--prop', 'greeting=bye', '--json'], home);
     expect(r.stderr).toBe('');

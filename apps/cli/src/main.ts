@@ -67,8 +67,17 @@ function splitCommand(argv: string[]): { name?: string; rest: string[] } {
   return { rest: argv };
 }
 
+/** `pd events -f … | head -3`: the reader went away, which ends the command normally, not with a stack trace. */
+function exitQuietlyOnClosedStdout(): void {
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(0);
+    throw e;
+  });
+}
+
 /** Runs the CLI; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
+  exitQuietlyOnClosedStdout();
   const { name, rest } = splitCommand(argv);
   if (!name) {
     if (rest.includes('--version') || rest.includes('-v')) return print(version());
