@@ -77,7 +77,7 @@ describe('registry components', () => {
     await eventually(async () => (await api.post(`/sources/${cron.body.data.id}/run`, { event: { timestamp: 1700000000, cron: '0 * * * *' } })).status === 202);
     const [ev] = await events(cron.body.data.id, 1);
     expect(ev.event).toEqual({ timestamp: 1700000000, cron: '0 * * * *' });
-    await api.put(`/sources/${interval.body.data.id}`, { active: false });
+    await api.put(`/sources/${interval.body.data.id}`, { component_id: interval.body.data.component_id, active: false });
   });
 
   it('rss-new-item-in-feed emits new RSS items once, oldest first, and picks up new ones', async () => {
@@ -96,7 +96,7 @@ describe('registry components', () => {
     await new Promise((r) => setTimeout(r, 2500));
     const after = await api.get(`/sources/${src.body.data.id}/event_summaries?limit=100`);
     expect(after.body.data).toHaveLength(3);
-    await api.put(`/sources/${src.body.data.id}`, { active: false });
+    await api.put(`/sources/${src.body.data.id}`, { component_id: src.body.data.component_id, active: false });
   });
 
   it('operators publish to the registry with the admin CLI: idempotent, semver and key rules, versions never re-used', async () => {

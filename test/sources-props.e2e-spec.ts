@@ -76,7 +76,7 @@ describe('sources: configured_props, secrets, updates, auto-subscriptions, recon
     expect(decryptValue(key, state.configuredProps.token as { $enc: string })).toBe('tok-secret');
 
     // sending the mask back keeps the stored secret; a new value replaces it
-    const upd = await api.put(`/sources/${res.body.data.id}`, { configured_props: { ...res.body.data.configured_props, i: 4 } });
+    const upd = await api.put(`/sources/${res.body.data.id}`, { component_id: res.body.data.component_id, configured_props: { ...res.body.data.configured_props, i: 4 } });
     expect(upd.status).toBe(200);
     expect(upd.body.data.configured_props).toMatchObject({ i: 4, token: '********', github: { $auth: '********' } });
     const row2 = (await pg.query('select configured_props, rev from sources where id = $1', [res.body.data.id])).rows[0];
@@ -135,8 +135,11 @@ describe('sources: configured_props, secrets, updates, auto-subscriptions, recon
   it('PUT swaps the component, renames (new slug), keeps the id, validates, and defaults active to true', async () => {
     const api = client(system, user.apiKey);
     const created = (await api.post('/sources', { component_code: TIMER_SOURCE, name: 'swap me' })).body.data;
-    expect((await api.put(`/sources/${created.id}`, { active: false })).body.data.active).toBe(false);
-    const again = await api.put(`/sources/${created.id}`, {});
+    const missing = await api.put(`/sources/${created.id}`, { active: false });
+    expect(missing.status).toBe(400);
+    expect(missing.body).toEqual({ error: 'component_id, component_code or component_url is required', code: 'invalid_request', details: expect.anything() });
+    expect((await api.put(`/sources/${created.id}`, { component_id: created.component_id, active: false })).body.data.active).toBe(false);
+    const again = await api.put(`/sources/${created.id}`, { component_id: created.component_id });
     expect(again.body.data.active).toBe(true);
     const swapped = await api.put(`/sources/${created.id}`, { component_code: HTTP_SOURCE, name: 'Swapped Source' });
     expect(swapped.status).toBe(200);

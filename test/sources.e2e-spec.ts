@@ -70,7 +70,7 @@ describe('sources', () => {
     const api = client(system, user.apiKey);
     const created = (await api.post('/sources', { component_code: TIMER_SOURCE, name: 'upd' })).body.data;
     await eventually(() => desiredState(system, created.id));
-    const upd = await api.put(`/sources/${created.id}`, { active: false, configured_props: { timer: { intervalSeconds: 120 } } });
+    const upd = await api.put(`/sources/${created.id}`, { component_id: created.component_id, active: false, configured_props: { timer: { intervalSeconds: 120 } } });
     expect(upd.status).toBe(200);
     expect(upd.body.data).toMatchObject({ id: created.id, active: false, configured_props: { timer: { cron: null, interval_seconds: 120 } }, name: 'upd', name_slug: 'upd' });
     const state = await eventually(async () => {
@@ -122,11 +122,11 @@ describe('sources', () => {
     expect((await m2.get(`/sources/${created.body.data.id}`)).status).toBe(200);
     expect((await m2.get(`/components/${created.body.data.component_id}`)).status).toBe(200);
     expect((await m2.get(`/orgs/${org.id}/sources`)).body.page_info.total_count).toBe(1);
-    expect((await m2.put(`/sources/${created.body.data.id}`, { name: 'renamed by member 2' })).body.data.name_slug).toBe('renamed-by-member-2');
+    expect((await m2.put(`/sources/${created.body.data.id}`, { component_id: created.body.data.component_id, name: 'renamed by member 2' })).body.data.name_slug).toBe('renamed-by-member-2');
     expect((await o.post(`/sources?org_id=${org.id}`, { component_code: HTTP_SOURCE })).status).toBe(404);
     expect((await o.get(`/orgs/${org.id}/sources`)).status).toBe(404);
     expect((await o.get(`/sources/${created.body.data.id}`)).status).toBe(404);
-    expect((await o.put(`/sources/${created.body.data.id}`, { active: false })).status).toBe(404);
+    expect((await o.put(`/sources/${created.body.data.id}`, { component_id: created.body.data.component_id, active: false })).status).toBe(404);
     expect((await o.del(`/sources/${created.body.data.id}`)).status).toBe(404);
     expect((await o.get(`/components/${created.body.data.component_id}`)).status).toBe(404);
     expect((await o.post('/sources', { component_id: created.body.data.component_id })).status).toBe(404);

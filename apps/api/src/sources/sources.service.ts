@@ -180,9 +180,9 @@ export class SourcesService {
     id: string,
     change: { ref: ComponentRef; name?: string; configuredProps?: unknown; active: boolean },
   ): Promise<{ source: Source; component: Component }> {
-    const { source, component: current } = await this.get(auth, id);
-    const hasRef = change.ref.componentId !== undefined || change.ref.code !== undefined || change.ref.url !== undefined;
-    const component = hasRef || !current ? await this.component(auth, source.ownerId, change.ref) : current;
+    const { source } = await this.get(auth, id);
+    // As the spec says, an update names its component too (the current one: `component_id` of the source).
+    const component = await this.component(auth, source.ownerId, change.ref);
     const props = component.configurableProps as ConfigurableProp[];
     const stored = decryptProps(source.configuredProps, this.config.secretsKey);
     const input =

@@ -104,7 +104,7 @@ export const updateCommand: Command = {
       component = (await saveLocalComponent(ctx.client, file, orgOf(ctx, values))).component;
       if (component.type === 'action') throw new CliError(`${file} is an action, not a source`);
       body.component_id = component.id;
-    }
+    } else body.component_id = source.component_id; // the API requires a component on every update
     // PUT replaces the props when given: keep the current ones and overlay the new values.
     const props = givenProps({ flags: list(values, 'prop'), file: str(values, 'props') });
     if (Object.keys(props.values).length > 0) body.configured_props = { ...propsAsInput(source.configured_props), ...props.values };
