@@ -61,6 +61,7 @@ export const devCommand: Command = {
     '--dc <id or name>      attach to an existing source instead of deploying a new one',
     '--prop, --props        prop values (as for pd deploy); with --dc they replace the source\'s props',
     '--name <name>          name of a newly deployed source',
+    '--org <o_…>            deploy inside an org, or find the --dc source there first (default: the profile\'s org_id)',
     'Watches the file and every local file it imports; Ctrl-C stops (the source stays deployed).',
   ],
   examples: ['pd dev sources/my-source.mjs --prop url=https://example.com/feed.xml', 'pd dev sources/my-source.mjs --dc dc_abc'],

@@ -90,6 +90,7 @@ export const updateCommand: Command = {
     ...PROP_HELP,
     '--active true|false    enable or disable the source',
     '--name <name>          rename it',
+    '--org <o_…>            look the source up among an org\'s sources first (default: the profile\'s org_id)',
   ],
   examples: ['pd update my-source --file source.mjs', 'pd update dc_abc --active false', 'pd update my-source --prop url=https://example.com/other.xml'],
   options: { ...PROP_OPTIONS, file: { type: 'string' }, active: { type: 'string' }, name: { type: 'string' }, org: { type: 'string' } },
@@ -121,7 +122,7 @@ export const deleteCommand: Command = {
   name: 'delete',
   summary: 'delete a source (its deactivate hook runs first)',
   usage: 'pd delete <name or id>',
-  help: [],
+  help: ['--org <o_…>            look the source up among an org\'s sources first (default: the profile\'s org_id)',],
   examples: ['pd delete my-source', 'pd delete dc_abc --json'],
   options: { org: { type: 'string' } },
   async run(ctx, { values, positionals }) {
@@ -141,6 +142,7 @@ export const runCommand: Command = {
   help: [
     '--event <json>         the event passed to run() (default: a timer source its timer event, else { timestamp, manual: true })',
     'The run is queued (HTTP 202); watch what it emits with pd events -f or pd logs.',
+    '--org <o_…>            look the source up among an org\'s sources first (default: the profile\'s org_id)',
   ],
   examples: ['pd run my-poller', 'pd run my-hook --event \'{"body":{"hello":"world"}}\''],
   options: { event: { type: 'string' }, org: { type: 'string' } },
