@@ -177,6 +177,29 @@ describe('runner: the component runtime end to end', () => {
     expect((await fetch(`${echoUrl}?s=204`)).status).toBe(204);
   });
 
+  it('takes an HTTP body up to the size limit (stored packed when raw + parsed would pass NATS\'s payload limit); a $errors event keeps a large triggering event truncated', async () => {
+    const s = await create(`module.exports = { name: "Big Body", version: "1", props: { http: "$.interface.http" },
+      async run(event) { if (event.query.fail) throw new Error("big and failing"); this.$emit({ raw: event.bodyRaw.length, items: event.body.items.length, type: event.headers["content-type"] }); } };`);
+    const url = s.configured_props.http.endpoint_url;
+    // ~500 KB of JSON full of quotes: as bodyRaw (escaped) plus body it is over 1 MB
+    const body = JSON.stringify({ items: Array.from({ length: 18_500 }, (_, i) => ({ k: `v"${i}`, q: 'x"y' })) });
+    expect(Buffer.byteLength(body)).toBeLessThan(512 * 1024);
+    const post = (q = '') => fetch(`${url}${q}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect((await waitFor('the endpoint', async () => {
+      const r = await post();
+      return r.status === 404 ? undefined : r;
+    })).status).toBe(200);
+    await waitFor('the emit', async () => (await summaries(s.id, '')).length === 1);
+    expect((await summaries(s.id, ''))[0].event).toEqual({ raw: Buffer.byteLength(body), items: 18_500, type: 'application/json' });
+
+    expect((await post('?fail=1')).status).toBe(200);
+    const [err] = await waitFor('the $errors event', async () => {
+      const e = await summaries(s.id, '$errors');
+      return e.length ? e : undefined;
+    });
+    expect(err.event).toMatchObject({ error: { message: 'big and failing' }, original_event: { $truncated: true, size_bytes: expect.any(Number), preview: expect.stringContaining('"method":"POST"') } });
+  });
+
   it('fires a timer source (ESM) on its interval with { timestamp, interval_seconds }', async () => {
     const s = await create(TIMER, { configured_props: { timer: { intervalSeconds: 1 } } });
     await waitFor('three timer runs', async () => (await summaries(s.id, '')).length >= 3, 30_000);

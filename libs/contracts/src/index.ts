@@ -4,3 +4,4 @@ export * from './subjects';
 export * from './messages';
 export * from './secrets';
 export * from './errors';
+export * from './http-event';

@@ -1,4 +1,4 @@
-import { parseBody } from './http-ingress';
+import { parseHttpBody as parseBody } from '@app/contracts';
 import { RateLimiter } from './rate-limiter';
 
 describe('HTTP endpoint helpers', () => {

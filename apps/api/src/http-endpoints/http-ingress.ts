@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { decodeJson, encodeJson, HttpResponseMessage, InvocationMessage, newId, randomToken } from '@app/contracts';
+import { decodeJson, encodeJson, HttpEvent, HttpResponseMessage, InvocationMessage, newId, packHttpEvent, parseHttpBody, randomToken } from '@app/contracts';
 import type { Subscription } from 'nats';
 import { NatsService } from '@app/nats';
 import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
@@ -10,18 +10,6 @@ import { RateLimiter } from './rate-limiter';
 
 /** Headers a relayed custom response may not set (the server computes them). */
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
-
-/** The event an HTTP source's `run` receives. */
-export interface HttpEvent {
-  method: string;
-  path: string;
-  query: Record<string, unknown>;
-  headers: Record<string, string | string[] | undefined>;
-  bodyRaw: string;
-  body: unknown;
-  url: string;
-  client_ip: string;
-}
 
 /**
  * The HTTP interface of sources: `ANY /e/<endpoint_key>[/*]` (public, no API key).
@@ -146,7 +134,10 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   }
 
   private async store(target: EndpointTarget, msg: InvocationMessage): Promise<void> {
-    await this.nats.streams.publish(this.nats.names.invocation(target.partition, target.sourceId), encodeJson(msg), msg.invocationId);
+    let data = encodeJson(msg);
+    // A body near the size limit, stored both raw (JSON-escaped) and parsed, can pass NATS's payload limit: store it once, packed.
+    if (data.length > (this.nats.nc.info?.max_payload ?? 1024 * 1024) - 8192 && msg.kind === 'http') data = encodeJson({ ...msg, event: packHttpEvent(msg.event as HttpEvent) });
+    await this.nats.streams.publish(this.nats.names.invocation(target.partition, target.sourceId), data, msg.invocationId);
   }
 
   private eventOf(req: FastifyRequest, endpointKey: string): HttpEvent {
@@ -161,24 +152,9 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       query: { ...(req.query as Record<string, unknown>) },
       headers: { ...req.headers },
       bodyRaw: raw,
-      body: parseBody(String(req.headers['content-type'] ?? ''), raw),
+      body: parseHttpBody(String(req.headers['content-type'] ?? ''), raw),
       url: `${this.config.publicUrl}${req.url}`,
       client_ip: req.ip,
     };
   }
-}
-
-/** JSON and form bodies parsed; anything else (or invalid JSON) stays the raw string. */
-export function parseBody(contentType: string, raw: string): unknown {
-  const type = contentType.split(';')[0].trim().toLowerCase();
-  if (raw === '') return raw;
-  if (type === 'application/json' || type.endsWith('+json')) {
-    try {
-      return JSON.parse(raw);
-    } catch {
-      return raw;
-    }
-  }
-  if (type === 'application/x-www-form-urlencoded') return Object.fromEntries(new URLSearchParams(raw));
-  return raw;
 }

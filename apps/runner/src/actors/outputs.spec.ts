@@ -1,5 +1,5 @@
 import { EmitterClock, normalizeTs } from './emit-ids';
-import { buildOutputs } from './outputs';
+import { buildOutputs, originalEventWithin } from './outputs';
 
 describe('emit ordering, ids and side channels', () => {
   it('normalises ts from ms, seconds, ISO and numeric strings', () => {
@@ -61,5 +61,12 @@ describe('emit ordering, ids and side channels', () => {
     expect(out.events).toHaveLength(1);
     expect(out.events[0].name).toBe('$errors');
     expect(out.events[0].event).toMatchObject({ error: { name: 'DedupeError', message: expect.stringMatching(/needs an id/) }, original_event: { n: 1 } });
+  });
+
+  it('keeps the triggering event of a $errors event within the event size limit', () => {
+    expect(originalEventWithin({ a: 1 }, 100)).toEqual({ a: 1 });
+    expect(originalEventWithin(undefined, 100)).toBeNull();
+    const big = { bodyRaw: 'x'.repeat(2000) };
+    expect(originalEventWithin(big, 1000)).toEqual({ $truncated: true, size_bytes: Buffer.byteLength(JSON.stringify(big)), preview: JSON.stringify(big).slice(0, 1024) });
   });
 });

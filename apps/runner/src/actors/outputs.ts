@@ -31,6 +31,19 @@ export function errorEvent(error: ErrorInfo, originalEvent: unknown, ts: number)
   return { error: { name: error.name, message: error.message, stack: error.stack ?? '' }, original_event: originalEvent ?? null, ts };
 }
 
+/**
+ * The triggering event as a `$errors` event carries it: unchanged, or — when its
+ * JSON is over the event size limit (a large HTTP body is there twice, raw and
+ * parsed) — the marker event summaries use for truncated data, so that the
+ * `$errors` event stays publishable.
+ */
+export function originalEventWithin(event: unknown, maxBytes: number): unknown {
+  if (event === undefined || event === null) return null;
+  const json = JSON.stringify(event) ?? 'null';
+  const size = Buffer.byteLength(json);
+  return size <= maxBytes ? event : { $truncated: true, size_bytes: size, preview: json.slice(0, 1024) };
+}
+
 /** Orders emits oldest to newest when any carries a `ts` (stable; events without one count as "now"). */
 export function orderEmits(emits: EmitRecord[], now: number): { record: EmitRecord; ts: number | undefined }[] {
   const withTs = emits.map((record, index) => ({ record, ts: normalizeTs(record.meta?.ts), index }));

@@ -1,4 +1,4 @@
-import { DesiredSourceState, fnv1a } from '@app/contracts';
+import { DesiredSourceState, fnv1a, unpackHttpEvent } from '@app/contracts';
 import { replyError, RunContext, SourceExecution } from './source-execution';
 import { ActorState, emptyState, RECENT_INVOCATIONS, StateConflictError, StoredState } from './actor-state';
 import type { ActorDeps, InvocationDelivery } from './actor-deps';
@@ -249,7 +249,7 @@ export class SourceActor {
       codeHash: state.codeHash,
       configuredProps: state.configuredProps ?? {},
       endpointUrl: state.endpointUrl,
-      event: msg.event,
+      event: kind === 'http' ? unpackHttpEvent(msg.event) : msg.event,
       replyTo: msg.replyTo,
     }, this.ctx());
     if (this.stopped) return delivery.nak();

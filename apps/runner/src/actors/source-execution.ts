@@ -4,7 +4,7 @@ import type { ActorDeps } from './actor-deps';
 import type { ActorState } from './actor-state';
 import { DedupeStrategy, isDedupeStrategy } from './dedupe';
 import type { EmitterClock } from './emit-ids';
-import { buildOutputs, errorEvent } from './outputs';
+import { buildOutputs, errorEvent, originalEventWithin } from './outputs';
 import { resolveProps } from './props';
 
 export interface RunInput {
@@ -103,7 +103,9 @@ export class SourceExecution {
   async publish(state: ActorState, executed: Executed, ctx: RunContext): Promise<Pick<ActorState, 'db' | 'dedupe'>> {
     const { result, dedupe, input } = executed;
     const now = this.now();
-    const out = buildOutputs(result, { sourceId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', invocationId: input.invocationId, dedupe, originalEvent: input.event ?? null, now }, state.dedupe, ctx.clock);
+    // Only an error needs the triggering event (size-checked) in its $errors event.
+    const original = () => originalEventWithin(input.event, this.deps.config.eventMaxBytes);
+    const out = buildOutputs(result, { sourceId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', invocationId: input.invocationId, dedupe, originalEvent: result.error ? original() : null, now }, state.dedupe, ctx.clock);
     let db = state.db;
     const writes = Object.entries(result.dbWrites ?? {});
     if (writes.length) {
@@ -116,7 +118,7 @@ export class SourceExecution {
       const size = dbSizeBytes(next);
       if (size > this.deps.config.dbMaxBytes) {
         const error = { name: 'DbSizeLimitError', message: `$.service.db size limit exceeded: the db would hold ${size} bytes, the limit is ${this.deps.config.dbMaxBytes} bytes; this run's db writes were discarded` };
-        out.events.push({ id: ctx.clock.next(), emitterId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', name: '$errors', event: errorEvent(error, input.event ?? null, now), ts: now, emitId: `${input.invocationId}:db0`, emittedAtMs: now });
+        out.events.push({ id: ctx.clock.next(), emitterId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', name: '$errors', event: errorEvent(error, original(), now), ts: now, emitId: `${input.invocationId}:db0`, emittedAtMs: now });
       } else db = next;
     }
     if (out.events.length) {

@@ -1,0 +1,35 @@
+import { encodeJson } from './messages';
+import { HttpEvent, packHttpEvent, parseHttpBody, unpackHttpEvent } from './http-event';
+
+const event = (bodyRaw: string, contentType = 'application/json'): HttpEvent => ({
+  method: 'POST',
+  path: '/',
+  query: { a: '1' },
+  headers: { 'content-type': contentType },
+  bodyRaw,
+  body: parseHttpBody(contentType, bodyRaw),
+  url: 'http://x/e/k',
+  client_ip: '127.0.0.1',
+});
+
+describe('HTTP events in invocation messages', () => {
+  it('packs the body once as base64 and unpacks to the same event run receives', () => {
+    const json = JSON.stringify({ items: Array.from({ length: 2000 }, (_, i) => ({ q: `"quoted" ${i}` })) });
+    for (const e of [event(json), event('a=1&b=%C3%A9', 'application/x-www-form-urlencoded'), event('plain \u0001 text ✓', 'text/plain'), event('')]) {
+      const packed = packHttpEvent(e);
+      expect(packed).not.toHaveProperty('body');
+      expect(unpackHttpEvent(JSON.parse(JSON.stringify(packed)))).toEqual(e);
+    }
+    // the packed form is bounded by 4/3 of the body; the plain one holds it twice, escaped
+    const big = event(json);
+    expect(encodeJson(packHttpEvent(big)).length).toBeLessThan(Buffer.byteLength(json) * 1.4 + 500);
+    expect(encodeJson(big).length).toBeGreaterThan(Buffer.byteLength(json) * 2);
+  });
+
+  it('leaves other events alone', () => {
+    const e = event('{"a":1}');
+    expect(unpackHttpEvent(e)).toBe(e);
+    expect(unpackHttpEvent({ timestamp: 1 })).toEqual({ timestamp: 1 });
+    expect(unpackHttpEvent(undefined)).toBeUndefined();
+  });
+});
