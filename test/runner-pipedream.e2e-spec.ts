@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, IncomingMessage, Server } from 'node:http';
 import { join } from 'node:path';
+import { build } from 'esbuild';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
 
@@ -121,6 +122,17 @@ describe('runner: a multi-file Pipedream-style component end to end', () => {
     expect([...ids].sort((a, b) => Number(a.split('-')[0]) - Number(b.split('-')[0]) || Number(a.split('-')[1]) - Number(b.split('-')[1]))).toEqual(ids);
     expect(await summaries(s.id, '$errors')).toEqual([]);
     expect(calls.filter((c) => c.path === '/v1/folders/f1/widgets').every((c) => c.auth === 'Bearer key-1')).toBe(true);
+  });
+
+  it('runs the same component submitted as one esbuild bundle (npm imports external) as component_code', async () => {
+    const out = await build({ entryPoints: [join(FIXTURES, 'widgets/sources/new-widget/new-widget.mjs')], bundle: true, format: 'esm', platform: 'node', packages: 'external', write: false, logLevel: 'silent' });
+    const code = out.outputFiles[0].text;
+    expect(code).toContain('from "@pipedream/platform"');
+    const res = await api().post('/sources', { component_code: code, configured_props: { widgets: auth(), folderId: 'f1', maxItems: 2 } });
+    expect(res.status).toBe(200);
+    await waitFor('the deploy hook emits', async () => (await summaries(res.body.data.id, '')).length === 2);
+    expect((await summaries(res.body.data.id, '')).map((e) => e.event.id)).toEqual(widgets.slice(0, 2).reverse().map((w) => w.id));
+    expect((await api().del(`/sources/${res.body.data.id}`)).status).toBe(204);
   });
 
   it('an instant source: activate registers a webhook, respond() answers the caller, update and delete run deactivate', async () => {
