@@ -14,7 +14,11 @@ async function main(): Promise<void> {
   app.enableShutdownHooks();
   const cache = app.get(SubscriptionCache);
   const sender = app.get(WebhookSenderService);
-  const ops = await startOpsServer(config.deliveryMetricsPort, app.get(Registry), () => ({ subscriptions: cache.subscriptionCount, webhooks: sender.stats() }));
+  // A taken metrics port ends the start: release what the app holds (leases, NATS) first.
+  const ops = await startOpsServer(config.deliveryMetricsPort, app.get(Registry), () => ({ subscriptions: cache.subscriptionCount, webhooks: sender.stats() }), 'DELIVERY_METRICS_PORT').catch(async (e: Error) => {
+    await app.close();
+    throw e;
+  });
   process.on('SIGTERM', () => ops?.close());
   process.stderr.write('delivery started\n');
 }

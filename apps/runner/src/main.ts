@@ -14,7 +14,11 @@ async function main(): Promise<void> {
   const registry = app.get(Registry) as Registry;
   collectDefaultMetrics({ register: registry, prefix: 'runner_' });
   const runner = app.get(RunnerService);
-  const ops = await startOpsServer(config.runnerMetricsPort, registry, () => runner.health());
+  // A taken metrics port ends the start: release what the app holds (leases, NATS) first.
+  const ops = await startOpsServer(config.runnerMetricsPort, registry, () => runner.health(), 'RUNNER_METRICS_PORT').catch(async (e: Error) => {
+    await app.close();
+    throw e;
+  });
   process.on('SIGTERM', () => ops?.close());
   process.stderr.write(`runner started (replica ${runner.replicaId})\n`);
 }

@@ -3,9 +3,10 @@ import { Registry } from 'prom-client';
 
 /**
  * `/healthz` and `/metrics` (Prometheus text) for the runner and delivery apps.
- * `healthy` decides the health status; port 0 disables the server.
+ * `healthy` decides the health status; port 0 disables the server. `portSetting`
+ * names the variable to change when the port is taken.
  */
-export async function startOpsServer(port: number, registry: Registry, healthy: () => boolean | Record<string, unknown>): Promise<Server | undefined> {
+export async function startOpsServer(port: number, registry: Registry, healthy: () => boolean | Record<string, unknown>, portSetting?: string): Promise<Server | undefined> {
   if (!port) return undefined;
   const server = createServer((req, res) => {
     if (req.url === '/healthz') {
@@ -32,8 +33,14 @@ export async function startOpsServer(port: number, registry: Registry, healthy: 
     res.end(JSON.stringify({ error: 'not found', code: 'not_found' }));
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE' ? portInUse(port, portSetting) : e));
     server.listen(port, '0.0.0.0', () => resolve());
   });
   return server;
+}
+
+/** The error for a taken port, naming the setting that moves it (a second replica on one host needs its own). */
+export function portInUse(port: number, setting?: string): Error {
+  const fix = setting ? `: set ${setting} to a free port${setting === 'PORT' ? '' : ' (0 disables it)'}` : '';
+  return new Error(`port ${port} is already in use (another instance on this host?)${fix}`);
 }
