@@ -56,7 +56,7 @@ describe('delivery of real emits from the runner', () => {
     const fromA = await eventually(async () => receiver.received.find((r) => r.headers['x-pd-emitter-id'] === a.id), { what: 'the webhook POST of A\'s event', timeoutMs: 60_000 });
     expect(JSON.parse(fromA.body)).toEqual({ n: 1 });
     expect(new Verifier(hook.secret).verify(fromA.body, fromA.headers as Record<string, string>)).toEqual({ n: 1 });
-    const summaries = (await api.get(`/sources/${a.id}/event_summaries`)).body.data;
+    const summaries = (await api.get(`/sources/${a.id}/event_summaries?expand=summary`)).body.data;
     expect(summaries[0]).toEqual(expect.objectContaining({ id: fromA.headers['x-pd-event-id'], event: { n: 1 }, summary: 'n=1' }));
     expect(fromA.headers['webhook-id']).toBe(summaries[0].id);
 

@@ -88,7 +88,7 @@ describe('runner: a multi-file Pipedream-style component end to end', () => {
   const api = () => client(system, user.apiKey);
   type Summary = { id: string; event: Record<string, unknown>; metadata: { name: string }; summary?: string };
   const summaries = async (sourceId: string, eventName?: string): Promise<Summary[]> => {
-    const q = `limit=100&expand=event${eventName !== undefined ? `&event_name=${encodeURIComponent(eventName)}` : ''}`;
+    const q = `limit=100&expand=event,summary${eventName !== undefined ? `&event_name=${encodeURIComponent(eventName)}` : ''}`;
     const res = await api().get(`/sources/${sourceId}/event_summaries?${q}`);
     return ((res.body?.data ?? []) as Summary[]).slice().reverse(); // oldest first
   };

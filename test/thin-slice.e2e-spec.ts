@@ -45,10 +45,16 @@ describe('thin slice: HTTP request → source run → event summary', () => {
       { timeoutMs: 30_000, what: 'the event summary' },
     );
     const [summary] = summaries.data;
-    expect(summary.id).toMatch(/^\d{13}-\d+$/);
-    expect(summary.indexed_at_ms).toEqual(expect.any(Number));
-    expect(summary.event).toEqual({ method: 'POST', body: { n: 1 }, query: { hello: 'world' } });
-    expect(summary.metadata).toEqual({ emit_id: expect.any(String), name: '', emitter_id: source.body.data.id });
+    // Exactly the spec's Event summary: the `$emit` summary is there only on request.
+    expect(summary).toEqual({
+      id: expect.stringMatching(/^\d{13}-\d+$/),
+      indexed_at_ms: expect.any(Number),
+      event: { method: 'POST', body: { n: 1 }, query: { hello: 'world' } },
+      metadata: { emit_id: expect.any(String), name: '', emitter_id: source.body.data.id },
+    });
     expect(summaries.page_info).toEqual(expect.objectContaining({ total_count: 1, count: 1 }));
+    const expanded = await api.get(`/sources/${source.body.data.id}/event_summaries?expand=summary`);
+    expect(expanded.body.data[0]).toEqual({ ...summary, summary: 'got POST' });
+    expect((await api.get(`/sources/${source.body.data.id}/event_summaries?expand=sideways`)).status).toBe(400);
   });
 });

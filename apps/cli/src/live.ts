@@ -51,7 +51,7 @@ export function parseSummary(data: string): EventSummary | undefined {
  */
 export function follow(ctx: CommandContext, client: ApiClient, sourceId: string, stream: 'emits' | 'observations', opts: { after?: string; seen?: Set<string>; signal: AbortSignal; print: (e: EventSummary) => void }): Promise<void> {
   const seen = opts.seen ?? new Set<string>();
-  return followStream(client, `/sse/dc/${encodeURIComponent(sourceId)}/${stream}`, {
+  return followStream(client, `/sse/dc/${encodeURIComponent(sourceId)}/${stream}?expand=summary`, {
     lastEventId: opts.after,
     signal: opts.signal,
     onNotice: (t) => note(dim(t)),

@@ -1,4 +1,4 @@
-import type { EmittedEvent } from '@app/contracts';
+import { BadRequestError, EmittedEvent } from '@app/contracts';
 
 /** A row of `event_summaries` as read for the API (event possibly replaced by a preview). */
 export interface EventSummaryRow {
@@ -26,17 +26,32 @@ export interface EventSummaryDto {
   indexed_at_ms: number;
   event: unknown;
   metadata: { emit_id: string; name: string; emitter_id: string };
-  /** The `summary` given to `$emit`, only when there was one (an extension; metadata keeps the spec's three fields). */
+  /** The `summary` given to `$emit`: only with `expand=summary` and when there was one (an extension). */
   summary?: string;
 }
 
+/** What `expand` asks for: `event` (no truncation), `summary` (the `$emit` summary), or both, comma-separated. */
+export interface Expand {
+  event: boolean;
+  summary: boolean;
+}
+
+export function parseExpand(value: unknown): Expand {
+  const parts = value === undefined || value === '' ? [] : typeof value === 'string' ? value.split(',').map((s) => s.trim()) : [''];
+  if (parts.some((p) => p !== 'event' && p !== 'summary')) {
+    throw new BadRequestError('expand may be "event", "summary" or "event,summary"', { field: 'expand' });
+  }
+  return { event: parts.includes('event'), summary: parts.includes('summary') };
+}
+
 /** `truncateBytes` undefined: the full event (`expand=event`). */
-export function toEventSummary(row: EventSummaryRow, truncateBytes?: number): EventSummaryDto {
+export function toEventSummary(row: EventSummaryRow, truncateBytes: number | undefined, expandSummary: boolean): EventSummaryDto {
   let event = row.event;
   if (truncateBytes !== undefined && row.size_bytes > truncateBytes) {
     event = { $truncated: true, size_bytes: row.size_bytes, preview: JSON.stringify(row.event).slice(0, truncateBytes) } satisfies TruncatedEvent;
   }
-  return withSummary({ id: row.id, indexed_at_ms: Number(row.indexed_at_ms), event, metadata: { emit_id: row.emit_id, name: row.name, emitter_id: row.emitter_id } }, row.summary);
+  const dto: EventSummaryDto = { id: row.id, indexed_at_ms: Number(row.indexed_at_ms), event, metadata: { emit_id: row.emit_id, name: row.name, emitter_id: row.emitter_id } };
+  return expandSummary ? withSummary(dto, row.summary) : dto;
 }
 
 function withSummary(dto: EventSummaryDto, summary: string | null | undefined): EventSummaryDto {
@@ -45,8 +60,9 @@ function withSummary(dto: EventSummaryDto, summary: string | null | undefined): 
 }
 
 /** The summary of an event read straight from the emit stream (SSE): full data, `indexed_at_ms` = emit time. */
-export function summaryOfEmit(e: EmittedEvent): EventSummaryDto {
-  return withSummary({ id: e.id, indexed_at_ms: e.emittedAtMs, event: e.event ?? null, metadata: { emit_id: e.emitId, name: e.name ?? '', emitter_id: e.emitterId } }, e.summary);
+export function summaryOfEmit(e: EmittedEvent, expandSummary: boolean): EventSummaryDto {
+  const dto: EventSummaryDto = { id: e.id, indexed_at_ms: e.emittedAtMs, event: e.event ?? null, metadata: { emit_id: e.emitId, name: e.name ?? '', emitter_id: e.emitterId } };
+  return expandSummary ? withSummary(dto, e.summary) : dto;
 }
 
 /** Splits an event id `<epoch_ms>-<seq>`; undefined when malformed. */

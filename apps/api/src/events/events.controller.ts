@@ -3,17 +3,15 @@ import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { Input, readInput } from '../common/input';
 import { Page, parsePageQuery } from '../common/pagination';
-import { EventSummaryDto } from './event-summary.dto';
+import { EventSummaryDto, parseExpand } from './event-summary.dto';
 import { EventsService, SummaryQuery } from './events.service';
 
 const LIST_PARAMS = ['limit', 'after', 'before', 'expand', 'event_name'];
 
 function summaryQuery(input: Input): SummaryQuery {
-  const expand = input.expand;
-  if (expand !== undefined && expand !== '' && expand !== 'event') throw new BadRequestError('expand may only be "event"', { field: 'expand' });
   const eventName = input.event_name;
   if (eventName !== undefined && typeof eventName !== 'string') throw new BadRequestError('event_name must be a string', { field: 'event_name' });
-  return { ...parsePageQuery(input), expand: expand === 'event', eventName };
+  return { ...parsePageQuery(input), expand: parseExpand(input.expand), eventName };
 }
 
 @Controller('v1')

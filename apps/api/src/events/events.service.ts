@@ -6,10 +6,10 @@ import { Source } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext, assertAccess } from '../auth/auth.context';
 import { decodeCursor, encodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
-import { EventSummaryDto, EventSummaryRow, parseEventId, toEventSummary } from './event-summary.dto';
+import { EventSummaryDto, EventSummaryRow, Expand, parseEventId, toEventSummary } from './event-summary.dto';
 
 export interface SummaryQuery extends PageQuery {
-  expand: boolean;
+  expand: Expand;
   /** undefined: default and custom channels; otherwise one channel (`""`, a name, `$errors`, `$logs`). */
   eventName?: string;
 }
@@ -57,7 +57,7 @@ export class EventsService {
       pageParams,
     )) as EventSummaryRow[];
     return finishPage(rows, q, order, n, (r) => ({ k: Number(r.id_ms), id: String(r.id_seq) }), (r) =>
-      toEventSummary(r, q.expand ? undefined : this.config.summaryTruncateBytes),
+      toEventSummary(r, q.expand.event ? undefined : this.config.summaryTruncateBytes, q.expand.summary),
     );
   }
 

@@ -30,7 +30,7 @@ export class SseService implements BeforeApplicationShutdown {
     for (const close of [...this.open]) close();
   }
 
-  async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after?: { ms: number; seq: number }): Promise<void> {
+  async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean): Promise<void> {
     const consumer = await this.nats.js.consumers.get(this.nats.names.emitsStream, {
       filterSubjects: this.nats.names.emit(sourceId),
       ...(after ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, after.ms - REPLAY_SLACK_MS)).toISOString() } : { deliver_policy: DeliverPolicy.New }),
@@ -52,10 +52,10 @@ export class SseService implements BeforeApplicationShutdown {
     };
     this.open.add(close);
     res.on('close', close);
-    void this.pump(messages, res, sourceId, kind, after, () => closed).finally(close);
+    void this.pump(messages, res, sourceId, kind, after, expandSummary, () => closed).finally(close);
   }
 
-  private async pump(messages: ConsumerMessages, res: FastifyReply['raw'], sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, isClosed: () => boolean): Promise<void> {
+  private async pump(messages: ConsumerMessages, res: FastifyReply['raw'], sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, isClosed: () => boolean): Promise<void> {
     try {
       for await (const m of messages) {
         if (isClosed()) break;
@@ -68,7 +68,7 @@ export class SseService implements BeforeApplicationShutdown {
         if (!belongs(kind, e.name ?? '')) continue;
         const id = parseEventId(e.id);
         if (after && id && (id.ms < after.ms || (id.ms === after.ms && id.seq <= after.seq))) continue;
-        if (!res.write(`id: ${e.id}\ndata: ${JSON.stringify(summaryOfEmit(e))}\n\n`)) {
+        if (!res.write(`id: ${e.id}\ndata: ${JSON.stringify(summaryOfEmit(e, expandSummary))}\n\n`)) {
           await new Promise<void>((r) => {
             res.once('drain', r);
             res.once('close', r);

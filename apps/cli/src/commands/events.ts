@@ -14,7 +14,7 @@ function parseCount(v: string | undefined, def: number): number {
 /** The last `limit` summaries of a channel, oldest first. */
 async function recent(ctx: CommandContext, ref: string, id: string, limit: number, eventName?: string): Promise<EventSummary[]> {
   const page = await onSource(ref, () =>
-    ctx.client.get<{ data: EventSummary[] }>(`/sources/${encodeURIComponent(id)}/event_summaries`, { limit, expand: 'event', ...(eventName ? { event_name: eventName } : {}) }),
+    ctx.client.get<{ data: EventSummary[] }>(`/sources/${encodeURIComponent(id)}/event_summaries`, { limit, expand: 'event,summary', ...(eventName ? { event_name: eventName } : {}) }),
   );
   return [...(page?.data ?? [])].sort((a, b) => compareIds(a.id, b.id));
 }
