@@ -135,6 +135,23 @@ describe('runner: a multi-file Pipedream-style component end to end', () => {
     expect((await api().del(`/sources/${res.body.data.id}`)).status).toBe(204);
   });
 
+  it('with the default 1 MiB db cap, a db the actor state could not carry in one NATS message is a clear $errors event, and the source keeps working', async () => {
+    const res = await api().post('/sources', { component_code: `module.exports = { name: "Big DB", version: "1", props: { db: "$.service.db" },
+      async run(event) { const n = (this.db.get("n") ?? 0) + 1; this.db.set("n", n); if (event.size) this.db.set("big", "x".repeat(event.size)); this.$emit({ n }); } };` });
+    expect(res.status).toBe(200);
+    const id = res.body.data.id as string;
+    expect((await api().post(`/sources/${id}/run`, { event: { size: 1_048_000 } })).status).toBe(202); // under DB_MAX_BYTES, over a 1 MB message with the rest of the state
+    const [err] = await waitFor('the $errors event', async () => {
+      const e = await summaries(id, '$errors');
+      return e.length ? e : undefined;
+    });
+    expect(err.event).toMatchObject({ error: { name: 'DbSizeLimitError', message: expect.stringContaining('$.service.db size limit exceeded') }, original_event: { size: 1_048_000 } });
+    expect((await api().post(`/sources/${id}/run`, { event: {} })).status).toBe(202);
+    await waitFor('the next run', async () => (await summaries(id, '')).length === 1);
+    // the failed run's earlier write (n = 1) was kept, its oversize one was not
+    expect((await summaries(id, '')).map((e) => e.event)).toEqual([{ n: 2 }]);
+  });
+
   it('an instant source: activate registers a webhook, respond() answers the caller, update and delete run deactivate', async () => {
     const res = await api().post('/sources', { component_url: componentUrl('new-widget-event'), configured_props: { widgets: auth(), folderId: 'f1' } });
     expect(res.status).toBe(200);

@@ -52,7 +52,8 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
       timers: this.timers,
       metrics: this.metrics,
       logger: this.logger,
-      config: this.config,
+      // The actor state (db included) is one KV message: it must fit the server's max_payload.
+      config: { ...this.config, stateMaxBytes: (this.nats.nc.info?.max_payload ?? 1024 * 1024) - 1024 },
     };
     this.leases = new PartitionLeases(
       this.nats.leases,

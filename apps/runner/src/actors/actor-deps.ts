@@ -37,7 +37,10 @@ export interface InvocationDelivery {
   nak(delayMs?: number): void;
 }
 
-export type ActorConfig = Pick<AppConfig, 'secretsKey' | 'runTimeoutMs' | 'maxRunTimeoutMs' | 'dbMaxBytes' | 'eventMaxBytes' | 'emitsPerInvocation'>;
+export type ActorConfig = Pick<AppConfig, 'secretsKey' | 'runTimeoutMs' | 'maxRunTimeoutMs' | 'dbMaxBytes' | 'eventMaxBytes' | 'emitsPerInvocation'> & {
+  /** Largest actor state one KV write can carry (the NATS server's max_payload less headers); undefined = no such bound. */
+  stateMaxBytes?: number;
+};
 
 export interface ActorDeps {
   executor: Pick<Executor, 'execute'>;

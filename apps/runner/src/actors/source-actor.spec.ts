@@ -27,7 +27,7 @@ class MemoryStore implements ActorStateStore {
 
 type Behaviour = (task: ExecuteTask, respond: (r: { status: number; body?: string }) => void) => Partial<ExecuteResult>;
 
-function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[]) {
+function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: Partial<ActorDeps['config']> = {}) {
   const calls: ExecuteTask[] = [];
   const events: EmittedEvent[] = [];
   const usage: UsageRecord[] = [];
@@ -49,7 +49,7 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[]) {
     timers: { start: () => undefined, stop: () => undefined },
     metrics: new RunnerMetrics(new Registry()),
     logger: pino({ level: 'silent' }),
-    config: { secretsKey: Buffer.alloc(32), runTimeoutMs: 1000, maxRunTimeoutMs: 1000, dbMaxBytes: 1000, eventMaxBytes: 1000, emitsPerInvocation: 10 },
+    config: { secretsKey: Buffer.alloc(32), runTimeoutMs: 1000, maxRunTimeoutMs: 1000, dbMaxBytes: 1000, eventMaxBytes: 1000, emitsPerInvocation: 10, ...config },
   };
   const gone: string[] = [];
   const actor = (fence = 'r1#1') => new SourceActor('dc_1', 0, fence, deps, (_a, why) => void gone.push(why));
@@ -178,6 +178,31 @@ describe('SourceActor', () => {
     const [err] = t.events.filter((e) => e.name === '$errors');
     expect(err.event).toMatchObject({ error: { name: 'DbSizeLimitError', message: expect.stringContaining('the limit is 1000 bytes') }, original_event: { n: 50 } });
     expect(Object.keys(t.store.data.get('dc_1')?.state.db ?? {})).toHaveLength(40);
+  });
+
+  it('keeps the state within one NATS message: the sandbox gets a lowered db cap, and writes that would overflow it are an $errors event', async () => {
+    const writes = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${String(i).padStart(2, '0')}`, 'x'.repeat(18)]));
+    const small = setup(() => ({}), undefined, undefined, { stateMaxBytes: 1000 });
+    const a = small.actor();
+    a.setDesired(desired(1));
+    a.invoke(delivery('i0').del);
+    await settle();
+    expect(small.calls.find((c) => c.method === 'run')?.limits.dbMaxBytes).toBe(875);
+
+    const t = setup((task) => (task.method === 'run' ? { dbWrites: writes((task.event as { n: number }).n) } : {}), undefined, undefined, { stateMaxBytes: 2200 });
+    const b = t.actor();
+    b.setDesired(desired(1));
+    const fits = delivery('fits', { event: { n: 10 } });
+    b.invoke(fits.del);
+    await settle();
+    expect(Object.keys(t.store.data.get('dc_1')?.state.db ?? {})).toHaveLength(10);
+    const over = delivery('over', { event: { n: 40 } }); // 920 bytes by the db measure (under DB_MAX_BYTES), but the state would not fit
+    b.invoke(over.del);
+    await settle();
+    expect(over.d.acked).toBe(true);
+    const [err] = t.events.filter((e) => e.name === '$errors');
+    expect(err.event).toMatchObject({ error: { name: 'DbSizeLimitError', message: expect.stringContaining('more than one NATS message holds (2200 bytes)') }, original_event: { n: 40 } });
+    expect(Object.keys(t.store.data.get('dc_1')?.state.db ?? {})).toHaveLength(10);
   });
 
   it('applies dedupe across invocations with the persisted cache', async () => {

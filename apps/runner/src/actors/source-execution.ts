@@ -1,4 +1,4 @@
-import type { DesiredSourceState } from '@app/contracts';
+import { type DesiredSourceState, encodeJson } from '@app/contracts';
 import { dbSizeBytes, type ExecuteResult, type MethodName } from '@app/sandbox';
 import type { ActorDeps } from './actor-deps';
 import type { ActorState } from './actor-state';
@@ -22,6 +22,11 @@ export interface Executed {
   dedupe: DedupeStrategy | undefined;
   input: RunInput;
 }
+
+/** Room kept in a state message beside the db (dedupe cache, recent invocations, timer, fence). */
+const STATE_ROOM_BYTES = 64 * 1024;
+/** What a save adds to the state it is given (emitter clock, fence, the invocation id in `recent`). */
+const STATE_ENVELOPE_BYTES = 1024;
 
 /** What an execution needs from its actor. */
 export interface RunContext {
@@ -55,7 +60,8 @@ export class SourceExecution {
       dedupe = isDedupeStrategy(component.descriptor.dedupe) ? component.descriptor.dedupe : undefined;
       const props = resolveProps(this.deps.config.secretsKey, input.configuredProps, component.descriptor.props);
       const timeoutMs = Math.min(ctx.desired?.runTimeoutMs || this.deps.config.runTimeoutMs, this.deps.config.maxRunTimeoutMs);
-      const { dbMaxBytes, eventMaxBytes, emitsPerInvocation } = this.deps.config;
+      const { eventMaxBytes, emitsPerInvocation } = this.deps.config;
+      const dbMaxBytes = this.dbMaxBytes();
       result = await this.deps.executor.execute(
         {
           kind: 'execute',
@@ -114,10 +120,15 @@ export class SourceExecution {
         if (v === undefined) delete next[k];
         else next[k] = v;
       }
-      // Measured as the sandbox measures it, so a run the sandbox let through is never refused here.
+      // Measured as the sandbox measures it, so a run the sandbox let through is never refused here
+      // (unless the whole state would not fit one NATS message: then it could never be saved).
       const size = dbSizeBytes(next);
-      if (size > this.deps.config.dbMaxBytes) {
-        const error = { name: 'DbSizeLimitError', message: `$.service.db size limit exceeded: the db would hold ${size} bytes, the limit is ${this.deps.config.dbMaxBytes} bytes; this run's db writes were discarded` };
+      const overMessage = this.stateOverMessage(size, { ...state, db: next, dedupe: out.dedupe });
+      if (size > this.dbMaxBytes() || overMessage) {
+        const message = overMessage
+          ? `$.service.db size limit exceeded: the source's state would be ${overMessage} bytes, more than one NATS message holds (${this.deps.config.stateMaxBytes} bytes); this run's db writes were discarded`
+          : `$.service.db size limit exceeded: the db would hold ${size} bytes, the limit is ${this.dbMaxBytes()} bytes; this run's db writes were discarded`;
+        const error = { name: 'DbSizeLimitError', message };
         out.events.push({ id: ctx.clock.next(), emitterId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', name: '$errors', event: errorEvent(error, original(), now), ts: now, emitId: `${input.invocationId}:db0`, emittedAtMs: now });
       } else db = next;
     }
@@ -126,6 +137,24 @@ export class SourceExecution {
       for (const e of out.events) this.deps.metrics.emits.inc({ channel: e.name === '' ? 'default' : e.name.startsWith('$') ? e.name : 'custom' });
     }
     return { db, dedupe: out.dedupeChanged ? out.dedupe : state.dedupe };
+  }
+
+  /**
+   * The db cap runs get: `DB_MAX_BYTES`, lowered when needed so that the whole
+   * actor state (db plus dedupe cache, recent invocations…) fits one NATS message.
+   */
+  private dbMaxBytes(): number {
+    const { dbMaxBytes, stateMaxBytes } = this.deps.config;
+    if (!stateMaxBytes) return dbMaxBytes;
+    return Math.min(dbMaxBytes, stateMaxBytes - Math.min(STATE_ROOM_BYTES, Math.floor(stateMaxBytes / 8)));
+  }
+
+  /** The encoded size of a state that would not fit one NATS message, else 0 (encoded only when the db is near the limit). */
+  private stateOverMessage(dbBytes: number, state: ActorState): number {
+    const max = this.deps.config.stateMaxBytes;
+    if (!max || dbBytes < max - 4 * STATE_ROOM_BYTES) return 0;
+    const bytes = encodeJson(state).length + STATE_ENVELOPE_BYTES;
+    return bytes > max ? bytes : 0;
   }
 
 }
