@@ -115,6 +115,11 @@ describe('HTTP endpoints and manual runs (ingress)', () => {
     expect(withEvent.status).toBe(202);
     expect((await lastInvocation(s.id)).event).toEqual({ hello: 1 });
 
+    // An event over the HTTP body limit (2048 here) is refused like an oversize request.
+    const big = await api.post(`/sources/${s.id}/run`, { event: { pad: 'x'.repeat(4096) } });
+    expect(big.status).toBe(413);
+    expect(big.body).toMatchObject({ code: 'payload_too_large', error: expect.stringContaining('2048 bytes') });
+
     // A timer source run now gets the event its timer passes.
     const timer = await api.post('/sources', { component_code: TIMER_SOURCE, configured_props: { timer: { intervalSeconds: 120 } } });
     expect((await api.post(`/sources/${timer.body.data.id}/run`)).status).toBe(202);
