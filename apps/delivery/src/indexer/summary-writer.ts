@@ -46,21 +46,22 @@ export class SummaryWriter {
     return rejected;
   }
 
-  /** Keeps the newest `retention` rows of each (emitter, channel class): one statement for the whole batch. */
+  /**
+   * Keeps the newest `retention` rows of each (emitter, channel class): one
+   * statement per group (each planned on its own values: an index range scan),
+   * all sent in one round trip (the connection formats the values into the
+   * text, so several statements go as one simple query).
+   */
   private async trim(groups: { e: string; c: string }[]): Promise<void> {
-    await this.em.getConnection().execute(
-      `delete from event_summaries s using (
-         select g.e, g.c, cut.id_ms, cut.id_seq
-           from json_to_recordset(?::json) as g(e text, c text)
-           cross join lateral (
-             select id_ms, id_seq from event_summaries
-              where emitter_id = g.e and channel_class = g.c
-              order by id_ms desc, id_seq desc offset ? limit 1) cut
-       ) t
-       where s.emitter_id = t.e and s.channel_class = t.c and (s.id_ms, s.id_seq) < (t.id_ms, t.id_seq)`,
-      [JSON.stringify(groups), this.retention - 1],
-      'run',
-    );
+    const one = `delete from event_summaries where emitter_id = ? and channel_class = ? and (id_ms, id_seq) < (
+         select id_ms, id_seq from event_summaries where emitter_id = ? and channel_class = ?
+         order by id_ms desc, id_seq desc offset ? limit 1)`;
+    for (let i = 0; i < groups.length; i += 100) {
+      const chunk = groups.slice(i, i + 100);
+      const params: unknown[] = [];
+      for (const g of chunk) params.push(g.e, g.c, g.e, g.c, this.retention - 1);
+      await this.em.getConnection().execute(chunk.map(() => one).join(';\n'), params, 'run');
+    }
   }
 
   /** Deletes a source's events, all of them or an inclusive id range (either end optional). */
