@@ -2,7 +2,7 @@ import { connect, NatsConnection } from 'nats';
 import { decodeJson, InvocationMessage, Names, partitionOf } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE, TIMER_SOURCE } from './support/components';
-import { startSystem, System } from './support/system';
+import { eventually, startSystem, System } from './support/system';
 
 /** The ingress alone (api without runner): what is stored in INVOCATIONS and what the client gets. */
 const CUSTOM_RESPONSE_SOURCE = `module.exports = {
@@ -66,6 +66,29 @@ describe('HTTP endpoints and manual runs (ingress)', () => {
     const text = await fetch(s.url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'just text' });
     expect(text.status).toBe(200);
     expect((await lastInvocation(s.id)).event).toMatchObject({ body: 'just text', bodyRaw: 'just text' });
+  });
+
+  it('a busy endpoint answers 404 within seconds of its source being deactivated, and again after it is reactivated and deleted', async () => {
+    const s = await createSource(HTTP_SOURCE);
+    const api = client(system, user.apiKey);
+    // Requests keep arriving (answered 200, or 429 above this test system's rate): the endpoint's cache entry stays hot.
+    const hit = async (): Promise<number> => (await fetch(s.url, { method: 'POST', body: '' })).status;
+    expect(await hit()).toBe(200);
+    const until = async (want: number, what: string): Promise<void> => {
+      await eventually(async () => {
+        const status = await hit();
+        expect([200, 429, 404]).toContain(status);
+        return status === want;
+      }, { what, timeoutMs: 15_000, intervalMs: 50 });
+    };
+    const off = await api.put(`/sources/${s.id}`, { component_code: HTTP_SOURCE, active: false });
+    expect(off.status).toBe(200);
+    expect(off.body.data.configured_props.http.endpoint_url).toBe(s.url);
+    await until(404, 'the deactivation seen by the endpoint');
+    expect((await api.put(`/sources/${s.id}`, { component_code: HTTP_SOURCE, active: true })).status).toBe(200);
+    await until(200, 'the reactivation seen by the endpoint');
+    expect((await api.del(`/sources/${s.id}`)).status).toBe(204);
+    await until(404, 'the deletion seen by the endpoint');
   });
 
   it('answers 404 for an unknown endpoint, 413 over the body limit, 429 with Retry-After over the rate', async () => {
