@@ -34,15 +34,21 @@ function need(name: string): string {
   return v;
 }
 
+/**
+ * A free port for an app under test, drawn at random below Linux's ephemeral range
+ * (32768+): a port the OS handed out with `listen(0)` can be taken again by any
+ * outgoing connection before the app binds it.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
     });
-    srv.on('error', reject);
-  });
+    if (free) return port;
+  }
 }
 
 /** Polls `check` until it returns a truthy value or the deadline passes. */

@@ -21,9 +21,15 @@ let installed = false;
 export function coalesceNatsWrites(): void {
   if (installed) return;
   installed = true;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { NodeTransport } = require('nats/lib/src/node_transport') as { NodeTransport: { prototype: TransportLike & { [CORKED]?: boolean } } };
-  const proto = NodeTransport.prototype;
+  let proto: (TransportLike & { [CORKED]?: boolean }) | undefined;
+  try {
+    // An internal module of nats.js (the version is pinned in package.json): without it, writes stay uncoalesced.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    proto = (require('nats/lib/src/node_transport') as { NodeTransport?: { prototype: TransportLike & { [CORKED]?: boolean } } }).NodeTransport?.prototype;
+  } catch {
+    return;
+  }
+  if (!proto || typeof proto.send !== 'function') return;
   const send = proto.send;
   proto.send = function (this: TransportLike & { [CORKED]?: boolean }, frame: Uint8Array): void {
     const socket = this.socket;
