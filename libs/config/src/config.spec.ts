@@ -25,8 +25,27 @@ describe('configuration', () => {
     [{ ALLOW_LOOPBACK: 'maybe' }, /ALLOW_LOOPBACK must be true or false/],
     [{ SECRETS_KEY: 'short' }, /SECRETS_KEY must hold 32 bytes/],
     [{ WEBHOOK_RETRY_SCHEDULE: '5s,soon' }, /WEBHOOK_RETRY_SCHEDULE/],
+    [{ LOG_LEVEL: 'verbose' }, /LOG_LEVEL must be fatal, error, warn, info, debug, trace or silent, got "verbose"/],
+    [{ WORKER_VM_TIMEOUT: 'sometimes' }, /WORKER_VM_TIMEOUT must be always, adaptive or never/],
+    [{ PUBLIC_URL: 'localhost:3000' }, /PUBLIC_URL must be a http:\/\/ or https:\/\/ URL/],
+    [{ DATABASE_URL: 'mysql://db/app' }, /DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/],
+    [{ NATS_URL: 'http://127.0.0.1:4222' }, /NATS_URL must be a comma-separated list of nats:\/\/host:port/],
+    [{ NATS_URL: 'nats://a:4222,' }, /NATS_URL/],
+    [{ NATS_PREFIX: 'team.a' }, /NATS_PREFIX may hold letters, digits, _ and - only/],
+    [{ RUN_TIMEOUT_MS: '600000', MAX_RUN_TIMEOUT_MS: '300000' }, /RUN_TIMEOUT_MS \(600000\) must not exceed MAX_RUN_TIMEOUT_MS/],
   ])('names the variable of a wrong value: %p', (env, message) => {
     expect(() => loadConfig({ DATA_DIR: dataDir, ...env })).toThrow(message);
+  });
+
+  it('accepts the usual server and URL forms', () => {
+    const c = loadConfig({ DATA_DIR: dataDir, NATS_URL: 'nats://a:4222, tls://b:4222,127.0.0.1:4223', DATABASE_URL: 'postgresql://u:p@h:5432/d', PUBLIC_URL: 'https://events.example.com/', LOG_LEVEL: 'debug', NATS_PREFIX: 't_1-x' });
+    expect(c.publicUrl).toBe('https://events.example.com');
+    expect(c.logLevel).toBe('debug');
+  });
+
+  it('raises the run timeout cap to a larger default run timeout unless the cap is set', () => {
+    expect(loadConfig({ DATA_DIR: dataDir, RUN_TIMEOUT_MS: '600000' }).maxRunTimeoutMs).toBe(600_000);
+    expect(loadConfig({ DATA_DIR: dataDir, RUN_TIMEOUT_MS: '1000' }).maxRunTimeoutMs).toBe(300_000);
   });
 
   it('parses duration lists', () => {

@@ -31,11 +31,11 @@ export const SETTINGS = {
   natsPrefix: str('NATS_PREFIX', '', 'prefix for every stream, bucket and subject (isolates installations sharing a NATS server)'),
   dataDir: str('DATA_DIR', './.data', 'local state: embedded Postgres, npm cache, generated secrets key'),
   secretsKey: str('SECRETS_KEY', undefined, '32-byte key (hex or base64) encrypting secret props and webhook secrets; generated into DATA_DIR when unset'),
-  logLevel: str('LOG_LEVEL', 'info', 'pino log level'),
+  logLevel: str('LOG_LEVEL', 'info', 'log level: fatal, error, warn, info, debug, trace or silent'),
   partitions: int('PARTITIONS', 32, 'number of source partitions (fixed for the life of an installation)', 1, 4096),
   leaseTtlMs: int('LEASE_TTL_MS', 10_000, 'partition lease time-to-live', 1000),
   runTimeoutMs: int('RUN_TIMEOUT_MS', 300_000, 'default wall-clock limit of one run or hook', 100),
-  maxRunTimeoutMs: int('MAX_RUN_TIMEOUT_MS', 300_000, 'operator cap of a per-source run timeout', 100),
+  maxRunTimeoutMs: int('MAX_RUN_TIMEOUT_MS', 300_000, 'operator cap of a per-source run timeout (raised to RUN_TIMEOUT_MS when only that is set higher)', 100),
   workerHeapMb: int('WORKER_HEAP_MB', 256, 'old-generation heap cap per worker thread', 16),
   workerVmTimeout: str('WORKER_VM_TIMEOUT', 'adaptive', 'how a synchronous endless loop in component code is stopped: always (vm timeout on every call, ~50 µs each), adaptive (vm timeout only for code that already hung a worker; its first hang terminates the worker), never (terminate the worker)'),
   workerThreads: int('WORKER_THREADS', 0, 'Piscina pool size (0 = number of CPUs)', 0, 256),
@@ -140,6 +140,43 @@ function loadSecretsKey(raw: string | undefined, dataDir: string): Buffer {
   return key;
 }
 
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const NATS_SCHEMES = ['nats:', 'tls:', 'ws:', 'wss:'];
+
+/** Rules beyond a setting's type: allowed words, URL schemes, name characters. */
+function checkValues(raw: Raw): void {
+  const oneOf = (env: string, value: string, allowed: string[]): void => {
+    if (!allowed.includes(value)) throw new ConfigError(`${env} must be ${allowed.slice(0, -1).join(', ')} or ${allowed[allowed.length - 1]}, got "${value}"`);
+  };
+  oneOf('WORKER_VM_TIMEOUT', raw.workerVmTimeout, ['always', 'adaptive', 'never']);
+  oneOf('LOG_LEVEL', raw.logLevel, LOG_LEVELS);
+  const scheme = (env: string, value: string, allowed: string[]): void => {
+    if (!allowed.includes(new URL(value).protocol)) throw new ConfigError(`${env} must be a ${allowed.map((p) => p + '//').join(' or ')} URL, got "${value}"`);
+  };
+  if (raw.publicUrl) scheme('PUBLIC_URL', raw.publicUrl, ['http:', 'https:']);
+  if (raw.databaseUrl) scheme('DATABASE_URL', raw.databaseUrl, ['postgres:', 'postgresql:']);
+  for (const server of raw.natsUrl.split(',').map((s) => s.trim())) {
+    // The client accepts host:port without a scheme.
+    let u: URL | undefined;
+    try {
+      u = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(server) ? server : `nats://${server}`);
+    } catch {
+      u = undefined;
+    }
+    if (!server || !u || !NATS_SCHEMES.includes(u.protocol) || !u.hostname) {
+      throw new ConfigError(`NATS_URL must be a comma-separated list of nats://host:port (or tls://, ws://, wss://) servers, got "${raw.natsUrl}"`);
+    }
+  }
+  if (raw.natsPrefix && !/^[A-Za-z0-9_-]+$/.test(raw.natsPrefix)) throw new ConfigError(`NATS_PREFIX may hold letters, digits, _ and - only, got "${raw.natsPrefix}"`);
+}
+
+/** The operator's cap follows a larger default run timeout unless it is set too; both set and contradictory is an error. */
+function runTimeoutCapMs(raw: Raw, env: NodeJS.ProcessEnv): number {
+  if (raw.runTimeoutMs <= raw.maxRunTimeoutMs) return raw.maxRunTimeoutMs;
+  if (!env.MAX_RUN_TIMEOUT_MS) return raw.runTimeoutMs;
+  throw new ConfigError(`RUN_TIMEOUT_MS (${raw.runTimeoutMs}) must not exceed MAX_RUN_TIMEOUT_MS (${raw.maxRunTimeoutMs}), the operator's cap of a run timeout`);
+}
+
 /** Reads and validates the whole configuration from an environment (process.env by default). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const out: Record<string, unknown> = {};
@@ -147,11 +184,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     out[name] = parseOne(name, s as Setting<Kind>, env[s.env]);
   }
   const raw = out as Raw;
-  if (!['always', 'adaptive', 'never'].includes(raw.workerVmTimeout)) throw new ConfigError(`WORKER_VM_TIMEOUT must be always, adaptive or never, got "${raw.workerVmTimeout}"`);
+  checkValues(raw);
   const dataDir = resolve(raw.dataDir);
   return {
     ...raw,
     dataDir,
+    maxRunTimeoutMs: runTimeoutCapMs(raw, env),
     publicUrl: (raw.publicUrl || `http://localhost:${raw.port}`).replace(/\/+$/, ''),
     databaseUrl: raw.databaseUrl || undefined,
     npmRegistry: raw.npmRegistry || undefined,
