@@ -94,6 +94,7 @@ export async function ensureStreams(jsm: JetStreamManager, names: Names, config:
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,
     max_age: nanos(config.emitsMaxAgeSeconds * 1000),
+    max_bytes: config.emitsMaxBytes > 0 ? config.emitsMaxBytes : -1,
     discard: DiscardPolicy.Old,
     duplicate_window: nanos(120_000),
   });

@@ -1,0 +1,51 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '@app/config';
+import { NatsService } from './nats.service';
+
+// Real NATS (the test run's server): the streams and buckets of DESIGN.md as the apps create them.
+const need = (name: string): string => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run tests with npm test`);
+  return v;
+};
+
+describe('NatsService streams and buckets', () => {
+  const prefix = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
+  const dataDir = mkdtempSync(join(tmpdir(), 'nats-svc-'));
+  const started: NatsService[] = [];
+  const start = async (env: Record<string, string> = {}): Promise<NatsService> => {
+    const svc = new NatsService(loadConfig({ DATA_DIR: dataDir, NATS_URL: need('TEST_NATS_URL'), NATS_PREFIX: prefix, ...env }), 'nats-service-spec');
+    started.push(svc);
+    await svc.start();
+    return svc;
+  };
+
+  afterAll(async () => {
+    const svc = started[0];
+    if (svc?.nc && !svc.nc.isClosed()) {
+      const n = svc.names;
+      for (const s of [n.invocationsStream, n.emitsStream, n.deliveriesStream, n.usageStream]) await svc.jsm.streams.delete(s).catch(() => undefined);
+      for (const b of [n.sourcesBucket, n.sourceStateBucket, n.leasesBucket]) await svc.jsm.streams.delete(`KV_${b}`).catch(() => undefined);
+      await svc.jsm.streams.delete(`OBJ_${n.componentsStore}`).catch(() => undefined);
+    }
+    for (const s of started) await s.stop().catch(() => undefined);
+  });
+
+  it('limits EMITS by age (7 days) and size (1 GiB) by default, and follows changed settings on the next start', async () => {
+    const svc = await start();
+    const emits = await svc.jsm.streams.info(svc.names.emitsStream);
+    expect(emits.config.max_age).toBe(7 * 24 * 3600 * 1e9);
+    expect(emits.config.max_bytes).toBe(1024 ** 3);
+    expect(emits.config.discard).toBe('old');
+    const leases = await svc.jsm.streams.info(`KV_${svc.names.leasesBucket}`);
+    expect(leases.config.max_age).toBe(10_000 * 1e6);
+
+    const again = await start({ EMITS_MAX_BYTES: '0', EMITS_MAX_AGE_SECONDS: '3600' });
+    const changed = await again.jsm.streams.info(again.names.emitsStream);
+    expect(changed.config.max_bytes).toBe(-1);
+    expect(changed.config.max_age).toBe(3600 * 1e9);
+  });
+});
