@@ -3,6 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppConfig, createLogger, PinoNestLogger } from '@app/config';
 import { AppModule } from './app.module';
+import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
 
 /** Builds the api application (not yet listening); used by main.ts and the tests. */
 export async function createApiApp(config: AppConfig): Promise<NestFastifyApplication> {
@@ -13,6 +14,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
     // The spec writes some paths with a trailing slash (`POST /sources/`, `GET /users/me/sources/`): both forms route.
     // (Not ignoreDuplicateSlashes: it also collapses `//` inside the query string, e.g. `?url=https://…`.)
     routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
+    // `<endpoint_key>.<ENDPOINT_DOMAIN>/<path>` is the HTTP interface of that source, like `/e/<endpoint_key>/<path>`.
+    ...(config.endpointDomain ? { rewriteUrl: hostEndpointRewrite(config.endpointDomain) } : {}),
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger: new PinoNestLogger(logger),

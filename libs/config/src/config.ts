@@ -48,6 +48,7 @@ export const SETTINGS = {
   registryDir: str('REGISTRY_DIR', '', 'directory of the shipped registry components the api publishes at start (default: registry/components of the install; "off" disables)'),
   reconcileIntervalMs: int('RECONCILE_INTERVAL_MS', 5_000, 'how often the api republishes sources whose desired state lags Postgres', 100),
   emitsPerInvocation: int('EMITS_PER_INVOCATION', 10_000, 'emits allowed in one invocation', 1),
+  endpointDomain: str('ENDPOINT_DOMAIN', '', 'domain of host-based HTTP source endpoints: <endpoint_key>.<domain> (a wildcard DNS name pointing at the api); endpoint URLs then use it (empty = <PUBLIC_URL>/e/<endpoint_key> only)'),
   httpMaxBodyBytes: int('HTTP_MAX_BODY_BYTES', 512 * 1024, 'largest request body to an HTTP source endpoint', 1024),
   httpRatePerSec: int('HTTP_RATE_PER_SEC', 10, 'average requests per second per HTTP source endpoint (0 = unlimited)', 0),
   httpBurst: int('HTTP_BURST', 50, 'burst allowance per HTTP source endpoint', 1),
@@ -168,6 +169,9 @@ function checkValues(raw: Raw): void {
       throw new ConfigError(`NATS_URL must be a comma-separated list of nats://host:port (or tls://, ws://, wss://) servers, got "${raw.natsUrl}"`);
     }
   }
+  if (raw.endpointDomain && !/^(?=.{1,200}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(raw.endpointDomain)) {
+    throw new ConfigError(`ENDPOINT_DOMAIN must be a domain name such as events.example.com (no scheme, port or path), got "${raw.endpointDomain}"`);
+  }
   if (raw.natsPrefix && !/^[A-Za-z0-9_-]+$/.test(raw.natsPrefix)) throw new ConfigError(`NATS_PREFIX may hold letters, digits, _ and - only, got "${raw.natsPrefix}"`);
 }
 
@@ -191,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     ...raw,
     dataDir,
     maxRunTimeoutMs: runTimeoutCapMs(raw, env),
+    endpointDomain: raw.endpointDomain.toLowerCase(),
     publicUrl: (raw.publicUrl || `http://localhost:${raw.port}`).replace(/\/+$/, ''),
     databaseUrl: raw.databaseUrl || undefined,
     npmRegistry: raw.npmRegistry || undefined,

@@ -7,6 +7,7 @@ import type { Subscription } from 'nats';
 import { NatsService } from '@app/nats';
 import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
 import { RateLimiter } from './rate-limiter';
+import { endpointUrlOf } from './endpoint-urls';
 
 /** Headers a relayed custom response may not set (the server computes them). */
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
@@ -145,7 +146,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     const qIndex = req.url.indexOf('?');
     const pathname = qIndex >= 0 ? req.url.slice(0, qIndex) : req.url;
     const prefix = `/e/${endpointKey}`;
-    const path = pathname.startsWith(prefix) ? pathname.slice(prefix.length) || '/' : pathname;
+    const rest = pathname.startsWith(prefix) ? pathname.slice(prefix.length) : pathname;
+    const path = rest || '/';
     return {
       method: req.method,
       path,
@@ -153,7 +155,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       headers: { ...req.headers },
       bodyRaw: raw,
       body: parseHttpBody(String(req.headers['content-type'] ?? ''), raw),
-      url: `${this.config.publicUrl}${req.url}`,
+      url: `${endpointUrlOf(this.config, endpointKey)}${rest}${qIndex >= 0 ? req.url.slice(qIndex) : ''}`,
       client_ip: req.ip,
     };
   }

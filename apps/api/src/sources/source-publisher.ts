@@ -5,11 +5,9 @@ import { decodeJson, DesiredSourceState, encodeJson, partitionOf } from '@app/co
 import { Component, Source } from '@app/db';
 import { NatsService } from '@app/nats';
 import { ComponentsService, runnableOf } from '../components/components.service';
+import { endpointUrlOf } from '../http-endpoints/endpoint-urls';
 
-/** The public URL of an HTTP source's endpoint. */
-export function endpointUrlOf(config: AppConfig, endpointKey: string | null | undefined): string | undefined {
-  return endpointKey ? `${config.publicUrl}/e/${endpointKey}` : undefined;
-}
+export { endpointUrlOf };
 
 /**
  * Puts a source's desired state into KV `sources` (or deletes it), never

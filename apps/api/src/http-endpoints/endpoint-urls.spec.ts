@@ -1,0 +1,21 @@
+import { endpointUrlOf, hostEndpointRewrite } from './endpoint-urls';
+
+describe('endpoint URLs', () => {
+  it('are <PUBLIC_URL>/e/<key> without a domain, <key>.<domain> with the scheme and port of PUBLIC_URL with one', () => {
+    expect(endpointUrlOf({ publicUrl: 'http://localhost:3000', endpointDomain: '' }, 'enabc')).toBe('http://localhost:3000/e/enabc');
+    expect(endpointUrlOf({ publicUrl: 'https://api.example.com', endpointDomain: 'm.example.com' }, 'enabc')).toBe('https://enabc.m.example.com');
+    expect(endpointUrlOf({ publicUrl: 'http://127.0.0.1:3000', endpointDomain: 'localtest.me' }, 'enabc')).toBe('http://enabc.localtest.me:3000');
+    expect(endpointUrlOf({ publicUrl: 'http://localhost:3000', endpointDomain: 'x.y' }, null)).toBeUndefined();
+  });
+
+  it('route a request to <key>.<domain> as /e/<key><path>, and leave every other host alone', () => {
+    const rewrite = hostEndpointRewrite('m.example.com');
+    expect(rewrite({ url: '/', headers: { host: 'enabc.m.example.com' } })).toBe('/e/enabc');
+    expect(rewrite({ url: '/hooks/a?x=1', headers: { host: 'ENABC.M.Example.com:8443' } })).toBe('/e/enabc/hooks/a?x=1');
+    expect(rewrite({ url: '/?x=1', headers: { host: 'enabc.m.example.com' } })).toBe('/e/enabc?x=1');
+    expect(rewrite({ url: '/v1/users/me', headers: { host: 'api.example.com' } })).toBe('/v1/users/me');
+    expect(rewrite({ url: '/v1/users/me', headers: { host: 'm.example.com' } })).toBe('/v1/users/me');
+    expect(rewrite({ url: '/x', headers: { host: 'a.b.m.example.com' } })).toBe('/x');
+    expect(rewrite({ url: '/x', headers: {} })).toBe('/x');
+  });
+});

@@ -1,0 +1,33 @@
+import type { AppConfig } from '@app/config';
+
+type UrlConfig = Pick<AppConfig, 'publicUrl' | 'endpointDomain'>;
+
+/**
+ * The public URL of an HTTP source: `<PUBLIC_URL>/e/<endpoint_key>`, or
+ * `<scheme>://<endpoint_key>.<ENDPOINT_DOMAIN>[:<port>]` (scheme and port of
+ * PUBLIC_URL) when a domain is configured. Both forms always reach the source.
+ */
+export function endpointUrlOf(config: UrlConfig, endpointKey: string | null | undefined): string | undefined {
+  if (!endpointKey) return undefined;
+  if (!config.endpointDomain) return `${config.publicUrl}/e/${endpointKey}`;
+  const base = new URL(config.publicUrl);
+  return `${base.protocol}//${endpointKey}.${config.endpointDomain}${base.port ? `:${base.port}` : ''}`;
+}
+
+const KEY_LABEL = /^en[a-z0-9]+$/;
+
+/**
+ * Fastify's `rewriteUrl`: a request to `<endpoint_key>.<ENDPOINT_DOMAIN>` (any
+ * path) is routed as `/e/<endpoint_key><path>`; every other request is left alone.
+ */
+export function hostEndpointRewrite(domain: string): (req: { url?: string; headers: Record<string, string | string[] | undefined> }) => string {
+  const suffix = `.${domain.toLowerCase()}`;
+  return (req) => {
+    const url = req.url ?? '/';
+    const host = String(req.headers['x-forwarded-host'] ?? req.headers.host ?? '').split(',')[0].trim().toLowerCase().replace(/:\d+$/, '');
+    if (!host.endsWith(suffix)) return url;
+    const key = host.slice(0, -suffix.length);
+    if (!KEY_LABEL.test(key)) return url;
+    return `/e/${key}${url === '/' ? '' : url.startsWith('/?') ? url.slice(1) : url}`;
+  };
+}

@@ -1,0 +1,60 @@
+import { request } from 'node:http';
+import { connect, NatsConnection } from 'nats';
+import { decodeJson, InvocationMessage, Names, partitionOf } from '@app/contracts';
+import { client, createUser, TestUser } from './support/accounts';
+import { HTTP_SOURCE } from './support/components';
+import { startSystem, System } from './support/system';
+
+/** DESIGN.md: with a domain configured, `<endpoint_key>.<domain>` is the source's HTTP interface (any path). */
+describe('host-based HTTP endpoints (ENDPOINT_DOMAIN)', () => {
+  let system: System;
+  let user: TestUser;
+  let nc: NatsConnection;
+
+  beforeAll(async () => {
+    system = await startSystem({ ENDPOINT_DOMAIN: 'hooks.example.test' }, { apps: ['api'] });
+    user = createUser(system);
+    nc = await connect({ servers: system.env.NATS_URL });
+  });
+  afterAll(async () => {
+    await nc?.close();
+    await system?.stop();
+  });
+
+  /** A request to the api's address with another Host header (no DNS for the test domain). */
+  const send = (host: string, path: string, body: string): Promise<{ status: number; body: string }> =>
+    new Promise((resolve, reject) => {
+      const { port } = new URL(system.origin);
+      const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { host, 'content-type': 'application/json' } }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+
+  it('gives endpoint URLs on the domain and stores a request to <key>.<domain>/<path> like one to /e/<key>/<path>', async () => {
+    const created = await client(system, user.apiKey).post('/sources', { component_code: HTTP_SOURCE });
+    expect(created.status).toBe(200);
+    const { id } = created.body.data;
+    const endpointUrl: string = created.body.data.configured_props.http.endpoint_url;
+    const { port } = new URL(system.origin);
+    expect(endpointUrl).toMatch(new RegExp(`^http://en[a-z0-9]+\\.hooks\\.example\\.test:${port}$`));
+    const host = new URL(endpointUrl).host;
+
+    const res = await send(host, '/hooks/a?x=1', '{"hello":"host"}');
+    expect(res).toEqual({ status: 200, body: '{"success":true}' });
+    const names = new Names(system.natsPrefix);
+    const jsm = await nc.jetstreamManager();
+    const m = await jsm.streams.getMessage(names.invocationsStream, { last_by_subj: names.invocation(partitionOf(id, Number(system.env.PARTITIONS)), id) });
+    expect(decodeJson<InvocationMessage>(m.data).event).toMatchObject({ method: 'POST', path: '/hooks/a', query: { x: '1' }, body: { hello: 'host' }, url: `${endpointUrl}/hooks/a?x=1` });
+
+    // The path form keeps working; an unknown key on the domain is the ingress's 404; the API is untouched by the domain.
+    expect((await fetch(`${system.origin}/e/${host.split('.')[0]}`, { method: 'POST', body: '' })).status).toBe(200);
+    const unknown = await send(`ennotakey.hooks.example.test:${port}`, '/', '');
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.body)).toMatchObject({ code: 'not_found' });
+    expect((await client(system, user.apiKey).get('/users/me')).status).toBe(200);
+  });
+});
