@@ -87,7 +87,8 @@ async function main() {
   if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
   const account = await demoAccount(dataDir, pg.url);
 
-  startApp('runner', env);
+  // The runner needs only NATS: it gets no Postgres credentials.
+  startApp('runner', { ...env, DATABASE_URL: '' });
   startApp('delivery', env);
   startApp('api', env);
   const checks = [[`http://127.0.0.1:${config.port}/healthz`, 'api']];

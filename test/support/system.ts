@@ -122,6 +122,8 @@ export async function startSystem(env: Record<string, string> = {}, { apps = ['a
 
   const startApp = async (app: AppName, name: string, extraEnv: Record<string, string> = {}): Promise<ChildProcess> => {
     const appEnv = { ...baseEnv, ...extraEnv };
+    // The runner needs only NATS (DESIGN.md): it gets no Postgres credentials.
+    if (app === 'runner') delete appEnv.DATABASE_URL;
     if (app === 'runner' && appEnv.RUNNER_METRICS_PORT === '0') appEnv.RUNNER_METRICS_PORT = String(await freePort());
     if (app === 'delivery' && appEnv.DELIVERY_METRICS_PORT === '0') appEnv.DELIVERY_METRICS_PORT = String(await freePort());
     const proc = spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'main.js')], { env: appEnv, stdio: ['ignore', 'pipe', 'pipe'] });
