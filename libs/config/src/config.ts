@@ -61,6 +61,7 @@ export const SETTINGS = {
   sseKeepaliveMs: int('SSE_KEEPALIVE_MS', 15_000, 'interval of the :sse-handshake comment that keeps SSE streams alive', 100),
   webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 'per-attempt webhook timeout', 100),
   webhookRetrySchedule: str('WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h', 'delays between webhook attempts'),
+  webhookMaxAckPending: int('WEBHOOK_MAX_ACK_PENDING', 50_000, 'webhook messages the delivery apps hold unacknowledged at once (waiting retries are kept in Postgres, not here)', 1),
   deliveryAckWaitMs: int('DELIVERY_ACK_WAIT_MS', 30_000, 'how long a crashed delivery replica holds unacknowledged messages before another one gets them (work in progress is kept alive)', 1000),
   allowPrivateAddresses: bool('ALLOW_PRIVATE_ADDRESSES', false, 'allow outbound requests (webhooks, component_url) to private ranges'),
   allowLoopback: bool('ALLOW_LOOPBACK', false, 'allow outbound requests to loopback addresses (npm start enables it)'),

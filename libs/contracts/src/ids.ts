@@ -43,6 +43,7 @@ export const ID_PREFIX = {
   autoSubscription: 'asub_',
   delivery: 'dlv_',
   invocation: 'inv_',
+  retry: 'rty_',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

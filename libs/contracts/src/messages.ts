@@ -75,6 +75,8 @@ export interface DeliveryMessage {
   webhookId: string;
   subscriptionId: string;
   event: EmittedEvent;
+  /** The number of the attempt this message is for: absent (1) from the router, 2+ when the retry queue republishes it. */
+  attempt?: number;
 }
 
 /** Core NATS `ctl.delete-events`: delete a source's events asynchronously. */

@@ -66,11 +66,13 @@ export class WebhooksService {
       if (input.active) webhook.disabledReason = null;
     }
     await em.flush();
+    // A disabled webhook's waiting retries go (its queued deliveries are dropped too when they come up).
+    if (input.active === false) await em.getConnection().execute(`delete from webhook_retries where webhook_id = ?`, [id], 'run');
     this.changed();
     return toWebhookDto(webhook);
   }
 
-  /** Deletes the webhook, its subscriptions and auto-subscriptions, its delivery log and its queued deliveries. */
+  /** Deletes the webhook, its subscriptions and auto-subscriptions, its delivery log, its waiting retries and its queued deliveries. */
   async delete(auth: AuthContext, id: string): Promise<void> {
     const em = this.em.fork();
     const webhook = await this.get(auth, id, em);
@@ -78,6 +80,7 @@ export class WebhooksService {
       await tx.nativeDelete(Subscription, { listenerId: id });
       await tx.nativeDelete(AutoSubscription, { listenerId: id });
       await tx.nativeDelete(WebhookDelivery, { webhookId: id });
+      await tx.execute(`delete from webhook_retries where webhook_id = ?`, [id], 'run');
       await tx.nativeDelete(Webhook, { id: webhook.id });
     });
     this.changed();

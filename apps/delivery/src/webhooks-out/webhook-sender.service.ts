@@ -13,6 +13,7 @@ import { SubscriptionCache, WebhookTarget } from '../router/subscription-cache';
 import { AttemptRecord, DeliveryLog } from './delivery-log';
 import { PostError, WebhookHttp } from './http-post';
 import { nextDelayMs } from './retry-policy';
+import { CATCH_UP_BATCH, RetryQueue } from './retry-queue';
 
 const DURABLE = 'webhook-sender';
 /** Requests in flight per webhook: a slow endpoint holds at most this many connections. */
@@ -28,8 +29,13 @@ const PER_WEBHOOK_CONCURRENCY = 32;
 const HELD_MAX = 10_000;
 const LANE_QUEUE_MAX = 1000;
 const SLOW_REQUEST_MS = 5_000;
-const MAX_ACK_PENDING = 50_000;
 const RESPONSE_BODY_MAX = 1024;
+/** Least time between two catch-ups of one webhook. */
+const CATCH_UP_EVERY_MS = 1000;
+/** A success looks for waiting retries (kept by any replica) at least this often per webhook. */
+const CATCH_UP_CHECK_MS = 10_000;
+/** After a failure seen here, every success of the webhook looks for waiting retries (at most once per CATCH_UP_EVERY_MS). */
+const CATCH_UP_AFTER_FAILURE_MS = 3_600_000;
 
 interface Lane {
   queue: JsMsg[];
@@ -42,9 +48,12 @@ interface Lane {
 
 /**
  * Sends DELIVERIES to webhook endpoints: many webhooks in parallel, bounded
- * concurrency per webhook, Standard Webhooks signatures, retries by nak with
- * a delay, 410 disables the webhook. A failed attempt is recorded before the
- * nak (its row counts the attempts); a success is acked first, then recorded.
+ * concurrency per webhook, Standard Webhooks signatures, 410 disables the
+ * webhook. A failed attempt is recorded, its next attempt is written to the
+ * retry queue (`webhook_retries`), and only then is the message acked: waiting
+ * retries never occupy the consumer, so a dead endpoint's backlog cannot fill
+ * its max_ack_pending and stop the other webhooks. A success is acked first,
+ * then recorded, and pulls the webhook's waiting retries forward (catch-up).
  */
 /** The `webhook-id` of an event: its event id (DESIGN.md); `x-pd-emitter-id` tells emitters apart. */
 export const webhookIdOf = (ev: { id: string }): string => ev.id;
@@ -62,6 +71,9 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private keepAlive?: NodeJS.Timeout;
   private pruner?: NodeJS.Timeout;
   private resume?: () => void;
+  private readonly retries: RetryQueue;
+  /** Per webhook: last failure seen here and last catch-up, for deciding when a success pulls retries forward. */
+  private readonly catchUps = new Map<string, { failedAtMs: number; checkedAtMs: number }>();
 
   constructor(
     private readonly nats: NatsService,
@@ -73,6 +85,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   ) {
     this.http = new WebhookHttp(policyFromConfig(config));
     this.log = new DeliveryLog(em);
+    this.retries = new RetryQueue(em, nats, logger);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -81,12 +94,13 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     await ensureDurable(this.nats.jsm, names.deliveriesStream, {
       durable_name: DURABLE,
       filter_subject: names.allDeliveries,
-      max_ack_pending: MAX_ACK_PENDING,
+      max_ack_pending: this.config.webhookMaxAckPending,
       ack_wait: ackWaitMs * 1_000_000,
       max_deliver: -1,
     });
     const consumer = await this.nats.js.consumers.get(names.deliveriesStream, DURABLE);
     this.messages = await consumer.consume({ max_messages: 1000 });
+    this.retries.start();
     this.keepAlive = setInterval(() => this.held.forEach((m) => m.working()), Math.max(500, ackWaitMs / 3));
     // Attempt rows are kept as long as the EMITS stream keeps the events themselves.
     this.pruner = setInterval(() => void this.log.prune(Date.now() - this.config.emitsMaxAgeSeconds * 1000).catch((e: Error) => this.logger.warn({ err: e.message }, 'pruning webhook_deliveries failed')), 600_000);
@@ -106,6 +120,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     for (const lane of this.lanes.values()) for (const m of lane.queue.splice(0)) m.nak();
     const deadline = Date.now() + 5_000;
     while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await this.retries.stop();
     this.http.close();
   }
 
@@ -191,7 +206,9 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       m.term(hook ? 'webhook disabled' : 'webhook deleted');
       return;
     }
-    const attempt = m.info.redeliveryCount > 1 ? (await this.log.attemptsSoFar(hook.id, ev.emitterId, ev.id)) + 1 : 1;
+    // The retry queue republishes with the attempt number; a redelivery (a replica died mid-attempt) counts the attempts logged.
+    const carried = Number.isInteger(msg.attempt) && msg.attempt! > 1 ? msg.attempt! : 1;
+    const attempt = m.info.redeliveryCount > 1 ? Math.max(carried, (await this.log.attemptsSoFar(hook.id, ev.emitterId, ev.id)) + 1) : carried;
     const body = JSON.stringify(ev.event ?? null);
     const now = new Date();
     const headers = {
@@ -226,10 +243,12 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       this.log.record({ ...record, status: 'succeeded' }).catch((e: Error) => this.logger.warn({ err: e.message, webhook_id: hook.id }, 'recording a successful attempt failed'));
       this.metrics.webhookAttempts.inc({ outcome: 'succeeded' });
       if (ev.emittedAtMs) this.metrics.emitToReceipt.observe((Date.now() - ev.emittedAtMs) / 1000);
+      this.maybeCatchUp(hook.id, attempt);
       return;
     }
     if (status === 410) {
       await this.disable(hook, `the endpoint answered 410 Gone at ${now.toISOString()}`);
+      await this.retries.drop(hook.id);
       await this.log.record({ ...record, status: 'disabled' });
       m.term('webhook disabled by 410');
       this.metrics.webhookAttempts.inc({ outcome: 'disabled' });
@@ -244,9 +263,48 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       this.logger.warn({ webhook_id: hook.id, event_id: ev.id, attempts: attempt }, 'webhook delivery exhausted');
       return;
     }
-    await this.log.record({ ...record, status: 'failed', nextAttemptAtMs: Date.now() + delay });
-    m.nak(delay);
+    const dueAtMs = Date.now() + delay;
+    this.noteFailure(hook.id);
+    await this.log.record({ ...record, status: 'failed', nextAttemptAtMs: dueAtMs });
+    // Durable before the ack: a crash between the two redelivers the message (a duplicate attempt, never a lost one).
+    await this.retries.enqueue({ attempt: attempt + 1, dueAtMs, message: { webhookId: msg.webhookId, subscriptionId: msg.subscriptionId, event: ev } });
+    m.ack();
     this.metrics.webhookAttempts.inc({ outcome: 'failed' });
+  }
+
+  private noteFailure(webhookId: string): void {
+    const c = this.catchUps.get(webhookId);
+    if (c) c.failedAtMs = Date.now();
+    else this.catchUps.set(webhookId, { failedAtMs: Date.now(), checkedAtMs: 0 });
+  }
+
+  /**
+   * After a success, pulls the webhook's waiting retries forward so an
+   * endpoint that came back gets its backlog within seconds. Bounded: at most
+   * once a second per webhook, CATCH_UP_BATCH rows each time, and only while
+   * the webhook's queue here is short (an endpoint slower than that is not
+   * flooded, and cannot make the process hold too much); a webhook with
+   * no failure seen here (another replica may have queued its retries) is
+   * checked every CATCH_UP_CHECK_MS.
+   */
+  private maybeCatchUp(webhookId: string, attempt: number): void {
+    const now = Date.now();
+    let c = this.catchUps.get(webhookId);
+    if (!c) this.catchUps.set(webhookId, (c = { failedAtMs: 0, checkedAtMs: 0 }));
+    if (now - c.checkedAtMs < CATCH_UP_EVERY_MS) return;
+    // Self-clocked: the next batch is pulled forward once the endpoint has worked through most of the last one.
+    if ((this.lanes.get(webhookId)?.queue.length ?? 0) > CATCH_UP_BATCH / 4) return;
+    const suspect = attempt > 1 || now - c.failedAtMs < CATCH_UP_AFTER_FAILURE_MS;
+    if (!suspect && now - c.checkedAtMs < CATCH_UP_CHECK_MS) return;
+    c.checkedAtMs = now;
+    this.retries
+      .catchUp(webhookId)
+      .then((n) => {
+        if (n > 0) this.logger.info({ webhook_id: webhookId, retries: n }, 'endpoint is back: waiting retries pulled forward');
+        // Nothing waits any more (pulled-forward rows are due, not waiting): back to the occasional check until the next failure.
+        else if (c!.failedAtMs <= now) c!.failedAtMs = 0;
+      })
+      .catch((e: Error) => this.logger.warn({ err: e.message, webhook_id: webhookId }, 'pulling retries forward failed'));
   }
 
   private async disable(hook: WebhookTarget, reason: string): Promise<void> {

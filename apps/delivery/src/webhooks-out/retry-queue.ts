@@ -1,0 +1,170 @@
+import { EntityManager } from '@mikro-orm/postgresql';
+import { DeliveryMessage, encodeJson, newId } from '@app/contracts';
+import type { Logger } from '@app/config';
+import type { NatsService } from '@app/nats';
+
+export interface WaitingRetry {
+  /** The attempt the retry will be: 2 for the first retry. */
+  attempt: number;
+  dueAtMs: number;
+  message: DeliveryMessage;
+}
+
+const MAX_ROWS = 200;
+const LINGER_MS = 10;
+/** Due rows republished per poll (a full batch polls again at once). */
+const POLL_BATCH = 500;
+/** Longest wait between polls; a retry due sooner is polled for when it is due. */
+const POLL_MAX_MS = 1000;
+/** Waiting retries of one webhook pulled forward by one catch-up. */
+export const CATCH_UP_BATCH = 1000;
+
+/** The Nats-Msg-Id of a republished retry: a republish after a crash is deduplicated by the stream. */
+export const retryMsgId = (m: DeliveryMessage, attempt: number): string => `${m.subscriptionId}:${m.event.emitterId}:${m.event.id}:a${attempt}`;
+
+/**
+ * The durable retry queue of webhook deliveries (`webhook_retries`). A failed
+ * attempt's next attempt is written here and only then is the JetStream
+ * message acked, so the DELIVERIES consumer never holds waiting retries and
+ * its pending count stays bounded. A poller republishes due rows into
+ * DELIVERIES (row locks with `skip locked`: several delivery replicas share
+ * the work) and deletes them once the stream stored them.
+ */
+export class RetryQueue {
+  private pending: { row: WaitingRetry; done: (e?: Error) => void }[] = [];
+  private timer?: NodeJS.Timeout;
+  private flushing = Promise.resolve();
+  private pollTimer?: NodeJS.Timeout;
+  private polling?: Promise<void>;
+  private stopped = false;
+
+  constructor(private readonly em: EntityManager, private readonly nats: NatsService, private readonly logger: Logger) {}
+
+  /** Resolves once the retry is committed (the caller acks after it). One waiting retry per event and webhook: a later attempt replaces an earlier one. */
+  enqueue(row: WaitingRetry): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ row, done: (e) => (e ? reject(e) : resolve()) });
+      if (this.pending.length >= MAX_ROWS) this.schedule(0);
+      else this.schedule(LINGER_MS);
+    });
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer && ms > 0) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flushing = this.flushing.then(() => this.flush());
+    }, ms);
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.pending.splice(0, MAX_ROWS);
+    if (!batch.length) return;
+    // One row per key in a statement (on conflict cannot touch a row twice): the highest attempt wins.
+    const byKey = new Map<string, WaitingRetry>();
+    for (const { row } of batch) {
+      const key = `${row.message.webhookId}|${row.message.event.emitterId}|${row.message.event.id}`;
+      const seen = byKey.get(key);
+      if (!seen || seen.attempt <= row.attempt) byKey.set(key, row);
+    }
+    const params: unknown[] = [];
+    const now = Date.now();
+    // Sorted so that replicas writing the same keys cannot deadlock.
+    const values = [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => {
+      params.push(newId('retry'), r.message.webhookId, r.message.event.emitterId, r.message.event.id, r.attempt, r.dueAtMs, JSON.stringify(r.message), now);
+      return '(?, ?, ?, ?, ?, ?, ?::jsonb, ?)';
+    });
+    try {
+      await this.em.fork().getConnection().execute(
+        `insert into webhook_retries (id, webhook_id, emitter_id, event_id, attempt, due_at_ms, message, created_at_ms) values ${values.join(', ')}
+         on conflict (webhook_id, emitter_id, event_id) do update set attempt = excluded.attempt, due_at_ms = excluded.due_at_ms, message = excluded.message
+         where webhook_retries.attempt <= excluded.attempt`,
+        params,
+        'run',
+      );
+      for (const i of batch) i.done();
+    } catch (e) {
+      for (const i of batch) i.done(e as Error);
+    }
+    if (this.pending.length) this.schedule(0);
+  }
+
+  /** Starts the poller that republishes due retries. */
+  start(): void {
+    this.stopped = false;
+    this.plan(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.pollTimer);
+    await this.polling;
+    await this.flushing;
+  }
+
+  /** Polls soon (a catch-up made retries due now). */
+  wake(): void {
+    if (!this.stopped && !this.polling) this.plan(0);
+  }
+
+  private plan(ms: number): void {
+    clearTimeout(this.pollTimer);
+    this.pollTimer = setTimeout(() => {
+      this.polling = this.poll()
+        .catch((e: Error) => {
+          this.logger.warn({ err: e.message }, 'republishing due webhook retries failed');
+          return POLL_MAX_MS;
+        })
+        .then((next) => {
+          this.polling = undefined;
+          if (!this.stopped) this.plan(next);
+        });
+    }, ms);
+  }
+
+  /** Republishes one batch of due retries; returns the wait before the next poll. */
+  private async poll(): Promise<number> {
+    const names = this.nats.names;
+    const full = await this.em.fork().transactional(async (tx) => {
+      const rows = (await tx.execute(
+        `select id, attempt, message from webhook_retries where due_at_ms <= ? order by due_at_ms limit ${POLL_BATCH} for update skip locked`,
+        [Date.now()],
+      )) as { id: string; attempt: number; message: DeliveryMessage }[];
+      if (!rows.length) return false;
+      await Promise.all(rows.map((r) => {
+        const msg: DeliveryMessage = { ...r.message, attempt: r.attempt };
+        return this.nats.streams.publish(names.delivery(msg.webhookId), encodeJson(msg), retryMsgId(msg, r.attempt));
+      }));
+      await tx.execute(`delete from webhook_retries where id in (${rows.map(() => '?').join(', ')})`, rows.map((r) => r.id), 'run');
+      return rows.length === POLL_BATCH;
+    });
+    if (full) return 0;
+    const [next] = (await this.em.fork().execute(`select min(due_at_ms)::bigint as due from webhook_retries`, [])) as { due: string | null }[];
+    if (next?.due == null) return POLL_MAX_MS;
+    return Math.max(20, Math.min(POLL_MAX_MS, Number(next.due) - Date.now()));
+  }
+
+  /**
+   * Pulls a webhook's waiting retries forward to now (the earliest
+   * CATCH_UP_BATCH of them), after a success showed its endpoint is back.
+   * Returns how many were pulled.
+   */
+  async catchUp(webhookId: string): Promise<number> {
+    const now = Date.now();
+    const res = (await this.em.fork().getConnection().execute(
+      `update webhook_retries set due_at_ms = ? where id in (
+         select id from webhook_retries where webhook_id = ? and due_at_ms > ? order by due_at_ms limit ${CATCH_UP_BATCH} for update skip locked)`,
+      [now, webhookId, now],
+      'run',
+    )) as { affectedRows?: number };
+    const n = res.affectedRows ?? 0;
+    if (n > 0) this.wake();
+    return n;
+  }
+
+  /** Removes a webhook's waiting retries (it was disabled or deleted). */
+  async drop(webhookId: string): Promise<void> {
+    await this.em.fork().getConnection().execute(`delete from webhook_retries where webhook_id = ?`, [webhookId], 'run');
+  }
+}
