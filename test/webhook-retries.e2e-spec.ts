@@ -1,0 +1,142 @@
+import { connect, NatsConnection } from 'nats';
+import { Names } from '@app/contracts';
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, freePort, startSystem, System } from './support/system';
+import { Emitter, insertSource, Receiver, sql, subscriptionsLoaded } from './events.helpers';
+
+type Api = ReturnType<typeof client>;
+
+/**
+ * The durable retry queue: failed attempts wait in `webhook_retries`, not on
+ * the DELIVERIES consumer. Retries are an hour apart here, so anything that
+ * arrives sooner than that came through the queue's catch-up or Retry-After;
+ * the consumer may hold only 20 messages, so a dead endpoint whose retries
+ * stayed on the consumer would stop every webhook.
+ */
+describe('webhook retry queue: bounded consumer, catch-up, attempts', () => {
+  let system: System;
+  let emitter: Emitter;
+  let user: TestUser;
+  let api: Api;
+  let nc: NatsConnection;
+  const receivers: Receiver[] = [];
+
+  beforeAll(async () => {
+    system = await startSystem(
+      { WEBHOOK_RETRY_SCHEDULE: '1h,1h', WEBHOOK_MAX_ACK_PENDING: '20', WEBHOOK_TIMEOUT_MS: '2000', DELIVERY_METRICS_PORT: String(await freePort()) },
+      { apps: ['api', 'delivery'] },
+    );
+    emitter = await Emitter.connect(system);
+    nc = await connect({ servers: system.env.NATS_URL });
+    user = createUser(system);
+    api = client(system, user.apiKey);
+  });
+  afterAll(async () => {
+    await Promise.all(receivers.map((r) => r.stop()));
+    await emitter?.close();
+    await nc?.close();
+    await system?.stop();
+  });
+
+  const receiver = async (): Promise<Receiver> => {
+    const r = await new Receiver().start();
+    receivers.push(r);
+    return r;
+  };
+  const wire = async (r: Receiver): Promise<{ src: string; wh: string }> => {
+    const src = await insertSource(system, user.id);
+    const created = await api.post(`/webhooks?url=${encodeURIComponent(r.url)}`);
+    expect(created.status).toBe(200);
+    const wh = created.body.data.id;
+    expect((await api.post('/subscriptions', { emitter_id: src, listener_id: wh })).status).toBe(200);
+    await subscriptionsLoaded(system);
+    return { src, wh };
+  };
+  const deliveries = async (wh: string): Promise<Array<Record<string, unknown>>> => (await api.get(`/webhooks/${wh}/deliveries?limit=100`)).body.data;
+  const waiting = async (wh: string): Promise<number> =>
+    (await sql<{ n: number }>(system, `select count(*)::int as n from webhook_retries where webhook_id = $1`, [wh]))[0].n;
+  const consumerPending = async (): Promise<number> => {
+    const info = await (await nc.jetstreamManager()).consumers.info(new Names(system.natsPrefix).deliveriesStream, 'webhook-sender');
+    return info.num_ack_pending;
+  };
+
+  it('a dead endpoint with more failed events than the consumer may hold does not stop deliveries to another webhook', async () => {
+    const dead = await receiver();
+    dead.respond = () => ({ status: 503 });
+    const d = await wire(dead);
+    for (let i = 0; i < 60; i++) await emitter.emit(d.src, user.id, { i });
+    await eventually(async () => (await waiting(d.wh)) === 60, { what: '60 retries waiting in the queue' });
+    expect(dead.received.length).toBe(60); // one attempt each: the next is an hour away
+    expect(await consumerPending()).toBeLessThan(20);
+
+    const fast = await receiver();
+    const f = await wire(fast);
+    for (let i = 0; i < 30; i++) await emitter.emit(f.src, user.id, { i });
+    await eventually(async () => fast.ids().size === 30, { what: 'all events at the healthy endpoint' });
+
+    // Each failed attempt is in the delivery log with its next attempt time.
+    const log = await deliveries(d.wh);
+    expect(log).toHaveLength(60);
+    for (const a of log) {
+      expect(a).toEqual(expect.objectContaining({ attempt: 1, status: 'failed', response_code: 503 }));
+      expect(Number(a.next_attempt_at_ms) - Number(a.created_at_ms)).toBeGreaterThan(0.75 * 3_600_000);
+    }
+
+    // Deleting the webhook removes its waiting retries.
+    expect((await api.del(`/webhooks/${d.wh}`)).status).toBe(204);
+    expect(await waiting(d.wh)).toBe(0);
+  });
+
+  it('an endpoint that comes back gets its backlog promptly after its first success (catch-up)', async () => {
+    const r = await receiver();
+    let down = true;
+    const ok = new Set<string>();
+    r.respond = (req) => {
+      if (down) return { status: 503 };
+      ok.add(String(req.headers['x-pd-event-id']));
+      return { status: 200 };
+    };
+    const { src, wh } = await wire(r);
+    const backlog: string[] = [];
+    for (let i = 0; i < 25; i++) backlog.push((await emitter.emit(src, user.id, { i })).id);
+    await eventually(async () => (await waiting(wh)) === 25, { what: 'the backlog waiting an hour' });
+
+    down = false;
+    const fresh = await emitter.emit(src, user.id, { back: true });
+    // The next scheduled attempt is an hour away: only the catch-up after the fresh event's success explains this.
+    await eventually(async () => [fresh.id, ...backlog].every((id) => ok.has(id)), { what: 'the whole backlog delivered after the endpoint came back' });
+    await eventually(async () => (await waiting(wh)) === 0, { what: 'the queue emptied' });
+    const log = await deliveries(wh);
+    const succeeded = log.filter((a) => a.status === 'succeeded');
+    expect(succeeded).toHaveLength(26);
+    // The backlog's successes are their second attempts: the count carried over through the queue.
+    expect(new Set(succeeded.filter((a) => a.attempt === 2).map((a) => a.event_id))).toEqual(new Set(backlog));
+  });
+
+  it('counts attempts through the queue and exhausts them at the end of the schedule', async () => {
+    const r = await receiver();
+    // Retry-After: 0 makes each retry due at once, so the three attempts (the first and the schedule's two) happen now.
+    r.respond = () => ({ status: 503, headers: { 'retry-after': '0' } });
+    const { src, wh } = await wire(r);
+    const ev = await emitter.emit(src, user.id, { doomed: true });
+    await eventually(async () => (await deliveries(wh)).some((a) => a.status === 'exhausted'), { what: 'exhausted attempts' });
+    const log = (await deliveries(wh)).reverse();
+    expect(log.map((a) => [a.attempt, a.status])).toEqual([[1, 'failed'], [2, 'failed'], [3, 'exhausted']]);
+    expect(log[0].next_attempt_at_ms).toEqual(expect.any(Number));
+    expect(log[2].next_attempt_at_ms).toBeNull();
+    expect(r.received).toHaveLength(3);
+    expect(r.received.every((x) => x.headers['webhook-id'] === ev.id)).toBe(true);
+    expect(await waiting(wh)).toBe(0);
+  });
+
+  it('an endpoint answering 410 disables the webhook and removes its waiting retries', async () => {
+    const r = await receiver();
+    r.respond = (_req, n) => (n <= 5 ? { status: 500 } : { status: 410 });
+    const { src, wh } = await wire(r);
+    for (let i = 0; i < 5; i++) await emitter.emit(src, user.id, { i });
+    await eventually(async () => (await waiting(wh)) === 5, { what: 'five retries waiting' });
+    await emitter.emit(src, user.id, { gone: true });
+    await eventually(async () => (await api.get(`/webhooks/${wh}`)).body.data.active === false, { what: 'webhook disabled' });
+    await eventually(async () => (await waiting(wh)) === 0, { what: 'waiting retries removed' });
+  });
+});
