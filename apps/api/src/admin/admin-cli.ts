@@ -3,6 +3,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { databaseUrlOrExit, withOrm } from '@app/db';
 import { AccountsService } from '../accounts/accounts.service';
 import { REGISTRY_COMMANDS } from '../components/registry.admin';
+import { SOURCE_COMMANDS } from '../sources/sources.admin';
 
 /** One admin command: parsed flags in, one JSON-serialisable result out. */
 export type AdminCommand = (flags: Record<string, string>, em: EntityManager, positional: string[]) => Promise<unknown>;
@@ -38,6 +39,7 @@ export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
     return { org_id: m.orgId, user_id: m.userId };
   },
   ...REGISTRY_COMMANDS,
+  ...SOURCE_COMMANDS,
 };
 
 const USAGE = `usage: npm run --silent admin -- <command> [flags]
@@ -48,7 +50,8 @@ const USAGE = `usage: npm run --silent admin -- <command> [flags]
   orgs add-member --org <o_id> --user <u_id>
   registry publish <file>
   registry seed [--dir <dir>]
-  registry list`;
+  registry list
+  sources set-timeout --source <dc_id> --seconds <n>|default`;
 
 export function parseArgs(argv: string[]): { command: string; flags: Record<string, string>; positional: string[] } {
   const words: string[] = [];
