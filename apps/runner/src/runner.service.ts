@@ -20,6 +20,9 @@ import { TimerService } from './timers/timer.service';
  * On shutdown it stops consuming, lets running invocations finish, hands its
  * leases back and closes the sandbox pool.
  */
+/** Room for an emitted event's envelope (ids, names, summary) in its NATS message. */
+const EVENT_ENVELOPE_BYTES = 64 * 1024;
+
 @Injectable()
 export class RunnerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   readonly replicaId: string;
@@ -43,6 +46,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    const maxPayload = this.nats.nc.info?.max_payload ?? 1024 * 1024;
     this.timers = new TimerService(this.nats, this.metrics, this.logger);
     this.deps = {
       executor: this.executor,
@@ -52,8 +56,8 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
       timers: this.timers,
       metrics: this.metrics,
       logger: this.logger,
-      // The actor state (db included) is one KV message: it must fit the server's max_payload.
-      config: { ...this.config, stateMaxBytes: (this.nats.nc.info?.max_payload ?? 1024 * 1024) - 1024 },
+      // The actor state (db included) and each emitted event are one NATS message: they must fit the server's max_payload.
+      config: { ...this.config, stateMaxBytes: maxPayload - 1024, eventMaxBytes: this.eventCapBytes(maxPayload) },
     };
     this.leases = new PartitionLeases(
       this.nats.leases,
@@ -67,6 +71,17 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
     );
     await this.leases.start();
     this.logger.info({ partitions: this.leases.ownedPartitions }, 'runner ready');
+  }
+
+  /**
+   * EVENT_MAX_BYTES, lowered to what one NATS message carries beside the event's envelope
+   * (an event that passes the sandbox's check but not the server's payload limit could never be published).
+   */
+  private eventCapBytes(maxPayload: number): number {
+    const fits = maxPayload - EVENT_ENVELOPE_BYTES;
+    if (this.config.eventMaxBytes <= fits) return this.config.eventMaxBytes;
+    this.logger.warn({ event_max_bytes: this.config.eventMaxBytes, max_payload: maxPayload, effective: fits }, `EVENT_MAX_BYTES is above what the NATS server's max_payload carries: events are capped at ${fits} bytes (raise max_payload in the NATS server for more)`);
+    return fits;
   }
 
   /** Health details for `/healthz`. */
