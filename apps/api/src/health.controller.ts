@@ -1,11 +1,27 @@
 import { Controller, Get } from '@nestjs/common';
 import { Public } from './auth/api-key.guard';
+import { ComponentGc, GcStats } from './components/component-gc';
+import { RegistrySeeder, RegistryStatus } from './components/registry.seeder';
+
+export interface HealthDto {
+  status: 'ok';
+  /** The shipped registry: `seeding` in the background after start, then `ready` (`off` when REGISTRY_DIR=off, `failed` if the seed itself failed). */
+  registry: RegistryStatus;
+  /** Component code garbage collection on this replica (rounds it ran, objects it removed). */
+  component_gc: GcStats;
+}
 
 @Controller()
 export class HealthController {
+  constructor(
+    private readonly seeder: RegistrySeeder,
+    private readonly gc: ComponentGc,
+  ) {}
+
+  /** Always 200 while the process serves HTTP; the details say what is still starting. */
   @Public()
   @Get('healthz')
-  health(): { status: string } {
-    return { status: 'ok' };
+  health(): HealthDto {
+    return { status: 'ok', registry: this.seeder.status, component_gc: this.gc.stats };
   }
 }

@@ -46,6 +46,8 @@ export const SETTINGS = {
   componentReadTimeoutMs: int('COMPONENT_READ_TIMEOUT_MS', 60_000, 'wall-clock limit of reading a component (bundling, installing its npm imports, loading) or calling a prop\'s options()', 100),
   componentUrlTimeoutMs: int('COMPONENT_URL_TIMEOUT_MS', 10_000, 'timeout of each fetch of a component_url file', 100),
   registryDir: str('REGISTRY_DIR', '', 'directory of the shipped registry components the api publishes at start (default: registry/components of the install; "off" disables)'),
+  componentGcIntervalMs: int('COMPONENT_GC_INTERVAL_MS', 3_600_000, 'how often one api replica removes component code that no source uses from the object store (0 disables)', 0),
+  componentGcGraceMs: int('COMPONENT_GC_GRACE_MS', 3_600_000, 'component code stored or re-used by a publish within this time is never removed', 1000),
   reconcileIntervalMs: int('RECONCILE_INTERVAL_MS', 5_000, 'how often the api republishes sources whose desired state lags Postgres', 100),
   emitsPerInvocation: int('EMITS_PER_INVOCATION', 10_000, 'emits allowed in one invocation', 1),
   endpointDomain: str('ENDPOINT_DOMAIN', '', 'domain of host-based HTTP source endpoints: <endpoint_key>.<domain> (a wildcard DNS name pointing at the api); endpoint URLs then use it (empty = <PUBLIC_URL>/e/<endpoint_key> only)'),

@@ -2,3 +2,4 @@ export * from './nats.service';
 export * from './nats.module';
 export * from './stream-publisher';
 export * from './write-coalescing';
+export * from './object-gc';

@@ -4,6 +4,7 @@ import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { objectParam, optionalString, readInput } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
+import { RegistrySeeder } from './registry.seeder';
 import { ComponentDto, ComponentsService, runnableOf, toComponentDto } from './components.service';
 
 @Controller('v1/components')
@@ -12,6 +13,7 @@ export class ComponentsController {
     private readonly components: ComponentsService,
     @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly seeder: RegistrySeeder,
   ) {}
 
   /** Saves a component from `component_code` and/or `component_url` (code wins; the URL is kept as metadata). */
@@ -30,7 +32,14 @@ export class ComponentsController {
   @Get('registry/:key')
   async registry(@Param('key') key: string, @Query() query: unknown): Promise<{ data: ComponentDto }> {
     readInput(query, undefined, []);
-    return { data: toComponentDto(await this.components.findRegistry(key)) };
+    try {
+      return { data: toComponentDto(await this.components.findRegistry(key)) };
+    } catch (e) {
+      // Right after start the shipped registry may still be seeding: a 404 waits for it once.
+      if (!(e instanceof NotFoundError) || this.seeder.status !== 'seeding') throw e;
+      await this.seeder.settled(this.config.componentReadTimeoutMs * 2);
+      return { data: toComponentDto(await this.components.findRegistry(key)) };
+    }
   }
 
   @Get(':keyOrId')

@@ -1,6 +1,7 @@
 import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
+import { ComponentGc } from './component-gc';
 import { ComponentsController } from './components.controller';
 import { ComponentsService } from './components.service';
 import { RegistrySeeder } from './registry.seeder';
@@ -11,9 +12,10 @@ import { SandboxComponentReader } from './sandbox-component-reader';
   providers: [
     ComponentsService,
     RegistrySeeder,
+    ComponentGc,
     { provide: COMPONENT_READER, useFactory: (config: AppConfig) => new SandboxComponentReader(config), inject: [APP_CONFIG] },
   ],
-  exports: [ComponentsService, COMPONENT_READER],
+  exports: [ComponentsService, COMPONENT_READER, RegistrySeeder, ComponentGc],
 })
 export class ComponentsModule implements OnApplicationShutdown {
   constructor(@Inject(COMPONENT_READER) private readonly reader: ComponentReader) {}

@@ -4,7 +4,7 @@ import { analyzeComponent, AnalyzedComponent, ConfigurableProp } from '@app/comp
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, newId, NotFoundError, sha256Hex } from '@app/contracts';
 import { Component } from '@app/db';
-import { NatsService } from '@app/nats';
+import { lastTouchMs, NatsService, rawObjectInfo, touchObject } from '@app/nats';
 import { policyFromConfig } from '@app/net';
 import { AuthContext, canAccess } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
@@ -103,7 +103,8 @@ export function buildComponent(analyzed: AnalyzedComponent, ownerId: string, use
 @Injectable()
 export class ComponentsService {
   private readonly logger = new Logger('ComponentsService');
-  private readonly storedHashes = new Set<string>();
+  /** Code hash → when this replica last stored or touched it. */
+  private readonly touchedAt = new Map<string, number>();
 
   constructor(
     private readonly em: EntityManager,
@@ -147,12 +148,33 @@ export class ComponentsService {
     return c;
   }
 
-  /** Puts the code into the `components` object store under its hash (idempotent); the runner loads it from there. */
+  /**
+   * Puts the code into the `components` object store under its hash (idempotent); the runner loads it from there.
+   * Code already stored is "touched" (its meta records now, compare-and-set) when its last touch is older than half
+   * the garbage-collection grace period, so a collector never removes code a publish in flight is about to reference
+   * (see ComponentGc). A touch this replica made within a quarter of the grace period is trusted without a round trip.
+   */
   async storeCode(codeHash: string, code: string): Promise<void> {
-    if (this.storedHashes.has(codeHash)) return;
-    const info = await this.nats.components.info(codeHash);
-    if (!info || info.deleted) await this.nats.components.putBlob({ name: codeHash }, Buffer.from(code, 'utf8'));
-    this.storedHashes.add(codeHash);
+    const now = Date.now();
+    const grace = this.config.componentGcGraceMs;
+    const mine = this.touchedAt.get(codeHash);
+    if (mine !== undefined && now - mine < grace / 4) return;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const info = await rawObjectInfo(this.nats.components, codeHash);
+      if (!info || info.deleted) {
+        await this.nats.components.putBlob({ name: codeHash }, Buffer.from(code, 'utf8'));
+        break;
+      }
+      if (now - lastTouchMs(info) < grace / 2 || (await touchObject(this.nats.components, info, now))) break;
+      if (attempt === 4) throw new Error(`could not store component code ${codeHash}: concurrent writers`);
+    }
+    this.touchedAt.set(codeHash, now);
+    if (this.touchedAt.size > 10_000) this.touchedAt.delete(this.touchedAt.keys().next().value as string);
+  }
+
+  /** Forgets this replica's touch of removed code (the collector runs in this process). */
+  forgetStored(codeHash: string): void {
+    this.touchedAt.delete(codeHash);
   }
 
   /** A component by `sc_` id (caller's namespaces or the registry) or by key in the given namespace; the newest version wins. */

@@ -54,7 +54,6 @@ export function registryFiles(dir: string): string[] {
     .map((f) => join(dir, f));
 }
 
-/** Publishes every shipped registry component (idempotent; one api replica at a time through an advisory lock). */
 export interface SeedResult {
   file: string;
   key?: string;
@@ -62,14 +61,15 @@ export interface SeedResult {
   error?: string;
 }
 
-/** Publishes every shipped registry component (idempotent; one api replica at a time through an advisory lock). A bad file is reported, not fatal. */
-export async function seedRegistry(em: EntityManager, reader: ComponentReader, config: AppConfig, dir: string): Promise<SeedResult[]> {
+/** Publishes every shipped registry component (idempotent; one api replica at a time through an advisory lock). A bad file is reported, not fatal; `stopped` aborts (rolls back) between files. */
+export async function seedRegistry(em: EntityManager, reader: ComponentReader, config: AppConfig, dir: string, stopped: () => boolean = () => false): Promise<SeedResult[]> {
   const files = registryFiles(dir);
   if (!files.length) return [];
   return em.transactional(async (tx) => {
     await tx.getConnection().execute(`select pg_advisory_xact_lock(hashtext('registry-seed'))`);
     const out: SeedResult[] = [];
     for (const file of files) {
+      if (stopped()) throw new Error('seeding stopped (shutting down)');
       try {
         const { component, created } = await publishToRegistry(tx, reader, config, readFileSync(file, 'utf8'));
         out.push({ file, key: component.key ?? undefined, created });
