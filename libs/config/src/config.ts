@@ -45,7 +45,7 @@ export const SETTINGS = {
   componentMaxBytes: int('COMPONENT_MAX_BYTES', 5 * 1024 * 1024, 'largest component code', 1024),
   componentReadTimeoutMs: int('COMPONENT_READ_TIMEOUT_MS', 60_000, 'wall-clock limit of reading a component (bundling, installing its npm imports, loading) or calling a prop\'s options()', 100),
   componentUrlTimeoutMs: int('COMPONENT_URL_TIMEOUT_MS', 10_000, 'timeout of each fetch of a component_url file', 100),
-  registryDir: str('REGISTRY_DIR', '', 'directory of the shipped registry components the api publishes at start (default: registry/components of the install; "off" disables)'),
+  registryDir: str('REGISTRY_DIR', '', 'directory of the shipped registry components the api publishes in the background at start (default: registry/components of the install; "off" disables)'),
   componentGcIntervalMs: int('COMPONENT_GC_INTERVAL_MS', 3_600_000, 'how often one api replica removes component code that no source uses from the object store (0 disables)', 0),
   componentGcGraceMs: int('COMPONENT_GC_GRACE_MS', 3_600_000, 'component code stored or re-used by a publish within this time is never removed', 1000),
   reconcileIntervalMs: int('RECONCILE_INTERVAL_MS', 5_000, 'how often the api republishes sources whose desired state lags Postgres', 100),
