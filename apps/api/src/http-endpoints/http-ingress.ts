@@ -47,7 +47,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: this.config.httpMaxBodyBytes }, (_req, body, done) => done(null, body));
       scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
         if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err.statusCode === 413) {
-          return reply.status(413).send({ error: `request body is larger than ${this.config.httpMaxBodyBytes} bytes`, code: 'payload_too_large' });
+          const message = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body is larger than ${this.config.httpMaxBodyBytes} bytes` : err.message;
+          return reply.status(413).send({ error: message, code: 'payload_too_large' });
         }
         this.logger.error(`ingress failed: ${err.message}`);
         return reply.status(err.statusCode && err.statusCode < 500 ? err.statusCode : 500).send({ error: err.statusCode && err.statusCode < 500 ? err.message : 'internal error', code: 'internal' });
@@ -137,7 +138,12 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   private async store(target: EndpointTarget, msg: InvocationMessage): Promise<void> {
     let data = encodeJson(msg);
     // A body near the size limit, stored both raw (JSON-escaped) and parsed, can pass NATS's payload limit: store it once, packed.
-    if (data.length > (this.nats.nc.info?.max_payload ?? 1024 * 1024) - 8192 && msg.kind === 'http') data = encodeJson({ ...msg, event: packHttpEvent(msg.event as HttpEvent) });
+    const maxPayload = this.nats.nc.info?.max_payload ?? 1024 * 1024;
+    if (data.length > maxPayload - 8192 && msg.kind === 'http') data = encodeJson({ ...msg, event: packHttpEvent(msg.event as HttpEvent) });
+    if (data.length > maxPayload) {
+      // HTTP_MAX_BODY_BYTES set above what one NATS message carries: a clear 413, not a 500 from the broker.
+      throw Object.assign(new Error(`request too large to store: ${data.length} bytes as an invocation, the NATS server's max_payload is ${maxPayload} bytes`), { statusCode: 413 });
+    }
     await this.nats.streams.publish(this.nats.names.invocation(target.partition, target.sourceId), data, msg.invocationId);
   }
 
