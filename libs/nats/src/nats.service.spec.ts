@@ -48,4 +48,11 @@ describe('NatsService streams and buckets', () => {
     expect(changed.config.max_bytes).toBe(-1);
     expect(changed.config.max_age).toBe(3600 * 1e9);
   });
+
+  it('applies a changed LEASE_TTL_MS to the existing leases bucket', async () => {
+    const svc = await start({ LEASE_TTL_MS: '4000' });
+    expect((await svc.jsm.streams.info(`KV_${svc.names.leasesBucket}`)).config.max_age).toBe(4000 * 1e6);
+    const back = await start();
+    expect((await back.jsm.streams.info(`KV_${back.names.leasesBucket}`)).config.max_age).toBe(10_000 * 1e6);
+  });
 });

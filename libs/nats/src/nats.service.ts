@@ -61,7 +61,17 @@ export class NatsService {
     this.sources = await this.js.views.kv(this.names.sourcesBucket, { history: 1 });
     this.sourceState = await this.js.views.kv(this.names.sourceStateBucket, { history: 1 });
     this.leases = await this.js.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs });
+    await this.followLeaseTtl();
     this.components = await this.js.views.os(this.names.componentsStore);
+  }
+
+  /** Binding to an existing bucket keeps its TTL: a changed LEASE_TTL_MS is applied to the bucket's stream. */
+  private async followLeaseTtl(): Promise<void> {
+    const stream = `KV_${this.names.leasesBucket}`;
+    const info = await this.jsm.streams.info(stream);
+    const maxAge = nanos(this.config.leaseTtlMs);
+    // As the client sets it on create: the duplicate window may not exceed the age.
+    if (info.config.max_age !== maxAge) await this.jsm.streams.update(stream, { ...info.config, max_age: maxAge, duplicate_window: Math.min(maxAge, nanos(120_000)) });
   }
 
   async stop(): Promise<void> {
