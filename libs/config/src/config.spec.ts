@@ -32,6 +32,8 @@ describe('configuration', () => {
     [{ NATS_URL: 'http://127.0.0.1:4222' }, /NATS_URL must be a comma-separated list of nats:\/\/host:port/],
     [{ NATS_URL: 'nats://a:4222,' }, /NATS_URL/],
     [{ ENDPOINT_DOMAIN: 'https://hooks.example.com' }, /ENDPOINT_DOMAIN must be a domain name/],
+    [{ NPM_REGISTRY: 'registry.npmjs.org' }, /NPM_REGISTRY must be a/],
+    [{ NPM_REGISTRY: 'ftp://registry.example.com' }, /NPM_REGISTRY must be a http:\/\/ or https:\/\/ URL/],
     [{ NATS_PREFIX: 'team.a' }, /NATS_PREFIX may hold letters, digits, _ and - only/],
     [{ RUN_TIMEOUT_MS: '600000', MAX_RUN_TIMEOUT_MS: '300000' }, /RUN_TIMEOUT_MS \(600000\) must not exceed MAX_RUN_TIMEOUT_MS/],
   ])('names the variable of a wrong value: %p', (env, message) => {

@@ -74,7 +74,7 @@ export const SETTINGS = {
   deliveryMetricsPort: int('DELIVERY_METRICS_PORT', 9465, 'delivery /healthz and /metrics port (0 disables)', 0, 65535),
   freeDailyInvocationsQuota: int('FREE_DAILY_INVOCATIONS_QUOTA', 10_000, 'daily invocations reported for free accounts', 0),
   freeDailyComputeMsQuota: int('FREE_DAILY_COMPUTE_MS_QUOTA', 1_800_000, 'daily compute time (ms) reported for free accounts', 0),
-  npmRegistry: str('NPM_REGISTRY', undefined, 'npm registry for component dependencies (default: npm\'s own setting)'),
+  npmRegistry: url('NPM_REGISTRY', undefined, 'npm registry for component dependencies (default: npm\'s own setting)'),
 } as const;
 
 type SettingValue<S> = S extends Setting<'int'> ? number : S extends Setting<'bool'> ? boolean : string;
@@ -160,6 +160,7 @@ function checkValues(raw: Raw): void {
   };
   if (raw.publicUrl) scheme('PUBLIC_URL', raw.publicUrl, ['http:', 'https:']);
   if (raw.databaseUrl) scheme('DATABASE_URL', raw.databaseUrl, ['postgres:', 'postgresql:']);
+  if (raw.npmRegistry) scheme('NPM_REGISTRY', raw.npmRegistry, ['http:', 'https:']);
   for (const server of raw.natsUrl.split(',').map((s) => s.trim())) {
     // The client accepts host:port without a scheme.
     let u: URL | undefined;

@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { AppConfig } from '@app/config';
+import { AppConfig, ConfigError } from '@app/config';
 import { BadRequestError, ConflictError, sha256Hex } from '@app/contracts';
 import { Component } from '@app/db';
 import { ComponentReader } from './component-reader';
@@ -10,10 +10,14 @@ import { buildComponent, readComponent, REGISTRY_OWNER } from './components.serv
 const SEMVER = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 const REGISTRY_KEY = /^[a-z0-9]+(?:_[a-z0-9]+)*(?:-[a-z0-9]+)+$/;
 
-/** Where the shipped registry lives: REGISTRY_DIR, else `registry/components` of the install. */
-export function registryDir(config: AppConfig): string | undefined {
+/** Where the shipped registry lives: REGISTRY_DIR (which must be a directory), else `registry/components` of the install. */
+export function registryDir(config: Pick<AppConfig, 'registryDir'>): string | undefined {
   if (config.registryDir === 'off') return undefined;
-  if (config.registryDir) return resolve(config.registryDir);
+  if (config.registryDir) {
+    const dir = resolve(config.registryDir);
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new ConfigError(`REGISTRY_DIR must be a directory of component files (or "off"), got "${config.registryDir}" (${dir} is not a directory)`);
+    return dir;
+  }
   // dist/apps/api/src/components → the install root
   return join(__dirname, '..', '..', '..', '..', '..', 'registry', 'components');
 }
