@@ -1,7 +1,7 @@
 import { connect, NatsConnection, ObjectStore } from 'nats';
 import { Names, sha256Hex } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
-import { eventually, startSystem, System } from './support/system';
+import { eventually, freePort, startSystem, System } from './support/system';
 
 /**
  * Component code garbage collection: objects in the `components` store that no
@@ -95,5 +95,30 @@ describe('component code garbage collection', () => {
     expect(await stored(hashA)).not.toBeNull();
     await run(s3, 3);
     expect(await emitted(s3, 3)).toEqual({ v: 'A', n: 3 });
+  });
+});
+
+describe('component code garbage collection with two api replicas', () => {
+  let system: System;
+  let port2: number;
+
+  beforeAll(async () => {
+    system = await startSystem({ COMPONENT_GC_INTERVAL_MS: '200', COMPONENT_GC_GRACE_MS: '1000', REGISTRY_DIR: 'off', LOG_LEVEL: 'info' }, { apps: ['api'] });
+    port2 = await freePort();
+    await system.startApp('api', 'api2', { PORT: String(port2), PUBLIC_URL: `http://127.0.0.1:${port2}` });
+    await eventually(async () => (await fetch(`http://127.0.0.1:${port2}/healthz`).catch(() => undefined))?.ok, { what: 'second api replica' });
+  });
+  afterAll(async () => system?.stop());
+
+  const slotsOf = (name: string): number[] => [...system.logs(name).matchAll(/component gc round slot=(\d+)/g)].map((m) => Number(m[1]));
+  const rounds = async (url: string): Promise<number> => ((await fetch(`${url}/healthz`).then((r) => r.json())) as Health).component_gc.rounds;
+
+  it('runs each round on one replica only', async () => {
+    await eventually(async () => slotsOf('api').length + slotsOf('api2').length >= 8, { what: '8 gc rounds', timeoutMs: 30_000 });
+    const [one, two] = [slotsOf('api'), slotsOf('api2')];
+    expect(new Set(one).size).toBe(one.length);
+    expect(new Set(two).size).toBe(two.length);
+    expect(one.filter((s) => two.includes(s))).toEqual([]);
+    expect((await rounds(system.origin)) + (await rounds(`http://127.0.0.1:${port2}`))).toBeGreaterThanOrEqual(8);
   });
 });

@@ -6,6 +6,9 @@ import { Component } from '@app/db';
 import { deleteObjectIf, lastTouchMs, NatsService, rawObjectInfo } from '@app/nats';
 import { ComponentsService, runnableOf } from './components.service';
 
+/** KV `leases` key holding the last time slot a collection round was done for (by any replica). */
+const SLOT_KEY = 'api.component-gc';
+
 /** What one collection round did. */
 export interface GcRound {
   objects: number;
@@ -31,8 +34,9 @@ export interface GcStats {
  * Removes component code from the `components` object store once no source's desired
  * state (KV `sources`) references it. Safe with several api replicas and runners:
  *
- * - one replica per round: a transaction-scoped Postgres advisory lock (`pg_try_advisory_xact_lock`),
- *   rounds aligned to multiples of COMPONENT_GC_INTERVAL_MS, a replica that misses the lock skips the round;
+ * - one replica per round: rounds are aligned to multiples of COMPONENT_GC_INTERVAL_MS (time slots); a replica
+ *   works under a transaction-scoped Postgres advisory lock (`pg_try_advisory_xact_lock`) and skips the slot when
+ *   it misses the lock or another replica already recorded the slot as done (KV `leases`);
  * - a publish stores or *touches* the code (compare-and-set on the object's meta) before it writes the desired
  *   state, and the collector removes only objects whose last store/touch is older than COMPONENT_GC_GRACE_MS,
  *   re-reading each object's meta just before a compare-and-set delete: a touch in between makes the delete fail;
@@ -71,22 +75,30 @@ export class ComponentGc implements OnApplicationBootstrap, OnApplicationShutdow
     if (this.stopped) return;
     const interval = this.config.componentGcIntervalMs;
     this.timer = setTimeout(() => {
-      void this.runRound()
+      void this.runRound(Math.floor(Date.now() / interval))
         .catch((e: Error) => this.logger.warn(`component gc round failed: ${e.message}`))
         .finally(() => this.schedule());
     }, interval - (Date.now() % interval) + 5);
     this.timer.unref();
   }
 
-  /** One round, unless another replica holds the lock (then null). */
-  runRound(): Promise<GcRound | null> {
+  /**
+   * The round of time slot `slot` (Date.now() / interval), unless another replica holds the lock or
+   * already did this slot (then null). The slot done is recorded in KV `leases` (key `api.component-gc`,
+   * kept for LEASE_TTL_MS, long enough for the replicas that fire at the same slot boundary).
+   */
+  runRound(slot: number): Promise<GcRound | null> {
     if (this.running) return this.running;
     this.running = this.em
       .fork()
       .transactional(async (tx) => {
-        const [{ locked }] = await tx.getConnection().execute(`select pg_try_advisory_xact_lock(hashtext('component-gc')) as locked`);
+        const [{ locked }] = await tx.execute(`select pg_try_advisory_xact_lock(hashtext('component-gc')) as locked`);
         if (!locked) return null;
-        return this.collect(tx);
+        const done = await this.nats.leases.get(SLOT_KEY);
+        if (done && done.operation === 'PUT' && done.string() === String(slot)) return null;
+        const round = await this.collect(tx, slot);
+        await this.nats.leases.put(SLOT_KEY, new TextEncoder().encode(String(slot)));
+        return round;
       })
       .finally(() => (this.running = undefined));
     return this.running;
@@ -106,7 +118,7 @@ export class ComponentGc implements OnApplicationBootstrap, OnApplicationShutdow
     return out;
   }
 
-  private async collect(em: EntityManager): Promise<GcRound> {
+  private async collect(em: EntityManager, slot: number): Promise<GcRound> {
     const grace = this.config.componentGcGraceMs;
     const names = (await this.nats.components.list()).filter((o) => !o.deleted).map((o) => o.name);
     const referenced = await this.referencedHashes();
@@ -144,7 +156,7 @@ export class ComponentGc implements OnApplicationBootstrap, OnApplicationShutdow
     this.stats.removed += round.removed.length - round.restored.length;
     this.stats.restored += round.restored.length;
     this.stats.last_round_at = Date.now();
-    this.logger.log(`component gc round objects=${round.objects} referenced=${round.referenced} removed=${round.removed.length} kept_recent=${round.keptRecent} restored=${round.restored.length}`);
+    this.logger.log(`component gc round slot=${slot} objects=${round.objects} referenced=${round.referenced} removed=${round.removed.length} kept_recent=${round.keptRecent} restored=${round.restored.length}`);
     return round;
   }
 }

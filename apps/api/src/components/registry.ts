@@ -70,7 +70,8 @@ export async function seedRegistry(em: EntityManager, reader: ComponentReader, c
   const files = registryFiles(dir);
   if (!files.length) return [];
   return em.transactional(async (tx) => {
-    await tx.getConnection().execute(`select pg_advisory_xact_lock(hashtext('registry-seed'))`);
+    // tx.execute runs in the transaction (getConnection().execute would take another pooled connection, releasing the lock at once).
+    await tx.execute(`select pg_advisory_xact_lock(hashtext('registry-seed'))`);
     const out: SeedResult[] = [];
     for (const file of files) {
       if (stopped()) throw new Error('seeding stopped (shutting down)');
