@@ -5,7 +5,10 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const app = await createApiApp(config);
   await app.listen(config.port, config.host).catch((e: NodeJS.ErrnoException) => {
-    throw e.code === 'EADDRINUSE' ? portInUse(config.port, 'PORT') : e;
+    if (e.code === 'EADDRINUSE') throw portInUse(config.port, 'PORT');
+    // An address this machine does not have, or a name that does not resolve.
+    if (e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') throw new Error(`cannot listen on HOST=${config.host}: ${e.message}; set HOST to an address of this machine (0.0.0.0 for all)`);
+    throw e;
   });
   process.stderr.write(`api listening on ${config.host}:${config.port} (${config.publicUrl}/v1)\n`);
 }
