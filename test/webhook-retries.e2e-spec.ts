@@ -23,7 +23,7 @@ describe('webhook retry queue: bounded consumer, catch-up, attempts', () => {
 
   beforeAll(async () => {
     system = await startSystem(
-      { WEBHOOK_RETRY_SCHEDULE: '1h,1h', WEBHOOK_MAX_ACK_PENDING: '20', WEBHOOK_TIMEOUT_MS: '2000', DELIVERY_METRICS_PORT: String(await freePort()) },
+      { WEBHOOK_RETRY_SCHEDULE: '1h,1h', WEBHOOK_MAX_ACK_PENDING: '20', WEBHOOK_TIMEOUT_MS: '2000', DELIVERY_ACK_WAIT_MS: '3000', DELIVERY_METRICS_PORT: String(await freePort()) },
       { apps: ['api', 'delivery'] },
     );
     emitter = await Emitter.connect(system);
@@ -124,9 +124,11 @@ describe('webhook retry queue: bounded consumer, catch-up, attempts', () => {
     expect(log.map((a) => [a.attempt, a.status])).toEqual([[1, 'failed'], [2, 'failed'], [3, 'exhausted']]);
     expect(log[0].next_attempt_at_ms).toEqual(expect.any(Number));
     expect(log[2].next_attempt_at_ms).toBeNull();
-    expect(r.received).toHaveLength(3);
     expect(r.received.every((x) => x.headers['webhook-id'] === ev.id)).toBe(true);
     expect(await waiting(wh)).toBe(0);
+    // The exhausted message left the consumer (not redelivered after the 3 s ack wait, so no fourth attempt).
+    await eventually(async () => (await consumerPending()) === 0, { what: 'the exhausted message off the consumer' });
+    expect(r.received).toHaveLength(3);
   });
 
   it('an endpoint answering 410 disables the webhook and removes its waiting retries', async () => {
@@ -138,5 +140,36 @@ describe('webhook retry queue: bounded consumer, catch-up, attempts', () => {
     await emitter.emit(src, user.id, { gone: true });
     await eventually(async () => (await api.get(`/webhooks/${wh}`)).body.data.active === false, { what: 'webhook disabled' });
     await eventually(async () => (await waiting(wh)) === 0, { what: 'waiting retries removed' });
+    await eventually(async () => (await consumerPending()) === 0, { what: 'the 410 message off the consumer' });
+  });
+
+  // Last: it replaces the delivery app with two replicas.
+  it('waiting retries survive a SIGKILL of the delivery app, and two replicas that never saw the failures catch them up once each', async () => {
+    const r = await receiver();
+    let down = true;
+    r.respond = () => (down ? { status: 503 } : { status: 200 });
+    const { src, wh } = await wire(r);
+    const backlog: string[] = [];
+    for (let i = 0; i < 40; i++) backlog.push((await emitter.emit(src, user.id, { i })).id);
+    await eventually(async () => (await waiting(wh)) === 40, { what: 'the backlog waiting an hour' });
+    await eventually(async () => (await consumerPending()) === 0, { what: 'every failed message acked' });
+
+    await system.stopApp('delivery', 'SIGKILL');
+    await system.startApp('delivery', 'delivery-a');
+    await system.startApp('delivery', 'delivery-b', { DELIVERY_METRICS_PORT: '0' });
+    await subscriptionsLoaded(system);
+    expect(await waiting(wh)).toBe(40);
+
+    down = false;
+    const fresh = await emitter.emit(src, user.id, { back: true });
+    await eventually(async () => [fresh.id, ...backlog].every((id) => r.received.some((x) => x.headers['x-pd-event-id'] === id && r.received.indexOf(x) >= 40)), {
+      what: 'the backlog delivered by the new replicas',
+    });
+    await eventually(async () => (await waiting(wh)) === 0, { what: 'the queue emptied' });
+    // Each waiting retry was republished once (row locks shared between the replicas' pollers): 40 failures, then 41 successes.
+    await eventually(async () => (await deliveries(wh)).filter((a) => a.status === 'succeeded').length === 41, { what: '41 successes logged' });
+    expect(r.received).toHaveLength(81);
+    const log = await deliveries(wh);
+    expect(new Set(log.filter((a) => a.status === 'succeeded' && a.attempt === 2).map((a) => a.event_id))).toEqual(new Set(backlog));
   });
 });

@@ -61,7 +61,7 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
         good.push(m);
       } catch {
         this.logger.warn({ subject: m.subject, seq: m.seq }, 'dropping an emit that is not JSON');
-        m.term('not JSON');
+        m.term(); // not JSON
       }
     }
     const rejected = new Set(await new SummaryWriter(this.em.fork(), this.config.eventRetention).write(events));
@@ -69,7 +69,7 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
     events.forEach((e, i) => {
       if (rejected.has(e)) {
         this.logger.warn({ subject: good[i].subject, id: e?.id }, 'dropping an emit with a malformed id');
-        good[i].term('malformed event id');
+        good[i].term(); // malformed event id
         return;
       }
       this.metrics.eventsIndexed.inc({ channel_class: channelClassOf(e.name ?? '') });

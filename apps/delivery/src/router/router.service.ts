@@ -49,7 +49,7 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
       try {
         event = decodeJson<EmittedEvent>(m.data);
       } catch {
-        m.term('not JSON');
+        m.term(); // not JSON
         return;
       }
       try {

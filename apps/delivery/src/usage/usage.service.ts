@@ -56,7 +56,7 @@ export class UsageService implements OnApplicationBootstrap, OnApplicationShutdo
         r = decodeJson<UsageRecord>(m.data);
         if (typeof r.ownerId !== 'string' || !Number.isFinite(r.finishedAtMs)) throw new Error('bad record');
       } catch {
-        m.term('malformed usage record');
+        m.term(); // malformed usage record
         continue;
       }
       good.push(m);

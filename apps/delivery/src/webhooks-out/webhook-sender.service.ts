@@ -197,13 +197,14 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     try {
       msg = decodeJson<DeliveryMessage>(m.data);
     } catch {
-      m.term('not JSON');
+      // term() without a reason: nats-server 2.9 ignores `+TERM <reason>` and redelivers the message after the ack wait, forever.
+      m.term(); // not JSON
       return;
     }
     const ev = msg.event;
     const hook = await this.cache.webhook(msg.webhookId);
     if (!hook || !hook.active) {
-      m.term(hook ? 'webhook disabled' : 'webhook deleted');
+      m.term(); // webhook disabled or deleted
       return;
     }
     // The retry queue republishes with the attempt number; a redelivery (a replica died mid-attempt) counts the attempts logged.
@@ -250,7 +251,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       await this.disable(hook, `the endpoint answered 410 Gone at ${now.toISOString()}`);
       await this.retries.drop(hook.id);
       await this.log.record({ ...record, status: 'disabled' });
-      m.term('webhook disabled by 410');
+      m.term(); // webhook disabled by 410
       this.metrics.webhookAttempts.inc({ outcome: 'disabled' });
       return;
     }
@@ -258,7 +259,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     const delay = nextDelayMs(this.config.webhookRetryDelaysMs, attempt, retryAfter);
     if (delay === undefined) {
       await this.log.record({ ...record, status: 'exhausted' });
-      m.term('attempts exhausted');
+      m.term(); // attempts exhausted
       this.metrics.webhookAttempts.inc({ outcome: 'exhausted' });
       this.logger.warn({ webhook_id: hook.id, event_id: ev.id, attempts: attempt }, 'webhook delivery exhausted');
       return;

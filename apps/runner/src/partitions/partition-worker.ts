@@ -174,7 +174,7 @@ export class PartitionWorker {
     try {
       msg = decodeJson<InvocationMessage>(m.data);
     } catch {
-      m.term('unreadable invocation');
+      m.term(); // unreadable invocation
       return;
     }
     const actor = this.actors.get(msg.sourceId);
