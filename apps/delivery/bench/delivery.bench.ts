@@ -2,8 +2,11 @@
  * Delivery throughput and latency: events published to EMITS (as the runner
  * does) → delivery app (indexer + router + webhook sender, a real child
  * process) → signed POST received by a local receiver.
- *   npm run bench -- delivery.bench      (or: node dist/apps/delivery/bench/delivery.bench.js [--events 20000] [--rate 1000] [--seconds 10] [--watch] [--profile])
- * Knobs also as BENCH_EVENTS, BENCH_RATE, BENCH_SECONDS. Needs Postgres (the bench
+ * Then an outage: the receiver answers 503 to `outage` events (they go to the
+ * retry queue, an hour away with the default schedule), comes back, and one
+ * new event's success pulls the backlog forward (catch-up).
+ *   npm run bench -- delivery.bench      (or: node dist/apps/delivery/bench/delivery.bench.js [--events 20000] [--rate 1000] [--seconds 10] [--outage 20000] [--watch] [--profile])
+ * Knobs also as BENCH_EVENTS, BENCH_RATE, BENCH_SECONDS, BENCH_OUTAGE. Needs Postgres (the bench
  * dispatcher's, DATABASE_URL, or postgres@127.0.0.1:5432) and NATS (likewise, or 127.0.0.1:4222).
  * Prints one line per scenario and a JSON line with every figure.
  */
@@ -46,6 +49,9 @@ class Receiver {
   readonly receipts = new Map<string, Receipt>();
   verified = 0;
   badSignatures = 0;
+  /** While true every request is answered 503 and not counted. */
+  down = false;
+  refused = 0;
   server!: Server;
   url = '';
   constructor(private readonly verifier: Webhook) {}
@@ -56,6 +62,11 @@ class Receiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
+        if (this.down) {
+          this.refused++;
+          res.writeHead(503).end();
+          return;
+        }
         const at = Date.now();
         const body = Buffer.concat(chunks).toString('utf8');
         // Verify one request in 20 with the real library (verifying all would compete for the CPU being measured).
@@ -193,9 +204,46 @@ async function main(): Promise<void> {
     const lat = [...receiver.receipts.values()].map((r) => r.latencyMs).sort((a, b) => a - b);
     const figures = { p50: percentile(lat, 50), p95: percentile(lat, 95), p99: percentile(lat, 99), max: lat[lat.length - 1] };
     console.log(`latency at ${rate} events/s for ${seconds} s: p50 ${figures.p50} ms, p95 ${figures.p95} ms, p99 ${figures.p99} ms, max ${figures.max} ms (${receiver.receipts.size}/${count} delivered${complete ? '' : ', INCOMPLETE'})`);
+
+    // 3. Outage and catch-up: `outage` events fail (one attempt each, then the retry queue), the receiver returns,
+    // one new event succeeds and its success pulls the backlog forward.
+    const outage = arg('outage', 20_000);
+    let outageFigures: Record<string, number> | undefined;
+    if (outage > 0) {
+      receiver.receipts.clear();
+      receiver.down = true;
+      const db2 = new Client({ connectionString: dbUrl });
+      await db2.connect();
+      const waiting = async (): Promise<number> => (await db2.query(`select count(*)::int as n from webhook_retries`)).rows[0].n as number;
+      const jsm = await nc.jetstreamManager();
+      let maxAckPending = 0;
+      const o0 = Date.now();
+      const failing = new Set<Promise<unknown>>();
+      for (let i = 0; i < outage; i++) {
+        const p = publisher.publish().finally(() => failing.delete(p));
+        failing.add(p);
+        if (failing.size >= 1000) await Promise.race(failing);
+      }
+      await Promise.all(failing);
+      let queued = 0;
+      const deadline = Date.now() + 300_000;
+      while (Date.now() < deadline && (queued = await waiting()) < outage) {
+        maxAckPending = Math.max(maxAckPending, (await jsm.consumers.info(names.deliveriesStream, 'webhook-sender')).num_ack_pending);
+        await sleep(200);
+      }
+      const queuedMs = Date.now() - o0;
+      receiver.down = false;
+      const back = Date.now();
+      await publisher.publish();
+      const caughtUp = await waitFor(() => receiver.receipts.size >= outage + 1, 600_000);
+      const lastAt = Math.max(...[...receiver.receipts.values()].map((r) => r.at));
+      await db2.end();
+      outageFigures = { events: outage, failed_per_s: Math.round((queued / queuedMs) * 1000), max_ack_pending: maxAckPending, catch_up_ms: lastAt - back, catch_up_per_s: Math.round(((outage + 1) / (lastAt - back)) * 1000) };
+      console.log(`outage: ${queued}/${outage} failed events queued for retry in ${queuedMs} ms (${outageFigures.failed_per_s}/s, consumer ack-pending at most ${maxAckPending}); after the receiver returned, ${receiver.receipts.size}/${outage + 1} delivered in ${lastAt - back} ms (${outageFigures.catch_up_per_s}/s)${caughtUp ? '' : ' INCOMPLETE'}`);
+    }
     clearInterval(watch);
     console.log(`signatures verified with standardwebhooks: ${receiver.verified} ok, ${receiver.badSignatures} bad`);
-    console.log(JSON.stringify({ bench: 'delivery', events: total, throughput_events_per_s: Math.round(throughput), publish_rate_per_s: Math.round(publishRate), latency_rate_per_s: rate, latency_ms: figures, verified: receiver.verified, bad_signatures: receiver.badSignatures }));
+    console.log(JSON.stringify({ bench: 'delivery', events: total, throughput_events_per_s: Math.round(throughput), publish_rate_per_s: Math.round(publishRate), latency_rate_per_s: rate, latency_ms: figures, verified: receiver.verified, bad_signatures: receiver.badSignatures, outage: outageFigures }));
   } finally {
     delivery?.kill('SIGTERM');
     await sleep(500);

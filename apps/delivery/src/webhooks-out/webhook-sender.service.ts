@@ -31,7 +31,7 @@ const LANE_QUEUE_MAX = 1000;
 const SLOW_REQUEST_MS = 5_000;
 const RESPONSE_BODY_MAX = 1024;
 /** Least time between two catch-ups of one webhook. */
-const CATCH_UP_EVERY_MS = 1000;
+const CATCH_UP_EVERY_MS = 250;
 /** A success looks for waiting retries (kept by any replica) at least this often per webhook. */
 const CATCH_UP_CHECK_MS = 10_000;
 /** After a failure seen here, every success of the webhook looks for waiting retries (at most once per CATCH_UP_EVERY_MS). */
@@ -281,10 +281,12 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
 
   /**
    * After a success, pulls the webhook's waiting retries forward so an
-   * endpoint that came back gets its backlog within seconds. Bounded: at most
-   * once a second per webhook, CATCH_UP_BATCH rows each time, and only while
-   * the webhook's queue here is short (an endpoint slower than that is not
-   * flooded, and cannot make the process hold too much); a webhook with
+   * endpoint that came back gets its backlog within seconds. Bounded and
+   * self-clocked: CATCH_UP_BATCH rows at a time, at most every
+   * CATCH_UP_EVERY_MS per webhook, only once the previous batch has been
+   * republished and only while the webhook's queue here is short (an
+   * endpoint slower than that is not flooded, and cannot make the process
+   * hold too much); a webhook with
    * no failure seen here (another replica may have queued its retries) is
    * checked every CATCH_UP_CHECK_MS.
    */
