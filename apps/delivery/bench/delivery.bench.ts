@@ -235,7 +235,15 @@ async function main(): Promise<void> {
       receiver.down = false;
       const back = Date.now();
       await publisher.publish();
+      const progress = setInterval(() => {
+        void db2.query(`select count(*)::int as n, (count(*) filter (where due_at_ms <= $1))::int as due from webhook_retries`, [Date.now()]).then(async (r) => {
+          const c = await jsm.consumers.info(names.deliveriesStream, 'webhook-sender');
+          const health = await fetch(`http://127.0.0.1:${metricsPort}/healthz`).then((x) => x.text()).catch(() => '');
+          console.log(`[catch-up +${Date.now() - back} ms] received ${receiver.receipts.size}, waiting ${r.rows[0].n} (due ${r.rows[0].due}), stream pending ${c.num_pending}, ack-pending ${c.num_ack_pending}; ${health}`);
+        }).catch(() => undefined);
+      }, 5000);
       const caughtUp = await waitFor(() => receiver.receipts.size >= outage + 1, 600_000);
+      clearInterval(progress);
       const lastAt = Math.max(...[...receiver.receipts.values()].map((r) => r.at));
       await db2.end();
       outageFigures = { events: outage, failed_per_s: Math.round((queued / queuedMs) * 1000), max_ack_pending: maxAckPending, catch_up_ms: lastAt - back, catch_up_per_s: Math.round(((outage + 1) / (lastAt - back)) * 1000) };

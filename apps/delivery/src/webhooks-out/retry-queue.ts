@@ -147,18 +147,19 @@ export class RetryQueue {
 
   /**
    * Pulls a webhook's waiting retries forward to now (the earliest
-   * CATCH_UP_BATCH of them), after a success showed its endpoint is back;
-   * nothing while rows of the webhook are still due (the previous batch is
-   * not republished yet). Returns how many were pulled.
+   * CATCH_UP_BATCH of them), after a success showed its endpoint is back.
+   * Returns how many were pulled, or -1 while rows of the webhook are still
+   * due (the previous batch is not republished yet).
    */
   async catchUp(webhookId: string): Promise<number> {
     const now = Date.now();
-    const res = (await this.em.fork().getConnection().execute(
+    const conn = this.em.fork().getConnection();
+    const due = (await conn.execute(`select 1 from webhook_retries where webhook_id = ? and due_at_ms <= ? limit 1`, [webhookId, now])) as unknown[];
+    if (due.length) return -1;
+    const res = (await conn.execute(
       `update webhook_retries set due_at_ms = ? where id in (
-         select id from webhook_retries where webhook_id = ? and due_at_ms > ?
-           and not exists (select 1 from webhook_retries d where d.webhook_id = ? and d.due_at_ms <= ?)
-         order by due_at_ms limit ${CATCH_UP_BATCH} for update skip locked)`,
-      [now, webhookId, now, webhookId, now],
+         select id from webhook_retries where webhook_id = ? and due_at_ms > ? order by due_at_ms limit ${CATCH_UP_BATCH} for update skip locked)`,
+      [now, webhookId, now],
       'run',
     )) as { affectedRows?: number };
     const n = res.affectedRows ?? 0;

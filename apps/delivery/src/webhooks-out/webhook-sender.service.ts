@@ -37,6 +37,13 @@ const CATCH_UP_CHECK_MS = 10_000;
 /** After a failure seen here, every success of the webhook looks for waiting retries (at most once per CATCH_UP_EVERY_MS). */
 const CATCH_UP_AFTER_FAILURE_MS = 3_600_000;
 
+interface CatchUp {
+  failedAtMs: number;
+  succeededAtMs: number;
+  checkedAtMs: number;
+  timer?: NodeJS.Timeout;
+}
+
 interface Lane {
   queue: JsMsg[];
   active: number;
@@ -73,7 +80,8 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private resume?: () => void;
   private readonly retries: RetryQueue;
   /** Per webhook: last failure seen here and last catch-up, for deciding when a success pulls retries forward. */
-  private readonly catchUps = new Map<string, { failedAtMs: number; checkedAtMs: number }>();
+  private readonly catchUps = new Map<string, CatchUp>();
+  private stopping = false;
 
   constructor(
     private readonly nats: NatsService,
@@ -115,6 +123,8 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
 
   async onApplicationShutdown(): Promise<void> {
     this.messages?.stop();
+    this.stopping = true;
+    for (const c of this.catchUps.values()) clearTimeout(c.timer);
     clearInterval(this.keepAlive);
     clearInterval(this.pruner);
     for (const lane of this.lanes.values()) for (const m of lane.queue.splice(0)) m.nak();
@@ -266,48 +276,68 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     }
     const dueAtMs = Date.now() + delay;
     this.noteFailure(hook.id);
-    await this.log.record({ ...record, status: 'failed', nextAttemptAtMs: dueAtMs });
-    // Durable before the ack: a crash between the two redelivers the message (a duplicate attempt, never a lost one).
-    await this.retries.enqueue({ attempt: attempt + 1, dueAtMs, message: { webhookId: msg.webhookId, subscriptionId: msg.subscriptionId, event: ev } });
+    // Both durable before the ack: a crash before it redelivers the message (a duplicate attempt, never a lost one).
+    await Promise.all([
+      this.log.record({ ...record, status: 'failed', nextAttemptAtMs: dueAtMs }),
+      this.retries.enqueue({ attempt: attempt + 1, dueAtMs, message: { webhookId: msg.webhookId, subscriptionId: msg.subscriptionId, event: ev } }),
+    ]);
     m.ack();
     this.metrics.webhookAttempts.inc({ outcome: 'failed' });
   }
 
   private noteFailure(webhookId: string): void {
-    const c = this.catchUps.get(webhookId);
-    if (c) c.failedAtMs = Date.now();
-    else this.catchUps.set(webhookId, { failedAtMs: Date.now(), checkedAtMs: 0 });
+    this.catchUpState(webhookId).failedAtMs = Date.now();
+  }
+
+  private catchUpState(webhookId: string): CatchUp {
+    let c = this.catchUps.get(webhookId);
+    if (!c) this.catchUps.set(webhookId, (c = { failedAtMs: 0, succeededAtMs: 0, checkedAtMs: 0 }));
+    return c;
   }
 
   /**
    * After a success, pulls the webhook's waiting retries forward so an
    * endpoint that came back gets its backlog within seconds. Bounded and
-   * self-clocked: CATCH_UP_BATCH rows at a time, at most every
+   * paced by the endpoint: CATCH_UP_BATCH rows at a time, at most every
    * CATCH_UP_EVERY_MS per webhook, only once the previous batch has been
-   * republished and only while the webhook's queue here is short (an
-   * endpoint slower than that is not flooded, and cannot make the process
-   * hold too much); a webhook with
-   * no failure seen here (another replica may have queued its retries) is
-   * checked every CATCH_UP_CHECK_MS.
+   * republished and while the webhook's queue here is short (a slow endpoint
+   * is not flooded, and cannot make the process hold too much). A follow-up
+   * timer takes the next batch, and stops as soon as the endpoint fails again
+   * (its next success starts over). A webhook with no failure seen here
+   * (another replica may have queued its retries) is checked every
+   * CATCH_UP_CHECK_MS.
    */
-  private maybeCatchUp(webhookId: string, attempt: number): void {
+  private maybeCatchUp(webhookId: string, attempt: number, followUp = false): void {
     const now = Date.now();
-    let c = this.catchUps.get(webhookId);
-    if (!c) this.catchUps.set(webhookId, (c = { failedAtMs: 0, checkedAtMs: 0 }));
-    if (now - c.checkedAtMs < CATCH_UP_EVERY_MS) return;
-    // Self-clocked: the next batch is pulled forward once the endpoint has worked through most of the last one.
-    if ((this.lanes.get(webhookId)?.queue.length ?? 0) > CATCH_UP_BATCH / 4) return;
-    const suspect = attempt > 1 || now - c.failedAtMs < CATCH_UP_AFTER_FAILURE_MS;
+    const c = this.catchUpState(webhookId);
+    if (!followUp) c.succeededAtMs = now;
+    else if (c.failedAtMs > c.succeededAtMs) return; // failing again: no more pulling forward
+    const suspect = followUp || attempt > 1 || now - c.failedAtMs < CATCH_UP_AFTER_FAILURE_MS;
     if (!suspect && now - c.checkedAtMs < CATCH_UP_CHECK_MS) return;
+    if (now - c.checkedAtMs < CATCH_UP_EVERY_MS || (this.lanes.get(webhookId)?.queue.length ?? 0) > CATCH_UP_BATCH / 4) {
+      if (suspect) this.followUp(webhookId, c);
+      return;
+    }
     c.checkedAtMs = now;
     this.retries
       .catchUp(webhookId)
       .then((n) => {
         if (n > 0) this.logger.info({ webhook_id: webhookId, retries: n }, 'endpoint is back: waiting retries pulled forward');
-        // Nothing waits any more (pulled-forward rows are due, not waiting): back to the occasional check until the next failure.
-        else if (c!.failedAtMs <= now) c!.failedAtMs = 0;
+        // More may wait, or the last batch is still being republished: look again shortly.
+        if (n !== 0) this.followUp(webhookId, c);
+        // Nothing waits any more: back to the occasional check until the next failure.
+        else if (c.failedAtMs <= now) c.failedAtMs = 0;
       })
       .catch((e: Error) => this.logger.warn({ err: e.message, webhook_id: webhookId }, 'pulling retries forward failed'));
+  }
+
+  private followUp(webhookId: string, c: CatchUp): void {
+    if (c.timer || this.stopping) return;
+    c.timer = setTimeout(() => {
+      c.timer = undefined;
+      this.maybeCatchUp(webhookId, 2, true);
+    }, CATCH_UP_EVERY_MS);
+    c.timer.unref?.();
   }
 
   private async disable(hook: WebhookTarget, reason: string): Promise<void> {
