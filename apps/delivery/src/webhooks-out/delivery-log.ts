@@ -1,5 +1,6 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '@app/contracts';
+import { BatchWriter } from '../common/batch-writer';
 
 export type AttemptStatus = 'succeeded' | 'failed' | 'exhausted' | 'disabled';
 
@@ -25,44 +26,21 @@ const LINGER_MS = 10;
  * `record` resolves once the row is committed, so callers ack after it is durable.
  */
 export class DeliveryLog {
-  private pending: { row: AttemptRecord; at: number; done: (e?: Error) => void }[] = [];
-  private timer?: NodeJS.Timeout;
-  private flushing = Promise.resolve();
+  private readonly writer = new BatchWriter<{ row: AttemptRecord; at: number }>((items) => this.insert(items), { maxItems: MAX_ROWS, lingerMs: LINGER_MS });
 
   constructor(private readonly em: EntityManager) {}
 
   record(row: AttemptRecord): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.pending.push({ row, at: Date.now(), done: (e) => (e ? reject(e) : resolve()) });
-      if (this.pending.length >= MAX_ROWS) this.schedule(0);
-      else this.schedule(LINGER_MS);
-    });
+    return this.writer.add({ row, at: Date.now() });
   }
 
-  private schedule(ms: number): void {
-    if (this.timer && ms > 0) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.flushing = this.flushing.then(() => this.flush());
-    }, ms);
-  }
-
-  private async flush(): Promise<void> {
-    const items = this.pending.splice(0, MAX_ROWS);
-    if (!items.length) return;
+  private async insert(items: { row: AttemptRecord; at: number }[]): Promise<void> {
     const params: unknown[] = [];
     const values = items.map(({ row: r, at }) => {
       params.push(newId('delivery'), r.webhookId, r.eventId, r.emitterId, r.attempt, r.status, r.responseCode ?? null, r.latencyMs ?? null, r.responseBody ?? null, r.error ?? null, r.nextAttemptAtMs ?? null, at);
       return '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
     });
-    try {
-      await this.em.fork().getConnection().execute(`insert into webhook_deliveries (${COLUMNS}) values ${values.join(', ')}`, params, 'run');
-      for (const i of items) i.done();
-    } catch (e) {
-      for (const i of items) i.done(e as Error);
-    }
-    if (this.pending.length) this.schedule(0);
+    await this.em.fork().getConnection().execute(`insert into webhook_deliveries (${COLUMNS}) values ${values.join(', ')}`, params, 'run');
   }
 
   /** Deletes attempt rows older than `beforeMs`. */

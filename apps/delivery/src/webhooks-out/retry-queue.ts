@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { DeliveryMessage, encodeJson, newId } from '@app/contracts';
 import type { Logger } from '@app/config';
 import type { NatsService } from '@app/nats';
+import { BatchWriter } from '../common/batch-writer';
 
 export interface WaitingRetry {
   /** The attempt the retry will be: 2 for the first retry. */
@@ -31,9 +32,7 @@ export const retryMsgId = (m: DeliveryMessage, attempt: number): string => `${m.
  * the work) and deletes them once the stream stored them.
  */
 export class RetryQueue {
-  private pending: { row: WaitingRetry; done: (e?: Error) => void }[] = [];
-  private timer?: NodeJS.Timeout;
-  private flushing = Promise.resolve();
+  private readonly writer = new BatchWriter<WaitingRetry>((rows) => this.upsert(rows), { maxItems: MAX_ROWS, lingerMs: LINGER_MS });
   private pollTimer?: NodeJS.Timeout;
   private polling?: Promise<void>;
   private stopped = false;
@@ -42,28 +41,13 @@ export class RetryQueue {
 
   /** Resolves once the retry is committed (the caller acks after it). One waiting retry per event and webhook: a later attempt replaces an earlier one. */
   enqueue(row: WaitingRetry): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.pending.push({ row, done: (e) => (e ? reject(e) : resolve()) });
-      if (this.pending.length >= MAX_ROWS) this.schedule(0);
-      else this.schedule(LINGER_MS);
-    });
+    return this.writer.add(row);
   }
 
-  private schedule(ms: number): void {
-    if (this.timer && ms > 0) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.flushing = this.flushing.then(() => this.flush());
-    }, ms);
-  }
-
-  private async flush(): Promise<void> {
-    const batch = this.pending.splice(0, MAX_ROWS);
-    if (!batch.length) return;
+  private async upsert(rows: WaitingRetry[]): Promise<void> {
     // One row per key in a statement (on conflict cannot touch a row twice): the highest attempt wins.
     const byKey = new Map<string, WaitingRetry>();
-    for (const { row } of batch) {
+    for (const row of rows) {
       const key = `${row.message.webhookId}|${row.message.event.emitterId}|${row.message.event.id}`;
       const seen = byKey.get(key);
       if (!seen || seen.attempt <= row.attempt) byKey.set(key, row);
@@ -75,19 +59,13 @@ export class RetryQueue {
       params.push(newId('retry'), r.message.webhookId, r.message.event.emitterId, r.message.event.id, r.attempt, r.dueAtMs, JSON.stringify(r.message), now);
       return '(?, ?, ?, ?, ?, ?, ?::jsonb, ?)';
     });
-    try {
-      await this.em.fork().getConnection().execute(
-        `insert into webhook_retries (id, webhook_id, emitter_id, event_id, attempt, due_at_ms, message, created_at_ms) values ${values.join(', ')}
-         on conflict (webhook_id, emitter_id, event_id) do update set attempt = excluded.attempt, due_at_ms = excluded.due_at_ms, message = excluded.message
-         where webhook_retries.attempt <= excluded.attempt`,
-        params,
-        'run',
-      );
-      for (const i of batch) i.done();
-    } catch (e) {
-      for (const i of batch) i.done(e as Error);
-    }
-    if (this.pending.length) this.schedule(0);
+    await this.em.fork().getConnection().execute(
+      `insert into webhook_retries (id, webhook_id, emitter_id, event_id, attempt, due_at_ms, message, created_at_ms) values ${values.join(', ')}
+       on conflict (webhook_id, emitter_id, event_id) do update set attempt = excluded.attempt, due_at_ms = excluded.due_at_ms, message = excluded.message
+       where webhook_retries.attempt <= excluded.attempt`,
+      params,
+      'run',
+    );
   }
 
   /** Starts the poller that republishes due retries. */
@@ -100,7 +78,7 @@ export class RetryQueue {
     this.stopped = true;
     clearTimeout(this.pollTimer);
     await this.polling;
-    await this.flushing;
+    await this.writer.idle();
   }
 
   /** Polls soon (a catch-up made retries due now). */
