@@ -110,6 +110,8 @@ export async function startSystem(env: Record<string, string> = {}, { apps = ['a
     ALLOW_LOOPBACK: 'true',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
     PARTITIONS: '8',
+    // JetStream reserves EMITS_MAX_BYTES per stream up front: dozens of systems at 1 GiB each exhaust the server.
+    EMITS_MAX_BYTES: String(64 * 1024 * 1024),
     LEASE_TTL_MS: '3000',
     WORKER_THREADS: '2',
     RUNNER_METRICS_PORT: '0',

@@ -59,7 +59,7 @@ export const SETTINGS = {
   eventRetention: int('EVENT_RETENTION', 100, 'event summaries kept per source and channel class', 1),
   summaryTruncateBytes: int('SUMMARY_TRUNCATE_BYTES', 1024, 'event data above this is truncated in summaries unless expand=event', 64),
   emitsMaxAgeSeconds: int('EMITS_MAX_AGE_SECONDS', 7 * 24 * 3600, 'how long the EMITS stream keeps events', 60),
-  emitsMaxBytes: int('EMITS_MAX_BYTES', 1024 * 1024 * 1024, 'size cap of the EMITS stream; the oldest events go first above it (0 = no cap)', 0),
+  emitsMaxBytes: int('EMITS_MAX_BYTES', 1024 * 1024 * 1024, "size cap of the EMITS stream, reserved from the NATS server's JetStream storage at start; the oldest events go first above it (0 = no cap)", 0),
   sseKeepaliveMs: int('SSE_KEEPALIVE_MS', 15_000, 'interval of the :sse-handshake comment that keeps SSE streams alive', 100),
   webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 'per-attempt webhook timeout', 100),
   webhookRetrySchedule: str('WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h', 'delays between webhook attempts'),

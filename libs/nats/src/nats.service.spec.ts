@@ -49,6 +49,17 @@ describe('NatsService streams and buckets', () => {
     expect(changed.config.max_age).toBe(3600 * 1e9);
   });
 
+  it('stops with a message naming EMITS_MAX_BYTES when NATS cannot reserve that much storage', async () => {
+    const own = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
+    const svc = new NatsService(loadConfig({ DATA_DIR: dataDir, NATS_URL: need('TEST_NATS_URL'), NATS_PREFIX: own, EMITS_MAX_BYTES: String(2 ** 50) }), 'nats-service-spec');
+    try {
+      await expect(svc.start()).rejects.toThrow(/EMITS_MAX_BYTES=1125899906842624 .*insufficient storage/);
+    } finally {
+      await svc.jsm?.streams.delete(svc.names.invocationsStream).catch(() => undefined);
+      await svc.stop().catch(() => undefined);
+    }
+  });
+
   it('applies a changed LEASE_TTL_MS to the existing leases bucket', async () => {
     const svc = await start({ LEASE_TTL_MS: '4000' });
     expect((await svc.jsm.streams.info(`KV_${svc.names.leasesBucket}`)).config.max_age).toBe(4000 * 1e6);

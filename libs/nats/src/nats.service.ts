@@ -107,6 +107,12 @@ export async function ensureStreams(jsm: JetStreamManager, names: Names, config:
     max_bytes: config.emitsMaxBytes > 0 ? config.emitsMaxBytes : -1,
     discard: DiscardPolicy.Old,
     duplicate_window: nanos(120_000),
+  }).catch((e: Error) => {
+    // JetStream reserves a stream's max_bytes from the server's storage up front.
+    if (/insufficient storage/i.test(e.message)) {
+      throw new Error(`NATS cannot reserve EMITS_MAX_BYTES=${config.emitsMaxBytes} bytes for the ${names.emitsStream} stream (insufficient storage resources): lower EMITS_MAX_BYTES, or give the NATS server more JetStream storage (max_file_store)`);
+    }
+    throw e;
   });
   await ensureStream(jsm, {
     name: names.deliveriesStream,
