@@ -10,6 +10,7 @@ async function startIsolatedRun(root, runId) {
   const template = `ess_test_${runId}`;
   const pg = await resolvePostgres({ dataDir, dbName: template });
   const nats = await resolveNats({ dataDir });
+  await dropStaleRunStreams(nats.url).catch((e) => log(`stale test streams: ${e.message}`));
   const { migrate } = require(path.join(root, 'dist/libs/db/src/migrate.js'));
   await migrate(pg.url);
   const env = {
@@ -44,6 +45,22 @@ async function cleanup(env) {
     if (s.config.name.includes(env.TEST_RUN_ID)) await jsm.streams.delete(s.config.name);
   }
   await nc.close();
+}
+
+/** Streams of earlier runs that were killed before their cleanup (JetStream keeps reserving their storage). */
+const STALE_RUN_MS = 6 * 3600 * 1000;
+async function dropStaleRunStreams(natsUrl) {
+  const { connect } = require('nats');
+  const nc = await connect({ servers: natsUrl });
+  try {
+    const jsm = await nc.jetstreamManager();
+    for await (const s of jsm.streams.list()) {
+      const runStream = /^(t_|(KV|OBJ)_(t|bench)_|bench_)/.test(s.config.name);
+      if (runStream && Date.now() - Date.parse(s.created) > STALE_RUN_MS) await jsm.streams.delete(s.config.name);
+    }
+  } finally {
+    await nc.close();
+  }
 }
 
 module.exports = { startIsolatedRun };
