@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { Webhook as Verifier } from 'standardwebhooks';
+import { encryptValue } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
-import { Answer, Emitter, insertSource, Receiver, subscriptionsLoaded } from './events.helpers';
+import { Answer, Emitter, insertSource, Receiver, sql, subscriptionsLoaded } from './events.helpers';
 
 type Api = ReturnType<typeof client>;
 
@@ -204,5 +206,23 @@ describe('webhooks: API and signed, retried delivery', () => {
     for (let i = 0; i < 100; i++) await emitter.emit(b.src, user.id, { i });
     await eventually(async () => fast.ids().size === 100, { what: 'all events at the healthy endpoint' });
     expect(hung.received.length).toBeLessThanOrEqual(32); // the per-webhook concurrency
+  });
+  it('a signing secret that SECRETS_KEY cannot decrypt fails only that webhook\'s attempts (logged, retried); delivery starts and serves the others', async () => {
+    const broken = await wire(await receiver());
+    const healthy = await wire(await receiver());
+    const foreign = encryptValue(randomBytes(32), 'whsec_c2VjcmV0LWZyb20tYW5vdGhlci1rZXk=');
+    await sql(system, 'update webhooks set secret = $1 where id = $2', [JSON.stringify(foreign), broken.wh]);
+    await system.stopApp('delivery');
+    await system.startApp('delivery', 'delivery');
+    await emitter.emit(broken.src, user.id, { to: 'broken' });
+    await emitter.emit(healthy.src, user.id, { to: 'healthy' });
+    const got = receivers[receivers.length - 1];
+    await eventually(async () => got.received.length > 0, { what: 'the healthy webhook\'s delivery' });
+    const attempts = await eventually(async () => {
+      const rows = await deliveries(broken.wh);
+      return rows.length ? rows : undefined;
+    }, { what: 'a failed attempt of the broken webhook' });
+    expect(attempts[0]).toEqual(expect.objectContaining({ status: 'failed', error: expect.stringContaining('SECRETS_KEY') }));
+    expect(receivers[receivers.length - 2].received).toHaveLength(0);
   });
 });

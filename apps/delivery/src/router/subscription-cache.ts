@@ -14,7 +14,8 @@ export interface RouteTarget {
 export interface WebhookTarget {
   id: string;
   url: string;
-  secret: string;
+  /** Undefined when SECRETS_KEY cannot decrypt it. */
+  secret: string | undefined;
   active: boolean;
 }
 
@@ -112,8 +113,15 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
     this.subscriptionCount = rows.length;
   }
 
+  /** A secret this SECRETS_KEY cannot decrypt leaves `secret` undefined: that webhook's attempts fail (and retry), nothing else stops. */
   private toTarget(h: { id: string; url: string; secret: EncryptedValue; active: boolean }): WebhookTarget {
-    return { id: h.id, url: h.url, active: h.active, secret: decryptValue<string>(this.config.secretsKey, h.secret) };
+    let secret: string | undefined;
+    try {
+      secret = decryptValue<string>(this.config.secretsKey, h.secret);
+    } catch {
+      this.logger.error({ webhook_id: h.id }, 'the signing secret of this webhook cannot be decrypted with SECRETS_KEY (was the key changed?): its deliveries fail and are retried until the key is right');
+    }
+    return { id: h.id, url: h.url, active: h.active, secret };
   }
 
   /** One target per listener (the first matching subscription by id), so a listener never gets an event twice. */

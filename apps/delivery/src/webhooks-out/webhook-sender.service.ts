@@ -194,11 +194,11 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     }
   }
 
-  private signer(hook: WebhookTarget): Signer {
-    const hit = this.signers.get(hook.id);
-    if (hit && hit.secret === hook.secret) return hit.signer;
-    const signer = new Signer(hook.secret);
-    this.signers.set(hook.id, { secret: hook.secret, signer });
+  private signer(hookId: string, secret: string): Signer {
+    const hit = this.signers.get(hookId);
+    if (hit && hit.secret === secret) return hit.signer;
+    const signer = new Signer(secret);
+    this.signers.set(hookId, { secret, signer });
     return signer;
   }
 
@@ -222,32 +222,11 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     const attempt = m.info.redeliveryCount > 1 ? Math.max(carried, (await this.log.attemptsSoFar(hook.id, ev.emitterId, ev.id)) + 1) : carried;
     const body = JSON.stringify(ev.event ?? null);
     const now = new Date();
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': 'event-source-service-webhooks/1',
-      // Event ids are unique per emitter; with the emitter they identify the event everywhere (and stay the same on retries).
-      'webhook-id': webhookIdOf(ev),
-      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': this.signer(hook).sign(webhookIdOf(ev), now, body),
-      'x-pd-emitter-id': ev.emitterId,
-      'x-pd-event-name': ev.name ?? '',
-      'x-pd-emit-id': ev.emitId,
-      'x-pd-event-id': ev.id,
-    };
     const base: Omit<AttemptRecord, 'status'> = { webhookId: hook.id, eventId: ev.id, emitterId: ev.emitterId, attempt };
-    let status: number | undefined;
-    let retryAfter: string | string[] | undefined;
-    let record: Omit<AttemptRecord, 'status'>;
-    try {
-      const res = await this.http.post(hook.url, headers, body, this.config.webhookTimeoutMs, RESPONSE_BODY_MAX);
-      status = res.status;
-      retryAfter = res.headers['retry-after'];
-      record = { ...base, responseCode: res.status, latencyMs: res.latencyMs, responseBody: res.body };
-      this.metrics.webhookLatency.observe({ outcome: res.status >= 200 && res.status < 300 ? 'success' : 'failure' }, res.latencyMs / 1000);
-    } catch (e) {
-      const err = e as PostError;
-      record = { ...base, latencyMs: err.latencyMs, error: err.message };
-    }
+    const { status, retryAfter, record } =
+      hook.secret === undefined
+        ? { status: undefined, retryAfter: undefined, record: { ...base, error: 'the signing secret cannot be decrypted with SECRETS_KEY (was the key changed?)' } as Omit<AttemptRecord, 'status'> }
+        : await this.post(hook.url, hook.id, hook.secret, ev, body, now, base);
     if (status !== undefined && status >= 200 && status < 300) {
       // The receiver has the event: ack at once; the attempt row is observability and is written in the background.
       m.ack();
@@ -283,6 +262,38 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     ]);
     m.ack();
     this.metrics.webhookAttempts.inc({ outcome: 'failed' });
+  }
+
+  /** One signed POST; the attempt as recorded, with the status and Retry-After when the endpoint answered. */
+  private async post(
+    url: string,
+    hookId: string,
+    secret: string,
+    ev: DeliveryMessage['event'],
+    body: string,
+    now: Date,
+    base: Omit<AttemptRecord, 'status'>,
+  ): Promise<{ status?: number; retryAfter?: string | string[]; record: Omit<AttemptRecord, 'status'> }> {
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'event-source-service-webhooks/1',
+      // Event ids are unique per emitter; with the emitter they identify the event everywhere (and stay the same on retries).
+      'webhook-id': webhookIdOf(ev),
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': this.signer(hookId, secret).sign(webhookIdOf(ev), now, body),
+      'x-pd-emitter-id': ev.emitterId,
+      'x-pd-event-name': ev.name ?? '',
+      'x-pd-emit-id': ev.emitId,
+      'x-pd-event-id': ev.id,
+    };
+    try {
+      const res = await this.http.post(url, headers, body, this.config.webhookTimeoutMs, RESPONSE_BODY_MAX);
+      this.metrics.webhookLatency.observe({ outcome: res.status >= 200 && res.status < 300 ? 'success' : 'failure' }, res.latencyMs / 1000);
+      return { status: res.status, retryAfter: res.headers['retry-after'], record: { ...base, responseCode: res.status, latencyMs: res.latencyMs, responseBody: res.body } };
+    } catch (e) {
+      const err = e as PostError;
+      return { record: { ...base, latencyMs: err.latencyMs, error: err.message } };
+    }
   }
 
   private noteFailure(webhookId: string): void {
