@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { need } from './env';
 
 /**
  * Boots the real system for end-to-end tests: api, runner(s) and delivery as
@@ -27,12 +28,6 @@ export interface System {
 export type AppName = 'api' | 'runner' | 'delivery';
 
 const ROOT = join(__dirname, '..', '..');
-
-function need(name: string): string {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set: run the tests with npm test`);
-  return v;
-}
 
 /**
  * A free port for an app under test, drawn at random below Linux's ephemeral range

@@ -4,14 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@app/config';
 import { NatsService } from './nats.service';
+import { need } from '../../../test/support/env';
 
 // Real NATS (the test run's server): the streams and buckets of DESIGN.md as the apps create them.
-const need = (name: string): string => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set: run tests with npm test`);
-  return v;
-};
-
 describe('NatsService streams and buckets', () => {
   const prefix = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
   const dataDir = mkdtempSync(join(tmpdir(), 'nats-svc-'));

@@ -1,14 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { connect, NatsConnection, ObjectStore } from 'nats';
 import { deleteObjectIf, lastTouchMs, rawObjectInfo, touchObject } from './object-gc';
+import { need } from '../../../test/support/env';
 
 // Real NATS (the test run's server): the compare-and-set touch and delete the component collector relies on.
-const need = (name: string): string => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set: run tests with npm test`);
-  return v;
-};
-
 describe('object store compare-and-set touch and delete', () => {
   const bucket = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}_os`;
   let nc: NatsConnection;

@@ -2,14 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { connect, NatsConnection, StorageType } from 'nats';
 import { StreamPublisher } from './stream-publisher';
 import { coalesceNatsWrites } from './write-coalescing';
+import { need } from '../../../test/support/env';
 
 // Real NATS (the test run's server and prefix): the publisher and the write coalescing every app installs.
-const need = (name: string): string => {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set: run tests with npm test`);
-  return v;
-};
-
 describe('StreamPublisher over coalesced NATS writes', () => {
   const prefix = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
   const stream = `${prefix}_SP`;

@@ -37,6 +37,13 @@ const CATCH_UP_CHECK_MS = 10_000;
 /** After a failure seen here, every success of the webhook looks for waiting retries (at most once per CATCH_UP_EVERY_MS). */
 const CATCH_UP_AFTER_FAILURE_MS = 3_600_000;
 
+/** An attempt as recorded, with the status and Retry-After when the endpoint answered. */
+interface Sent {
+  status?: number;
+  retryAfter?: string | string[];
+  record: Omit<AttemptRecord, 'status'>;
+}
+
 interface CatchUp {
   failedAtMs: number;
   succeededAtMs: number;
@@ -223,10 +230,10 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     const body = JSON.stringify(ev.event ?? null);
     const now = new Date();
     const base: Omit<AttemptRecord, 'status'> = { webhookId: hook.id, eventId: ev.id, emitterId: ev.emitterId, attempt };
-    const { status, retryAfter, record } =
+    const { status, retryAfter, record }: Sent =
       hook.secret === undefined
-        ? { status: undefined, retryAfter: undefined, record: { ...base, error: 'the signing secret cannot be decrypted with SECRETS_KEY (was the key changed?)' } as Omit<AttemptRecord, 'status'> }
-        : await this.post(hook.url, hook.id, hook.secret, ev, body, now, base);
+        ? { record: { ...base, error: 'the signing secret cannot be decrypted with SECRETS_KEY (was the key changed?)' } }
+        : await this.post({ ...hook, secret: hook.secret }, ev, body, now, base);
     if (status !== undefined && status >= 200 && status < 300) {
       // The receiver has the event: ack at once; the attempt row is observability and is written in the background.
       m.ack();
@@ -264,30 +271,22 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.metrics.webhookAttempts.inc({ outcome: 'failed' });
   }
 
-  /** One signed POST; the attempt as recorded, with the status and Retry-After when the endpoint answered. */
-  private async post(
-    url: string,
-    hookId: string,
-    secret: string,
-    ev: DeliveryMessage['event'],
-    body: string,
-    now: Date,
-    base: Omit<AttemptRecord, 'status'>,
-  ): Promise<{ status?: number; retryAfter?: string | string[]; record: Omit<AttemptRecord, 'status'> }> {
+  /** One signed POST. */
+  private async post(hook: WebhookTarget & { secret: string }, ev: DeliveryMessage['event'], body: string, now: Date, base: Omit<AttemptRecord, 'status'>): Promise<Sent> {
     const headers = {
       'content-type': 'application/json',
       'user-agent': 'event-source-service-webhooks/1',
-      // Event ids are unique per emitter; with the emitter they identify the event everywhere (and stay the same on retries).
+      // The same on every retry: receivers dedupe on it (with x-pd-emitter-id when fed by several sources).
       'webhook-id': webhookIdOf(ev),
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': this.signer(hookId, secret).sign(webhookIdOf(ev), now, body),
+      'webhook-signature': this.signer(hook.id, hook.secret).sign(webhookIdOf(ev), now, body),
       'x-pd-emitter-id': ev.emitterId,
       'x-pd-event-name': ev.name ?? '',
       'x-pd-emit-id': ev.emitId,
       'x-pd-event-id': ev.id,
     };
     try {
-      const res = await this.http.post(url, headers, body, this.config.webhookTimeoutMs, RESPONSE_BODY_MAX);
+      const res = await this.http.post(hook.url, headers, body, this.config.webhookTimeoutMs, RESPONSE_BODY_MAX);
       this.metrics.webhookLatency.observe({ outcome: res.status >= 200 && res.status < 300 ? 'success' : 'failure' }, res.latencyMs / 1000);
       return { status: res.status, retryAfter: res.headers['retry-after'], record: { ...base, responseCode: res.status, latencyMs: res.latencyMs, responseBody: res.body } };
     } catch (e) {
