@@ -39,6 +39,14 @@ export const SETTINGS = {
   workerHeapMb: int('WORKER_HEAP_MB', 256, 'old-generation heap cap per worker thread', 16),
   workerVmTimeout: str('WORKER_VM_TIMEOUT', 'adaptive', 'how a synchronous endless loop in component code is stopped: always (vm timeout on every call, ~50 µs each), adaptive (vm timeout only for code that already hung a worker; its first hang terminates the worker), never (terminate the worker)'),
   workerThreads: int('WORKER_THREADS', 0, 'Piscina pool size (0 = number of CPUs)', 0, 256),
+  sandboxIsolation: str('SANDBOX_ISOLATION', 'namespaces', 'how component code is isolated: namespaces (one sandbox process per account under bubblewrap: no network but the egress proxy, an unprivileged uid, Node\'s permission model, a memory limit) or none (worker threads of the app process, for a single trusted team)'),
+  sandboxThreadsPerAccount: int('SANDBOX_THREADS_PER_ACCOUNT', 2, 'worker threads in one account\'s sandbox process: how many runs of one account execute at once (more wait in that account\'s queue)', 1, 64),
+  sandboxMemoryMb: int('SANDBOX_MEMORY_MB', 1024, 'resident memory (RSS, heap and off-heap) one account\'s sandbox process may use before it is stopped', 64),
+  sandboxIdleMs: int('SANDBOX_IDLE_MS', 300_000, 'a sandbox process with nothing to run for this long is stopped', 1000),
+  sandboxMaxProcesses: int('SANDBOX_MAX_PROCESSES', 64, 'sandbox processes one app keeps at once; beyond it the least recently used idle one is stopped', 1, 10_000),
+  sandboxUidBase: int('SANDBOX_UID_BASE', 200_000, 'first uid of the 100,000 the sandboxes run as when the app runs as root (one per account, derived from its id)', 1000, 2_000_000_000),
+  sandboxEgressAllow: str('SANDBOX_EGRESS_ALLOW', '', 'comma-separated ip, cidr, ip:port or cidr:port that component code may connect to whatever ALLOW_LOOPBACK / ALLOW_PRIVATE_ADDRESSES say'),
+  sandboxEgressDeny: str('SANDBOX_EGRESS_DENY', '', 'comma-separated ip, cidr, ip:port or cidr:port component code may never connect to (added to the platform\'s own: NATS, the apps\' ports)'),
   dbMaxBytes: int('DB_MAX_BYTES', 1024 * 1024, '$.service.db size cap per source', 1024),
   eventMaxBytes: int('EVENT_MAX_BYTES', 512 * 1024, 'largest emitted event', 1024),
   propsMaxBytes: int('PROPS_MAX_BYTES', 64 * 1024, 'largest configured_props document', 1024),
@@ -155,6 +163,7 @@ function checkValues(raw: Raw): void {
   };
   oneOf('WORKER_VM_TIMEOUT', raw.workerVmTimeout, ['always', 'adaptive', 'never']);
   oneOf('LOG_LEVEL', raw.logLevel, LOG_LEVELS);
+  oneOf('SANDBOX_ISOLATION', raw.sandboxIsolation, ['namespaces', 'none']);
   const scheme = (env: string, value: string, allowed: string[]): void => {
     if (!allowed.includes(new URL(value).protocol)) throw new ConfigError(`${env} must be a ${allowed.map((p) => p + '//').join(' or ')} URL, got "${value}"`);
   };

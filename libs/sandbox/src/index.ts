@@ -3,3 +3,5 @@ export { SandboxPool } from './pool';
 export { defaultFetchText, bundleComponent, BundleError } from './bundler';
 export { parseBareSpecifier, dependencyMap } from './specifiers';
 export { normalizeTs, normalizeResponse, dbSizeBytes } from './worker/services';
+export { setUpIsolation, IsolationUnavailableError, type Isolation, type IsolationSettings } from './isolation/setup';
+export type { SandboxIsolationOptions } from './isolation/isolated-runner';

@@ -1,6 +1,5 @@
-import { MessageChannel, type TransferListItem } from 'node:worker_threads';
-import { Piscina } from 'piscina';
 import { defaultFetchText } from './bundler';
+import { IsolatedRunner, type SandboxIsolationOptions } from './isolation/isolated-runner';
 import { ComponentPreparer, prepareKey, type PreparedComponent } from './preparer';
 import type {
   DescribeOptions,
@@ -17,17 +16,18 @@ import type {
   SandboxPoolOptions,
   SandboxPoolStats,
 } from './types';
-import { resolveWorkerFile } from './worker-file';
-import type { WorkerData, WorkerDescribeTask, WorkerExecuteTask, WorkerOptionsTask, WorkerTask } from './worker-protocol';
+import { sandboxError as err, WorkerPool, type TaskOutcome } from './worker-pool';
+import type { WorkerDescribeTask, WorkerExecuteTask, WorkerOptionsTask, WorkerTask } from './worker-protocol';
 
-/** Extra time past a task's own timeout before its worker is terminated (the in-worker timers fire first). */
-const GRACE_MS = 1000;
-/** Tasks in flight whose start time is tracked (more are timed from submission). */
-const START_SLOTS = 65_536;
-
-function err(name: string, message: string): SandboxError {
-  return { name, message };
+/** Where worker tasks run: in this process's pool, or in the account's sandbox process. */
+interface TaskRunner {
+  run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: HttpResponsePayload) => void): Promise<TaskOutcome<T>>;
+  stats(): SandboxPoolStats;
+  close(graceMs?: number): Promise<void>;
 }
+
+/** An account name for calls that name none (tests, tools): they share one sandbox. */
+const NO_ACCOUNT = '-';
 
 function withDeadline<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -38,48 +38,30 @@ function withDeadline<T>(p: Promise<T>, ms: number, message: string): Promise<T>
 }
 
 /**
- * Runs component code in a Piscina pool of worker threads: reading a
- * component (`describe`), running its `run`/hooks (`execute`) and its async
- * prop `options()`. Never throws for anything the component does: failures
- * come back as `error` in the result. Worker threads and `vm` protect the
- * platform from buggy code; they are not a security boundary.
+ * Runs component code: reading a component (`describe`), running its
+ * `run`/hooks (`execute`) and its async prop `options()`. Bundling and npm
+ * installs happen here (no component code runs for them); the code itself runs
+ * in worker threads — with `isolation`, in the account's own sandbox process
+ * (see docs/sandbox.md), without it in this process's Piscina pool. Never
+ * throws for anything the component does: failures come back as `error`.
  */
 export class SandboxPool {
-  private readonly piscina: Piscina;
+  private readonly runner: TaskRunner;
   private readonly preparer: ComponentPreparer;
   private readonly logger?: SandboxLogger;
-  private readonly opts: SandboxPoolOptions;
-  private closed = false;
-  private closing: Promise<void> = Promise.resolve();
-  /** When each task in flight was started by a worker (epoch ms; 0 = still queued), shared with the workers. */
-  private readonly startTable: BigInt64Array;
-  private readonly freeSlots: number[];
-  /** Bundles that hung a worker (bounded): their tasks run under vm's timeout in 'adaptive' mode. */
-  private readonly guarded = new Set<string>();
   private readonly fetchText: FetchText;
 
-  constructor(opts: SandboxPoolOptions) {
-    this.opts = opts;
+  constructor(opts: SandboxPoolOptions & { isolation?: SandboxIsolationOptions }) {
     this.logger = opts.logger;
     this.fetchText = opts.fetchText ?? defaultFetchText();
-    const threads = Math.max(1, Math.floor(opts.threads));
-    const concurrentTasks = Math.max(1, Math.floor(opts.concurrentTasksPerWorker ?? 1));
     const vmTimeout = opts.vmTimeout === false ? 'never' : opts.vmTimeout === true || opts.vmTimeout === undefined ? 'always' : opts.vmTimeout;
-    const startBuffer = new SharedArrayBuffer(8 * START_SLOTS);
-    this.startTable = new BigInt64Array(startBuffer);
-    this.freeSlots = Array.from({ length: START_SLOTS }, (_, i) => START_SLOTS - 1 - i);
-    const workerData: WorkerData = { platformRequireFrom: __filename, vmTimeout, heapMb: opts.heapMb, startTable: startBuffer };
-    this.piscina = new Piscina({
-      filename: resolveWorkerFile(),
-      minThreads: threads,
-      maxThreads: threads,
-      idleTimeout: Number.MAX_SAFE_INTEGER,
-      concurrentTasksPerWorker: concurrentTasks,
-      resourceLimits: { maxOldGenerationSizeMb: opts.heapMb },
-      env: {},
-      workerData,
-    });
-    this.piscina.on('error', (e: Error) => this.logger?.error({ err: e.message }, 'sandbox worker error'));
+    const concurrentTasksPerWorker = Math.max(1, Math.floor(opts.concurrentTasksPerWorker ?? 1));
+    if (opts.isolation) {
+      this.runner = new IsolatedRunner({ ...opts.isolation, npmCacheDir: opts.npmCacheDir, heapMb: opts.heapMb, vmTimeout, concurrentTasksPerWorker, logger: opts.logger });
+    } else {
+      const pool = new WorkerPool({ threads: opts.threads, heapMb: opts.heapMb, vmTimeout, concurrentTasksPerWorker, logger: opts.logger });
+      this.runner = { run: (_account, task, timeoutMs, onResponse) => pool.run(task, timeoutMs, onResponse), stats: () => pool.stats(), close: (g) => pool.close(g) };
+    }
     this.preparer = new ComponentPreparer({
       npmCacheDir: opts.npmCacheDir,
       npmRegistry: opts.npmRegistry,
@@ -88,20 +70,9 @@ export class SandboxPool {
     });
   }
 
-  /** Tasks waiting for a worker. */
-  get queueSize(): number {
-    return this.piscina.queueSize;
-  }
-
-  /** Figures for metrics: live worker threads, queued tasks, tasks completed, utilization (0–1) since start. */
+  /** Figures for metrics: worker threads, tasks waiting or running, tasks completed, utilization (0–1) since start. */
   stats(): SandboxPoolStats {
-    return {
-      threads: this.piscina.threads.length,
-      queueSize: this.piscina.queueSize,
-      completed: this.piscina.completed,
-      utilization: this.piscina.utilization,
-      guardedBundles: this.guarded.size,
-    };
+    return this.runner.stats();
   }
 
   /** Reads a component's definition. Returns `error` for code that does not bundle, install or load. */
@@ -120,7 +91,7 @@ export class SandboxPool {
     }
     const timeoutMs = Math.max(1, deadline - Date.now());
     const task: WorkerDescribeTask = { kind: 'describe', bundle: prepared.ref, timeoutMs };
-    const out = await this.runTask<DescribeResult>(task, timeoutMs);
+    const out = await this.runner.run<DescribeResult>(options.account ?? NO_ACCOUNT, task, timeoutMs);
     if ('failed' in out) return { error: out.failed };
     const result: DescribeResult = { ...out.value, dependencyVersions: prepared.versions };
     if (result.descriptor) result.descriptor.dependencies = prepared.dependencies;
@@ -162,24 +133,14 @@ export class SandboxPool {
         this.logger?.error({ err: (e as Error).message, source_id: task.sourceId }, 'onResponse callback failed');
       }
     };
-    let channel: MessageChannel | undefined;
-    if (options.onResponse) {
-      channel = new MessageChannel();
-      channel.port1.on('message', deliver);
-      wt.port = channel.port2;
-    }
-    try {
-      const out = await this.runTask<ExecuteResult>(wt, task.timeoutMs, channel ? [channel.port2] : undefined);
-      if ('failed' in out) return fail(out.failed);
-      if (out.value.response) deliver(out.value.response);
-      return out.value;
-    } finally {
-      channel?.port1.close();
-    }
+    const out = await this.runner.run<ExecuteResult>(task.account ?? NO_ACCOUNT, wt, task.timeoutMs, options.onResponse ? deliver : undefined);
+    if ('failed' in out) return fail(out.failed);
+    if (out.value.response) deliver(out.value.response);
+    return out.value;
   }
 
   /** Calls a prop's async `options({ page, prevContext })` (its own or its app propDefinition's). */
-  async options(code: string, propName: string, input: OptionsInput, timeoutMs: number): Promise<OptionsResult> {
+  async options(code: string, propName: string, input: OptionsInput, timeoutMs: number, account = NO_ACCOUNT): Promise<OptionsResult> {
     const deadline = Date.now() + timeoutMs;
     let prepared: PreparedComponent;
     try {
@@ -189,83 +150,15 @@ export class SandboxPool {
     }
     const left = Math.max(1, deadline - Date.now());
     const task: WorkerOptionsTask = { kind: 'options', bundle: prepared.ref, propName, input, timeoutMs: left };
-    const out = await this.runTask<OptionsResult>(task, left);
+    const out = await this.runner.run<OptionsResult>(account, task, left);
     return 'failed' in out ? { error: out.failed } : out.value;
   }
 
   /**
    * Stops the pool: queued tasks fail at once, running ones get `graceMs` to
-   * finish, then the workers are terminated (their tasks fail with PoolClosedError).
+   * finish, then the workers (and sandbox processes) are stopped.
    */
-  async close(graceMs = 2000): Promise<void> {
-    if (this.closed) return this.closing;
-    this.closed = true;
-    this.closing = (async () => {
-      let timer: NodeJS.Timeout | undefined;
-      const graceful = this.piscina.close({ force: true }).then(() => true);
-      const timeout = new Promise<false>((r) => {
-        timer = setTimeout(() => r(false), graceMs);
-      });
-      const done = await Promise.race([graceful, timeout]);
-      clearTimeout(timer);
-      if (!done) await this.piscina.destroy();
-    })();
-    return this.closing;
-  }
-
-  /**
-   * Runs one worker task. A task that overruns its deadline (counted from when a
-   * worker started it, not while it waited in the queue) is aborted: Piscina
-   * terminates its worker and starts a new one.
-   */
-  private async runTask<T>(task: WorkerTask, timeoutMs: number, transferList?: TransferListItem[]): Promise<{ value: T } | { failed: SandboxError }> {
-    if (this.closed) return { failed: err('PoolClosedError', 'the sandbox pool is closed') };
-    const ac = new AbortController();
-    const slot = this.freeSlots.pop();
-    if (slot !== undefined) {
-      Atomics.store(this.startTable, slot, 0n);
-      task.startSlot = slot;
-    }
-    if (this.guarded.size && this.guarded.has(task.bundle.key)) task.guard = true;
-    const submitted = Date.now();
-    let timer: NodeJS.Timeout;
-    const check = () => {
-      const at = slot === undefined ? submitted : Number(Atomics.load(this.startTable, slot));
-      if (at === 0) {
-        timer = setTimeout(check, Math.min(1000, timeoutMs));
-        return;
-      }
-      const due = at + timeoutMs + GRACE_MS - Date.now();
-      if (due <= 0) ac.abort();
-      else timer = setTimeout(check, due);
-    };
-    timer = setTimeout(check, timeoutMs + GRACE_MS);
-    try {
-      const value = (await this.piscina.run(task, { signal: ac.signal, transferList: transferList as never })) as T;
-      return { value };
-    } catch (e) {
-      return { failed: this.workerFailure(e, task, timeoutMs, ac.signal.aborted) };
-    } finally {
-      clearTimeout(timer!);
-      if (slot !== undefined) this.freeSlots.push(slot);
-    }
-  }
-
-  private workerFailure(e: unknown, task: WorkerTask, timeoutMs: number, aborted: boolean): SandboxError {
-    const error = e as NodeJS.ErrnoException;
-    const what = task.kind === 'execute' ? task.method : task.kind;
-    if (aborted) {
-      if (this.guarded.size >= 10_000) this.guarded.clear();
-      this.guarded.add(task.bundle.key);
-      this.logger?.warn({ task: task.kind, timeout_ms: timeoutMs }, 'sandbox task overran its deadline; worker terminated');
-      return err('TimeoutError', `${what} timed out after ${timeoutMs} ms (its worker was stopped)`);
-    }
-    if (error?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
-      this.logger?.warn({ task: task.kind, heap_mb: this.opts.heapMb }, 'sandbox worker ran out of memory; replaced');
-      return err('MemoryLimitError', `${what} exceeded the memory limit (${this.opts.heapMb} MB heap per worker); the worker was restarted`);
-    }
-    if (this.closed) return err('PoolClosedError', 'the sandbox pool is closed');
-    this.logger?.error({ task: task.kind, err: error?.message }, 'sandbox worker failed');
-    return err('WorkerError', `the worker running ${what} failed: ${error?.message ?? String(e)}`);
+  close(graceMs = 2000): Promise<void> {
+    return this.runner.close(graceMs);
   }
 }

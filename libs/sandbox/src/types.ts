@@ -16,6 +16,8 @@ export type MethodName = 'run' | 'deploy' | 'activate' | 'deactivate';
 
 export interface ExecuteTask {
   kind: 'execute';
+  /** The account (user or org) that owns the source: its code runs in that account's sandbox. */
+  account?: string;
   sourceId: string;
   invocationId: string;
   codeHash: string;
@@ -162,6 +164,8 @@ export interface SandboxPoolStats {
 }
 
 export interface DescribeOptions {
+  /** The account whose sandbox reads the component. */
+  account?: string;
   baseUrl?: string;
   timeoutMs: number;
   /** Overrides the pool's `fetchText` for this call. */

@@ -1,18 +1,27 @@
 import { createHash } from 'node:crypto';
-import { existsSync, renameSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { buildSync } from 'esbuild';
 
 /**
- * The Piscina worker script. From the build (dist) it is `worker.js` beside
- * this file; when running from TypeScript sources (jest, ts-node) the worker
- * is compiled once with esbuild into the temp dir, keyed by its content.
+ * A script of the sandbox that runs in its own thread or process (the Piscina
+ * worker, the sandbox host). From the build (dist) it is the `.js` file beside
+ * its source; when running from TypeScript sources (jest, ts-node) it is
+ * compiled once with esbuild into `node_modules/.cache/ess-sandbox` of the
+ * project (so that its own imports, like piscina, resolve), keyed by its content.
  */
-export function resolveWorkerFile(): string {
-  const js = join(__dirname, 'worker.js');
+function cacheDir(): string {
+  let dir = __dirname;
+  while (!existsSync(join(dir, 'node_modules', 'piscina')) && dirname(dir) !== dir) dir = dirname(dir);
+  const out = join(dir, 'node_modules', '.cache', 'ess-sandbox');
+  mkdirSync(out, { recursive: true });
+  return out;
+}
+
+function resolveScript(relative: string): string {
+  const js = join(__dirname, `${relative}.js`);
   if (existsSync(js)) return js;
-  const ts = join(__dirname, 'worker.ts');
+  const ts = join(__dirname, `${relative}.ts`);
   const out = buildSync({
     entryPoints: [ts],
     bundle: true,
@@ -24,7 +33,8 @@ export function resolveWorkerFile(): string {
     logLevel: 'silent',
   });
   const text = out.outputFiles[0].text;
-  const file = join(tmpdir(), `ess-sandbox-worker-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.js`);
+  const name = relative.replace(/\W/g, '-');
+  const file = join(cacheDir(), `${name}-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.js`);
   if (!existsSync(file)) {
     const tmp = `${file}.${process.pid}.tmp`;
     writeFileSync(tmp, text);
@@ -32,3 +42,9 @@ export function resolveWorkerFile(): string {
   }
   return file;
 }
+
+/** The Piscina worker script. */
+export const resolveWorkerFile = (): string => resolveScript('worker');
+
+/** The sandbox host process's entry. */
+export const resolveHostFile = (): string => resolveScript('isolation/host-main');

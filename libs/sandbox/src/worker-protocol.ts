@@ -24,6 +24,8 @@ export interface WorkerData {
   heapMb: number;
   /** One BigInt64 slot per task in flight, shared by the pool and all its workers. */
   startTable: SharedArrayBuffer;
+  /** Unix socket of the egress proxy (isolated sandboxes): outbound TCP goes through it. */
+  egressSocket?: string;
 }
 
 export interface WorkerDescribeTask {

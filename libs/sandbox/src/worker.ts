@@ -10,6 +10,7 @@ import { describeDefinition } from './worker/describe';
 import { execute } from './worker/execute';
 import { loadComponent, setHeapCapMb, setPlatformRequireFrom, trimIfHeapHigh } from './worker/loader';
 import { options } from './worker/options';
+import { routeTcpThroughEgress } from './worker/egress-client';
 import { guardTask, setVmTimeoutMode } from './worker/run-sync';
 
 const data = workerData as WorkerData | undefined;
@@ -17,6 +18,7 @@ if (data?.platformRequireFrom) setPlatformRequireFrom(data.platformRequireFrom);
 setVmTimeoutMode(data?.vmTimeout ?? 'always');
 if (data?.heapMb) setHeapCapMb(data.heapMb);
 installConsoleCapture();
+if (data?.egressSocket) routeTcpThroughEgress(data.egressSocket);
 // Pipedream's Node.js runtime has `defineComponent` as a global (it returns its argument): code written with it loads unchanged.
 const globals = globalThis as unknown as Record<string, unknown>;
 if (typeof globals.defineComponent !== 'function') globals.defineComponent = <T>(component: T): T => component;

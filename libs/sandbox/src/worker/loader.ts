@@ -1,6 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { createHash } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
 import { Script } from 'node:vm';
 import type { BundleRef } from '../worker-protocol';
@@ -89,11 +90,21 @@ function componentRequire(depsDir: string | undefined): (spec: string) => unknow
   };
 }
 
+/** Bundles are content-addressed (`<sha256 prefix>.cjs`): a file whose content does not match its name is refused. */
+function verifyBundle(path: string, text: string): void {
+  const expected = basename(path, '.cjs');
+  if (!/^[0-9a-f]{32}$/.test(expected)) return;
+  if (createHash('sha256').update(text).digest('hex').slice(0, 32) !== expected) {
+    throw Object.assign(new Error(`the component bundle ${expected} does not match its hash: refused`), { name: 'IntegrityError' });
+  }
+}
+
 /** Loads (once per worker) and returns a component's exported definition. Top-level code runs under the timeout. */
 export function loadComponent(ref: BundleRef, timeoutMs: number): LoadedComponent {
   const hit = cache.get(ref.key);
   if (hit) return hit;
   const text = readFileSync(ref.path, 'utf8');
+  verifyBundle(ref.path, text);
   const wrapper = new Script(`${WRAPPER_HEAD}${text}\n})`, { filename: ref.path });
   registerBundle(ref.path);
   const fn = wrapper.runInThisContext() as (e: unknown, r: unknown, m: unknown, f: string, d: string) => void;

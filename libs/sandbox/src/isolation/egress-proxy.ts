@@ -1,0 +1,164 @@
+import { randomBytes } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import { chmodSync, rmSync } from 'node:fs';
+import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import type { SandboxLogger } from '../types';
+import type { EgressJudge } from './egress-rules';
+
+const MAX_REQUEST_BYTES = 1024;
+const CONNECT_TIMEOUT_MS = 15_000;
+/** A tunnel whose sandbox side does not connect within this time is dropped. */
+const UNCLAIMED_MS = 10_000;
+
+interface TunnelRequest {
+  host: string;
+  port: number;
+}
+
+/**
+ * The only way out of one account's sandbox: a Unix socket (`ctl.sock` in the
+ * account's egress directory, bound into its sandbox) where the sandbox asks
+ * for a TCP connection to `host:port`. The proxy resolves the name itself,
+ * applies the address policy to every address, connects, and answers with the
+ * path of a one-shot socket that carries the connection. The sandbox has no
+ * network of its own (its own namespace, loopback only), so code that removes
+ * the in-sandbox client still cannot connect anywhere.
+ */
+export class EgressProxy {
+  private server: Server | undefined;
+  private readonly tunnels = new Set<Server>();
+
+  constructor(
+    private readonly dir: string,
+    private readonly judge: EgressJudge,
+    private readonly logger?: SandboxLogger,
+    private readonly account = '',
+    /** Where `dir` appears inside the sandbox (answers name paths as the sandbox sees them). */
+    private readonly insideDir = dir,
+  ) {}
+
+  get socketPath(): string {
+    return join(this.dir, 'ctl.sock');
+  }
+
+  /** The control socket as the sandbox sees it. */
+  get insidePath(): string {
+    return join(this.insideDir, 'ctl.sock');
+  }
+
+  async start(): Promise<void> {
+    rmSync(this.socketPath, { force: true });
+    const server = createServer((s) => this.handle(s));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.socketPath, () => resolve());
+    });
+    chmodSync(this.socketPath, 0o666);
+    this.server = server;
+  }
+
+  close(): void {
+    this.server?.close();
+    for (const t of this.tunnels) t.close();
+    this.tunnels.clear();
+  }
+
+  private handle(ctl: Socket): void {
+    let buf = '';
+    ctl.setTimeout(CONNECT_TIMEOUT_MS, () => ctl.destroy());
+    ctl.on('error', () => undefined);
+    const onData = (d: Buffer) => {
+      buf += d.toString('utf8');
+      const nl = buf.indexOf('\n');
+      if (nl < 0 && buf.length < MAX_REQUEST_BYTES) return;
+      ctl.off('data', onData);
+      let req: TunnelRequest | undefined;
+      try {
+        const parsed = JSON.parse(buf.slice(0, nl)) as TunnelRequest;
+        if (typeof parsed.host === 'string' && parsed.host.length < 256 && Number.isInteger(parsed.port) && parsed.port > 0 && parsed.port < 65536) req = parsed;
+      } catch {
+        req = undefined;
+      }
+      if (!req) return this.answer(ctl, { ok: false, code: 'EINVAL', message: 'malformed egress request' });
+      this.open(req).then(
+        (path) => this.answer(ctl, { ok: true, path }),
+        (e: NodeJS.ErrnoException) => this.answer(ctl, { ok: false, code: e.code ?? 'ECONNREFUSED', message: e.message }),
+      );
+    };
+    ctl.on('data', onData);
+  }
+
+  private answer(ctl: Socket, body: object): void {
+    if (!ctl.destroyed) ctl.end(`${JSON.stringify(body)}\n`);
+  }
+
+  private async open(req: TunnelRequest): Promise<string> {
+    const host = req.host.replace(/^\[|\]$/g, '');
+    const addresses = isIP(host) ? [host] : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address);
+    if (!addresses.length) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    let refusal = '';
+    const allowed = addresses.filter((ip) => {
+      const why = this.judge.refuse(ip, req.port);
+      if (why) refusal = why;
+      return !why;
+    });
+    if (!allowed.length) {
+      this.logger?.info({ account: this.account, host, port: req.port, reason: refusal }, 'sandbox connection refused');
+      throw Object.assign(new Error(`connect ECONNREFUSED ${host}:${req.port}: ${refusal}`), { code: 'ECONNREFUSED' });
+    }
+    const upstream = await this.connectAny(allowed, req.port);
+    return this.tunnel(upstream);
+  }
+
+  private async connectAny(ips: string[], port: number): Promise<Socket> {
+    let last: Error | undefined;
+    for (const ip of ips) {
+      try {
+        return await new Promise<Socket>((resolve, reject) => {
+          const s = connect({ host: ip, port });
+          s.setTimeout(CONNECT_TIMEOUT_MS, () => s.destroy(Object.assign(new Error(`connect ETIMEDOUT ${ip}:${port}`), { code: 'ETIMEDOUT' })));
+          s.once('connect', () => {
+            s.setTimeout(0);
+            resolve(s);
+          });
+          s.once('error', reject);
+        });
+      } catch (e) {
+        last = e as Error;
+      }
+    }
+    throw last ?? new Error('no address');
+  }
+
+  /** A one-shot Unix socket for the sandbox side of one connection. */
+  private async tunnel(upstream: Socket): Promise<string> {
+    const name = `t-${randomBytes(12).toString('hex')}.sock`;
+    const path = join(this.dir, name);
+    const server = createServer();
+    this.tunnels.add(server);
+    const done = () => {
+      clearTimeout(timer);
+      server.close();
+      this.tunnels.delete(server);
+      rmSync(path, { force: true });
+    };
+    const timer = setTimeout(() => {
+      done();
+      upstream.destroy();
+    }, UNCLAIMED_MS);
+    server.once('connection', (inner) => {
+      done();
+      inner.on('error', () => upstream.destroy());
+      upstream.on('error', () => inner.destroy());
+      inner.pipe(upstream);
+      upstream.pipe(inner);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(path, () => resolve());
+    });
+    chmodSync(path, 0o666);
+    return join(this.insideDir, name);
+  }
+}

@@ -1,0 +1,70 @@
+import { BlockList, isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { refusalReason, type AddressPolicy } from '@app/net';
+
+/** One `ip`, `cidr`, `ip:port` or `cidr:port` entry (IPv6 in brackets when a port follows: `[::1]:5432`). */
+interface Rule {
+  list: BlockList;
+  port?: number;
+  text: string;
+}
+
+/** What code in a sandbox may connect to (TCP), decided per resolved address and port. */
+export interface EgressRules {
+  policy: AddressPolicy;
+  /** Always allowed (SANDBOX_EGRESS_ALLOW), unless denied. */
+  allow: string[];
+  /** Always refused (SANDBOX_EGRESS_DENY and the platform's own services). */
+  deny: string[];
+}
+
+export function parseRule(text: string): Rule {
+  const t = text.trim();
+  let addr = t;
+  let port: number | undefined;
+  const bracket = /^\[([^\]]+)\](?::(\d+))?$/.exec(t);
+  if (bracket) {
+    addr = bracket[1];
+    port = bracket[2] ? Number(bracket[2]) : undefined;
+  } else if ((t.match(/:/g) ?? []).length === 1) {
+    [addr] = t.split(':');
+    port = Number(t.split(':')[1]);
+  }
+  const [ip, bits] = addr.split('/');
+  const family = isIP(ip);
+  if (!family || (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536))) throw new Error(`"${text}" is not an ip, cidr, ip:port or cidr:port`);
+  const list = new BlockList();
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  if (bits !== undefined) list.addSubnet(ip, Number(bits), type);
+  else list.addAddress(ip, type);
+  return { list, port, text: t };
+}
+
+const matches = (rule: Rule, ip: string, port: number): boolean =>
+  (rule.port === undefined || rule.port === port) && rule.list.check(ip, isIP(ip) === 4 ? 'ipv4' : 'ipv6');
+
+/** Every address of this machine (loopback and interfaces): the platform's ports are refused on all of them. */
+export function localAddresses(): string[] {
+  const out = ['127.0.0.0/8', '::1', '0.0.0.0'];
+  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) out.push(a.address.split('%')[0]);
+  return out;
+}
+
+/** Compiled rules: `refuse(ip, port)` says why a connection is refused, or undefined. */
+export class EgressJudge {
+  private readonly allow: Rule[];
+  private readonly deny: Rule[];
+
+  constructor(private readonly rules: EgressRules) {
+    this.allow = rules.allow.map(parseRule);
+    this.deny = rules.deny.map(parseRule);
+  }
+
+  refuse(ip: string, port: number): string | undefined {
+    const denied = this.deny.find((r) => matches(r, ip, port));
+    if (denied) return `${ip}:${port} is a service of the platform (refused to sandboxed code)`;
+    if (this.allow.some((r) => matches(r, ip, port))) return undefined;
+    const reason = refusalReason(ip, this.rules.policy);
+    return reason ? `${reason}; SANDBOX_EGRESS_ALLOW can allow it` : undefined;
+  }
+}

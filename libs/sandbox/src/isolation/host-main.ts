@@ -1,0 +1,38 @@
+/**
+ * Entry of a sandbox host process: one per account, started by an app inside
+ * the isolation (namespaces, an unprivileged uid, Node's permission model). It
+ * holds the account's Piscina pool and runs the tasks the app sends over IPC.
+ * Nothing here trusts the components: they run in the pool's worker threads.
+ */
+import { WorkerPool } from '../worker-pool';
+import type { FromHost, HostConfig, ToHost } from './host-protocol';
+
+const config = JSON.parse(process.argv[2] ?? '{}') as HostConfig;
+
+function send(m: FromHost): void {
+  if (process.connected) process.send?.(m);
+}
+
+const logger = {
+  info: (obj: object, msg?: string) => send({ t: 'log', level: 'info', obj, msg }),
+  warn: (obj: object, msg?: string) => send({ t: 'log', level: 'warn', obj, msg }),
+  error: (obj: object, msg?: string) => send({ t: 'log', level: 'error', obj, msg }),
+  debug: (obj: object, msg?: string) => send({ t: 'log', level: 'debug', obj, msg }),
+};
+
+const pool = new WorkerPool({ ...config, logger });
+
+process.on('message', (m: ToHost) => {
+  if (m.t === 'run') {
+    const onResponse = m.respond ? (payload: Parameters<NonNullable<Parameters<WorkerPool['run']>[2]>>[0]) => send({ t: 'response', id: m.id, payload }) : undefined;
+    void pool.run(m.task, m.timeoutMs, onResponse).then((out) => send({ t: 'done', id: m.id, out }));
+  } else if (m.t === 'close') {
+    void pool.close(m.graceMs).then(() => {
+      send({ t: 'closed' });
+      process.exit(0);
+    });
+  }
+});
+// The app went away (or closed the channel): nothing left to serve.
+process.on('disconnect', () => process.exit(0));
+send({ t: 'ready' });

@@ -1,0 +1,28 @@
+/**
+ * Messages between an app (runner, api) and one account's sandbox host process,
+ * over the child process's IPC channel (structured clone).
+ */
+import type { HttpResponsePayload } from '../types';
+import type { TaskOutcome } from '../worker-pool';
+import type { WorkerTask } from '../worker-protocol';
+
+/** What the app tells the host when it starts it (argv[2], JSON). */
+export interface HostConfig {
+  threads: number;
+  heapMb: number;
+  vmTimeout: 'always' | 'adaptive' | 'never';
+  concurrentTasksPerWorker: number;
+  workerFile: string;
+  platformRequireFrom: string;
+  egressSocket?: string;
+  idleTimeoutMs: number;
+}
+
+export type ToHost = { t: 'run'; id: number; task: WorkerTask; timeoutMs: number; respond: boolean } | { t: 'close'; graceMs: number };
+
+export type FromHost =
+  | { t: 'ready' }
+  | { t: 'done'; id: number; out: TaskOutcome<unknown> }
+  | { t: 'response'; id: number; payload: HttpResponsePayload }
+  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; obj: object; msg?: string }
+  | { t: 'closed' };

@@ -1,0 +1,199 @@
+import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, sep } from 'node:path';
+import type { HttpResponsePayload, SandboxLogger, SandboxPoolStats } from '../types';
+import { resolveHostFile, resolveWorkerFile } from '../worker-file';
+import type { TaskOutcome } from '../worker-pool';
+import type { WorkerTask } from '../worker-protocol';
+import { AccountView, accountKey } from './account-view';
+import { EgressProxy } from './egress-proxy';
+import { EgressJudge, type EgressRules } from './egress-rules';
+import type { HostConfig } from './host-protocol';
+import { HostProcess } from './host-process';
+import { INSIDE, type Mount, sandboxCommand } from './sandbox-command';
+
+/** How accounts' sandbox processes are started and bounded (the SANDBOX_* settings). */
+export interface SandboxIsolationOptions {
+  /** bubblewrap's path (see `detectIsolation`). */
+  bwrap: string;
+  /** Root of the accounts' scratch directories (DATA_DIR/sandbox). */
+  stateDir: string;
+  threadsPerAccount: number;
+  memoryMb: number;
+  /** A sandbox process with nothing to run for this long is stopped. */
+  idleMs: number;
+  /** Sandbox processes kept at once; beyond it the least recently used idle one is stopped. */
+  maxProcesses: number;
+  /** First uid of the range the sandboxes run as (when the app runs as root). */
+  uidBase: number;
+  egress: EgressRules;
+}
+
+export interface IsolatedRunnerOptions extends SandboxIsolationOptions {
+  npmCacheDir: string;
+  heapMb: number;
+  vmTimeout: 'always' | 'adaptive' | 'never';
+  concurrentTasksPerWorker: number;
+  logger?: SandboxLogger;
+}
+
+const UID_RANGE = 100_000;
+const SWEEP_MS = 5_000;
+
+interface AccountSandbox {
+  host: HostProcess;
+  egress: EgressProxy;
+}
+
+/**
+ * Runs every account's component code in that account's own sandbox process
+ * (bubblewrap namespaces with no network, an unprivileged uid, Node's permission
+ * model, a memory limit), started on first use and stopped when idle. A crash
+ * or a limit breach ends only that account's process.
+ */
+export class IsolatedRunner {
+  private readonly sandboxes = new Map<string, AccountSandbox>();
+  private readonly views = new Map<string, AccountView>();
+  private readonly judge: EgressJudge;
+  private readonly runDir: string;
+  private readonly hostFile = resolveHostFile();
+  private readonly workerFile = resolveWorkerFile();
+  private readonly asRoot = process.getuid?.() === 0;
+  private readonly sweeper: NodeJS.Timeout;
+  private completed = 0;
+  private closed = false;
+
+  constructor(private readonly opts: IsolatedRunnerOptions) {
+    this.judge = new EgressJudge(opts.egress);
+    // Unix socket paths are short (108 bytes): the egress sockets live under the temp dir.
+    this.runDir = mkdtempSync(join(tmpdir(), 'ess-sbx-'));
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
+    this.sweeper.unref();
+  }
+
+  async run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: HttpResponsePayload) => void): Promise<TaskOutcome<T>> {
+    if (this.closed) return { failed: { name: 'PoolClosedError', message: 'the sandbox pool is closed' } };
+    const sandbox = await this.sandbox(account);
+    task.bundle = await this.view(account).map(task.bundle);
+    const out = await sandbox.host.run<T>(task, timeoutMs, onResponse);
+    this.completed++;
+    return out;
+  }
+
+  stats(): SandboxPoolStats & { sandboxes: number } {
+    let inFlight = 0;
+    for (const s of this.sandboxes.values()) inFlight += s.host.inFlight;
+    return { threads: this.sandboxes.size * this.opts.threadsPerAccount, queueSize: inFlight, completed: this.completed, utilization: 0, guardedBundles: 0, sandboxes: this.sandboxes.size };
+  }
+
+  async close(graceMs = 2000): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    await Promise.all([...this.sandboxes.values()].map((s) => s.host.close(graceMs)));
+    rmSync(this.runDir, { recursive: true, force: true });
+  }
+
+  private view(account: string): AccountView {
+    const key = accountKey(account);
+    let v = this.views.get(key);
+    if (!v) {
+      v = new AccountView(join(this.opts.npmCacheDir, 'views', key), INSIDE.code);
+      this.views.set(key, v);
+    }
+    return v;
+  }
+
+  private uidOf(key: string): number {
+    return this.opts.uidBase + (parseInt(key.slice(0, 8), 16) % UID_RANGE);
+  }
+
+  private async sandbox(account: string): Promise<AccountSandbox> {
+    const existing = this.sandboxes.get(account);
+    if (existing && !existing.host.exited) return existing;
+    this.evictIfFull();
+    const key = accountKey(account);
+    const uid = this.uidOf(key);
+    const scratch = join(this.opts.stateDir, 'scratch', key);
+    const sockets = join(this.runDir, key);
+    mkdirSync(scratch, { recursive: true, mode: 0o700 });
+    mkdirSync(sockets, { recursive: true, mode: 0o755 });
+    if (this.asRoot) chownSync(scratch, uid, uid);
+    const view = this.view(account);
+    mkdirSync(view.dir, { recursive: true, mode: 0o755 });
+    const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets);
+    await egress.start();
+    const app = projectMounts();
+    // Extra CA certificates the operator gave node (a TLS-inspecting proxy, a private CA) apply to component code too.
+    const ca = process.env.NODE_EXTRA_CA_CERTS;
+    const caMounts: Mount[] = ca && existsSync(ca) ? [{ outside: ca, inside: ca }] : [];
+    const inside = (p: string): string => {
+      const m = app.find((x) => p === x.outside || p.startsWith(`${x.outside}${sep}`));
+      if (!m) throw new Error(`${p} is not inside the project's mounted code`);
+      return m.inside + p.slice(m.outside.length);
+    };
+    const config: HostConfig = {
+      threads: this.opts.threadsPerAccount,
+      heapMb: this.opts.heapMb,
+      vmTimeout: this.opts.vmTimeout,
+      concurrentTasksPerWorker: this.opts.concurrentTasksPerWorker,
+      workerFile: inside(this.workerFile),
+      platformRequireFrom: inside(require.resolve('piscina')),
+      egressSocket: egress.insidePath,
+      idleTimeoutMs: this.opts.idleMs,
+    };
+    const { command, args } = sandboxCommand({
+      bwrap: this.opts.bwrap,
+      hostFile: inside(this.hostFile),
+      hostConfig: config,
+      readOnly: [...app, { outside: view.dir, inside: INSIDE.code }, ...caMounts],
+      scratch,
+      sockets,
+      uid,
+      asRoot: this.asRoot,
+      hostHeapMb: 256,
+    });
+    const host = new HostProcess({ account, command, args, env: { TMPDIR: '/tmp', HOME: '/tmp', PATH: '/usr/bin:/bin', ...(caMounts.length ? { NODE_EXTRA_CA_CERTS: ca! } : {}) }, memoryMb: this.opts.memoryMb, logger: this.opts.logger });
+    const sandbox = { host, egress };
+    host.onExit = () => {
+      egress.close();
+      if (this.sandboxes.get(account) === sandbox) this.sandboxes.delete(account);
+    };
+    host.start();
+    this.sandboxes.set(account, sandbox);
+    this.opts.logger?.info({ account, uid: this.asRoot ? uid : undefined }, 'sandbox process started');
+    return sandbox;
+  }
+
+  private evictIfFull(): void {
+    if (this.sandboxes.size < this.opts.maxProcesses) return;
+    const idle = [...this.sandboxes.entries()].filter(([, s]) => s.host.inFlight === 0).sort((a, b) => a[1].host.lastUsedMs - b[1].host.lastUsedMs);
+    if (!idle.length) {
+      this.opts.logger?.warn({ max: this.opts.maxProcesses }, 'every sandbox process is busy: starting one above SANDBOX_MAX_PROCESSES');
+      return;
+    }
+    const [account, s] = idle[0];
+    this.sandboxes.delete(account);
+    void s.host.close();
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const [account, s] of this.sandboxes) {
+      if (s.host.inFlight === 0 && now - s.host.lastUsedMs > this.opts.idleMs) {
+        this.sandboxes.delete(account);
+        this.opts.logger?.info({ account }, 'idle sandbox process stopped');
+        void s.host.close();
+      }
+    }
+  }
+}
+
+/** The project's own code a sandbox host needs, mounted read-only under /app: node_modules and, when running from the build, dist. */
+function projectMounts(): Mount[] {
+  const main = require.resolve('piscina');
+  const nodeModules = main.slice(0, main.lastIndexOf(`${sep}node_modules${sep}`) + 13);
+  const mounts: Mount[] = [{ outside: nodeModules, inside: `${INSIDE.app}/node_modules` }];
+  const dist = __dirname.lastIndexOf(`${sep}dist${sep}`);
+  if (dist >= 0) mounts.push({ outside: __dirname.slice(0, dist + 5), inside: `${INSIDE.app}/dist` });
+  return mounts;
+}

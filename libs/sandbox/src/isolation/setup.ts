@@ -1,0 +1,120 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import type { EgressRules } from './egress-rules';
+import { localAddresses, parseRule } from './egress-rules';
+import type { SandboxIsolationOptions } from './isolated-runner';
+import { findBwrap, probeSandbox } from './sandbox-command';
+
+/** The settings the isolation is built from (a subset of the apps' config). */
+export interface IsolationSettings {
+  sandboxIsolation: string;
+  sandboxThreadsPerAccount: number;
+  sandboxMemoryMb: number;
+  sandboxIdleMs: number;
+  sandboxMaxProcesses: number;
+  sandboxUidBase: number;
+  sandboxEgressAllow: string;
+  sandboxEgressDeny: string;
+  allowLoopback: boolean;
+  allowPrivateAddresses: boolean;
+  natsUrl: string;
+  port: number;
+  runnerMetricsPort: number;
+  deliveryMetricsPort: number;
+  dataDir: string;
+}
+
+export interface Isolation {
+  /** `namespaces`, or `none` when the operator opted out. */
+  mode: 'namespaces' | 'none';
+  /** One line for the start log and /healthz. */
+  summary: string;
+  options?: SandboxIsolationOptions;
+}
+
+export class IsolationUnavailableError extends Error {}
+
+const list = (text: string): string[] =>
+  text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+function checked(env: string, entries: string[]): string[] {
+  for (const e of entries) {
+    try {
+      parseRule(e);
+    } catch (err) {
+      throw new IsolationUnavailableError(`${env}: ${(err as Error).message}`);
+    }
+  }
+  return entries;
+}
+
+/** The platform's own services, refused to component code whatever the policy: the NATS servers and the apps' ports on every local address. */
+async function platformServices(s: IsolationSettings): Promise<string[]> {
+  const out: string[] = [];
+  for (const server of list(s.natsUrl)) {
+    const u = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(server) ? server : `nats://${server}`);
+    const port = Number(u.port || 4222);
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    const ips = isIP(host) ? [host] : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address);
+    for (const ip of ips) out.push(isIP(ip) === 6 ? `[${ip}]:${port}` : `${ip}:${port}`);
+  }
+  const ports = [s.port, s.runnerMetricsPort, s.deliveryMetricsPort].filter((p) => p > 0);
+  for (const addr of localAddresses()) for (const p of ports) out.push(isIP(addr.split('/')[0]) === 6 ? `[${addr}]:${p}` : `${addr}:${p}`);
+  return out.filter((r) => {
+    try {
+      parseRule(r);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * Decides how component code is isolated, from SANDBOX_ISOLATION. `namespaces`
+ * (the default) needs bubblewrap and working namespaces: when either is
+ * missing the app refuses to start (never silently unisolated); `none` is the
+ * operator's explicit opt-out.
+ */
+export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
+  if (s.sandboxIsolation === 'none') {
+    return { mode: 'none', summary: 'none (SANDBOX_ISOLATION=none): component code runs in worker threads of this process; every account can reach what the process holds — for one trusted team only' };
+  }
+  const bwrap = findBwrap();
+  if (!bwrap) {
+    throw new IsolationUnavailableError(
+      'SANDBOX_ISOLATION=namespaces needs bubblewrap (bwrap), which is not installed: install it (`apt-get install bubblewrap`; npm start and npm test do this as root), or set SANDBOX_ISOLATION=none to run component code without isolation (one trusted team only)',
+    );
+  }
+  const asRoot = process.getuid?.() === 0;
+  const failure = probeSandbox(bwrap, asRoot);
+  if (failure) {
+    throw new IsolationUnavailableError(
+      `SANDBOX_ISOLATION=namespaces: bubblewrap cannot create the sandbox here (${failure}). Run the app as root, or allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; in a container: --cap-add SYS_ADMIN with seccomp/apparmor unconfined), or set SANDBOX_ISOLATION=none (one trusted team only)`,
+    );
+  }
+  const egress: EgressRules = {
+    policy: { allowLoopback: s.allowLoopback, allowPrivate: s.allowPrivateAddresses },
+    allow: checked('SANDBOX_EGRESS_ALLOW', list(s.sandboxEgressAllow)),
+    deny: [...checked('SANDBOX_EGRESS_DENY', list(s.sandboxEgressDeny)), ...(await platformServices(s))],
+  };
+  const options: SandboxIsolationOptions = {
+    bwrap,
+    stateDir: `${s.dataDir}/sandbox`,
+    threadsPerAccount: s.sandboxThreadsPerAccount,
+    memoryMb: s.sandboxMemoryMb,
+    idleMs: s.sandboxIdleMs,
+    maxProcesses: s.sandboxMaxProcesses,
+    uidBase: s.sandboxUidBase,
+    egress,
+  };
+  const who = asRoot ? `uids ${s.sandboxUidBase}+ (one per account)` : 'a user namespace of the app\'s uid';
+  return {
+    mode: 'namespaces',
+    summary: `namespaces: one process per account under bubblewrap (no network but the egress proxy, own pid/ipc/mount namespaces), ${who}, Node permission model, ${s.sandboxMemoryMb} MiB and ${s.sandboxThreadsPerAccount} threads per account`,
+    options,
+  };
+}

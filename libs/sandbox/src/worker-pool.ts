@@ -1,0 +1,156 @@
+import { MessageChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import type { HttpResponsePayload, SandboxError, SandboxLogger, SandboxPoolStats } from './types';
+import { resolveWorkerFile } from './worker-file';
+import type { WorkerData, WorkerTask } from './worker-protocol';
+
+/** Extra time past a task's own timeout before its worker is terminated (the in-worker timers fire first). */
+const GRACE_MS = 1000;
+/** Tasks in flight whose start time is tracked (more are timed from submission). */
+const START_SLOTS = 65_536;
+
+export interface WorkerPoolOptions {
+  threads: number;
+  heapMb: number;
+  vmTimeout: 'always' | 'adaptive' | 'never';
+  concurrentTasksPerWorker: number;
+  logger?: SandboxLogger;
+  /** Unix socket of the egress proxy: set when component code runs in an isolated sandbox process. */
+  egressSocket?: string;
+  /** The Piscina worker script (default: resolved beside this file). */
+  workerFile?: string;
+  /** A file inside the project: `@pipedream/platform` is resolved from here when a component does not install it. */
+  platformRequireFrom?: string;
+  /** Start workers on first use and stop them when idle for this long (default: keep them). */
+  idleTimeoutMs?: number;
+}
+
+export type TaskOutcome<T> = { value: T } | { failed: SandboxError };
+
+export const sandboxError = (name: string, message: string): SandboxError => ({ name, message });
+
+/**
+ * The Piscina pool of worker threads that load and run component bundles.
+ * A task that overruns its deadline (counted from when a worker started it, not
+ * while it waited in the queue) is aborted: Piscina terminates its worker and
+ * starts a new one.
+ */
+export class WorkerPool {
+  private readonly piscina: Piscina;
+  private closed = false;
+  private closing: Promise<void> = Promise.resolve();
+  /** When each task in flight was started by a worker (epoch ms; 0 = still queued), shared with the workers. */
+  private readonly startTable: BigInt64Array;
+  private readonly freeSlots: number[];
+  /** Bundles that hung a worker (bounded): their tasks run under vm's timeout in 'adaptive' mode. */
+  private readonly guarded = new Set<string>();
+
+  constructor(private readonly opts: WorkerPoolOptions) {
+    const threads = Math.max(1, Math.floor(opts.threads));
+    const startBuffer = new SharedArrayBuffer(8 * START_SLOTS);
+    this.startTable = new BigInt64Array(startBuffer);
+    this.freeSlots = Array.from({ length: START_SLOTS }, (_, i) => START_SLOTS - 1 - i);
+    const workerData: WorkerData = { platformRequireFrom: opts.platformRequireFrom ?? __filename, vmTimeout: opts.vmTimeout, heapMb: opts.heapMb, startTable: startBuffer, egressSocket: opts.egressSocket };
+    this.piscina = new Piscina({
+      filename: opts.workerFile ?? resolveWorkerFile(),
+      minThreads: opts.idleTimeoutMs ? 0 : threads,
+      maxThreads: threads,
+      idleTimeout: opts.idleTimeoutMs ?? Number.MAX_SAFE_INTEGER,
+      concurrentTasksPerWorker: Math.max(1, Math.floor(opts.concurrentTasksPerWorker)),
+      resourceLimits: { maxOldGenerationSizeMb: opts.heapMb },
+      env: {},
+      workerData,
+    });
+    this.piscina.on('error', (e: Error) => opts.logger?.error({ err: e.message }, 'sandbox worker error'));
+  }
+
+  stats(): SandboxPoolStats {
+    return {
+      threads: this.piscina.threads.length,
+      queueSize: this.piscina.queueSize,
+      completed: this.piscina.completed,
+      utilization: this.piscina.utilization,
+      guardedBundles: this.guarded.size,
+    };
+  }
+
+  /** Runs one worker task; `onResponse` receives an execute task's `respond()` payload as soon as it is called. */
+  async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: HttpResponsePayload) => void): Promise<TaskOutcome<T>> {
+    if (this.closed) return { failed: sandboxError('PoolClosedError', 'the sandbox pool is closed') };
+    let channel: MessageChannel | undefined;
+    if (onResponse && task.kind === 'execute') {
+      channel = new MessageChannel();
+      channel.port1.on('message', onResponse);
+      task.port = channel.port2;
+    }
+    const ac = new AbortController();
+    const slot = this.freeSlots.pop();
+    if (slot !== undefined) {
+      Atomics.store(this.startTable, slot, 0n);
+      task.startSlot = slot;
+    }
+    if (this.guarded.size && this.guarded.has(task.bundle.key)) task.guard = true;
+    const submitted = Date.now();
+    let timer: NodeJS.Timeout;
+    const check = () => {
+      const at = slot === undefined ? submitted : Number(Atomics.load(this.startTable, slot));
+      if (at === 0) {
+        timer = setTimeout(check, Math.min(1000, timeoutMs));
+        return;
+      }
+      const due = at + timeoutMs + GRACE_MS - Date.now();
+      if (due <= 0) ac.abort();
+      else timer = setTimeout(check, due);
+    };
+    timer = setTimeout(check, timeoutMs + GRACE_MS);
+    try {
+      const value = (await this.piscina.run(task, { signal: ac.signal, transferList: channel ? ([channel.port2] as never) : undefined })) as T;
+      return { value };
+    } catch (e) {
+      return { failed: this.workerFailure(e, task, timeoutMs, ac.signal.aborted) };
+    } finally {
+      clearTimeout(timer!);
+      if (slot !== undefined) this.freeSlots.push(slot);
+      channel?.port1.close();
+    }
+  }
+
+  /**
+   * Stops the pool: queued tasks fail at once, running ones get `graceMs` to
+   * finish, then the workers are terminated (their tasks fail with PoolClosedError).
+   */
+  async close(graceMs = 2000): Promise<void> {
+    if (this.closed) return this.closing;
+    this.closed = true;
+    this.closing = (async () => {
+      let timer: NodeJS.Timeout | undefined;
+      const graceful = this.piscina.close({ force: true }).then(() => true);
+      const timeout = new Promise<false>((r) => {
+        timer = setTimeout(() => r(false), graceMs);
+      });
+      const done = await Promise.race([graceful, timeout]);
+      clearTimeout(timer);
+      if (!done) await this.piscina.destroy();
+    })();
+    return this.closing;
+  }
+
+  private workerFailure(e: unknown, task: WorkerTask, timeoutMs: number, aborted: boolean): SandboxError {
+    const error = e as NodeJS.ErrnoException;
+    const what = task.kind === 'execute' ? task.method : task.kind;
+    const log = this.opts.logger;
+    if (aborted) {
+      if (this.guarded.size >= 10_000) this.guarded.clear();
+      this.guarded.add(task.bundle.key);
+      log?.warn({ task: task.kind, timeout_ms: timeoutMs }, 'sandbox task overran its deadline; worker terminated');
+      return sandboxError('TimeoutError', `${what} timed out after ${timeoutMs} ms (its worker was stopped)`);
+    }
+    if (error?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      log?.warn({ task: task.kind, heap_mb: this.opts.heapMb }, 'sandbox worker ran out of memory; replaced');
+      return sandboxError('MemoryLimitError', `${what} exceeded the memory limit (${this.opts.heapMb} MB heap per worker); the worker was restarted`);
+    }
+    if (this.closed) return sandboxError('PoolClosedError', 'the sandbox pool is closed');
+    log?.error({ task: task.kind, err: error?.message }, 'sandbox worker failed');
+    return sandboxError('WorkerError', `the worker running ${what} failed: ${error?.message ?? String(e)}`);
+  }
+}
