@@ -1,4 +1,5 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Inject } from '@nestjs/common';
+import { COMPONENT_READER, ComponentReader } from './components/component-reader';
 import { Public } from './auth/api-key.guard';
 import { ComponentGc, GcStats } from './components/component-gc';
 import { RegistrySeeder, RegistryStatus } from './components/registry.seeder';
@@ -9,6 +10,8 @@ export interface HealthDto {
   registry: RegistryStatus;
   /** Component code garbage collection on this replica (rounds it ran, objects it removed). */
   component_gc: GcStats;
+  /** How component code is isolated: `namespaces` (one sandbox process per account) or `none` (SANDBOX_ISOLATION=none). */
+  isolation: string;
 }
 
 @Controller()
@@ -16,12 +19,13 @@ export class HealthController {
   constructor(
     private readonly seeder: RegistrySeeder,
     private readonly gc: ComponentGc,
+    @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
   ) {}
 
   /** Always 200 while the process serves HTTP; the details say what is still starting. */
   @Public()
   @Get('healthz')
   health(): HealthDto {
-    return { status: 'ok', registry: this.seeder.status, component_gc: this.gc.stats };
+    return { status: 'ok', registry: this.seeder.status, component_gc: this.gc.stats, isolation: this.reader.isolation?.mode ?? 'none' };
   }
 }

@@ -1,5 +1,6 @@
 import { loadConfigOrExit, portInUse } from '@app/config';
 import { createApiApp } from './bootstrap';
+import { COMPONENT_READER, type ComponentReader } from './components/component-reader';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
@@ -10,7 +11,8 @@ async function main(): Promise<void> {
     if (e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') throw new Error(`cannot listen on HOST=${config.host}: ${e.message}; set HOST to an address of this machine (0.0.0.0 for all)`);
     throw e;
   });
-  process.stderr.write(`api listening on ${config.host}:${config.port} (${config.publicUrl}/v1)\n`);
+  const isolation = app.get<ComponentReader>(COMPONENT_READER).isolation?.summary ?? 'none';
+  process.stderr.write(`api listening on ${config.host}:${config.port} (${config.publicUrl}/v1); isolation: ${isolation}\n`);
 }
 
 main().catch((e: Error) => {

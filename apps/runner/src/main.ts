@@ -20,7 +20,7 @@ async function main(): Promise<void> {
     throw e;
   });
   process.on('SIGTERM', () => ops?.close());
-  process.stderr.write(`runner started (replica ${runner.replicaId})\n`);
+  process.stderr.write(`runner started (replica ${runner.replicaId}); isolation: ${runner.isolationSummary}\n`);
 }
 
 main().catch((e: Error) => {

@@ -13,7 +13,7 @@ export class RunnerModule {
       module: RunnerModule,
       providers: [
         { provide: Registry, useFactory: () => new Registry() },
-        { provide: EXECUTOR, useFactory: () => new SandboxExecutor(config, createLogger('runner', config.logLevel)) },
+        { provide: EXECUTOR, useFactory: () => SandboxExecutor.create(config, createLogger('runner', config.logLevel)) },
         RunnerService,
       ],
       exports: [Registry],

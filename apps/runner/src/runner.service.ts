@@ -84,11 +84,16 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
     return fits;
   }
 
+  /** The start line's word on how component code is isolated. */
+  get isolationSummary(): string {
+    return this.executor.isolation?.summary ?? 'none';
+  }
+
   /** Health details for `/healthz`. */
   health(): Record<string, unknown> {
     let actors = 0;
     for (const w of this.workers.values()) actors += w.actorCount;
-    return { replica: this.replicaId, partitions: this.leases?.ownedPartitions ?? [], replicas: this.leases?.liveReplicas ?? 0, actors };
+    return { replica: this.replicaId, partitions: this.leases?.ownedPartitions ?? [], replicas: this.leases?.liveReplicas ?? 0, actors, isolation: this.executor.isolation?.mode ?? 'none' };
   }
 
   async beforeApplicationShutdown(): Promise<void> {

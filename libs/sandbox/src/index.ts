@@ -5,3 +5,4 @@ export { parseBareSpecifier, dependencyMap } from './specifiers';
 export { normalizeTs, normalizeResponse, dbSizeBytes } from './worker/services';
 export { setUpIsolation, IsolationUnavailableError, type Isolation, type IsolationSettings } from './isolation/setup';
 export type { SandboxIsolationOptions } from './isolation/isolated-runner';
+export { createSandboxPool } from './isolation/create-pool';

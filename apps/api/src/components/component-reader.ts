@@ -21,12 +21,16 @@ export interface DescribeOutput {
 }
 
 /**
- * Reads components by running their code off the api's main thread (in a
- * worker with a timeout, a memory cap and an empty environment).
+ * Reads components by running their code outside the api's process (in the
+ * account's sandbox, with a timeout, a memory cap and an empty environment).
  */
 export interface ComponentReader {
-  describe(code: string, timeoutMs: number): Promise<DescribeOutput>;
-  options(code: string, propName: string, input: OptionsInput, timeoutMs: number): Promise<OptionsOutput>;
+  /** Reads a component in `account`'s sandbox. */
+  describe(code: string, timeoutMs: number, account: string): Promise<DescribeOutput>;
+  /** Calls a prop's `options()` in `account`'s sandbox (the caller's: its props go in). */
+  options(code: string, propName: string, input: OptionsInput, timeoutMs: number, account: string): Promise<OptionsOutput>;
+  /** How component code is isolated (for the start line and /healthz). */
+  readonly isolation?: { mode: string; summary: string };
   close(): Promise<void>;
 }
 

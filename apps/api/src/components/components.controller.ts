@@ -65,7 +65,7 @@ export class ComponentsController {
     const configured = objectParam(input, 'configured_props') ?? {};
     if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
     if (!known.remoteOptions) return { data: { options: known.options ?? [], context: null } };
-    const out = await this.reader.options(runnableOf(c).code, prop, { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: configured as Record<string, unknown> }, this.config.componentReadTimeoutMs);
+    const out = await this.reader.options(runnableOf(c).code, prop, { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: configured as Record<string, unknown> }, this.config.componentReadTimeoutMs, namespaceOf(auth, input.org_id));
     if (out.error) throw new BadRequestError(`options() of prop ${prop} failed: ${out.error.message}`, { prop }, 'options_failed');
     return { data: { options: out.options ?? [], context: out.context ?? null } };
   }

@@ -13,7 +13,7 @@ import { SandboxComponentReader } from './sandbox-component-reader';
     ComponentsService,
     RegistrySeeder,
     ComponentGc,
-    { provide: COMPONENT_READER, useFactory: (config: AppConfig) => new SandboxComponentReader(config), inject: [APP_CONFIG] },
+    { provide: COMPONENT_READER, useFactory: (config: AppConfig) => SandboxComponentReader.create(config), inject: [APP_CONFIG] },
   ],
   exports: [ComponentsService, COMPONENT_READER, RegistrySeeder, ComponentGc],
 })

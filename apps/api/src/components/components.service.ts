@@ -62,12 +62,12 @@ export function runnableOf(c: Component): { code: string; hash: string } {
  * Runs the code in a worker (never on this thread) and validates what it exports.
  * Code over the size limit is a 400 naming the problem, like every other component rule (issue 3's list).
  */
-export async function readComponent(reader: ComponentReader, config: AppConfig, code: string): Promise<AnalyzedComponent> {
+export async function readComponent(reader: ComponentReader, config: AppConfig, code: string, account: string): Promise<AnalyzedComponent> {
   const bytes = Buffer.byteLength(code, 'utf8');
   if (bytes > config.componentMaxBytes) {
     throw new BadRequestError(`component code is ${bytes} bytes; the limit is ${config.componentMaxBytes}`, { field: 'component_code', limit_bytes: config.componentMaxBytes }, 'invalid_component');
   }
-  const out = await reader.describe(code, config.componentReadTimeoutMs);
+  const out = await reader.describe(code, config.componentReadTimeoutMs, account);
   if (out.error || !out.descriptor) {
     const message = out.error?.message ?? 'the code exports no component';
     throw new BadRequestError(`cannot load the component: ${message}`, { reason: out.error?.name ?? 'Error' }, 'invalid_component');
@@ -133,14 +133,14 @@ export class ComponentsService {
     throw new BadRequestError(`${required.slice(0, -1).join(', ')} or ${required[required.length - 1]} is required`, { fields: required });
   }
 
-  analyze(code: string): Promise<AnalyzedComponent> {
-    return readComponent(this.reader, this.config, code);
+  analyze(code: string, account: string): Promise<AnalyzedComponent> {
+    return readComponent(this.reader, this.config, code, account);
   }
 
   /** Reads, validates and saves a component in `ownerId`'s namespace; its runnable code goes to the object store. */
   async save(ownerId: string, userId: string | null, resolved: ResolvedCode, em: EntityManager = this.em.fork()): Promise<Component> {
     const { code, url, bundle } = resolved;
-    const c = buildComponent(await this.analyze(bundle ?? code), ownerId, userId, code, url, bundle);
+    const c = buildComponent(await this.analyze(bundle ?? code, ownerId), ownerId, userId, code, url, bundle);
     const runnable = runnableOf(c);
     await this.storeCode(runnable.hash, runnable.code);
     await em.persist(c).flush();

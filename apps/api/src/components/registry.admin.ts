@@ -17,7 +17,7 @@ export const REGISTRY_COMMANDS: Record<string, Command> = {
     if (!file) throw new Error('usage: registry publish <file>');
     const code = readFileSync(resolve(file), 'utf8');
     const config = loadConfig();
-    const reader = new SandboxComponentReader(config);
+    const reader = await SandboxComponentReader.create(config);
     const { component, created } = await publishToRegistry(em, reader, config, code).finally(() => reader.close());
     return { id: component.id, key: component.key, version: component.version, name: component.name, code_hash: component.codeHash, created };
   },
@@ -26,7 +26,7 @@ export const REGISTRY_COMMANDS: Record<string, Command> = {
     const config = loadConfig();
     const dir = flags.dir ? resolve(flags.dir) : registryDir(config);
     if (!dir) return { published: [] };
-    const reader = new SandboxComponentReader(config);
+    const reader = await SandboxComponentReader.create(config);
     const results = await seedRegistry(em, reader, config, dir).finally(() => reader.close());
     const failed = results.filter((r) => r.error);
     if (failed.length) throw new Error(failed.map((r) => `${r.file}: ${r.error}`).join('\n'));

@@ -36,7 +36,7 @@ export interface PublishResult {
  * which the api fills when a source first uses it.
  */
 export async function publishToRegistry(em: EntityManager, reader: ComponentReader, config: AppConfig, code: string): Promise<PublishResult> {
-  const analyzed = await readComponent(reader, config, code);
+  const analyzed = await readComponent(reader, config, code, REGISTRY_OWNER);
   if (!analyzed.key) throw new BadRequestError('a registry component needs a key', { field: 'key' }, 'invalid_component');
   if (!REGISTRY_KEY.test(analyzed.key)) throw new BadRequestError(`registry key "${analyzed.key}" must look like <app_name_slug>-<slugified-component-name> (lowercase letters, digits and dashes)`, { field: 'key' }, 'invalid_component');
   if (!SEMVER.test(analyzed.version)) throw new BadRequestError(`registry components need a semantic version (x.y.z), got "${analyzed.version}"`, { field: 'version' }, 'invalid_component');

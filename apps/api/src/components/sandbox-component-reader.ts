@@ -1,35 +1,33 @@
 import { AppConfig, createLogger } from '@app/config';
-import { SandboxPool } from '@app/sandbox';
+import { createSandboxPool, type Isolation, SandboxPool } from '@app/sandbox';
 import { ComponentReader, DescribeOutput, OptionsInput, OptionsOutput } from './component-reader';
 
-/** Worker threads the api keeps for reading components (the runner has its own pool for running them). */
+/** Worker threads the api keeps for reading components with SANDBOX_ISOLATION=none (the runner has its own pool for running them). */
 const API_SANDBOX_THREADS = 2;
 
 /**
- * Reads components in the sandbox's Piscina pool: never on the api's main
- * thread, with a timeout, a heap cap and an empty environment. npm imports are
- * installed into the same cache the runner uses.
+ * Reads components in the sandbox: in the calling account's own sandbox
+ * process (never in the api's process), with a timeout, memory caps and an
+ * empty environment. npm imports are installed into the same cache the runner uses.
  */
 export class SandboxComponentReader implements ComponentReader {
-  private readonly pool: SandboxPool;
+  private constructor(
+    private readonly pool: SandboxPool,
+    readonly isolation: Isolation,
+  ) {}
 
-  constructor(config: AppConfig) {
-    this.pool = new SandboxPool({
-      threads: API_SANDBOX_THREADS,
-      heapMb: config.workerHeapMb,
-      npmCacheDir: config.npmCacheDir,
-      npmRegistry: config.npmRegistry,
-      logger: createLogger('api-sandbox', config.logLevel),
-    });
+  static async create(config: AppConfig): Promise<SandboxComponentReader> {
+    const { pool, isolation } = await createSandboxPool(config, { threads: API_SANDBOX_THREADS, logger: createLogger('api-sandbox', config.logLevel) });
+    return new SandboxComponentReader(pool, isolation);
   }
 
-  async describe(code: string, timeoutMs: number): Promise<DescribeOutput> {
-    const out = await this.pool.describe(code, { timeoutMs });
+  async describe(code: string, timeoutMs: number, account: string): Promise<DescribeOutput> {
+    const out = await this.pool.describe(code, { timeoutMs, account });
     return { descriptor: out.descriptor, error: out.error, dependencyVersions: out.dependencyVersions };
   }
 
-  options(code: string, propName: string, input: OptionsInput, timeoutMs: number): Promise<OptionsOutput> {
-    return this.pool.options(code, propName, input, timeoutMs);
+  options(code: string, propName: string, input: OptionsInput, timeoutMs: number, account: string): Promise<OptionsOutput> {
+    return this.pool.options(code, propName, input, timeoutMs, account);
   }
 
   close(): Promise<void> {

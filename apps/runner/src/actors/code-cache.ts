@@ -34,8 +34,8 @@ export class ObjectStoreCodeSource implements CodeSource {
 
 /**
  * Component code and descriptor per code hash, loaded once per replica and
- * shared by every source running that code (10,000 sources of one component
- * hold one copy). Least recently used entries go beyond `maxEntries`.
+ * shared by every source of one account running that code (10,000 sources of
+ * one component hold one copy). Least recently used entries go beyond `maxEntries`.
  */
 export class ComponentCache {
   private readonly entries = new Map<string, Promise<LoadedComponent>>();
@@ -47,25 +47,27 @@ export class ComponentCache {
     private readonly maxEntries = 2000,
   ) {}
 
-  get(codeHash: string): Promise<LoadedComponent> {
-    const hit = this.entries.get(codeHash);
+  /** The code and descriptor of `codeHash` as read in `account`'s sandbox (an account never shares another's reading). */
+  get(codeHash: string, account: string): Promise<LoadedComponent> {
+    const key = `${account}|${codeHash}`;
+    const hit = this.entries.get(key);
     if (hit) {
-      this.entries.delete(codeHash);
-      this.entries.set(codeHash, hit);
+      this.entries.delete(key);
+      this.entries.set(key, hit);
       return hit;
     }
-    const p = this.load(codeHash);
-    this.entries.set(codeHash, p);
-    p.catch(() => this.entries.delete(codeHash));
+    const p = this.load(codeHash, account);
+    this.entries.set(key, p);
+    p.catch(() => this.entries.delete(key));
     while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
     return p;
   }
 
-  private async load(codeHash: string): Promise<LoadedComponent> {
+  private async load(codeHash: string, account: string): Promise<LoadedComponent> {
     try {
       const code = await this.source.get(codeHash);
       if (code === null) throw new Error(`component code ${codeHash} is not in the object store`);
-      const described = await this.executor.describe(code);
+      const described = await this.executor.describe(code, account);
       if (!described.descriptor) throw new Error(`component ${codeHash} cannot be loaded: ${described.error?.message ?? 'unknown error'}`);
       this.onLoad('ok');
       return { codeHash, code, descriptor: described.descriptor, dependencyVersions: described.dependencyVersions };

@@ -171,7 +171,7 @@ export class SourceActor {
         configuredProps: useOld ? (state.configuredProps ?? {}) : desired.configuredProps,
         endpointUrl: useOld ? state.endpointUrl : desired.endpointUrl,
       };
-      if (!(await this.deps.components.get(input.codeHash)).descriptor.hooks.includes(hook)) {
+      if (!(await this.deps.components.get(input.codeHash, desired.ownerId)).descriptor.hooks.includes(hook)) {
         // Nothing to run: only the flag moves (persisted with the next write).
         state = { ...state, ...flags };
         dirty = true;
@@ -206,7 +206,7 @@ export class SourceActor {
    */
   private async timerOf(desired: DesiredSourceState, state: ActorState): Promise<{ spec: TimerSpec; state: TimerState } | undefined> {
     if (!desired.active || !state.active || !state.codeHash) return undefined;
-    const component = await this.deps.components.get(state.codeHash);
+    const component = await this.deps.components.get(state.codeHash, desired.ownerId);
     const spec = timerSpecOf(state.configuredProps ?? {}, component.descriptor.props);
     if (!spec) return undefined;
     if (state.timer && state.timer.specKey === specKey(spec)) return { spec, state: state.timer };

@@ -56,7 +56,8 @@ export class SourceExecution {
     let dedupe: DedupeStrategy | undefined;
     let result: ExecuteResult;
     try {
-      const component = await this.deps.components.get(input.codeHash);
+      const account = ctx.desired?.ownerId ?? '';
+      const component = await this.deps.components.get(input.codeHash, account);
       dedupe = isDedupeStrategy(component.descriptor.dedupe) ? component.descriptor.dedupe : undefined;
       const props = resolveProps(this.deps.config.secretsKey, input.configuredProps, component.descriptor.props);
       const timeoutMs = Math.min(ctx.desired?.runTimeoutMs || this.deps.config.runTimeoutMs, this.deps.config.maxRunTimeoutMs);
@@ -65,6 +66,7 @@ export class SourceExecution {
       result = await this.deps.executor.execute(
         {
           kind: 'execute',
+          account,
           sourceId: this.sourceId,
           invocationId: input.invocationId,
           codeHash: component.codeHash,

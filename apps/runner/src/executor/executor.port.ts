@@ -9,7 +9,10 @@ export type ExecuteResponse = NonNullable<ExecuteResult['response']>;
  */
 export interface Executor {
   execute(task: ExecuteTask, opts: { onResponse?: (response: ExecuteResponse) => void }): Promise<ExecuteResult>;
-  describe(code: string): Promise<DescribeResult>;
+  /** Reads a component in `account`'s sandbox. */
+  describe(code: string, account: string): Promise<DescribeResult>;
+  /** The isolation component code runs under (for the start line and /healthz). */
+  readonly isolation?: { mode: string; summary: string };
   close(): Promise<void>;
 }
 

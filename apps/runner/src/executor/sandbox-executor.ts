@@ -1,22 +1,20 @@
 import type { Logger } from 'pino';
 import type { AppConfig } from '@app/config';
-import { DescribeResult, ExecuteResult, ExecuteTask, SandboxPool } from '@app/sandbox';
+import { createSandboxPool, DescribeResult, ExecuteResult, ExecuteTask, type Isolation, SandboxPool } from '@app/sandbox';
 import { availableParallelism } from 'node:os';
 import type { ExecuteResponse, Executor } from './executor.port';
 
-/** The runner's executor: libs/sandbox's Piscina pool, sized and capped from the config. */
+/** The runner's executor: libs/sandbox, isolated per account as SANDBOX_ISOLATION says, sized and capped from the config. */
 export class SandboxExecutor implements Executor {
-  private readonly pool: SandboxPool;
+  private constructor(
+    private readonly config: AppConfig,
+    private readonly pool: SandboxPool,
+    readonly isolation: Isolation,
+  ) {}
 
-  constructor(private readonly config: AppConfig, logger: Logger) {
-    this.pool = new SandboxPool({
-      threads: config.workerThreads || availableParallelism(),
-      heapMb: config.workerHeapMb,
-      npmCacheDir: config.npmCacheDir,
-      npmRegistry: config.npmRegistry,
-      vmTimeout: config.workerVmTimeout as 'always' | 'adaptive' | 'never',
-      logger: logger.child({ component: 'sandbox' }),
-    });
+  static async create(config: AppConfig, logger: Logger): Promise<SandboxExecutor> {
+    const { pool, isolation } = await createSandboxPool(config, { threads: config.workerThreads || availableParallelism(), logger: logger.child({ component: 'sandbox' }) });
+    return new SandboxExecutor(config, pool, isolation);
   }
 
   execute(task: ExecuteTask, opts: { onResponse?: (response: ExecuteResponse) => void }): Promise<ExecuteResult> {
@@ -24,8 +22,12 @@ export class SandboxExecutor implements Executor {
   }
 
   /** Reading a component may install its npm dependencies: it gets the operator's run-timeout cap. */
-  describe(code: string): Promise<DescribeResult> {
-    return this.pool.describe(code, { timeoutMs: this.config.maxRunTimeoutMs });
+  describe(code: string, account: string): Promise<DescribeResult> {
+    return this.pool.describe(code, { timeoutMs: this.config.maxRunTimeoutMs, account });
+  }
+
+  stats(): ReturnType<SandboxPool['stats']> {
+    return this.pool.stats();
   }
 
   close(): Promise<void> {

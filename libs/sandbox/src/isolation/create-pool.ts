@@ -1,0 +1,30 @@
+import { SandboxPool } from '../pool';
+import type { FetchText, SandboxLogger } from '../types';
+import { setUpIsolation, type Isolation, type IsolationSettings } from './setup';
+
+export interface PoolSettings extends IsolationSettings {
+  workerHeapMb: number;
+  workerVmTimeout: string;
+  npmCacheDir: string;
+  npmRegistry?: string;
+}
+
+/**
+ * The sandbox an app runs component code in, isolated as SANDBOX_ISOLATION
+ * says (refuses to start when the isolation asked for is not possible here).
+ * `threads` sizes the in-process pool of SANDBOX_ISOLATION=none.
+ */
+export async function createSandboxPool(settings: PoolSettings, opts: { threads: number; logger: SandboxLogger; fetchText?: FetchText }): Promise<{ pool: SandboxPool; isolation: Isolation }> {
+  const isolation = await setUpIsolation(settings);
+  const pool = new SandboxPool({
+    threads: opts.threads,
+    heapMb: settings.workerHeapMb,
+    npmCacheDir: settings.npmCacheDir,
+    npmRegistry: settings.npmRegistry,
+    vmTimeout: settings.workerVmTimeout as 'always' | 'adaptive' | 'never',
+    logger: opts.logger,
+    fetchText: opts.fetchText,
+    isolation: isolation.options,
+  });
+  return { pool, isolation };
+}
