@@ -10,6 +10,8 @@ COPY scripts ./scripts
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
+# bubblewrap builds the per-account sandboxes component code runs in (api and runner; docs/sandbox.md).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production DATA_DIR=/data
 WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./

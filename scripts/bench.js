@@ -10,6 +10,7 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const { ensureBuilt, log } = require('./lib/infra');
+const { ensureBubblewrap } = require('./lib/bubblewrap');
 const { startIsolatedRun } = require('./lib/isolated-run');
 
 const root = path.join(__dirname, '..');
@@ -34,6 +35,7 @@ async function main() {
     process.exit(1);
   }
   ensureBuilt(root);
+  ensureBubblewrap();
   const runId = `b${randomBytes(3).toString('hex')}`;
   const { env, finish } = await startIsolatedRun(root, runId);
   let failed = 0;

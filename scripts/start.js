@@ -8,6 +8,7 @@ const fs = require('node:fs');
 const { spawn } = require('node:child_process');
 const { resolvePostgres, resolveNats, ensureBuilt, waitFor, log } = require('./lib/infra');
 const { demoAccount } = require('./lib/demo-account');
+const { ensureBubblewrap } = require('./lib/bubblewrap');
 
 const root = path.join(__dirname, '..');
 const children = [];
@@ -56,10 +57,20 @@ async function shutdown(code) {
   process.exit(code);
 }
 
+/** `ip:port` of a Postgres URL's server (both loopback addresses for localhost), for SANDBOX_EGRESS_DENY. */
+function postgresAddresses(url) {
+  const u = new URL(url);
+  const port = u.port || '5432';
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (host === 'localhost') return [`127.0.0.1:${port}`, `[::1]:${port}`];
+  return require('node:net').isIP(host) ? [host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`] : [];
+}
+
 async function main() {
   process.on('SIGINT', () => shutdown(0));
   process.on('SIGTERM', () => shutdown(0));
   ensureBuilt(root);
+  ensureBubblewrap();
   const dataDir = path.resolve(process.env.DATA_DIR || path.join(root, '.data'));
   fs.mkdirSync(dataDir, { recursive: true });
 
@@ -78,6 +89,8 @@ async function main() {
     NATS_URL: nats.url,
     PORT: port,
     ALLOW_LOOPBACK: process.env.ALLOW_LOOPBACK || 'true',
+    // Loopback is open (local webhook receivers), but component code never reaches this Postgres.
+    SANDBOX_EGRESS_DENY: [process.env.SANDBOX_EGRESS_DENY, ...postgresAddresses(pg.url)].filter(Boolean).join(','),
   };
   // Validate the configuration once, before anything starts.
   const { loadConfigOrExit } = require('../dist/libs/config/src/config.js');

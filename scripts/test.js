@@ -9,11 +9,13 @@ const { spawnSync } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const { ensureBuilt, log } = require('./lib/infra');
 const { startIsolatedRun } = require('./lib/isolated-run');
+const { ensureBubblewrap } = require('./lib/bubblewrap');
 
 const root = path.join(__dirname, '..');
 
 async function main() {
   ensureBuilt(root);
+  ensureBubblewrap();
   const runId = randomBytes(4).toString('hex');
   const { env, finish } = await startIsolatedRun(root, runId);
   let status = 1;

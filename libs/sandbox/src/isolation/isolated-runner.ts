@@ -150,7 +150,6 @@ export class IsolatedRunner {
       sockets,
       uid,
       asRoot: this.asRoot,
-      hostHeapMb: 256,
     });
     const host = new HostProcess({ account, command, args, env: { TMPDIR: '/tmp', HOME: '/tmp', PATH: '/usr/bin:/bin', ...(caMounts.length ? { NODE_EXTRA_CA_CERTS: ca! } : {}) }, memoryMb: this.opts.memoryMb, logger: this.opts.logger });
     const sandbox = { host, egress };

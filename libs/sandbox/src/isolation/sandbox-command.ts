@@ -26,7 +26,6 @@ export interface SandboxCommandInput {
   /** uid/gid the sandbox runs as when the app runs as root. */
   uid: number;
   asRoot: boolean;
-  hostHeapMb: number;
 }
 
 /** Root-level entries of a merged-/usr system: symlinks into /usr stay symlinks, real directories are bound read-only. */
@@ -78,7 +77,6 @@ export function sandboxCommand(input: SandboxCommandInput): { command: string; a
     '--allow-fs-write=/tmp/',
     '--allow-worker',
     '--no-warnings',
-    `--max-old-space-size=${input.hostHeapMb}`,
     input.hostFile,
     JSON.stringify(input.hostConfig),
   );
