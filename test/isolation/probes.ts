@@ -45,7 +45,7 @@ export function attackerSource(targets: { dataDir: string; root: string; natsPor
       w.on("error", (e) => r("DENIED " + (e.code || e.message)));
     });
     const own = fs.readdirSync("/code/bundles").filter((f) => f.endsWith(".cjs"));
-    out.codeVisible = own.map((f) => fs.readFileSync("/code/bundles/" + f, "utf8")).join("\\n").includes("VICTIM" + "-MARKER") ? "OK victim code visible" : "DENIED " + own.length + " own bundles only";
+    out.codeVisible = own.map((f) => fs.readFileSync("/code/bundles/" + f, "utf8")).join("\\n").includes(["VICTIM", "MARKER"].join("-")) ? "OK victim code visible" : "DENIED " + own.length + " own bundles only";
     this.http.respond({ status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify(out) });
   },
 };`;
@@ -56,8 +56,8 @@ export const VICTIM_SOURCE = `module.exports = {
   name: "Victim", version: "1",
   props: { http: { type: "$.interface.http", customResponse: true }, token: { type: "string", secret: true, label: "Token" } },
   async run(event) {
-    // VICTIM-MARKER: a string only the victim's code contains.
-    this.$emit({ got: event.body }, { summary: "victim event" });
+    // "VICTIM-MARKER": a string only the victim's code contains (the attacker looks for it in every bundle it can read).
+    this.$emit({ got: event.body, marker: "VICTIM-MARKER" }, { summary: "victim event" });
     this.http.respond({ status: 200, body: "victim ok " + this.token.length });
   },
 };`;
