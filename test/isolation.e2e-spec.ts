@@ -110,7 +110,7 @@ describe('tenant isolation (SANDBOX_ISOLATION=namespaces, the default)', () => {
   });
 
   it('says which isolation is on in /healthz of the api and the runner', async () => {
-    expect((await (await fetch(`${system.origin}/healthz`)).json()).isolation).toBe('namespaces');
-    expect((await (await fetch(`http://127.0.0.1:${system.env.RUNNER_METRICS_PORT}/healthz`)).json()).isolation).toBe('namespaces');
+    expect(((await (await fetch(`${system.origin}/healthz`)).json()) as { isolation: string }).isolation).toBe('namespaces');
+    expect(((await (await fetch(`http://127.0.0.1:${system.env.RUNNER_METRICS_PORT}/healthz`)).json()) as { isolation: string }).isolation).toBe('namespaces');
   });
 });

@@ -42,7 +42,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
   ) {
     this.replicaId = (config.runnerReplicaId || `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`).replace(/[^A-Za-z0-9_=-]/g, '-');
     this.logger = createLogger('runner', config.logLevel).child({ replica: this.replicaId });
-    this.metrics = new RunnerMetrics(registry);
+    this.metrics = new RunnerMetrics(registry, () => this.executor.stats?.());
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -13,6 +13,8 @@ export interface Executor {
   describe(code: string, account: string): Promise<DescribeResult>;
   /** The isolation component code runs under (for the start line and /healthz). */
   readonly isolation?: { mode: string; summary: string };
+  /** Sandbox processes running and tasks in them (for metrics). */
+  stats?(): { sandboxes?: number; queueSize: number };
   close(): Promise<void>;
 }
 

@@ -13,8 +13,10 @@ export class RunnerMetrics {
   readonly timerSources: Gauge;
   readonly installs: Counter<'outcome'>;
   readonly fenced: Counter;
+  readonly sandboxes: Gauge;
+  readonly sandboxTasks: Gauge;
 
-  constructor(registry: Registry) {
+  constructor(registry: Registry, sandboxStats: () => { sandboxes?: number; queueSize: number } | undefined = () => undefined) {
     this.invocations = new Counter({ name: 'runner_invocations_total', help: 'Invocations processed, by outcome (ok, error, skipped, duplicate, stale) and kind', labelNames: ['outcome', 'kind'], registers: [registry] });
     this.runDuration = new Histogram({
       name: 'runner_run_duration_seconds',
@@ -36,6 +38,22 @@ export class RunnerMetrics {
     });
     this.timerSources = new Gauge({ name: 'runner_timer_sources', help: 'Active timer sources scheduled on this replica', registers: [registry] });
     this.installs = new Counter({ name: 'runner_installs_total', help: 'Component code loads from the object store (cache misses), by outcome', labelNames: ['outcome'], registers: [registry] });
+    this.sandboxes = new Gauge({
+      name: 'runner_sandbox_processes',
+      help: 'Accounts\' sandbox processes running on this replica (SANDBOX_ISOLATION=namespaces)',
+      registers: [registry],
+      collect() {
+        this.set(sandboxStats()?.sandboxes ?? 0);
+      },
+    });
+    this.sandboxTasks = new Gauge({
+      name: 'runner_sandbox_tasks',
+      help: 'Tasks handed to the sandbox and not finished yet (running, or waiting for an account\'s threads)',
+      registers: [registry],
+      collect() {
+        this.set(sandboxStats()?.queueSize ?? 0);
+      },
+    });
     this.fenced = new Counter({ name: 'runner_fenced_total', help: 'Actors dropped because another replica fenced their state', registers: [registry] });
   }
 }
