@@ -56,6 +56,8 @@ async function startSystem(env = {}, { apps = ['api', 'runner', 'delivery'] } = 
     PUBLIC_URL: `http://127.0.0.1:${port}`,
     ALLOW_LOOPBACK: 'true',
     LOG_LEVEL: 'warn',
+    // BENCH_ISOLATION=none measures the in-process pool (SANDBOX_ISOLATION=none) for comparison.
+    ...(process.env.BENCH_ISOLATION ? { SANDBOX_ISOLATION: process.env.BENCH_ISOLATION } : {}),
     ...env,
   };
   const procs = new Map();

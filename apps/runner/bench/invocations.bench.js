@@ -65,13 +65,19 @@ async function main() {
       { intervalMs: 50, timeoutMs: 600_000, what: 'all invocations processed' },
     );
     const rate = (INVOCATIONS - c0) / ((t1 - t0) / 1000);
+    // The counter includes redelivered invocations (processed again, their emits deduplicated): wait for the stream itself.
     const check = await connect({ servers: system.env.NATS_URL });
-    const emitted = (await (await check.jetstreamManager()).streams.info(names.emitsStream)).state.messages;
+    const jsm = await check.jetstreamManager();
+    let emitted = 0;
+    await until(async () => (emitted = (await jsm.streams.info(names.emitsStream)).state.messages) >= INVOCATIONS + SOURCES, { timeoutMs: 60_000, what: 'every emit in EMITS' }).catch(() => undefined);
     await check.close();
-    if (emitted < INVOCATIONS + SOURCES) throw new Error(`only ${emitted} events in EMITS, expected ${INVOCATIONS + SOURCES}`);
+    if (emitted < INVOCATIONS + SOURCES) {
+      const outcomes = Object.entries(last).filter(([k]) => k.startsWith('runner_invocations_total{'));
+      throw new Error(`only ${emitted} events in EMITS, expected ${INVOCATIONS + SOURCES}; runner outcomes: ${JSON.stringify(outcomes)}`);
+    }
     const p50 = histogramQuantile(last, 'runner_run_duration_seconds', 0.5) * 1000;
     const p99 = histogramQuantile(last, 'runner_run_duration_seconds', 0.99) * 1000;
-    console.log(`runner throughput: ${INVOCATIONS} trivial invocations over ${SOURCES} sources, 1 replica (WORKER_THREADS=${system.env.WORKER_THREADS || 'cpus'})`);
+    console.log(`runner throughput: ${INVOCATIONS} trivial invocations over ${SOURCES} sources of one account, 1 replica, SANDBOX_ISOLATION=${system.env.SANDBOX_ISOLATION || 'namespaces'} (load average ${require('node:os').loadavg()[0].toFixed(1)})`);
     console.log(`  published to the stream beforehand in ${publishSeconds.toFixed(1)} s`);
     console.log(`  drained at ${Math.round(rate)} invocations/s (EMITS holds ${emitted} events: every run emitted once)`);
     console.log(`  sandbox run duration p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms (histogram estimate)`);

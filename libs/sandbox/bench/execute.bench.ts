@@ -1,12 +1,17 @@
 /**
- * Sandbox throughput: trivial invocations per second through one SandboxPool.
- *   npm run build && node dist/libs/sandbox/bench/execute.bench.js [--threads 2] [--seconds 5] [--inflight 64]
+ * Sandbox throughput: trivial invocations per second through one SandboxPool,
+ * in-process (SANDBOX_ISOLATION=none) and in an account's sandbox process
+ * (namespaces), run alternately; then the cost of an extra account (start-up
+ * time of its sandbox, resident memory of an idle one).
+ *   npm run build && node dist/libs/sandbox/bench/execute.bench.js [--threads 2] [--seconds 5] [--inflight 64] [--accounts 10]
  * Prints one line per scenario (and a JSON line with every figure at the end).
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setUpIsolation, type IsolationSettings } from '../src/isolation/setup';
+import { treeRssBytes } from '../src/isolation/process-memory';
 import { SandboxPool } from '../src/pool';
 import type { ExecuteTask } from '../src/types';
 
@@ -26,10 +31,11 @@ const SCENARIOS: Record<string, { code: string; props?: Record<string, unknown>;
   },
 };
 
-async function scenario(pool: SandboxPool, name: string, seconds: number, inflight: number): Promise<number> {
+function task(name: string, account = 'u_bench'): ExecuteTask {
   const s = SCENARIOS[name];
-  const base: ExecuteTask = {
+  return {
     kind: 'execute',
+    account,
     sourceId: 'dc_bench',
     invocationId: '',
     codeHash: createHash('sha256').update(s.code).digest('hex'),
@@ -40,6 +46,10 @@ async function scenario(pool: SandboxPool, name: string, seconds: number, inflig
     timeoutMs: 30_000,
     limits: { dbMaxBytes: 1024 * 1024, eventMaxBytes: 512 * 1024, emitsPerInvocation: 10_000 },
   };
+}
+
+async function scenario(pool: SandboxPool, name: string, seconds: number, inflight: number): Promise<number> {
+  const base = task(name);
   const one = (n: number) => pool.execute({ ...base, invocationId: `i${n}`, event: { n, ts: 1 } });
   const warm = await one(0);
   if (warm.error) throw new Error(`${name}: ${warm.error.message}`);
@@ -61,21 +71,80 @@ async function scenario(pool: SandboxPool, name: string, seconds: number, inflig
   return rate;
 }
 
+const SETTINGS: IsolationSettings = {
+  sandboxIsolation: 'namespaces',
+  sandboxThreadsPerAccount: 2,
+  sandboxMemoryMb: 1024,
+  sandboxIdleMs: 300_000,
+  sandboxMaxProcesses: 1000,
+  sandboxUidBase: 200_000,
+  sandboxEgressAllow: '',
+  sandboxEgressDeny: '',
+  allowLoopback: false,
+  allowPrivateAddresses: false,
+  natsUrl: 'nats://127.0.0.1:4222',
+  port: 3000,
+  runnerMetricsPort: 0,
+  deliveryMetricsPort: 0,
+  dataDir: mkdtempSync(join(tmpdir(), 'ess-bench-data-')),
+};
+
+const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(56)} ${value}  (load average ${loadavg()[0].toFixed(1)})\n`);
+
+/** Start-up time and idle resident memory of `n` more accounts' sandboxes (one trivial run each). */
+async function accounts(n: number): Promise<{ startMs: number; idleRssMb: number }> {
+  const isolation = await setUpIsolation({ ...SETTINGS, sandboxThreadsPerAccount: 1 });
+  const pool = new SandboxPool({ threads: 1, heapMb: 256, npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-bench-')), vmTimeout: 'adaptive', isolation: isolation.options });
+  const started = performance.now();
+  for (let i = 0; i < n; i++) {
+    const r = await pool.execute({ ...task('emit the event', `u_bench_${i}`), invocationId: 'a', event: { n: 1 } });
+    if (r.error) throw new Error(r.error.message);
+  }
+  const startMs = (performance.now() - started) / n;
+  await new Promise((r) => setTimeout(r, 2000));
+  let rss = 0;
+  const sandboxes = readChildren(process.pid);
+  for (const pid of sandboxes) rss += treeRssBytes(pid);
+  await pool.close();
+  return { startMs, idleRssMb: rss / 1048576 / n };
+}
+
+function readChildren(pid: number): number[] {
+  try {
+    return require('node:fs').readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number).filter((c: number) => require('node:fs').readFileSync(`/proc/${c}/comm`, 'utf8').trim() === 'bwrap');
+  } catch {
+    return [];
+  }
+}
+
 async function main() {
   const threads = arg('threads', 2);
   const seconds = arg('seconds', 5);
   const inflight = arg('inflight', 64);
   const figures: Record<string, number> = {};
-  for (const vmTimeout of ['always', 'adaptive'] as const) {
-    const pool = new SandboxPool({ threads, heapMb: 256, npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-bench-')), vmTimeout });
-    for (const name of Object.keys(SCENARIOS)) {
-      const rate = await scenario(pool, name, seconds, inflight);
-      const label = `${name} (vmTimeout ${vmTimeout})`;
-      figures[label] = Math.round(rate);
-      process.stdout.write(`${label.padEnd(48)} ${Math.round(rate).toString().padStart(7)} invocations/s  (threads ${threads}, in flight ${inflight})\n`);
+  const isolation = await setUpIsolation(SETTINGS);
+  const modes = [
+    ['none', undefined],
+    ['namespaces', isolation.options],
+  ] as const;
+  for (let round = 0; round < 2; round++) {
+    for (const [mode, options] of modes) {
+      const pool = new SandboxPool({ threads, heapMb: 256, npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-bench-')), vmTimeout: 'adaptive', isolation: options });
+      for (const name of Object.keys(SCENARIOS)) {
+        const rate = await scenario(pool, name, seconds, inflight);
+        const label = `${name} (isolation ${mode}, round ${round + 1})`;
+        figures[label] = Math.round(rate);
+        line(label, `${Math.round(rate).toString().padStart(7)} invocations/s  (threads ${threads}, in flight ${inflight})`);
+      }
+      await pool.close();
     }
-    await pool.close();
   }
+  const n = arg('accounts', 10);
+  const extra = await accounts(n);
+  figures['first run of a new account (ms)'] = Math.round(extra.startMs);
+  figures['resident memory per idle account (MB)'] = Math.round(extra.idleRssMb * 10) / 10;
+  line(`first run of a new account (${n} accounts)`, `${extra.startMs.toFixed(0)} ms each`);
+  line('resident memory per idle account sandbox', `${extra.idleRssMb.toFixed(1)} MB`);
   process.stdout.write(`${JSON.stringify({ bench: 'sandbox.execute', threads, seconds, inflight, figures })}\n`);
 }
 

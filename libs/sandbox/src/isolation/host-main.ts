@@ -6,12 +6,14 @@
  */
 import { WorkerPool } from '../worker-pool';
 import type { FromHost, HostConfig, ToHost } from './host-protocol';
+import { IpcBatch } from './ipc-batch';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as HostConfig;
 
-function send(m: FromHost): void {
-  if (process.connected) process.send?.(m);
-}
+const out = new IpcBatch<FromHost>((batch) => {
+  if (process.connected) process.send?.(batch);
+});
+const send = (m: FromHost): void => out.push(m);
 
 const logger = {
   info: (obj: object, msg?: string) => send({ t: 'log', level: 'info', obj, msg }),
@@ -22,17 +24,21 @@ const logger = {
 
 const pool = new WorkerPool({ ...config, logger });
 
-process.on('message', (m: ToHost) => {
+function handle(m: ToHost): void {
   if (m.t === 'run') {
     const onResponse = m.respond ? (payload: Parameters<NonNullable<Parameters<WorkerPool['run']>[2]>>[0]) => send({ t: 'response', id: m.id, payload }) : undefined;
     void pool.run(m.task, m.timeoutMs, onResponse).then((out) => send({ t: 'done', id: m.id, out }));
   } else if (m.t === 'close') {
     void pool.close(m.graceMs).then(() => {
       send({ t: 'closed' });
+      out.flush();
       process.exit(0);
     });
   }
-});
+}
+
+process.on('message', (batch: ToHost[]) => batch.forEach(handle));
 // The app went away (or closed the channel): nothing left to serve.
 process.on('disconnect', () => process.exit(0));
 send({ t: 'ready' });
+out.flush();

@@ -4,6 +4,7 @@ import type { HttpResponsePayload, SandboxError, SandboxLogger } from '../types'
 import { sandboxError, type TaskOutcome } from '../worker-pool';
 import type { WorkerTask } from '../worker-protocol';
 import type { FromHost, ToHost } from './host-protocol';
+import { IpcBatch } from './ipc-batch';
 import { treeRssBytes } from './process-memory';
 
 const START_TIMEOUT_MS = 30_000;
@@ -41,6 +42,11 @@ export class HostProcess {
   private watchdog: NodeJS.Timeout | undefined;
   private stopReason: SandboxError | undefined;
   private stderr = '';
+  /** Tasks to the host, one write per turn of the event loop; a failed write fails the tasks it carried. */
+  private readonly out = new IpcBatch<ToHost>((batch) => {
+    if (!this.child?.connected) return this.failSent(batch, 'the sandbox process is gone');
+    this.child.send(batch, (e) => e && this.failSent(batch, e.message));
+  });
   exited = false;
   lastUsedMs = Date.now();
   onExit: () => void = () => undefined;
@@ -59,11 +65,13 @@ export class HostProcess {
     });
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the sandbox process did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
-      child.on('message', (m: FromHost) => {
-        if (m.t === 'ready') {
-          clearTimeout(timer);
-          resolve();
-        } else this.onMessage(m);
+      child.on('message', (batch: FromHost[]) => {
+        for (const m of batch) {
+          if (m.t === 'ready') {
+            clearTimeout(timer);
+            resolve();
+          } else this.onMessage(m);
+        }
       });
       child.once('exit', () => {
         clearTimeout(timer);
@@ -89,10 +97,7 @@ export class HostProcess {
     const id = this.nextId++;
     return new Promise<TaskOutcome<T>>((resolve) => {
       this.pending.set(id, { resolve: resolve as (o: TaskOutcome<unknown>) => void, onResponse, what });
-      const msg: ToHost = { t: 'run', id, task, timeoutMs, respond: !!onResponse };
-      this.child!.send(msg, (e) => {
-        if (e && this.pending.delete(id)) resolve({ failed: sandboxError('SandboxError', `could not hand ${what} to the sandbox process: ${e.message}`) });
-      });
+      this.out.push({ t: 'run', id, task, timeoutMs, respond: !!onResponse });
     });
   }
 
@@ -102,10 +107,18 @@ export class HostProcess {
     if (!child || this.exited) return;
     this.stopReason ??= sandboxError('PoolClosedError', 'the sandbox pool is closed');
     const gone = new Promise<void>((r) => child.once('exit', () => r()));
-    if (child.connected) child.send({ t: 'close', graceMs } satisfies ToHost, () => undefined);
+    if (child.connected) child.send([{ t: 'close', graceMs }] satisfies ToHost[], () => undefined);
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs + 1000);
     await gone;
     clearTimeout(timer);
+  }
+
+  private failSent(batch: ToHost[], why: string): void {
+    for (const m of batch) {
+      if (m.t !== 'run') continue;
+      const p = this.pending.get(m.id);
+      if (p && this.pending.delete(m.id)) p.resolve({ failed: sandboxError('SandboxError', `could not hand ${p.what} to the sandbox process: ${why}`) });
+    }
   }
 
   kill(reason: SandboxError): void {

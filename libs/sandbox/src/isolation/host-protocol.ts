@@ -1,6 +1,6 @@
 /**
  * Messages between an app (runner, api) and one account's sandbox host process,
- * over the child process's IPC channel (structured clone).
+ * over the child process's IPC channel (structured clone), in arrays (IpcBatch).
  */
 import type { HttpResponsePayload } from '../types';
 import type { TaskOutcome } from '../worker-pool';

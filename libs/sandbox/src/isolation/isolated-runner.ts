@@ -1,4 +1,4 @@
-import { chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import type { HttpResponsePayload, SandboxLogger, SandboxPoolStats } from '../types';
@@ -65,8 +65,10 @@ export class IsolatedRunner {
 
   constructor(private readonly opts: IsolatedRunnerOptions) {
     this.judge = new EgressJudge(opts.egress);
-    // Unix socket paths are short (108 bytes): the egress sockets live under the temp dir.
-    this.runDir = mkdtempSync(join(tmpdir(), 'ess-sbx-'));
+    // Unix socket paths are short (108 bytes): the egress sockets live under the temp dir,
+    // in a directory named after this process (left over by a killed app, it is removed by the next one).
+    removeStaleRunDirs();
+    this.runDir = mkdtempSync(join(tmpdir(), `ess-sbx-${process.pid}-`));
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweeper.unref();
   }
@@ -183,6 +185,19 @@ export class IsolatedRunner {
         this.opts.logger?.info({ account }, 'idle sandbox process stopped');
         void s.host.close();
       }
+    }
+  }
+}
+
+/** Egress socket directories of app processes that no longer exist. */
+function removeStaleRunDirs(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const pid = /^ess-sbx-(\d+)-/.exec(name)?.[1];
+    if (!pid || Number(pid) === process.pid) continue;
+    try {
+      process.kill(Number(pid), 0);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ESRCH') rmSync(join(tmpdir(), name), { recursive: true, force: true });
     }
   }
 }
