@@ -1,0 +1,32 @@
+import { EgressJudge, parseRule } from './egress-rules';
+
+describe('egress rules', () => {
+  it('parses ip, cidr, ip:port, cidr:port and bracketed IPv6', () => {
+    expect(parseRule('10.0.0.5').port).toBeUndefined();
+    expect(parseRule('10.0.0.0/8:5432').port).toBe(5432);
+    expect(parseRule('[::1]:4222').port).toBe(4222);
+    expect(parseRule('fd00::/8').list.check('fd00::1', 'ipv6')).toBe(true);
+    expect(() => parseRule('example.com:80')).toThrow(/not an ip/);
+    expect(() => parseRule('10.0.0.1:99999')).toThrow(/not an ip/);
+  });
+
+  const judge = (over: Partial<ConstructorParameters<typeof EgressJudge>[0]> = {}) =>
+    new EgressJudge({ policy: { allowLoopback: false, allowPrivate: false }, allow: [], deny: [], ...over });
+
+  it('follows ALLOW_LOOPBACK and ALLOW_PRIVATE_ADDRESSES, and always refuses metadata and link-local', () => {
+    expect(judge().refuse('93.184.216.34', 443)).toBeUndefined();
+    expect(judge().refuse('127.0.0.1', 8080)).toMatch(/loopback.*ALLOW_LOOPBACK/);
+    expect(judge({ policy: { allowLoopback: true, allowPrivate: false } }).refuse('127.0.0.1', 8080)).toBeUndefined();
+    expect(judge().refuse('10.1.2.3', 5432)).toMatch(/private/);
+    expect(judge().refuse('::ffff:127.0.0.1', 80)).toMatch(/loopback/);
+    expect(judge({ policy: { allowLoopback: true, allowPrivate: true } }).refuse('169.254.169.254', 80)).toMatch(/metadata/);
+  });
+
+  it('lets SANDBOX_EGRESS_ALLOW open an address and the deny list win over everything', () => {
+    const j = judge({ allow: ['10.0.0.0/8:5432'], deny: ['127.0.0.1:4222', '10.0.0.9:5432'] });
+    expect(j.refuse('10.0.0.7', 5432)).toBeUndefined();
+    expect(j.refuse('10.0.0.7', 5433)).toMatch(/private/);
+    expect(j.refuse('10.0.0.9', 5432)).toMatch(/service of the platform/);
+    expect(judge({ policy: { allowLoopback: true, allowPrivate: true }, deny: ['127.0.0.0/8:4222'] }).refuse('127.0.0.2', 4222)).toMatch(/service of the platform/);
+  });
+});
