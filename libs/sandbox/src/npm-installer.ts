@@ -2,10 +2,11 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { treeDigest } from './tree-digest';
 import type { SandboxLogger } from './types';
 
 /** Written last into a dependency directory: its presence means the install finished. */
-const MARKER = '.ess-installed.json';
+export const INSTALLED_MARKER = '.ess-installed.json';
 const STALE_LOCK_MS = 10 * 60_000;
 const FAILURE_RETRY_MS = 60_000;
 
@@ -20,9 +21,11 @@ export interface InstalledSet {
   versions: Record<string, string>;
 }
 
-interface Marker {
+export interface Marker {
   requested: Record<string, string>;
   versions: Record<string, string>;
+  /** treeDigest of node_modules right after the install: sandboxes get the set only while it still matches. */
+  digest?: string;
 }
 
 export interface NpmInstallerOptions {
@@ -69,7 +72,7 @@ export class NpmInstaller {
 
   private async readMarker(dir: string): Promise<Marker | undefined> {
     try {
-      return JSON.parse(await readFile(join(dir, MARKER), 'utf8')) as Marker;
+      return JSON.parse(await readFile(join(dir, INSTALLED_MARKER), 'utf8')) as Marker;
     } catch {
       return undefined;
     }
@@ -95,9 +98,9 @@ export class NpmInstaller {
         const pkg = JSON.parse(await readFile(join(dir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
         versions[name] = pkg.version;
       }
-      const marker: Marker = { requested: deps, versions };
-      await writeFile(join(dir, `${MARKER}.tmp`), JSON.stringify(marker));
-      await rename(join(dir, `${MARKER}.tmp`), join(dir, MARKER));
+      const marker: Marker = { requested: deps, versions, digest: await treeDigest(join(dir, 'node_modules')) };
+      await writeFile(join(dir, `${INSTALLED_MARKER}.tmp`), JSON.stringify(marker));
+      await rename(join(dir, `${INSTALLED_MARKER}.tmp`), join(dir, INSTALLED_MARKER));
       this.opts.logger?.info({ deps, versions, ms: Date.now() - started }, 'installed component dependencies');
       await this.linkExact(dir, versions);
       return { dir, versions };

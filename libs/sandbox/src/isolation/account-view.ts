@@ -1,12 +1,23 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, link, mkdir, realpath, rename, rm } from 'node:fs/promises';
+import { chmod, copyFile, link, mkdir, readFile, realpath, rename, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
+import { INSTALLED_MARKER, type Marker } from '../npm-installer';
+import { treeDigest } from '../tree-digest';
 import type { BundleRef } from '../worker-protocol';
 
 const run = promisify(execFile);
+
+/** A dependency set is handed to a sandbox only while its node_modules still match the digest recorded at install. */
+async function verifyDeps(dir: string): Promise<void> {
+  const marker = JSON.parse(await readFile(join(dir, INSTALLED_MARKER), 'utf8')) as Marker;
+  if (!marker.digest) return;
+  if ((await treeDigest(join(dir, 'node_modules'))) !== marker.digest) {
+    throw Object.assign(new Error(`the installed dependency set ${basename(dir)} does not match the digest recorded when it was installed: refused`), { name: 'IntegrityError' });
+  }
+}
 
 /** A short, path-safe name for an account (directory names, socket paths). */
 export function accountKey(account: string): string {
@@ -64,6 +75,7 @@ export class AccountView {
   private async linkDeps(depsDir: string): Promise<string> {
     const real = await realpath(depsDir);
     const target = join(this.dir, 'deps', basename(real));
+    await verifyDeps(real);
     if (existsSync(target)) return target;
     await mkdir(join(this.dir, 'deps'), { recursive: true, mode: 0o755 });
     const tmp = `${target}.${process.pid}.${Date.now()}.tmp`;

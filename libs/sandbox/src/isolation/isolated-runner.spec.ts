@@ -90,4 +90,14 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
     const after = await run('u_d', code);
     expect([after.error, after.emits]).toEqual([expect.objectContaining({ name: 'IntegrityError' }), []]);
   });
+
+  it('loads npm packages from the account\'s own read-only copy, and refuses a set changed after its install', async () => {
+    const code = 'const isNumber = require("is-number@7.0.0"); module.exports = { name: "n", version: "1", async run() { let write; try { const fs = require("fs"); fs.writeFileSync("/code/deps/" + fs.readdirSync("/code/deps")[0] + "/node_modules/is-number/index.js", "x"); write = "written"; } catch (e) { write = e.code; } this.$emit({ five: isNumber(5), write }); } };';
+    const ok = await run('u_e', code);
+    expect([ok.error, ok.emits[0]?.event]).toEqual([undefined, { five: true, write: expect.stringMatching(/EROFS|ERR_ACCESS_DENIED|EACCES/) }]);
+    const installed = readdirSync(join(cache, 'npm')).find((d) => /^[0-9a-f]{32}$/.test(d))!;
+    writeFileSync(join(cache, 'npm', installed, 'node_modules', 'is-number', 'index.js'), 'module.exports = () => "tampered";');
+    const refused = await run('u_f', code);
+    expect(refused.error).toMatchObject({ name: 'IntegrityError', message: expect.stringContaining('does not match the digest') });
+  });
 });

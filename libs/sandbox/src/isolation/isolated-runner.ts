@@ -75,8 +75,14 @@ export class IsolatedRunner {
 
   async run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: HttpResponsePayload) => void): Promise<TaskOutcome<T>> {
     if (this.closed) return { failed: { name: 'PoolClosedError', message: 'the sandbox pool is closed' } };
-    const sandbox = await this.sandbox(account);
-    task.bundle = await this.view(account).map(task.bundle);
+    let sandbox: AccountSandbox;
+    try {
+      sandbox = await this.sandbox(account);
+      task.bundle = await this.view(account).map(task.bundle);
+    } catch (e) {
+      const err = e as Error;
+      return { failed: { name: err.name === 'Error' ? 'SandboxError' : err.name, message: err.message } };
+    }
     const out = await sandbox.host.run<T>(task, timeoutMs, onResponse);
     this.completed++;
     return out;
