@@ -1,4 +1,5 @@
 import { BadRequestError } from '@app/contracts';
+import { assertJsonTextLimits } from './json-limits';
 
 /**
  * Request input helpers. Parameters may come in the query or the JSON body
@@ -53,6 +54,7 @@ export function optionalBoolean(input: Input, name: string): boolean | undefined
 export function objectParam(input: Input, name: string): unknown {
   const v = input[name];
   if (typeof v !== 'string') return v;
+  assertJsonTextLimits(v, name);
   try {
     const parsed: unknown = JSON.parse(v);
     if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed;

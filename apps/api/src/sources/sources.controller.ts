@@ -69,8 +69,8 @@ export class SourcesController {
     return this.list(auth.userId, query);
   }
 
-  @Get('orgs/:orgId/sources')
-  async ofOrg(@Auth() auth: AuthContext, @Param('orgId') orgId: string, @Query() query: Record<string, unknown>): Promise<Page<SourceDto>> {
+  @Get('orgs/:org_id/sources')
+  async ofOrg(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: Record<string, unknown>): Promise<Page<SourceDto>> {
     readInput(query, undefined, ['limit', 'after', 'before']);
     if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
     return this.list(orgId, query);
