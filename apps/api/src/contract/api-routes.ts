@@ -16,7 +16,7 @@ const META_ROUTES: RouteContract[] = [
     extension: true,
     public: true,
     summary: 'Liveness and what is still starting',
-    responses: { 200: Type.Object({ status: Type.Literal('ok'), registry: Type.String(), component_gc: Type.Object({}, { additionalProperties: true }) }) },
+    responses: { 200: Type.Object({ status: Type.Literal('ok'), registry: Type.String(), component_gc: Type.Object({}, { additionalProperties: true }), isolation: Type.String({ description: 'namespaces or none' }) }) },
   },
   {
     method: 'GET',
