@@ -133,10 +133,13 @@ describe('API error bodies from every layer', () => {
     expectErrorBody(await res.json(), 'payload_too_large');
   });
 
-  it('headers too large → 431, a path segment too long → 414, a broken URL encoding → 400', async () => {
+  it('headers too large → 431, a URL or a path segment too long → 414, a broken URL encoding → 400', async () => {
     const big = await rawRequest(system.origin, `GET /v1/users/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(big.status).toBe(431);
     expectErrorBody(JSON.parse(big.body), 'header_too_large');
+    const hugeUrl = await rawRequest(system.origin, `GET /v1/users/me?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    expect(hugeUrl.status).toBe(414);
+    expectErrorBody(JSON.parse(hugeUrl.body), 'uri_too_long');
     const long = await rawRequest(system.origin, `GET /v1/sources/${'a'.repeat(600)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`);
     expect(long.status).toBe(414);
     expectErrorBody(JSON.parse(long.body), 'uri_too_long');

@@ -11,7 +11,9 @@ import { BadRequestError } from '@app/contracts';
 export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, reason, code, message] =
-    err.code === 'HPE_HEADER_OVERFLOW'
+    err.code === 'HPE_HEADER_OVERFLOW' && requestLineOverflowed(err)
+      ? [414, 'URI Too Long', 'uri_too_long', 'the URL is longer than the server accepts (16 KiB with the headers)']
+      : err.code === 'HPE_HEADER_OVERFLOW'
       ? [431, 'Request Header Fields Too Large', 'header_too_large', 'the request line and headers are larger than the server accepts (16 KiB)']
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout', 'request_timeout', 'the request was not received in time']
@@ -21,6 +23,14 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
     socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
   }
   socket.destroy(err);
+}
+
+/** The overflow happened in the request line itself (a huge URL), not in the headers after it. */
+function requestLineOverflowed(err: NodeJS.ErrnoException): boolean {
+  const raw = (err as { rawPacket?: Buffer }).rawPacket;
+  if (!raw || !/^[A-Z]+ \//.test(raw.subarray(0, 16).toString('latin1'))) return false;
+  const end = raw.indexOf('\r\n');
+  return end < 0 || end > 8192;
 }
 
 /** Fastify `frameworkErrors`: a URL the router cannot read (bad percent-encoding, a path segment over maxParamLength). */
