@@ -58,6 +58,16 @@ describe('API input hardening: client-chosen input is a 4xx, never a 500', () =>
     expect(res.body.error).toMatch(/NUL/);
   });
 
+  it('refuses a component whose name or props carry a NUL character, and keeps one that only writes the escape', async () => {
+    const named = await api.post('/components', { component_code: 'module.exports = { name: "a\\u0000b", version: "1", async run() {} };' });
+    expect(named.status).toBe(400);
+    expect(named.body).toMatchObject({ code: 'invalid_component', details: { reason: 'nul_character' } });
+    const prop = await api.post('/components', { component_code: 'module.exports = { name: "p", version: "1", props: { s: { type: "string", label: "x\\u0000" } }, async run() {} };' });
+    expect(prop.status).toBe(400);
+    const escaped = await api.post('/components', { component_code: 'module.exports = { name: "esc", version: "1", async run() { return "a\\u0000b".length; } };' });
+    expect(escaped.status).toBe(200);
+  });
+
   it('refuses an event-summary cursor of the wrong shape', async () => {
     for (const value of [[1, 'x'], [1.5, '0'], ['1', '0'], [1], { k: 1 }, [-1, '0'], [1e300, '0']]) {
       const cursor = Buffer.from(JSON.stringify(value)).toString('base64url');
