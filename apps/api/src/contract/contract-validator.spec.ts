@@ -9,7 +9,7 @@ const route = new RouteValidator({
   summary: 's',
   params: Type.Object({ id: Type.String() }),
   query: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1 })) }),
-  body: Type.Object({ url: Type.String(), page: Type.Optional(Type.Integer({ minimum: 0 })) }),
+  body: Type.Object({ url: Type.String(), page: Type.Optional(Type.Integer({ minimum: 0 })), kind: Type.Optional(Type.Union([Type.Literal('$errors'), Type.Literal('$logs')])) }),
   responses: { 200: null },
 });
 
@@ -28,6 +28,7 @@ describe('a route contract', () => {
     expect(() => route.validate({ id: 'x' }, {}, { url: 'u', page: [[1]] })).toThrow('page must be an integer');
     expect(() => route.validate({ id: 'x' }, { limit: '0' }, { url: 'u' })).toThrow('limit must be >= 1');
     expect(() => route.validate({ id: 'x' }, {}, { page: 1 })).toThrow('url is required');
+    expect(() => route.validate({ id: 'x' }, {}, { url: 'u', kind: 'x' })).toThrow('kind must be one of "$errors", "$logs"');
   });
 
   it('takes a JSON object body or none', () => {

@@ -56,6 +56,11 @@ function check(validate: ValidateFunction, data: unknown, where: Where): void {
     throw new BadRequestError(`unknown ${word}${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`, { in: where, fields: unknown, allowed });
   }
   const first = errors[0];
+  if (first?.keyword === 'const') {
+    // A union of literals (`"$errors" | "$logs"`): name the choices rather than the first one missed.
+    const choices = errors.filter((e) => e.keyword === 'const' && e.instancePath === first.instancePath).map((e) => JSON.stringify(e.params.allowedValue));
+    throw new BadRequestError(`${fieldOf(first)} must be one of ${choices.join(', ')}`, { in: where, field: fieldOf(first), allowed: choices.map((c) => JSON.parse(c) as unknown) });
+  }
   throw new BadRequestError(describe(first, where), { in: where, field: fieldOf(first), errors: errors.slice(0, 10).map((e) => ({ field: fieldOf(e), rule: e.keyword, message: e.message ?? 'is not valid' })) });
 }
 
