@@ -19,6 +19,7 @@ export const Me = Type.Object(
     billing_period_end_ts: Type.Optional(Type.Integer()),
     billing_period_invocations: Type.Optional(Type.Integer()),
   },
+  { additionalProperties: false },
 );
 
 export const ACCOUNT_ROUTES: RouteContract[] = [{ method: 'GET', path: '/v1/users/me', tag: 'users', summary: 'The current user', responses: { 200: Data(Me) } }];

@@ -12,13 +12,14 @@ export const Component = Type.Object(
     name: Type.String(),
     version: Type.String(),
     key: Type.Optional(Type.String({ description: 'extension' })),
-    type: Type.Optional(Type.Union([Type.Literal('source'), Type.Literal('action')], { description: 'extension' })),
+    type: Type.Union([Type.Literal('source'), Type.Literal('action')], { description: 'extension' }),
     description: Type.Optional(Type.String({ description: 'extension' })),
     component_url: Type.Optional(Type.String({ description: 'extension' })),
     configurable_props: Type.Array(ConfigurableProp),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
+  { additionalProperties: false },
 );
 
 const KeyOrId = Type.Object({ keyOrId: Id('a component id (sc_…) or key') });

@@ -10,6 +10,7 @@ export const EventSummary = Type.Object(
     metadata: Type.Object({ emit_id: Type.String(), name: Type.String(), emitter_id: Type.String() }),
     summary: Type.Optional(Type.String({ description: 'extension: with expand=summary' })),
   },
+  { additionalProperties: false },
 );
 
 const EventId = (description: string) => Type.Optional(Type.String({ pattern: '^(\\d{1,15}-\\d{1,9})?$', description }));

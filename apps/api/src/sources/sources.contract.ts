@@ -14,6 +14,7 @@ export const Source = Type.Object(
     name: Type.String(),
     name_slug: Type.String(),
   },
+  { additionalProperties: false },
 );
 
 const REF = {

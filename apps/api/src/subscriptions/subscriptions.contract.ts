@@ -4,6 +4,7 @@ import { Data, Id } from '../contract/schemas';
 
 export const Subscription = Type.Object(
   { id: Type.String(), emitter_id: Type.String(), listener_id: Type.String(), event_name: Type.String() },
+  { additionalProperties: false },
 );
 
 const Channel = Type.String({ maxLength: 255, description: '"" (default channel), a custom name, $errors or $logs' });

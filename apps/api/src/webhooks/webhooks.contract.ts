@@ -15,6 +15,7 @@ export const Webhook = Type.Object(
     disabled_reason: Type.Optional(Type.String({ description: 'extension: why the service disabled it (a 410)' })),
     secret: Type.Optional(Type.String({ description: 'extension: the whsec_… signing secret, in the create response only' })),
   },
+  { additionalProperties: false },
 );
 
 export const WebhookDelivery = Type.Object(
@@ -31,6 +32,7 @@ export const WebhookDelivery = Type.Object(
     next_attempt_at_ms: Type.Union([Type.Integer(), Type.Null()]),
     created_at_ms: Type.Integer(),
   },
+  { additionalProperties: false },
 );
 
 const WebhookId = Type.Object({ id: Id('wh_…') });
