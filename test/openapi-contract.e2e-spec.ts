@@ -63,6 +63,10 @@ describe('the OpenAPI document at /v1/openapi.json', () => {
     expect(ext('POST', '/v1/components/{keyOrId}/props/{prop}/options')).toBe(true);
     expect(ext('POST', '/v1/sources')).toBe(false);
     expect(ext('GET', '/v1/users/me')).toBe(false);
+    expect(ext('GET', '/v1/users/me/subscriptions')).toBe(false);
+    expect(ext('DELETE', '/v1/webhooks/{id}')).toBe(true);
+    expect(ext('GET', '/sse/dc/{id}/emits')).toBe(true);
+    expect(ext('GET', '/v1/openapi.json')).toBe(true);
     // Generated clients name methods by operationId: each is unique.
     expect(new Set(ops.map((o) => o.operationId)).size).toBe(ops.length);
   });

@@ -4,6 +4,8 @@ import { Expand, Id } from '../contract/schemas';
 
 const STREAM = {
   tag: 'sse',
+  // Pipedream's API leaves the address and format of a source's event stream unshown: these are this service's.
+  extension: true,
   params: Type.Object({ id: Id('dc_…') }),
   query: Type.Object({ expand: Type.Optional(Expand) }),
   description: 'Server-sent events: one unnamed message per event (data = the event summary JSON, id = the event id); `Last-Event-ID` resumes after that event.',

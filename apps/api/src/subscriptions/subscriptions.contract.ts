@@ -41,12 +41,11 @@ export const SUBSCRIPTION_ROUTES: RouteContract[] = [
     responses: { 200: Data(Type.Object({ id: Type.String(), event_name: Type.String(), listener_id: Type.String() })) },
     errors: [404],
   },
-  { method: 'GET', path: '/v1/users/me/subscriptions', tag: 'subscriptions', extension: true, summary: 'Your subscriptions', responses: { 200: Type.Object({ data: Type.Array(Subscription) }) } },
+  { method: 'GET', path: '/v1/users/me/subscriptions', tag: 'subscriptions', summary: 'Your subscriptions', responses: { 200: Type.Object({ data: Type.Array(Subscription) }) } },
   {
     method: 'GET',
     path: '/v1/orgs/{org_id}/subscriptions',
     tag: 'subscriptions',
-    extension: true,
     summary: "An org's subscriptions",
     params: Type.Object({ org_id: Id('o_…') }),
     responses: { 200: Type.Object({ data: Type.Array(Subscription) }) },
