@@ -41,3 +41,4 @@ function unchunk(body: string): string {
     rest = rest.slice(nl + 2 + size + 2);
   }
 }
+
