@@ -6,7 +6,6 @@ import { Page, parsePageQuery } from '../common/pagination';
 import { EventSummaryDto, parseExpand } from './event-summary.dto';
 import { EventsService, SummaryQuery } from './events.service';
 
-
 function summaryQuery(input: Input): SummaryQuery {
   const eventName = input.event_name;
   if (eventName !== undefined && typeof eventName !== 'string') throw new BadRequestError('event_name must be a string', { field: 'event_name' });

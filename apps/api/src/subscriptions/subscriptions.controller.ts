@@ -5,7 +5,6 @@ import { mergeInput, requiredString } from '../common/input';
 import { validateChannel } from './endpoints';
 import { AutoSubscriptionDto, SubscriptionDto, SubscriptionsService } from './subscriptions.service';
 
-
 @Controller('v1')
 export class SubscriptionsController {
   constructor(private readonly subs: SubscriptionsService) {}

@@ -6,7 +6,6 @@ import { Page, parsePageQuery } from '../common/pagination';
 import { toWebhookDto, validateWebhookUrl, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
 import { WebhookInput, WebhooksService } from './webhooks.service';
 
-
 function textFields(input: Input): Pick<WebhookInput, 'name' | 'description'> {
   return {
     name: optionalString(input, 'name', { nullable: true, maxLength: 255 }),
