@@ -16,6 +16,8 @@ import { SubscriptionsModule } from './subscriptions/subscriptions.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { SseModule } from './sse/sse.module';
 import { HealthController } from './health.controller';
+import { ContractInterceptor } from './contract/contract.interceptor';
+import { OpenApiController } from './contract/openapi.controller';
 
 @Module({})
 export class AppModule implements NestModule {
@@ -36,9 +38,10 @@ export class AppModule implements NestModule {
         WebhooksModule,
         SseModule,
       ],
-      controllers: [HealthController],
+      controllers: [HealthController, OpenApiController],
       providers: [
         { provide: APP_FILTER, useClass: ErrorFilter },
+        { provide: APP_INTERCEPTOR, useClass: ContractInterceptor },
         { provide: APP_INTERCEPTOR, useClass: FieldFilterInterceptor },
       ],
     };

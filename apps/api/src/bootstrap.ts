@@ -4,6 +4,9 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { AppConfig, createLogger, PinoNestLogger } from '@app/config';
 import { AppModule } from './app.module';
 import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
+import { assertJsonTextLimits, assertNoNul } from './common/json-limits';
+import { clientErrorHandler, frameworkErrors, registerRequestHygiene } from './common/protocol-errors';
+import { requireDeclaredRoutes } from './contract/route-coverage';
 
 /** Builds the api application (not yet listening); used by main.ts and the tests. */
 export async function createApiApp(config: AppConfig): Promise<NestFastifyApplication> {
@@ -14,22 +17,37 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
     // The spec writes some paths with a trailing slash (`POST /sources/`, `GET /users/me/sources/`): both forms route.
     // (Not ignoreDuplicateSlashes: it also collapses `//` inside the query string, e.g. `?url=https://…`.)
     routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
+    // Errors of Node's HTTP parser and of the router, in the service's error shape.
+    clientErrorHandler,
+    frameworkErrors,
     // `<endpoint_key>.<ENDPOINT_DOMAIN>/<path>` is the HTTP interface of that source, like `/e/<endpoint_key>/<path>`.
     ...(config.endpointDomain ? { rewriteUrl: hostEndpointRewrite(config.endpointDomain) } : {}),
   });
+  requireDeclaredRoutes(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     logger: new PinoNestLogger(logger),
     bodyParser: false,
   });
   const fastify = app.getHttpAdapter().getInstance();
+  registerRequestHygiene(fastify);
   // Lenient JSON: an empty body is no body (clients POST with parameters in the query).
   fastify.addContentTypeParser(['application/json', 'text/plain', 'application/x-www-form-urlencoded'], { parseAs: 'string' }, (req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
-    if (String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
-      // `curl -d '{...}'` without a Content-Type header sends JSON labelled as a form: read it as the JSON it is.
-      const json = /^\s*\{/.test(text) ? tryJson(text) : undefined;
-      return done(null, json ?? Object.fromEntries(new URLSearchParams(text)));
+    try {
+      if (String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
+        // `curl -d '{...}'` without a Content-Type header sends JSON labelled as a form: read it as the JSON it is.
+        const looksJson = /^\s*\{/.test(text);
+        if (looksJson) assertJsonTextLimits(text);
+        const json = looksJson ? tryJson(text) : undefined;
+        if (json !== undefined) return done(null, json);
+        const form = Object.fromEntries(new URLSearchParams(text));
+        for (const [k, v] of Object.entries(form)) assertNoNul(k + v, 'the request body');
+        return done(null, form);
+      }
+      assertJsonTextLimits(text);
+    } catch (e) {
+      return done(e as Error, undefined);
     }
     try {
       done(null, JSON.parse(text));

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import { FastifyReply } from 'fastify';
+import { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '@app/contracts';
+import { allowedMethods } from '../contract/contract.interceptor';
 
 interface ErrorBody {
   error: string;
@@ -27,11 +28,19 @@ export class ErrorFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    const [status, body, headers] = this.describe(exception);
+    const [status, body, headers] = this.methodNotAllowed(exception, host.switchToHttp().getRequest<FastifyRequest>()) ?? this.describe(exception);
     if (status >= 500) this.logger.error((exception as Error)?.stack ?? String(exception));
     if (reply.sent) return;
     for (const [k, v] of Object.entries(headers ?? {})) reply.header(k, v);
     reply.status(status).send(body);
+  }
+
+  /** No route for this method, but the path has routes for others: 405 with `Allow`, not 404. */
+  private methodNotAllowed(e: unknown, req: FastifyRequest | undefined): [number, ErrorBody, Record<string, string>] | undefined {
+    if (!(e instanceof HttpException) || e.getStatus() !== 404 || !req || req.routeOptions?.url) return undefined;
+    const allowed = allowedMethods(req.url);
+    if (!allowed.length || allowed.includes(req.method)) return undefined;
+    return [405, { error: `${req.method} is not allowed on ${req.url.split('?')[0]}; allowed: ${allowed.join(', ')}`, code: 'method_not_allowed' }, { allow: allowed.join(', ') }];
   }
 
   private describe(e: unknown): [number, ErrorBody, Record<string, string>?] {

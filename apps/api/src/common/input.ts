@@ -1,25 +1,17 @@
 import { BadRequestError } from '@app/contracts';
+import { assertJsonTextLimits } from './json-limits';
 
 /**
- * Request input helpers. Parameters may come in the query or the JSON body
- * (the spec allows both for POST); unknown fields are rejected so owner and ids
- * can never be mass-assigned.
+ * Request input helpers. Which parameters a route takes, and their types, are declared in its contract
+ * (`<context>.contract.ts`) and checked before the handler runs; these read the checked values.
+ * Parameters of a POST/PUT may come in the query or the JSON body (the spec allows both).
  */
 export type Input = Record<string, unknown>;
 
-export const COMMON_PARAMS = ['include', 'exclude', 'org_id'];
-
-/** Merges query and body (body wins) and rejects fields not in `allowed`. */
-export function readInput(query: unknown, body: unknown, allowed: string[]): Input {
-  if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
-    throw new BadRequestError('the request body must be a JSON object');
-  }
-  const merged: Input = { ...((query as Input) ?? {}), ...((body as Input) ?? {}) };
-  const unknown = Object.keys(merged).filter((k) => !allowed.includes(k) && !COMMON_PARAMS.includes(k));
-  if (unknown.length) {
-    throw new BadRequestError(`unknown field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`, { fields: unknown, allowed });
-  }
-  return merged;
+/** Query and body as one set of parameters (body wins). */
+export function mergeInput(query: unknown, body: unknown): Input {
+  const b = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Input) : {};
+  return { ...((query as Input) ?? {}), ...b };
 }
 
 export function optionalString(input: Input, name: string, { nullable = false, maxLength = 10_000 } = {}): string | undefined | null {
@@ -53,6 +45,7 @@ export function optionalBoolean(input: Input, name: string): boolean | undefined
 export function objectParam(input: Input, name: string): unknown {
   const v = input[name];
   if (typeof v !== 'string') return v;
+  assertJsonTextLimits(v, name);
   try {
     const parsed: unknown = JSON.parse(v);
     if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed;

@@ -51,10 +51,18 @@ export function encodeCursor(key: CursorKey): string {
   return Buffer.from(JSON.stringify([key.k, key.id])).toString('base64url');
 }
 
-export function decodeCursor(cursor: string, param = 'cursor'): CursorKey {
+/**
+ * Reads a cursor back. Its values go to SQL as a bigint and a text id, so anything else
+ * (`[1.5, "x"]`, a NUL byte, an object) is the client's bad cursor, never a database error.
+ * `idPattern` narrows the id further where the list keys on something else (event sequence numbers).
+ */
+export function decodeCursor(cursor: string, param = 'cursor', idPattern = /^[^\u0000]{1,255}$/): CursorKey {
   try {
-    const [k, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    if (typeof k === 'number' && typeof id === 'string') return { k, id };
+    const decoded: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(decoded) && decoded.length === 2) {
+      const [k, id] = decoded as [unknown, unknown];
+      if (typeof k === 'number' && Number.isSafeInteger(k) && k >= 0 && typeof id === 'string' && idPattern.test(id)) return { k, id };
+    }
   } catch {
     /* fall through */
   }

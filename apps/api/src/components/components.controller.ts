@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@ne
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
-import { objectParam, optionalString, readInput } from '../common/input';
+import { Input, mergeInput, objectParam, optionalString } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
 import { RegistrySeeder } from './registry.seeder';
 import { ComponentDto, ComponentsService, runnableOf, toComponentDto } from './components.service';
@@ -20,7 +20,7 @@ export class ComponentsController {
   @Post()
   @HttpCode(200)
   async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: ComponentDto }> {
-    const input = readInput(query, body, ['component_code', 'component_url']);
+    const input = mergeInput(query, body);
     const ownerId = namespaceOf(auth, input.org_id);
     const code = optionalString(input, 'component_code', { maxLength: Number.MAX_SAFE_INTEGER }) ?? undefined;
     const url = optionalString(input, 'component_url') ?? undefined;
@@ -31,7 +31,6 @@ export class ComponentsController {
 
   @Get('registry/:key')
   async registry(@Param('key') key: string, @Query() query: unknown): Promise<{ data: ComponentDto }> {
-    readInput(query, undefined, []);
     try {
       return { data: toComponentDto(await this.components.findRegistry(key)) };
     } catch (e) {
@@ -44,7 +43,7 @@ export class ComponentsController {
 
   @Get(':keyOrId')
   async get(@Auth() auth: AuthContext, @Param('keyOrId') keyOrId: string, @Query() query: unknown): Promise<{ data: ComponentDto }> {
-    const input = readInput(query, undefined, []);
+    const input = query as Input;
     const namespace = namespaceOf(auth, input.org_id);
     return { data: toComponentDto(await this.components.findForCaller(auth, keyOrId, namespace)) };
   }
@@ -56,7 +55,7 @@ export class ComponentsController {
   @Post(':keyOrId/props/:prop/options')
   @HttpCode(200)
   async options(@Auth() auth: AuthContext, @Param('keyOrId') keyOrId: string, @Param('prop') prop: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: { options: unknown[]; context: unknown } }> {
-    const input = readInput(query, body, ['page', 'prevContext', 'prev_context', 'configured_props']);
+    const input = mergeInput(query, body);
     const c = await this.components.findForCaller(auth, keyOrId, namespaceOf(auth, input.org_id));
     const known = (c.configurableProps as { name: string; remoteOptions?: boolean; options?: unknown[] }[]).find((p) => p.name === prop);
     if (!known) throw new NotFoundError(`component ${c.id} has no prop ${prop}`, { prop });

@@ -141,6 +141,7 @@ export class ComponentsService {
   async save(ownerId: string, userId: string | null, resolved: ResolvedCode, em: EntityManager = this.em.fork()): Promise<Component> {
     const { code, url, bundle } = resolved;
     const c = buildComponent(await this.analyze(bundle ?? code, ownerId), ownerId, userId, code, url, bundle);
+    assertNoNulInComponent(c);
     const runnable = runnableOf(c);
     await this.storeCode(runnable.hash, runnable.code);
     await em.persist(c).flush();
@@ -194,5 +195,17 @@ export class ComponentsService {
     const c = await this.em.fork().findOne(Component, { ownerId: REGISTRY_OWNER, key }, { orderBy: { createdAtMs: 'desc', id: 'desc' } });
     if (!c) throw new NotFoundError(`registry component ${key} not found`, { key });
     return c;
+  }
+}
+
+/** Postgres text and jsonb cannot hold NUL: code, name or props carrying one (`name: "a\\u0000"`) are the author's error. */
+function assertNoNulInComponent(c: Component): void {
+  let found = false;
+  JSON.stringify(c, (key: string, value: unknown) => {
+    if (key.includes('\u0000') || (typeof value === 'string' && value.includes('\u0000'))) found = true;
+    return value;
+  });
+  if (found) {
+    throw new BadRequestError('the component contains a NUL character (\\u0000) in its code, name, key, description or props', { reason: 'nul_character' }, 'invalid_component');
   }
 }

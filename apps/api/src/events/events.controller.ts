@@ -1,12 +1,10 @@
 import { Controller, Delete, Get, HttpCode, Param, Query } from '@nestjs/common';
 import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext } from '../auth/auth.context';
-import { Input, readInput } from '../common/input';
+import { Input } from '../common/input';
 import { Page, parsePageQuery } from '../common/pagination';
 import { EventSummaryDto, parseExpand } from './event-summary.dto';
 import { EventsService, SummaryQuery } from './events.service';
-
-const LIST_PARAMS = ['limit', 'after', 'before', 'expand', 'event_name'];
 
 function summaryQuery(input: Input): SummaryQuery {
   const eventName = input.event_name;
@@ -21,7 +19,7 @@ export class EventsController {
   /** Newest first; `event_name` selects one channel (`$errors`, `$logs`, a custom name, or empty for the default one). */
   @Get('sources/:id/event_summaries')
   async sourceSummaries(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<Page<EventSummaryDto>> {
-    const q = summaryQuery(readInput(query, undefined, LIST_PARAMS));
+    const q = summaryQuery(query as Input);
     await this.events.assertSource(auth, id);
     return this.events.list(id, q);
   }
@@ -29,7 +27,7 @@ export class EventsController {
   @Delete('sources/:id/events')
   @HttpCode(202)
   async deleteEvents(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<void> {
-    const input = readInput(query, undefined, ['start_id', 'end_id']);
+    const input = query as Input;
     await this.events.assertSource(auth, id);
     const str = (name: string): string | undefined => {
       const v = input[name];
@@ -43,7 +41,7 @@ export class EventsController {
   /** Workflows are not managed by this service, so no workflow id exists: always 404 (after validating the query). */
   @Get('workflows/:id/event_summaries')
   workflowSummaries(@Param('id') id: string, @Query() query: unknown): never {
-    summaryQuery(readInput(query, undefined, LIST_PARAMS));
+    summaryQuery(query as Input);
     throw new NotFoundError(`workflow ${id} not found`, { id });
   }
 
@@ -54,7 +52,7 @@ export class EventsController {
   @Get('workflows/:id/:channel/event_summaries')
   workflowErrors(@Param('id') id: string, @Param('channel') channel: string, @Query() query: unknown): never {
     if (channel !== '$errors') throw new NotFoundError(`no such route: GET /v1/workflows/${id}/${channel}/event_summaries`);
-    summaryQuery(readInput(query, undefined, LIST_PARAMS));
+    summaryQuery(query as Input);
     throw new NotFoundError(`workflow ${id} not found`, { id });
   }
 }

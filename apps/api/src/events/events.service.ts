@@ -45,7 +45,7 @@ export class EventsService {
     const pageWhere = [...where];
     const pageParams = [...params];
     if (q.after || q.before) {
-      const c = decodeCursor((q.after ?? q.before)!, q.after ? 'after' : 'before');
+      const c = decodeCursor((q.after ?? q.before)!, q.after ? 'after' : 'before', /^\d{1,9}$/);
       pageWhere.push(`(id_ms, id_seq) ${q.after ? '<' : '>'} (?, ?)`);
       pageParams.push(c.k, Number(c.id));
       order = q.after ? 'desc' : 'asc';

@@ -51,7 +51,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
           return reply.status(413).send({ error: message, code: 'payload_too_large' });
         }
         this.logger.error(`ingress failed: ${err.message}`);
-        return reply.status(err.statusCode && err.statusCode < 500 ? err.statusCode : 500).send({ error: err.statusCode && err.statusCode < 500 ? err.message : 'internal error', code: 'internal' });
+        const clientError = !!err.statusCode && err.statusCode >= 400 && err.statusCode < 500;
+        return reply.status(clientError ? err.statusCode! : 500).send(clientError ? { error: err.message, code: 'invalid_request' } : { error: 'internal error', code: 'internal' });
       });
       const handler = (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => this.handle(req, reply);
       const route = { method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const, bodyLimit: this.config.httpMaxBodyBytes };

@@ -3,11 +3,10 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { NotFoundError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
-import { Input, objectParam, optionalBoolean, optionalString, readInput } from '../common/input';
+import { Input, mergeInput, objectParam, optionalBoolean, optionalString } from '../common/input';
 import { finishPage, keysetClause, Page, parsePageQuery } from '../common/pagination';
 import { ComponentRef, SourceDto, SourcesService } from './sources.service';
 
-const REF_FIELDS = ['component_id', 'component_code', 'component_url'];
 const MAX = Number.MAX_SAFE_INTEGER;
 
 function componentRef(input: Input): ComponentRef {
@@ -30,7 +29,7 @@ export class SourcesController {
   @Post('sources')
   @HttpCode(200)
   async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: SourceDto }> {
-    const input = readInput(query, body, [...REF_FIELDS, 'name', 'configured_props']);
+    const input = mergeInput(query, body);
     const ownerId = namespaceOf(auth, input.org_id);
     const { source, component } = await this.sources.create(auth, ownerId, componentRef(input), sourceName(input), objectParam(input, 'configured_props'));
     return { data: this.sources.toDto(source, component, true) };
@@ -39,14 +38,13 @@ export class SourcesController {
   /** Extension: one source by id (members of its org included). */
   @Get('sources/:id')
   async get(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<{ data: SourceDto }> {
-    readInput(query, undefined, []);
     const { source, component } = await this.sources.get(auth, id);
     return { data: this.sources.toDto(source, component, true) };
   }
 
   @Put('sources/:id')
   async update(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: SourceDto }> {
-    const input = readInput(query, body, [...REF_FIELDS, 'name', 'configured_props', 'active']);
+    const input = mergeInput(query, body);
     const { source, component } = await this.sources.update(auth, id, {
       ref: componentRef(input),
       name: sourceName(input),
@@ -59,19 +57,16 @@ export class SourcesController {
   @Delete('sources/:id')
   @HttpCode(204)
   async remove(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<void> {
-    readInput(query, undefined, []);
     await this.sources.remove(auth, id);
   }
 
   @Get('users/me/sources')
   async mine(@Auth() auth: AuthContext, @Query() query: Record<string, unknown>): Promise<Page<SourceDto>> {
-    readInput(query, undefined, ['limit', 'after', 'before']);
     return this.list(auth.userId, query);
   }
 
-  @Get('orgs/:orgId/sources')
-  async ofOrg(@Auth() auth: AuthContext, @Param('orgId') orgId: string, @Query() query: Record<string, unknown>): Promise<Page<SourceDto>> {
-    readInput(query, undefined, ['limit', 'after', 'before']);
+  @Get('orgs/:org_id/sources')
+  async ofOrg(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: Record<string, unknown>): Promise<Page<SourceDto>> {
     if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
     return this.list(orgId, query);
   }

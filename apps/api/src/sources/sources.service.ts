@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { EntityManager, raw, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
+import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ComponentMeta, ConfigurableProp, INTERFACE_HTTP, validateConfiguredProps } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, newEndpointKey, newId, NotFoundError } from '@app/contracts';
@@ -77,7 +77,7 @@ export class SourcesService {
 
   /** `base`, or `base-N` with the next free N among the owner's live sources. */
   private async freeSlug(em: EntityManager, ownerId: string, base: string, exceptId?: string): Promise<string> {
-    const rows: { name_slug: string }[] = await em.getConnection().execute(
+    const rows: { name_slug: string }[] = await em.execute(
       `select name_slug from sources where owner_id = ? and deleted_at is null and id <> ? and (name_slug = ? or name_slug ~ ?)`,
       [ownerId, exceptId ?? '', base, `^${base.replace(/[^a-z0-9-]/g, '')}-[0-9]+$`],
     );
@@ -88,45 +88,41 @@ export class SourcesService {
     return `${base}-${n}`;
   }
 
-  /** Inserts with a unique slug; a concurrent clash on the slug index retries with the next number. */
+  /**
+   * Inserts with a unique slug. The slug is chosen and inserted under a per-owner transaction lock, so
+   * concurrent creates for one owner (ten parallel POSTs of one component) each get the next free number
+   * instead of racing for the same one.
+   */
   private async insertWithSlug(source: Source, base: string): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const em = this.em.fork();
+    await this.em.fork().transactional(async (em) => {
+      await lockOwnerSlugs(em, source.ownerId);
       source.nameSlug = await this.freeSlug(em, source.ownerId, base);
-      try {
-        await em.persist(source).flush();
-        return;
-      } catch (e) {
-        if (!(e instanceof UniqueConstraintViolationException) || attempt >= 5) throw e;
-      }
-    }
+      await em.persist(source).flush();
+    });
   }
 
   /** Writes an update (revision + 1 in SQL, so concurrent updates each move it); a new name gets a unique slug. */
   private async writeUpdate(source: Source, newName: string | undefined): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const em = this.em.fork();
-      if (newName !== undefined) source.nameSlug = await this.freeSlug(em, source.ownerId, slugify(newName), source.id);
-      try {
-        await em.nativeUpdate(
-          Source,
-          { id: source.id, deletedAt: null },
-          {
-            name: source.name,
-            nameSlug: source.nameSlug,
-            componentId: source.componentId,
-            configuredProps: source.configuredProps,
-            active: source.active,
-            endpointKey: source.endpointKey,
-            rev: raw('rev + 1'),
-            updatedAt: Math.floor(Date.now() / 1000),
-          },
-        );
-        return;
-      } catch (e) {
-        if (!(e instanceof UniqueConstraintViolationException) || attempt >= 5) throw e;
+    await this.em.fork().transactional(async (em) => {
+      if (newName !== undefined) {
+        await lockOwnerSlugs(em, source.ownerId);
+        source.nameSlug = await this.freeSlug(em, source.ownerId, slugify(newName), source.id);
       }
-    }
+      await em.nativeUpdate(
+        Source,
+        { id: source.id, deletedAt: null },
+        {
+          name: source.name,
+          nameSlug: source.nameSlug,
+          componentId: source.componentId,
+          configuredProps: source.configuredProps,
+          active: source.active,
+          endpointKey: source.endpointKey,
+          rev: raw('rev + 1'),
+          updatedAt: Math.floor(Date.now() / 1000),
+        },
+      );
+    });
   }
 
   async create(auth: AuthContext, ownerId: string, ref: ComponentRef, name: string | undefined, configuredProps: unknown): Promise<{ source: Source; component: Component }> {
@@ -217,4 +213,9 @@ export class SourcesService {
     this.logger.log(`source deleted source_id=${source.id}`);
     await this.publisher.publishSoon(source.id);
   }
+}
+
+/** Serializes slug allocation per owner until the surrounding transaction ends (the slug index is per owner). */
+async function lockOwnerSlugs(em: EntityManager, ownerId: string): Promise<void> {
+  await em.execute(`select pg_advisory_xact_lock(hashtext(?))`, [`source-slug:${ownerId}`]);
 }

@@ -1,11 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { BadRequestError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
-import { readInput, requiredString } from '../common/input';
+import { mergeInput, requiredString } from '../common/input';
 import { validateChannel } from './endpoints';
 import { AutoSubscriptionDto, SubscriptionDto, SubscriptionsService } from './subscriptions.service';
-
-const FIELDS = ['emitter_id', 'listener_id', 'event_name'];
 
 @Controller('v1')
 export class SubscriptionsController {
@@ -15,7 +13,7 @@ export class SubscriptionsController {
   @Post('subscriptions')
   @HttpCode(200)
   async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: SubscriptionDto }> {
-    const input = readInput(query, body, FIELDS);
+    const input = mergeInput(query, body);
     const emitterId = requiredString(input, 'emitter_id', { maxLength: 255 });
     const listenerId = requiredString(input, 'listener_id', { maxLength: 255 });
     return { data: await this.subs.create(auth, input.org_id, emitterId, listenerId, validateChannel(input.event_name)) };
@@ -25,7 +23,7 @@ export class SubscriptionsController {
   @Delete('subscriptions')
   @HttpCode(204)
   async delete(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<void> {
-    const input = readInput(query, body, FIELDS);
+    const input = mergeInput(query, body);
     const emitterId = requiredString(input, 'emitter_id', { maxLength: 255 });
     const listenerId = requiredString(input, 'listener_id', { maxLength: 255 });
     if (input.event_name === undefined) throw new BadRequestError('event_name is required (pass event_name= for the default channel)', { field: 'event_name' });
@@ -35,7 +33,7 @@ export class SubscriptionsController {
   @Post('auto_subscriptions')
   @HttpCode(200)
   async createAuto(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: AutoSubscriptionDto }> {
-    const input = readInput(query, body, ['event_name', 'listener_id']);
+    const input = mergeInput(query, body);
     const eventName = requiredString(input, 'event_name');
     if (eventName !== '$errors' && eventName !== '$logs') throw new BadRequestError('event_name must be $errors or $logs', { field: 'event_name', value: eventName });
     return { data: await this.subs.createAuto(auth, input.org_id, requiredString(input, 'listener_id', { maxLength: 255 }), eventName) };
@@ -43,13 +41,11 @@ export class SubscriptionsController {
 
   @Get('users/me/subscriptions')
   async listMine(@Auth() auth: AuthContext, @Query() query: unknown): Promise<{ data: SubscriptionDto[] }> {
-    readInput(query, undefined, []);
     return { data: await this.subs.list(auth.userId) };
   }
 
   @Get('orgs/:org_id/subscriptions')
   async listOrg(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: unknown): Promise<{ data: SubscriptionDto[] }> {
-    readInput(query, undefined, []);
     return { data: await this.subs.list(namespaceOf(auth, orgId)) };
   }
 }

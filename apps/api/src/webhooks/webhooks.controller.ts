@@ -1,12 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import { BadRequestError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
-import { Input, optionalBoolean, optionalString, readInput } from '../common/input';
+import { Input, mergeInput, optionalBoolean, optionalString } from '../common/input';
 import { Page, parsePageQuery } from '../common/pagination';
 import { toWebhookDto, validateWebhookUrl, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
 import { WebhookInput, WebhooksService } from './webhooks.service';
-
-const PAGE = ['limit', 'after', 'before'];
 
 function textFields(input: Input): Pick<WebhookInput, 'name' | 'description'> {
   return {
@@ -23,19 +21,19 @@ export class WebhooksController {
   @Post('webhooks')
   @HttpCode(200)
   async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: WebhookDto }> {
-    const input = readInput(query, body, ['url', 'name', 'description']);
+    const input = mergeInput(query, body);
     const ownerId = namespaceOf(auth, input.org_id);
     return { data: await this.webhooks.create(auth, ownerId, { url: validateWebhookUrl(input.url), ...textFields(input) }) };
   }
 
   @Get('users/me/webhooks')
   async listMine(@Auth() auth: AuthContext, @Query() query: unknown): Promise<Page<WebhookDto>> {
-    return this.webhooks.list(auth.userId, parsePageQuery(readInput(query, undefined, PAGE)));
+    return this.webhooks.list(auth.userId, parsePageQuery(query as Input));
   }
 
   @Get('orgs/:org_id/webhooks')
   async listOrg(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: unknown): Promise<Page<WebhookDto>> {
-    return this.webhooks.list(namespaceOf(auth, orgId), parsePageQuery(readInput(query, undefined, PAGE)));
+    return this.webhooks.list(namespaceOf(auth, orgId), parsePageQuery(query as Input));
   }
 
   @Get('webhooks/:id')
@@ -46,7 +44,7 @@ export class WebhooksController {
   /** Changes url, name, description or active; `active: true` re-enables a webhook disabled by a 410. */
   @Put('webhooks/:id')
   async update(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: WebhookDto }> {
-    const input = readInput(query, body, ['url', 'name', 'description', 'active']);
+    const input = mergeInput(query, body);
     const change: WebhookInput = { ...textFields(input), active: optionalBoolean(input, 'active') };
     if (input.url !== undefined) change.url = validateWebhookUrl(input.url);
     if (Object.values(change).every((v) => v === undefined)) throw new BadRequestError('nothing to update: pass url, name, description or active');
@@ -62,6 +60,6 @@ export class WebhooksController {
   /** Every delivery attempt, newest first. */
   @Get('webhooks/:id/deliveries')
   async deliveries(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<Page<WebhookDeliveryDto>> {
-    return this.webhooks.deliveries(auth, id, parsePageQuery(readInput(query, undefined, PAGE)));
+    return this.webhooks.deliveries(auth, id, parsePageQuery(query as Input));
   }
 }

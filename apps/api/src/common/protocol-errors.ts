@@ -1,0 +1,68 @@
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { BadRequestError } from '@app/contracts';
+
+/**
+ * Errors raised below Nest, by Node's HTTP parser and by Fastify's router, in the service's one
+ * error shape `{ error, code, details? }` (they default to Fastify's `{ error, message, statusCode }`).
+ */
+
+/** Fastify `clientErrorHandler`: the request could not even be parsed (header overflow, bad request line, timeout). */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, reason, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW' && requestLineOverflowed(err)
+      ? [414, 'URI Too Long', 'uri_too_long', 'the URL is longer than the server accepts (16 KiB with the headers)']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'header_too_large', 'the request line and headers are larger than the server accepts (16 KiB)']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'request_timeout', 'the request was not received in time']
+        : [400, 'Bad Request', 'invalid_request', 'the request is not valid HTTP'];
+  const body = JSON.stringify({ error: message, code });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
+}
+
+/** The overflow happened in the request line itself (a huge URL), not in the headers after it. */
+function requestLineOverflowed(err: NodeJS.ErrnoException): boolean {
+  const raw = (err as { rawPacket?: Buffer }).rawPacket;
+  if (!raw || !/^[A-Z]+ \//.test(raw.subarray(0, 16).toString('latin1'))) return false;
+  const end = raw.indexOf('\r\n');
+  return end < 0 || end > 8192;
+}
+
+/** Fastify `frameworkErrors`: a URL the router cannot read (bad percent-encoding, a path segment over maxParamLength). */
+export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    void reply.code(414).send({ error: 'a path segment of the URL is too long', code: 'uri_too_long' });
+    return;
+  }
+  if (err.code === 'FST_ERR_BAD_URL') {
+    void reply.code(400).send({ error: 'the URL is not valid (bad percent-encoding)', code: 'invalid_request' });
+    return;
+  }
+  const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
+  void reply.code(status).send({ error: err.message, code: 'invalid_request' });
+}
+
+/** Routes of the API proper (not the public HTTP interface of sources, which relays whatever it receives). */
+function isApiUrl(url: string): boolean {
+  return !url.startsWith('/e/');
+}
+
+/**
+ * Input rules no route may skip: a NUL character anywhere in the URL (`%00`) is refused before it can
+ * reach Postgres, and two `Authorization` headers are refused rather than picking one.
+ */
+export function registerRequestHygiene(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', async (req) => {
+    if (!isApiUrl(req.url)) return;
+    if (/%00/i.test(req.url)) throw new BadRequestError('the URL contains a NUL character (%00), which is not accepted', { reason: 'nul_character' });
+    const raw = req.raw.rawHeaders;
+    let authorizations = 0;
+    for (let i = 0; i < raw.length; i += 2) if (raw[i].toLowerCase() === 'authorization') authorizations++;
+    if (authorizations > 1) throw new BadRequestError('send one Authorization header, not several', { header: 'authorization' });
+  });
+}

@@ -1,0 +1,42 @@
+import { Type } from '@sinclair/typebox';
+import { ACCOUNT_ROUTES } from '../accounts/accounts.contract';
+import { COMPONENT_ROUTES } from '../components/components.contract';
+import { EVENT_ROUTES } from '../events/events.contract';
+import { SOURCE_ROUTES } from '../sources/sources.contract';
+import { SSE_ROUTES } from '../sse/sse.contract';
+import { SUBSCRIPTION_ROUTES } from '../subscriptions/subscriptions.contract';
+import { WEBHOOK_ROUTES } from '../webhooks/webhooks.contract';
+import { RouteContract } from './route-contract';
+
+const META_ROUTES: RouteContract[] = [
+  {
+    method: 'GET',
+    path: '/healthz',
+    tag: 'meta',
+    extension: true,
+    public: true,
+    summary: 'Liveness and what is still starting',
+    responses: { 200: Type.Object({ status: Type.Literal('ok'), registry: Type.String(), component_gc: Type.Object({}, { additionalProperties: true }), isolation: Type.String({ description: 'namespaces or none' }) }) },
+  },
+  {
+    method: 'GET',
+    path: '/v1/openapi.json',
+    tag: 'meta',
+    extension: true,
+    public: true,
+    summary: 'This OpenAPI 3.1 document',
+    responses: { 200: Type.Object({ openapi: Type.String(), paths: Type.Object({}, { additionalProperties: true }) }, { additionalProperties: true }) },
+  },
+];
+
+/** Every route the api serves besides the HTTP interface of sources (`/e/<endpoint_key>`), each declared once. */
+export const API_ROUTES: RouteContract[] = [
+  ...COMPONENT_ROUTES,
+  ...SOURCE_ROUTES,
+  ...EVENT_ROUTES,
+  ...SUBSCRIPTION_ROUTES,
+  ...WEBHOOK_ROUTES,
+  ...ACCOUNT_ROUTES,
+  ...SSE_ROUTES,
+  ...META_ROUTES,
+];

@@ -1,0 +1,42 @@
+import { Type } from '@sinclair/typebox';
+import { RouteValidator } from './contract-validator';
+import { allowedMethods } from './contract.interceptor';
+
+const route = new RouteValidator({
+  method: 'POST',
+  path: '/v1/things/{id}',
+  tag: 't',
+  summary: 's',
+  params: Type.Object({ id: Type.String() }),
+  query: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1 })) }),
+  body: Type.Object({ url: Type.String(), page: Type.Optional(Type.Integer({ minimum: 0 })), kind: Type.Optional(Type.Union([Type.Literal('$errors'), Type.Literal('$logs')])) }),
+  responses: { 200: null },
+});
+
+describe('a route contract', () => {
+  it('accepts what it declares, the common parameters included, and body fields sent in the query', () => {
+    expect(() => route.validate({ id: 'x' }, { limit: '5', include: 'id' }, { url: 'u', page: 0, org_id: 'o_1' })).not.toThrow();
+    expect(() => route.validate({ id: 'x' }, { url: 'u', page: '2' }, undefined)).not.toThrow();
+  });
+
+  it('names unknown parameters and fields, and where they were', () => {
+    expect(() => route.validate({ id: 'x' }, { bogus: '1' }, { url: 'u' })).toThrow('unknown query parameter: bogus');
+    expect(() => route.validate({ id: 'x' }, {}, { url: 'u', owner_id: 'u_x', more: 1 })).toThrow('unknown fields: owner_id, more');
+  });
+
+  it('names the field of a wrong type or range, and a missing required field', () => {
+    expect(() => route.validate({ id: 'x' }, {}, { url: 'u', page: [[1]] })).toThrow('page must be an integer');
+    expect(() => route.validate({ id: 'x' }, { limit: '0' }, { url: 'u' })).toThrow('limit must be >= 1');
+    expect(() => route.validate({ id: 'x' }, {}, { page: 1 })).toThrow('url is required');
+    expect(() => route.validate({ id: 'x' }, {}, { url: 'u', kind: 'x' })).toThrow('kind must be one of "$errors", "$logs"');
+  });
+
+  it('takes a JSON object body or none', () => {
+    for (const body of ['str', 123, [], null]) expect(() => route.validate({ id: 'x' }, { url: 'u' }, body)).toThrow('the request body must be a JSON object');
+  });
+
+  it('lists the methods of a known path for a 405', () => {
+    expect(allowedMethods('/v1/sources/dc_1?x=1')).toEqual(['GET', 'PUT', 'DELETE']);
+    expect(allowedMethods('/v1/nowhere')).toEqual([]);
+  });
+});

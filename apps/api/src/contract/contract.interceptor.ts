@@ -1,0 +1,48 @@
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { Observable } from 'rxjs';
+import { NotFoundError } from '@app/contracts';
+import type { AuthContext } from '../auth/auth.context';
+import { RouteValidator } from './contract-validator';
+import { routeKey, routerPath } from './route-contract';
+import { API_ROUTES } from './api-routes';
+
+const VALIDATORS = new Map(API_ROUTES.map((r) => [routeKey(r.method, routerPath(r.path)), new RouteValidator(r)]));
+
+/** The validator of a route as Fastify knows it (`GET /v1/sources/:id`); undefined for routes without a contract. */
+export function validatorFor(method: string, routeUrl: string | undefined): RouteValidator | undefined {
+  return routeUrl === undefined ? undefined : VALIDATORS.get(routeKey(method, routeUrl));
+}
+
+/**
+ * Applies each route's declared contract before its handler: path parameters, query and body are
+ * checked against the declaration (400 naming the field), and `org_id` must name an org the caller
+ * belongs to on every route (404 otherwise, as for any id that is not the caller's).
+ */
+@Injectable()
+export class ContractInterceptor implements NestInterceptor {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const req = context.switchToHttp().getRequest<FastifyRequest & { auth?: AuthContext }>();
+    const validator = validatorFor(req.method === 'HEAD' ? 'GET' : req.method, req.routeOptions.url);
+    if (validator) {
+      validator.validate(req.params, req.query, req.body);
+      if (req.auth) assertOrgMember(req.auth, req.query, req.body);
+    }
+    return next.handle();
+  }
+}
+
+function assertOrgMember(auth: AuthContext, query: unknown, body: unknown): void {
+  const fromBody = body && typeof body === 'object' ? (body as Record<string, unknown>).org_id : undefined;
+  const orgId = fromBody ?? (query as Record<string, unknown> | undefined)?.org_id;
+  if (typeof orgId !== 'string' || orgId === '') return;
+  if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
+}
+
+const PATTERNS = API_ROUTES.map((r) => ({ method: r.method, regex: new RegExp(`^${routerPath(r.path).replace(/[.$]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}/?$`) }));
+
+/** The methods declared for a path (for a 405's `Allow` header); empty when no route has this path. */
+export function allowedMethods(url: string): string[] {
+  const path = url.split('?')[0];
+  return [...new Set(PATTERNS.filter((p) => p.regex.test(path)).map((p) => p.method))];
+}

@@ -1,0 +1,95 @@
+import { TSchema } from '@sinclair/typebox';
+import { bodyOf, ErrorBody, queryOf, RouteContract } from './route-contract';
+import { API_ROUTES } from './api-routes';
+
+type Json = Record<string, unknown>;
+
+/** A schema as plain JSON (TypeBox keeps its markers in symbols, which JSON drops). */
+function plain(schema: TSchema): Json {
+  return JSON.parse(JSON.stringify(schema)) as Json;
+}
+
+function parameters(route: RouteContract): Json[] {
+  const out: Json[] = [];
+  for (const [name, schema] of Object.entries(route.params?.properties ?? {})) {
+    out.push({ name, in: 'path', required: true, schema: plain(schema) });
+  }
+  const query = queryOf(route);
+  for (const [name, schema] of Object.entries(query.properties)) {
+    const fromBody = !!route.body?.properties[name] && !route.query?.properties[name];
+    const s = plain(schema);
+    out.push({ name, in: 'query', required: (query.required ?? []).includes(name), schema: s, ...(fromBody ? { description: `the body field ${name}, sent in the query string instead` } : s.description ? { description: s.description } : {}) });
+  }
+  return out;
+}
+
+function responses(route: RouteContract): Json {
+  const out: Json = {};
+  for (const [status, schema] of Object.entries(route.responses)) {
+    if (schema === null) out[status] = { description: 'no content' };
+    else if (schema === 'sse') out[status] = { description: 'an event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } };
+    else out[status] = { description: 'success', content: { 'application/json': { schema: plain(schema) } } };
+  }
+  const errors = [400, ...(route.public ? [] : [401]), ...(route.errors ?? [])];
+  for (const status of errors) out[status] = { $ref: `#/components/responses/Error${status}` };
+  return out;
+}
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'invalid input (the message names the field)',
+  401: 'missing or invalid API key',
+  404: 'not found, or not yours',
+  409: 'conflict',
+  413: 'too large',
+};
+
+/** The OpenAPI 3.1 document of the api, generated from the route declarations. */
+export function buildOpenApi(serverUrl: string): Json {
+  const paths: Record<string, Json> = {};
+  for (const route of API_ROUTES) {
+    const body = bodyOf(route);
+    const op: Json = {
+      operationId: operationId(route),
+      summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
+      tags: [route.tag],
+      ...(route.extension ? { 'x-extension': true } : {}),
+      ...(route.public ? { security: [] } : {}),
+      parameters: parameters(route),
+      ...(body ? { requestBody: { required: !!route.bodyRequired, content: { 'application/json': { schema: plain(body) } } } } : {}),
+      responses: responses(route),
+    };
+    paths[route.path] = { ...(paths[route.path] ?? {}), [route.method.toLowerCase()]: op };
+  }
+  const errorResponses = Object.fromEntries(
+    Object.entries(ERROR_TEXT).map(([status, text]) => [`Error${status}`, { description: text, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]),
+  );
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Event source service',
+      version: '1',
+      description: "Pipedream's REST API for components, sources, events, subscriptions and webhooks. Operations marked `x-extension: true` go beyond Pipedream's API.",
+    },
+    servers: [{ url: serverUrl }],
+    security: [{ bearer: [] }],
+    tags: [...new Set(API_ROUTES.map((r) => r.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API_KEY>' } },
+      schemas: { Error: plain(ErrorBody) },
+      responses: errorResponses,
+    },
+  };
+}
+
+/** `getSourcesId`, `postComponentsKeyOrIdPropsPropOptions`…: stable names for generated clients. */
+function operationId(route: RouteContract): string {
+  const words = route.path
+    .replace(/^\/v1\//, '/')
+    .split('/')
+    .filter(Boolean)
+    .map((seg) => seg.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : '')))
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1));
+  return route.method.toLowerCase() + words.join('');
+}

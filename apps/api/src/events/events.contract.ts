@@ -1,0 +1,67 @@
+import { Type } from '@sinclair/typebox';
+import { RouteContract } from '../contract/route-contract';
+import { Expand, Id, PAGE_QUERY, PageOf } from '../contract/schemas';
+
+export const EventSummary = Type.Object(
+  {
+    id: Type.String({ description: '<epoch_ms>-<seq>' }),
+    indexed_at_ms: Type.Integer(),
+    event: Type.Unknown(),
+    metadata: Type.Object({ emit_id: Type.String(), name: Type.String(), emitter_id: Type.String() }),
+    summary: Type.Optional(Type.String({ description: 'extension: with expand=summary' })),
+  },
+  { additionalProperties: false },
+);
+
+const EventId = (description: string) => Type.Optional(Type.String({ pattern: '^(\\d{1,15}-\\d{1,9})?$', description }));
+const SUMMARY_QUERY = Type.Object({
+  ...PAGE_QUERY,
+  expand: Type.Optional(Expand),
+  event_name: Type.Optional(Type.String({ maxLength: 255, description: 'one channel: "" (default), a custom name, $errors or $logs' })),
+});
+const NO_WORKFLOWS = 'Workflows are not managed by this service: always 404 once the query is valid.';
+
+export const EVENT_ROUTES: RouteContract[] = [
+  {
+    method: 'GET',
+    path: '/v1/sources/{id}/event_summaries',
+    tag: 'events',
+    summary: "A source's recent events, newest first",
+    params: Type.Object({ id: Id('dc_…') }),
+    query: SUMMARY_QUERY,
+    responses: { 200: PageOf(EventSummary) },
+    errors: [404],
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/sources/{id}/events',
+    tag: 'events',
+    summary: "Delete a source's events (all, or a range of ids)",
+    params: Type.Object({ id: Id('dc_…') }),
+    query: Type.Object({ start_id: EventId('first event id to delete'), end_id: EventId('last event id to delete') }),
+    responses: { 202: null },
+    errors: [404],
+  },
+  {
+    method: 'GET',
+    path: '/v1/workflows/{id}/event_summaries',
+    tag: 'events',
+    summary: "A workflow's events",
+    description: NO_WORKFLOWS,
+    params: Type.Object({ id: Id('p_…') }),
+    query: SUMMARY_QUERY,
+    responses: {},
+    errors: [404],
+  },
+  {
+    method: 'GET',
+    path: '/v1/workflows/{id}/{channel}/event_summaries',
+    tag: 'events',
+    summary: "A workflow's $errors events",
+    description: `${NO_WORKFLOWS} \`channel\` is \`$errors\`.`,
+    params: Type.Object({ id: Id('p_…'), channel: Type.String({ description: '$errors' }) }),
+    query: SUMMARY_QUERY,
+    responses: {},
+    errors: [404],
+  },
+];

@@ -1,0 +1,79 @@
+import { Type } from '@sinclair/typebox';
+import { RouteContract } from '../contract/route-contract';
+import { Data, Id, PAGE_QUERY, PageOf, Timestamp } from '../contract/schemas';
+
+export const Source = Type.Object(
+  {
+    id: Id('dc_…'),
+    user_id: Type.Optional(Type.String({ description: 'the creator; in single-source responses' })),
+    component_id: Type.String(),
+    configured_props: Type.Record(Type.String(), Type.Unknown()),
+    active: Type.Boolean(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    name: Type.String(),
+    name_slug: Type.String(),
+  },
+  { additionalProperties: false },
+);
+
+const REF = {
+  component_id: Type.Optional(Type.String({ description: 'sc_… (wins over code and URL)' })),
+  component_code: Type.Optional(Type.String({ description: 'code to save as a new component' })),
+  component_url: Type.Optional(Type.String({ description: 'URL of code to save as a new component' })),
+};
+const ConfiguredProps = Type.Object({}, { additionalProperties: true, description: 'values per prop (in the query string: its JSON text)' });
+const SourceId = Type.Object({ id: Id('dc_…') });
+
+export const SOURCE_ROUTES: RouteContract[] = [
+  {
+    method: 'POST',
+    path: '/v1/sources',
+    tag: 'sources',
+    summary: 'Deploy a component as a source',
+    body: Type.Object({ ...REF, name: Type.Optional(Type.String({ maxLength: 200 })), configured_props: Type.Optional(ConfiguredProps) }),
+    responses: { 200: Data(Source) },
+    errors: [404, 413],
+  },
+  { method: 'GET', path: '/v1/sources/{id}', tag: 'sources', extension: true, summary: 'One source', params: SourceId, responses: { 200: Data(Source) }, errors: [404] },
+  {
+    method: 'PUT',
+    path: '/v1/sources/{id}',
+    tag: 'sources',
+    summary: 'Update a source (component, name, props, active)',
+    params: SourceId,
+    body: Type.Object({
+      ...REF,
+      name: Type.Optional(Type.String({ maxLength: 200 })),
+      configured_props: Type.Optional(ConfiguredProps),
+      active: Type.Optional(Type.Boolean({ description: 'default true' })),
+    }),
+    responses: { 200: Data(Source) },
+    errors: [404, 413],
+  },
+  { method: 'DELETE', path: '/v1/sources/{id}', tag: 'sources', summary: 'Delete a source', params: SourceId, responses: { 204: null }, errors: [404] },
+  { method: 'GET', path: '/v1/users/me/sources', tag: 'sources', summary: 'Your sources, newest first', query: Type.Object(PAGE_QUERY), responses: { 200: PageOf(Source) } },
+  {
+    method: 'GET',
+    path: '/v1/orgs/{org_id}/sources',
+    tag: 'sources',
+    summary: "An org's sources, newest first",
+    params: Type.Object({ org_id: Id('o_…') }),
+    query: Type.Object(PAGE_QUERY),
+    responses: { 200: PageOf(Source) },
+    errors: [404],
+  },
+  {
+    method: 'POST',
+    path: '/v1/sources/{id}/run',
+    tag: 'sources',
+    extension: true,
+    summary: 'Run a source now',
+    description: 'The optional body `{ "event": … }` is passed to run(); stored as an invocation before the 202.',
+    params: SourceId,
+    bodyOnly: true,
+    body: Type.Object({ event: Type.Optional(Type.Unknown({ description: 'the event passed to run()' })) }),
+    responses: { 202: Data(Type.Object({ invocation_id: Type.String() })) },
+    errors: [404, 409, 413],
+  },
+];

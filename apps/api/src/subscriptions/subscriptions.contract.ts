@@ -1,0 +1,54 @@
+import { Type } from '@sinclair/typebox';
+import { RouteContract } from '../contract/route-contract';
+import { Data, Id } from '../contract/schemas';
+
+export const Subscription = Type.Object(
+  { id: Type.String(), emitter_id: Type.String(), listener_id: Type.String(), event_name: Type.String() },
+  { additionalProperties: false },
+);
+
+const Channel = Type.String({ maxLength: 255, description: '"" (default channel), a custom name, $errors or $logs' });
+const FIELDS = {
+  emitter_id: Type.String({ maxLength: 255, description: 'dc_…, p_…, or the globs dc_* / p_*' }),
+  listener_id: Type.String({ maxLength: 255, description: 'dc_… or wh_…' }),
+};
+
+export const SUBSCRIPTION_ROUTES: RouteContract[] = [
+  {
+    method: 'POST',
+    path: '/v1/subscriptions',
+    tag: 'subscriptions',
+    summary: "Route an emitter's channel to a listener (idempotent)",
+    body: Type.Object({ ...FIELDS, event_name: Type.Optional(Channel) }),
+    responses: { 200: Data(Subscription) },
+    errors: [404],
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/subscriptions',
+    tag: 'subscriptions',
+    summary: 'Delete a subscription (event_name is required: empty for the default channel)',
+    body: Type.Object({ ...FIELDS, event_name: Channel }),
+    responses: { 204: null },
+    errors: [404],
+  },
+  {
+    method: 'POST',
+    path: '/v1/auto_subscriptions',
+    tag: 'subscriptions',
+    summary: "Subscribe a listener to $errors or $logs of all the owner's sources, present and future",
+    body: Type.Object({ event_name: Type.Union([Type.Literal('$errors'), Type.Literal('$logs')]), listener_id: FIELDS.listener_id }),
+    responses: { 200: Data(Type.Object({ id: Type.String(), event_name: Type.String(), listener_id: Type.String() })) },
+    errors: [404],
+  },
+  { method: 'GET', path: '/v1/users/me/subscriptions', tag: 'subscriptions', summary: 'Your subscriptions', responses: { 200: Type.Object({ data: Type.Array(Subscription) }) } },
+  {
+    method: 'GET',
+    path: '/v1/orgs/{org_id}/subscriptions',
+    tag: 'subscriptions',
+    summary: "An org's subscriptions",
+    params: Type.Object({ org_id: Id('o_…') }),
+    responses: { 200: Type.Object({ data: Type.Array(Subscription) }) },
+    errors: [404],
+  },
+];
