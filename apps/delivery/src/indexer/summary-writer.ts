@@ -1,6 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { EmittedEvent } from '@app/contracts';
 import { channelClassOf, parseEventId } from './event-ids';
+import { pgJson, pgText } from './pg-text';
 
 interface Row {
   event: EmittedEvent;
@@ -23,7 +24,7 @@ export class SummaryWriter {
     for (const event of events) {
       const parts = typeof event?.id === 'string' && typeof event.emitterId === 'string' ? parseEventId(event.id) : undefined;
       if (!parts) rejected.push(event);
-      else rows.push({ event, ...parts, json: JSON.stringify(event.event ?? null) });
+      else rows.push({ event, ...parts, json: pgJson(event.event ?? null) });
     }
     const conn = this.em.getConnection();
     const now = Date.now();
@@ -32,7 +33,7 @@ export class SummaryWriter {
       const params: unknown[] = [];
       const values = chunk.map((r) => {
         const e = r.event;
-        params.push(e.emitterId, e.id, r.ms, r.seq, e.name ?? '', channelClassOf(e.name ?? ''), e.ownerId ?? '', e.emitId ?? e.id, e.summary ?? null, r.json, e.meta ? JSON.stringify(e.meta) : null, Buffer.byteLength(r.json), now);
+        params.push(e.emitterId, e.id, r.ms, r.seq, pgText(e.name ?? ''), channelClassOf(e.name ?? ''), e.ownerId ?? '', pgText(e.emitId ?? e.id), pgText(e.summary ?? null), r.json, e.meta ? pgJson(e.meta) : null, Buffer.byteLength(r.json), now);
         return '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?)';
       });
       await conn.execute(`insert into event_summaries (${COLUMNS}) values ${values.join(', ')} on conflict do nothing`, params, 'run');

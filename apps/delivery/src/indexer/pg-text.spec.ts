@@ -1,0 +1,11 @@
+import { pgJson, pgText } from './pg-text';
+
+describe('text for Postgres', () => {
+  it('replaces U+0000 in strings, JSON values and keys, and leaves an escaped backslash before "u0000" alone', () => {
+    expect(pgText('a\u0000b')).toBe('a\ufffdb');
+    expect(pgText(null)).toBeNull();
+    expect(JSON.parse(pgJson({ 'k\u0000': 'x\u0000y', n: ['\u0000'] }))).toEqual({ 'k\ufffd': 'x\ufffdy', n: ['\ufffd'] });
+    expect(JSON.parse(pgJson({ text: '\\u0000 is how JSON writes NUL' }))).toEqual({ text: '\\u0000 is how JSON writes NUL' });
+    expect(JSON.parse(pgJson({ text: '\\\u0000' }))).toEqual({ text: '\\\ufffd' });
+  });
+});

@@ -1,0 +1,18 @@
+/**
+ * Postgres text and jsonb cannot hold U+0000, and component code can emit it
+ * (in data, keys, a summary or a channel name). Summaries store U+FFFD in its
+ * place; the event in the EMITS stream keeps it.
+ */
+const REPLACEMENT = '\ufffd';
+
+export function pgText(s: string): string;
+export function pgText(s: string | null): string | null;
+export function pgText(s: string | null): string | null {
+  return s !== null && s.includes('\u0000') ? s.replaceAll('\u0000', REPLACEMENT) : s;
+}
+
+/** JSON text for a jsonb column: every escaped U+0000 (`\u0000` after an even number of backslashes) becomes U+FFFD. */
+export function pgJson(value: unknown): string {
+  const json = JSON.stringify(value);
+  return json.includes('u0000') ? json.replace(/(\\+)u0000/g, (m, bs: string) => (bs.length % 2 ? `${bs.slice(0, -1)}\\ufffd` : m)) : json;
+}
