@@ -10,7 +10,8 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setUpIsolation, type IsolationSettings } from '../src/isolation/setup';
+import { setUpIsolation } from '../src/isolation/setup';
+import { isolationSettings } from '../src/test-support/isolation';
 import { treeRssBytes } from '../src/isolation/process-memory';
 import { SandboxPool } from '../src/pool';
 import type { ExecuteTask } from '../src/types';
@@ -71,23 +72,7 @@ async function scenario(pool: SandboxPool, name: string, seconds: number, inflig
   return rate;
 }
 
-const SETTINGS: IsolationSettings = {
-  sandboxIsolation: 'namespaces',
-  sandboxThreadsPerAccount: 2,
-  sandboxMemoryMb: 1024,
-  sandboxIdleMs: 300_000,
-  sandboxMaxProcesses: 1000,
-  sandboxUidBase: 200_000,
-  sandboxEgressAllow: '',
-  sandboxEgressDeny: '',
-  allowLoopback: false,
-  allowPrivateAddresses: false,
-  natsUrl: 'nats://127.0.0.1:4222',
-  port: 3000,
-  runnerMetricsPort: 0,
-  deliveryMetricsPort: 0,
-  dataDir: mkdtempSync(join(tmpdir(), 'ess-bench-data-')),
-};
+const SETTINGS = isolationSettings(mkdtempSync(join(tmpdir(), 'ess-bench-data-')), { sandboxMaxProcesses: 1000 });
 
 const line = (label: string, value: string) => process.stdout.write(`${label.padEnd(56)} ${value}  (load average ${loadavg()[0].toFixed(1)})\n`);
 

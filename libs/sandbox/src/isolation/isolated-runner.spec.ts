@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SandboxPool } from '../pool';
 import type { ExecuteTask } from '../types';
+import { isolationSettings } from '../test-support/isolation';
 import { setUpIsolation } from './setup';
 
 /** The sandbox process of an account, for real: bubblewrap, the uid switch, the permission model, the egress proxy. */
@@ -21,23 +22,9 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
     await listen(open);
     await listen(closed);
     cache = mkdtempSync(join(tmpdir(), 'ess-iso-'));
-    const isolation = await setUpIsolation({
-      sandboxIsolation: 'namespaces',
-      sandboxThreadsPerAccount: 1,
-      sandboxMemoryMb: 256,
-      sandboxIdleMs: 60_000,
-      sandboxMaxProcesses: 8,
-      sandboxUidBase: 200_000,
-      sandboxEgressAllow: `127.0.0.1:${port(open)}`,
-      sandboxEgressDeny: '',
-      allowLoopback: false,
-      allowPrivateAddresses: false,
-      natsUrl: 'nats://127.0.0.1:4222',
-      port: 3000,
-      runnerMetricsPort: 0,
-      deliveryMetricsPort: 0,
-      dataDir: cache,
-    });
+    const isolation = await setUpIsolation(
+      isolationSettings(cache, { sandboxThreadsPerAccount: 1, sandboxMemoryMb: 256, sandboxIdleMs: 60_000, sandboxMaxProcesses: 8, sandboxEgressAllow: `127.0.0.1:${port(open)}` }),
+    );
     expect(isolation.mode).toBe('namespaces');
     pool = new SandboxPool({ threads: 1, heapMb: 64, npmCacheDir: join(cache, 'npm'), isolation: isolation.options });
   });

@@ -1,0 +1,23 @@
+import type { IsolationSettings } from '../isolation/setup';
+
+/** Isolation settings for tests and benchmarks: the defaults the apps use, loopback closed, `overrides` on top. */
+export function isolationSettings(dataDir: string, overrides: Partial<IsolationSettings> = {}): IsolationSettings {
+  return {
+    sandboxIsolation: 'namespaces',
+    sandboxThreadsPerAccount: 2,
+    sandboxMemoryMb: 1024,
+    sandboxIdleMs: 300_000,
+    sandboxMaxProcesses: 64,
+    sandboxUidBase: 200_000,
+    sandboxEgressAllow: '',
+    sandboxEgressDeny: '',
+    allowLoopback: false,
+    allowPrivateAddresses: false,
+    natsUrl: 'nats://127.0.0.1:4222',
+    port: 3000,
+    runnerMetricsPort: 0,
+    deliveryMetricsPort: 0,
+    dataDir,
+    ...overrides,
+  };
+}
