@@ -53,6 +53,7 @@ interface AccountSandbox {
  */
 export class IsolatedRunner {
   private readonly sandboxes = new Map<string, AccountSandbox>();
+  private readonly starting = new Map<string, Promise<AccountSandbox>>();
   private readonly views = new Map<string, AccountView>();
   private readonly judge: EgressJudge;
   private readonly runDir: string;
@@ -115,9 +116,19 @@ export class IsolatedRunner {
     return this.opts.uidBase + (parseInt(key.slice(0, 8), 16) % UID_RANGE);
   }
 
-  private async sandbox(account: string): Promise<AccountSandbox> {
+  /** The account's running sandbox, or one being started (concurrent first calls share it). */
+  private sandbox(account: string): Promise<AccountSandbox> {
     const existing = this.sandboxes.get(account);
-    if (existing && !existing.host.exited) return existing;
+    if (existing && !existing.host.exited) return Promise.resolve(existing);
+    let starting = this.starting.get(account);
+    if (!starting) {
+      starting = this.launch(account).finally(() => this.starting.delete(account));
+      this.starting.set(account, starting);
+    }
+    return starting;
+  }
+
+  private async launch(account: string): Promise<AccountSandbox> {
     this.evictIfFull();
     const key = accountKey(account);
     const uid = this.uidOf(key);
@@ -130,6 +141,20 @@ export class IsolatedRunner {
     mkdirSync(view.dir, { recursive: true, mode: 0o755 });
     const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets);
     await egress.start();
+    const host = new HostProcess({ account, ...this.command(view, scratch, sockets, uid, egress), memoryMb: this.opts.memoryMb, logger: this.opts.logger });
+    const sandbox = { host, egress };
+    host.onExit = () => {
+      egress.close();
+      if (this.sandboxes.get(account) === sandbox) this.sandboxes.delete(account);
+    };
+    host.start();
+    this.sandboxes.set(account, sandbox);
+    this.opts.logger?.info({ account, uid: this.asRoot ? uid : undefined }, 'sandbox process started');
+    return sandbox;
+  }
+
+  /** The bubblewrap command line and environment of one account's sandbox host. */
+  private command(view: AccountView, scratch: string, sockets: string, uid: number, egress: EgressProxy): { command: string; args: string[]; env: Record<string, string> } {
     const app = projectMounts();
     // Extra CA certificates the operator gave node (a TLS-inspecting proxy, a private CA) apply to component code too.
     const ca = process.env.NODE_EXTRA_CA_CERTS;
@@ -159,16 +184,7 @@ export class IsolatedRunner {
       uid,
       asRoot: this.asRoot,
     });
-    const host = new HostProcess({ account, command, args, env: { TMPDIR: '/tmp', HOME: '/tmp', PATH: '/usr/bin:/bin', ...(caMounts.length ? { NODE_EXTRA_CA_CERTS: ca! } : {}) }, memoryMb: this.opts.memoryMb, logger: this.opts.logger });
-    const sandbox = { host, egress };
-    host.onExit = () => {
-      egress.close();
-      if (this.sandboxes.get(account) === sandbox) this.sandboxes.delete(account);
-    };
-    host.start();
-    this.sandboxes.set(account, sandbox);
-    this.opts.logger?.info({ account, uid: this.asRoot ? uid : undefined }, 'sandbox process started');
-    return sandbox;
+    return { command, args, env: { TMPDIR: '/tmp', HOME: '/tmp', PATH: '/usr/bin:/bin', ...(caMounts.length ? { NODE_EXTRA_CA_CERTS: ca! } : {}) } };
   }
 
   private evictIfFull(): void {
