@@ -29,7 +29,7 @@ describe('tenant isolation (SANDBOX_ISOLATION=namespaces, the default)', () => {
     loopback = createServer((_req, res) => res.end('loopback service'));
     await new Promise<void>((r) => loopback.listen(0, '127.0.0.1', () => r()));
     // Loopback is closed to component code here, as ALLOW_LOOPBACK=false says (the test harness otherwise opens it).
-    system = await startSystem({ ALLOW_LOOPBACK: 'false', HTTP_RATE_PER_SEC: '0', HTTP_RESPONSE_TIMEOUT_MS: '20000', RUNNER_METRICS_PORT: String(await freePort()) });
+    system = await startSystem({ SANDBOX_TMP_MB: '16', ALLOW_LOOPBACK: 'false', HTTP_RATE_PER_SEC: '0', HTTP_RESPONSE_TIMEOUT_MS: '20000', RUNNER_METRICS_PORT: String(await freePort()) });
     a = createUser(system);
     b = createUser(system);
     victim = await deploy(b, VICTIM_SOURCE, { token: 'b-secret-token-123' });
@@ -64,8 +64,9 @@ describe('tenant isolation (SANDBOX_ISOLATION=namespaces, the default)', () => {
     const report = (await res.json()) as Record<string, string>;
     const denied = Object.keys(report).filter((k) => k !== 'tmpWrite');
     for (const probe of denied) expect([probe, report[probe]]).toEqual([probe, expect.stringMatching(/^DENIED/)]);
-    // Its own scratch directory works.
+    // Its own /tmp works, up to SANDBOX_TMP_MB.
     expect(report.tmpWrite).toBe('OK scratch');
+    expect(report.tmpFill).toBe('DENIED ENOSPC');
     // Refused by the egress proxy, naming why.
     expect(report.nats).toMatch(/ECONNREFUSED .*service of the platform/);
     expect(report.loopback).toMatch(/ECONNREFUSED .*loopback/);

@@ -27,6 +27,8 @@ export function attackerSource(targets: { dataDir: string; root: string; natsPor
     t("binding", () => process.binding("fs"));
     t("uid", () => { if (process.getuid() === 0) return "root"; throw Object.assign(new Error(), { code: "UNPRIVILEGED" }); });
     t("tmpWrite", () => { fs.writeFileSync("/tmp/mine.txt", "scratch"); return fs.readFileSync("/tmp/mine.txt", "utf8"); });
+    t("tmpFill", () => { const mb = Buffer.alloc(1 << 20); for (let i = 0; i < 100000; i++) fs.appendFileSync("/tmp/fill", mb); return "no limit"; });
+    try { fs.unlinkSync("/tmp/fill"); } catch (e) {}
     const dial = (k, port, host = "127.0.0.1") => new Promise((r) => {
       const s = net.connect(port, host);
       s.on("connect", () => { out[k] = "OK connected"; s.destroy(); r(); });

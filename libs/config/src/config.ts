@@ -42,6 +42,7 @@ export const SETTINGS = {
   sandboxIsolation: str('SANDBOX_ISOLATION', 'namespaces', 'how component code is isolated: namespaces (one sandbox process per account under bubblewrap: no network but the egress proxy, an unprivileged uid, Node\'s permission model, a memory limit) or none (worker threads of the app process, for a single trusted team)'),
   sandboxThreadsPerAccount: int('SANDBOX_THREADS_PER_ACCOUNT', 2, 'worker threads in one account\'s sandbox process: how many runs of one account execute at once (more wait in that account\'s queue)', 1, 64),
   sandboxMemoryMb: int('SANDBOX_MEMORY_MB', 1024, 'resident memory (RSS, heap and off-heap) one account\'s sandbox process may use before it is stopped', 64),
+  sandboxTmpMb: int('SANDBOX_TMP_MB', 256, 'size of the /tmp of one account\'s sandbox (its own tmpfs, emptied when the sandbox stops): the only place component code can write files', 1, 1_048_576),
   sandboxIdleMs: int('SANDBOX_IDLE_MS', 300_000, 'a sandbox process with nothing to run for this long is stopped', 1000),
   sandboxMaxProcesses: int('SANDBOX_MAX_PROCESSES', 64, 'sandbox processes one app keeps at once; beyond it the least recently used idle one is stopped', 1, 10_000),
   sandboxUidBase: int('SANDBOX_UID_BASE', 200_000, 'first uid of the 100,000 the sandboxes run as when the app runs as root (one per account, derived from its id)', 1000, 2_000_000_000),

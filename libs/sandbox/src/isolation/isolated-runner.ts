@@ -1,4 +1,4 @@
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import type { HttpResponsePayload, SandboxLogger, SandboxPoolStats } from '../types';
@@ -16,8 +16,8 @@ import { INSIDE, type Mount, sandboxCommand } from './sandbox-command';
 export interface SandboxIsolationOptions {
   /** bubblewrap's path (see `detectIsolation`). */
   bwrap: string;
-  /** Root of the accounts' scratch directories (DATA_DIR/sandbox). */
-  stateDir: string;
+  /** Size of the sandbox's /tmp (a tmpfs of its own, emptied when the sandbox stops). */
+  tmpMb: number;
   threadsPerAccount: number;
   memoryMb: number;
   /** A sandbox process with nothing to run for this long is stopped. */
@@ -132,16 +132,13 @@ export class IsolatedRunner {
     this.evictIfFull();
     const key = accountKey(account);
     const uid = this.uidOf(key);
-    const scratch = join(this.opts.stateDir, 'scratch', key);
     const sockets = join(this.runDir, key);
-    mkdirSync(scratch, { recursive: true, mode: 0o700 });
     mkdirSync(sockets, { recursive: true, mode: 0o755 });
-    if (this.asRoot) chownSync(scratch, uid, uid);
     const view = this.view(account);
     mkdirSync(view.dir, { recursive: true, mode: 0o755 });
     const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets);
     await egress.start();
-    const host = new HostProcess({ account, ...this.command(view, scratch, sockets, uid, egress), memoryMb: this.opts.memoryMb, logger: this.opts.logger });
+    const host = new HostProcess({ account, ...this.command(view, sockets, uid, egress), memoryMb: this.opts.memoryMb, logger: this.opts.logger });
     const sandbox = { host, egress };
     host.onExit = () => {
       egress.close();
@@ -154,7 +151,7 @@ export class IsolatedRunner {
   }
 
   /** The bubblewrap command line and environment of one account's sandbox host. */
-  private command(view: AccountView, scratch: string, sockets: string, uid: number, egress: EgressProxy): { command: string; args: string[]; env: Record<string, string> } {
+  private command(view: AccountView, sockets: string, uid: number, egress: EgressProxy): { command: string; args: string[]; env: Record<string, string> } {
     const app = projectMounts();
     // Extra CA certificates the operator gave node (a TLS-inspecting proxy, a private CA) apply to component code too.
     const ca = process.env.NODE_EXTRA_CA_CERTS;
@@ -179,7 +176,7 @@ export class IsolatedRunner {
       hostFile: inside(this.hostFile),
       hostConfig: config,
       readOnly: [...app, { outside: view.dir, inside: INSIDE.code }, ...caMounts],
-      scratch,
+      tmpMb: this.opts.tmpMb,
       sockets,
       uid,
       asRoot: this.asRoot,

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-/** Where things appear inside a sandbox: the project's code, the account's code, its egress sockets; /tmp is its scratch directory. */
+/** Where things appear inside a sandbox: the project's code, the account's code, its egress sockets; /tmp is its own tmpfs. */
 export const INSIDE = { app: '/app', code: '/code', sockets: '/run/egress' } as const;
 
 export interface Mount {
@@ -19,8 +19,8 @@ export interface SandboxCommandInput {
   hostConfig: object;
   /** Read-only mounts (also readable under the permission model). */
   readOnly: Mount[];
-  /** The account's scratch directory: the sandbox's /tmp, the only writable place. */
-  scratch: string;
+  /** Size of the sandbox's /tmp, a tmpfs of its own: the only writable place. */
+  tmpMb: number;
   /** The account's egress sockets (mounted at INSIDE.sockets; not readable as files). */
   sockets: string;
   /** uid/gid the sandbox runs as when the app runs as root. */
@@ -62,7 +62,7 @@ export function sandboxCommand(input: SandboxCommandInput): { command: string; a
   const args = ['--die-with-parent', '--new-session', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
   if (!input.asRoot) args.push('--unshare-user');
   systemRoot(args);
-  args.push('--proc', '/proc', '--dev', '/dev', '--bind', input.scratch, '/tmp', '--perms', '0755', '--dir', '/run', '--bind', input.sockets, INSIDE.sockets);
+  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '01777', '--size', String(input.tmpMb * 1024 * 1024), '--tmpfs', '/tmp', '--perms', '0755', '--dir', '/run', '--bind', input.sockets, INSIDE.sockets);
   for (const d of ancestors(readOnly.map((m) => m.inside))) if (!d.startsWith('/etc/')) args.push('--perms', '0755', '--dir', d);
   for (const m of readOnly) args.push('--ro-bind', m.outside, m.inside);
   args.push('--chdir', '/tmp', '--');

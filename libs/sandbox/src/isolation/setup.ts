@@ -10,6 +10,7 @@ export interface IsolationSettings {
   sandboxIsolation: string;
   sandboxThreadsPerAccount: number;
   sandboxMemoryMb: number;
+  sandboxTmpMb: number;
   sandboxIdleMs: number;
   sandboxMaxProcesses: number;
   sandboxUidBase: number;
@@ -103,7 +104,7 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
   };
   const options: SandboxIsolationOptions = {
     bwrap,
-    stateDir: `${s.dataDir}/sandbox`,
+    tmpMb: s.sandboxTmpMb,
     threadsPerAccount: s.sandboxThreadsPerAccount,
     memoryMb: s.sandboxMemoryMb,
     idleMs: s.sandboxIdleMs,
@@ -114,7 +115,7 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
   const who = asRoot ? `uids ${s.sandboxUidBase}+ (one per account)` : 'a user namespace of the app\'s uid';
   return {
     mode: 'namespaces',
-    summary: `namespaces: one process per account under bubblewrap (no network but the egress proxy, own pid/ipc/mount namespaces), ${who}, Node permission model, ${s.sandboxMemoryMb} MiB and ${s.sandboxThreadsPerAccount} threads per account`,
+    summary: `namespaces: one process per account under bubblewrap (no network but the egress proxy, own pid/ipc/mount namespaces), ${who}, Node permission model, ${s.sandboxMemoryMb} MiB, a ${s.sandboxTmpMb} MiB /tmp and ${s.sandboxThreadsPerAccount} threads per account`,
     options,
   };
 }

@@ -6,6 +6,7 @@ export function isolationSettings(dataDir: string, overrides: Partial<IsolationS
     sandboxIsolation: 'namespaces',
     sandboxThreadsPerAccount: 2,
     sandboxMemoryMb: 1024,
+    sandboxTmpMb: 64,
     sandboxIdleMs: 300_000,
     sandboxMaxProcesses: 64,
     sandboxUidBase: 200_000,
