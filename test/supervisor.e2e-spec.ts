@@ -8,6 +8,7 @@ interface SupervisorLike {
   pid(name: string): number | undefined;
   stop(): Promise<void>;
   on(event: 'fatal', fn: (reason: string) => void): void;
+  on(event: 'healthy', fn: (name: string, pid: number) => void): void;
 }
 
 const alive = (pid: number): boolean => {
@@ -22,25 +23,43 @@ const alive = (pid: number): boolean => {
 describe('npm start supervisor', () => {
   const lines: string[] = [];
   let sup: SupervisorLike | undefined;
-  const make = (opts: Record<string, unknown> = {}): SupervisorLike =>
-    (sup = new Supervisor({ log: (m: string) => lines.push(m), initialBackoffMs: 100, startGraceMs: 300, healthPollMs: 50, ...opts }));
-  const node = (code: string, nodeArgs: string[] = []) => ({ command: process.execPath, args: [...nodeArgs, '-e', code], env: { PATH: process.env.PATH } });
-  beforeEach(() => lines.splice(0));
+  const make = (opts: Record<string, unknown> = {}): SupervisorLike => {
+    // The apps' output stays here: jest takes a worker's "heap out of memory" on stderr for its own crash.
+    sup = new Supervisor({ log: (m: string) => lines.push(m), output: { write: () => true }, initialBackoffMs: 100, healthPollMs: 50, ...opts });
+    sup.on('healthy', (_name, pid) => healthyPids.push(pid));
+    return sup;
+  };
+  // Health as the apps report it: a process that has started its script says so; `never` never does.
+  const node = (code: string, nodeArgs: string[] = [], { never = false } = {}) => {
+    let ready = false;
+    return {
+      command: process.execPath,
+      args: [...nodeArgs, '-e', code],
+      env: { PATH: process.env.PATH },
+      healthy: async () => !never && (ready ||= true),
+    };
+  };
+  const healthyPids: number[] = [];
+  const healthy = (pid: number) => eventually(async () => healthyPids.includes(pid), { what: `pid ${pid} healthy` });
+  beforeEach(() => {
+    lines.splice(0);
+    healthyPids.splice(0);
+  });
   afterEach(async () => sup?.stop());
 
   it('restarts an app killed with SIGKILL and says why', async () => {
     const s = make();
     s.add('app', node('setInterval(() => {}, 1000)'));
-    await eventually(async () => lines.some((l) => l.startsWith('app started')), { what: 'the first start' });
-    await new Promise((r) => setTimeout(r, 400)); // past the start grace: it counts as started
-    const first = s.pid('app')!;
+    const first = await eventually(async () => s.pid('app'), { what: 'the first start' });
+    await healthy(first);
     process.kill(first, 'SIGKILL');
     const second = await eventually(async () => { const p = s.pid('app'); return p && p !== first ? p : undefined; }, { what: 'a new process' });
     expect(alive(second)).toBe(true);
     expect(lines.find((l) => l.startsWith('app exited'))).toMatch(/^app exited: killed by SIGKILL \(the out-of-memory killer, a container limit, or kill -9\) after \d+\.\d s; restarting in 0\.1 s \(restart 1\)$/);
     // Killed again soon after: the delay doubles.
-    await eventually(async () => lines.some((l) => l === `app started (pid ${second}) — restart 1`), { what: 'the restart line' });
-    await new Promise((r) => setTimeout(r, 400));
+    expect(lines).toContain(`app started (pid ${second}) — restart 1`);
+    await healthy(second);
+    expect(lines).toContain(`app is healthy again (pid ${second})`);
     process.kill(second, 'SIGKILL');
     await eventually(async () => lines.filter((l) => l.startsWith('app exited')).length === 2, { what: 'the second exit' });
     expect(lines.filter((l) => l.startsWith('app exited'))[1]).toMatch(/restarting in 0\.2 s \(restart 2\)$/);
@@ -58,7 +77,7 @@ describe('npm start supervisor', () => {
     const s = make({ maxStartFailures: 3 });
     const fatal = new Promise<string>((resolve) => s.on('fatal', resolve));
     s.add('steady', node('setInterval(() => {}, 1000)'));
-    s.add('broken', node('console.error("delivery failed to start: DELIVERY_METRICS_PORT 9465 is taken (EADDRINUSE)"); process.exit(1)'));
+    s.add('broken', node('console.error("delivery failed to start: DELIVERY_METRICS_PORT 9465 is taken (EADDRINUSE)"); process.exit(1)', [], { never: true }));
     const reason = await fatal;
     expect(reason).toBe('broken failed 3 times in a row while starting; the last time: exit code 1 after ' + reason.split(' after ')[1]);
     expect(reason).toMatch(/last output: delivery failed to start: DELIVERY_METRICS_PORT 9465 is taken \(EADDRINUSE\)$/);

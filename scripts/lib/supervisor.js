@@ -55,12 +55,14 @@ class Supervisor extends EventEmitter {
   /**
    * @param {object} opts
    * @param {(msg: string) => void} opts.log
+   * @param {{ write(chunk: Buffer): unknown }} [opts.output] where the apps' stderr goes (default: this process's stderr)
    * Other options: see DEFAULTS.
    */
   constructor(opts) {
     super();
     this.opts = { ...DEFAULTS, ...opts };
     this.log = opts.log;
+    this.output = opts.output ?? process.stderr;
     /** name → app state */
     this.apps = new Map();
     this.stopping = false;
@@ -90,7 +92,7 @@ class Supervisor extends EventEmitter {
     app.healthyAt = 0;
     app.tail = '';
     child.stderr.on('data', (d) => {
-      process.stderr.write(d);
+      this.output.write(d);
       app.tail = (app.tail + d.toString('utf8')).slice(-this.opts.tailBytes);
     });
     child.on('error', (e) => {
