@@ -335,7 +335,7 @@ describe('pd command-line tool', () => {
     expect(refused.stderr).toMatch(/source.mjs is not an action/);
   });
 
-  it('refuses to deploy an action before saving anything, from a file or a URL', async () => {
+  it('refuses to deploy an action (or update a source to one) before saving anything, from a file or a URL', async () => {
     const saved = async (): Promise<number> => (await sql<{ n: number }>(system, 'select count(*)::int as n from components where owner_id = $1', [user.id]))[0].n;
     const before = await saved();
     const fromFile = await pd(['deploy', 'action.mjs'], home, {}, dir);
@@ -351,6 +351,9 @@ describe('pd command-line tool', () => {
     } finally {
       files.close();
     }
+    const fromUpdate = await pd(['update', sourceId, '--file', 'action.mjs'], home, {}, dir);
+    expect(fromUpdate.code).toBe(1);
+    expect(fromUpdate.stderr.trim()).toBe('Error: action.mjs is an action, not a source: save it with `pd publish action.mjs`');
     expect(await saved()).toBe(before);
   });
 

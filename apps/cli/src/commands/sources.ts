@@ -102,7 +102,7 @@ export const updateCommand: Command = {
     const file = str(values, 'file');
     let component: Component | undefined;
     if (file) {
-      component = (await saveLocalComponent(ctx.client, file, orgOf(ctx, values))).component;
+      component = (await saveLocalComponent(ctx.client, file, orgOf(ctx, values), true)).component;
       if (component.type === 'action') throw new CliError(`${file} is an action, not a source`);
       body.component_id = component.id;
     } else body.component_id = source.component_id; // the API requires a component on every update
