@@ -41,7 +41,8 @@ describe('npm start restarts a crashed app', () => {
       DELIVERY_ACK_WAIT_MS: '3000',
       LOG_LEVEL: 'warn',
     };
-    start = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group, as in a terminal: Ctrl-C there signals npm start and every app at once.
+    start = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     start.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
     start.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     await eventually(async () => /^ready /m.test(stdout), { what: `npm start to print ready\n${stderr.slice(-3000)}`, timeoutMs: 90_000, intervalMs: 200 });
@@ -139,12 +140,14 @@ describe('npm start restarts a crashed app', () => {
     // Every accepted request's event arrives (duplicates allowed: at-least-once).
     await eventually(async () => accepted.every((s) => seqs().has(s)), { what: `all ${accepted.length} accepted events at the webhook`, timeoutMs: 90_000, intervalMs: 500 });
 
-    // Ctrl-C: every app stops, nothing is restarted, npm start exits 0.
+    // Ctrl-C (SIGINT to the whole process group): every app stops, nothing is restarted or reported as a crash, npm start exits 0.
     const pids = (['api', 'runner', 'delivery'] as AppName[]).map(pidOf);
-    start.kill('SIGINT');
+    const logged = stderr.length;
+    process.kill(-start.pid!, 'SIGINT');
     const code = await new Promise<number | null>((r) => start.once('exit', (c) => r(c)));
     expect(code).toBe(0);
     expect(pids.map(alive)).toEqual([false, false, false]);
+    expect(stderr.slice(logged)).not.toMatch(/exited:|started \(pid/);
     expect(stderr).not.toMatch(/failed \d+ times in a row/);
   });
 });

@@ -66,6 +66,17 @@ describe('npm start supervisor', () => {
     await eventually(async () => s.pid('app'), { what: 'the second restart' });
   });
 
+  it('restarts an app stopped by someone else (SIGTERM, or exit code 0) too', async () => {
+    const s = make();
+    s.add('app', node('setInterval(() => {}, 1000)'));
+    const first = await eventually(async () => s.pid('app'), { what: 'the first start' });
+    await healthy(first);
+    process.kill(first, 'SIGTERM');
+    const second = await eventually(async () => { const p = s.pid('app'); return p && p !== first ? p : undefined; }, { what: 'a new process' });
+    expect(lines.find((l) => l.startsWith('app exited'))).toMatch(/^app exited: killed by SIGTERM after [\d.]+ s; restarting in 0\.1 s \(restart 1\)$/);
+    expect(alive(second)).toBe(true);
+  });
+
   it('names running out of memory', async () => {
     const s = make();
     s.add('hog', node('setTimeout(() => { const a = []; for (;;) a.push(new Array(1e5).fill(1)); }, 400)', ['--max-old-space-size=24']));

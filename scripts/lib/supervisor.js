@@ -73,7 +73,7 @@ class Supervisor extends EventEmitter {
    * spec: { command, args, env, healthy?: () => Promise<boolean> }
    */
   add(name, spec) {
-    const app = { name, spec, child: undefined, failures: 0, startFailures: 0, restarts: 0, startedAt: 0, healthyAt: 0, tail: '', timer: undefined };
+    const app = { name, spec, child: undefined, failures: 0, startFailures: 0, restarts: 0, startedAt: 0, healthyAt: 0, tail: '', timer: undefined, judging: undefined };
     this.apps.set(name, app);
     this.spawn(app);
     return app;
@@ -124,6 +124,13 @@ class Supervisor extends EventEmitter {
 
   exited(app, child, code, signal) {
     if (this.stopping || app.child !== child) return;
+    // Ctrl-C in a terminal reaches the apps too (one process group): an app may stop on it before our own
+    // handler has run. A clean stop is judged a moment later, when stop() has had its chance.
+    if (!app.judging && (code === 0 || signal === 'SIGINT' || signal === 'SIGTERM')) {
+      app.judging = setTimeout(() => this.exited(app, child, code, signal), 250);
+      return;
+    }
+    app.judging = undefined;
     app.child = undefined;
     const upMs = Date.now() - app.startedAt;
     const why = describeExit(code, signal, app.tail);
@@ -153,6 +160,7 @@ class Supervisor extends EventEmitter {
     await Promise.all(
       [...this.apps.values()].map((app) => {
         clearTimeout(app.timer);
+        clearTimeout(app.judging);
         const c = app.child;
         if (!c || c.exitCode !== null || c.signalCode !== null) return undefined;
         return new Promise((resolve) => {
