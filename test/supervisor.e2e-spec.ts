@@ -49,7 +49,8 @@ describe('npm start supervisor', () => {
 
   it('restarts an app killed with SIGKILL and says why', async () => {
     const s = make();
-    s.add('app', node('setInterval(() => {}, 1000)'));
+    // An ordinary last log line says nothing about a kill from outside: it is left out of the exit line.
+    s.add('app', node('console.error("app listening on 3000"); setInterval(() => {}, 1000)'));
     const first = await eventually(async () => s.pid('app'), { what: 'the first start' });
     await healthy(first);
     process.kill(first, 'SIGKILL');

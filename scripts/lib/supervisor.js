@@ -33,14 +33,17 @@ function describeExit(code, signal, tail) {
   return `exit code ${code}`;
 }
 
-/** The line of an app's last output that best explains its end: a fatal error, else an error, else the last line (stack frames skipped). */
-function lastWords(tail) {
+/**
+ * The line of an app's last output that best explains its end: a fatal error, else an error, else (with
+ * `orLast`) the last line; stack frames skipped.
+ */
+function lastWords(tail, orLast = true) {
   const lines = tail
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l && !/^(\d+:\s+0x|at\s|<-+|=+|\^)/.test(l));
   const fromEnd = [...lines].reverse();
-  const pick = fromEnd.find((l) => /FATAL ERROR/.test(l)) ?? fromEnd.find((l) => /error|fail|fatal|cannot|refused|invalid|EADDRINUSE/i.test(l)) ?? lines.at(-1);
+  const pick = fromEnd.find((l) => /FATAL ERROR/.test(l)) ?? fromEnd.find((l) => /error|fail|fatal|cannot|refused|invalid|EADDRINUSE/i.test(l)) ?? (orLast ? lines.at(-1) : undefined);
   if (!pick) return '';
   // pino lines: show the message (and err) rather than the whole JSON.
   try {
@@ -134,7 +137,8 @@ class Supervisor extends EventEmitter {
     app.child = undefined;
     const upMs = Date.now() - app.startedAt;
     const why = describeExit(code, signal, app.tail);
-    const words = lastWords(app.tail);
+    // Killed from outside, its last ordinary log line says nothing about why.
+    const words = lastWords(app.tail, !signal);
     const detail = `${why} after ${(upMs / 1000).toFixed(1)} s${words ? `; last output: ${words}` : ''}`;
     app.failures++;
     if (!app.healthyAt) app.startFailures++;
