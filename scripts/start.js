@@ -2,18 +2,20 @@
 'use strict';
 // `npm start`: install if needed, build, find or start Postgres and NATS, migrate,
 // make sure a demo account exists, then run api + runner + delivery in the
-// foreground. Ctrl-C stops everything this script started.
+// foreground, restarting an app that dies. Ctrl-C stops everything this script started.
 const path = require('node:path');
 const fs = require('node:fs');
-const { spawn } = require('node:child_process');
 const { resolvePostgres, resolveNats, ensureBuilt, waitFor, log } = require('./lib/infra');
 const { demoAccount } = require('./lib/demo-account');
 const { ensureBubblewrap } = require('./lib/bubblewrap');
+const { Supervisor } = require('./lib/supervisor');
 
 const root = path.join(__dirname, '..');
-const children = [];
 const stops = [];
 let stopping = false;
+// An app that dies is restarted with backoff; an app that keeps failing at start stops everything.
+const supervisor = new Supervisor({ log });
+supervisor.on('fatal', () => shutdown(1));
 
 async function healthy(url) {
   try {
@@ -23,36 +25,20 @@ async function healthy(url) {
   }
 }
 
+/** Starts an app under the supervisor, which restarts it when it dies (scripts/lib/supervisor.js). */
 function startApp(app, env) {
-  const child = spawn(process.execPath, [path.join(root, 'dist', 'apps', app, 'main.js')], { env, stdio: ['ignore', 'inherit', 'inherit'] });
-  child.on('exit', (code, signal) => {
-    if (!stopping) {
-      log(`${app} exited (${signal || code}); stopping the system`);
-      shutdown(1);
-    }
-  });
-  children.push(child);
-  return child;
+  const { loadConfig } = require('../dist/libs/config/src/config.js');
+  const c = loadConfig(env);
+  const port = { api: c.port, runner: c.runnerMetricsPort, delivery: c.deliveryMetricsPort }[app];
+  const url = port ? `http://127.0.0.1:${port}/healthz` : undefined;
+  supervisor.add(app, { command: process.execPath, args: [path.join(root, 'dist', 'apps', app, 'main.js')], env, healthy: url && (() => healthy(url)) });
 }
 
 async function shutdown(code) {
   if (stopping) return;
   stopping = true;
   log('stopping…');
-  await Promise.all(
-    children.map(
-      (c) =>
-        new Promise((resolve) => {
-          if (c.exitCode !== null || c.signalCode !== null) return resolve();
-          const t = setTimeout(() => c.kill('SIGKILL'), 15_000);
-          c.once('exit', () => {
-            clearTimeout(t);
-            resolve();
-          });
-          c.kill('SIGTERM');
-        }),
-    ),
-  );
+  await supervisor.stop();
   for (const stop of stops.reverse()) await stop().catch((e) => log(`stop: ${e.message}`));
   process.exit(code);
 }

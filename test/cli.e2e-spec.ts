@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { admin, createUser, TestUser } from './support/accounts';
 import { pd, PD_BIN, pdAt, pdSpawn, tempHome } from './support/pd';
 import { eventually, freePort, startSystem, System } from './support/system';
+import { sql } from './events.helpers';
 
 /** A multi-file HTTP source: the entry imports a relative module and an npm package stays external. */
 const SOURCE_ENTRY = `import { shout } from "./lib/shout.mjs";
@@ -332,6 +333,28 @@ describe('pd command-line tool', () => {
     const refused = await pd(['publish', 'source.mjs'], home, {}, dir);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/source.mjs is not an action/);
+  });
+
+  it('refuses to deploy an action (or update a source to one) before saving anything, from a file or a URL', async () => {
+    const saved = async (): Promise<number> => (await sql<{ n: number }>(system, 'select count(*)::int as n from components where owner_id = $1', [user.id]))[0].n;
+    const before = await saved();
+    const fromFile = await pd(['deploy', 'action.mjs'], home, {}, dir);
+    expect(fromFile.code).toBe(1);
+    expect(fromFile.stderr.trim()).toBe('Error: action.mjs is an action, not a source: save it with `pd publish action.mjs`');
+    const files = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/javascript' }).end(ACTION));
+    await new Promise<void>((r) => files.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(files.address() as AddressInfo).port}/action.mjs`;
+      const fromUrl = await pd(['deploy', url], home, {}, dir);
+      expect(fromUrl.code).toBe(1);
+      expect(fromUrl.stderr.trim()).toBe(`Error: ${url} is an action, not a source: save it with \`pd publish ${url}\``);
+    } finally {
+      files.close();
+    }
+    const fromUpdate = await pd(['update', sourceId, '--file', 'action.mjs'], home, {}, dir);
+    expect(fromUpdate.code).toBe(1);
+    expect(fromUpdate.stderr.trim()).toBe('Error: action.mjs is an action, not a source: save it with `pd publish action.mjs`');
+    expect(await saved()).toBe(before);
   });
 
   it('develops a source: redeploys on each save of an imported file and streams its events', async () => {

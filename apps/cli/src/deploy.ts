@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { ApiClient } from './api-client';
 import { bundleComponent, Bundle } from './bundle';
 import { CommandContext } from './command';
@@ -33,20 +33,43 @@ export function orgQuery(orgId: string | undefined): { org_id?: string } {
   return orgId ? { org_id: orgId } : {};
 }
 
-/** Bundles a local file and saves it as a component. */
-export async function saveLocalComponent(client: ApiClient, file: string, orgId?: string): Promise<{ component: Component; bundle: Bundle }> {
+/** True when component code declares `type: "action"` (read statically, as `pd publish` does: nothing is saved to find out). */
+export function looksLikeAction(code: string): boolean {
+  return /\btype\s*:\s*(["'`])action\1/.test(code);
+}
+
+const actionRefusal = (ref: string): CliError => new CliError(`${ref} is an action, not a source: save it with \`pd publish ${ref}\``);
+
+/** Bundles a local file and saves it as a component; with `sourceOnly`, an action is refused before anything is saved. */
+export async function saveLocalComponent(client: ApiClient, file: string, orgId?: string, sourceOnly = false): Promise<{ component: Component; bundle: Bundle }> {
   const bundle = await withSpinner(`Bundling ${file}`, () => bundleComponent(file), `Bundled ${file}`);
+  // The entry's own text: a source may bundle modules that mention actions.
+  if (sourceOnly && looksLikeAction(readFileSync(bundle.inputs[0] ?? file, 'utf8'))) throw actionRefusal(file);
   const res = await withSpinner('Saving the component (installing its npm imports on first use)', () =>
     client.request<{ data: Component }>('POST', '/components', { query: orgQuery(orgId), body: { component_code: bundle.code } }),
   'Saved the component');
   return { component: res.data, bundle };
 }
 
-/** Saves or fetches the component a deploy argument names. */
-export async function componentFor(client: ApiClient, ref: string, orgId?: string): Promise<{ component: Component; kind: TargetKind; bundle?: Bundle }> {
+/** The text at a component URL, to look at before the api saves it (undefined when it cannot be read here: the api reports that). */
+async function peekUrl(url: string): Promise<string | undefined> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+    return res.ok ? await res.text() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Saves or fetches the component a deploy argument names. With `sourceOnly` (deploy), an action is refused before anything is saved. */
+export async function componentFor(client: ApiClient, ref: string, orgId?: string, sourceOnly = false): Promise<{ component: Component; kind: TargetKind; bundle?: Bundle }> {
   const kind = classifyTarget(ref);
-  if (kind === 'file') return { kind, ...(await saveLocalComponent(client, ref, orgId)) };
+  if (kind === 'file') return { kind, ...(await saveLocalComponent(client, ref, orgId, sourceOnly)) };
   if (kind === 'url') {
+    if (sourceOnly) {
+      const code = await withSpinner(`Reading ${ref}`, () => peekUrl(ref));
+      if (code !== undefined && looksLikeAction(code)) throw actionRefusal(ref);
+    }
     const res = await withSpinner(`Fetching ${ref}`, () => client.request<{ data: Component }>('POST', '/components', { query: orgQuery(orgId), body: { component_url: ref } }));
     return { kind, component: res.data };
   }
@@ -75,7 +98,8 @@ export interface Deployed {
 export async function deploy(ctx: CommandContext, ref: string, opts: DeployOptions): Promise<Deployed> {
   const client = ctx.client;
   client.requireKey();
-  const { component, kind, bundle } = await componentFor(client, ref, opts.orgId);
+  const { component, kind, bundle } = await componentFor(client, ref, opts.orgId, true);
+  // Code that hides its type from the static check (a registry component, a computed type) is caught here, before any source exists.
   if (component.type === 'action') throw new CliError(`${component.name} is an action, not a source: save it with \`pd publish ${ref}\``);
   const given = givenProps(opts.props);
   const descriptors = component.configurable_props ?? [];

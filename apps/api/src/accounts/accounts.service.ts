@@ -59,6 +59,14 @@ export class AccountsService {
     return member;
   }
 
+  /** Ends a membership; the member's next request no longer reaches the org (404). Its sources stay with the org. */
+  async removeMember(orgId: string, userId: string): Promise<{ removed: boolean }> {
+    if (!(await this.em.findOne(Org, { id: orgId }))) throw new NotFoundError(`org ${orgId} not found`);
+    await this.getUser(userId);
+    const removed = await this.em.nativeDelete(OrgMember, { orgId, userId });
+    return { removed: removed > 0 };
+  }
+
   async getUser(userId: string): Promise<User> {
     const user = await this.em.findOne(User, { id: userId });
     if (!user) throw new NotFoundError(`user ${userId} not found`);

@@ -38,6 +38,12 @@ export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
     const m = await new AccountsService(em).addMember(required(f, 'org'), required(f, 'user'));
     return { org_id: m.orgId, user_id: m.userId };
   },
+  'orgs remove-member': async (f, em) => {
+    const org = required(f, 'org');
+    const user = required(f, 'user');
+    const { removed } = await new AccountsService(em).removeMember(org, user);
+    return { org_id: org, user_id: user, removed };
+  },
   ...REGISTRY_COMMANDS,
   ...SOURCE_COMMANDS,
 };
@@ -48,6 +54,7 @@ const USAGE = `usage: npm run --silent admin -- <command> [flags]
   keys rotate --user <u_id>
   orgs create --name <name> --orgname <slug> [--email <e>]
   orgs add-member --org <o_id> --user <u_id>
+  orgs remove-member --org <o_id> --user <u_id>
   registry publish <file>
   registry seed [--dir <dir>]
   registry list

@@ -2,20 +2,35 @@ import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/
 import { Reflector } from '@nestjs/core';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { sha256Hex, UnauthorizedError } from '@app/contracts';
-import { ApiKey, OrgMember, User } from '@app/db';
+import type { Plan } from '@app/db';
 import { AuthContext } from './auth.context';
 
 export const PUBLIC_ROUTE = 'public-route';
 /** Marks a route that needs no API key (HTTP source endpoints, health). */
 export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(PUBLIC_ROUTE, true);
 
-const CACHE_TTL_MS = 5_000;
+/**
+ * The key, its user and the user's orgs in one round trip. Nothing of it is
+ * cached: the admin CLI changes keys, plans and memberships straight in
+ * Postgres, and every api replica must see a change on the next request
+ * (an in-process cache answered a new org member 404 for seconds).
+ */
+const AUTH_QUERY = `select u.id, u.username, u.email, u.plan,
+    coalesce((select array_agg(m.org_id::text order by m.created_at, m.org_id) from org_members m where m.user_id = u.id), '{}'::text[]) as org_ids
+  from api_keys k join users u on u.id = k.user_id
+  where k.key_hash = ? and k.revoked_at is null`;
+
+interface AuthRow {
+  id: string;
+  username: string;
+  email: string;
+  plan: Plan;
+  org_ids: string[];
+}
 
 /** `Authorization: Bearer <API_KEY>` on every route not marked `@Public()`. */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
-  private readonly cache = new Map<string, { auth: AuthContext; expiresAt: number }>();
-
   constructor(private readonly reflector: Reflector, private readonly em: EntityManager) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -28,19 +43,11 @@ export class ApiKeyGuard implements CanActivate {
     return true;
   }
 
-  /** Resolves a key to its user; a short cache keeps hot paths off the database. Rotation takes effect within the TTL. */
+  /** Resolves a key to its user and orgs as Postgres has them now: a rotated key, a plan or a membership change applies to the next request. */
   async authenticate(key: string): Promise<AuthContext> {
-    const hash = sha256Hex(key);
-    const hit = this.cache.get(hash);
-    if (hit && hit.expiresAt > Date.now()) return hit.auth;
-    const em = this.em.fork();
-    const apiKey = await em.findOne(ApiKey, { keyHash: hash, revokedAt: null });
-    const user = apiKey ? await em.findOne(User, { id: apiKey.userId }) : null;
-    if (!apiKey || !user) throw new UnauthorizedError('invalid API key');
-    const orgs = await em.find(OrgMember, { userId: user.id });
-    const auth: AuthContext = { userId: user.id, username: user.username, email: user.email, plan: user.plan, orgIds: orgs.map((o) => o.orgId) };
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(hash, { auth, expiresAt: Date.now() + CACHE_TTL_MS });
-    return auth;
+    const rows: AuthRow[] = await this.em.getConnection().execute(AUTH_QUERY, [sha256Hex(key)]);
+    const row = rows[0];
+    if (!row) throw new UnauthorizedError('invalid API key');
+    return { userId: row.id, username: row.username, email: row.email, plan: row.plan, orgIds: row.org_ids };
   }
 }

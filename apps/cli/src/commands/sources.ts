@@ -1,6 +1,6 @@
 import { bundleComponent } from '../bundle';
 import { Command, list, orgOf, str } from '../command';
-import { deploy, givenProps, orgQuery, printSource, saveLocalComponent } from '../deploy';
+import { deploy, givenProps, looksLikeAction, orgQuery, printSource, saveLocalComponent } from '../deploy';
 import { CliError } from '../errors';
 import { bold, dim, fields, green, out, printJson, table, withSpinner } from '../output';
 import { Component, endpointUrl, listSources, onSource, propsAsInput, resolveSource, Source } from '../sources';
@@ -43,7 +43,7 @@ export const publishCommand: Command = {
     if (!file) throw new CliError('pd publish needs the file of an action component');
     ctx.client.requireKey();
     const bundle = await bundleComponent(file);
-    if (!/\btype\s*:\s*(["'`])action\1/.test(bundle.code)) {
+    if (!looksLikeAction(bundle.code)) {
       throw new CliError(`${file} is not an action (its component has no type: "action"); deploy sources with \`pd deploy ${file}\``);
     }
     const res = await withSpinner('Publishing the action', () =>
@@ -102,7 +102,7 @@ export const updateCommand: Command = {
     const file = str(values, 'file');
     let component: Component | undefined;
     if (file) {
-      component = (await saveLocalComponent(ctx.client, file, orgOf(ctx, values))).component;
+      component = (await saveLocalComponent(ctx.client, file, orgOf(ctx, values), true)).component;
       if (component.type === 'action') throw new CliError(`${file} is an action, not a source`);
       body.component_id = component.id;
     } else body.component_id = source.component_id; // the API requires a component on every update

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Prometheus counters and histograms of the delivery app. */
 @Injectable()
@@ -12,6 +12,11 @@ export class DeliveryMetrics {
   readonly emitToReceipt: Histogram;
   readonly usageRecords: Counter;
   readonly indexBatch: Histogram;
+  readonly retriesWaiting: Gauge;
+  readonly retriesOldestAge: Gauge;
+  private retryFigures?: () => Promise<{ count: number; oldestSinceMs: number | null }>;
+  /** One query per scrape for both retry gauges. */
+  private retryRead?: { at: number; figures: Promise<{ count: number; oldestSinceMs: number | null }> };
 
   constructor(registry: Registry) {
     this.eventsIndexed = new Counter({ name: 'delivery_events_indexed_total', help: 'events written to event_summaries', labelNames: ['channel_class'], registers: [registry] });
@@ -33,5 +38,35 @@ export class DeliveryMetrics {
     });
     this.usageRecords = new Counter({ name: 'delivery_usage_records_total', help: 'usage records aggregated into usage_daily', registers: [registry] });
     this.indexBatch = new Histogram({ name: 'delivery_index_batch_size', help: 'events per indexer batch', buckets: [1, 5, 20, 50, 100, 250, 500], registers: [registry] });
+    this.retriesWaiting = new Gauge({
+      name: 'delivery_webhook_retries_waiting',
+      help: 'webhook deliveries waiting in webhook_retries for their next attempt (all replicas: the same figure on each)',
+      registers: [registry],
+      collect: async () => {
+        const f = await this.readRetries();
+        if (f) this.retriesWaiting.set(f.count);
+      },
+    });
+    this.retriesOldestAge = new Gauge({
+      name: 'delivery_webhook_retries_oldest_age_seconds',
+      help: 'time since the first failed attempt of the oldest waiting webhook retry (0 when none waits)',
+      registers: [registry],
+      collect: async () => {
+        const f = await this.readRetries();
+        if (f) this.retriesOldestAge.set(f.oldestSinceMs === null ? 0 : Math.max(0, (Date.now() - f.oldestSinceMs) / 1000));
+      },
+    });
+  }
+
+  /** Where the retry gauges read their figures (the webhook sender's retry queue). */
+  watchRetries(figures: () => Promise<{ count: number; oldestSinceMs: number | null }>): void {
+    this.retryFigures = figures;
+  }
+
+  private async readRetries(): Promise<{ count: number; oldestSinceMs: number | null } | undefined> {
+    if (!this.retryFigures) return undefined;
+    if (!this.retryRead || Date.now() - this.retryRead.at > 1000) this.retryRead = { at: Date.now(), figures: this.retryFigures() };
+    // Postgres unreachable: the gauges keep their last values (the app's logs say why).
+    return this.retryRead.figures.catch(() => undefined);
   }
 }

@@ -48,12 +48,12 @@ export class DeliveryLog {
     await this.em.fork().getConnection().execute(`delete from webhook_deliveries where created_at_ms < ?`, [beforeMs], 'run');
   }
 
-  /** Attempts already made for an event (after a redelivery). */
-  async attemptsSoFar(webhookId: string, emitterId: string, eventId: string): Promise<number> {
+  /** Attempts already made for an event (after a redelivery), and whether one of them succeeded. */
+  async attemptsSoFar(webhookId: string, emitterId: string, eventId: string): Promise<{ attempts: number; succeeded: boolean }> {
     const [row] = (await this.em.fork().getConnection().execute(
-      `select coalesce(max(attempt), 0)::int as n from webhook_deliveries where webhook_id = ? and event_id = ? and emitter_id = ?`,
+      `select coalesce(max(attempt), 0)::int as n, coalesce(bool_or(status = 'succeeded'), false) as ok from webhook_deliveries where webhook_id = ? and event_id = ? and emitter_id = ?`,
       [webhookId, eventId, emitterId],
-    )) as { n: number }[];
-    return row?.n ?? 0;
+    )) as { n: number; ok: boolean }[];
+    return { attempts: row?.n ?? 0, succeeded: row?.ok ?? false };
   }
 }

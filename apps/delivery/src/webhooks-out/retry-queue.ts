@@ -145,6 +145,12 @@ export class RetryQueue {
     return n;
   }
 
+  /** Every replica's waiting retries (one table): how many, and when the oldest of them first failed. */
+  async waiting(): Promise<{ count: number; oldestSinceMs: number | null }> {
+    const [row] = (await this.em.fork().getConnection().execute(`select count(*)::int as count, min(created_at_ms)::bigint as oldest from webhook_retries`, [])) as { count: number; oldest: string | null }[];
+    return { count: row?.count ?? 0, oldestSinceMs: row?.oldest == null ? null : Number(row.oldest) };
+  }
+
   /** Removes a webhook's waiting retries (it was disabled or deleted). */
   async drop(webhookId: string): Promise<void> {
     await this.em.fork().getConnection().execute(`delete from webhook_retries where webhook_id = ?`, [webhookId], 'run');

@@ -101,6 +101,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.http = new WebhookHttp(policyFromConfig(config));
     this.log = new DeliveryLog(em);
     this.retries = new RetryQueue(em, nats, logger);
+    metrics.watchRetries(() => this.retries.waiting());
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -226,7 +227,18 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     }
     // The retry queue republishes with the attempt number; a redelivery (a replica died mid-attempt) counts the attempts logged.
     const carried = Number.isInteger(msg.attempt) && msg.attempt! > 1 ? msg.attempt! : 1;
-    const attempt = m.info.redeliveryCount > 1 ? Math.max(carried, (await this.log.attemptsSoFar(hook.id, ev.emitterId, ev.id)) + 1) : carried;
+    let attempt = carried;
+    if (m.info.redeliveryCount > 1) {
+      const before = await this.log.attemptsSoFar(hook.id, ev.emitterId, ev.id);
+      // Delivered already, but the ack never reached the stream (lost with a NATS connection, or a crash just after it):
+      // the success is on record, so the receiver gets no second copy.
+      if (before.succeeded) {
+        m.ack();
+        this.metrics.webhookAttempts.inc({ outcome: 'already_delivered' });
+        return;
+      }
+      attempt = Math.max(carried, before.attempts + 1);
+    }
     const body = JSON.stringify(ev.event ?? null);
     const now = new Date();
     const base: Omit<AttemptRecord, 'status'> = { webhookId: hook.id, eventId: ev.id, emitterId: ev.emitterId, attempt };

@@ -1,0 +1,81 @@
+import { admin, client, createUser } from './support/accounts';
+import { freePort, startSystem, System } from './support/system';
+import { insertSource } from './events.helpers';
+
+/**
+ * Access changes made with the admin CLI apply to the very next request, on
+ * every api replica (issue 10): nothing about keys, plans or memberships is
+ * remembered between requests. Each check first warms both replicas with the
+ * old answer, so a cache of it would show.
+ */
+describe('access changes take effect at once on every api replica', () => {
+  let system: System;
+  let replicas: System[];
+
+  beforeAll(async () => {
+    system = await startSystem({ REGISTRY_DIR: 'off' }, { apps: ['api'] });
+    const port = await freePort();
+    await system.startApp('api', 'api-2', { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
+    replicas = [system, { ...system, baseUrl: `http://127.0.0.1:${port}/v1` }];
+  });
+  afterAll(async () => system?.stop());
+
+  /** The status of `GET path` with `key` on each replica, asked twice (the second would be served by a cache). */
+  const statuses = async (key: string, path: string): Promise<number[]> => {
+    const out: number[] = [];
+    for (const r of replicas) for (let i = 0; i < 2; i++) out.push((await client(r, key).get(path)).status);
+    return out;
+  };
+
+  it('a new org member reaches the org on the next request, and a removed one no longer does', async () => {
+    const owner = createUser(system);
+    const member = createUser(system);
+    const org = admin(system, ['orgs', 'create', '--name', 'Access', '--orgname', `access-${owner.id.slice(2, 12).toLowerCase()}`]);
+    admin(system, ['orgs', 'add-member', '--org', org.id, '--user', owner.id]);
+    const sourceId = await insertSource(system, org.id, owner.id);
+    const path = `/orgs/${org.id}/sources`;
+
+    expect(await statuses(member.apiKey, path)).toEqual([404, 404, 404, 404]);
+    expect(admin(system, ['orgs', 'add-member', '--org', org.id, '--user', member.id])).toEqual({ org_id: org.id, user_id: member.id });
+    for (const r of replicas) {
+      const res = await client(r, member.apiKey).get(path);
+      expect(res.status).toBe(200);
+      expect(res.body.data.map((s: { id: string }) => s.id)).toEqual([sourceId]);
+      expect((await client(r, member.apiKey).get(`/sources/${sourceId}`)).status).toBe(200);
+    }
+
+    expect(admin(system, ['orgs', 'remove-member', '--org', org.id, '--user', member.id])).toEqual({ org_id: org.id, user_id: member.id, removed: true });
+    expect(await statuses(member.apiKey, path)).toEqual([404, 404, 404, 404]);
+    expect(await statuses(member.apiKey, `/sources/${sourceId}`)).toEqual([404, 404, 404, 404]);
+    for (const r of replicas) expect((await client(r, member.apiKey).get('/users/me')).body.data.orgs).toEqual([]);
+    // The org and its sources stay; the other member is untouched.
+    expect(await statuses(owner.apiKey, path)).toEqual([200, 200, 200, 200]);
+    // Removing again changes nothing and says so.
+    expect(admin(system, ['orgs', 'remove-member', '--org', org.id, '--user', member.id]).removed).toBe(false);
+  });
+
+  it('a rotated key stops working on the next request and the new one works', async () => {
+    const user = createUser(system);
+    expect(await statuses(user.apiKey, '/users/me')).toEqual([200, 200, 200, 200]);
+    const rotated = admin(system, ['keys', 'rotate', '--user', user.id]);
+    expect(await statuses(user.apiKey, '/users/me')).toEqual([401, 401, 401, 401]);
+    expect(await statuses(rotated.api_key, '/users/me')).toEqual([200, 200, 200, 200]);
+  });
+
+  it('a plan change shows on the next request', async () => {
+    const user = createUser(system);
+    for (const r of replicas) expect((await client(r, user.apiKey).get('/users/me')).body.data.daily_invocations_quota).toEqual(expect.any(Number));
+    admin(system, ['users', 'set-plan', '--user', user.id, '--plan', 'paid']);
+    for (const r of replicas) {
+      const d = (await client(r, user.apiKey).get('/users/me')).body.data;
+      expect(d.billing_period_invocations).toBe(0);
+      expect(d.daily_invocations_quota).toBeUndefined();
+    }
+  });
+
+  it('remove-member refuses an unknown org or user and a missing flag', () => {
+    const user = createUser(system);
+    expect(() => admin(system, ['orgs', 'remove-member', '--org', 'o_nope', '--user', user.id])).toThrow(/org o_nope not found/);
+    expect(() => admin(system, ['orgs', 'remove-member', '--org', 'o_nope'])).toThrow(/--user is required/);
+  });
+});

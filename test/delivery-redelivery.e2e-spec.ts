@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { connect, NatsConnection } from 'nats';
+import { DeliveryMessage, EmittedEvent, encodeJson, Names } from '@app/contracts';
+import { client, createUser } from './support/accounts';
+import { eventually, freePort, startSystem, System } from './support/system';
+import { Emitter, insertSource, Receiver, sql, subscriptionsLoaded } from './events.helpers';
+
+/** Issue 10: a metric of waiting webhook retries, and no second POST for a delivery whose success is on record. */
+describe('delivery: waiting-retry metrics and redelivered messages', () => {
+  let system: System;
+  let emitter: Emitter;
+  let nc: NatsConnection;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    system = await startSystem(
+      { WEBHOOK_RETRY_SCHEDULE: '1h', WEBHOOK_TIMEOUT_MS: '1000', DELIVERY_ACK_WAIT_MS: '2000', DELIVERY_METRICS_PORT: String(await freePort()) },
+      { apps: ['api', 'delivery'] },
+    );
+    emitter = await Emitter.connect(system);
+    nc = await connect({ servers: system.env.NATS_URL });
+    receiver = await new Receiver().start();
+  });
+  afterAll(async () => {
+    await receiver?.stop();
+    await emitter?.close();
+    await nc?.close();
+    await system?.stop();
+  });
+
+  const metrics = async (): Promise<Record<string, number>> => {
+    const text = await (await fetch(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/metrics`)).text();
+    const out: Record<string, number> = {};
+    for (const m of text.matchAll(/^(delivery_webhook_retries_\w+) (\S+)$/gm)) out[m[1]] = Number(m[2]);
+    return out;
+  };
+
+  it('reports how many webhook retries wait and how old the oldest is', async () => {
+    const user = createUser(system);
+    const api = client(system, user.apiKey);
+    const src = await insertSource(system, user.id);
+    const down = await new Receiver().start();
+    down.respond = () => ({ status: 503 });
+    try {
+      const wh = (await api.post('/webhooks', { url: down.url })).body.data.id;
+      await api.post('/subscriptions', { emitter_id: src, listener_id: wh });
+      await subscriptionsLoaded(system);
+      expect(await metrics()).toEqual({ delivery_webhook_retries_waiting: 0, delivery_webhook_retries_oldest_age_seconds: 0 });
+      const firstFailure = Date.now();
+      for (let i = 0; i < 3; i++) await emitter.emit(src, user.id, { i });
+      const m = await eventually(async () => {
+        const x = await metrics();
+        return x.delivery_webhook_retries_waiting === 3 ? x : undefined;
+      }, { what: '3 waiting retries in the metrics' });
+      // The age counts from the first failed attempt, which came after the first emit.
+      expect(m.delivery_webhook_retries_oldest_age_seconds).toBeGreaterThan(0);
+      expect(m.delivery_webhook_retries_oldest_age_seconds).toBeLessThanOrEqual((Date.now() - firstFailure) / 1000);
+      // Deleting the webhook drops its retries.
+      expect((await api.del(`/webhooks/${wh}`)).status).toBe(204);
+      await eventually(async () => {
+        const x = await metrics();
+        return x.delivery_webhook_retries_waiting === 0 && x.delivery_webhook_retries_oldest_age_seconds === 0;
+      }, { what: 'no waiting retries after the delete' });
+    } finally {
+      await down.stop();
+    }
+  });
+
+  it('does not POST again a redelivered message whose success was recorded (its ack was lost); posts one without', async () => {
+    const user = createUser(system);
+    const api = client(system, user.apiKey);
+    const src = await insertSource(system, user.id);
+    const wh = (await api.post('/webhooks', { url: receiver.url })).body.data.id;
+    const sub = (await api.post('/subscriptions', { emitter_id: src, listener_id: wh })).body.data.id;
+    await subscriptionsLoaded(system);
+    const names = new Names(system.natsPrefix);
+    const event = (n: number): EmittedEvent => ({ id: `${Date.now()}-${n}`, emitterId: src, ownerId: user.id, name: '', event: { n }, emitId: `emit_${randomBytes(6).toString('hex')}`, ts: Date.now(), emittedAtMs: Date.now() });
+    const [delivered, lost] = [event(1), event(2)];
+
+    // The delivery app is away while two messages are taken from its consumer and never acked, as by a replica that died.
+    await system.stopApp('delivery');
+    const js = nc.jetstream();
+    for (const ev of [delivered, lost]) {
+      const msg: DeliveryMessage = { webhookId: wh, subscriptionId: sub, event: ev };
+      await js.publish(names.delivery(wh), encodeJson(msg), { msgID: `${sub}:${ev.emitterId}:${ev.id}` });
+    }
+    const consumer = await js.consumers.get(names.deliveriesStream, 'webhook-sender');
+    for (let i = 0; i < 2; i++) expect(await consumer.next({ expires: 5000 })).not.toBeNull();
+    // That replica had delivered the first one and recorded the success; its ack never reached the stream.
+    await sql(system, `insert into webhook_deliveries (id, webhook_id, event_id, emitter_id, attempt, status, response_code, created_at_ms) values ($1, $2, $3, $4, 1, 'succeeded', 200, $5)`, [`whd_${randomBytes(6).toString('hex')}`, wh, delivered.id, src, Date.now()]);
+
+    await system.startApp('delivery', 'delivery-2');
+    await eventually(async () => receiver.eventIds().has(lost.id), { what: 'the message without a recorded success to be delivered', timeoutMs: 30_000 });
+    const jsm = await nc.jetstreamManager();
+    await eventually(async () => {
+      const info = await jsm.consumers.info(names.deliveriesStream, 'webhook-sender');
+      return info.num_ack_pending === 0 && info.num_pending === 0;
+    }, { what: 'both messages acknowledged' });
+    expect(receiver.eventIds().has(delivered.id)).toBe(false);
+    const rows = await sql<{ event_id: string; attempt: number; status: string }>(system, `select event_id, attempt, status from webhook_deliveries where webhook_id = $1 order by event_id, attempt`, [wh]);
+    expect(rows).toEqual(expect.arrayContaining([{ event_id: delivered.id, attempt: 1, status: 'succeeded' }]));
+    await eventually(async () => (await sql(system, `select 1 from webhook_deliveries where webhook_id = $1 and event_id = $2 and status = 'succeeded'`, [wh, lost.id])).length === 1, { what: 'the second delivery recorded' });
+    const m = await (await fetch(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/metrics`)).text();
+    expect(m).toMatch(/^delivery_webhook_attempts_total\{outcome="already_delivered"\} 1$/m);
+  });
+});

@@ -1,0 +1,196 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { client } from './support/accounts';
+import { HTTP_SOURCE } from './support/components';
+import { eventually, freePort, startSystem, System } from './support/system';
+import { Receiver } from './events.helpers';
+
+type AppName = 'api' | 'runner' | 'delivery';
+
+/**
+ * `npm start` (scripts/start.js) as a supervisor, against the real apps: each
+ * app is killed with SIGKILL while HTTP requests flow in; it is restarted, the
+ * other apps go on, and every accepted request's event reaches the webhook.
+ */
+describe('npm start restarts a crashed app', () => {
+  let system: System;
+  let start: ChildProcess;
+  let stderr = '';
+  let stdout = '';
+  let receiver: Receiver;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: [] });
+    receiver = await new Receiver().start();
+    dataDir = mkdtempSync(join(tmpdir(), 'npm-start-'));
+    const port = await freePort();
+    const env: Record<string, string> = {
+      ...system.env,
+      PORT: String(port),
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      RUNNER_METRICS_PORT: String(await freePort()),
+      DELIVERY_METRICS_PORT: String(await freePort()),
+      DATA_DIR: dataDir,
+      REGISTRY_DIR: 'off',
+      HTTP_RATE_PER_SEC: '0',
+      // What a crashed replica held comes back after these (default 30 s).
+      INVOCATION_ACK_WAIT_MS: '3000',
+      DELIVERY_ACK_WAIT_MS: '3000',
+      LOG_LEVEL: 'warn',
+    };
+    // Its own process group, as in a terminal: Ctrl-C there signals npm start and every app at once.
+    start = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    start.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    start.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    await eventually(async () => /^ready /m.test(stdout), { what: `npm start to print ready\n${stderr.slice(-3000)}`, timeoutMs: 90_000, intervalMs: 200 });
+  });
+  afterAll(async () => {
+    if (start && start.exitCode === null) {
+      start.kill('SIGINT');
+      await new Promise((r) => start.once('exit', r));
+    }
+    await receiver?.stop();
+    await system?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const pidOf = (app: AppName): number => {
+    const all = [...stderr.matchAll(new RegExp(`^${app} started \\(pid (\\d+)\\)`, 'gm'))];
+    return Number(all.at(-1)![1]);
+  };
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('keeps accepting requests and loses no event while each app is killed in turn; Ctrl-C stops everything', async () => {
+    const key = /API key: (\S+)/.exec(stdout)![1];
+    const api = client({ ...system, baseUrl: /^ready (\S+)/m.exec(stdout)![1] }, key);
+    const created = await api.post('/sources', { component_code: HTTP_SOURCE });
+    expect(created.status).toBe(200);
+    const endpoint: string = created.body.data.configured_props.http.endpoint_url;
+    const wh = (await api.post('/webhooks', { url: receiver.url })).body.data.id;
+    expect((await api.post('/subscriptions', { emitter_id: created.body.data.id, listener_id: wh })).status).toBe(200);
+    const seqs = (): Set<number> => new Set(receiver.received.map((r) => (JSON.parse(r.body) as { seq: number }).seq));
+    // The whole path works before the load starts (the runner has deployed the source).
+    await eventually(async () => {
+      await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq: -1 }) });
+      return seqs().has(-1);
+    }, { what: 'the first event at the webhook', timeoutMs: 60_000, intervalMs: 1000 });
+
+    // Load: 4 clients, each request retried until it is accepted, as a client would.
+    let phase: AppName | 'steady' = 'steady';
+    const failures: Record<string, string[]> = {};
+    const accepted: number[] = [];
+    let next = 0;
+    let loading = true;
+    const worker = async (): Promise<void> => {
+      while (loading) {
+        const seq = next++;
+        for (;;) {
+          const res = await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq }) }).then(
+            (r) => String(r.status),
+            (e: Error & { cause?: { code?: string } }) => e.cause?.code ?? e.message,
+          );
+          if (res === '200') break;
+          (failures[phase] ??= []).push(res);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        accepted.push(seq);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const workers = Promise.all(Array.from({ length: 4 }, worker));
+    await new Promise((r) => setTimeout(r, 1000));
+
+    const downtime: Record<string, number> = {};
+    for (const app of ['delivery', 'runner', 'api'] as AppName[]) {
+      phase = app;
+      const pid = pidOf(app);
+      const before = accepted.length;
+      const killedAt = Date.now();
+      process.kill(pid, 'SIGKILL');
+      await eventually(async () => stderr.includes(`${app} exited: killed by SIGKILL`), { what: `npm start to notice ${app}'s death` });
+      await eventually(async () => pidOf(app) !== pid && stderr.includes(`${app} is healthy again (pid ${pidOf(app)})`), { what: `${app} restarted and healthy`, timeoutMs: 60_000 });
+      downtime[app] = Date.now() - killedAt;
+      expect(alive(pid)).toBe(false);
+      expect(alive(pidOf(app))).toBe(true);
+      // Requests go on being accepted after the restart.
+      await eventually(async () => accepted.length >= before + 20, { what: `requests accepted after ${app} came back` });
+    }
+    phase = 'steady';
+    await new Promise((r) => setTimeout(r, 500));
+    loading = false;
+    await workers;
+    process.stdout.write(`npm start supervisor test: ${accepted.length} requests accepted; restart (kill → healthy) ms: ${JSON.stringify(downtime)}; refused while down: ${JSON.stringify(Object.fromEntries(Object.entries(failures).map(([k, v]) => [k, v.length])))}\n`);
+
+    // Killing the runner or delivery never stops the api from accepting requests.
+    expect(failures.delivery ?? []).toEqual([]);
+    expect(failures.runner ?? []).toEqual([]);
+    expect(failures.steady ?? []).toEqual([]);
+    // While the api itself restarts, requests are refused at the socket, never answered with an error.
+    for (const f of failures.api ?? []) expect(f).toMatch(/^(ECONNREFUSED|ECONNRESET|UND_ERR_SOCKET|other side closed|fetch failed)$/);
+    // Every accepted request's event arrives (duplicates allowed: at-least-once).
+    await eventually(async () => accepted.every((s) => seqs().has(s)), { what: `all ${accepted.length} accepted events at the webhook`, timeoutMs: 90_000, intervalMs: 500 });
+
+    // Ctrl-C (SIGINT to the whole process group): every app stops, nothing is restarted or reported as a crash, npm start exits 0.
+    const pids = (['api', 'runner', 'delivery'] as AppName[]).map(pidOf);
+    const logged = stderr.length;
+    process.kill(-start.pid!, 'SIGINT');
+    const code = await new Promise<number | null>((r) => start.once('exit', (c) => r(c)));
+    expect(code).toBe(0);
+    expect(pids.map(alive)).toEqual([false, false, false]);
+    expect(stderr.slice(logged)).not.toMatch(/exited:|started \(pid/);
+    expect(stderr).not.toMatch(/failed \d+ times in a row/);
+  });
+});
+
+describe('npm start with an app that cannot start', () => {
+  let system: System;
+  let dataDir: string;
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: [] });
+    dataDir = mkdtempSync(join(tmpdir(), 'npm-start-'));
+  });
+  afterAll(async () => {
+    await system?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('stops everything after repeated failed starts and says why', async () => {
+    // Something else holds delivery's metrics port: delivery stops at start, every time.
+    const { createServer } = await import('node:net');
+    const squatter = createServer((s) => s.destroy());
+    const taken = await freePort();
+    await new Promise<void>((r) => squatter.listen(taken, '127.0.0.1', r));
+    try {
+      const port = await freePort();
+      const env = { ...system.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, RUNNER_METRICS_PORT: String(await freePort()), DELIVERY_METRICS_PORT: String(taken), DATA_DIR: dataDir, REGISTRY_DIR: 'off' };
+      const proc = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      let stdout = '';
+      proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+      proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      const code = await new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
+      expect(code).toBe(1);
+      expect(stdout).not.toMatch(/^ready /m);
+      const fatal = stderr.split('\n').find((l) => l.startsWith('delivery failed 5 times in a row while starting'));
+      expect(fatal).toMatch(/the last time: exit code 1 after [\d.]+ s; last output: .*DELIVERY_METRICS_PORT/);
+      expect(stderr.split('\n').filter((l) => /^delivery exited: exit code 1 .*restarting in/.test(l))).toHaveLength(4);
+      // The other apps were stopped with it.
+      for (const app of ['api', 'runner']) {
+        const pid = Number(new RegExp(`^${app} started \\(pid (\\d+)\\)`, 'm').exec(stderr)![1]);
+        expect(() => process.kill(pid, 0)).toThrow();
+      }
+    } finally {
+      squatter.close();
+    }
+  });
+});
