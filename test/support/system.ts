@@ -5,6 +5,27 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { need } from './env';
 
+/** One app's NATS user on the run's server (scripts/lib/nats-auth.js). */
+export interface NatsAppCredentials {
+  user: string;
+  password: string;
+  inboxPrefix: string;
+}
+export type NatsCredentials = Record<AppName, NatsAppCredentials>;
+interface NatsAuthScript {
+  addTestInstallation(o: { dir: string; pid: number; url: string; prefix: string }): Promise<NatsCredentials>;
+}
+// eslint-disable-next-line @typescript-eslint/no-var-requires
+const natsAuth = require('../../scripts/lib/nats-auth.js') as NatsAuthScript;
+
+/**
+ * Adds the per-app NATS users of an installation (a NATS_PREFIX) to the run's
+ * server, with the permissions each app has in production.
+ */
+export function addNatsInstallation(prefix: string): Promise<NatsCredentials> {
+  return natsAuth.addTestInstallation({ dir: need('TEST_NATS_AUTH_DIR'), pid: Number(need('TEST_NATS_PID')), url: need('TEST_NATS_URL'), prefix });
+}
+
 /**
  * Boots the real system for end-to-end tests: api, runner(s) and delivery as
  * separate processes from `dist/`, on their own database (cloned from the run's
@@ -17,6 +38,8 @@ export interface System {
   env: Record<string, string>;
   databaseUrl: string;
   natsPrefix: string;
+  /** Each app's NATS user (the apps get theirs as NATS_USER / NATS_PASSWORD / NATS_INBOX_PREFIX). */
+  nats: NatsCredentials;
   procs: Map<string, ChildProcess>;
   /** Starts another app process (e.g. a second runner) with extra env. */
   startApp(app: AppName, name: string, extraEnv?: Record<string, string>): Promise<ChildProcess>;
@@ -91,6 +114,7 @@ export async function startSystem(env: Record<string, string> = {}, { apps = ['a
   const db = await createDatabase();
   const port = await freePort();
   const natsPrefix = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
+  const nats = await addNatsInstallation(natsPrefix);
   const baseEnv: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/tmp',
@@ -118,7 +142,8 @@ export async function startSystem(env: Record<string, string> = {}, { apps = ['a
   const origin = `http://127.0.0.1:${port}`;
 
   const startApp = async (app: AppName, name: string, extraEnv: Record<string, string> = {}): Promise<ChildProcess> => {
-    const appEnv = { ...baseEnv, ...extraEnv };
+    const own = nats[app];
+    const appEnv: Record<string, string> = { ...baseEnv, NATS_USER: own.user, NATS_PASSWORD: own.password, NATS_INBOX_PREFIX: own.inboxPrefix, ...extraEnv };
     // The runner needs only NATS (DESIGN.md): it gets no Postgres credentials.
     if (app === 'runner') delete appEnv.DATABASE_URL;
     if (app === 'runner' && appEnv.RUNNER_METRICS_PORT === '0') appEnv.RUNNER_METRICS_PORT = String(await freePort());
@@ -158,6 +183,7 @@ export async function startSystem(env: Record<string, string> = {}, { apps = ['a
     env: baseEnv,
     databaseUrl: db.url,
     natsPrefix,
+    nats,
     procs,
     startApp,
     stopApp,

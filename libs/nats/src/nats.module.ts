@@ -19,11 +19,12 @@ class NatsLifecycle implements OnModuleInit, OnApplicationShutdown {
 @Global()
 @Module({})
 export class NatsModule {
-  static forRoot(clientName: string): DynamicModule {
+  /** `manageStreams`: whether this app creates and updates streams and buckets (the api) or waits for them. */
+  static forRoot(clientName: string, { manageStreams }: { manageStreams: boolean }): DynamicModule {
     return {
       module: NatsModule,
       providers: [
-        { provide: NatsService, useFactory: (config: AppConfig) => new NatsService(config, clientName), inject: [APP_CONFIG] },
+        { provide: NatsService, useFactory: (config: AppConfig) => new NatsService(config, clientName, { manageStreams }), inject: [APP_CONFIG] },
         NatsLifecycle,
       ],
       exports: [NatsService],
