@@ -26,12 +26,16 @@ function namesLib() {
 
 const password = () => randomBytes(24).toString('base64url');
 
-/** `{ api: { user, password, inboxPrefix }, runner: …, delivery: … }` for one installation (NATS_PREFIX). */
-function newAppCredentials(prefix) {
+/**
+ * `{ api: { user, password, inboxPrefix }, runner: …, delivery: … }` for one installation.
+ * User names are the app names, after `userPrefix` when several installations share
+ * the server (test runs: each test system is an installation).
+ */
+function newAppCredentials(userPrefix = '') {
   const { natsInboxPrefix } = permissionsLib();
   const out = {};
   for (const app of APPS) {
-    const user = prefix ? `${prefix}_${app}` : app;
+    const user = userPrefix ? `${userPrefix}_${app}` : app;
     out[app] = { user, password: password(), inboxPrefix: natsInboxPrefix(user) };
   }
   return out;
@@ -120,14 +124,15 @@ async function waitUntil(check, timeoutMs, what) {
 
 /**
  * Starts `bin` (nats-server) with a config generated into `dir` (`nats-server.conf`,
- * its log `nats-server.log`, JetStream under `dir/jetstream`). Returns
+ * its log `nats-server.log`, JetStream's store `dir/jetstream`). Returns
  * `{ url, port, pid, configFile, logFile, stop }` once `admin` can connect.
  */
 async function startNatsServer({ bin, dir, host = '127.0.0.1', port, installations, admin }) {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const configFile = path.join(dir, 'nats-server.conf');
   const logFile = path.join(dir, 'nats-server.log');
-  const storeDir = path.join(dir, 'jetstream');
+  // JetStream keeps its files in <store_dir>/jetstream.
+  const storeDir = dir;
   writePrivate(configFile, renderServerConfig({ listen: `${host}:${port}`, storeDir, installations, admin }));
   const child = spawn(bin, ['-c', configFile, '-l', logFile], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -156,21 +161,22 @@ async function startNatsServer({ bin, dir, host = '127.0.0.1', port, installatio
 }
 
 /**
- * The credentials `npm start` keeps in `<DATA_DIR>/nats/credentials.json` (mode 0600):
- * created on first use, kept across restarts; a changed NATS_PREFIX keeps the passwords.
+ * The credentials of a server of one installation (`npm start`: `<DATA_DIR>/nats`,
+ * docker compose: the `natsauth` volume), in `<dir>/credentials.json` (mode 0600):
+ * created on first use, kept across restarts. `prefix` (NATS_PREFIX) scopes the
+ * permissions; a changed one keeps the passwords.
  */
 function loadOrCreateCredentials(dir, prefix) {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  fs.chmodSync(dir, 0o700);
   const file = path.join(dir, 'credentials.json');
   let stored;
   if (fs.existsSync(file)) stored = JSON.parse(fs.readFileSync(file, 'utf8'));
   if (!stored || !stored.admin || !APPS.every((a) => stored.apps?.[a]?.password)) {
-    stored = { admin: { user: 'admin', password: password() }, apps: newAppCredentials(prefix), prefix };
+    stored = { admin: { user: 'admin', password: password() }, apps: newAppCredentials(), prefix };
     writePrivate(file, JSON.stringify(stored, null, 2) + '\n');
   } else if (stored.prefix !== prefix) {
-    const renamed = newAppCredentials(prefix);
-    for (const a of APPS) renamed[a].password = stored.apps[a].password;
-    stored = { ...stored, apps: renamed, prefix };
+    stored = { ...stored, prefix };
     writePrivate(file, JSON.stringify(stored, null, 2) + '\n');
   }
   return { file, ...stored };
@@ -230,7 +236,7 @@ async function startTestNatsServer({ dir }) {
   const host = '127.0.0.1';
   const port = await randomFreePort(host);
   const admin = { user: 'admin', password: password() };
-  const storeDir = path.join(dir, 'jetstream');
+  const storeDir = dir;
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   writePrivate(path.join(dir, 'installations.json'), JSON.stringify({ listen: `${host}:${port}`, storeDir, admin, installations: [] }));
   const server = await startNatsServer({ bin, dir, host, port, installations: [], admin });
