@@ -40,6 +40,8 @@ export interface System {
   natsPrefix: string;
   /** Each app's NATS user (the apps get theirs as NATS_USER / NATS_PASSWORD / NATS_INBOX_PREFIX). */
   nats: NatsCredentials;
+  /** The environment `startApp` gives an app: `env` plus its own NATS user. */
+  appEnv(app: AppName): Record<string, string>;
   procs: Map<string, ChildProcess>;
   /** Starts another app process (e.g. a second runner) with extra env. */
   startApp(app: AppName, name: string, extraEnv?: Record<string, string>): Promise<ChildProcess>;
@@ -137,13 +139,13 @@ export async function startSystem(env: Record<string, string> = {}, { apps = ['a
     DELIVERY_METRICS_PORT: '0',
     ...env,
   };
+  const envOf = (app: AppName): Record<string, string> => ({ ...baseEnv, NATS_USER: nats[app].user, NATS_PASSWORD: nats[app].password, NATS_INBOX_PREFIX: nats[app].inboxPrefix });
   const procs = new Map<string, ChildProcess>();
   const output = new Map<string, string[]>();
   const origin = `http://127.0.0.1:${port}`;
 
   const startApp = async (app: AppName, name: string, extraEnv: Record<string, string> = {}): Promise<ChildProcess> => {
-    const own = nats[app];
-    const appEnv: Record<string, string> = { ...baseEnv, NATS_USER: own.user, NATS_PASSWORD: own.password, NATS_INBOX_PREFIX: own.inboxPrefix, ...extraEnv };
+    const appEnv: Record<string, string> = { ...envOf(app), ...extraEnv };
     // The runner needs only NATS (DESIGN.md): it gets no Postgres credentials.
     if (app === 'runner') delete appEnv.DATABASE_URL;
     if (app === 'runner' && appEnv.RUNNER_METRICS_PORT === '0') appEnv.RUNNER_METRICS_PORT = String(await freePort());
@@ -184,6 +186,7 @@ export async function startSystem(env: Record<string, string> = {}, { apps = ['a
     databaseUrl: db.url,
     natsPrefix,
     nats,
+    appEnv: envOf,
     procs,
     startApp,
     stopApp,
