@@ -61,7 +61,7 @@ function writePrivate(file, text) {
  * `passwordRef(app, creds)` may return a `$NAME` variable reference instead of the
  * password (docker compose passes passwords in the environment).
  */
-function renderServerConfig({ listen, storeDir, installations, admin, httpPort, passwordRef }) {
+function renderServerConfig({ listen, storeDir, installations, admin, httpPort, passwordRef, pidFile }) {
   const { natsPermissions } = permissionsLib();
   const { Names } = namesLib();
   const users = [{ user: admin.user, password: admin.password, permissions: { publish: { allow: ['>'] }, subscribe: { allow: ['>'] } } }];
@@ -74,6 +74,7 @@ function renderServerConfig({ listen, storeDir, installations, admin, httpPort, 
   }
   const conf = { listen, jetstream: { store_dir: storeDir }, authorization: { users } };
   if (httpPort) conf.http = httpPort;
+  if (pidFile) conf.pid_file = pidFile;
   let text = JSON.stringify(conf, null, 2);
   // Unquote variable references (`"$NATS_API_PASSWORD"` → `$NATS_API_PASSWORD`): the server then reads them from its environment.
   if (passwordRef) text = text.replace(/"password": "(\$[A-Z_]+)"/g, '"password": $1');
@@ -133,7 +134,9 @@ async function startNatsServer({ bin, dir, host = '127.0.0.1', port, installatio
   const logFile = path.join(dir, 'nats-server.log');
   // JetStream keeps its files in <store_dir>/jetstream.
   const storeDir = dir;
-  writePrivate(configFile, renderServerConfig({ listen: `${host}:${port}`, storeDir, installations, admin }));
+  const pidFile = path.join(dir, 'nats-server.pid');
+  await stopLeftOver(pidFile);
+  writePrivate(configFile, renderServerConfig({ listen: `${host}:${port}`, storeDir, installations, admin, pidFile }));
   const child = spawn(bin, ['-c', configFile, '-l', logFile], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
@@ -158,6 +161,30 @@ async function startNatsServer({ bin, dir, host = '127.0.0.1', port, installatio
       child.kill('SIGTERM');
     });
   return { url, port, pid: child.pid, configFile, logFile, storeDir, stop };
+}
+
+/**
+ * A nats-server an earlier run started on the same store and did not stop (the
+ * script was killed): two servers must never share a JetStream store, so it goes.
+ */
+async function stopLeftOver(pidFile) {
+  let pid;
+  try {
+    pid = Number(fs.readFileSync(pidFile, 'utf8').trim());
+  } catch {
+    return;
+  }
+  const alive = () => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('nats-server');
+    } catch {
+      return false;
+    }
+  };
+  if (!pid || !alive()) return;
+  process.stderr.write(`nats: stopping nats-server ${pid}, left running on this store by an earlier start\n`);
+  process.kill(pid, 'SIGTERM');
+  await waitUntil(async () => !alive(), 10_000, `nats-server ${pid} to stop`).catch(() => process.kill(pid, 'SIGKILL'));
 }
 
 /**
@@ -209,6 +236,9 @@ async function addTestInstallation({ dir, pid, url, prefix }) {
       break;
     } catch (e) {
       if (e.code !== 'EEXIST') throw e;
+      // A holder that died (a killed jest worker) leaves the lock behind: holding it takes milliseconds.
+      const age = Date.now() - (fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+      if (age > 10_000) fs.rmSync(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`could not lock ${lock} within 30 s`);
       await new Promise((r) => setTimeout(r, 20 + Math.random() * 30));
     }
