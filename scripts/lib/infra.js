@@ -7,7 +7,7 @@
 const net = require('node:net');
 const path = require('node:path');
 const fs = require('node:fs');
-const { spawn, spawnSync } = require('node:child_process');
+const { spawnSync } = require('node:child_process');
 
 const log = (msg) => process.stderr.write(`${msg}\n`);
 
@@ -96,11 +96,6 @@ async function resolvePostgres({ dataDir, dbName = 'event_source_service', env =
   return { url, adminUrl, stop: () => pg.stop(), how: `embedded Postgres on ${EMBEDDED_PG_PORT} (${dir})` };
 }
 
-function onPath(cmd) {
-  const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : undefined;
-}
-
 const NATS_HELP = [
   'no nats-server found: NATS_URL is unset and nats-server is not on PATH.',
   'Get one with any of:',
@@ -108,19 +103,6 @@ const NATS_HELP = [
   '  brew install nats-server         (macOS)',
   'or set NATS_URL to an existing server with JetStream, and NATS_USER / NATS_PASSWORD (see docs/operations.md).',
 ].join('\n');
-
-/** nats-server from PATH; as root with apt-get, Debian's package is installed when missing. */
-function natsServerBinary() {
-  const { findNatsServer } = require('./nats-auth');
-  let bin = findNatsServer();
-  if (bin || process.getuid?.() !== 0 || !onPath('apt-get')) return bin;
-  log('nats-server is missing: installing it (apt-get install -y nats-server)…');
-  const quiet = { stdio: ['ignore', process.stderr, process.stderr], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } };
-  if (spawnSync('apt-get', ['update'], quiet).status !== 0) throw new Error(`apt-get update failed\n${NATS_HELP}`);
-  if (spawnSync('apt-get', ['install', '-y', 'nats-server'], quiet).status !== 0) throw new Error(`apt-get install nats-server failed\n${NATS_HELP}`);
-  bin = findNatsServer();
-  return bin;
-}
 
 /**
  * Resolves the NATS server. Returns `{ url, stop, how, appEnv(app) }`: `appEnv` is
@@ -142,9 +124,9 @@ async function resolveNats({ dataDir, env = process.env }) {
     };
     return { url: env.NATS_URL, stop: async () => {}, how: 'NATS_URL', appEnv };
   }
-  const bin = natsServerBinary();
+  const { ensureNatsServer, loadOrCreateCredentials, startNatsServer, freePortFrom, appEnv } = require('./nats-auth');
+  const bin = ensureNatsServer();
   if (!bin) throw new Error(NATS_HELP);
-  const { loadOrCreateCredentials, startNatsServer, freePortFrom, appEnv } = require('./nats-auth');
   const dir = path.join(dataDir, 'nats');
   const creds = loadOrCreateCredentials(dir, env.NATS_PREFIX || '');
   const port = await freePortFrom(4222);

@@ -12,7 +12,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const net = require('node:net');
 const { randomBytes } = require('node:crypto');
-const { spawn } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 
 const ROOT = path.join(__dirname, '..', '..');
 const APPS = ['api', 'runner', 'delivery'];
@@ -261,7 +261,7 @@ async function addTestInstallation({ dir, pid, url, prefix }) {
 
 /** Starts the authenticated nats-server of one test or benchmark run in a fresh directory. */
 async function startTestNatsServer({ dir }) {
-  const bin = findNatsServer();
+  const bin = ensureNatsServer();
   if (!bin) throw new Error(`npm test needs nats-server on PATH (apt-get install nats-server, brew install nats-server): each run starts its own, with authentication`);
   const host = '127.0.0.1';
   const port = await randomFreePort(host);
@@ -286,6 +286,17 @@ function findNatsServer() {
   return undefined;
 }
 
+/** nats-server from PATH; as root with apt-get, Debian's package is installed when it is missing. */
+function ensureNatsServer() {
+  const found = findNatsServer();
+  if (found || process.getuid?.() !== 0 || spawnSync('sh', ['-c', 'command -v apt-get']).status !== 0) return found;
+  process.stderr.write('nats-server is missing: installing it (apt-get install -y nats-server)…\n');
+  const quiet = { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } };
+  if (spawnSync('apt-get', ['update', '-qq'], quiet).status !== 0) return undefined;
+  if (spawnSync('apt-get', ['install', '-y', '-qq', 'nats-server'], quiet).status !== 0) return undefined;
+  return findNatsServer();
+}
+
 /** Permission violations the server logged (a clean log after a test run means every app stayed within its permissions). */
 function permissionViolations(logFile) {
   if (!fs.existsSync(logFile)) return [];
@@ -304,6 +315,7 @@ module.exports = {
   rotateCredentials,
   freePortFrom,
   findNatsServer,
+  ensureNatsServer,
   permissionViolations,
   writePrivate,
 };
