@@ -1,5 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, ConnectionOptions, NatsConnection } from 'nats';
@@ -111,6 +112,38 @@ describe('NATS authentication and per-app permissions', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(errors.filter((e) => /PERMISSIONS_VIOLATION/.test(e)).length).toBe(3);
     void watch;
+  });
+
+  it('generates the docker compose files: a config nats-server accepts, one password file per app, all private; rotate replaces every password', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nats-compose-'));
+    const script = join(__dirname, '..', 'scripts', 'nats-auth.js');
+    const run = (...args: string[]): string => {
+      const r = spawnSync(process.execPath, [script, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', NATS_PREFIX: 'acme' } });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      return r.stdout;
+    };
+    expect(run('compose', dir)).toContain('users admin, api, runner, delivery');
+    const creds = JSON.parse(readFileSync(join(dir, 'credentials.json'), 'utf8')) as { apps: NatsCredentials; prefix: string };
+    expect(creds.prefix).toBe('acme');
+    for (const app of ['api', 'runner', 'delivery'] as const) {
+      expect(readFileSync(join(dir, `${app}.password`), 'utf8')).toBe(`${creds.apps[app].password}\n`);
+      expect(statSync(join(dir, `${app}.password`)).mode & 0o777).toBe(0o600);
+    }
+    expect(statSync(join(dir, 'nats-server.conf')).mode & 0o777).toBe(0o600);
+    const conf = readFileSync(join(dir, 'nats-server.conf'), 'utf8');
+    expect(conf).toContain('"$KV.acme_sources.>"');
+    const bin = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find((p) => spawnSync(p, ['--version']).status === 0) ?? 'nats-server';
+    const check = spawnSync(bin, ['-t', '-c', join(dir, 'nats-server.conf')], { encoding: 'utf8' });
+    expect(`${check.stdout}${check.stderr}`).toMatch(/configuration file .* is valid/);
+
+    run('rotate', dir);
+    const rotated = JSON.parse(readFileSync(join(dir, 'credentials.json'), 'utf8')) as { apps: NatsCredentials };
+    for (const app of ['api', 'runner', 'delivery'] as const) {
+      expect(rotated.apps[app].password).not.toBe(creds.apps[app].password);
+      expect(readFileSync(join(dir, `${app}.password`), 'utf8')).toBe(`${rotated.apps[app].password}\n`);
+      expect(readFileSync(join(dir, 'nats-server.conf'), 'utf8')).toContain(rotated.apps[app].password);
+    }
   });
 
   describe('an app given a wrong password', () => {
