@@ -8,7 +8,7 @@ import { loadConfig } from '@app/config';
 import { encodeJson, Names } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { natsAdmin, natsAdminEnv, need } from './support/env';
-import { addNatsInstallation, AppName, NatsCredentials, startSystem, System } from './support/system';
+import { addNatsInstallation, AppName, eventually, NatsCredentials, rotateNatsPassword, startSystem, System } from './support/system';
 
 /**
  * The run's NATS server as the apps meet it: no way in without credentials, and
@@ -149,7 +149,8 @@ describe('NATS authentication and per-app permissions', () => {
   describe('an app given a wrong password', () => {
     let system: System;
     beforeAll(async () => {
-      system = await startSystem({}, { apps: [] });
+      // The api creates the streams the runner waits for.
+      system = await startSystem({ REGISTRY_DIR: 'off' }, { apps: ['api'] });
     });
     afterAll(async () => {
       await system?.stop();
@@ -163,6 +164,17 @@ describe('NATS authentication and per-app permissions', () => {
       expect(logs).toMatch(/cannot connect to NATS at nats:\/\/127\.0\.0\.1:\d+ \(NATS_URL, NATS_USER=t_\w+_runner with NATS_PASSWORD\): .*Authorization Violation/);
       expect(logs).not.toContain(wrong);
       expect(logs).not.toContain(system.nats.runner.password);
+    });
+
+    it('stops an app whose password was rotated and the server reloaded, so that its supervisor restarts it with the new one', async () => {
+      const runner = await system.startApp('runner', 'runner-rotated');
+      const fresh = await rotateNatsPassword(system.natsPrefix, 'runner');
+      await eventually(async () => runner.exitCode !== null || runner.signalCode !== null, { timeoutMs: 20_000, what: 'the runner to stop' });
+      const logs = system.logs('runner-rotated');
+      expect(logs).toMatch(/the NATS connection is closed for good .*: stopping/);
+      expect(logs).not.toContain(fresh);
+      expect(logs).not.toContain(system.nats.runner.password);
+      await system.startApp('runner', 'runner-new-password', { NATS_PASSWORD: fresh });
     });
   });
 });

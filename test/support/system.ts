@@ -14,6 +14,7 @@ export interface NatsAppCredentials {
 export type NatsCredentials = Record<AppName, NatsAppCredentials>;
 interface NatsAuthScript {
   addTestInstallation(o: { dir: string; pid: number; url: string; prefix: string }): Promise<NatsCredentials>;
+  rotateTestPassword(o: { dir: string; pid: number; prefix: string; app: AppName }): Promise<string>;
 }
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const natsAuth = require('../../scripts/lib/nats-auth.js') as NatsAuthScript;
@@ -109,6 +110,11 @@ async function waitHealthy(url: string, proc: ChildProcess, name: string, logs: 
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`timed out waiting for ${name} at ${url}\n--- ${name} output ---\n${logs().slice(-4000)}`);
+}
+
+/** Gives one app's NATS user of an installation a new password and reloads the run's server (a rotation); returns it. */
+export function rotateNatsPassword(prefix: string, app: AppName): Promise<string> {
+  return natsAuth.rotateTestPassword({ dir: need('TEST_NATS_AUTH_DIR'), pid: Number(need('TEST_NATS_PID')), prefix, app });
 }
 
 /** Starts api + runner + delivery. `env` overrides settings (e.g. short timers). */

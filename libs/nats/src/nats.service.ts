@@ -40,13 +40,19 @@ export class NatsService {
    * subscription of this connection (cheaper than `js.publish` per message).
    */
   streams!: StreamPublisher;
+  private stopping = false;
 
   /**
    * `manageStreams`: this process creates and updates every stream and bucket
    * (the api; with per-app NATS permissions only its user may). Without it the
-   * process waits for them to exist and only binds to them.
+   * process waits for them to exist and only binds to them. `onConnectionLost`:
+   * the connection closed for good while the process was not stopping it.
    */
-  constructor(private readonly config: AppConfig, private readonly clientName: string, private readonly opts: { manageStreams: boolean; streamsWaitMs?: number } = { manageStreams: true }) {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clientName: string,
+    private readonly opts: { manageStreams: boolean; streamsWaitMs?: number; onConnectionLost?: (err: Error) => void } = { manageStreams: true },
+  ) {
     this.names = new Names(config.natsPrefix);
   }
 
@@ -57,6 +63,10 @@ export class NatsService {
     } catch (e) {
       throw new Error(`cannot connect to NATS at ${natsUrlForDisplay(this.config.natsUrl)} (NATS_URL${natsAuthSettings(this.config)}): ${(e as Error).message}`);
     }
+    // The client gives up only when the server keeps refusing the credentials (e.g. rotated passwords after a reload).
+    void this.nc.closed().then((err) => {
+      if (!this.stopping) this.opts.onConnectionLost?.(err ?? new Error('the NATS connection closed'));
+    });
     this.jsm = await this.nc.jetstreamManager();
     this.js = this.nc.jetstream();
     this.streams = new StreamPublisher(this.nc, 5_000, this.config.natsInboxPrefix);
@@ -100,6 +110,7 @@ export class NatsService {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.nc && !this.nc.isClosed()) await this.nc.drain();
     this.streams?.close();
   }
