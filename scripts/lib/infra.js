@@ -110,7 +110,7 @@ const NATS_HELP = [
  *
  * With NATS_URL set, the operator's server and credentials are used: NATS_USER /
  * NATS_PASSWORD for every app, or per app NATS_<APP>_USER / NATS_<APP>_PASSWORD
- * (e.g. NATS_RUNNER_USER). Otherwise a nats-server of our own is started with
+ * (e.g. NATS_RUNNER_USER) and NATS_<APP>_INBOX_PREFIX. Otherwise a nats-server of our own is started with
  * the users and passwords of `<DATA_DIR>/nats/credentials.json` (generated on
  * first use), listening on 127.0.0.1:4222, or the next free port when that one
  * is taken; its store, config and log are in `<DATA_DIR>/nats`.
@@ -119,8 +119,10 @@ async function resolveNats({ dataDir, env = process.env }) {
   if (env.NATS_URL) {
     const appEnv = (app) => {
       const key = app.toUpperCase();
-      const user = env[`NATS_${key}_USER`];
-      return user ? { NATS_USER: user, NATS_PASSWORD: env[`NATS_${key}_PASSWORD`] || '' } : {};
+      const out = {};
+      if (env[`NATS_${key}_USER`]) Object.assign(out, { NATS_USER: env[`NATS_${key}_USER`], NATS_PASSWORD: env[`NATS_${key}_PASSWORD`] || '' });
+      if (env[`NATS_${key}_INBOX_PREFIX`]) out.NATS_INBOX_PREFIX = env[`NATS_${key}_INBOX_PREFIX`];
+      return out;
     };
     return { url: env.NATS_URL, stop: async () => {}, how: 'NATS_URL', appEnv };
   }
