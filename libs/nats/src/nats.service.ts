@@ -23,8 +23,9 @@ import { coalesceNatsWrites } from './write-coalescing';
 const nanos = (ms: number): number => ms * 1_000_000;
 
 /**
- * One NATS connection per process, with every stream, bucket and object store
- * from the architecture created idempotently on start.
+ * One NATS connection per process, as the app's own NATS user, with every
+ * stream, bucket and object store from the architecture created idempotently
+ * on start (by the api; the other apps wait for them).
  */
 export class NatsService {
   readonly names: Names;
