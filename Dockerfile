@@ -20,7 +20,8 @@ COPY --from=build /app/dist ./dist
 COPY scripts ./scripts
 COPY registry ./registry
 COPY bin ./bin
-RUN mkdir -p /data && chown node:node /data
+# /nats-auth: the docker compose `nats-auth` job (running as node) writes the NATS credentials there.
+RUN mkdir -p /data /nats-auth && chown node:node /data /nats-auth
 USER node
 VOLUME /data
 EXPOSE 3000 9464 9465

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 // `npm run bench [-- <filter>…]`: builds, gives the run its own Postgres template
-// database and NATS prefix (like `npm test`), then runs every benchmark file
+// database and authenticated nats-server (like `npm test`), then runs every benchmark file
 // whose path contains one of the filters (all when none), one after the other:
 // `bench/*.bench.js`, `apps/*/bench/*.bench.js`, and the compiled TypeScript
 // ones, `dist/{apps,libs}/*/bench/*.bench.js`. Each prints its figures.

@@ -86,10 +86,10 @@ async function main() {
   if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
   const account = await demoAccount(dataDir, pg.url);
 
-  // The runner needs only NATS: it gets no Postgres credentials.
-  startApp('runner', { ...env, DATABASE_URL: '' });
-  startApp('delivery', env);
-  startApp('api', env);
+  // Each app connects to NATS as its own user. The runner needs only NATS: it gets no Postgres credentials.
+  startApp('runner', { ...env, ...nats.appEnv('runner'), DATABASE_URL: '' });
+  startApp('delivery', { ...env, ...nats.appEnv('delivery') });
+  startApp('api', { ...env, ...nats.appEnv('api') });
   const checks = [[`http://127.0.0.1:${config.port}/healthz`, 'api']];
   if (config.runnerMetricsPort) checks.push([`http://127.0.0.1:${config.runnerMetricsPort}/healthz`, 'runner']);
   if (config.deliveryMetricsPort) checks.push([`http://127.0.0.1:${config.deliveryMetricsPort}/healthz`, 'delivery']);

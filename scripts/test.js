@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 'use strict';
-// `npm test`: builds, gives this run its own Postgres template database and NATS
-// prefix (so concurrent runs never collide), runs every jest test (unit,
-// integration, end-to-end against the real services), then cleans up.
+// `npm test`: builds, gives this run its own Postgres template database and its
+// own authenticated nats-server (so concurrent runs never collide), runs every
+// jest test (unit, integration, end-to-end against the real services), then
+// cleans up. A run whose apps were refused a publish or subscribe by NATS fails.
 // Extra arguments go to jest: `npm test -- test/sources.e2e-spec.ts`.
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
@@ -23,7 +24,8 @@ async function main() {
     const jest = path.join(root, 'node_modules', 'jest', 'bin', 'jest.js');
     status = spawnSync(process.execPath, [jest, ...process.argv.slice(2)], { cwd: root, env, stdio: 'inherit' }).status ?? 1;
   } finally {
-    await finish();
+    const violations = await finish();
+    if (violations.length && status === 0) status = 1;
   }
   process.exit(status);
 }

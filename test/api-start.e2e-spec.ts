@@ -15,7 +15,7 @@ describe('api start with a wrong HOST', () => {
 
   it.each([['10.255.255.1'], ['no-such-host.invalid']])('HOST=%s exits non-zero naming HOST', (host) => {
     const r = spawnSync(process.execPath, [join(__dirname, '..', 'dist', 'apps', 'api', 'main.js')], {
-      env: { ...system.env, HOST: host, REGISTRY_DIR: 'off' },
+      env: { ...system.appEnv('api'), HOST: host, REGISTRY_DIR: 'off' },
       encoding: 'utf8',
       timeout: 60_000,
     });

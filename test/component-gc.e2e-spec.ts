@@ -1,4 +1,5 @@
 import { connect, NatsConnection, ObjectStore } from 'nats';
+import { natsAdmin } from './support/env';
 import { Names, sha256Hex } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
@@ -22,7 +23,7 @@ describe('component code garbage collection', () => {
   beforeAll(async () => {
     system = await startSystem({ COMPONENT_GC_INTERVAL_MS: '300', COMPONENT_GC_GRACE_MS: String(GRACE_MS), REGISTRY_DIR: 'off' });
     user = createUser(system);
-    nc = await connect({ servers: system.env.NATS_URL });
+    nc = await connect(natsAdmin());
     os = await nc.jetstream().views.os(new Names(system.natsPrefix).componentsStore);
   });
   afterAll(async () => {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { connect, NatsConnection } from 'nats';
+import { natsAdmin } from './support/env';
 import { Client } from 'pg';
 import { EmittedEvent, encodeJson, Names, newId } from '@app/contracts';
 import { System } from './support/system';
@@ -33,7 +34,7 @@ export class Emitter {
   private constructor(readonly nc: NatsConnection, readonly names: Names) {}
 
   static async connect(system: System): Promise<Emitter> {
-    const nc = await connect({ servers: system.env.NATS_URL });
+    const nc = await connect(natsAdmin());
     return new Emitter(nc, new Names(system.natsPrefix));
   }
 

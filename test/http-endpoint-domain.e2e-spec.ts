@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import { connect, NatsConnection } from 'nats';
+import { natsAdmin } from './support/env';
 import { decodeJson, InvocationMessage, Names, partitionOf } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
@@ -14,7 +15,7 @@ describe('host-based HTTP endpoints (ENDPOINT_DOMAIN)', () => {
   beforeAll(async () => {
     system = await startSystem({ ENDPOINT_DOMAIN: 'hooks.example.test' }, { apps: ['api'] });
     user = createUser(system);
-    nc = await connect({ servers: system.env.NATS_URL });
+    nc = await connect(natsAdmin());
   });
   afterAll(async () => {
     await nc?.close();

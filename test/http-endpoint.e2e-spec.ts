@@ -1,4 +1,5 @@
 import { connect, NatsConnection } from 'nats';
+import { natsAdmin } from './support/env';
 import { decodeJson, InvocationMessage, Names, partitionOf } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE, TIMER_SOURCE } from './support/components';
@@ -20,7 +21,7 @@ describe('HTTP endpoints and manual runs (ingress)', () => {
   beforeAll(async () => {
     system = await startSystem({ HTTP_MAX_BODY_BYTES: '2048', HTTP_RATE_PER_SEC: '1', HTTP_BURST: '3', HTTP_RESPONSE_TIMEOUT_MS: '800' }, { apps: ['api'] });
     user = createUser(system);
-    nc = await connect({ servers: system.env.NATS_URL });
+    nc = await connect(natsAdmin());
     names = new Names(system.natsPrefix);
   });
   afterAll(async () => {

@@ -1,4 +1,5 @@
 import { connect, NatsConnection } from 'nats';
+import { natsAdmin } from './support/env';
 import { decodeJson, EmittedEvent, Names } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
@@ -59,7 +60,7 @@ describe('runner: the component runtime end to end', () => {
   beforeAll(async () => {
     system = await startSystem({ TIMER_MIN_INTERVAL_SECONDS: '1', MAX_RUN_TIMEOUT_MS: '1500', RUN_TIMEOUT_MS: '1500', DB_MAX_BYTES: '2048', EMITS_PER_INVOCATION: '5', EVENT_MAX_BYTES: '2048', WORKER_HEAP_MB: '64' });
     user = createUser(system);
-    nc = await connect({ servers: system.env.NATS_URL });
+    nc = await connect(natsAdmin());
   });
   afterAll(async () => {
     await nc?.close();

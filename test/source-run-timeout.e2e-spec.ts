@@ -1,4 +1,5 @@
 import { connect, NatsConnection } from 'nats';
+import { natsAdmin } from './support/env';
 import { decodeJson, DesiredSourceState, Names, partitionOf } from '@app/contracts';
 import { admin, client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
@@ -22,7 +23,7 @@ describe('per-source run timeout (admin sources set-timeout)', () => {
   beforeAll(async () => {
     system = await startSystem({ RUN_TIMEOUT_MS: '1000', MAX_RUN_TIMEOUT_MS: '6000', RECONCILE_INTERVAL_MS: '300' });
     user = createUser(system);
-    nc = await connect({ servers: system.env.NATS_URL });
+    nc = await connect(natsAdmin());
   });
   afterAll(async () => {
     await nc?.close();

@@ -1,4 +1,5 @@
 import { connect } from 'nats';
+import { natsAdmin } from './support/env';
 import { Client } from 'pg';
 import { decryptValue, Names, partitionOf } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
@@ -163,7 +164,7 @@ describe('sources: configured_props, secrets, updates, auto-subscriptions, recon
     const listener = (await api.post('/sources', { component_code: HTTP_SOURCE })).body.data.id;
     const auto = await api.post(`/auto_subscriptions?event_name=$errors&listener_id=${listener}`);
     expect(auto.status).toBe(200);
-    const nc = await connect({ servers: system.env.NATS_URL });
+    const nc = await connect(natsAdmin());
     const sub = nc.subscribe(new Names(system.natsPrefix).changed('subscriptions'), { max: 1 });
     const announced = (async () => {
       for await (const _ of sub) return true;
@@ -180,7 +181,7 @@ describe('sources: configured_props, secrets, updates, auto-subscriptions, recon
     const api = client(system, user.apiKey);
     const s = (await api.post('/sources', { component_code: HTTP_SOURCE })).body.data;
     await eventually(() => desiredState(system, s.id));
-    const nc = await connect({ servers: system.env.NATS_URL });
+    const nc = await connect(natsAdmin());
     const names = new Names(system.natsPrefix);
     const kv = await nc.jetstream().views.kv(names.sourcesBucket);
     const key = names.sourceKey(partitionOf(s.id, Number(system.env.PARTITIONS)), s.id);

@@ -1,4 +1,5 @@
 import { connect, NatsConnection } from 'nats';
+import { natsAdmin } from './support/env';
 import { Names } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
@@ -27,7 +28,7 @@ describe('webhook retry queue: bounded consumer, catch-up, attempts', () => {
       { apps: ['api', 'delivery'] },
     );
     emitter = await Emitter.connect(system);
-    nc = await connect({ servers: system.env.NATS_URL });
+    nc = await connect(natsAdmin());
     user = createUser(system);
     api = client(system, user.apiKey);
   });

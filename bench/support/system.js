@@ -8,6 +8,7 @@ const path = require('node:path');
 const { Client } = require('pg');
 
 const ROOT = path.join(__dirname, '..', '..');
+const { addTestInstallation } = require(path.join(ROOT, 'scripts', 'lib', 'nats-auth'));
 const need = (name) => {
   if (!process.env[name]) throw new Error(`${name} is not set: run benchmarks with npm run bench`);
   return process.env[name];
@@ -35,6 +36,16 @@ async function waitHealthy(url, proc, name, logs) {
   throw new Error(`timed out waiting for ${name}\n${logs().slice(-3000)}`);
 }
 
+/** Adds the per-app NATS users of an installation (NATS_PREFIX) to the run's server. */
+function addNatsInstallation(prefix) {
+  return addTestInstallation({ dir: need('TEST_NATS_AUTH_DIR'), pid: Number(need('TEST_NATS_PID')), url: need('TEST_NATS_URL'), prefix });
+}
+
+/** Connection options of the run's NATS admin user (benchmarks that publish or inspect streams themselves). */
+function natsAdmin() {
+  return { servers: need('TEST_NATS_URL'), user: need('TEST_NATS_USER'), pass: need('TEST_NATS_PASSWORD') };
+}
+
 async function startSystem(env = {}, { apps = ['api', 'runner', 'delivery'] } = {}) {
   const dbName = `ess_t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
   const admin = new Client({ connectionString: need('TEST_PG_ADMIN_URL') });
@@ -43,6 +54,7 @@ async function startSystem(env = {}, { apps = ['api', 'runner', 'delivery'] } = 
   await admin.end();
   const port = await freePort();
   const natsPrefix = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
+  const nats = await addNatsInstallation(natsPrefix);
   const baseEnv = {
     PATH: process.env.PATH || '',
     HOME: process.env.HOME || '/tmp',
@@ -68,9 +80,11 @@ async function startSystem(env = {}, { apps = ['api', 'runner', 'delivery'] } = 
     baseUrl: `${origin}/v1`,
     env: baseEnv,
     natsPrefix,
+    nats,
     ports: {},
     async startApp(app, name, extraEnv = {}, nodeArgs = []) {
-      const appEnv = { ...baseEnv, ...extraEnv };
+      const own = nats[app];
+      const appEnv = { ...baseEnv, NATS_USER: own.user, NATS_PASSWORD: own.password, NATS_INBOX_PREFIX: own.inboxPrefix, ...extraEnv };
       const opsVar = app === 'runner' ? 'RUNNER_METRICS_PORT' : app === 'delivery' ? 'DELIVERY_METRICS_PORT' : undefined;
       if (opsVar && (!appEnv[opsVar] || appEnv[opsVar] === '0')) appEnv[opsVar] = String(await freePort());
       const proc = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'apps', app, 'main.js')], { env: appEnv, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -244,7 +258,10 @@ function cpuAccount(system, apps) {
   const m0 = machineTicks();
   const own0 = process.cpuUsage();
   const a0 = apps.map((a) => cpuSeconds(system.pid(a)));
-  const n0 = cpuSecondsOf('nats-server');
+  // The run's own nats-server (npm run bench starts one); any nats-server otherwise.
+  const natsPid = Number(process.env.TEST_NATS_PID) || undefined;
+  const natsCpu = () => (natsPid ? cpuSeconds(natsPid) || 0 : cpuSecondsOf('nats-server'));
+  const n0 = natsCpu();
   const p0 = cpuSecondsOf('postgres');
   return {
     /** `count`: also the CPU time per item (event, request), which load from other processes disturbs less than rates. */
@@ -254,11 +271,11 @@ function cpuAccount(system, apps) {
       const m1 = machineTicks();
       const own = process.cpuUsage(own0);
       const parts = apps.map((a, i) => `${a} ${pct(cpuSeconds(system.pid(a)) - a0[i])}`);
-      parts.push(`nats-server ${pct(cpuSecondsOf('nats-server') - n0)}`, `postgres ${pct(cpuSecondsOf('postgres') - p0)}`, `bench client ${pct((own.user + own.system) / 1e6)}`);
+      parts.push(`nats-server ${pct(natsCpu() - n0)}`, `postgres ${pct(cpuSecondsOf('postgres') - p0)}`, `bench client ${pct((own.user + own.system) / 1e6)}`);
       const busy = Math.round(((m1.busy - m0.busy) / Math.max(1, m1.all - m0.all)) * 100);
-      return `machine busy ${busy}% of ${require('node:os').cpus().length} cores; ${parts.join(', ')} (one core = 100%; nats-server and postgres are shared with anything else on the machine)`;
+      return `machine busy ${busy}% of ${require('node:os').cpus().length} cores; ${parts.join(', ')} (one core = 100%; ${natsPid ? 'the run\'s own nats-server; ' : 'nats-server and '}postgres ${natsPid ? 'is' : 'are'} shared with anything else on the machine)`;
     },
   };
 }
 
-module.exports = { cpuAccount, cpuSeconds, startSystem, createUser, api, scrape, total, histogramQuantile, percentile, until, freePort };
+module.exports = { addNatsInstallation, natsAdmin, cpuAccount, cpuSeconds, startSystem, createUser, api, scrape, total, histogramQuantile, percentile, until, freePort };

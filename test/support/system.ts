@@ -5,6 +5,28 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { need } from './env';
 
+/** One app's NATS user on the run's server (scripts/lib/nats-auth.js). */
+export interface NatsAppCredentials {
+  user: string;
+  password: string;
+  inboxPrefix: string;
+}
+export type NatsCredentials = Record<AppName, NatsAppCredentials>;
+interface NatsAuthScript {
+  addTestInstallation(o: { dir: string; pid: number; url: string; prefix: string }): Promise<NatsCredentials>;
+  rotateTestPassword(o: { dir: string; pid: number; prefix: string; app: AppName }): Promise<string>;
+}
+// eslint-disable-next-line @typescript-eslint/no-var-requires
+const natsAuth = require('../../scripts/lib/nats-auth.js') as NatsAuthScript;
+
+/**
+ * Adds the per-app NATS users of an installation (a NATS_PREFIX) to the run's
+ * server, with the permissions each app has in production.
+ */
+export function addNatsInstallation(prefix: string): Promise<NatsCredentials> {
+  return natsAuth.addTestInstallation({ dir: need('TEST_NATS_AUTH_DIR'), pid: Number(need('TEST_NATS_PID')), url: need('TEST_NATS_URL'), prefix });
+}
+
 /**
  * Boots the real system for end-to-end tests: api, runner(s) and delivery as
  * separate processes from `dist/`, on their own database (cloned from the run's
@@ -17,6 +39,10 @@ export interface System {
   env: Record<string, string>;
   databaseUrl: string;
   natsPrefix: string;
+  /** Each app's NATS user (the apps get theirs as NATS_USER / NATS_PASSWORD / NATS_INBOX_PREFIX). */
+  nats: NatsCredentials;
+  /** The environment `startApp` gives an app: `env` plus its own NATS user. */
+  appEnv(app: AppName): Record<string, string>;
   procs: Map<string, ChildProcess>;
   /** Starts another app process (e.g. a second runner) with extra env. */
   startApp(app: AppName, name: string, extraEnv?: Record<string, string>): Promise<ChildProcess>;
@@ -86,11 +112,17 @@ async function waitHealthy(url: string, proc: ChildProcess, name: string, logs: 
   throw new Error(`timed out waiting for ${name} at ${url}\n--- ${name} output ---\n${logs().slice(-4000)}`);
 }
 
+/** Gives one app's NATS user of an installation a new password and reloads the run's server (a rotation); returns it. */
+export function rotateNatsPassword(prefix: string, app: AppName): Promise<string> {
+  return natsAuth.rotateTestPassword({ dir: need('TEST_NATS_AUTH_DIR'), pid: Number(need('TEST_NATS_PID')), prefix, app });
+}
+
 /** Starts api + runner + delivery. `env` overrides settings (e.g. short timers). */
 export async function startSystem(env: Record<string, string> = {}, { apps = ['api', 'runner', 'delivery'] as AppName[] } = {}): Promise<System> {
   const db = await createDatabase();
   const port = await freePort();
   const natsPrefix = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
+  const nats = await addNatsInstallation(natsPrefix);
   const baseEnv: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/tmp',
@@ -113,12 +145,13 @@ export async function startSystem(env: Record<string, string> = {}, { apps = ['a
     DELIVERY_METRICS_PORT: '0',
     ...env,
   };
+  const envOf = (app: AppName): Record<string, string> => ({ ...baseEnv, NATS_USER: nats[app].user, NATS_PASSWORD: nats[app].password, NATS_INBOX_PREFIX: nats[app].inboxPrefix });
   const procs = new Map<string, ChildProcess>();
   const output = new Map<string, string[]>();
   const origin = `http://127.0.0.1:${port}`;
 
   const startApp = async (app: AppName, name: string, extraEnv: Record<string, string> = {}): Promise<ChildProcess> => {
-    const appEnv = { ...baseEnv, ...extraEnv };
+    const appEnv: Record<string, string> = { ...envOf(app), ...extraEnv };
     // The runner needs only NATS (DESIGN.md): it gets no Postgres credentials.
     if (app === 'runner') delete appEnv.DATABASE_URL;
     if (app === 'runner' && appEnv.RUNNER_METRICS_PORT === '0') appEnv.RUNNER_METRICS_PORT = String(await freePort());
@@ -158,6 +191,8 @@ export async function startSystem(env: Record<string, string> = {}, { apps = ['a
     env: baseEnv,
     databaseUrl: db.url,
     natsPrefix,
+    nats,
+    appEnv: envOf,
     procs,
     startApp,
     stopApp,

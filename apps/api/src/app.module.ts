@@ -27,7 +27,7 @@ export class AppModule implements NestModule {
       imports: [
         ConfigModule.forRoot(config),
         DbModule.forRoot(config, { requestContext: false }),
-        NatsModule.forRoot('api'),
+        NatsModule.forRoot('api', { manageStreams: true }),
         AuthModule,
         AccountsModule,
         ComponentsModule,

@@ -7,7 +7,8 @@
  * new event's success pulls the backlog forward (catch-up).
  *   npm run bench -- delivery.bench      (or: node dist/apps/delivery/bench/delivery.bench.js [--events 20000] [--rate 1000] [--seconds 10] [--outage 20000] [--watch] [--profile])
  * Knobs also as BENCH_EVENTS, BENCH_RATE, BENCH_SECONDS, BENCH_OUTAGE. Needs Postgres (the bench
- * dispatcher's, DATABASE_URL, or postgres@127.0.0.1:5432) and NATS (likewise, or 127.0.0.1:4222).
+ * dispatcher's, DATABASE_URL, or postgres@127.0.0.1:5432) and NATS (the dispatcher's authenticated server, where the
+ * delivery app gets its own user; else NATS_URL with NATS_USER / NATS_PASSWORD, or 127.0.0.1:4222).
  * Prints one line per scenario and a JSON line with every figure.
  */
 import { ChildProcess, spawn } from 'node:child_process';
@@ -22,6 +23,28 @@ import 'reflect-metadata';
 import { EmittedEvent, encodeJson, encryptValue, Names } from '@app/contracts';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormOptions } from '@app/db';
+import { loadConfig } from '@app/config';
+import { NatsService } from '@app/nats';
+
+interface NatsAuthScript {
+  addTestInstallation(o: { dir: string; pid: number; url: string; prefix: string }): Promise<Record<'delivery', { user: string; password: string; inboxPrefix: string }>>;
+}
+
+/** The NATS users of this bench: an admin that publishes and creates the streams (the api's job), and the delivery app's own. */
+async function natsUsers(natsUrl: string, prefix: string): Promise<{ admin: Record<string, string>; delivery: Record<string, string> }> {
+  const e = process.env;
+  if (!e.TEST_NATS_AUTH_DIR) {
+    const auth: Record<string, string> = e.NATS_USER && e.NATS_PASSWORD ? { NATS_USER: e.NATS_USER, NATS_PASSWORD: e.NATS_PASSWORD } : {};
+    return { admin: auth, delivery: auth };
+  }
+  // eslint-disable-next-line @typescript-eslint/no-var-requires
+  const script = require(join(ROOT, 'scripts', 'lib', 'nats-auth.js')) as NatsAuthScript;
+  const own = (await script.addTestInstallation({ dir: e.TEST_NATS_AUTH_DIR, pid: Number(e.TEST_NATS_PID), url: natsUrl, prefix })).delivery;
+  return {
+    admin: { NATS_USER: e.TEST_NATS_USER ?? '', NATS_PASSWORD: e.TEST_NATS_PASSWORD ?? '' },
+    delivery: { NATS_USER: own.user, NATS_PASSWORD: own.password, NATS_INBOX_PREFIX: own.inboxPrefix },
+  };
+}
 
 const arg = (name: string, def: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -126,7 +149,8 @@ async function main(): Promise<void> {
   const natsUrl = process.env.TEST_NATS_URL ?? process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
   const prefix = `bench_${run}`;
   const names = new Names(prefix);
-  const nc = await connect({ servers: natsUrl });
+  const users = await natsUsers(natsUrl, prefix);
+  const nc = await connect({ servers: natsUrl, user: users.admin.NATS_USER, pass: users.admin.NATS_PASSWORD });
   let delivery: ChildProcess | undefined;
   const receiverSecret = 'whsec_' + randomBytes(24).toString('base64');
   const receiver = new Receiver(new Webhook(receiverSecret));
@@ -143,10 +167,14 @@ async function main(): Promise<void> {
     await db.query(`insert into sources (id, owner_id, user_id, component_id, name, name_slug, configured_props, created_at_ms, created_at, updated_at) values ('dc_bench', 'u_bench', 'u_bench', 'sc_bench', 'bench', 'bench', '{}', $1, $2, $2)`, [now, Math.floor(now / 1000)]);
     await db.query(`insert into subscriptions (id, owner_id, emitter_id, listener_id, event_name, created_at) values ('sub_bench', 'u_bench', 'dc_bench', 'wh_bench', '', $1)`, [Math.floor(now / 1000)]);
     await db.end();
+    // The api creates the streams and buckets; delivery only binds to them.
+    const creator = new NatsService(loadConfig({ NATS_URL: natsUrl, NATS_PREFIX: prefix, DATA_DIR: join(ROOT, '.data', 'bench'), ...users.admin }), 'delivery-bench', { manageStreams: true });
+    await creator.start();
+    await creator.stop();
     const metricsPort = await freePort();
     const profile = process.argv.includes('--profile') ? ['--cpu-prof', '--cpu-prof-dir=/tmp/delivery-prof'] : [];
     delivery = spawn(process.execPath, [...profile, join(ROOT, 'dist', 'apps', 'delivery', 'main.js')], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: dbUrl, NATS_URL: natsUrl, NATS_PREFIX: prefix, SECRETS_KEY: secretsKey.toString('hex'), ALLOW_LOOPBACK: 'true', DELIVERY_METRICS_PORT: String(metricsPort), LOG_LEVEL: 'warn' },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: dbUrl, NATS_URL: natsUrl, ...users.delivery, NATS_PREFIX: prefix, SECRETS_KEY: secretsKey.toString('hex'), ALLOW_LOOPBACK: 'true', DELIVERY_METRICS_PORT: String(metricsPort), LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     if (!(await waitForHealthy(metricsPort))) throw new Error('the delivery app did not become healthy');

@@ -27,7 +27,7 @@ export class DeliveryModule {
         UsageService,
       ],
       exports: [Registry, SubscriptionCache],
-      imports: [ConfigModule.forRoot(config), DbModule.forRoot(config), NatsModule.forRoot('delivery')],
+      imports: [ConfigModule.forRoot(config), DbModule.forRoot(config), NatsModule.forRoot('delivery', { manageStreams: false })],
     };
   }
 }

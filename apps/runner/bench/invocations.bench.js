@@ -7,7 +7,7 @@ const path = require('node:path');
 const { connect } = require('nats');
 const ROOT = path.join(__dirname, '..', '..', '..');
 const { Names, partitionOf, encodeJson } = require(path.join(ROOT, 'dist/libs/contracts/src'));
-const { startSystem, createUser, api, scrape, total, histogramQuantile, until } = require(path.join(ROOT, 'bench/support/system'));
+const { natsAdmin, startSystem, createUser, api, scrape, total, histogramQuantile, until } = require(path.join(ROOT, 'bench/support/system'));
 
 const SOURCES = Number(process.env.BENCH_SOURCES || 200);
 const INVOCATIONS = Number(process.env.BENCH_INVOCATIONS || 40_000);
@@ -29,7 +29,7 @@ async function main() {
     await system.stopApp('runner');
 
     const names = new Names(system.natsPrefix);
-    const nc = await connect({ servers: system.env.NATS_URL });
+    const nc = await connect(natsAdmin());
     const js = nc.jetstream();
     const started = Date.now();
     for (let i = 0; i < INVOCATIONS; i += 2000) {
@@ -66,7 +66,7 @@ async function main() {
     );
     const rate = (INVOCATIONS - c0) / ((t1 - t0) / 1000);
     // The counter includes redelivered invocations (processed again, their emits deduplicated): wait for the stream itself.
-    const check = await connect({ servers: system.env.NATS_URL });
+    const check = await connect(natsAdmin());
     const jsm = await check.jetstreamManager();
     let emitted = 0;
     await until(async () => (emitted = (await jsm.streams.info(names.emitsStream)).state.messages) >= INVOCATIONS + SOURCES, { timeoutMs: 60_000, what: 'every emit in EMITS' }).catch(() => undefined);

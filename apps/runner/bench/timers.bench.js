@@ -7,7 +7,7 @@ const path = require('node:path');
 const { connect } = require('nats');
 const ROOT = path.join(__dirname, '..', '..', '..');
 const { Names, partitionOf, encodeJson, sha256Hex } = require(path.join(ROOT, 'dist/libs/contracts/src'));
-const { startSystem, scrape, total, histogramQuantile, until } = require(path.join(ROOT, 'bench/support/system'));
+const { natsAdmin, startSystem, scrape, total, histogramQuantile, until } = require(path.join(ROOT, 'bench/support/system'));
 
 const SOURCES = Number(process.env.BENCH_TIMERS || 10_000);
 const INTERVAL = Number(process.env.BENCH_INTERVAL_SECONDS || 60);
@@ -23,7 +23,7 @@ const mb = (bytes) => (bytes / 1048576).toFixed(1);
 
 async function main() {
   const system = await startSystem({ PARTITIONS: String(PARTITIONS), TIMER_MIN_INTERVAL_SECONDS: '1' }, { apps: ['api', 'delivery'] });
-  const nc = await connect({ servers: system.env.NATS_URL });
+  const nc = await connect(natsAdmin());
   try {
     await system.startApp('runner', 'runner', {}, ['--expose-gc', '--require', path.join(ROOT, 'bench/support/gc-on-signal.js')]);
     const port = system.ports.runner;

@@ -17,7 +17,7 @@ export class RunnerModule {
         RunnerService,
       ],
       exports: [Registry],
-      imports: [ConfigModule.forRoot(config), NatsModule.forRoot('runner')],
+      imports: [ConfigModule.forRoot(config), NatsModule.forRoot('runner', { manageStreams: false })],
     };
   }
 }

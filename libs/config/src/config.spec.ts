@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig, parseDurations, SETTINGS } from './config';
+import { writeFileSync } from 'node:fs';
+import { loadConfig, natsUrlForDisplay, parseDurations, SETTINGS } from './config';
 
 describe('configuration', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'cfg-'));
@@ -35,6 +36,12 @@ describe('configuration', () => {
     [{ NPM_REGISTRY: 'registry.npmjs.org' }, /NPM_REGISTRY must be a/],
     [{ NPM_REGISTRY: 'ftp://registry.example.com' }, /NPM_REGISTRY must be a http:\/\/ or https:\/\/ URL/],
     [{ NATS_PREFIX: 'team.a' }, /NATS_PREFIX may hold letters, digits, _ and - only/],
+    [{ NATS_USER: 'api' }, /NATS_USER is set without NATS_PASSWORD/],
+    [{ NATS_PASSWORD: 'x' }, /NATS_PASSWORD is set without NATS_USER/],
+    [{ NATS_USER: 'api', NATS_PASSWORD: 'x', NATS_TOKEN: 't' }, /NATS_USER and NATS_TOKEN are both set/],
+    [{ NATS_USER: 'api', NATS_PASSWORD: 'x', NATS_PASSWORD_FILE: '/x' }, /NATS_PASSWORD and NATS_PASSWORD_FILE are both set/],
+    [{ NATS_USER: 'api', NATS_PASSWORD_FILE: '/nonexistent/nats-password' }, /NATS_PASSWORD_FILE \/nonexistent\/nats-password cannot be read: ENOENT/],
+    [{ NATS_INBOX_PREFIX: '_INBOX.>' }, /NATS_INBOX_PREFIX must be a subject/],
     [{ RUN_TIMEOUT_MS: '600000', MAX_RUN_TIMEOUT_MS: '300000' }, /RUN_TIMEOUT_MS \(600000\) must not exceed MAX_RUN_TIMEOUT_MS/],
   ])('names the variable of a wrong value: %p', (env, message) => {
     expect(() => loadConfig({ DATA_DIR: dataDir, ...env })).toThrow(message);
@@ -44,6 +51,15 @@ describe('configuration', () => {
     const c = loadConfig({ DATA_DIR: dataDir, NATS_URL: 'nats://a:4222, tls://b:4222,127.0.0.1:4223', DATABASE_URL: 'postgresql://u:p@h:5432/d', PUBLIC_URL: 'https://events.example.com/', LOG_LEVEL: 'debug', NATS_PREFIX: 't_1-x' });
     expect(c.publicUrl).toBe('https://events.example.com');
     expect(c.logLevel).toBe('debug');
+  });
+
+  it('reads the NATS password from NATS_PASSWORD or NATS_PASSWORD_FILE, and never shows one in NATS_URL', () => {
+    expect(loadConfig({ DATA_DIR: dataDir, NATS_USER: 'api', NATS_PASSWORD: 's3cret' })).toMatchObject({ natsUser: 'api', natsPassword: 's3cret', natsInboxPrefix: '_INBOX' });
+    const file = join(dataDir, 'nats-password');
+    writeFileSync(file, 'from-file\n', { mode: 0o600 });
+    expect(loadConfig({ DATA_DIR: dataDir, NATS_USER: 'api', NATS_PASSWORD_FILE: file }).natsPassword).toBe('from-file');
+    expect(natsUrlForDisplay('nats://api:s3cret@a:4222,tls://tok@b:4222, c:4222')).toBe('nats://***@a:4222,tls://***@b:4222, c:4222');
+    expect(() => loadConfig({ DATA_DIR: dataDir, NATS_URL: 'http://api:s3cret@a:4222' })).toThrow(/got "http:\/\/\*\*\*@a:4222"/);
   });
 
   it('raises the run timeout cap to a larger default run timeout unless the cap is set', () => {

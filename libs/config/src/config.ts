@@ -28,6 +28,12 @@ export const SETTINGS = {
   publicUrl: url('PUBLIC_URL', undefined, 'external base URL of the api (default http://localhost:$PORT)'),
   databaseUrl: url('DATABASE_URL', undefined, 'Postgres connection URL (npm start resolves one when unset)'),
   natsUrl: str('NATS_URL', 'nats://127.0.0.1:4222', 'NATS server(s), comma separated'),
+  natsUser: str('NATS_USER', '', 'NATS user name of this app (with NATS_PASSWORD or NATS_PASSWORD_FILE); npm start and npm test generate one per app'),
+  natsPassword: str('NATS_PASSWORD', undefined, 'password of NATS_USER (never logged)'),
+  natsPasswordFile: str('NATS_PASSWORD_FILE', '', 'file holding the password of NATS_USER, instead of NATS_PASSWORD (docker compose reads it from the generated credentials)'),
+  natsToken: str('NATS_TOKEN', undefined, 'NATS token authentication, instead of a user and password (never logged)'),
+  natsCreds: str('NATS_CREDS', '', 'path of a NATS .creds file (JWT and NKey seed, for servers in operator mode), instead of a user and password'),
+  natsInboxPrefix: str('NATS_INBOX_PREFIX', '_INBOX', 'subject prefix of this app\'s reply subjects; with per-app NATS permissions each app gets its own (_INBOX_<user>), so no app can read another\'s replies'),
   natsPrefix: str('NATS_PREFIX', '', 'prefix for every stream, bucket and subject (isolates installations sharing a NATS server)'),
   dataDir: str('DATA_DIR', './.data', 'local state: embedded Postgres, npm cache, generated secrets key'),
   secretsKey: str('SECRETS_KEY', undefined, '32-byte key (hex or base64) encrypting secret props and webhook secrets; generated into DATA_DIR when unset'),
@@ -89,7 +95,10 @@ export const SETTINGS = {
 type SettingValue<S> = S extends Setting<'int'> ? number : S extends Setting<'bool'> ? boolean : string;
 type Raw = { [K in keyof typeof SETTINGS]: SettingValue<(typeof SETTINGS)[K]> };
 
-export interface AppConfig extends Omit<Raw, 'publicUrl' | 'databaseUrl' | 'secretsKey' | 'npmRegistry'> {
+export interface AppConfig extends Omit<Raw, 'publicUrl' | 'databaseUrl' | 'secretsKey' | 'npmRegistry' | 'natsPassword' | 'natsToken'> {
+  /** NATS_PASSWORD, or the content of NATS_PASSWORD_FILE. */
+  natsPassword: string | undefined;
+  natsToken: string | undefined;
   publicUrl: string;
   databaseUrl: string | undefined;
   npmRegistry: string | undefined;
@@ -180,13 +189,42 @@ function checkValues(raw: Raw): void {
       u = undefined;
     }
     if (!server || !u || !NATS_SCHEMES.includes(u.protocol) || !u.hostname) {
-      throw new ConfigError(`NATS_URL must be a comma-separated list of nats://host:port (or tls://, ws://, wss://) servers, got "${raw.natsUrl}"`);
+      throw new ConfigError(`NATS_URL must be a comma-separated list of nats://host:port (or tls://, ws://, wss://) servers, got "${natsUrlForDisplay(raw.natsUrl)}"`);
     }
   }
   if (raw.endpointDomain && !/^(?=.{1,200}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(raw.endpointDomain)) {
     throw new ConfigError(`ENDPOINT_DOMAIN must be a domain name such as events.example.com (no scheme, port or path), got "${raw.endpointDomain}"`);
   }
+  checkNatsAuth(raw);
   if (raw.natsPrefix && !/^[A-Za-z0-9_-]+$/.test(raw.natsPrefix)) throw new ConfigError(`NATS_PREFIX may hold letters, digits, _ and - only, got "${raw.natsPrefix}"`);
+}
+
+/** One way to authenticate to NATS at a time, each complete. */
+function checkNatsAuth(raw: Raw): void {
+  const password = Boolean(raw.natsPassword) || Boolean(raw.natsPasswordFile);
+  if (raw.natsPassword && raw.natsPasswordFile) throw new ConfigError('NATS_PASSWORD and NATS_PASSWORD_FILE are both set: set one of them');
+  if (raw.natsUser && !password) throw new ConfigError('NATS_USER is set without NATS_PASSWORD (or NATS_PASSWORD_FILE)');
+  if (password && !raw.natsUser) throw new ConfigError('NATS_PASSWORD is set without NATS_USER');
+  const ways = [raw.natsUser && 'NATS_USER', raw.natsToken && 'NATS_TOKEN', raw.natsCreds && 'NATS_CREDS'].filter(Boolean);
+  if (ways.length > 1) throw new ConfigError(`${ways.join(' and ')} are both set: NATS takes one way to authenticate (a user and password, a token, or a .creds file)`);
+  if (!/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/.test(raw.natsInboxPrefix)) throw new ConfigError(`NATS_INBOX_PREFIX must be a subject of letters, digits, _, $ and - tokens separated by dots, got "${raw.natsInboxPrefix}"`);
+}
+
+function readNatsPassword(raw: Raw): string | undefined {
+  if (!raw.natsPasswordFile) return raw.natsPassword || undefined;
+  try {
+    const text = readFileSync(raw.natsPasswordFile, 'utf8').replace(/\r?\n$/, '');
+    if (!text) throw new ConfigError(`NATS_PASSWORD_FILE ${raw.natsPasswordFile} is empty`);
+    return text;
+  } catch (e) {
+    if (e instanceof ConfigError) throw e;
+    throw new ConfigError(`NATS_PASSWORD_FILE ${raw.natsPasswordFile} cannot be read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+}
+
+/** NATS_URL as it may be shown: user and password of a nats://user:pass@host URL are masked. */
+export function natsUrlForDisplay(natsUrl: string): string {
+  return natsUrl.replace(/(^|,|\/\/)\s*([^@,/\s]+)@/g, (_m, lead: string) => `${lead}***@`);
 }
 
 /** The operator's cap follows a larger default run timeout unless it is set too; both set and contradictory is an error. */
@@ -213,6 +251,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     publicUrl: (raw.publicUrl || `http://localhost:${raw.port}`).replace(/\/+$/, ''),
     databaseUrl: raw.databaseUrl || undefined,
     npmRegistry: raw.npmRegistry || undefined,
+    natsPassword: readNatsPassword(raw),
+    natsToken: raw.natsToken || undefined,
     secretsKey: loadSecretsKey(env.SECRETS_KEY, dataDir),
     webhookRetryDelaysMs: parseDurations('WEBHOOK_RETRY_SCHEDULE', raw.webhookRetrySchedule),
     npmCacheDir: join(dataDir, 'npm'),

@@ -3,3 +3,4 @@ export * from './nats.module';
 export * from './stream-publisher';
 export * from './write-coalescing';
 export * from './object-gc';
+export * from './nats-permissions';

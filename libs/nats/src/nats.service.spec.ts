@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@app/config';
 import { NatsService } from './nats.service';
-import { need } from '../../../test/support/env';
+import { natsAdminEnv, need } from '../../../test/support/env';
 
 // Real NATS (the test run's server): the streams and buckets of DESIGN.md as the apps create them.
 describe('NatsService streams and buckets', () => {
@@ -12,7 +12,7 @@ describe('NatsService streams and buckets', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'nats-svc-'));
   const started: NatsService[] = [];
   const start = async (env: Record<string, string> = {}): Promise<NatsService> => {
-    const svc = new NatsService(loadConfig({ DATA_DIR: dataDir, NATS_URL: need('TEST_NATS_URL'), NATS_PREFIX: prefix, ...env }), 'nats-service-spec');
+    const svc = new NatsService(loadConfig({ DATA_DIR: dataDir, ...natsAdminEnv(), NATS_PREFIX: prefix, ...env }), 'nats-service-spec');
     started.push(svc);
     await svc.start();
     return svc;
@@ -46,7 +46,7 @@ describe('NatsService streams and buckets', () => {
 
   it('stops with a message naming EMITS_MAX_BYTES when NATS cannot reserve that much storage', async () => {
     const own = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
-    const svc = new NatsService(loadConfig({ DATA_DIR: dataDir, NATS_URL: need('TEST_NATS_URL'), NATS_PREFIX: own, EMITS_MAX_BYTES: String(2 ** 50) }), 'nats-service-spec');
+    const svc = new NatsService(loadConfig({ DATA_DIR: dataDir, ...natsAdminEnv(), NATS_PREFIX: own, EMITS_MAX_BYTES: String(2 ** 50) }), 'nats-service-spec');
     try {
       await expect(svc.start()).rejects.toThrow(/EMITS_MAX_BYTES=1125899906842624 .*insufficient storage/);
     } finally {

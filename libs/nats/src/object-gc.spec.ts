@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { connect, NatsConnection, ObjectStore } from 'nats';
 import { deleteObjectIf, lastTouchMs, rawObjectInfo, touchObject } from './object-gc';
-import { need } from '../../../test/support/env';
+import { natsAdmin, need } from '../../../test/support/env';
 
 // Real NATS (the test run's server): the compare-and-set touch and delete the component collector relies on.
 describe('object store compare-and-set touch and delete', () => {
@@ -10,7 +10,7 @@ describe('object store compare-and-set touch and delete', () => {
   let os: ObjectStore;
 
   beforeAll(async () => {
-    nc = await connect({ servers: need('TEST_NATS_URL') });
+    nc = await connect(natsAdmin());
     os = await nc.jetstream().views.os(bucket);
   });
   afterAll(async () => {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, NatsConnection, StorageType } from 'nats';
 import { StreamPublisher } from './stream-publisher';
 import { coalesceNatsWrites } from './write-coalescing';
-import { need } from '../../../test/support/env';
+import { natsAdmin, need } from '../../../test/support/env';
 
 // Real NATS (the test run's server and prefix): the publisher and the write coalescing every app installs.
 describe('StreamPublisher over coalesced NATS writes', () => {
@@ -13,8 +13,8 @@ describe('StreamPublisher over coalesced NATS writes', () => {
 
   beforeAll(async () => {
     coalesceNatsWrites();
-    nc = await connect({ servers: need('TEST_NATS_URL') });
-    other = await connect({ servers: need('TEST_NATS_URL') });
+    nc = await connect(natsAdmin());
+    other = await connect(natsAdmin());
     const jsm = await nc.jetstreamManager();
     await jsm.streams.add({ name: stream, subjects: [`${prefix}.sp.>`], storage: StorageType.Memory, duplicate_window: 60_000_000_000 });
   });

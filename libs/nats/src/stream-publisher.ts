@@ -14,13 +14,15 @@ interface Pending {
  * invocation, the runner's emits, the router's deliveries.
  */
 export class StreamPublisher {
-  private readonly inbox = createInbox();
+  private readonly inbox: string;
   private readonly pending = new Map<string, Pending>();
   private readonly sub: Subscription;
   private readonly sweep: NodeJS.Timeout;
   private seq = 0;
 
-  constructor(private readonly nc: NatsConnection, private readonly timeoutMs = 10_000) {
+  /** `inboxPrefix`: the connection's own (`NATS_INBOX_PREFIX`) unless given: its user may subscribe to no other. */
+  constructor(private readonly nc: NatsConnection, private readonly timeoutMs = 10_000, inboxPrefix?: string) {
+    this.inbox = createInbox(inboxPrefix ?? (nc as unknown as { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
     this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (err, m) => (err ? undefined : this.onAck(m)) });
     this.sweep = setInterval(() => this.expire(), Math.min(1000, timeoutMs));
     this.sweep.unref?.();

@@ -1,0 +1,153 @@
+import { Names } from '@app/contracts';
+
+/** The apps that connect to NATS, each as its own user. */
+export const NATS_APPS = ['api', 'runner', 'delivery'] as const;
+export type NatsApp = (typeof NATS_APPS)[number];
+
+/** A nats-server user's permissions (the server config's `permissions` block). */
+export interface NatsPermissions {
+  publish: { allow: string[] };
+  subscribe: { allow: string[] };
+  /** Lets the user answer requests it received (on their reply subjects), and nothing else there. */
+  allow_responses?: boolean;
+}
+
+/** The reply-subject prefix of one user: no user can subscribe to another's replies. */
+export function natsInboxPrefix(user: string): string {
+  return `_INBOX_${user.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+}
+
+const kvStream = (bucket: string): string => `KV_${bucket}`;
+const objStream = (store: string): string => `OBJ_${store}`;
+const kvSubjects = (bucket: string): string => `$KV.${bucket}.>`;
+const objSubjects = (store: string): string => `$O.${store}.>`;
+
+/** Reading a stream: its info, and single messages (KV and object store gets). */
+function readStream(stream: string): string[] {
+  return [`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.MSG.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`];
+}
+
+/**
+ * Consuming a stream: creating, reading and deleting consumers, pulling, acking,
+ * answering flow control (ordered consumers: KV watches, object reads, SSE).
+ * A consumer's deliver subject is not covered by any permission in JetStream,
+ * so only streams an app must read get this.
+ */
+function consumeStream(stream: string): string[] {
+  return [
+    `$JS.API.CONSUMER.CREATE.${stream}`,
+    `$JS.API.CONSUMER.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.>`,
+    `$JS.API.CONSUMER.INFO.${stream}.>`,
+    `$JS.API.CONSUMER.DELETE.${stream}.>`,
+    `$JS.API.CONSUMER.MSG.NEXT.${stream}.>`,
+    `$JS.ACK.${stream}.>`,
+    `$JS.FC.${stream}.>`,
+  ];
+}
+
+/** Creating and changing a stream's configuration: only the api does it (a stream's config can republish or source into any subject). */
+function manageStream(stream: string): string[] {
+  return [`$JS.API.STREAM.CREATE.${stream}`, `$JS.API.STREAM.UPDATE.${stream}`];
+}
+
+/** Every stream of an installation, KV buckets and the object store included. */
+export function installationStreams(n: Names): string[] {
+  return [n.invocationsStream, n.emitsStream, n.deliveriesStream, n.usageStream, kvStream(n.sourcesBucket), kvStream(n.sourceStateBucket), kvStream(n.leasesBucket), objStream(n.componentsStore)];
+}
+
+/**
+ * What each app may publish and subscribe to under an installation's prefix,
+ * found from every subject, bucket and stream it uses:
+ *
+ * - api: stores invocations (HTTP ingress, manual runs), writes desired state
+ *   (KV `sources`), the collector's and reconciler's slots (KV `leases`) and
+ *   component code (object store); creates and updates every stream and bucket
+ *   at start; reads EMITS for SSE; purges a deleted webhook's deliveries;
+ *   publishes `changed.*` and the `ctl.delete-events` request; receives
+ *   custom HTTP responses on `resp.*`. It cannot publish emits, deliveries or
+ *   usage, nor write actor state.
+ * - runner: consumes INVOCATIONS, watches KV `sources` and reads component code
+ *   (both read only), reads and writes KV `source-state` and `leases` (and
+ *   lists the live replicas' keys there),
+ *   publishes emits, usage, timer invocations and custom HTTP responses. It
+ *   cannot write desired state or code, publish deliveries, nor change streams.
+ * - delivery: consumes EMITS, USAGE and DELIVERIES, publishes deliveries and
+ *   listener invocations, `changed.webhooks`, and answers `ctl.delete-events`.
+ *   It cannot touch any bucket nor publish emits.
+ *
+ * Every app reads stream info (a non-api app waits for the api's streams) and
+ * gets its own reply subjects (`natsInboxPrefix`).
+ */
+export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string): NatsPermissions {
+  const subject = (...tokens: string[]): string => (n.prefix ? [n.prefix, ...tokens] : tokens).join('.');
+  const all = installationStreams(n);
+  // STREAM.NAMES: the client looks up the stream of a subject (object store reads) by name; it lists names only.
+  const info = ['$JS.API.INFO', '$JS.API.STREAM.NAMES', ...all.map((s) => `$JS.API.STREAM.INFO.${s}`)];
+  const inbox = `${inboxPrefix}.>`;
+  switch (app) {
+    case 'api':
+      return {
+        publish: {
+          allow: [
+            ...info,
+            ...all.flatMap(manageStream),
+            subject('inv', '>'),
+            subject('changed', '>'),
+            subject('ctl', '>'),
+            kvSubjects(n.sourcesBucket),
+            kvSubjects(n.leasesBucket),
+            objSubjects(n.componentsStore),
+            `$JS.API.STREAM.PURGE.${n.deliveriesStream}`,
+            `$JS.API.STREAM.PURGE.${objStream(n.componentsStore)}`,
+            ...readStream(kvStream(n.sourcesBucket)),
+            ...readStream(kvStream(n.leasesBucket)),
+            ...readStream(objStream(n.componentsStore)),
+            ...consumeStream(n.emitsStream),
+            ...consumeStream(kvStream(n.sourcesBucket)),
+            ...consumeStream(objStream(n.componentsStore)),
+          ],
+        },
+        subscribe: { allow: [inbox, subject('resp', '>')] },
+      };
+    case 'runner':
+      return {
+        publish: {
+          allow: [
+            ...info,
+            subject('inv', '>'),
+            subject('emit', '>'),
+            subject('usage', '>'),
+            subject('resp', '>'),
+            kvSubjects(n.sourceStateBucket),
+            kvSubjects(n.leasesBucket),
+            ...readStream(kvStream(n.sourcesBucket)),
+            ...readStream(kvStream(n.sourceStateBucket)),
+            ...readStream(kvStream(n.leasesBucket)),
+            ...readStream(objStream(n.componentsStore)),
+            ...consumeStream(n.invocationsStream),
+            ...consumeStream(kvStream(n.sourcesBucket)),
+            ...consumeStream(kvStream(n.leasesBucket)),
+            ...consumeStream(objStream(n.componentsStore)),
+          ],
+        },
+        subscribe: { allow: [inbox] },
+      };
+    case 'delivery':
+      return {
+        publish: {
+          allow: [
+            ...info,
+            subject('inv', '>'),
+            subject('dlv', '>'),
+            subject('changed', '>'),
+            ...consumeStream(n.emitsStream),
+            ...consumeStream(n.usageStream),
+            ...consumeStream(n.deliveriesStream),
+          ],
+        },
+        subscribe: { allow: [inbox, subject('changed', '>'), subject('ctl', '>')] },
+        allow_responses: true,
+      };
+  }
+}
