@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, NatsConnection } from 'nats';
 import { DeliveryMessage, EmittedEvent, encodeJson, Names } from '@app/contracts';
 import { client, createUser } from './support/accounts';
+import { natsAdmin } from './support/env';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { Emitter, insertSource, Receiver, sql, subscriptionsLoaded } from './events.helpers';
 
@@ -18,7 +19,7 @@ describe('delivery: waiting-retry metrics and redelivered messages', () => {
       { apps: ['api', 'delivery'] },
     );
     emitter = await Emitter.connect(system);
-    nc = await connect({ servers: system.env.NATS_URL });
+    nc = await connect(natsAdmin());
     receiver = await new Receiver().start();
   });
   afterAll(async () => {

@@ -7,6 +7,17 @@ import { HTTP_SOURCE } from './support/components';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { Receiver } from './events.helpers';
 
+/** The run's NATS users of a system, in the form npm start takes them when NATS_URL is set (NATS_<APP>_USER, …). */
+function natsUsers(system: System): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const app of ['api', 'runner', 'delivery'] as const) {
+    const env = system.appEnv(app);
+    const key = app.toUpperCase();
+    Object.assign(out, { [`NATS_${key}_USER`]: env.NATS_USER, [`NATS_${key}_PASSWORD`]: env.NATS_PASSWORD, [`NATS_${key}_INBOX_PREFIX`]: env.NATS_INBOX_PREFIX });
+  }
+  return out;
+}
+
 type AppName = 'api' | 'runner' | 'delivery';
 
 /**
@@ -40,6 +51,8 @@ describe('npm start restarts a crashed app', () => {
       INVOCATION_ACK_WAIT_MS: '3000',
       DELIVERY_ACK_WAIT_MS: '3000',
       LOG_LEVEL: 'warn',
+      // The run's NATS server, as an operator's own: each app with its own user (NATS_<APP>_USER…).
+      ...natsUsers(system),
     };
     // Its own process group, as in a terminal: Ctrl-C there signals npm start and every app at once.
     start = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -172,7 +185,7 @@ describe('npm start with an app that cannot start', () => {
     await new Promise<void>((r) => squatter.listen(taken, '127.0.0.1', r));
     try {
       const port = await freePort();
-      const env = { ...system.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, RUNNER_METRICS_PORT: String(await freePort()), DELIVERY_METRICS_PORT: String(taken), DATA_DIR: dataDir, REGISTRY_DIR: 'off' };
+      const env = { ...system.env, ...natsUsers(system), PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, RUNNER_METRICS_PORT: String(await freePort()), DELIVERY_METRICS_PORT: String(taken), DATA_DIR: dataDir, REGISTRY_DIR: 'off' };
       const proc = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       let stdout = '';

@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { EmittedEvent } from '@app/contracts';
 import { channelClassOf, parseEventId } from './event-ids';
-import { pgJson, pgText } from './pg-text';
+import { pgJson, pgText } from '../common/pg-text';
 
 interface Row {
   event: EmittedEvent;

@@ -1,6 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '@app/contracts';
 import { BatchWriter } from '../common/batch-writer';
+import { pgText } from '../common/pg-text';
 
 export type AttemptStatus = 'succeeded' | 'failed' | 'exhausted' | 'disabled';
 
@@ -37,7 +38,7 @@ export class DeliveryLog {
   private async insert(items: { row: AttemptRecord; at: number }[]): Promise<void> {
     const params: unknown[] = [];
     const values = items.map(({ row: r, at }) => {
-      params.push(newId('delivery'), r.webhookId, r.eventId, r.emitterId, r.attempt, r.status, r.responseCode ?? null, r.latencyMs ?? null, r.responseBody ?? null, r.error ?? null, r.nextAttemptAtMs ?? null, at);
+      params.push(newId('delivery'), r.webhookId, r.eventId, r.emitterId, r.attempt, r.status, r.responseCode ?? null, r.latencyMs ?? null, pgText(r.responseBody ?? null), pgText(r.error ?? null), r.nextAttemptAtMs ?? null, at);
       return '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
     });
     await this.em.fork().getConnection().execute(`insert into webhook_deliveries (${COLUMNS}) values ${values.join(', ')}`, params, 'run');

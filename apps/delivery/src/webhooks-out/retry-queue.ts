@@ -3,6 +3,7 @@ import { DeliveryMessage, encodeJson, newId } from '@app/contracts';
 import type { Logger } from '@app/config';
 import type { NatsService } from '@app/nats';
 import { BatchWriter } from '../common/batch-writer';
+import { fromExactJson, pgExactJson } from '../common/pg-text';
 
 export interface WaitingRetry {
   /** The attempt the retry will be: 2 for the first retry. */
@@ -56,7 +57,7 @@ export class RetryQueue {
     const now = Date.now();
     // Sorted so that replicas writing the same keys cannot deadlock.
     const values = [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => {
-      params.push(newId('retry'), r.message.webhookId, r.message.event.emitterId, r.message.event.id, r.attempt, r.dueAtMs, JSON.stringify(r.message), now);
+      params.push(newId('retry'), r.message.webhookId, r.message.event.emitterId, r.message.event.id, r.attempt, r.dueAtMs, pgExactJson(r.message), now);
       return '(?, ?, ?, ?, ?, ?, ?::jsonb, ?)';
     });
     await this.em.fork().getConnection().execute(
@@ -111,7 +112,7 @@ export class RetryQueue {
       )) as { id: string; attempt: number; message: DeliveryMessage }[];
       if (!rows.length) return false;
       await Promise.all(rows.map((r) => {
-        const msg: DeliveryMessage = { ...r.message, attempt: r.attempt };
+        const msg: DeliveryMessage = { ...fromExactJson<DeliveryMessage>(r.message), attempt: r.attempt };
         return this.nats.streams.publish(names.delivery(msg.webhookId), encodeJson(msg), retryMsgId(msg, r.attempt));
       }));
       await tx.execute(`delete from webhook_retries where id in (${rows.map(() => '?').join(', ')})`, rows.map((r) => r.id), 'run');

@@ -1,4 +1,4 @@
-import { pgJson, pgText } from './pg-text';
+import { fromExactJson, pgExactJson, pgJson, pgText } from './pg-text';
 
 describe('text for Postgres', () => {
   it('replaces U+0000 in strings, JSON values and keys, and leaves an escaped backslash before "u0000" alone', () => {
@@ -7,5 +7,12 @@ describe('text for Postgres', () => {
     expect(JSON.parse(pgJson({ 'k\u0000': 'x\u0000y', n: ['\u0000'] }))).toEqual({ 'k\ufffd': 'x\ufffdy', n: ['\ufffd'] });
     expect(JSON.parse(pgJson({ text: '\\u0000 is how JSON writes NUL' }))).toEqual({ text: '\\u0000 is how JSON writes NUL' });
     expect(JSON.parse(pgJson({ text: '\\\u0000' }))).toEqual({ text: '\\\ufffd' });
+  });
+
+  it('keeps a value with U+0000 exactly when asked to (base64 of its JSON)', () => {
+    const value = { event: { text: 'a\u0000b' }, n: 1 };
+    expect(fromExactJson(JSON.parse(pgExactJson(value)))).toEqual(value);
+    expect(pgExactJson({ plain: true })).toBe('{"plain":true}');
+    expect(fromExactJson({ plain: true })).toEqual({ plain: true });
   });
 });

@@ -1,0 +1,31 @@
+/**
+ * Postgres text and jsonb cannot hold U+0000, and component code can emit it
+ * (in data, keys, a summary or a channel name), a webhook receiver can answer
+ * with it. What is stored for reading (summaries, the delivery log) has U+FFFD
+ * in its place; the event in the EMITS stream keeps it.
+ */
+const REPLACEMENT = '\ufffd';
+
+export function pgText(s: string): string;
+export function pgText(s: string | null): string | null;
+export function pgText(s: string | null): string | null {
+  return s !== null && s.includes('\u0000') ? s.replaceAll('\u0000', REPLACEMENT) : s;
+}
+
+/** A value stored to be used again exactly (a waiting retry's message): as JSON, or as base64 of its JSON when that holds U+0000. */
+export function pgExactJson(value: unknown): string {
+  const json = JSON.stringify(value);
+  return pgJson(value) === json ? json : JSON.stringify({ $json64: Buffer.from(json).toString('base64') });
+}
+
+/** The value pgExactJson stored. */
+export function fromExactJson<T>(stored: unknown): T {
+  const wrapped = stored as { $json64?: unknown } | null;
+  return (wrapped && typeof wrapped === 'object' && typeof wrapped.$json64 === 'string' ? JSON.parse(Buffer.from(wrapped.$json64, 'base64').toString('utf8')) : stored) as T;
+}
+
+/** JSON text for a jsonb column: every escaped U+0000 (`\u0000` after an even number of backslashes) becomes U+FFFD. */
+export function pgJson(value: unknown): string {
+  const json = JSON.stringify(value);
+  return json.includes('u0000') ? json.replace(/(\\+)u0000/g, (m, bs: string) => (bs.length % 2 ? `${bs.slice(0, -1)}\\ufffd` : m)) : json;
+}

@@ -1,0 +1,60 @@
+import { client, createUser } from './support/accounts';
+import { Receiver, subscriptionsLoaded } from './events.helpers';
+import { eventually, freePort, startSystem, System } from './support/system';
+
+/**
+ * U+0000 from component code or a webhook receiver (Postgres text cannot hold
+ * it) must not stop the indexing or delivery of anyone's events.
+ */
+describe('events and answers that contain U+0000', () => {
+  let system: System;
+  beforeAll(async () => {
+    system = await startSystem({ HTTP_RATE_PER_SEC: '0', WEBHOOK_RETRY_SCHEDULE: '1s,1s', DELIVERY_METRICS_PORT: String(await freePort()) });
+  });
+  let receiver: Receiver | undefined;
+  afterAll(async () => {
+    await receiver?.stop();
+    await system?.stop();
+  });
+
+  it('stores U+FFFD in the summary and goes on indexing', async () => {
+    const user = createUser(system);
+    const api = client(system, user.apiKey);
+    const code = `module.exports = { name: "Nul", version: "1", props: { http: "$.interface.http" },
+      async run(event) { this.$emit({ text: event.body.text, ["k\\u0000"]: 1 }, { summary: "s\\u0000" }); this.$emit({ text: "next" }, { name: "ch\\u0000an" }); } };`;
+    const created = await api.post('/sources', { component_code: code });
+    expect(created.status).toBe(200);
+    const url = created.body.data.configured_props.http.endpoint_url as string;
+    await eventually(async () => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'x\u0000y' }) })).status === 200, { what: 'the endpoint', timeoutMs: 30_000 });
+    const events = await eventually(async () => {
+      const data = (await api.get(`/sources/${created.body.data.id}/event_summaries?expand=event,summary`)).body.data as { event: Record<string, unknown>; summary?: string }[];
+      return data.find((e) => e.summary !== undefined && e.event.text !== 'next');
+    }, { what: 'the indexed event', timeoutMs: 30_000 });
+    expect(events.event).toEqual({ text: 'x\ufffdy', 'k\ufffd': 1 });
+    expect(events.summary).toBe('s\ufffd');
+    // The second emit went to a channel whose name held U+0000: indexed too (one batch failing would lose both).
+    const other = await eventually(async () => (await api.get(`/sources/${created.body.data.id}/event_summaries?expand=event&event_name=${encodeURIComponent('ch\ufffdan')}`)).body.data?.[0], { what: 'the channel event', timeoutMs: 30_000 });
+    expect(other.event).toEqual({ text: 'next' });
+  });
+
+  it('retries a webhook delivery of such an event with the event intact, and logs an answer that holds U+0000', async () => {
+    const user = createUser(system);
+    const api = client(system, user.apiKey);
+    receiver = await new Receiver().start();
+    receiver.respond = (_r, n) => (n === 1 ? { status: 500, body: 'bad\u0000answer' } : { status: 200, body: 'ok' });
+    const code = `module.exports = { name: "Nul2", version: "1", props: { http: "$.interface.http" }, async run(event) { this.$emit({ text: event.body.text }); } };`;
+    const created = await api.post('/sources', { component_code: code });
+    const hook = await api.post(`/webhooks?url=${encodeURIComponent(receiver.url)}`);
+    expect((await api.post('/subscriptions', { emitter_id: created.body.data.id, listener_id: hook.body.data.id })).status).toBe(200);
+    await subscriptionsLoaded(system);
+    const url = created.body.data.configured_props.http.endpoint_url as string;
+    await eventually(async () => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'p\u0000q' }) })).status === 200, { what: 'the endpoint', timeoutMs: 30_000 });
+    await eventually(async () => receiver.received.length >= 2, { what: 'the retried delivery', timeoutMs: 30_000 });
+    expect(receiver.received.map((r) => JSON.parse(r.body).text)).toEqual(['p\u0000q', 'p\u0000q']);
+    const log = await eventually(async () => {
+      const rows = (await api.get(`/webhooks/${hook.body.data.id}/deliveries?limit=10`)).body.data as { status: string; response_body?: string }[];
+      return rows.length >= 2 ? rows : undefined;
+    }, { what: 'both attempts in the delivery log', timeoutMs: 30_000 });
+    expect(JSON.stringify(log)).toContain('bad\ufffdanswer');
+  });
+});
