@@ -13,7 +13,7 @@ describe('access changes take effect at once on every api replica', () => {
   let replicas: System[];
 
   beforeAll(async () => {
-    system = await startSystem({ REGISTRY_DIR: 'off' }, { apps: ['api'] });
+    system = await startSystem({ REGISTRY_DIR: 'off', SSE_KEEPALIVE_MS: '300' }, { apps: ['api'] });
     const port = await freePort();
     await system.startApp('api', 'api-2', { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
     replicas = [system, { ...system, baseUrl: `http://127.0.0.1:${port}/v1` }];
@@ -77,5 +77,33 @@ describe('access changes take effect at once on every api replica', () => {
     const user = createUser(system);
     expect(() => admin(system, ['orgs', 'remove-member', '--org', 'o_nope', '--user', user.id])).toThrow(/org o_nope not found/);
     expect(() => admin(system, ['orgs', 'remove-member', '--org', 'o_nope'])).toThrow(/--user is required/);
+  });
+
+  it('an open SSE stream ends once its key is rotated', async () => {
+    const user = createUser(system);
+    const source = await insertSource(system, user.id);
+    const ac = new AbortController();
+    const res = await fetch(`${system.origin}/sse/dc/${source}/emits`, { headers: { authorization: `Bearer ${user.apiKey}` }, signal: ac.signal });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain(':sse-handshake');
+    admin(system, ['keys', 'rotate', '--user', user.id]);
+    // The server ends the stream at its next keep-alive check (without it, this would read keep-alives until the abort).
+    const guard = setTimeout(() => ac.abort(), 20_000);
+    let ended = false;
+    try {
+      for (;;) {
+        const { done } = await reader.read();
+        if (done) {
+          ended = true;
+          break;
+        }
+      }
+    } catch {
+      ended = false;
+    } finally {
+      clearTimeout(guard);
+    }
+    expect(ended).toBe(true);
   });
 });

@@ -40,17 +40,18 @@ describe('events and answers that contain U+0000', () => {
   it('retries a webhook delivery of such an event with the event intact, and logs an answer that holds U+0000', async () => {
     const user = createUser(system);
     const api = client(system, user.apiKey);
-    receiver = await new Receiver().start();
-    receiver.respond = (_r, n) => (n === 1 ? { status: 500, body: 'bad\u0000answer' } : { status: 200, body: 'ok' });
+    const hookReceiver = await new Receiver().start();
+    receiver = hookReceiver;
+    hookReceiver.respond = (_r, n) => (n === 1 ? { status: 500, body: 'bad\u0000answer' } : { status: 200, body: 'ok' });
     const code = `module.exports = { name: "Nul2", version: "1", props: { http: "$.interface.http" }, async run(event) { this.$emit({ text: event.body.text }); } };`;
     const created = await api.post('/sources', { component_code: code });
-    const hook = await api.post(`/webhooks?url=${encodeURIComponent(receiver.url)}`);
+    const hook = await api.post(`/webhooks?url=${encodeURIComponent(hookReceiver.url)}`);
     expect((await api.post('/subscriptions', { emitter_id: created.body.data.id, listener_id: hook.body.data.id })).status).toBe(200);
     await subscriptionsLoaded(system);
     const url = created.body.data.configured_props.http.endpoint_url as string;
     await eventually(async () => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'p\u0000q' }) })).status === 200, { what: 'the endpoint', timeoutMs: 30_000 });
-    await eventually(async () => receiver.received.length >= 2, { what: 'the retried delivery', timeoutMs: 30_000 });
-    expect(receiver.received.map((r) => JSON.parse(r.body).text)).toEqual(['p\u0000q', 'p\u0000q']);
+    await eventually(async () => hookReceiver.received.length >= 2, { what: 'the retried delivery', timeoutMs: 30_000 });
+    expect(hookReceiver.received.map((r) => JSON.parse(r.body).text)).toEqual(['p\u0000q', 'p\u0000q']);
     const log = await eventually(async () => {
       const rows = (await api.get(`/webhooks/${hook.body.data.id}/deliveries?limit=10`)).body.data as { status: string; response_body?: string }[];
       return rows.length >= 2 ? rows : undefined;

@@ -67,7 +67,7 @@ function renderServerConfig({ listen, storeDir, installations, admin, httpPort, 
     const names = new Names(prefix);
     for (const app of APPS) {
       const c = credentials[app];
-      users.push({ user: c.user, password: c.password, permissions: natsPermissions(app, names, c.inboxPrefix) });
+      users.push({ user: c.user, password: c.password, permissions: natsPermissions(app, names, c.inboxPrefix, credentials.api.inboxPrefix) });
     }
   }
   const conf = { listen, jetstream: { store_dir: storeDir }, authorization: { users } };

@@ -8,8 +8,6 @@ export type NatsApp = (typeof NATS_APPS)[number];
 export interface NatsPermissions {
   publish: { allow: string[] };
   subscribe: { allow: string[] };
-  /** Lets the user answer requests it received (on their reply subjects), and nothing else there. */
-  allow_responses?: boolean;
 }
 
 /** The reply-subject prefix of one user: no user can subscribe to another's replies. */
@@ -79,7 +77,14 @@ export function installationStreams(n: Names): string[] {
  * Every app reads stream info (a non-api app waits for the api's streams) and
  * gets its own reply subjects (`natsInboxPrefix`).
  */
-export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string): NatsPermissions {
+/**
+ * `apiInboxPrefix`: where the api's requests want their answers (delivery answers
+ * `ctl.delete-events` there). Not `allow_responses`: with it the server records
+ * the reply subject of every message delivered to the app (every JetStream
+ * message has one) and the delivery app slowed to a crawl (about 15x fewer
+ * invocations/s through the whole system).
+ */
+export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, apiInboxPrefix: string): NatsPermissions {
   const subject = (...tokens: string[]): string => (n.prefix ? [n.prefix, ...tokens] : tokens).join('.');
   const all = installationStreams(n);
   // STREAM.NAMES: the client looks up the stream of a subject (object store reads) by name; it lists names only.
@@ -144,10 +149,10 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string): Na
             ...consumeStream(n.emitsStream),
             ...consumeStream(n.usageStream),
             ...consumeStream(n.deliveriesStream),
+            `${apiInboxPrefix}.>`,
           ],
         },
         subscribe: { allow: [inbox, subject('changed', '>'), subject('ctl', '>')] },
-        allow_responses: true,
       };
   }
 }

@@ -1,6 +1,7 @@
 import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 import { BadRequestError } from '@app/contracts';
+import { ApiKeyGuard } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
 import { parseEventId, parseExpand } from '../events/event-summary.dto';
@@ -14,23 +15,37 @@ import { SseService, StreamKind } from './sse.service';
  */
 @Controller('sse/dc')
 export class SseController {
-  constructor(private readonly events: EventsService, private readonly sse: SseService) {}
+  constructor(
+    private readonly events: EventsService,
+    private readonly sse: SseService,
+    private readonly guard: ApiKeyGuard,
+  ) {}
 
   @Get(':id/emits')
-  emits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
-    return this.open(auth, id, 'emits', lastId, expand, reply);
+  emits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
+    return this.open(auth, authorization, id, 'emits', lastId, expand, reply);
   }
 
   @Get(':id/observations')
-  observations(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
-    return this.open(auth, id, 'observations', lastId, expand, reply);
+  observations(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
+    return this.open(auth, authorization, id, 'observations', lastId, expand, reply);
   }
 
-  private async open(auth: AuthContext, id: string, kind: StreamKind, lastId: string | undefined, expand: unknown, reply: FastifyReply): Promise<void> {
+  private async open(auth: AuthContext, authorization: string, id: string, kind: StreamKind, lastId: string | undefined, expand: unknown, reply: FastifyReply): Promise<void> {
     const { summary } = parseExpand(expand);
     await this.events.assertSource(auth, id);
     const after = lastId ? parseEventId(lastId) : undefined;
     if (lastId && !after) throw new BadRequestError('Last-Event-ID must be an event id like 1700000000000-0', { header: 'last-event-id' });
-    await this.sse.stream(reply, id, kind, after, summary);
+    // Access is checked again at every keep-alive: a revoked key or a removed member loses the stream too.
+    const key = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] ?? '';
+    const stillAllowed = async (): Promise<boolean> => {
+      try {
+        await this.events.assertSource(await this.guard.authenticate(key), id);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await this.sse.stream(reply, id, kind, after, summary, stillAllowed);
   }
 }

@@ -16,7 +16,9 @@ const belongs = (kind: StreamKind, name: string): boolean => (kind === 'observat
 /**
  * Writes one unnamed SSE message per event (`id:` = event id, `data:` = the
  * event summary JSON) from an ordered JetStream consumer on the source's emit
- * subject; with a resume point it replays the stream from there first.
+ * subject; with a resume point it replays the stream from there first. Access
+ * is checked again at every keep-alive (`SSE_KEEPALIVE_MS`): a stream whose key
+ * was revoked or whose caller left the source's org ends.
  */
 @Injectable()
 export class SseService implements BeforeApplicationShutdown {
@@ -30,7 +32,7 @@ export class SseService implements BeforeApplicationShutdown {
     for (const close of [...this.open]) close();
   }
 
-  async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean): Promise<void> {
+  async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, stillAllowed: () => Promise<boolean>): Promise<void> {
     const consumer = await this.nats.js.consumers.get(this.nats.names.emitsStream, {
       filterSubjects: this.nats.names.emit(sourceId),
       ...(after ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, after.ms - REPLAY_SLACK_MS)).toISOString() } : { deliver_policy: DeliverPolicy.New }),
@@ -40,8 +42,15 @@ export class SseService implements BeforeApplicationShutdown {
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
     res.write(':sse-handshake\n\n');
-    const timer = setInterval(() => res.write(':sse-handshake\n\n'), this.config.sseKeepaliveMs);
     let closed = false;
+    // Each keep-alive first checks that the caller may still read the source (key not revoked, still a member).
+    const timer = setInterval(() => {
+      void stillAllowed().then((ok) => {
+        if (closed) return;
+        if (ok) res.write(':sse-handshake\n\n');
+        else close();
+      });
+    }, this.config.sseKeepaliveMs);
     const close = (): void => {
       if (closed) return;
       closed = true;

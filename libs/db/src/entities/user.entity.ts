@@ -32,6 +32,7 @@ export class Org {
 }
 
 @Entity({ tableName: 'org_members' })
+@Index({ properties: ['userId'] })
 export class OrgMember {
   @PrimaryKey({ type: 'string' }) orgId!: string;
   @PrimaryKey({ type: 'string' }) userId!: string;
