@@ -4,6 +4,7 @@
  * holds the account's Piscina pool and runs the tasks the app sends over IPC.
  * Nothing here trusts the components: they run in the pool's worker threads.
  */
+import type { HttpResponsePayload } from '../types';
 import { WorkerPool } from '../worker-pool';
 import type { FromHost, HostConfig, ToHost } from './host-protocol';
 import { IpcBatch } from './ipc-batch';
@@ -26,11 +27,10 @@ const pool = new WorkerPool({ ...config, logger });
 
 function handle(m: ToHost): void {
   if (m.t === 'run') {
-    const onResponse = m.respond ? (payload: Parameters<NonNullable<Parameters<WorkerPool['run']>[2]>>[0]) => send({ t: 'response', id: m.id, payload }) : undefined;
-    void pool.run(m.task, m.timeoutMs, onResponse).then((out) => send({ t: 'done', id: m.id, out }));
+    const onResponse = m.respond ? (payload: HttpResponsePayload) => send({ t: 'response', id: m.id, payload }) : undefined;
+    void pool.run(m.task, m.timeoutMs, onResponse).then((result) => send({ t: 'done', id: m.id, out: result }));
   } else if (m.t === 'close') {
     void pool.close(m.graceMs).then(() => {
-      send({ t: 'closed' });
       out.flush();
       process.exit(0);
     });

@@ -24,5 +24,4 @@ export type FromHost =
   | { t: 'ready' }
   | { t: 'done'; id: number; out: TaskOutcome<unknown> }
   | { t: 'response'; id: number; payload: HttpResponsePayload }
-  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; obj: object; msg?: string }
-  | { t: 'closed' };
+  | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; obj: object; msg?: string };
