@@ -14,7 +14,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, Server } from 'node:http';
-import { AddressInfo, createServer as netServer } from 'node:net';
+import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { connect, JetStreamClient } from 'nats';
 import { Client } from 'pg';
@@ -22,25 +22,10 @@ import 'reflect-metadata';
 import { EmittedEvent, encodeJson, encryptValue, Names } from '@app/contracts';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormOptions } from '@app/db';
+import { arg, createStreams, freePort, natsUsers, ROOT, sleep, waitFor, waitForHealthy } from './bench-support';
 
-const arg = (name: string, def: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  const env = process.env[`BENCH_${name.toUpperCase()}`];
-  return i > 0 ? Number(process.argv[i + 1]) : env ? Number(env) : def;
-};
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const ROOT = join(__dirname, '..', '..', '..', '..');
 /** An answer sent this close to the kill may not have been read by the sender yet. */
 const RECENT_MS = 50;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = netServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Copy {
   receivedAt: number;
@@ -85,15 +70,6 @@ class Receiver {
   }
 }
 
-async function waitFor(check: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await sleep(20);
-  }
-  return false;
-}
-
 async function main(): Promise<void> {
   const events = arg('events', 2000);
   const webhooks = arg('webhooks', 4);
@@ -109,7 +85,8 @@ async function main(): Promise<void> {
   const natsUrl = process.env.TEST_NATS_URL ?? process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
   const prefix = `bench_${run}`;
   const names = new Names(prefix);
-  const nc = await connect({ servers: natsUrl });
+  const users = await natsUsers(natsUrl, prefix);
+  const nc = await connect({ servers: natsUrl, user: users.admin.NATS_USER, pass: users.admin.NATS_PASSWORD });
   const js: JetStreamClient = nc.jetstream();
   let delivery: ChildProcess | undefined;
   const receiver = new Receiver(delayMs);
@@ -140,7 +117,8 @@ async function main(): Promise<void> {
       }
     };
     const metricsPort = await freePort();
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: dbUrl, NATS_URL: natsUrl, NATS_PREFIX: prefix, SECRETS_KEY: secretsKey.toString('hex'), ALLOW_LOOPBACK: 'true', DELIVERY_METRICS_PORT: String(metricsPort), DELIVERY_ACK_WAIT_MS: '3000', WEBHOOK_TIMEOUT_MS: '2000', LOG_LEVEL: 'warn' };
+    await createStreams(natsUrl, prefix, users.admin);
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: dbUrl, NATS_URL: natsUrl, ...users.delivery, NATS_PREFIX: prefix, SECRETS_KEY: secretsKey.toString('hex'), ALLOW_LOOPBACK: 'true', DELIVERY_METRICS_PORT: String(metricsPort), DELIVERY_ACK_WAIT_MS: '3000', WEBHOOK_TIMEOUT_MS: '2000', LOG_LEVEL: 'warn' };
     const startDelivery = async (): Promise<ChildProcess> => {
       const child = spawn(process.execPath, [join(ROOT, 'dist', 'apps', 'delivery', 'main.js')], { env, stdio: ['ignore', 'ignore', 'inherit'] });
       if (!(await waitForHealthy(metricsPort))) throw new Error('the delivery app did not become healthy');
@@ -233,15 +211,6 @@ async function main(): Promise<void> {
     await admin.query(`drop database if exists "${dbName}" with (force)`);
     await admin.end();
   }
-}
-
-async function waitForHealthy(port: number): Promise<boolean> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if ((await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok) return true;
-    await sleep(100);
-  }
-  return false;
 }
 
 main().catch((e: Error) => {

@@ -14,7 +14,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, Server } from 'node:http';
-import { AddressInfo, createServer as netServer } from 'node:net';
+import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { connect, JetStreamClient } from 'nats';
 import { Client } from 'pg';
@@ -23,45 +23,8 @@ import 'reflect-metadata';
 import { EmittedEvent, encodeJson, encryptValue, Names } from '@app/contracts';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormOptions } from '@app/db';
-import { loadConfig } from '@app/config';
-import { NatsService } from '@app/nats';
+import { arg, createStreams, freePort, natsUsers, ROOT, sleep, waitFor, waitForHealthy } from './bench-support';
 
-interface NatsAuthScript {
-  addTestInstallation(o: { dir: string; pid: number; url: string; prefix: string }): Promise<Record<'delivery', { user: string; password: string; inboxPrefix: string }>>;
-}
-
-/** The NATS users of this bench: an admin that publishes and creates the streams (the api's job), and the delivery app's own. */
-async function natsUsers(natsUrl: string, prefix: string): Promise<{ admin: Record<string, string>; delivery: Record<string, string> }> {
-  const e = process.env;
-  if (!e.TEST_NATS_AUTH_DIR) {
-    const auth: Record<string, string> = e.NATS_USER && e.NATS_PASSWORD ? { NATS_USER: e.NATS_USER, NATS_PASSWORD: e.NATS_PASSWORD } : {};
-    return { admin: auth, delivery: auth };
-  }
-  // eslint-disable-next-line @typescript-eslint/no-var-requires
-  const script = require(join(ROOT, 'scripts', 'lib', 'nats-auth.js')) as NatsAuthScript;
-  const own = (await script.addTestInstallation({ dir: e.TEST_NATS_AUTH_DIR, pid: Number(e.TEST_NATS_PID), url: natsUrl, prefix })).delivery;
-  return {
-    admin: { NATS_USER: e.TEST_NATS_USER ?? '', NATS_PASSWORD: e.TEST_NATS_PASSWORD ?? '' },
-    delivery: { NATS_USER: own.user, NATS_PASSWORD: own.password, NATS_INBOX_PREFIX: own.inboxPrefix },
-  };
-}
-
-const arg = (name: string, def: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  const env = process.env[`BENCH_${name.toUpperCase()}`];
-  return i > 0 ? Number(process.argv[i + 1]) : env ? Number(env) : def;
-};
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const ROOT = join(__dirname, '..', '..', '..', '..');
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = netServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Receipt {
   latencyMs: number;
@@ -126,15 +89,6 @@ class Publisher {
   }
 }
 
-async function waitFor(check: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await sleep(20);
-  }
-  return false;
-}
-
 async function main(): Promise<void> {
   const total = arg('events', 20_000);
   const rate = arg('rate', 1000);
@@ -168,9 +122,7 @@ async function main(): Promise<void> {
     await db.query(`insert into subscriptions (id, owner_id, emitter_id, listener_id, event_name, created_at) values ('sub_bench', 'u_bench', 'dc_bench', 'wh_bench', '', $1)`, [Math.floor(now / 1000)]);
     await db.end();
     // The api creates the streams and buckets; delivery only binds to them.
-    const creator = new NatsService(loadConfig({ NATS_URL: natsUrl, NATS_PREFIX: prefix, DATA_DIR: join(ROOT, '.data', 'bench'), ...users.admin }), 'delivery-bench', { manageStreams: true });
-    await creator.start();
-    await creator.stop();
+    await createStreams(natsUrl, prefix, users.admin);
     const metricsPort = await freePort();
     const profile = process.argv.includes('--profile') ? ['--cpu-prof', '--cpu-prof-dir=/tmp/delivery-prof'] : [];
     delivery = spawn(process.execPath, [...profile, join(ROOT, 'dist', 'apps', 'delivery', 'main.js')], {
@@ -291,15 +243,6 @@ async function main(): Promise<void> {
     await admin.query(`drop database if exists "${dbName}" with (force)`);
     await admin.end();
   }
-}
-
-async function waitForHealthy(port: number): Promise<boolean> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if ((await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok) return true;
-    await sleep(100);
-  }
-  return false;
 }
 
 main().catch((e: Error) => {
