@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { client } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
-import { eventually, freePort, startSystem, System } from './support/system';
+import { alive, eventually, freePort, startSystem, System } from './support/system';
 import { Receiver } from './events.helpers';
 
 /** The run's NATS users of a system, in the form npm start takes them when NATS_URL is set (NATS_<APP>_USER, …). */
@@ -73,14 +73,6 @@ describe('npm start restarts a crashed app', () => {
   const pidOf = (app: AppName): number => {
     const all = [...stderr.matchAll(new RegExp(`^${app} started \\(pid (\\d+)\\)`, 'gm'))];
     return Number(all.at(-1)![1]);
-  };
-  const alive = (pid: number): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
   };
 
   it('keeps accepting requests and loses no event while each app is killed in turn; Ctrl-C stops everything', async () => {

@@ -1,4 +1,4 @@
-import { eventually } from './support/system';
+import { alive, eventually } from './support/system';
 
 // The supervisor behind `npm start` (plain JS), run here against real child processes.
 const { Supervisor } = require('../scripts/lib/supervisor') as { Supervisor: new (opts: Record<string, unknown>) => SupervisorLike };
@@ -11,14 +11,6 @@ interface SupervisorLike {
   on(event: 'healthy', fn: (name: string, pid: number) => void): void;
 }
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('npm start supervisor', () => {
   const lines: string[] = [];

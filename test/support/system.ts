@@ -72,6 +72,16 @@ export async function freePort(): Promise<number> {
   }
 }
 
+/** Whether a process with this pid exists. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Polls `check` until it returns a truthy value or the deadline passes. */
 export async function eventually<T>(check: () => Promise<T | undefined | null | false>, { timeoutMs = 20_000, intervalMs = 100, what = 'condition' } = {}): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -3,9 +3,13 @@
  * the NATS users of a run (an admin that creates the streams, as the api does,
  * and the delivery app's own).
  */
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { AddressInfo, createServer as netServer } from 'node:net';
+import { connect, type NatsConnection } from 'nats';
+import { Client } from 'pg';
 import { loadConfig } from '@app/config';
+import { Names } from '@app/contracts';
 import { NatsService } from '@app/nats';
 
 export const ROOT = join(__dirname, '..', '..', '..', '..');
@@ -70,4 +74,45 @@ export async function waitForHealthy(port: number): Promise<boolean> {
     await sleep(100);
   }
   return false;
+}
+
+export interface BenchInstallation {
+  dbUrl: string;
+  natsUrl: string;
+  prefix: string;
+  names: Names;
+  users: Awaited<ReturnType<typeof natsUsers>>;
+  /** The admin's connection (publishes events as the runner does). */
+  nc: NatsConnection;
+  /** Drops the installation's streams (buckets and object stores included) and its database. */
+  close(): Promise<void>;
+}
+
+/** A database and a NATS prefix of their own for one benchmark run, on the dispatcher's servers (or the local defaults). */
+export async function openBenchInstallation(): Promise<BenchInstallation> {
+  const run = randomBytes(3).toString('hex');
+  const adminUrl = process.env.TEST_PG_ADMIN_URL ?? process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+  const dbName = `ess_bench_${run}`;
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database "${dbName}"`);
+  const natsUrl = process.env.TEST_NATS_URL ?? process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
+  const prefix = `bench_${run}`;
+  const users = await natsUsers(natsUrl, prefix);
+  const nc = await connect({ servers: natsUrl, user: users.admin.NATS_USER, pass: users.admin.NATS_PASSWORD });
+  return {
+    dbUrl: adminUrl.replace(/\/[^/?]+(\?|$)/, `/${dbName}$1`),
+    natsUrl,
+    prefix,
+    names: new Names(prefix),
+    users,
+    nc,
+    async close() {
+      const jsm = await nc.jetstreamManager();
+      for await (const st of jsm.streams.list()) if (st.config.name.includes(prefix)) await jsm.streams.delete(st.config.name);
+      await nc.close();
+      await admin.query(`drop database if exists "${dbName}" with (force)`);
+      await admin.end();
+    },
+  };
 }

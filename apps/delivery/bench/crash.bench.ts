@@ -16,13 +16,13 @@ import { randomBytes } from 'node:crypto';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { connect, JetStreamClient } from 'nats';
+import { JetStreamClient } from 'nats';
 import { Client } from 'pg';
 import 'reflect-metadata';
-import { EmittedEvent, encodeJson, encryptValue, Names } from '@app/contracts';
+import { EmittedEvent, encodeJson, encryptValue } from '@app/contracts';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormOptions } from '@app/db';
-import { arg, createStreams, freePort, natsUsers, ROOT, sleep, waitFor, waitForHealthy } from './bench-support';
+import { arg, createStreams, freePort, openBenchInstallation, ROOT, sleep, waitFor, waitForHealthy } from './bench-support';
 
 /** An answer sent this close to the kill may not have been read by the sender yet. */
 const RECENT_MS = 50;
@@ -75,18 +75,8 @@ async function main(): Promise<void> {
   const webhooks = arg('webhooks', 4);
   const delayMs = arg('delay', 20);
   const crashes = arg('crashes', 3);
-  const run = randomBytes(3).toString('hex');
-  const adminUrl = process.env.TEST_PG_ADMIN_URL ?? process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-  const dbName = `ess_bench_${run}`;
-  const admin = new Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database "${dbName}"`);
-  const dbUrl = adminUrl.replace(/\/[^/?]+(\?|$)/, `/${dbName}$1`);
-  const natsUrl = process.env.TEST_NATS_URL ?? process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
-  const prefix = `bench_${run}`;
-  const names = new Names(prefix);
-  const users = await natsUsers(natsUrl, prefix);
-  const nc = await connect({ servers: natsUrl, user: users.admin.NATS_USER, pass: users.admin.NATS_PASSWORD });
+  const bench = await openBenchInstallation();
+  const { dbUrl, natsUrl, prefix, names, users, nc } = bench;
   const js: JetStreamClient = nc.jetstream();
   let delivery: ChildProcess | undefined;
   const receiver = new Receiver(delayMs);
@@ -129,7 +119,7 @@ async function main(): Promise<void> {
     let seq = 0;
     const publish = (): Promise<unknown> => {
       const t = Date.now();
-      const ev: EmittedEvent = { id: `${t}-${seq++}`, emitterId: 'dc_crash', ownerId: 'u_bench', name: '', event: { n: seq }, emitId: `c${run}_${seq}`, ts: t, emittedAtMs: t };
+      const ev: EmittedEvent = { id: `${t}-${seq++}`, emitterId: 'dc_crash', ownerId: 'u_bench', name: '', event: { n: seq }, emitId: `c${prefix}_${seq}`, ts: t, emittedAtMs: t };
       return js.publish(names.emit('dc_crash'), encodeJson(ev), { msgID: ev.emitId });
     };
     const publishAll = async (n: number): Promise<void> => {
@@ -205,11 +195,7 @@ async function main(): Promise<void> {
     await sleep(500);
     receiver.server?.closeAllConnections();
     receiver.server?.close();
-    const jsm = await nc.jetstreamManager();
-    for await (const s of jsm.streams.list()) if (s.config.name.startsWith(prefix)) await jsm.streams.delete(s.config.name);
-    await nc.close();
-    await admin.query(`drop database if exists "${dbName}" with (force)`);
-    await admin.end();
+    await bench.close();
   }
 }
 

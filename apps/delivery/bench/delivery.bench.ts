@@ -16,14 +16,14 @@ import { randomBytes } from 'node:crypto';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { connect, JetStreamClient } from 'nats';
+import { JetStreamClient } from 'nats';
 import { Client } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import 'reflect-metadata';
 import { EmittedEvent, encodeJson, encryptValue, Names } from '@app/contracts';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormOptions } from '@app/db';
-import { arg, createStreams, freePort, natsUsers, ROOT, sleep, waitFor, waitForHealthy } from './bench-support';
+import { arg, createStreams, freePort, openBenchInstallation, ROOT, sleep, waitFor, waitForHealthy } from './bench-support';
 
 
 interface Receipt {
@@ -93,18 +93,8 @@ async function main(): Promise<void> {
   const total = arg('events', 20_000);
   const rate = arg('rate', 1000);
   const seconds = arg('seconds', 10);
-  const run = randomBytes(3).toString('hex');
-  const adminUrl = process.env.TEST_PG_ADMIN_URL ?? process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
-  const dbName = `ess_bench_${run}`;
-  const admin = new Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database "${dbName}"`);
-  const dbUrl = adminUrl.replace(/\/[^/?]+(\?|$)/, `/${dbName}$1`);
-  const natsUrl = process.env.TEST_NATS_URL ?? process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
-  const prefix = `bench_${run}`;
-  const names = new Names(prefix);
-  const users = await natsUsers(natsUrl, prefix);
-  const nc = await connect({ servers: natsUrl, user: users.admin.NATS_USER, pass: users.admin.NATS_PASSWORD });
+  const bench = await openBenchInstallation();
+  const { dbUrl, natsUrl, prefix, names, users, nc } = bench;
   let delivery: ChildProcess | undefined;
   const receiverSecret = 'whsec_' + randomBytes(24).toString('base64');
   const receiver = new Receiver(new Webhook(receiverSecret));
@@ -237,11 +227,7 @@ async function main(): Promise<void> {
     await sleep(500);
     receiver.server?.closeAllConnections();
     receiver.server?.close();
-    const jsm = await nc.jetstreamManager();
-    for await (const s of jsm.streams.list()) if (s.config.name.startsWith(prefix)) await jsm.streams.delete(s.config.name);
-    await nc.close();
-    await admin.query(`drop database if exists "${dbName}" with (force)`);
-    await admin.end();
+    await bench.close();
   }
 }
 

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /** Where things appear inside a sandbox: the project's code, the account's code, its egress sockets; /tmp is its own tmpfs. */
@@ -73,7 +73,8 @@ export function sandboxCommand(input: SandboxCommandInput): { command: string; a
     node,
     '--experimental-permission',
     // One flag per path: this Node reads a comma in the value as part of the path.
-    ...[...readOnly.map((m) => m.inside), '/tmp'].map((p) => `--allow-fs-read=${existsSync(p) && !lstatSync(p).isDirectory() ? p : slash(p)}`),
+    ...readOnly.map((m) => `--allow-fs-read=${statSync(m.outside).isDirectory() ? slash(m.inside) : m.inside}`),
+    '--allow-fs-read=/tmp/',
     '--allow-fs-write=/tmp/',
     '--allow-worker',
     '--no-warnings',
