@@ -28,7 +28,14 @@ function benchFiles() {
 }
 
 async function main() {
-  const filters = process.argv.slice(2);
+  // `--name value` pairs are options of the benchmarks (passed to each file); the other words are filters.
+  const args = process.argv.slice(2);
+  const filters = [];
+  const options = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i].startsWith('--')) options.push(args[i], ...(args[i + 1] !== undefined && !args[i + 1].startsWith('--') ? [args[++i]] : []));
+    else filters.push(args[i]);
+  }
   const files = benchFiles().filter((f) => !filters.length || filters.some((x) => path.relative(root, f).includes(x)));
   if (!files.length) {
     log(`no benchmark matches ${filters.join(' ') || '(any)'}`);
@@ -42,7 +49,7 @@ async function main() {
   try {
     for (const file of files) {
       log(`bench: ${path.relative(root, file)}`);
-      const r = spawnSync(process.execPath, ['--expose-gc', file], { cwd: root, env, stdio: 'inherit' });
+      const r = spawnSync(process.execPath, ['--expose-gc', file, ...options], { cwd: root, env, stdio: 'inherit' });
       if (r.status !== 0) failed++;
     }
   } finally {

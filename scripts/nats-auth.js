@@ -3,7 +3,8 @@
 // NATS credentials of an installation (see docs/operations.md, "NATS credentials"):
 //
 //   node scripts/nats-auth.js compose <dir>        docker compose's `nats-auth` job: keeps (or generates) the
-//                                                   passwords in <dir>, writes <dir>/nats-server.conf and one
+//                                                   passwords in <dir>, writes <dir>/nats-server.conf, the
+//                                                   `cluster` profile's <dir>/nats-{1,2,3}.conf and one
 //                                                   <dir>/<app>.password per app (all mode 0600)
 //   node scripts/nats-auth.js rotate [<dir>]        new passwords for every user in <dir> (default
 //                                                   <DATA_DIR>/nats, where npm start keeps them); rewrites the
@@ -15,6 +16,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { APPS, loadOrCreateCredentials, rotateCredentials, renderServerConfig, writePrivate } = require('./lib/nats-auth');
+const { loadOrCreateRouteUser } = require('./lib/nats-cluster');
 
 const root = path.join(__dirname, '..');
 const defaultDir = () => path.join(path.resolve(process.env.DATA_DIR || path.join(root, '.data')), 'nats');
@@ -25,6 +27,25 @@ function writeComposeFiles(dir, creds) {
     path.join(dir, 'nats-server.conf'),
     renderServerConfig({ listen: '0.0.0.0:4222', storeDir: '/data', httpPort: '127.0.0.1:8222', installations: [{ prefix: creds.prefix, credentials: creds.apps }], admin: creds.admin }),
   );
+  // The `cluster` profile's three nodes: routes between them with the cluster's own user, every write
+  // fsynced before it is acknowledged (sync_interval: always).
+  const route = loadOrCreateRouteUser(dir);
+  const nodes = ['nats-1', 'nats-2', 'nats-3'];
+  for (const node of nodes) {
+    writePrivate(
+      path.join(dir, `${node}.conf`),
+      renderServerConfig({
+        listen: '0.0.0.0:4222',
+        storeDir: '/data',
+        httpPort: '127.0.0.1:8222',
+        installations: [{ prefix: creds.prefix, credentials: creds.apps }],
+        admin: creds.admin,
+        serverName: node,
+        syncInterval: 'always',
+        cluster: { name: 'ess', listen: '0.0.0.0:6222', user: route.user, password: route.password, routes: nodes.filter((n) => n !== node).map((n) => `nats-route://${route.user}:${route.password}@${n}:6222`) },
+      }),
+    );
+  }
   for (const app of APPS) writePrivate(path.join(dir, `${app}.password`), `${creds.apps[app].password}\n`);
   fs.writeFileSync(path.join(dir, 'compose'), 'this directory holds the docker compose NATS files\n');
 }

@@ -97,6 +97,7 @@ async function main() {
 
   const base = `${config.publicUrl}/v1`;
   process.stdout.write(`ready ${base}\n`);
+  process.stdout.write(`dashboard ${config.publicUrl}/ui/ (sign in with the API key below)\n`);
   process.stdout.write(`demo account ${account.id}, API key: ${account.api_key}\n`);
   process.stdout.write(`try: curl -s -H "Authorization: Bearer ${account.api_key}" ${base}/users/me\n`);
 }

@@ -11,12 +11,14 @@ const { randomBytes } = require('node:crypto');
 const { ensureBuilt, log } = require('./lib/infra');
 const { startIsolatedRun } = require('./lib/isolated-run');
 const { ensureBubblewrap } = require('./lib/bubblewrap');
+const { ensureChromium } = require('./lib/chromium');
 
 const root = path.join(__dirname, '..');
 
 async function main() {
   ensureBuilt(root);
   ensureBubblewrap();
+  ensureChromium();
   const runId = randomBytes(4).toString('hex');
   const { env, finish } = await startIsolatedRun(root, runId);
   let status = 1;

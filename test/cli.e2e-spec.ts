@@ -360,7 +360,8 @@ describe('pd command-line tool', () => {
   it('develops a source: redeploys on each save of an imported file and streams its events', async () => {
     const dev = pdSpawn(['dev', 'source.mjs', '--prop', 'greeting=dev', '--name', 'cli dev'], home, {}, dir);
     try {
-      await eventually(async () => /Deployed source (dc_\S+)/.exec(dev.stdout()), { what: 'pd dev to deploy', timeoutMs: 60_000 });
+      // The deploy lines may arrive in more than one chunk: wait for the endpoint line too.
+      await eventually(async () => /Deployed source (dc_\S+)/.test(dev.stdout()) && /endpoint:\s+(\S+)/.test(dev.stdout()), { what: 'pd dev to deploy', timeoutMs: 60_000 });
       const devId = /Deployed source (dc_\S+)/.exec(dev.stdout())?.[1] as string;
       const devEndpoint = /endpoint:\s+(\S+)/.exec(dev.stdout())?.[1] as string;
       await eventually(async () => dev.stderr().includes('Watching 2 files'), { what: 'the watcher' });

@@ -77,6 +77,10 @@ describe('npm start restarts a crashed app', () => {
 
   it('keeps accepting requests and loses no event while each app is killed in turn; Ctrl-C stops everything', async () => {
     const key = /API key: (\S+)/.exec(stdout)![1];
+    // The dashboard's address is printed beside the API's, and answers its page.
+    const dashboard = /^dashboard (\S+)/m.exec(stdout)?.[1] ?? '';
+    expect(dashboard).toMatch(/^http:\/\/\S+\/ui\/$/);
+    expect(await (await fetch(dashboard)).text()).toContain('<div id="app">');
     const api = client({ ...system, baseUrl: /^ready (\S+)/m.exec(stdout)![1] }, key);
     const created = await api.post('/sources', { component_code: HTTP_SOURCE });
     expect(created.status).toBe(200);

@@ -8,7 +8,10 @@ import createClient from 'openapi-fetch';
 import { admin, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
 import { DocOperation, fillPath, Json, operationsOf } from './support/openapi-requests';
-import { startSystem, System } from './support/system';
+
+/** A workflow whose run fails when its event says so. */
+const WORKFLOW = (name: string) => ({ name, trigger: { manual: {} }, steps: [{ name: 'check', code: 'export default defineComponent({ async run({ steps }) { if (steps.trigger.event.fail) throw new Error("failed"); return 1; } });' }] });
+import { eventually, startSystem, System } from './support/system';
 
 /**
  * Generates one valid request per operation of the served OpenAPI document and checks the live
@@ -42,6 +45,13 @@ describe('the OpenAPI document at /v1/openapi.json', () => {
     ids.source = ((await call('POST', '/v1/sources', { component_id: ids.component })).json as { data: { id: string } }).data.id;
     ids.listener = ((await call('POST', '/v1/sources', { component_id: ids.component, name: 'listener' })).json as { data: { id: string } }).data.id;
     ids.webhook = ((await call('POST', '/v1/webhooks', { url: 'https://example.com/hook' })).json as { data: { id: string } }).data.id;
+    const hook = 'export default { name: "Hooked", version: "1", props: { github: { type: "app", app: "github" }, hook: { type: "$.interface.apphook", appProp: "github", eventNames: ["push"] } }, async run(e) { this.$emit(e) } };';
+    const hookComponent = ((await call('POST', '/v1/components', { component_code: hook })).json as { data: { id: string } }).data.id;
+    ids.hookSource = ((await call('POST', '/v1/sources', { component_id: hookComponent })).json as { data: { id: string } }).data.id;
+    ids.workflow = ((await call('POST', '/v1/workflows', WORKFLOW('doc-flow'))).json as { data: { id: string } }).data.id;
+    // A failed run, so that replay has an $errors event to run again.
+    await call('POST', `/v1/workflows/${ids.workflow}/run`, { event: { fail: true } });
+    ids.errorEvent = await eventually(async () => ((await call('GET', `/v1/workflows/${ids.workflow}/$errors/event_summaries`)).json as { data: { id: string }[] }).data[0]?.id, { what: 'the $errors event' });
   });
   afterAll(async () => {
     await system?.stop();
@@ -73,8 +83,14 @@ describe('the OpenAPI document at /v1/openapi.json', () => {
 
   /** Path values, query and body of a valid request for an operation. */
   function requestFor(op: DocOperation): { path: string; body?: unknown } {
-    const resource = op.path.startsWith('/v1/webhooks') ? ids.webhook : op.path.startsWith('/v1/workflows') ? 'p_none' : ids.source;
-    const path = fillPath(op.path, { id: resource, keyOrId: ids.component, key: 'schedule-interval', prop: 'http', org_id: ids.org, channel: '$errors' });
+    const resource = op.path.startsWith('/v1/webhooks')
+      ? ids.webhook
+      : op.path.startsWith('/v1/workflows') || op.path.startsWith('/sse/p/')
+        ? ids.workflow
+        : op.path.endsWith('/app_hook')
+          ? ids.hookSource
+          : ids.source;
+    const path = fillPath(op.path, { id: resource, keyOrId: ids.component, key: 'schedule-interval', prop: 'http', org_id: ids.org, channel: '$errors', app: 'github' });
     const query = op.parameters.some((p) => p.in === 'query' && p.name === 'limit') ? '?limit=2' : '';
     const bodies: Record<string, unknown> = {
       postComponents: { component_code: HTTP_SOURCE },
@@ -82,11 +98,17 @@ describe('the OpenAPI document at /v1/openapi.json', () => {
       postSources: { component_id: ids.component, name: 'from the document' },
       putSourcesId: { component_id: ids.component, name: 'renamed' },
       postSourcesIdRun: { event: { hello: 'world' } },
+      postAppsAppHookEvents: { event_name: 'push', event: { ref: 'main' } },
+      postSourcesIdAppHook: { event_name: 'push', event: { ref: 'main' } },
       postSubscriptions: { emitter_id: ids.source, listener_id: ids.listener },
       deleteSubscriptions: { emitter_id: ids.source, listener_id: ids.listener, event_name: '' },
       postAutoSubscriptions: { event_name: '$errors', listener_id: ids.listener },
       postWebhooks: { url: 'https://example.com/other' },
       putWebhooksId: { name: 'renamed' },
+      postWorkflows: WORKFLOW('doc-flow-2'),
+      putWorkflowsId: WORKFLOW('doc-flow'),
+      postWorkflowsIdRun: { event: { hello: 'world' } },
+      postWorkflowsIdReplay: { event_id: ids.errorEvent },
     };
     return { path: path + query, body: bodies[op.operationId] };
   }
@@ -121,8 +143,8 @@ describe('the OpenAPI document at /v1/openapi.json', () => {
       }
       checked.push(name);
     }
-    // Every operation but the workflow reads (this service has no workflows: always 404) succeeded.
-    const expected = ops.filter((o) => !o.path.startsWith('/v1/workflows')).map((o) => `${o.method} ${o.path}`);
+    // Every operation succeeded.
+    const expected = ops.map((o) => `${o.method} ${o.path}`);
     expect(checked.sort()).toEqual(expected.sort());
   });
 

@@ -249,33 +249,80 @@ function cpuSecondsOf(needle) {
   return sum;
 }
 
+/** CPU seconds of a process and all its descendants alive now (an app with its sandbox processes). */
+function cpuSecondsOfTree(pid) {
+  const fs = require('node:fs');
+  const children = new Map();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (!children.has(ppid)) children.set(ppid, []);
+      children.get(ppid).push(Number(d));
+    } catch {
+      // gone
+    }
+  }
+  let sum = 0;
+  const todo = [pid];
+  while (todo.length) {
+    const p = todo.pop();
+    sum += cpuSeconds(p) || 0;
+    todo.push(...(children.get(p) || []));
+  }
+  return sum;
+}
+
 /**
- * Starts a CPU account: `done()` → "machine busy 85% of 2 cores; api 31%, …" for the named
- * app processes, NATS, Postgres and this benchmark process (one core = 100%).
+ * Starts a CPU account of named processes: `sources` maps a name to a function
+ * returning that part's CPU seconds so far. `done(wallMs, count)` returns the
+ * machine's busy share, each part's share of one core and its CPU time per item
+ * (`perItemUs`), and a printable line.
  */
-function cpuAccount(system, apps) {
+function cpuParts(sources) {
   const wall0 = Date.now();
   const m0 = machineTicks();
-  const own0 = process.cpuUsage();
-  const a0 = apps.map((a) => cpuSeconds(system.pid(a)));
-  // The run's own nats-server (npm run bench starts one); any nats-server otherwise.
-  const natsPid = Number(process.env.TEST_NATS_PID) || undefined;
-  const natsCpu = () => (natsPid ? cpuSeconds(natsPid) || 0 : cpuSecondsOf('nats-server'));
-  const n0 = natsCpu();
-  const p0 = cpuSecondsOf('postgres');
+  const start = Object.fromEntries(Object.entries(sources).map(([k, f]) => [k, f()]));
   return {
-    /** `count`: also the CPU time per item (event, request), which load from other processes disturbs less than rates. */
     done(wallMs = Date.now() - wall0, count = 0) {
       const s = wallMs / 1000;
-      const pct = (x) => `${Math.round((x / s) * 100)}%${count ? ` (${Math.round((x / count) * 1e6)} µs/item)` : ''}`;
       const m1 = machineTicks();
-      const own = process.cpuUsage(own0);
-      const parts = apps.map((a, i) => `${a} ${pct(cpuSeconds(system.pid(a)) - a0[i])}`);
-      parts.push(`nats-server ${pct(natsCpu() - n0)}`, `postgres ${pct(cpuSecondsOf('postgres') - p0)}`, `bench client ${pct((own.user + own.system) / 1e6)}`);
-      const busy = Math.round(((m1.busy - m0.busy) / Math.max(1, m1.all - m0.all)) * 100);
-      return `machine busy ${busy}% of ${require('node:os').cpus().length} cores; ${parts.join(', ')} (one core = 100%; ${natsPid ? 'the run\'s own nats-server; ' : 'nats-server and '}postgres ${natsPid ? 'is' : 'are'} shared with anything else on the machine)`;
+      const parts = Object.entries(sources).map(([name, f]) => {
+        const used = f() - start[name];
+        return { name, share: used / s, perItemUs: count ? (used / count) * 1e6 : NaN };
+      });
+      const busy = (m1.busy - m0.busy) / Math.max(1, m1.all - m0.all);
+      const fmt = (p) => `${p.name} ${Math.round(p.share * 100)}%${count ? ` (${Math.round(p.perItemUs)} µs/item)` : ''}`;
+      return { busy, parts, line: `machine busy ${Math.round(busy * 100)}% of ${require('node:os').cpus().length} cores; ${parts.map(fmt).join(', ')} (one core = 100%)` };
     },
   };
 }
 
-module.exports = { addNatsInstallation, natsAdmin, cpuAccount, cpuSeconds, startSystem, createUser, api, scrape, total, histogramQuantile, percentile, until, freePort };
+/** The CPU parts of a running system: each app with its sandbox processes, the run's nats-server, this system's Postgres backends. */
+function systemCpuSources(system, apps) {
+  const natsPid = Number(process.env.TEST_NATS_PID) || undefined;
+  const dbName = new URL(system.env.DATABASE_URL).pathname.slice(1);
+  return {
+    ...Object.fromEntries(apps.map((a) => [a, () => cpuSecondsOfTree(system.pid(a))])),
+    'nats-server': () => (natsPid ? cpuSeconds(natsPid) || 0 : cpuSecondsOf('nats-server')),
+    postgres: () => cpuSecondsOf(` ${dbName} `),
+  };
+}
+
+/** The bench process itself (load generator and receiver). */
+const benchClientCpu = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
+
+/**
+ * Starts a CPU account: `done()` → "machine busy 85% of 2 cores; api 31%, …" for the named
+ * app processes (with their sandboxes), NATS, this system's Postgres backends and this benchmark process (one core = 100%).
+ */
+function cpuAccount(system, apps) {
+  const account = cpuParts({ ...systemCpuSources(system, apps), 'bench client': benchClientCpu });
+  return { done: (wallMs, count) => account.done(wallMs, count).line };
+}
+
+module.exports = { addNatsInstallation, natsAdmin, cpuAccount, cpuParts, systemCpuSources, benchClientCpu, cpuSeconds, cpuSecondsOfTree, startSystem, createUser, api, scrape, total, histogramQuantile, percentile, until, freePort };

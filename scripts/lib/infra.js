@@ -150,8 +150,9 @@ function ensureBuilt(root, { quiet = false } = {}) {
     const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio });
     if (r.status !== 0) throw new Error('npm ci failed');
   }
-  const stamp = path.join(root, 'dist', 'apps', 'api', 'main.js');
-  const built = fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
+  // The apps' stamp is their entry point; the dashboard's (apps/web, built by the same `npm run build`) its index.html.
+  const stamps = [path.join(root, 'dist', 'apps', 'api', 'main.js'), path.join(root, 'dist', 'web', 'index.html')];
+  const built = Math.min(...stamps.map((s) => (fs.existsSync(s) ? fs.statSync(s).mtimeMs : 0)));
   if (!built || newestMtime(root, ['apps', 'libs']) > built) {
     log('building…');
     const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio });
@@ -165,7 +166,7 @@ function newestMtime(root, dirs) {
     for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
       const p = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(p);
-      else if (entry.name.endsWith('.ts')) newest = Math.max(newest, fs.statSync(p).mtimeMs);
+      else if (/\.(ts|tsx|css|html)$/.test(entry.name)) newest = Math.max(newest, fs.statSync(p).mtimeMs);
     }
   };
   for (const d of dirs) if (fs.existsSync(path.join(root, d))) walk(path.join(root, d));

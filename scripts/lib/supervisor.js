@@ -59,6 +59,7 @@ class Supervisor extends EventEmitter {
    * @param {object} opts
    * @param {(msg: string) => void} opts.log
    * @param {{ write(chunk: Buffer): unknown }} [opts.output] where the apps' stderr goes (default: this process's stderr)
+   * @param {boolean} [opts.stdoutToOutput] the apps' stdout goes to `output` too (default: this process's stdout)
    * Other options: see DEFAULTS.
    */
   constructor(opts) {
@@ -89,7 +90,8 @@ class Supervisor extends EventEmitter {
 
   spawn(app) {
     const { command, args, env } = app.spec;
-    const child = spawn(command, args, { env, stdio: ['ignore', 'inherit', 'pipe'] });
+    const child = spawn(command, args, { env, stdio: ['ignore', this.opts.stdoutToOutput ? 'pipe' : 'inherit', 'pipe'] });
+    if (this.opts.stdoutToOutput) child.stdout.on('data', (d) => this.output.write(d));
     app.child = child;
     app.startedAt = Date.now();
     app.healthyAt = 0;

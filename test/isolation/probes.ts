@@ -39,10 +39,12 @@ export function attackerSource(targets: { dataDir: string; root: string; natsPor
     await dial("api", ${targets.apiPort});
     await dial("loopback", ${targets.loopbackPort});
     await dial("metadata", 80, "169.254.169.254");
-    // Below JavaScript: a fresh worker thread has no egress client at all; its sockets meet an empty network namespace.
+    // Below JavaScript: a fresh worker thread would have no egress client at all (its sockets would meet an empty
+    // network namespace), and one with its own execArgv would run outside the permission model: workers are refused.
     out.rawSocket = await new Promise((r) => {
       const { Worker } = require("worker_threads");
-      const w = new Worker("const s = require('net').connect(${targets.loopbackPort}, '127.0.0.1'); s.on('connect', () => { require('worker_threads').parentPort.postMessage('OK connected'); s.destroy(); }); s.on('error', (e) => require('worker_threads').parentPort.postMessage('DENIED ' + e.code));", { eval: true });
+      let w;
+      try { w = new Worker("const s = require('net').connect(${targets.loopbackPort}, '127.0.0.1'); s.on('connect', () => { require('worker_threads').parentPort.postMessage('OK connected'); s.destroy(); }); s.on('error', (e) => require('worker_threads').parentPort.postMessage('DENIED ' + e.code));", { eval: true, execArgv: [] }); } catch (e) { return r("DENIED " + (e.code || e.message)); }
       w.on("message", (m) => { r(m); w.terminate(); });
       w.on("error", (e) => r("DENIED " + (e.code || e.message)));
     });

@@ -11,10 +11,12 @@ import { AccountsModule } from './accounts/accounts.module';
 import { ComponentsModule } from './components/components.module';
 import { SourcesModule } from './sources/sources.module';
 import { HttpEndpointsModule } from './http-endpoints/http-endpoints.module';
+import { AppHooksModule } from './app-hooks/app-hooks.module';
 import { EventsModule } from './events/events.module';
 import { SubscriptionsModule } from './subscriptions/subscriptions.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { SseModule } from './sse/sse.module';
+import { WorkflowsModule } from './workflows/workflows.module';
 import { HealthController } from './health.controller';
 import { ContractInterceptor } from './contract/contract.interceptor';
 import { OpenApiController } from './contract/openapi.controller';
@@ -33,10 +35,12 @@ export class AppModule implements NestModule {
         ComponentsModule,
         SourcesModule,
         HttpEndpointsModule,
+        AppHooksModule,
         EventsModule,
         SubscriptionsModule,
         WebhooksModule,
         SseModule,
+        WorkflowsModule,
       ],
       controllers: [HealthController, OpenApiController],
       providers: [

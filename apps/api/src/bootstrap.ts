@@ -7,6 +7,7 @@ import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
 import { assertJsonTextLimits, assertNoNul } from './common/json-limits';
 import { clientErrorHandler, frameworkErrors, registerRequestHygiene } from './common/protocol-errors';
 import { requireDeclaredRoutes } from './contract/route-coverage';
+import { registerWebUi } from './web/web-ui';
 
 /** Builds the api application (not yet listening); used by main.ts and the tests. */
 export async function createApiApp(config: AppConfig): Promise<NestFastifyApplication> {
@@ -30,6 +31,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   });
   const fastify = app.getHttpAdapter().getInstance();
   registerRequestHygiene(fastify);
+  // The dashboard (apps/web): static files under /ui/, on the same origin as the API it calls.
+  registerWebUi(fastify);
   // Lenient JSON: an empty body is no body (clients POST with parameters in the query).
   fastify.addContentTypeParser(['application/json', 'text/plain', 'application/x-www-form-urlencoded'], { parseAs: 'string' }, (req, body, done) => {
     const text = String(body);

@@ -3,6 +3,7 @@ import { COMPONENT_READER, ComponentReader } from './components/component-reader
 import { Public } from './auth/api-key.guard';
 import { ComponentGc, GcStats } from './components/component-gc';
 import { RegistrySeeder, RegistryStatus } from './components/registry.seeder';
+import { IngestStats, InvocationBacklog } from './http-endpoints/invocation-backlog';
 
 export interface HealthDto {
   status: 'ok';
@@ -12,6 +13,8 @@ export interface HealthDto {
   component_gc: GcStats;
   /** How component code is isolated: `namespaces` (one sandbox process per account) or `none` (SANDBOX_ISOLATION=none). */
   isolation: string;
+  /** Back-pressure of HTTP ingress: invocations waiting in INVOCATIONS (as last read), its bounds, requests this replica refused with 429. */
+  ingest: IngestStats;
 }
 
 @Controller()
@@ -19,6 +22,7 @@ export class HealthController {
   constructor(
     private readonly seeder: RegistrySeeder,
     private readonly gc: ComponentGc,
+    private readonly backlog: InvocationBacklog,
     @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
   ) {}
 
@@ -26,6 +30,6 @@ export class HealthController {
   @Public()
   @Get('healthz')
   health(): HealthDto {
-    return { status: 'ok', registry: this.seeder.status, component_gc: this.gc.stats, isolation: this.reader.isolation?.mode ?? 'none' };
+    return { status: 'ok', registry: this.seeder.status, component_gc: this.gc.stats, isolation: this.reader.isolation?.mode ?? 'none', ingest: this.backlog.stats };
   }
 }

@@ -17,7 +17,7 @@ interface LogEvent {
   ts?: number | string;
   k?: string;
   msg?: unknown;
-  error?: { name?: string; message?: string; stack?: string };
+  error?: { name?: string; message?: string; stack?: string; code?: string; cellId?: string };
 }
 
 export function printObservation(ctx: CommandContext, e: EventSummary): void {
@@ -26,7 +26,8 @@ export function printObservation(ctx: CommandContext, e: EventSummary): void {
   const when = formatTime(typeof ev.ts === 'number' ? ev.ts : typeof ev.ts === 'string' ? Date.parse(ev.ts) : e.indexed_at_ms) || formatTime(e.indexed_at_ms);
   if (e.metadata?.name === '$errors' || ev.error) {
     const err = ev.error ?? {};
-    out(`${dim(when)} ${red('error')} ${err.name ?? 'Error'}: ${err.message ?? JSON.stringify(e.event)}`);
+    // A source's error has name and message; a workflow's (the spec's form) code, cellId and stack.
+    out(`${dim(when)} ${red('error')} ${err.name ?? err.code ?? 'Error'}: ${err.message ?? err.stack?.split('\n')[0].replace(/^[^:]*:\s*/, '') ?? JSON.stringify(e.event)}`);
     if (err.stack) out(dim(err.stack.split('\n').slice(1, 6).join('\n')));
     return;
   }
@@ -51,7 +52,9 @@ export function parseSummary(data: string): EventSummary | undefined {
  */
 export function follow(ctx: CommandContext, client: ApiClient, sourceId: string, stream: 'emits' | 'observations', opts: { after?: string; seen?: Set<string>; signal: AbortSignal; print: (e: EventSummary) => void }): Promise<void> {
   const seen = opts.seen ?? new Set<string>();
-  return followStream(client, `/sse/dc/${encodeURIComponent(sourceId)}/${stream}?expand=summary`, {
+  // Sources stream at /sse/dc/<id>, workflows at /sse/p/<id>.
+  const kind = sourceId.startsWith('p_') ? 'p' : 'dc';
+  return followStream(client, `/sse/${kind}/${encodeURIComponent(sourceId)}/${stream}?expand=summary`, {
     lastEventId: opts.after,
     signal: opts.signal,
     onNotice: (t) => note(dim(t)),

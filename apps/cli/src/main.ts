@@ -6,10 +6,11 @@ import { configCommand, loginCommand } from './commands/account';
 import { devCommand } from './commands/dev';
 import { eventsCommand, logsCommand } from './commands/events';
 import { deleteCommand, deployCommand, listCommand, publishCommand, runCommand, updateCommand } from './commands/sources';
+import { replayCommand, runsCommand } from './commands/workflows';
 import { CliError, describeError } from './errors';
 import { bold } from './output';
 
-const COMMANDS: Command[] = [loginCommand, configCommand, deployCommand, devCommand, publishCommand, listCommand, eventsCommand, logsCommand, updateCommand, deleteCommand, runCommand];
+const COMMANDS: Command[] = [loginCommand, configCommand, deployCommand, devCommand, publishCommand, listCommand, eventsCommand, logsCommand, updateCommand, deleteCommand, runCommand, replayCommand, runsCommand];
 const ALIASES: Record<string, string> = { ls: 'list', rm: 'delete', log: 'logs', event: 'events' };
 
 /** Exit code for usage mistakes (unknown command or option), as most CLIs do. */

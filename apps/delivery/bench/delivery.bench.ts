@@ -136,7 +136,7 @@ async function main(): Promise<void> {
               return `${durable} pending ${c.num_pending} ack-pending ${c.num_ack_pending} redelivered ${c.num_redelivered}`;
             };
             const health = await fetch(`http://127.0.0.1:${metricsPort}/healthz`).then((r) => r.text()).catch(() => '');
-            console.log(`[watch] ${health} received ${receiver.receipts.size}; ${await info(names.emitsStream, 'router')}; ${await info(names.emitsStream, 'indexer')}; ${await info(names.deliveriesStream, 'webhook-sender')}`);
+            console.log(`[watch] ${health} received ${receiver.receipts.size}; ${await info(names.emitsStream, 'router')}; ${await info(names.deliveriesStream, 'webhook-sender')}`);
           })().catch(() => undefined);
         }, 2000)
       : undefined;

@@ -8,6 +8,7 @@ import { loggerProvider } from './common/tokens';
 import { IndexerService } from './indexer/indexer.service';
 import { RouterService } from './router/router.service';
 import { SubscriptionCache } from './router/subscription-cache';
+import { SendsService } from './sends/sends.service';
 import { UsageService } from './usage/usage.service';
 import { WebhookSenderService } from './webhooks-out/webhook-sender.service';
 
@@ -25,6 +26,7 @@ export class DeliveryModule {
         RouterService,
         WebhookSenderService,
         UsageService,
+        SendsService,
       ],
       exports: [Registry, SubscriptionCache],
       imports: [ConfigModule.forRoot(config), DbModule.forRoot(config), NatsModule.forRoot('delivery', { manageStreams: false })],

@@ -114,6 +114,34 @@ describe('analyzeComponent', () => {
     expect(out.configurableProps[1]).toEqual({ name: 'url', type: 'string' });
   });
 
+  it('accepts app hooks ($.interface.apphook) on an app prop, with static or method eventNames, and a default on a required prop', () => {
+    const out = analyzeComponent(
+      desc({
+        props: [
+          { name: 'slack', type: 'app', app: 'slack', methods: [] },
+          { name: 'slackApphook', type: '$.interface.apphook', extra: { appProp: 'slack', eventNames: { $fn: true, async: true } } },
+          { name: 'ghHook', type: '$.interface.apphook', extra: { appProp: 'slack', eventNames: ['push'] } },
+          { name: 'ignoreBot', type: 'boolean', label: 'Ignore bots', default: false },
+        ],
+      }),
+    );
+    expect(out.configurableProps).toEqual([
+      { name: 'slack', type: 'app', app: 'slack' },
+      { name: 'slackApphook', type: '$.interface.apphook', appProp: 'slack', remoteEventNames: true },
+      { name: 'ghHook', type: '$.interface.apphook', appProp: 'slack', eventNames: ['push'] },
+      { name: 'ignoreBot', type: 'boolean', label: 'Ignore bots', default: false },
+    ]);
+    expect(out.meta.appHooks).toEqual([
+      { prop: 'slackApphook', appProp: 'slack', app: 'slack', eventNames: null },
+      { prop: 'ghHook', appProp: 'slack', app: 'slack', eventNames: ['push'] },
+    ]);
+  });
+
+  it('accepts dir props (File Stash) as props that take no value', () => {
+    const out = analyzeComponent(desc({ props: [{ name: 'dir', type: 'dir', optional: true, extra: { accessMode: 'write' } }] }));
+    expect(out.configurableProps).toEqual([{ name: 'dir', type: 'dir', optional: true, accessMode: 'write' }]);
+  });
+
   it('accepts a source without run that has a timer or HTTP interface (it emits each triggering event)', () => {
     const schedule = analyzeComponent(desc({ hasRun: false, props: [{ name: 'cron', type: '$.interface.timer', default: { cron: '0 11 * * *' } }] }));
     expect(schedule.type).toBe('source');
@@ -176,12 +204,14 @@ describe('analyzeComponent', () => {
     [{ type: 'action', props: [{ name: 'timer', type: '$.interface.timer' }] }, /prop "timer": \$\.interface\.timer is for sources only/],
     [{ props: [{ name: 'x', type: 'date' }] }, /prop "x" has unknown type "date"/],
     [{ props: [{ name: 'x', type: '' }] }, /prop "x" has no type/],
-    [{ props: [{ name: 'hook', type: '$.interface.apphook' }] }, /prop "hook": app hooks \(\$\.interface\.apphook\) are not supported/],
+    [{ props: [{ name: 'hook', type: '$.interface.apphook' }] }, /prop "hook": an app hook needs appProp/],
+    [{ props: [{ name: 'hook', type: '$.interface.apphook', extra: { appProp: 'slack' } }] }, /prop "hook": appProp "slack" is not an app prop/],
+    [{ props: [{ name: 'slack', type: 'app', app: 'slack' }, { name: 'hook', type: '$.interface.apphook', extra: { appProp: 'slack', eventNames: [1] } }] }, /prop "hook": eventNames must be an array of strings/],
+    [{ type: 'action', props: [{ name: 'slack', type: 'app', app: 'slack' }, { name: 'hook', type: '$.interface.apphook', extra: { appProp: 'slack', eventNames: ['x'] } }] }, /\$\.interface\.apphook is for sources only/],
     [{ props: [{ name: 'x', type: 'string', min: 1 }] }, /prop "x": min is allowed on integer props only/],
     [{ props: [{ name: 'x', type: 'boolean', max: 1 }] }, /prop "x": max is allowed on integer props only/],
     [{ props: [{ name: 'x', type: 'integer', min: 1.5 }] }, /prop "x": min must be an integer/],
     [{ props: [{ name: 'x', type: 'integer', min: 5, max: 1 }] }, /prop "x": min is greater than max/],
-    [{ props: [{ name: 'x', type: 'string', default: 'a' }] }, /prop "x": a default is allowed on optional props only/],
     [{ props: [{ name: 'x', type: 'integer', secret: true }] }, /prop "x": secret is allowed on string props only/],
     [{ props: [{ name: 't', type: '$.interface.timer', default: { intervalSeconds: 0 } }] }, /prop "t": a timer default must be/],
     [{ props: [{ name: 'a', type: 'app' }] }, /prop "a": an app prop needs an "app" slug/],

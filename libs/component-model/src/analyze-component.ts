@@ -5,6 +5,7 @@ import {
   DEDUPE_STRATEGIES,
   DedupeStrategy,
   HOOK_NAMES,
+  INTERFACE_APPHOOK,
   INTERFACE_HTTP,
   INTERFACE_TIMER,
   isInterfaceType,
@@ -58,6 +59,15 @@ export interface ComponentMeta {
   customResponse: boolean;
   /** Props resolved through `propDefinition`: `prop → [appProp, definition]`. */
   propDefinitions: Record<string, [string, string]>;
+  /** `$.interface.apphook` props: the app they listen to and their event names (null: an `eventNames()` method, asked per event). */
+  appHooks?: AppHookMeta[];
+}
+
+export interface AppHookMeta {
+  prop: string;
+  appProp: string;
+  app: string;
+  eventNames: string[] | null;
 }
 
 export interface AnalyzedComponent {
@@ -70,7 +80,7 @@ export interface AnalyzedComponent {
   meta: ComponentMeta;
 }
 
-const STANDARD_FIELDS = new Set(['name', 'type', 'label', 'description', 'optional', 'default', 'secret', 'min', 'max', 'options', 'propDefinition', 'customResponse', 'app', 'propDefinitions', 'methods', 'extra']);
+const STANDARD_FIELDS = new Set(['name', 'type', 'label', 'description', 'optional', 'default', 'secret', 'min', 'max', 'options', 'propDefinition', 'customResponse', 'app', 'propDefinitions', 'methods', 'extra', 'eventNames']);
 
 function fail(message: string, details: Record<string, unknown> = {}): never {
   throw new BadRequestError(message, details, 'invalid_component');
@@ -139,7 +149,27 @@ function toConfigurable(prop: PropDescriptor): ConfigurableProp {
   if (prop.max !== undefined) out.max = prop.max as number;
   if (prop.type === INTERFACE_HTTP && prop.customResponse !== undefined) out.customResponse = prop.customResponse === true;
   if (prop.type === 'app') out.app = prop.app;
+  if (prop.type === INTERFACE_APPHOOK) {
+    const names = (prop.extra ?? {}).eventNames;
+    if (Array.isArray(names)) out.eventNames = names;
+    else if (isMarker(names)) out.remoteEventNames = true;
+  }
   return out;
+}
+
+/** An app hook listens to an app prop of the component (`appProp`) and names its events (`eventNames`: strings or a method). */
+function checkAppHook(prop: PropDescriptor, all: PropDescriptor[]): AppHookMeta {
+  const where = `prop "${prop.name}"`;
+  const extra = prop.extra ?? {};
+  const appProp = extra.appProp;
+  if (!nonEmptyString(appProp)) fail(`${where}: an app hook needs appProp, the name of an app prop of the component`, { prop: prop.name });
+  const app = all.find((p) => p.type === 'app' && p.name === appProp);
+  if (!app) fail(`${where}: appProp "${appProp}" is not an app prop of this component`, { prop: prop.name });
+  const names = extra.eventNames;
+  if (names !== undefined && !isMarker(names) && !(Array.isArray(names) && names.every((n) => typeof n === 'string'))) {
+    fail(`${where}: eventNames must be an array of strings or a method returning one`, { prop: prop.name });
+  }
+  return { prop: prop.name, appProp, app: app.app as string, eventNames: Array.isArray(names) ? (names as string[]) : null };
 }
 
 function checkProp(prop: PropDescriptor, isAction: boolean, appSlugs: Set<string>): void {
@@ -161,10 +191,8 @@ function checkProp(prop: PropDescriptor, isAction: boolean, appSlugs: Set<string
   }
   if (prop.min !== undefined && prop.max !== undefined && (prop.min as number) > (prop.max as number)) fail(`${where}: min is greater than max`, { prop: prop.name });
   if (prop.secret === true && type !== 'string') fail(`${where}: secret is allowed on string props only (type is ${type})`, { prop: prop.name });
+  // A default on a required prop is its value when none is configured (as on Pipedream).
   if (type === INTERFACE_TIMER) checkTimerDefault(prop);
-  else if (prop.default !== undefined && prop.optional !== true && type !== 'alert') {
-    fail(`${where}: a default is allowed on optional props only; add optional: true`, { prop: prop.name });
-  }
   if (type === 'app' && !nonEmptyString(prop.app)) fail(`${where}: an app prop needs an "app" slug`, { prop: prop.name });
 }
 
@@ -201,6 +229,7 @@ export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
   resolved.forEach((p) => checkProp(p, isAction, appSlugs));
   // A source without run that has a timer or HTTP interface (Pipedream's own schedule sources)
   // emits each triggering event unchanged; anything else without run is refused.
+  const appHooks = resolved.filter((p) => p.type === INTERFACE_APPHOOK).map((p) => checkAppHook(p, resolved));
   if (!desc.hasRun && (isAction || !resolved.some((p) => p.type === INTERFACE_TIMER || p.type === INTERFACE_HTTP))) {
     fail(`the component has no run method${isAction ? '' : ' (a source without run needs a $.interface.timer or $.interface.http prop: it then emits each triggering event)'}`, { field: 'run' });
   }
@@ -220,6 +249,7 @@ export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
     secretProps: resolved.filter((p) => p.secret === true).map((p) => p.name),
     customResponse: resolved.some((p) => p.type === INTERFACE_HTTP && p.customResponse === true),
     propDefinitions: Object.fromEntries(desc.props.filter((p) => p.propDefinition).map((p) => [p.name, [p.propDefinition![0], p.propDefinition![1]]])),
+    ...(appHooks.length ? { appHooks } : {}),
   };
   return {
     name: (desc.name as string).trim(),

@@ -114,6 +114,18 @@ describe('validateConfiguredProps', () => {
     expect(error(props, { c: 3 }).message).toMatch(/configured_props\.c: 3 is not one of the options: 1, 2/);
   });
 
+  it('takes what Pipedream takes besides the options: the prop default, and "" on an optional prop', () => {
+    const props: ConfigurableProp[] = [
+      { name: 'order', type: 'string', options: ['asc', 'desc'], default: '' },
+      { name: 'status', type: 'string', optional: true, options: ['open', 'closed'] },
+      { name: 'kind', type: 'string', options: ['a', 'b'] },
+    ];
+    expect(check(props, { kind: 'a' })).toEqual({ order: '', kind: 'a' });
+    expect(check(props, { order: '', status: '', kind: 'b' })).toEqual({ order: '', status: '', kind: 'b' });
+    expect(error(props, { kind: '' }).message).toMatch(/configured_props\.kind: "" is not one of the options: "a", "b"/);
+    expect(error(props, { kind: 'a', status: 'x' }).message).toMatch(/configured_props\.status: "x" is not one of the options/);
+  });
+
   it('refuses a document over the size limit with 413', () => {
     const e = error([{ name: 's', type: 'string' }], { s: 'x'.repeat(64 * 1024) });
     expect(e.status).toBe(413);

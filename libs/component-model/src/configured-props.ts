@@ -85,8 +85,14 @@ function scalar(prop: ConfigurableProp, base: string, v: unknown, where: string)
   }
 }
 
+/**
+ * Static options are what a value must be one of, with Pipedream's exceptions: the prop's own
+ * `default` (used whether or not it is an option), and `""` on an optional prop (nothing chosen).
+ */
 function checkMembership(prop: ConfigurableProp, v: unknown, where: string): void {
   if (!prop.options || prop.options.length === 0) return;
+  if (prop.default !== undefined && JSON.stringify(prop.default) === JSON.stringify(v)) return;
+  if (v === '' && prop.optional === true) return;
   const allowed = optionValues(prop.options);
   if (!allowed.some((a) => JSON.stringify(a) === JSON.stringify(v))) {
     fail(where, `${JSON.stringify(v)} is not one of the options: ${allowed.map((a) => JSON.stringify(a)).join(', ')}`);

@@ -3,3 +3,4 @@ export * from './prop-types';
 export * from './analyze-component';
 export * from './configured-props';
 export * from './timer-event';
+export * from './workflow-definition';

@@ -3,19 +3,22 @@
 export const INTERFACE_HTTP = '$.interface.http';
 export const INTERFACE_TIMER = '$.interface.timer';
 export const SERVICE_DB = '$.service.db';
+/** Events of an app's managed webhook, fed through the API (`POST /v1/apps/{app}/hook_events`). */
+export const INTERFACE_APPHOOK = '$.interface.apphook';
 
 /** Types that hold a user value (validated in `configured_props`). */
 export const VALUE_TYPES = ['boolean', 'integer', 'string', 'object', 'any', 'json', 'sql', 'http_request', 'string[]', 'integer[]', 'boolean[]'] as const;
 
 /** Every type we accept in a component. */
-export const KNOWN_TYPES: readonly string[] = [...VALUE_TYPES, 'app', 'alert', INTERFACE_HTTP, INTERFACE_TIMER, SERVICE_DB];
+/** A directory of Pipedream's File Stash: accepted (no value); its methods throw in the sandbox, see docs/sandbox.md. */
+export const DIR = 'dir';
+
+export const KNOWN_TYPES: readonly string[] = [...VALUE_TYPES, 'app', 'alert', INTERFACE_HTTP, INTERFACE_TIMER, INTERFACE_APPHOOK, SERVICE_DB, DIR];
 
 /** Types that exist on the platform we mirror but that this service does not run. */
 export const UNSUPPORTED_TYPES: Record<string, string> = {
-  '$.interface.apphook': 'app hooks ($.interface.apphook) are not supported by this service; use a $.interface.http or $.interface.timer source',
   '$.service.dir': 'the $.service.dir service is not supported by this service',
   'data_store': 'data stores are not supported by this service; use $.service.db',
-  'dir': 'the dir prop type is not supported by this service',
 };
 
 /**
@@ -40,7 +43,7 @@ export function isInterfaceType(type: string): boolean {
 
 /** Props whose value the service provides (no user value). */
 export function isSystemType(type: string): boolean {
-  return type === INTERFACE_HTTP || type === SERVICE_DB || type === 'alert';
+  return type === INTERFACE_HTTP || type === SERVICE_DB || type === INTERFACE_APPHOOK || type === DIR || type === 'alert';
 }
 
 export function isArrayType(type: string): boolean {

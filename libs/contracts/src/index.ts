@@ -5,3 +5,4 @@ export * from './messages';
 export * from './secrets';
 export * from './errors';
 export * from './http-event';
+export * from './workflow-state';

@@ -23,7 +23,7 @@ export interface DesiredSourceState {
   dependencyVersions?: Record<string, string>;
 }
 
-export type InvocationKind = 'http' | 'timer' | 'manual' | 'subscription';
+export type InvocationKind = 'http' | 'timer' | 'manual' | 'subscription' | 'apphook';
 
 /** Stream INVOCATIONS, subject `inv.<partition>.<sourceId>`. */
 export interface InvocationMessage {

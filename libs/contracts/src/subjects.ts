@@ -20,6 +20,8 @@ export class Names {
   get emitsStream(): string { return this.name('EMITS'); }
   get deliveriesStream(): string { return this.name('DELIVERIES'); }
   get usageStream(): string { return this.name('USAGE'); }
+  /** Workflow sends (`$.send.http|email|s3`) waiting to be performed by the delivery app. */
+  get sendsStream(): string { return this.name('SENDS'); }
 
   // buckets
   get sourcesBucket(): string { return this.name('sources'); }
@@ -38,6 +40,11 @@ export class Names {
   /** Usage records (`UsageRecord`) of finished invocations, aggregated by the delivery app. */
   usage(ownerId: string): string { return this.subject('usage', ownerId); }
   get allUsage(): string { return this.subject('usage', '>'); }
+  /** A workflow's sends (`SendMessage`), published by the runner after a successful run. */
+  send(workflowId: string): string { return this.subject('send', workflowId); }
+  get allSends(): string { return this.subject('send', '>'); }
+  /** Core NATS: a workflow's `$.send.sse` events, streamed live by the api (no persistence). */
+  workflowSse(workflowId: string): string { return this.subject('sse', workflowId); }
   /** Reply subject on which a customResponse HTTP request waits for `respond()`. */
   httpResponse(invocationId: string): string { return this.subject('resp', invocationId); }
   /** Reply subject of a customResponse request under its api replica's token (one wildcard subscription per replica). */

@@ -15,8 +15,8 @@ export function natsInboxPrefix(user: string): string {
   return `_INBOX_${user.replace(/[^A-Za-z0-9_-]/g, '_')}`;
 }
 
-const kvStream = (bucket: string): string => `KV_${bucket}`;
-const objStream = (store: string): string => `OBJ_${store}`;
+export const kvStream = (bucket: string): string => `KV_${bucket}`;
+export const objStream = (store: string): string => `OBJ_${store}`;
 const kvSubjects = (bucket: string): string => `$KV.${bucket}.>`;
 const objSubjects = (store: string): string => `$O.${store}.>`;
 
@@ -51,7 +51,7 @@ function manageStream(stream: string): string[] {
 
 /** Every stream of an installation, KV buckets and the object store included. */
 export function installationStreams(n: Names): string[] {
-  return [n.invocationsStream, n.emitsStream, n.deliveriesStream, n.usageStream, kvStream(n.sourcesBucket), kvStream(n.sourceStateBucket), kvStream(n.leasesBucket), objStream(n.componentsStore)];
+  return [n.invocationsStream, n.emitsStream, n.deliveriesStream, n.usageStream, n.sendsStream, kvStream(n.sourcesBucket), kvStream(n.sourceStateBucket), kvStream(n.leasesBucket), objStream(n.componentsStore)];
 }
 
 /**
@@ -68,9 +68,9 @@ export function installationStreams(n: Names): string[] {
  * - runner: consumes INVOCATIONS, watches KV `sources` and reads component code
  *   (both read only), reads and writes KV `source-state` and `leases` (and
  *   lists the live replicas' keys there),
- *   publishes emits, usage, timer invocations and custom HTTP responses. It
+ *   publishes emits, usage, workflow sends, timer invocations and custom HTTP responses. It
  *   cannot write desired state or code, publish deliveries, nor change streams.
- * - delivery: consumes EMITS, USAGE and DELIVERIES, publishes deliveries and
+ * - delivery: consumes EMITS, USAGE, DELIVERIES and SENDS, publishes deliveries and
  *   listener invocations, `changed.webhooks`, and answers `ctl.delete-events`.
  *   It cannot touch any bucket nor publish emits.
  *
@@ -113,7 +113,7 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             ...consumeStream(objStream(n.componentsStore)),
           ],
         },
-        subscribe: { allow: [inbox, subject('resp', '>')] },
+        subscribe: { allow: [inbox, subject('resp', '>'), subject('sse', '>')] },
       };
     case 'runner':
       return {
@@ -123,6 +123,8 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             subject('inv', '>'),
             subject('emit', '>'),
             subject('usage', '>'),
+            subject('send', '>'),
+            subject('sse', '>'),
             subject('resp', '>'),
             kvSubjects(n.sourceStateBucket),
             kvSubjects(n.leasesBucket),
@@ -149,6 +151,7 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             ...consumeStream(n.emitsStream),
             ...consumeStream(n.usageStream),
             ...consumeStream(n.deliveriesStream),
+            ...consumeStream(n.sendsStream),
             `${apiInboxPrefix}.>`,
           ],
         },

@@ -16,11 +16,15 @@ import {
 } from 'nats';
 import { AppConfig, natsUrlForDisplay } from '@app/config';
 import { Names } from '@app/contracts';
-import { installationStreams } from './nats-permissions';
+import { installationStreams, kvStream, objStream } from './nats-permissions';
 import { StreamPublisher } from './stream-publisher';
 import { coalesceNatsWrites } from './write-coalescing';
 
 const nanos = (ms: number): number => ms * 1_000_000;
+/** JetStream API requests that create or change streams: a replicated stream's creation waits for its leader election. */
+const STREAM_ADMIN_TIMEOUT_MS = 10_000;
+/** The apps' JetStream API requests (consumers, stream info, purges). */
+const CONSUMER_ADMIN_TIMEOUT_MS = 15_000;
 
 /**
  * One NATS connection per process, as the app's own NATS user, with every
@@ -68,16 +72,42 @@ export class NatsService {
     void this.nc.closed().then((err) => {
       if (!this.stopping) this.opts.onConnectionLost?.(err ?? new Error('the NATS connection closed'));
     });
-    this.jsm = await this.nc.jetstreamManager();
+    // Creating a durable consumer on a cluster waits for its leader election: longer than the client's 5 s default.
+    this.jsm = await this.nc.jetstreamManager({ timeout: CONSUMER_ADMIN_TIMEOUT_MS });
     this.js = this.nc.jetstream();
     this.streams = new StreamPublisher(this.nc, 5_000, this.config.natsInboxPrefix);
-    if (this.opts.manageStreams) await ensureStreams(this.jsm, this.names, this.config);
+    const replicas = this.config.natsReplicas;
+    if (this.opts.manageStreams) await this.createStreams();
     else await this.waitForStreams();
-    this.sources = await this.js.views.kv(this.names.sourcesBucket, { history: 1 });
-    this.sourceState = await this.js.views.kv(this.names.sourceStateBucket, { history: 1 });
-    this.leases = await this.js.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs });
-    if (this.opts.manageStreams) await this.followLeaseTtl();
-    this.components = await this.js.views.os(this.names.componentsStore);
+    // Reads through the bucket's leader (allow_direct off: see ensureNoDirectReads).
+    const allow_direct = false;
+    this.sources = await this.js.views.kv(this.names.sourcesBucket, { history: 1, replicas, allow_direct });
+    this.sourceState = await this.js.views.kv(this.names.sourceStateBucket, { history: 1, replicas, allow_direct });
+    this.leases = await this.js.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs, replicas, allow_direct });
+    this.components = await this.js.views.os(this.names.componentsStore, { replicas });
+  }
+
+  /**
+   * Creates (or updates) every stream, bucket and object store. On a cluster, creating a replicated
+   * stream waits for its first leader election (seconds): these requests get a longer timeout than the
+   * apps' everyday ones, and the buckets are then bound with the everyday client.
+   */
+  private async createStreams(): Promise<void> {
+    const jsm = await this.nc.jetstreamManager({ timeout: STREAM_ADMIN_TIMEOUT_MS });
+    await ensureStreams(jsm, this.names, this.config);
+    const replicas = this.config.natsReplicas;
+    const slow = this.nc.jetstream({ timeout: STREAM_ADMIN_TIMEOUT_MS });
+    const allow_direct = false;
+    for (const bucket of [this.names.sourcesBucket, this.names.sourceStateBucket]) await retryTimeouts(`creating bucket ${bucket}`, () => slow.views.kv(bucket, { history: 1, replicas, allow_direct }));
+    await retryTimeouts(`creating bucket ${this.names.leasesBucket}`, () => slow.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs, replicas, allow_direct }));
+    await retryTimeouts(`creating object store ${this.names.componentsStore}`, () => slow.views.os(this.names.componentsStore, { replicas }));
+    await this.followLeaseTtl(jsm);
+    // Binding to an existing bucket keeps its settings: reads from the leader and a changed NATS_REPLICAS are applied to their streams.
+    for (const stream of [kvStream(this.names.sourcesBucket), kvStream(this.names.sourceStateBucket), kvStream(this.names.leasesBucket)]) {
+      await ensureNoDirectReads(jsm, stream);
+      await ensureReplicas(jsm, stream, replicas);
+    }
+    await ensureReplicas(jsm, objStream(this.names.componentsStore), replicas);
   }
 
   /** Streams and buckets are the api's to create: runner and delivery may start first and wait for them. */
@@ -91,7 +121,8 @@ export class NatsService {
         try {
           await this.jsm.streams.info(stream);
         } catch (e) {
-          if (!/stream not found/i.test((e as Error).message)) throw e;
+          // TIMEOUT, 503: a cluster still electing its leaders.
+          if (!/stream not found|TIMEOUT|503/i.test((e as Error).message)) throw e;
           missing.push(stream);
         }
       }
@@ -102,12 +133,12 @@ export class NatsService {
   }
 
   /** Binding to an existing bucket keeps its TTL: a changed LEASE_TTL_MS is applied to the bucket's stream. */
-  private async followLeaseTtl(): Promise<void> {
+  private async followLeaseTtl(jsm: JetStreamManager): Promise<void> {
     const stream = `KV_${this.names.leasesBucket}`;
-    const info = await this.jsm.streams.info(stream);
+    const info = await jsm.streams.info(stream);
     const maxAge = nanos(this.config.leaseTtlMs);
     // As the client sets it on create: the duplicate window may not exceed the age.
-    if (info.config.max_age !== maxAge) await this.jsm.streams.update(stream, { ...info.config, max_age: maxAge, duplicate_window: Math.min(maxAge, nanos(120_000)) });
+    if (info.config.max_age !== maxAge) await jsm.streams.update(stream, { ...info.config, max_age: maxAge, duplicate_window: Math.min(maxAge, nanos(120_000)) });
   }
 
   async stop(): Promise<void> {
@@ -124,6 +155,11 @@ export function natsConnectionOptions(config: AppConfig, name: string): Connecti
     name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
+    // A server that stops answering without closing the connection (a network partition, a frozen
+    // host) is given up after 3 unanswered pings 5 s apart, and the client moves to another server of
+    // NATS_URL (the client's default: 2 pings 2 minutes apart).
+    pingInterval: 5_000,
+    maxPingOut: 3,
     // No stack capture per request: a measurable cost on the hot publish/ack paths.
     noAsyncTraces: true,
     inboxPrefix: config.natsInboxPrefix,
@@ -153,19 +189,105 @@ function natsAuthSettings(config: AppConfig): string {
   return ', no NATS_USER: an unauthenticated connection';
 }
 
+/**
+ * What the server answers when it cannot keep `replicas` copies of a stream: a single server
+ * (not clustered), or a cluster with fewer JetStream servers up than replicas.
+ */
+const CANNOT_REPLICATE = /non-clustered|no suitable peers|insufficient resources|peer|replicas/i;
+
+/** A failed create or update of `stream`, explained when it is about its replicas. */
+function replicasError(e: Error, stream: string, replicas: number): Error {
+  if (replicas <= 1 || !CANNOT_REPLICATE.test(e.message)) return e;
+  return new Error(
+    `NATS_REPLICAS=${replicas}: NATS cannot keep ${replicas} copies of stream ${stream} (${e.message}). ` +
+      `Run a NATS cluster with at least ${replicas} JetStream servers up (docs/operations.md, "Running a cluster"), or set NATS_REPLICAS to what your NATS has (1 for a single server) and restart the api.`,
+  );
+}
+
+/**
+ * Runs a stream or bucket creation again when its answer does not come in time: with several api
+ * replicas creating the same replicated stream at once, nats-server 2.9 may never answer one of them
+ * although the stream gets created; the next try finds it and updates it.
+ */
+async function retryTimeouts<T>(what: string, fn: () => Promise<T>, attempts = 6): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!/TIMEOUT/.test((e as Error).message) || i >= attempts) throw i > 1 ? new Error(`${what}: no answer from NATS after ${i} tries (${(e as Error).message})`) : e;
+    }
+  }
+}
+
 async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+  await retryTimeouts(`creating or updating stream ${config.name}`, () => ensureStreamOnce(jsm, config));
+}
+
+async function ensureStreamOnce(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+  let info;
   try {
-    const info = await jsm.streams.info(config.name);
-    await jsm.streams.update(config.name, { ...info.config, ...config });
+    info = await jsm.streams.info(config.name);
   } catch (e) {
     if (!/stream not found/i.test((e as Error).message)) throw e;
-    await jsm.streams.add(config);
+    await jsm.streams.add(config).catch((err: Error) => {
+      throw replicasError(err, config.name, config.num_replicas ?? 1);
+    });
+    return;
+  }
+  await jsm.streams.update(config.name, { ...info.config, ...config }).catch((err: Error) => {
+    throw replicasError(err, config.name, config.num_replicas ?? 1);
+  });
+  if (config.num_replicas && (info.config.num_replicas || 1) !== config.num_replicas) await waitForCopies(jsm, config.name, config.num_replicas);
+}
+
+/**
+ * A KV bucket with `allow_direct` lets any of its copies answer a read, and a copy that lags (a node back
+ * from a crash or a partition, still catching up) answers with what it has: an old revision, or "not
+ * found" for a key that exists. The runner's state (`source-state`, written with compare-and-set), the
+ * desired states and the leases must be read as they are: with `allow_direct` off, every read goes
+ * through the bucket's leader. A bucket created with it on (the client's default) is changed.
+ */
+export async function ensureNoDirectReads(jsm: JetStreamManager, stream: string): Promise<void> {
+  await retryTimeouts(`turning off direct reads of stream ${stream}`, async () => {
+    const info = await jsm.streams.info(stream);
+    if (!info.config.allow_direct) return;
+    await jsm.streams.update(stream, { ...info.config, allow_direct: false });
+  });
+}
+
+/**
+ * Sets an existing stream's replicas (a bucket's or object store's: binding to one keeps its own).
+ * JetStream copies the stream to the new peers, or drops the extra copies, while it keeps serving.
+ */
+export async function ensureReplicas(jsm: JetStreamManager, stream: string, replicas: number): Promise<void> {
+  if (((await jsm.streams.info(stream)).config.num_replicas || 1) === replicas) return;
+  await retryTimeouts(`changing the replicas of stream ${stream}`, async () => {
+    const info = await jsm.streams.info(stream);
+    if ((info.config.num_replicas || 1) === replicas) return;
+    await jsm.streams.update(stream, { ...info.config, num_replicas: replicas }).catch((err: Error) => {
+      throw replicasError(err, stream, replicas);
+    });
+  });
+  await waitForCopies(jsm, stream, replicas);
+}
+
+/** Resolves once `stream` has a leader and `replicas - 1` followers that are current (a raise has copied everything). */
+async function waitForCopies(jsm: JetStreamManager, stream: string, replicas: number, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const info = await jsm.streams.info(stream).catch(() => undefined);
+    const followers = info?.cluster?.replicas ?? [];
+    if (info?.cluster?.leader && followers.length === replicas - 1 && followers.every((r) => r.current)) return;
+    if (replicas === 1 && info && !info.cluster?.replicas?.length) return;
+    if (Date.now() > deadline) throw new Error(`NATS_REPLICAS=${replicas}: stream ${stream} did not get ${replicas} current copies within ${timeoutMs / 1000} s (followers: ${JSON.stringify(followers)})`);
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
 export async function ensureStreams(jsm: JetStreamManager, names: Names, config: AppConfig): Promise<void> {
   await ensureStream(jsm, {
     name: names.invocationsStream,
+    num_replicas: config.natsReplicas,
     subjects: [names.allInvocations],
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
@@ -173,6 +295,7 @@ export async function ensureStreams(jsm: JetStreamManager, names: Names, config:
   });
   await ensureStream(jsm, {
     name: names.emitsStream,
+    num_replicas: config.natsReplicas,
     subjects: [names.allEmits],
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,
@@ -189,13 +312,23 @@ export async function ensureStreams(jsm: JetStreamManager, names: Names, config:
   });
   await ensureStream(jsm, {
     name: names.deliveriesStream,
+    num_replicas: config.natsReplicas,
     subjects: [names.allDeliveries],
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
     duplicate_window: nanos(120_000),
   });
   await ensureStream(jsm, {
+    name: names.sendsStream,
+    num_replicas: config.natsReplicas,
+    subjects: [names.allSends],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    duplicate_window: nanos(120_000),
+  });
+  await ensureStream(jsm, {
     name: names.usageStream,
+    num_replicas: config.natsReplicas,
     subjects: [names.allUsage],
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,

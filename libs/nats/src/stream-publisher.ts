@@ -4,6 +4,9 @@ interface Pending {
   resolve: () => void;
   reject: (e: Error) => void;
   atMs: number;
+  subject: string;
+  data: Uint8Array;
+  msgId: string;
 }
 
 /**
@@ -12,6 +15,11 @@ interface Pending {
  * timeout sweep, instead of a request (with its timer and captured stack
  * trace) per message. The hot paths use it: the api storing each HTTP
  * invocation, the runner's emits, the router's deliveries.
+ *
+ * After the connection moved to another server (the one it used died or was cut off), every publish
+ * still waiting for its acknowledgement is sent again: it, or its acknowledgement, may have been lost
+ * with the old server. Every message carries its `Nats-Msg-Id`, so a stream that stored the first copy
+ * stores nothing twice (within its duplicate window) and acknowledges the second as a duplicate.
  */
 export class StreamPublisher {
   private readonly inbox: string;
@@ -19,6 +27,7 @@ export class StreamPublisher {
   private readonly sub: Subscription;
   private readonly sweep: NodeJS.Timeout;
   private seq = 0;
+  private closed = false;
 
   /** `inboxPrefix`: the connection's own (`NATS_INBOX_PREFIX`) unless given: its user may subscribe to no other. */
   constructor(private readonly nc: NatsConnection, private readonly timeoutMs = 10_000, inboxPrefix?: string) {
@@ -26,17 +35,36 @@ export class StreamPublisher {
     this.sub = nc.subscribe(`${this.inbox}.*`, { callback: (err, m) => (err ? undefined : this.onAck(m)) });
     this.sweep = setInterval(() => this.expire(), Math.min(1000, timeoutMs));
     this.sweep.unref?.();
+    void this.resendAfterReconnects();
+  }
+
+  private async resendAfterReconnects(): Promise<void> {
+    for await (const s of this.nc.status()) {
+      if (s.type !== 'reconnect' || this.closed) continue;
+      const now = Date.now();
+      // Re-inserted so that the map stays in time order for the sweep.
+      const again = [...this.pending];
+      this.pending.clear();
+      for (const [token, p] of again) {
+        this.pending.set(token, { ...p, atMs: now });
+        this.send(token, p.subject, p.data, p.msgId);
+      }
+    }
+  }
+
+  private send(token: string, subject: string, data: Uint8Array, msgId: string): void {
+    const h = headers();
+    h.set('Nats-Msg-Id', msgId);
+    this.nc.publish(subject, data, { headers: h, reply: `${this.inbox}.${token}` });
   }
 
   /** Resolves once the stream stored the message (or recognised `msgId` as a duplicate). */
   publish(subject: string, data: Uint8Array, msgId: string): Promise<void> {
     const token = (++this.seq).toString(36);
-    const h = headers();
-    h.set('Nats-Msg-Id', msgId);
     return new Promise<void>((resolve, reject) => {
-      this.pending.set(token, { resolve, reject, atMs: Date.now() });
+      this.pending.set(token, { resolve, reject, atMs: Date.now(), subject, data, msgId });
       try {
-        this.nc.publish(subject, data, { headers: h, reply: `${this.inbox}.${token}` });
+        this.send(token, subject, data, msgId);
       } catch (e) {
         this.pending.delete(token);
         reject(e as Error);
@@ -45,6 +73,7 @@ export class StreamPublisher {
   }
 
   close(): void {
+    this.closed = true;
     clearInterval(this.sweep);
     this.sub.unsubscribe();
     for (const p of this.pending.values()) p.reject(new Error('publisher closed'));

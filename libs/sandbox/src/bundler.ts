@@ -1,6 +1,7 @@
 import { build, type Plugin } from 'esbuild';
 import type { FetchText } from './types';
 import { parseBareSpecifier } from './specifiers';
+import { asyncModuleBody, withNodeImportRules } from './esm-interop';
 
 /** A component compiled to one CommonJS file; npm imports stay external, as written. */
 export interface BundleOutput {
@@ -125,7 +126,28 @@ export async function bundleComponent(input: BundleInput): Promise<BundleOutput>
   }
 }
 
+const TLA_IN_CJS = /Top-level await is currently not supported with the "cjs" output format/;
+
+/**
+ * One CommonJS file whose imports follow Node's rules; a module graph with top-level
+ * `await` is compiled as an ES module and turned into an async body (the loader awaits it).
+ */
 async function bundleWith(input: BundleInput, loader: 'js' | 'ts'): Promise<BundleOutput> {
+  try {
+    const out = await bundleAs(input, loader, 'cjs');
+    return { ...out, code: withNodeImportRules(out.code) };
+  } catch (e) {
+    if (!(e instanceof BundleError) || !TLA_IN_CJS.test(e.message)) throw e;
+  }
+  const out = await bundleAs(input, loader, 'esm');
+  try {
+    return { ...out, code: asyncModuleBody(out.code) };
+  } catch (e) {
+    throw new BundleError(`cannot compile the module with top-level await: ${(e as Error).message}`);
+  }
+}
+
+async function bundleAs(input: BundleInput, loader: 'js' | 'ts', outFormat: 'cjs' | 'esm'): Promise<BundleOutput> {
   const deps = new Set<string>();
   const counter = { modules: 0, bytes: 0 };
   let result;
@@ -134,7 +156,7 @@ async function bundleWith(input: BundleInput, loader: 'js' | 'ts'): Promise<Bund
       stdin: { contents: input.code, sourcefile: STDIN, loader },
       bundle: true,
       write: false,
-      format: 'cjs',
+      format: outFormat,
       platform: 'node',
       target: 'node20',
       metafile: true,

@@ -1,7 +1,7 @@
 import { existsSync, lstatSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dependencySetKey, NpmInstaller } from './npm-installer';
+import { dependencySetKey, missingVersion, NpmInstaller } from './npm-installer';
 import { dependencyMap, parseBareSpecifier } from './specifiers';
 import type { SandboxLogger } from './types';
 
@@ -52,5 +52,34 @@ describe('NpmInstaller', () => {
     const rc = await c.install(ra.versions);
     expect(rc.versions).toEqual(ra.versions);
     expect(installs).toHaveLength(1);
+  });
+});
+
+describe('pinned versions the registry lacks', () => {
+  it('reads npm ETARGET as the package and the range', () => {
+    expect(missingVersion('npm error code ETARGET\nnpm error notarget No matching version found for is-number@99.0.0.\nnpm error notarget In most cases…')).toEqual({ name: 'is-number', range: '99.0.0' });
+    expect(missingVersion('npm error notarget No matching version found for @octokit/rest@^99.1.0.')).toEqual({ name: '@octokit/rest', range: '^99.1.0' });
+    expect(missingVersion('npm error code E404')).toBeUndefined();
+  });
+
+  it('keeps ranges and tags as ranges and tags, not exact versions', () => {
+    expect(dependencyMap(['got@^11.8.0', 'axios@~0.21', 'uuid@8', 'lodash@latest', 'chalk@4.x', 'semver@>=7'])).toEqual({
+      got: '^11.8.0',
+      axios: '~0.21',
+      uuid: '8',
+      lodash: 'latest',
+      chalk: '4.x',
+      semver: '>=7',
+    });
+  });
+
+  it('fails an install of a pinned version the npm registry does not have with an error naming package and version', async () => {
+    const installer = new NpmInstaller({ cacheDir: mkdtempSync(join(tmpdir(), 'ess-npm-')), timeoutMs: 120_000 });
+    await expect(installer.install({ 'is-number': '99.0.0', 'is-odd': '^3.0.1' })).rejects.toThrow(
+      'the npm registry has no version of is-number matching "99.0.0" (ETARGET): the component imports is-number@99.0.0',
+    );
+    // A range that exists installs.
+    const ok = await installer.install({ 'is-number': '^7' });
+    expect(ok.versions['is-number']).toMatch(/^7\./);
   });
 });

@@ -43,6 +43,12 @@ export function dependencySetKey(deps: Record<string, string>): string {
   return createHash('sha256').update(specs.join('\n')).digest('hex').slice(0, 32);
 }
 
+/** npm's ETARGET ("No matching version found for name@range."): the package and the range it could not satisfy. */
+export function missingVersion(stderr: string): { name: string; range: string } | undefined {
+  const m = /No matching version found for (@?[^@\s]+)@(\S*?)\.?\s*$/m.exec(stderr);
+  return m ? { name: m[1], range: m[2] } : undefined;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -92,7 +98,7 @@ export class NpmInstaller {
       await mkdir(dir, { recursive: true });
       await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'ess-component-deps', private: true, dependencies: deps }, null, 2));
       const started = Date.now();
-      await this.runNpm(dir);
+      await this.runNpm(dir, deps);
       const versions: Record<string, string> = {};
       for (const name of Object.keys(deps)) {
         const pkg = JSON.parse(await readFile(join(dir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
@@ -144,7 +150,7 @@ export class NpmInstaller {
     }
   }
 
-  private runNpm(dir: string): Promise<void> {
+  private runNpm(dir: string, deps: Record<string, string>): Promise<void> {
     const args = ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--omit=dev', '--no-update-notifier', '--loglevel=error'];
     if (this.opts.registry) args.push(`--registry=${this.opts.registry}`);
     return new Promise((resolve, reject) => {
@@ -161,6 +167,12 @@ export class NpmInstaller {
       child.on('close', (code, signal) => {
         clearTimeout(timer);
         if (code === 0) return resolve();
+        const missing = missingVersion(stderr);
+        if (missing) {
+          const asked = deps[missing.name];
+          const by = asked !== undefined ? `the component imports ${missing.name}@${asked}` : `a dependency of the component asks for ${missing.name}@${missing.range}`;
+          return reject(new DependencyInstallError(`the npm registry has no version of ${missing.name} matching "${missing.range}" (ETARGET): ${by}`));
+        }
         const why = signal ? `killed (${signal}) after ${this.opts.timeoutMs} ms` : `exit code ${code}`;
         const detail = stderr
           .split('\n')

@@ -4,6 +4,9 @@ import { ComponentPreparer, prepareKey, type PreparedComponent } from './prepare
 import type {
   DescribeOptions,
   DescribeResult,
+  ExecuteBatchOptions,
+  ExecuteBatchOutcome,
+  ExecuteBatchTask,
   ExecuteOptions,
   ExecuteResult,
   ExecuteTask,
@@ -17,11 +20,11 @@ import type {
   SandboxPoolStats,
 } from './types';
 import { sandboxError as err, WorkerPool, type TaskOutcome } from './worker-pool';
-import type { WorkerDescribeTask, WorkerExecuteTask, WorkerOptionsTask, WorkerTask } from './worker-protocol';
+import type { ResponseMessage, WorkerDescribeTask, WorkerExecuteBatchTask, WorkerExecuteTask, WorkerOptionsTask, WorkerTask } from './worker-protocol';
 
 /** Where worker tasks run: in this process's pool, or in the account's sandbox process. */
 interface TaskRunner {
-  run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: HttpResponsePayload) => void): Promise<TaskOutcome<T>>;
+  run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>>;
   stats(): SandboxPoolStats;
   close(graceMs?: number): Promise<void>;
 }
@@ -119,6 +122,7 @@ export class SandboxPool {
       props: task.props,
       db: task.db,
       event: task.event,
+      ...(task.steps ? { steps: task.steps } : {}),
       endpointUrl: task.endpointUrl,
       timeoutMs: task.timeoutMs,
       limits: task.limits,
@@ -133,10 +137,54 @@ export class SandboxPool {
         this.logger?.error({ err: (e as Error).message, source_id: task.sourceId }, 'onResponse callback failed');
       }
     };
-    const out = await this.runner.run<ExecuteResult>(task.account ?? NO_ACCOUNT, wt, task.timeoutMs, options.onResponse ? deliver : undefined);
+    const onMessage = options.onResponse ? (m: ResponseMessage) => !('i' in m) && deliver(m) : undefined;
+    const out = await this.runner.run<ExecuteResult>(task.account ?? NO_ACCOUNT, wt, task.timeoutMs, onMessage);
     if ('failed' in out) return fail(out.failed);
     if (out.value.response) deliver(out.value.response);
     return out.value;
+  }
+
+  /**
+   * Runs several invocations of one source's `run` as one task, one after the
+   * other (see ExecuteBatchTask). `onResponse(i, r)` gets item `i`'s `respond()`
+   * payload as soon as it is called.
+   */
+  async executeBatch(task: ExecuteBatchTask, options: ExecuteBatchOptions = {}): Promise<ExecuteBatchOutcome> {
+    let prepared: PreparedComponent;
+    try {
+      const key = prepareKey({ code: task.code, codeHash: task.codeHash, dependencyVersions: task.dependencyVersions });
+      prepared = await this.preparer.prepare({ code: task.code, fetchText: this.fetchText, dependencyVersions: task.dependencyVersions }, key);
+    } catch (e) {
+      return { failed: err((e as Error).name || 'Error', (e as Error).message) };
+    }
+    const wt: WorkerExecuteBatchTask = {
+      kind: 'executeBatch',
+      bundle: prepared.ref,
+      sourceId: task.sourceId,
+      items: task.items,
+      props: task.props,
+      db: task.db,
+      endpointUrl: task.endpointUrl,
+      timeoutMs: task.timeoutMs,
+      limits: task.limits,
+    };
+    const { onResponse } = options;
+    const delivered = new Set<number>();
+    const deliver = (i: number, r: HttpResponsePayload) => {
+      if (!onResponse || delivered.has(i)) return;
+      delivered.add(i);
+      try {
+        onResponse(i, r);
+      } catch (e) {
+        this.logger?.error({ err: (e as Error).message, source_id: task.sourceId }, 'onResponse callback failed');
+      }
+    };
+    const onMessage = onResponse ? (m: ResponseMessage) => 'i' in m && deliver(m.i, m.r) : undefined;
+    // Each item has its own deadline inside the worker; the task as a whole may take all of them.
+    const out = await this.runner.run<ExecuteResult[]>(task.account ?? NO_ACCOUNT, wt, task.timeoutMs * task.items.length, onMessage);
+    if ('failed' in out) return out;
+    out.value.forEach((r, i) => r.response && deliver(i, r.response));
+    return { results: out.value };
   }
 
   /** Calls a prop's async `options({ page, prevContext })` (its own or its app propDefinition's). */

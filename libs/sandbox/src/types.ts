@@ -28,6 +28,8 @@ export interface ExecuteTask {
   /** `$.service.db` snapshot. */
   db: Record<string, unknown>;
   event?: unknown;
+  /** A workflow step: `steps` of `run({ steps, $ })` (the trigger and earlier steps); the code runs as an action whatever its `type`. */
+  steps?: Record<string, unknown>;
   endpointUrl?: string;
   timeoutMs: number;
   limits: { dbMaxBytes: number; eventMaxBytes: number; emitsPerInvocation: number };
@@ -38,6 +40,19 @@ export interface ExecuteTask {
    */
   dependencyVersions?: Record<string, string>;
 }
+
+/**
+ * Several invocations of one source's `run`, run as one sandbox task one after
+ * the other: each sees the `$.service.db` writes of the ones before it, and has
+ * its own timeout, result and error (an error fails only its own invocation).
+ */
+export interface ExecuteBatchTask extends Omit<ExecuteTask, 'kind' | 'method' | 'invocationId' | 'event'> {
+  kind: 'executeBatch';
+  items: { invocationId: string; event?: unknown }[];
+}
+
+/** The results of a batch in item order, or why the batch as a whole failed (its sandbox or worker died, its code could not be prepared). */
+export type ExecuteBatchOutcome = { results: ExecuteResult[] } | { failed: SandboxError };
 
 export interface EmitRecord {
   event: unknown;
@@ -175,4 +190,9 @@ export interface DescribeOptions {
 export interface ExecuteOptions {
   /** Called as soon as the component calls `respond()`, before the run finishes. */
   onResponse?: (response: HttpResponsePayload) => void;
+}
+
+export interface ExecuteBatchOptions {
+  /** Called as soon as the invocation at `index` calls `respond()`. */
+  onResponse?: (index: number, response: HttpResponsePayload) => void;
 }

@@ -1,8 +1,8 @@
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import type { HttpResponsePayload, SandboxError, SandboxLogger, SandboxPoolStats } from './types';
+import type { SandboxError, SandboxLogger, SandboxPoolStats } from './types';
 import { resolveWorkerFile } from './worker-file';
-import type { WorkerData, WorkerTask } from './worker-protocol';
+import type { ResponseMessage, WorkerData, WorkerTask } from './worker-protocol';
 
 /** Extra time past a task's own timeout before its worker is terminated (the in-worker timers fire first). */
 const GRACE_MS = 1000;
@@ -75,10 +75,10 @@ export class WorkerPool {
   }
 
   /** Runs one worker task; `onResponse` receives an execute task's `respond()` payload as soon as it is called. */
-  async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: HttpResponsePayload) => void): Promise<TaskOutcome<T>> {
+  async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
     if (this.closed) return { failed: sandboxError('PoolClosedError', 'the sandbox pool is closed') };
     let channel: MessageChannel | undefined;
-    if (onResponse && task.kind === 'execute') {
+    if (onResponse && (task.kind === 'execute' || task.kind === 'executeBatch')) {
       channel = new MessageChannel();
       channel.port1.on('message', onResponse);
       task.port = channel.port2;
@@ -137,7 +137,7 @@ export class WorkerPool {
 
   private workerFailure(e: unknown, task: WorkerTask, timeoutMs: number, aborted: boolean): SandboxError {
     const error = e as NodeJS.ErrnoException;
-    const what = task.kind === 'execute' ? task.method : task.kind;
+    const what = task.kind === 'execute' ? task.method : task.kind === 'executeBatch' ? 'run' : task.kind;
     const log = this.opts.logger;
     if (aborted) {
       if (this.guarded.size >= 10_000) this.guarded.clear();

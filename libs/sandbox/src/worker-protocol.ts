@@ -3,7 +3,7 @@
  * sandbox: callers use `SandboxPool`'s methods and the types in types.ts.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { ExecuteTask, OptionsInput } from './types';
+import type { ExecuteBatchTask, ExecuteTask, HttpResponsePayload, OptionsInput } from './types';
 
 /** A component compiled to a CommonJS bundle file, with its installed dependencies. */
 export interface BundleRef {
@@ -41,6 +41,16 @@ export interface WorkerExecuteTask extends Omit<ExecuteTask, 'kind' | 'code' | '
   port?: MessagePort;
 }
 
+export interface WorkerExecuteBatchTask extends Omit<ExecuteBatchTask, 'kind' | 'code' | 'codeHash' | 'dependencyVersions' | 'account'> {
+  kind: 'executeBatch';
+  bundle: BundleRef;
+  /** Receives `{ i, r }`: the `respond()` payload of item `i`, as soon as it is called. */
+  port?: MessagePort;
+}
+
+/** What a task's response port carries: an execute task's `respond()` payload, or a batch item's. */
+export type ResponseMessage = HttpResponsePayload | { i: number; r: HttpResponsePayload };
+
 export interface WorkerOptionsTask {
   kind: 'options';
   bundle: BundleRef;
@@ -49,7 +59,7 @@ export interface WorkerOptionsTask {
   timeoutMs: number;
 }
 
-export type WorkerTask = (WorkerDescribeTask | WorkerExecuteTask | WorkerOptionsTask) & {
+export type WorkerTask = (WorkerDescribeTask | WorkerExecuteTask | WorkerExecuteBatchTask | WorkerOptionsTask) & {
   /** Index into WorkerData.startTable where the worker stores Date.now() when it starts the task (0 while queued). */
   startSlot?: number;
   /** This code hung a worker before: bound its synchronous parts with vm's timeout ('adaptive' mode). */

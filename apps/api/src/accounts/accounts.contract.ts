@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { RouteContract } from '../contract/route-contract';
-import { Data } from '../contract/schemas';
+import { Data, Id } from '../contract/schemas';
 
 const Org = Type.Object({ name: Type.Union([Type.String(), Type.Null()]), id: Type.String(), orgname: Type.Union([Type.String(), Type.Null()]), email: Type.Union([Type.String(), Type.Null()]) });
 
@@ -22,4 +22,60 @@ export const Me = Type.Object(
   { additionalProperties: false },
 );
 
-export const ACCOUNT_ROUTES: RouteContract[] = [{ method: 'GET', path: '/v1/users/me', tag: 'users', summary: 'The current user', responses: { 200: Data(Me) } }];
+/** Longest window of `GET …/usage` (a year). */
+export const USAGE_MAX_DAYS = 366;
+export const USAGE_DEFAULT_DAYS = 30;
+
+const Day = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'a UTC date, YYYY-MM-DD' });
+const Quota = (what: string) => Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { description: `${what} per UTC day allowed by the plan; null when the plan sets none (paid plan, orgs)` });
+
+/** Invocations and compute time per UTC day over the last `days` days, oldest first, today last. */
+export const Usage = Type.Object(
+  {
+    owner_id: Type.String({ description: 'the user (u_…) or org (o_…) whose usage this is' }),
+    from: Day,
+    to: Day,
+    daily_invocations_quota: Quota('invocations'),
+    daily_compute_time_quota: Quota('compute time (ms)'),
+    total_invocations: Type.Integer({ minimum: 0 }),
+    total_compute_time_ms: Type.Integer({ minimum: 0 }),
+    days: Type.Array(
+      Type.Object(
+        { day: Day, invocations: Type.Integer({ minimum: 0 }), compute_time_ms: Type.Integer({ minimum: 0, description: 'compute time of the invocations finished that day, in ms' }) },
+        { additionalProperties: false },
+      ),
+      { description: 'one entry per UTC day from `from` to `to`, oldest first; a day without usage has zeros' },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const UsageQuery = Type.Object({
+  days: Type.Optional(Type.Integer({ minimum: 1, maximum: USAGE_MAX_DAYS, description: `how many UTC days, today included (default ${USAGE_DEFAULT_DAYS})` })),
+});
+
+export const ACCOUNT_ROUTES: RouteContract[] = [
+  { method: 'GET', path: '/v1/users/me', tag: 'users', summary: 'The current user', responses: { 200: Data(Me) } },
+  {
+    method: 'GET',
+    path: '/v1/users/me/usage',
+    tag: 'users',
+    extension: true,
+    summary: 'Your invocations and compute time per UTC day',
+    description: 'The last `days` UTC days (today last, still counting), with the daily quotas of your plan.',
+    query: UsageQuery,
+    responses: { 200: Data(Usage) },
+  },
+  {
+    method: 'GET',
+    path: '/v1/orgs/{org_id}/usage',
+    tag: 'users',
+    extension: true,
+    summary: "An org's invocations and compute time per UTC day",
+    description: 'The usage of sources owned by the org; members only (404 otherwise).',
+    params: Type.Object({ org_id: Id('o_…') }),
+    query: UsageQuery,
+    responses: { 200: Data(Usage) },
+    errors: [404],
+  },
+];

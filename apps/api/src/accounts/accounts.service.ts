@@ -84,6 +84,21 @@ export class AccountsService {
     const rows = await this.em.find(UsageDaily, { ownerId, day: { $gte: fromDay, $lte: toDay } });
     return rows.reduce((acc, r) => ({ invocations: acc.invocations + r.invocations, computeMs: acc.computeMs + r.computeMs }), { invocations: 0, computeMs: 0 });
   }
+
+  /** Each UTC day in [fromDay, toDay] with an owner's usage, oldest first; a day without a row counts zero. */
+  async usagePerDay(ownerId: string, fromDay: string, toDay: string): Promise<{ day: string; invocations: number; computeMs: number }[]> {
+    const rows = await this.em.find(UsageDaily, { ownerId, day: { $gte: fromDay, $lte: toDay } });
+    const byDay = new Map(rows.map((r) => [r.day, r]));
+    return daysBetween(fromDay, toDay).map((day) => ({ day, invocations: byDay.get(day)?.invocations ?? 0, computeMs: byDay.get(day)?.computeMs ?? 0 }));
+  }
+}
+
+/** The UTC dates from `fromDay` to `toDay` (both `YYYY-MM-DD`, inclusive). */
+export function daysBetween(fromDay: string, toDay: string): string[] {
+  const out: string[] = [];
+  const end = Date.parse(`${toDay}T00:00:00Z`);
+  for (let t = Date.parse(`${fromDay}T00:00:00Z`); t <= end; t += 86_400_000) out.push(utcDay(new Date(t)));
+  return out;
 }
 
 function parsePlan(plan: string): Plan {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { decodeJson, DesiredSourceState } from '@app/contracts';
+import { codeHashesOf, decodeJson, DesiredSourceState } from '@app/contracts';
 import { Component } from '@app/db';
 import { deleteObjectIf, lastTouchMs, NatsService, rawObjectInfo } from '@app/nats';
 import { ComponentsService, runnableOf } from './components.service';
@@ -104,7 +104,7 @@ export class ComponentGc implements OnApplicationBootstrap, OnApplicationShutdow
     return this.running;
   }
 
-  /** Code hashes referenced by the desired state of any source (inactive ones and pending deletes included). */
+  /** Code hashes referenced by the desired state of any source or workflow (inactive ones and pending deletes included). */
   private async referencedHashes(): Promise<Set<string>> {
     const keys: string[] = [];
     for await (const k of await this.nats.sources.keys()) keys.push(k);
@@ -112,7 +112,7 @@ export class ComponentGc implements OnApplicationBootstrap, OnApplicationShutdow
     for (let i = 0; i < keys.length; i += 64) {
       const entries = await Promise.all(keys.slice(i, i + 64).map((k) => this.nats.sources.get(k)));
       for (const e of entries) {
-        if (e && e.operation === 'PUT' && e.value.length) out.add(decodeJson<DesiredSourceState>(e.value).codeHash);
+        if (e && e.operation === 'PUT' && e.value.length) for (const h of codeHashesOf(decodeJson<DesiredSourceState>(e.value))) out.add(h);
       }
     }
     return out;

@@ -17,6 +17,13 @@ export interface ResolvedCode {
   bundle?: string;
 }
 
+/** What a workflow's code step may leave out (Pipedream code steps carry no name or version). */
+export interface DescriptorDefaults {
+  name: string;
+  version: string;
+  type: 'action';
+}
+
 /** Owner id of the components shipped in `registry/` and published with the admin CLI. */
 export const REGISTRY_OWNER = 'registry';
 
@@ -62,7 +69,7 @@ export function runnableOf(c: Component): { code: string; hash: string } {
  * Runs the code in a worker (never on this thread) and validates what it exports.
  * Code over the size limit is a 400 naming the problem, like every other component rule (issue 3's list).
  */
-export async function readComponent(reader: ComponentReader, config: AppConfig, code: string, account: string): Promise<AnalyzedComponent> {
+export async function readComponent(reader: ComponentReader, config: AppConfig, code: string, account: string, defaults?: DescriptorDefaults): Promise<AnalyzedComponent> {
   const bytes = Buffer.byteLength(code, 'utf8');
   if (bytes > config.componentMaxBytes) {
     throw new BadRequestError(`component code is ${bytes} bytes; the limit is ${config.componentMaxBytes}`, { field: 'component_code', limit_bytes: config.componentMaxBytes }, 'invalid_component');
@@ -72,7 +79,8 @@ export async function readComponent(reader: ComponentReader, config: AppConfig, 
     const message = out.error?.message ?? 'the code exports no component';
     throw new BadRequestError(`cannot load the component: ${message}`, { reason: out.error?.name ?? 'Error' }, 'invalid_component');
   }
-  const analyzed = analyzeComponent(out.descriptor);
+  const d = out.descriptor;
+  const analyzed = analyzeComponent(defaults ? { ...d, name: d.name || defaults.name, version: d.version || defaults.version, type: d.type ?? defaults.type } : d);
   if (out.dependencyVersions && Object.keys(out.dependencyVersions).length) analyzed.meta.dependencyVersions = out.dependencyVersions;
   return analyzed;
 }
@@ -133,14 +141,14 @@ export class ComponentsService {
     throw new BadRequestError(`${required.slice(0, -1).join(', ')} or ${required[required.length - 1]} is required`, { fields: required });
   }
 
-  analyze(code: string, account: string): Promise<AnalyzedComponent> {
-    return readComponent(this.reader, this.config, code, account);
+  analyze(code: string, account: string, defaults?: DescriptorDefaults): Promise<AnalyzedComponent> {
+    return readComponent(this.reader, this.config, code, account, defaults);
   }
 
   /** Reads, validates and saves a component in `ownerId`'s namespace; its runnable code goes to the object store. */
-  async save(ownerId: string, userId: string | null, resolved: ResolvedCode, em: EntityManager = this.em.fork()): Promise<Component> {
+  async save(ownerId: string, userId: string | null, resolved: ResolvedCode, em: EntityManager = this.em.fork(), defaults?: DescriptorDefaults): Promise<Component> {
     const { code, url, bundle } = resolved;
-    const c = buildComponent(await this.analyze(bundle ?? code, ownerId), ownerId, userId, code, url, bundle);
+    const c = buildComponent(await this.analyze(bundle ?? code, ownerId, defaults), ownerId, userId, code, url, bundle);
     assertNoNulInComponent(c);
     const runnable = runnableOf(c);
     await this.storeCode(runnable.hash, runnable.code);

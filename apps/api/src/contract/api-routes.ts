@@ -1,11 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import { ACCOUNT_ROUTES } from '../accounts/accounts.contract';
+import { APP_HOOK_ROUTES } from '../app-hooks/app-hooks.contract';
 import { COMPONENT_ROUTES } from '../components/components.contract';
 import { EVENT_ROUTES } from '../events/events.contract';
 import { SOURCE_ROUTES } from '../sources/sources.contract';
 import { SSE_ROUTES } from '../sse/sse.contract';
 import { SUBSCRIPTION_ROUTES } from '../subscriptions/subscriptions.contract';
 import { WEBHOOK_ROUTES } from '../webhooks/webhooks.contract';
+import { WORKFLOW_ROUTES } from '../workflows/workflows.contract';
 import { RouteContract } from './route-contract';
 
 const META_ROUTES: RouteContract[] = [
@@ -16,7 +18,13 @@ const META_ROUTES: RouteContract[] = [
     extension: true,
     public: true,
     summary: 'Liveness and what is still starting',
-    responses: { 200: Type.Object({ status: Type.Literal('ok'), registry: Type.String(), component_gc: Type.Object({}, { additionalProperties: true }), isolation: Type.String({ description: 'namespaces or none' }) }) },
+    responses: { 200: Type.Object({ status: Type.Literal('ok'), registry: Type.String(), component_gc: Type.Object({}, { additionalProperties: true }), isolation: Type.String({ description: 'namespaces or none' }),
+        ingest: Type.Object(
+          { invocations_pending: Type.Integer(), events_unrouted: Type.Integer(), max_pending: Type.Integer(), max_pending_per_source: Type.Integer(), refused_total: Type.Integer() },
+          { description: 'back-pressure of HTTP ingress: invocations waiting and emitted events not yet routed by the delivery app (as last read every INGEST_BACKLOG_POLL_MS), the bounds (0 = none), requests this replica refused with 429' },
+        ),
+      }),
+    },
   },
   {
     method: 'GET',
@@ -33,10 +41,12 @@ const META_ROUTES: RouteContract[] = [
 export const API_ROUTES: RouteContract[] = [
   ...COMPONENT_ROUTES,
   ...SOURCE_ROUTES,
+  ...APP_HOOK_ROUTES,
   ...EVENT_ROUTES,
   ...SUBSCRIPTION_ROUTES,
   ...WEBHOOK_ROUTES,
   ...ACCOUNT_ROUTES,
   ...SSE_ROUTES,
+  ...WORKFLOW_ROUTES,
   ...META_ROUTES,
 ];

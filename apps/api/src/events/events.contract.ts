@@ -19,7 +19,6 @@ const SUMMARY_QUERY = Type.Object({
   expand: Type.Optional(Expand),
   event_name: Type.Optional(Type.String({ maxLength: 255, description: 'one channel: "" (default), a custom name, $errors or $logs' })),
 });
-const NO_WORKFLOWS = 'Workflows are not managed by this service: always 404 once the query is valid.';
 
 export const EVENT_ROUTES: RouteContract[] = [
   {
@@ -46,22 +45,22 @@ export const EVENT_ROUTES: RouteContract[] = [
     method: 'GET',
     path: '/v1/workflows/{id}/event_summaries',
     tag: 'events',
-    summary: "A workflow's events",
-    description: NO_WORKFLOWS,
+    summary: "A workflow's emitted events ($.send.emit), newest first",
+    description: 'Each event is `{ raw_event: <emitted data> }`; metadata.emitter_id is the workflow.',
     params: Type.Object({ id: Id('p_…') }),
     query: SUMMARY_QUERY,
-    responses: {},
+    responses: { 200: PageOf(EventSummary) },
     errors: [404],
   },
   {
     method: 'GET',
     path: '/v1/workflows/{id}/{channel}/event_summaries',
     tag: 'events',
-    summary: "A workflow's $errors events",
-    description: `${NO_WORKFLOWS} \`channel\` is \`$errors\`.`,
+    summary: "A workflow's $errors events, newest first",
+    description: '`channel` is `$errors`. Each event is `{ original_event, original_context, error }` (docs/workflows.md).',
     params: Type.Object({ id: Id('p_…'), channel: Type.String({ description: '$errors' }) }),
     query: SUMMARY_QUERY,
-    responses: {},
+    responses: { 200: PageOf(EventSummary) },
     errors: [404],
   },
 ];

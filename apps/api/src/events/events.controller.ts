@@ -38,11 +38,12 @@ export class EventsController {
     await this.events.requestDelete(id, str('start_id'), str('end_id'));
   }
 
-  /** Workflows are not managed by this service, so no workflow id exists: always 404 (after validating the query). */
+  /** Events a workflow emitted with `$.send.emit` (default and custom channels), newest first. */
   @Get('workflows/:id/event_summaries')
-  workflowSummaries(@Param('id') id: string, @Query() query: unknown): never {
-    summaryQuery(query as Input);
-    throw new NotFoundError(`workflow ${id} not found`, { id });
+  async workflowSummaries(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<Page<EventSummaryDto>> {
+    const q = summaryQuery(query as Input);
+    await this.events.assertWorkflow(auth, id);
+    return this.events.list(id, q);
   }
 
   /**
@@ -50,9 +51,10 @@ export class EventsController {
    * percent-encoded form `%24errors` (which the router leaves encoded in static segments) reach it.
    */
   @Get('workflows/:id/:channel/event_summaries')
-  workflowErrors(@Param('id') id: string, @Param('channel') channel: string, @Query() query: unknown): never {
+  async workflowErrors(@Auth() auth: AuthContext, @Param('id') id: string, @Param('channel') channel: string, @Query() query: unknown): Promise<Page<EventSummaryDto>> {
     if (channel !== '$errors') throw new NotFoundError(`no such route: GET /v1/workflows/${id}/${channel}/event_summaries`);
-    summaryQuery(query as Input);
-    throw new NotFoundError(`workflow ${id} not found`, { id });
+    const q = summaryQuery(query as Input);
+    await this.events.assertWorkflow(auth, id);
+    return this.events.list(id, { ...q, eventName: '$errors' });
   }
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, decodeJson, DeleteEventsMessage, encodeJson } from '@app/contracts';
-import { Source } from '@app/db';
+import { Source, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext, assertAccess } from '../auth/auth.context';
 import { decodeCursor, encodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
@@ -24,6 +24,11 @@ export class EventsService {
   async assertSource(auth: AuthContext, id: string): Promise<Source> {
     const source = await this.em.fork().findOne(Source, { id, deletedAt: null });
     return assertAccess(auth, source, 'source', id);
+  }
+
+  async assertWorkflow(auth: AuthContext, id: string): Promise<Workflow> {
+    const workflow = await this.em.fork().findOne(Workflow, { id, deletedAt: null });
+    return assertAccess(auth, workflow, 'workflow', id);
   }
 
   async list(emitterId: string, q: SummaryQuery): Promise<Page<EventSummaryDto>> {

@@ -82,7 +82,21 @@ export class EndpointLookup {
         where s.endpoint_key = ? and s.deleted_at is null limit 1`,
       [endpointKey],
     )) as { id: string; owner_id: string; active: boolean; custom_response: boolean | null }[];
-    if (!row) return null;
+    if (!row) return this.loadWorkflow(endpointKey);
+    return this.target(row);
+  }
+
+  /** An HTTP-triggered workflow's endpoint (same `/e/<key>` ingress; its invocations go to the workflow's partition). */
+  private async loadWorkflow(endpointKey: string): Promise<EndpointTarget | null> {
+    const [row] = (await this.em.getConnection().execute(
+      `select id, owner_id, active, coalesce(trigger -> 'http' -> 'customResponse' = 'true'::jsonb, false) as custom_response
+         from workflows where endpoint_key = ? and deleted_at is null limit 1`,
+      [endpointKey],
+    )) as { id: string; owner_id: string; active: boolean; custom_response: boolean | null }[];
+    return row ? this.target(row) : null;
+  }
+
+  private target(row: { id: string; owner_id: string; active: boolean; custom_response: boolean | null }): EndpointTarget {
     return {
       sourceId: row.id,
       ownerId: row.owner_id,

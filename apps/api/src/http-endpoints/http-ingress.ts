@@ -6,6 +6,7 @@ import { decodeJson, encodeJson, HttpEvent, HttpResponseMessage, InvocationMessa
 import type { Subscription } from 'nats';
 import { NatsService } from '@app/nats';
 import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
+import { InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';
 import { endpointUrlOf } from './endpoint-urls';
 
@@ -31,6 +32,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     private readonly adapterHost: HttpAdapterHost,
     private readonly lookup: EndpointLookup,
     private readonly nats: NatsService,
+    private readonly backlog: InvocationBacklog,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.limiter = new RateLimiter(config.httpRatePerSec, config.httpBurst);
@@ -50,6 +52,10 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
           const message = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body is larger than ${this.config.httpMaxBodyBytes} bytes` : err.message;
           return reply.status(413).send({ error: message, code: 'payload_too_large' });
         }
+        if (err.statusCode === 503) {
+          const invocationId = (err as { invocationId?: string }).invocationId;
+          return reply.status(503).header('retry-after', '1').send({ error: err.message, code: 'unavailable', details: { invocation_id: invocationId, retry_after_seconds: 1 } });
+        }
         this.logger.error(`ingress failed: ${err.message}`);
         const clientError = !!err.statusCode && err.statusCode >= 400 && err.statusCode < 500;
         return reply.status(clientError ? err.statusCode! : 500).send(clientError ? { error: err.message, code: 'invalid_request' } : { error: 'internal error', code: 'internal' });
@@ -63,7 +69,14 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
 
   private async handle(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const { endpointKey } = req.params as { endpointKey: string };
-    const target = await this.lookup.find(endpointKey);
+    let target: EndpointTarget | null;
+    try {
+      target = await this.lookup.find(endpointKey);
+    } catch (e) {
+      // Postgres unreachable for a moment (the lookup's cache entry expired): nothing was stored, retrying is safe.
+      this.logger.warn(`endpoint lookup failed: ${(e as Error).message}`);
+      return reply.status(503).header('retry-after', '1').send({ error: 'the endpoint cannot be looked up right now: retry later', code: 'unavailable', details: { retry_after_seconds: 1 } });
+    }
     if (!target || !target.active) return reply.status(404).send({ error: `no active HTTP source at endpoint ${endpointKey}`, code: 'not_found' });
     const retryAfter = this.limiter.take(endpointKey);
     if (retryAfter > 0) {
@@ -72,6 +85,19 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
         .header('retry-after', String(retryAfter))
         .send({ error: `too many requests to this endpoint: at most ${this.config.httpRatePerSec} per second on average`, code: 'rate_limited', details: { retry_after_seconds: retryAfter } });
     }
+    const full = this.backlog.check(target.sourceId);
+    if (full) {
+      const whose = full.scope === 'source' ? 'this source has' : 'the service has';
+      return reply
+        .status(429)
+        .header('retry-after', String(full.retryAfterSeconds))
+        .send({
+          error: `${whose} ${full.pending} invocations waiting to run (limit ${full.limit}): retry after ${full.retryAfterSeconds} s`,
+          code: 'backlog_full',
+          details: { scope: full.scope, pending: full.pending, limit: full.limit, retry_after_seconds: full.retryAfterSeconds },
+        });
+    }
+    this.backlog.accepted();
     const invocationId = newId('invocation');
     const msg: InvocationMessage = { invocationId, sourceId: target.sourceId, kind: 'http', event: this.eventOf(req, endpointKey), createdAtMs: Date.now() };
     if (!target.customResponse) {
@@ -145,7 +171,12 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       // HTTP_MAX_BODY_BYTES set above what one NATS message carries: a clear 413, not a 500 from the broker.
       throw Object.assign(new Error(`request too large to store: ${data.length} bytes as an invocation, the NATS server's max_payload is ${maxPayload} bytes`), { statusCode: 413 });
     }
-    await this.nats.streams.publish(this.nats.names.invocation(target.partition, target.sourceId), data, msg.invocationId);
+    try {
+      await this.nats.streams.publish(this.nats.names.invocation(target.partition, target.sourceId), data, msg.invocationId);
+    } catch (e) {
+      // NATS unreachable or electing a leader: the request may or may not be stored (an acknowledgement can be lost).
+      throw Object.assign(new Error(`the request could not be confirmed as stored (${(e as Error).message}): retry later; it may have been stored, so a retry can make a second event`), { statusCode: 503, invocationId: msg.invocationId });
+    }
   }
 
   private eventOf(req: FastifyRequest, endpointKey: string): HttpEvent {

@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { NatsService } from '@app/nats';
+import { holdKvLease } from '../common/kv-lease';
 import { SourcePublisher } from './source-publisher';
 
 const LEASE_KEY = 'api.reconciler';
@@ -39,30 +40,12 @@ export class SourcesReconciler implements OnApplicationBootstrap, OnApplicationS
     if (this.timer) clearInterval(this.timer);
   }
 
-  /** Takes or renews the reconciler lease; false when another replica holds it. */
-  private async holdLease(): Promise<boolean> {
-    const entry = await this.nats.leases.get(LEASE_KEY);
-    const value = new TextEncoder().encode(this.replicaId);
-    try {
-      if (!entry || entry.operation !== 'PUT') {
-        if (entry) await this.nats.leases.update(LEASE_KEY, value, entry.revision);
-        else await this.nats.leases.create(LEASE_KEY, value);
-        return true;
-      }
-      if (entry.string() !== this.replicaId) return false;
-      await this.nats.leases.update(LEASE_KEY, value, entry.revision);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
   /** One pass; returns how many sources were handled. */
   async tick(): Promise<number> {
     if (this.running || this.stopped) return 0;
     this.running = true;
     try {
-      if (!(await this.holdLease())) return 0;
+      if (!(await holdKvLease(this.nats.leases, LEASE_KEY, this.replicaId))) return 0;
       const rows: { id: string }[] = await this.em
         .fork()
         .getConnection()

@@ -1,6 +1,6 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { BadRequestError, NotFoundError } from '@app/contracts';
-import { Source, Webhook } from '@app/db';
+import { Source, Webhook, Workflow } from '@app/db';
 import { assertAccess, AuthContext } from '../auth/auth.context';
 
 /** Globs an `emitter_id` may be: all of the subscription owner's sources or workflows. */
@@ -13,14 +13,14 @@ export async function resolveEmitter(em: EntityManager, auth: AuthContext, id: s
     const source = assertAccess(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id);
     return { ownerId: source.ownerId, glob: false };
   }
-  if (id.startsWith('p_')) throw new NotFoundError(`workflow ${id} not found`, { id });
+  if (id.startsWith('p_')) return { ownerId: assertAccess(auth, await em.findOne(Workflow, { id, deletedAt: null }), 'workflow', id).ownerId, glob: false };
   throw new BadRequestError('emitter_id must be a source id (dc_…), a workflow id (p_…), or a glob dc_* or p_*', { field: 'emitter_id', value: id });
 }
 
 export async function resolveListener(em: EntityManager, auth: AuthContext, id: string): Promise<{ ownerId: string }> {
   if (id.startsWith('dc_')) return { ownerId: assertAccess(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id).ownerId };
   if (id.startsWith('wh_')) return { ownerId: assertAccess(auth, await em.findOne(Webhook, { id }), 'webhook', id).ownerId };
-  if (id.startsWith('p_')) throw new NotFoundError(`workflow ${id} not found`, { id });
+  if (id.startsWith('p_')) return { ownerId: assertAccess(auth, await em.findOne(Workflow, { id, deletedAt: null }), 'workflow', id).ownerId };
   throw new BadRequestError('listener_id must be a source (dc_…), workflow (p_…) or webhook (wh_…) id', { field: 'listener_id', value: id });
 }
 

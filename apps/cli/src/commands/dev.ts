@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { FSWatcher, watch } from 'node:fs';
-import { basename, dirname, join, relative } from 'node:path';
+import { basename, relative } from 'node:path';
+import { ComponentWatcher } from '../file-watcher';
 import { bundleComponent, Bundle } from '../bundle';
 import { Command, CommandContext, list, orgOf, str } from '../command';
 import { deploy, givenProps, printSource } from '../deploy';
@@ -8,54 +8,14 @@ import { CliError, describeError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
 import { dim, green, note, red } from '../output';
 import { onSource, resolveSource, Source } from '../sources';
-
-const DEBOUNCE_MS = 300;
+import { isWorkflowFile } from '../workflow-file';
+import { devWorkflow } from './dev-workflow';
 
 const hash = (code: string): string => createHash('sha256').update(code).digest('hex');
 
-/**
- * Watches the directories of a component's files (editors often replace a file
- * instead of writing it, which ends a watch on the file itself) and calls
- * `onChange` once per burst of saves.
- */
-class ComponentWatcher {
-  private watchers = new Map<string, FSWatcher>();
-  private files = new Set<string>();
-  private timer?: NodeJS.Timeout;
-
-  constructor(private readonly onChange: () => void) {}
-
-  track(inputs: string[]): void {
-    this.files = new Set(inputs);
-    const dirs = new Set(inputs.map((f) => dirname(f)));
-    for (const [dir, w] of this.watchers) {
-      if (!dirs.has(dir)) {
-        w.close();
-        this.watchers.delete(dir);
-      }
-    }
-    for (const dir of dirs) {
-      if (this.watchers.has(dir)) continue;
-      const w = watch(dir, (_event, name) => {
-        if (name && !this.files.has(join(dir, name.toString()))) return;
-        clearTimeout(this.timer);
-        this.timer = setTimeout(this.onChange, DEBOUNCE_MS);
-      });
-      w.on('error', (e) => note(red(`watch ${dir}: ${e.message}`)));
-      this.watchers.set(dir, w);
-    }
-  }
-
-  close(): void {
-    clearTimeout(this.timer);
-    for (const w of this.watchers.values()) w.close();
-    this.watchers.clear();
-  }
-}
-
 export const devCommand: Command = {
   name: 'dev',
-  summary: 'deploy a local source, update it on every save, stream its events and logs',
+  summary: 'deploy a local source or workflow file, redeploy it on every save, stream its events and logs',
   usage: 'pd dev <file> [--dc <id>] [--prop name=value]... [--props file.json] [--name <name>] [--org <o_…>]',
   help: [
     '--dc <id or name>      attach to an existing source instead of deploying a new one',
@@ -69,8 +29,12 @@ export const devCommand: Command = {
   async run(ctx, { values, positionals }) {
     const file = positionals[0];
     if (!file) throw new CliError('pd dev needs the file of a source component');
+    if (isWorkflowFile(file)) return devWorkflow(ctx, file, orgOf(ctx, values));
     const orgId = orgOf(ctx, values);
     const propInput = { flags: list(values, 'prop'), file: str(values, 'props') };
+    // Ctrl-C is handled from the start: one that comes while deploying (or just after the source is printed) stops cleanly too.
+    let onStop = (): void => undefined;
+    const ac = untilInterrupted(() => onStop());
     let source: Source;
     let bundle: Bundle;
     let props: Record<string, unknown> | undefined;
@@ -89,6 +53,8 @@ export const devCommand: Command = {
       props = undefined; // the server keeps the props given on deploy
       printSource(ctx, source, deployed.component, 'Deployed source', true);
     }
+    const stopped = (): void => note(dim(`\nStopped. ${source.id} stays deployed: \`pd delete ${source.id}\` removes it.`));
+    if (ac.signal.aborted) return stopped();
     let lastHash = hash(bundle.code);
     let busy: Promise<void> = Promise.resolve();
     const rebuild = async (): Promise<void> => {
@@ -108,10 +74,10 @@ export const devCommand: Command = {
     });
     watcher.track(bundle.inputs);
     note(dim(`Watching ${bundle.inputs.length} file${bundle.inputs.length === 1 ? '' : 's'}; streaming events and logs of ${source.id} (Ctrl-C to stop)`));
-    const ac = untilInterrupted(() => {
+    onStop = () => {
       watcher.close();
-      note(dim(`\nStopped. ${source.id} stays deployed: \`pd delete ${source.id}\` removes it.`));
-    });
+      stopped();
+    };
     const emits = follow(ctx, ctx.client, source.id, 'emits', { signal: ac.signal, print: (e) => printEvent(ctx, e) });
     const logs = follow(ctx, ctx.client, source.id, 'observations', { signal: ac.signal, print: (e) => printObservation(ctx, e) });
     try {

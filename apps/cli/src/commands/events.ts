@@ -2,7 +2,8 @@ import { Command, CommandContext, flag, orgOf, str } from '../command';
 import { CliError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
 import { dim, note, printJson } from '../output';
-import { EventSummary, onSource, resolveSourceId } from '../sources';
+import { EventSummary, onSource } from '../sources';
+import { basePath, resolveTarget } from '../workflows';
 
 function parseCount(v: string | undefined, def: number): number {
   if (v === undefined) return def;
@@ -14,7 +15,7 @@ function parseCount(v: string | undefined, def: number): number {
 /** The last `limit` summaries of a channel, oldest first. */
 async function recent(ctx: CommandContext, ref: string, id: string, limit: number, eventName?: string): Promise<EventSummary[]> {
   const page = await onSource(ref, () =>
-    ctx.client.get<{ data: EventSummary[] }>(`/sources/${encodeURIComponent(id)}/event_summaries`, { limit, expand: 'event,summary', ...(eventName ? { event_name: eventName } : {}) }),
+    ctx.client.get<{ data: EventSummary[] }>(`${basePath({ id })}/event_summaries`, { limit, expand: 'event,summary', ...(eventName ? { event_name: eventName } : {}) }),
   );
   return [...(page?.data ?? [])].sort((a, b) => compareIds(a.id, b.id));
 }
@@ -28,7 +29,7 @@ export function compareIds(a: string, b: string): number {
 
 export const eventsCommand: Command = {
   name: 'events',
-  summary: 'print the latest events of a source (and follow new ones with -f)',
+  summary: 'print the latest events of a source or workflow (and follow new ones with -f)',
   usage: 'pd events [-n <count>] [-f] <name or id>',
   help: [
     '-n, --count <n>        how many of the latest events (1-100, default 10), oldest first',
@@ -40,9 +41,9 @@ export const eventsCommand: Command = {
   options: { count: { type: 'string', short: 'n' }, follow: { type: 'boolean', short: 'f' }, org: { type: 'string' } },
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd events needs the name or id of a source');
+    if (!ref) throw new CliError('pd events needs the name or id of a source or workflow');
     const limit = parseCount(str(values, 'count'), 10);
-    const id = await resolveSourceId(ctx.client, ref, orgOf(ctx, values));
+    const { id } = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
     const events = await recent(ctx, ref, id, limit);
     const following = flag(values, 'follow');
     if (ctx.json && !following) return printJson(events);
@@ -56,7 +57,7 @@ export const eventsCommand: Command = {
 
 export const logsCommand: Command = {
   name: 'logs',
-  summary: 'stream the logs (console output and errors) of a source',
+  summary: 'stream the logs (console output and errors) of a source or workflow',
   usage: 'pd logs [-n <count>] [--no-follow] <name or id>',
   help: [
     '-n, --count <n>        how many recent log lines to show first (1-100, default 20)',
@@ -67,9 +68,9 @@ export const logsCommand: Command = {
   options: { count: { type: 'string', short: 'n' }, follow: { type: 'boolean', short: 'f', default: true }, org: { type: 'string' } },
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd logs needs the name or id of a source');
+    if (!ref) throw new CliError('pd logs needs the name or id of a source or workflow');
     const limit = parseCount(str(values, 'count'), 20);
-    const id = await resolveSourceId(ctx.client, ref, orgOf(ctx, values));
+    const { id } = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
     const [logs, errors] = await Promise.all([recent(ctx, ref, id, limit, '$logs'), recent(ctx, ref, id, limit, '$errors')]);
     const history = [...logs, ...errors].sort((a, b) => compareIds(a.id, b.id)).slice(-limit);
     const following = values.follow !== false;

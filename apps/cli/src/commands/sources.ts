@@ -4,6 +4,8 @@ import { deploy, givenProps, looksLikeAction, orgQuery, printSource, saveLocalCo
 import { CliError } from '../errors';
 import { bold, dim, fields, green, out, printJson, table, withSpinner } from '../output';
 import { Component, endpointUrl, listSources, onSource, propsAsInput, resolveSource, Source } from '../sources';
+import { deployWorkflowFile, isWorkflowFile } from '../workflow-file';
+import { basePath, listWorkflows, resolveTarget, triggerText } from '../workflows';
 
 const PROP_HELP = [
   '--prop <name=value>    a prop value (repeatable); JSON values are parsed: --prop count=5 --prop tags=\'["a"]\'',
@@ -21,11 +23,12 @@ export const deployCommand: Command = {
     '--org <o_…>            deploy inside an org (default: the profile\'s org_id)',
     'Required props without a value are prompted for on a terminal; without one, it is an error.',
   ],
-  examples: ['pd deploy sources/new-item/new-item.mjs --prop url=https://example.com/feed.xml', 'pd deploy http-custom-response --name my-hook', 'pd deploy https://example.com/components/source.js --json'],
+  examples: ['pd deploy workflow.yaml   (a workflow file: creates it, or deploys the workflow of that name again; docs/workflows.md)', 'pd deploy sources/new-item/new-item.mjs --prop url=https://example.com/feed.xml', 'pd deploy http-custom-response --name my-hook', 'pd deploy https://example.com/components/source.js --json'],
   options: { ...PROP_OPTIONS, name: { type: 'string' }, org: { type: 'string' } },
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw new CliError('pd deploy needs a file, registry key or URL (see pd deploy --help)');
+    if (isWorkflowFile(ref)) return deployWorkflowFile(ctx, ref, orgOf(ctx, values));
     const { source, component } = await deploy(ctx, ref, { name: str(values, 'name'), orgId: orgOf(ctx, values), props: { flags: list(values, 'prop'), file: str(values, 'props') } });
     printSource(ctx, source, component, 'Deployed source');
   },
@@ -59,14 +62,20 @@ export const publishCommand: Command = {
 
 export const listCommand: Command = {
   name: 'list',
-  summary: 'list your sources',
-  usage: 'pd list sources [--org <o_…>]',
-  help: ['--org <o_…>            list the sources of an org'],
-  examples: ['pd list sources', 'pd list sources --json | jq -r ".[].id"'],
+  summary: 'list your sources or workflows',
+  usage: 'pd list sources|workflows [--org <o_…>]',
+  help: ['--org <o_…>            list the sources (workflows) of an org'],
+  examples: ['pd list sources', 'pd list workflows', 'pd list sources --json | jq -r ".[].id"'],
   options: { org: { type: 'string' } },
   async run(ctx, { values, positionals }) {
     const what = positionals[0];
-    if (!what || !['sources', 'source', 'src'].includes(what)) throw new CliError(`pd list needs what to list: pd list sources${what ? ` (not "${what}")` : ''}`);
+    if (what && ['workflows', 'workflow', 'wf'].includes(what)) {
+      const workflows = await withSpinner('Listing workflows', () => listWorkflows(ctx.client, orgOf(ctx, values)));
+      if (ctx.json) return printJson(workflows);
+      if (workflows.length === 0) return out(dim('No workflows yet: deploy one with `pd deploy workflow.yaml`'));
+      return out(table(['ID', 'NAME', 'TRIGGER', 'STEPS', 'ACTIVE', 'ENDPOINT'], workflows.map((w) => [w.id, w.name, triggerText(w), String(w.steps.length), w.active ? 'true' : 'false', w.trigger.endpoint_url ?? ''])));
+    }
+    if (!what || !['sources', 'source', 'src'].includes(what)) throw new CliError(`pd list needs what to list: pd list sources or pd list workflows${what ? ` (not "${what}")` : ''}`);
     const sources = await withSpinner('Listing sources', () => listSources(ctx.client, orgOf(ctx, values)));
     if (ctx.json) return printJson(sources);
     if (sources.length === 0) return out(dim('No sources yet: deploy one with `pd deploy <file>`'));
@@ -120,15 +129,21 @@ export const updateCommand: Command = {
 
 export const deleteCommand: Command = {
   name: 'delete',
-  summary: 'delete a source (its deactivate hook runs first)',
+  summary: 'delete a source (its deactivate hook runs first) or a workflow',
   usage: 'pd delete <name or id>',
-  help: ['--org <o_…>            look the source up among an org\'s sources first (default: the profile\'s org_id)',],
-  examples: ['pd delete my-source', 'pd delete dc_abc --json'],
+  help: ['--org <o_…>            look the source or workflow up in an org first (default: the profile\'s org_id)',],
+  examples: ['pd delete my-source', 'pd delete dc_abc --json', 'pd delete my-workflow'],
   options: { org: { type: 'string' } },
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd delete needs the name or id of a source');
-    const source = await resolveSource(ctx.client, ref, orgOf(ctx, values));
+    if (!ref) throw new CliError('pd delete needs the name or id of a source or workflow');
+    const target = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
+    if (target.kind === 'workflow') {
+      await withSpinner(`Deleting ${target.id}`, () => ctx.client.request('DELETE', `/workflows/${target.id}`), 'Deleted');
+      if (ctx.json) return printJson({ id: target.id, name: target.name, deleted: true });
+      return out(`${green('✔')} Deleted workflow ${target.id} (${target.name})`);
+    }
+    const source = await resolveSource(ctx.client, target.id, orgOf(ctx, values));
     await withSpinner(`Deleting ${source.id}`, () => onSource(ref, () => ctx.client.request('DELETE', `/sources/${source.id}`)), 'Deleted');
     if (ctx.json) return printJson({ id: source.id, name: source.name, deleted: true });
     out(`${green('✔')} Deleted source ${source.id} (${source.name})`);
@@ -137,7 +152,7 @@ export const deleteCommand: Command = {
 
 export const runCommand: Command = {
   name: 'run',
-  summary: 'run a source now (a manual invocation, like a timer firing)',
+  summary: 'run a source or workflow now (a manual invocation, like a timer firing)',
   usage: 'pd run <name or id> [--event <json>]',
   help: [
     '--event <json>         the event passed to run() (default: a timer source its timer event, else { timestamp, manual: true })',
@@ -148,8 +163,9 @@ export const runCommand: Command = {
   options: { event: { type: 'string' }, org: { type: 'string' } },
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd run needs the name or id of a source');
-    const source = await resolveSource(ctx.client, ref, orgOf(ctx, values));
+    if (!ref) throw new CliError('pd run needs the name or id of a source or workflow');
+    const target = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
+    const source = target.kind === 'source' ? await resolveSource(ctx.client, target.id, orgOf(ctx, values)) : { id: target.id, name: target.name };
     const eventText = str(values, 'event');
     let body: { event: unknown } | undefined;
     if (eventText !== undefined) {
@@ -159,7 +175,7 @@ export const runCommand: Command = {
         throw new CliError(`--event is not valid JSON: ${(e as Error).message}`);
       }
     }
-    const res = await withSpinner(`Running ${source.id}`, () => onSource(ref, () => ctx.client.request<{ data?: Record<string, unknown> }>('POST', `/sources/${source.id}/run`, { body })), 'Invoked');
+    const res = await withSpinner(`Running ${source.id}`, () => onSource(ref, () => ctx.client.request<{ data?: Record<string, unknown> }>('POST', `${basePath(source)}/run`, { body })), 'Invoked');
     if (ctx.json) return printJson(res?.data ?? { id: source.id, invoked: true });
     const detail = res?.data && typeof res.data === 'object' ? Object.entries(res.data).filter(([, v]) => typeof v !== 'object').map(([k, v]) => `${k}=${String(v)}`).join(' ') : '';
     out(`${green('✔')} Invoked ${source.id} (${source.name})${detail ? ` ${dim(detail)}` : ''}`);

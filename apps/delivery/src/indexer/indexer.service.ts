@@ -4,23 +4,32 @@ import { JsMsg, Subscription } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
 import { decodeJson, DeleteEventsMessage, EmittedEvent, encodeJson } from '@app/contracts';
 import { NatsService } from '@app/nats';
-import { BatchConsumer, ensureDurable } from '../common/durable-consumer';
+import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
 import { channelClassOf } from './event-ids';
-import { SummaryWriter } from './summary-writer';
+import { SummaryWriter, TrimGroup } from './summary-writer';
 
-const DURABLE = 'indexer';
+/** The consumer earlier versions indexed with; drained and removed by this one (see `drainLegacyConsumer`). */
+const LEGACY_DURABLE = 'indexer';
+const LEGACY_CHECK_MS = 10_000;
 
 /**
- * Indexes every emitted event (also `$errors` and `$logs`) into `event_summaries`,
- * keeping the last EVENT_RETENTION per emitter and channel class, and serves
- * `ctl.delete-events`. Messages are acked only after the rows are committed.
+ * Indexes emitted events (also `$errors` and `$logs`) into `event_summaries`,
+ * keeping the last EVENT_RETENTION per emitter and channel class — called by the
+ * router for each batch it consumes from EMITS, before it routes the batch, so an
+ * event is indexed before any listener gets it and EMITS is consumed once — and
+ * serves `ctl.delete-events`.
  */
 @Injectable()
 export class IndexerService implements OnApplicationBootstrap, OnApplicationShutdown {
-  private consumer?: BatchConsumer;
   private deleteSub?: Subscription;
+  private legacy?: BatchConsumer;
+  private legacyCheck?: NodeJS.Timeout;
+  /** Groups touched since the last trim started; trims run one at a time, off the routing path. */
+  private readonly toTrim = new Map<string, TrimGroup>();
+  private trimming?: Promise<void>;
+  private closing = false;
 
   constructor(
     private readonly nats: NatsService,
@@ -32,9 +41,6 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
 
   async onApplicationBootstrap(): Promise<void> {
     const names = this.nats.names;
-    await ensureDurable(this.nats.jsm, names.emitsStream, { durable_name: DURABLE, filter_subject: names.allEmits, max_ack_pending: 20_000, ack_wait: this.config.deliveryAckWaitMs * 1_000_000 });
-    this.consumer = new BatchConsumer(this.nats.js, names.emitsStream, DURABLE, (batch) => this.index(batch), { maxBatch: 500, lingerMs: 5 }, this.logger, this.config.deliveryAckWaitMs);
-    await this.consumer.start();
     this.deleteSub = this.nats.nc.subscribe(names.deleteEvents, { queue: 'delivery', callback: (err, msg) => {
       if (err) return;
       void this.deleteEvents(decodeJson<DeleteEventsMessage>(msg.data)).then(
@@ -45,36 +51,51 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
         },
       );
     } });
+    await this.drainLegacyConsumer();
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.deleteSub?.unsubscribe();
-    await this.consumer?.stop();
+    clearInterval(this.legacyCheck);
+    await this.legacy?.stop();
+    this.closing = true;
+    await this.trimming;
   }
 
-  private async index(batch: JsMsg[]): Promise<void> {
-    const events: EmittedEvent[] = [];
-    const good: JsMsg[] = [];
-    for (const m of batch) {
-      try {
-        events.push(decodeJson<EmittedEvent>(m.data));
-        good.push(m);
-      } catch {
-        this.logger.warn({ subject: m.subject, seq: m.seq }, 'dropping an emit that is not JSON');
-        m.term(); // not JSON
-      }
-    }
-    const rejected = new Set(await new SummaryWriter(this.em.fork(), this.config.eventRetention).write(events));
+  /**
+   * Writes the summaries of a batch (multi-row, idempotent) and resolves once
+   * they are committed. Returns the events that cannot be indexed (a malformed
+   * id): the caller drops them. Trimming to EVENT_RETENTION follows in the
+   * background (coalesced across batches), so routing never waits for it.
+   */
+  async index(events: EmittedEvent[]): Promise<Set<EmittedEvent>> {
+    const written = await new SummaryWriter(this.em.fork(), this.config.eventRetention).write(events);
+    const rejected = new Set(written.rejected);
+    for (const g of written.touched) this.toTrim.set(`${g.e}\u0000${g.c}`, g);
+    this.trimming ??= this.trimLoop();
     this.metrics.indexBatch.observe(events.length);
-    events.forEach((e, i) => {
-      if (rejected.has(e)) {
-        this.logger.warn({ subject: good[i].subject, id: e?.id }, 'dropping an emit with a malformed id');
-        good[i].term(); // malformed event id
-        return;
+    for (const e of events) {
+      if (rejected.has(e)) this.logger.warn({ emitter_id: e?.emitterId, id: e?.id }, 'dropping an emit with a malformed id');
+      else this.metrics.eventsIndexed.inc({ channel_class: channelClassOf(e.name ?? '') });
+    }
+    return rejected;
+  }
+
+  private async trimLoop(): Promise<void> {
+    try {
+      while (this.toTrim.size) {
+        const groups = [...this.toTrim.values()];
+        this.toTrim.clear();
+        await new SummaryWriter(this.em.fork(), this.config.eventRetention).trim(groups).catch((e: Error) => {
+          // Kept for the next round: retention is enforced late, never skipped (the next batch that touches a group trims it after a restart).
+          if (!this.closing) for (const g of groups) this.toTrim.set(`${g.e}\u0000${g.c}`, g);
+          this.logger.warn({ err: e.message, groups: groups.length }, 'trimming event summaries failed; retrying');
+          return new Promise((r) => setTimeout(r, 1000));
+        });
       }
-      this.metrics.eventsIndexed.inc({ channel_class: channelClassOf(e.name ?? '') });
-      good[i].ack();
-    });
+    } finally {
+      this.trimming = undefined;
+    }
   }
 
   async deleteEvents(req: DeleteEventsMessage): Promise<number> {
@@ -82,5 +103,57 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
     this.metrics.deleteRequests.inc();
     this.logger.info({ source_id: req.emitterId, start_id: req.startId, end_id: req.endId, deleted }, 'events deleted');
     return deleted;
+  }
+
+  /**
+   * Earlier versions indexed through a consumer of their own ("indexer"). When
+   * it still exists, its backlog (events the router may have passed before this
+   * version) is indexed here until nothing is pending, then it is deleted.
+   */
+  private async drainLegacyConsumer(): Promise<void> {
+    const stream = this.nats.names.emitsStream;
+    const pending = async (): Promise<number | undefined> => {
+      try {
+        const info = await this.nats.jsm.consumers.info(stream, LEGACY_DURABLE);
+        return info.num_pending + info.num_ack_pending;
+      } catch (e) {
+        if (/consumer not found/i.test((e as Error).message)) return undefined;
+        throw e;
+      }
+    };
+    if ((await pending()) === undefined) return;
+    this.logger.info({ durable: LEGACY_DURABLE }, 'indexing the backlog of the previous indexer consumer, then removing it');
+    this.legacy = new BatchConsumer(this.nats.js, stream, LEGACY_DURABLE, (batch) => this.indexLegacy(batch), { maxBatch: 500, lingerMs: 5 }, this.logger, this.config.deliveryAckWaitMs);
+    await this.legacy.start();
+    this.legacyCheck = setInterval(() => {
+      void pending().then(
+        async (n) => {
+          if (n === undefined || n > 0 || !this.legacy) return;
+          clearInterval(this.legacyCheck);
+          const legacy = this.legacy;
+          this.legacy = undefined;
+          await legacy.stop();
+          await this.nats.jsm.consumers.delete(stream, LEGACY_DURABLE).catch(() => undefined);
+          this.logger.info({ durable: LEGACY_DURABLE }, 'the previous indexer consumer caught up and was removed');
+        },
+        (e: Error) => this.logger.warn({ err: e.message }, 'checking the previous indexer consumer failed'),
+      );
+    }, LEGACY_CHECK_MS);
+    this.legacyCheck.unref();
+  }
+
+  private async indexLegacy(batch: JsMsg[]): Promise<void> {
+    const events: EmittedEvent[] = [];
+    const good: JsMsg[] = [];
+    for (const m of batch) {
+      try {
+        events.push(decodeJson<EmittedEvent>(m.data));
+        good.push(m);
+      } catch {
+        m.term(); // not JSON
+      }
+    }
+    const rejected = await this.index(events);
+    events.forEach((e, i) => (rejected.has(e) ? good[i].term() : good[i].ack()));
   }
 }

@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { EmittedEvent } from '@app/contracts';
 import { channelClassOf, parseEventId } from './event-ids';
 import { pgJson, pgText } from '../common/pg-text';
+import { insertRows, RowColumn } from '../common/pg-rows';
 
 interface Row {
   event: EmittedEvent;
@@ -10,15 +11,37 @@ interface Row {
   json: string;
 }
 
-const COLUMNS = 'emitter_id, id, id_ms, id_seq, name, channel_class, owner_id, emit_id, summary, event, meta, size_bytes, indexed_at_ms';
-const CHUNK = 200;
+const COLUMNS: RowColumn[] = [
+  { name: 'emitter_id', type: 'text' },
+  { name: 'id', type: 'text' },
+  { name: 'id_ms', type: 'int8' },
+  { name: 'id_seq', type: 'int4' },
+  { name: 'name', type: 'text' },
+  { name: 'channel_class', type: 'text' },
+  { name: 'owner_id', type: 'text' },
+  { name: 'emit_id', type: 'text' },
+  { name: 'summary', type: 'text' },
+  { name: 'event', type: 'jsonb' },
+  { name: 'meta', type: 'jsonb' },
+  { name: 'size_bytes', type: 'int4' },
+  { name: 'indexed_at_ms', type: 'int8' },
+];
 
-/** Writes event summaries in multi-row inserts and trims each touched emitter/class to the retention count. */
+/** An emitter's channel class, whose rows `trim` keeps to the retention count. */
+export interface TrimGroup {
+  e: string;
+  c: string;
+}
+
+/** Writes event summaries in multi-row inserts, and trims emitter/classes to the retention count. */
 export class SummaryWriter {
   constructor(private readonly em: EntityManager, private readonly retention: number) {}
 
-  /** Returns the events that were not indexable (malformed ids). Idempotent: re-inserting an event is a no-op. */
-  async write(events: EmittedEvent[]): Promise<EmittedEvent[]> {
+  /**
+   * Inserts the summaries of `events` (idempotent: re-inserting an event is a no-op). Returns the events that
+   * were not indexable (malformed ids) and the groups they touched, for `trim`.
+   */
+  async write(events: EmittedEvent[]): Promise<{ rejected: EmittedEvent[]; touched: TrimGroup[] }> {
     const rows: Row[] = [];
     const rejected: EmittedEvent[] = [];
     for (const event of events) {
@@ -26,25 +49,18 @@ export class SummaryWriter {
       if (!parts) rejected.push(event);
       else rows.push({ event, ...parts, json: pgJson(event.event ?? null) });
     }
-    const conn = this.em.getConnection();
     const now = Date.now();
-    for (let i = 0; i < rows.length; i += CHUNK) {
-      const chunk = rows.slice(i, i + CHUNK);
-      const params: unknown[] = [];
-      const values = chunk.map((r) => {
-        const e = r.event;
-        params.push(e.emitterId, e.id, r.ms, r.seq, pgText(e.name ?? ''), channelClassOf(e.name ?? ''), e.ownerId ?? '', pgText(e.emitId ?? e.id), pgText(e.summary ?? null), r.json, e.meta ? pgJson(e.meta) : null, Buffer.byteLength(r.json), now);
-        return '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?)';
-      });
-      await conn.execute(`insert into event_summaries (${COLUMNS}) values ${values.join(', ')} on conflict do nothing`, params, 'run');
-    }
-    const touched = new Map<string, { e: string; c: string }>();
+    const values = rows.map((r) => {
+      const e = r.event;
+      return [e.emitterId, e.id, r.ms, r.seq, pgText(e.name ?? ''), channelClassOf(e.name ?? ''), e.ownerId ?? '', pgText(e.emitId ?? e.id), pgText(e.summary ?? null), r.json, e.meta ? pgJson(e.meta) : null, Buffer.byteLength(r.json), now];
+    });
+    await insertRows(this.em, 'event_summaries', COLUMNS, values, 'on conflict do nothing');
+    const touched = new Map<string, TrimGroup>();
     for (const r of rows) {
       const cls = channelClassOf(r.event.name ?? '');
       touched.set(`${r.event.emitterId}\u0000${cls}`, { e: r.event.emitterId, c: cls });
     }
-    if (touched.size) await this.trim([...touched.values()]);
-    return rejected;
+    return { rejected, touched: [...touched.values()] };
   }
 
   /**
@@ -53,7 +69,7 @@ export class SummaryWriter {
    * all sent in one round trip (the connection formats the values into the
    * text, so several statements go as one simple query).
    */
-  private async trim(groups: { e: string; c: string }[]): Promise<void> {
+  async trim(groups: TrimGroup[]): Promise<void> {
     const one = `delete from event_summaries where emitter_id = ? and channel_class = ? and (id_ms, id_seq) < (
          select id_ms, id_seq from event_summaries where emitter_id = ? and channel_class = ?
          order by id_ms desc, id_seq desc offset ? limit 1)`;

@@ -94,6 +94,7 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
       `select s.id, s.owner_id, s.emitter_id, s.listener_id, s.event_name from subscriptions s
         where (s.listener_id like 'dc\\_%' and exists (select 1 from sources x where x.id = s.listener_id and x.deleted_at is null))
            or (s.listener_id like 'wh\\_%' and exists (select 1 from webhooks w where w.id = s.listener_id and w.active))
+           or (s.listener_id like 'p\\_%' and exists (select 1 from workflows p where p.id = s.listener_id and p.deleted_at is null))
         order by s.id`,
     )) as SubRow[];
     const hooks = (await conn.execute(`select id, url, secret, active from webhooks`)) as { id: string; url: string; secret: EncryptedValue; active: boolean }[];

@@ -2,6 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '@app/contracts';
 import { BatchWriter } from '../common/batch-writer';
 import { pgText } from '../common/pg-text';
+import { insertRows, RowColumn } from '../common/pg-rows';
 
 export type AttemptStatus = 'succeeded' | 'failed' | 'exhausted' | 'disabled';
 
@@ -18,7 +19,20 @@ export interface AttemptRecord {
   nextAttemptAtMs?: number;
 }
 
-const COLUMNS = 'id, webhook_id, event_id, emitter_id, attempt, status, response_code, latency_ms, response_body, error, next_attempt_at_ms, created_at_ms';
+const COLUMNS: RowColumn[] = [
+  { name: 'id', type: 'text' },
+  { name: 'webhook_id', type: 'text' },
+  { name: 'event_id', type: 'text' },
+  { name: 'emitter_id', type: 'text' },
+  { name: 'attempt', type: 'int4' },
+  { name: 'status', type: 'text' },
+  { name: 'response_code', type: 'int4' },
+  { name: 'latency_ms', type: 'int4' },
+  { name: 'response_body', type: 'text' },
+  { name: 'error', type: 'text' },
+  { name: 'next_attempt_at_ms', type: 'int8' },
+  { name: 'created_at_ms', type: 'int8' },
+];
 const MAX_ROWS = 200;
 const LINGER_MS = 10;
 
@@ -36,12 +50,8 @@ export class DeliveryLog {
   }
 
   private async insert(items: { row: AttemptRecord; at: number }[]): Promise<void> {
-    const params: unknown[] = [];
-    const values = items.map(({ row: r, at }) => {
-      params.push(newId('delivery'), r.webhookId, r.eventId, r.emitterId, r.attempt, r.status, r.responseCode ?? null, r.latencyMs ?? null, pgText(r.responseBody ?? null), pgText(r.error ?? null), r.nextAttemptAtMs ?? null, at);
-      return '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
-    });
-    await this.em.fork().getConnection().execute(`insert into webhook_deliveries (${COLUMNS}) values ${values.join(', ')}`, params, 'run');
+    const rows = items.map(({ row: r, at }) => [newId('delivery'), r.webhookId, r.eventId, r.emitterId, r.attempt, r.status, r.responseCode ?? null, r.latencyMs ?? null, pgText(r.responseBody ?? null), pgText(r.error ?? null), r.nextAttemptAtMs ?? null, at]);
+    await insertRows(this.em.fork(), 'webhook_deliveries', COLUMNS, rows);
   }
 
   /** Deletes attempt rows older than `beforeMs`. */

@@ -1,9 +1,8 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { ConsumerMessages, JsMsg } from 'nats';
-import { Webhook as Signer } from 'standardwebhooks';
+import { ConsumerMessages } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
-import { decodeJson, DeliveryMessage } from '@app/contracts';
+import { DeliveryMessage } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { policyFromConfig } from '@app/net';
 import { ensureDurable } from '../common/durable-consumer';
@@ -11,6 +10,8 @@ import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
 import { SubscriptionCache, WebhookTarget } from '../router/subscription-cache';
 import { AttemptRecord, DeliveryLog } from './delivery-log';
+import { DeliveryItem, directItem, DirectOutcome, streamItem } from './delivery-item';
+import { WebhookSigner as Signer } from './webhook-signer';
 import { PostError, WebhookHttp } from './http-post';
 import { nextDelayMs } from './retry-policy';
 import { CATCH_UP_BATCH, RetryQueue } from './retry-queue';
@@ -51,8 +52,15 @@ interface CatchUp {
   timer?: NodeJS.Timeout;
 }
 
+/** Direct deliveries (from the router, no DELIVERIES hop) a webhook takes only while it is healthy: no failure seen for this long… */
+const DIRECT_AFTER_FAILURE_MS = 60_000;
+/** …answers faster than this on average… */
+const DIRECT_LATENCY_MAX_MS = 1000;
+/** …and has fewer than this many deliveries waiting or in flight here. */
+const DIRECT_LANE_MAX = PER_WEBHOOK_CONCURRENCY * 4;
+
 interface Lane {
-  queue: JsMsg[];
+  queue: DeliveryItem[];
   active: number;
   /** Moving average of request durations. */
   avgLatencyMs: number;
@@ -80,8 +88,8 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private readonly log: DeliveryLog;
   private messages?: ConsumerMessages;
   private inFlight = 0;
-  /** Messages taken from the stream and not yet acked or naked: kept alive so a crash hands them over after one ack wait. */
-  private readonly held = new Set<JsMsg>();
+  /** Deliveries taken and not yet settled: stream messages are kept alive so a crash hands them over after one ack wait. */
+  private readonly held = new Set<DeliveryItem>();
   private keepAlive?: NodeJS.Timeout;
   private pruner?: NodeJS.Timeout;
   private resume?: () => void;
@@ -122,7 +130,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.pruner = setInterval(() => void this.log.prune(Date.now() - this.config.emitsMaxAgeSeconds * 1000).catch((e: Error) => this.logger.warn({ err: e.message }, 'pruning webhook_deliveries failed')), 600_000);
     void (async () => {
       for await (const m of this.messages!) {
-        this.dispatch(m);
+        this.dispatch(streamItem(m));
         if (this.held.size >= HELD_MAX) this.pushBackSlowLanes();
         if (this.held.size >= HELD_MAX) await new Promise<void>((r) => (this.resume = r));
       }
@@ -147,8 +155,26 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     return { held: this.held.size, in_flight: this.inFlight, lanes: this.lanes.size };
   }
 
-  private dispatch(m: JsMsg): void {
-    const webhookId = m.subject.slice(m.subject.lastIndexOf('.') + 1);
+  /**
+   * Takes a routed event straight from the router, without the DELIVERIES hop,
+   * when its webhook is healthy (no recent failure, fast, short queue) and this
+   * process has room; else undefined (the router publishes it to DELIVERIES).
+   * Resolves once the delivery is settled: `done` (delivered, or its next
+   * attempt durably queued, or dropped), `handoff` (not attempted: publish it).
+   */
+  offer(msg: DeliveryMessage, deliveryCount: number): Promise<DirectOutcome> | undefined {
+    if (this.stopping || this.held.size >= HELD_MAX) return undefined;
+    const lane = this.lanes.get(msg.webhookId);
+    if (lane && (lane.queue.length + lane.active >= DIRECT_LANE_MAX || lane.avgLatencyMs > DIRECT_LATENCY_MAX_MS)) return undefined;
+    const failedAtMs = this.catchUps.get(msg.webhookId)?.failedAtMs ?? 0;
+    if (failedAtMs && Date.now() - failedAtMs < DIRECT_AFTER_FAILURE_MS) return undefined;
+    const { item, outcome } = directItem(msg, deliveryCount);
+    this.dispatch(item);
+    return outcome;
+  }
+
+  private dispatch(m: DeliveryItem): void {
+    const webhookId = m.webhookId;
     let lane = this.lanes.get(webhookId);
     if (!lane) this.lanes.set(webhookId, (lane = { queue: [], active: 0, avgLatencyMs: 0, lastProgressMs: Date.now() }));
     this.held.add(m);
@@ -210,10 +236,10 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     return signer;
   }
 
-  private async deliver(m: JsMsg): Promise<void> {
+  private async deliver(m: DeliveryItem): Promise<void> {
     let msg: DeliveryMessage;
     try {
-      msg = decodeJson<DeliveryMessage>(m.data);
+      msg = m.read();
     } catch {
       // term() without a reason: nats-server 2.9 ignores `+TERM <reason>` and redelivers the message after the ack wait, forever.
       m.term(); // not JSON
@@ -228,7 +254,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     // The retry queue republishes with the attempt number; a redelivery (a replica died mid-attempt) counts the attempts logged.
     const carried = Number.isInteger(msg.attempt) && msg.attempt! > 1 ? msg.attempt! : 1;
     let attempt = carried;
-    if (m.info.redeliveryCount > 1) {
+    if (m.deliveryCount > 1) {
       const before = await this.log.attemptsSoFar(hook.id, ev.emitterId, ev.id);
       // Delivered already, but the ack never reached the stream (lost with a NATS connection, or a crash just after it):
       // the success is on record, so the receiver gets no second copy.

@@ -38,12 +38,14 @@ export interface InvocationDelivery {
 }
 
 export type ActorConfig = Pick<AppConfig, 'secretsKey' | 'runTimeoutMs' | 'maxRunTimeoutMs' | 'dbMaxBytes' | 'eventMaxBytes' | 'emitsPerInvocation'> & {
+  /** Invocations waiting in a source's mailbox run as one sandbox task, up to this many (1: one at a time; default 1). */
+  runBatchMaxInvocations?: number;
   /** Largest actor state one KV write can carry (the NATS server's max_payload less headers); undefined = no such bound. */
   stateMaxBytes?: number;
 };
 
 export interface ActorDeps {
-  executor: Pick<Executor, 'execute'>;
+  executor: Pick<Executor, 'execute' | 'executeBatch'>;
   components: ComponentCache;
   store: ActorStateStore;
   publisher: Publisher;

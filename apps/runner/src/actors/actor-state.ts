@@ -85,3 +85,15 @@ export class KvActorStateStore implements ActorStateStore {
     }
   }
 }
+
+/** `db` with `writes` applied (an undefined value deletes its key). */
+export function withWrites(db: Record<string, unknown>, writes: Record<string, unknown>): Record<string, unknown> {
+  const keys = Object.keys(writes);
+  if (!keys.length) return db;
+  const next = { ...db };
+  for (const k of keys) {
+    if (writes[k] === undefined) delete next[k];
+    else next[k] = writes[k];
+  }
+  return next;
+}

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { DesiredSourceState, EmittedEvent, HttpResponseMessage, UsageRecord } from '@app/contracts';
-import type { ExecuteResult, ExecuteTask } from '@app/sandbox';
+import type { ExecuteBatchOutcome, ExecuteBatchTask, ExecuteResult, ExecuteTask } from '@app/sandbox';
 import { RunnerMetrics } from '../ops/runner-metrics';
 import type { ActorDeps, InvocationDelivery } from './actor-deps';
 import { ActorState, ActorStateStore, StateConflictError, StoredState } from './actor-state';
@@ -25,10 +25,11 @@ class MemoryStore implements ActorStateStore {
   }
 }
 
-type Behaviour = (task: ExecuteTask, respond: (r: { status: number; body?: string }) => void) => Partial<ExecuteResult>;
+type Behaviour = (task: ExecuteTask, respond: (r: { status: number; body?: string }) => void) => Partial<ExecuteResult> | Promise<Partial<ExecuteResult>>;
 
-function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: Partial<ActorDeps['config']> = {}) {
+function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: Partial<ActorDeps['config']> = {}, batchFails = false) {
   const calls: ExecuteTask[] = [];
+  const batches: string[][] = [];
   const events: EmittedEvent[] = [];
   const usage: UsageRecord[] = [];
   const replies: HttpResponseMessage[] = [];
@@ -36,8 +37,21 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: 
   const executor = {
     execute: async (task: ExecuteTask, opts: { onResponse?: (r: { status: number; body?: string }) => void }) => {
       calls.push(task);
-      const r = behaviour(task, (res) => opts.onResponse?.(res));
+      const r = await behaviour(task, (res) => opts.onResponse?.(res));
       return { emits: [], dbWrites: {}, logs: [], durationMs: 1, ...r } as ExecuteResult;
+    },
+    // Runs the items one after the other with the db threaded through, as the sandbox does (libs/sandbox/src/execute-batch.spec.ts).
+    executeBatch: async (task: ExecuteBatchTask, opts: { onResponse?: (i: number, r: { status: number; body?: string }) => void }): Promise<ExecuteBatchOutcome> => {
+      batches.push(task.items.map((i) => i.invocationId));
+      if (batchFails) return { failed: { name: 'SandboxCrashError', message: 'the sandbox was killed' } };
+      let db = task.db;
+      const results = task.items.map((item, i) => {
+        const one: ExecuteTask = { ...task, kind: 'execute', method: 'run', invocationId: item.invocationId, event: item.event, db };
+        const r = { emits: [], dbWrites: {}, logs: [], durationMs: 1, ...(behaviour(one, (res) => opts.onResponse?.(i, res)) as Partial<ExecuteResult>) } as ExecuteResult;
+        db = { ...db, ...r.dbWrites };
+        return r;
+      });
+      return { results };
     },
     describe: async () => ({ descriptor: { props: [{ name: 'n', type: 'integer', default: 7 }], methods: [], hooks: hooks ?? ['deploy', 'activate', 'deactivate'], hasRun: true, dependencies: [], format: 'cjs' as const, dedupe } }),
   };
@@ -53,7 +67,7 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: 
   };
   const gone: string[] = [];
   const actor = (fence = 'r1#1') => new SourceActor('dc_1', 0, fence, deps, (_a, why) => void gone.push(why));
-  return { calls, events, usage, replies, store, actor, gone };
+  return { calls, batches, events, usage, replies, store, actor, gone };
 }
 
 const desired = (rev: number, active = true, props: Record<string, unknown> = {}): DesiredSourceState => ({
@@ -150,6 +164,32 @@ describe('SourceActor', () => {
     expect(again.d.acked).toBe(true);
   });
 
+  it("serves an HTTP request beside a running deploy hook; the request's db writes win over the hook's", async () => {
+    let releaseDeploy: () => void = () => undefined;
+    const deployGate = new Promise<void>((r) => (releaseDeploy = r));
+    const t = setup(async (task) => {
+      const count = task.db?.count as number | undefined;
+      if (task.method === 'deploy') {
+        await deployGate;
+        return { dbWrites: count === undefined ? { count: 0 } : {} };
+      }
+      return task.method === 'run' ? { dbWrites: { count: (count ?? 0) + 1 } } : {};
+    }, undefined, ['deploy']);
+    const a = t.actor();
+    a.setDesired(desired(1));
+    await settle();
+    const req = delivery('h1', { kind: 'http' });
+    a.invoke(req.del);
+    await settle();
+    expect(req.d.acked).toBe(true);
+    releaseDeploy();
+    await settle();
+    expect(t.store.data.get('dc_1')?.state.db).toEqual({ count: 1 });
+    a.invoke(delivery('h2', { kind: 'http' }).del);
+    await settle();
+    expect(t.store.data.get('dc_1')?.state.db).toEqual({ count: 2 });
+  });
+
   it('answers a waiting HTTP client from respond(), or with 502 when run never responds', async () => {
     const t = setup((task, respond) => {
       if ((task.event as { id: string }).id === 'r1') respond({ status: 201, body: 'made' });
@@ -233,5 +273,71 @@ describe('SourceActor without hooks', () => {
     expect(t.calls.map((c) => c.method)).toEqual(['run']);
     expect(saves).toEqual([0]);
     expect(t.store.data.get('dc_1')?.state).toMatchObject({ deployed: true, active: true, appliedRev: 1 });
+  });
+});
+
+describe('SourceActor micro-batching', () => {
+  const behaviour: Behaviour = (task, respond) => {
+    if (task.method !== 'run') return {};
+    const { id } = task.event as { id: string };
+    if (task.invocationId === 'i2') return { error: { name: 'Error', message: 'i2 broke' } };
+    respond({ status: 200, body: id });
+    return { emits: [{ event: { id, before: task.db.last ?? null }, meta: { id: id === 'i4' ? 'same' : id } }], dbWrites: { last: id } };
+  };
+  const withReply = (id: string) => delivery(id, { kind: 'http', replyTo: `resp.${id}` });
+
+  it('runs the invocations waiting in the mailbox as one task: db threaded, dedupe across them, errors and answers per invocation, one state write', async () => {
+    const t = setup(behaviour, 'unique', undefined, { runBatchMaxInvocations: 64 });
+    const a = t.actor();
+    a.setDesired(desired(1));
+    const first = delivery('i0', { event: { id: 'same' } });
+    const invs = ['i1', 'i2', 'i3', 'i4'].map(withReply);
+    [first, ...invs].forEach((x) => a.invoke(x.del));
+    const revisionsBefore = t.store.rev;
+    await settle();
+    expect(t.batches).toEqual([['i0', 'i1', 'i2', 'i3', 'i4']]);
+    expect(t.calls.map((c) => c.method)).toEqual(['deploy', 'activate']);
+    expect(t.events.map((e) => [e.name, e.name === '$errors' ? (e.event as { error: { message: string } }).error.message : e.event])).toEqual([
+      ['', { id: 'same', before: null }],
+      ['', { id: 'i1', before: 'same' }],
+      ['$errors', 'i2 broke'],
+      ['', { id: 'i3', before: 'i1' }],
+      // i4 emits with the dedupe id "same", which i0 (earlier in the same batch) already emitted: dropped.
+    ]);
+    // respond() answers at once; the failed invocation's client is answered when the batch ends.
+    expect(t.replies.map((r) => `${r.status}:${r.body}`)).toEqual(['200:i1', '200:i3', '200:i4', '502:{"error":"the source failed before responding: i2 broke","code":"source_error"}']);
+    expect([first, ...invs].every((x) => x.d.acked)).toBe(true);
+    expect(t.usage.map((u) => u.invocationId)).toEqual(['i0', 'i1', 'i2', 'i3', 'i4']);
+    expect(t.store.rev - revisionsBefore).toBe(4); // deploy, activate, the applied revision, and one write for the whole batch
+    expect(t.store.data.get('dc_1')?.state).toMatchObject({ db: { last: 'i4' }, recent: ['i0', 'i1', 'i2', 'i3', 'i4'] });
+  });
+
+  it('runs a batch that failed as a whole one invocation at a time', async () => {
+    const t = setup(behaviour, undefined, undefined, { runBatchMaxInvocations: 64 }, true);
+    const a = t.actor();
+    a.setDesired(desired(1));
+    const invs = ['i1', 'i2', 'i3'].map(withReply);
+    invs.forEach((x) => a.invoke(x.del));
+    await settle();
+    expect(t.batches).toEqual([['i1', 'i2', 'i3']]);
+    expect(t.calls.filter((c) => c.method === 'run').map((c) => [c.invocationId, c.db])).toEqual([
+      ['i1', {}],
+      ['i2', { last: 'i1' }],
+      ['i3', { last: 'i1' }],
+    ]);
+    expect(t.events.map((e) => e.name)).toEqual(['', '$errors', '']);
+    expect(invs.every((x) => x.d.acked)).toBe(true);
+  });
+
+  it('never batches past a desired-state change, nor more than RUN_BATCH_MAX_INVOCATIONS', async () => {
+    const t = setup(() => ({}), undefined, undefined, { runBatchMaxInvocations: 2 });
+    const a = t.actor();
+    a.setDesired(desired(1));
+    ['a', 'b', 'c'].forEach((id) => a.invoke(delivery(id).del));
+    a.setDesired(desired(2, true, { n: 1 }));
+    a.invoke(delivery('d').del);
+    await settle();
+    expect(t.batches).toEqual([['a', 'b']]);
+    expect(t.calls.map((c) => `${c.method}:${c.invocationId.split('.').pop()}`)).toEqual(['deploy:deploy', 'activate:activate', 'run:c', 'deactivate:deactivate', 'activate:activate', 'run:d']);
   });
 });

@@ -1,11 +1,34 @@
-import { DesiredSourceState, fnv1a, unpackHttpEvent } from '@app/contracts';
-import { replyError, RunContext, SourceExecution } from './source-execution';
-import { ActorState, emptyState, RECENT_INVOCATIONS, StateConflictError, StoredState } from './actor-state';
+import { DesiredSourceState, EmittedEvent, fnv1a, unpackHttpEvent } from '@app/contracts';
+import { Executed, replyError, RunContext, RunInput, SourceExecution } from './source-execution';
+import { ActorState, emptyState, RECENT_INVOCATIONS, StateConflictError, StoredState, withWrites } from './actor-state';
 import type { ActorDeps, InvocationDelivery } from './actor-deps';
 import { EmitterClock } from './emit-ids';
+import { SideLane } from './side-lane';
 import { planLifecycle } from './lifecycle';
 import { TimerSpec, timerSpecOf } from './props';
 import { specKey, TimerState } from '../timers/timer-slots';
+
+/** An invocation that remembers whether it was acked or naked (once only). */
+type SettledDelivery = InvocationDelivery & { readonly settled: boolean };
+
+function settleOnce(d: InvocationDelivery): SettledDelivery {
+  let settled = false;
+  return {
+    msg: d.msg,
+    redelivered: d.redelivered,
+    get settled() {
+      return settled;
+    },
+    ack: () => {
+      if (!settled) d.ack();
+      settled = true;
+    },
+    nak: (delayMs?: number) => {
+      if (!settled) d.nak(delayMs);
+      settled = true;
+    },
+  };
+}
 
 type Job = { kind: 'desired'; desired: DesiredSourceState } | { kind: 'delete' } | { kind: 'invoke'; delivery: InvocationDelivery };
 
@@ -28,6 +51,11 @@ export class SourceActor {
   private markIdle: () => void = () => undefined;
   private readonly now: () => number;
   private readonly execution: SourceExecution;
+  /** The deploy or activate hook running now: HTTP requests meanwhile run beside it (`besideHook`). */
+  private hookInput: RunInput | undefined;
+  private readonly besideHook = new SideLane<{ delivery: SettledDelivery; hook: RunInput }>((job) => this.runBesideHook(job.delivery, job.hook));
+  /** The db writes of the requests served beside the running hook: they happened after the hook began, so they win over its writes. */
+  private besideWrites: Record<string, unknown> = {};
 
   constructor(
     readonly sourceId: string,
@@ -65,8 +93,16 @@ export class SourceActor {
     this.enqueue({ kind: 'delete' });
   }
 
+  /**
+   * Queues an invocation. An HTTP request that arrives while the source's
+   * deploy or activate hook runs does not wait for it: it runs beside the hook
+   * (one at a time with other such requests, in order), so a hook can call its
+   * own endpoint — the handshake of many webhook registrations — and get the
+   * answer of `run`.
+   */
   invoke(delivery: InvocationDelivery): void {
     if (this.stopped) return delivery.nak();
+    if (this.hookInput && delivery.msg.kind === 'http') return this.besideHook.push({ delivery: settleOnce(delivery), hook: this.hookInput });
     this.enqueue({ kind: 'invoke', delivery });
   }
 
@@ -82,6 +118,7 @@ export class SourceActor {
     this.deps.timers.stop(this.sourceId);
     this.deps.metrics.mailboxDepth.dec(this.queue.length);
     for (const job of this.queue.splice(0)) if (job.kind === 'invoke') job.delivery.nak();
+    for (const job of this.besideHook.takeAll()) job.delivery.nak();
   }
 
   private enqueue(job: Job): void {
@@ -100,21 +137,45 @@ export class SourceActor {
       while (!this.stopped && this.queue.length) {
         const job = this.queue.shift() as Job;
         this.deps.metrics.mailboxDepth.dec();
+        const batch = job.kind === 'invoke' ? [job.delivery, ...this.takeInvocations(job.delivery)].map(settleOnce) : [];
         try {
           if (!this.loaded) await this.load();
           if (job.kind === 'desired') await this.applyDesired(job.desired);
           else if (job.kind === 'delete') await this.applyDelete();
-          else await this.handleInvocation(job.delivery);
+          else await this.handleInvocations(batch);
         } catch (e) {
-          if (job.kind === 'invoke') job.delivery.nak(1000);
+          for (const d of batch) if (!d.settled) d.nak(1000);
           if (e instanceof StateConflictError) this.fenced();
-          else this.log().error({ err: e }, 'actor job failed');
+          else {
+            this.log().error({ err: e }, 'actor job failed');
+            // A desired state not applied (NATS unavailable for a moment) is applied again, unless a newer one came.
+            if (job.kind === 'desired') this.retryDesired(job.desired);
+          }
         }
       }
     } finally {
       this.draining = false;
       this.markIdle();
     }
+  }
+
+  /**
+   * The invocations right behind `first` in the mailbox that run with it as one
+   * sandbox task (micro-batching): up to RUN_BATCH_MAX_INVOCATIONS, never past a
+   * desired-state change, never timer slots (each moves the timer's state).
+   */
+  private takeInvocations(first: InvocationDelivery): InvocationDelivery[] {
+    const max = (this.deps.config.runBatchMaxInvocations ?? 1) - 1;
+    const taken: InvocationDelivery[] = [];
+    if (first.msg.kind === 'timer') return taken;
+    while (taken.length < max) {
+      const next = this.queue[0];
+      if (next?.kind !== 'invoke' || next.delivery.msg.kind === 'timer') break;
+      this.queue.shift();
+      this.deps.metrics.mailboxDepth.dec();
+      taken.push(next.delivery);
+    }
+    return taken;
   }
 
   /** Reads the state and writes this replica's fence into it, so a previous owner's late writes fail. */
@@ -135,6 +196,13 @@ export class SourceActor {
     }
     this.clock = new EmitterClock(this.stored?.state.emitter, this.now);
     this.loaded = true;
+  }
+
+  private retryDesired(desired: DesiredSourceState): void {
+    const timer = setTimeout(() => {
+      if (!this.stopped && !this.queue.some((j) => j.kind !== 'invoke')) this.enqueue({ kind: 'desired', desired });
+    }, 1000);
+    timer.unref?.();
   }
 
   private fenced(): void {
@@ -177,11 +245,15 @@ export class SourceActor {
         dirty = true;
         continue;
       }
-      const executed = await this.execution.execute(input, this.ctx());
+      const executed = await this.runHook(input, hook === 'deploy' || hook === 'activate');
       this.deps.metrics.hooks.inc({ hook, outcome: executed.result.error ? 'error' : 'ok' });
       if (executed.result.error) this.log().warn({ hook, error: executed.result.error.message }, 'hook failed');
+      // Requests served beside the hook ran after it began: the hook's writes apply first, theirs on top.
+      const now = this.state();
+      state = { ...state, db: now.db, dedupe: now.dedupe, recent: now.recent };
+      const changes = await this.execution.publish(state, executed, this.ctx());
       // Persisted right after the hook: a replica taking over never runs it again.
-      await this.save({ ...state, ...(await this.execution.publish(state, executed, this.ctx())), ...flags });
+      await this.save({ ...state, ...changes, db: withWrites(changes.db, this.besideWrites), ...flags });
       state = this.state();
       dirty = false;
     }
@@ -214,6 +286,43 @@ export class SourceActor {
     return { spec, state: { anchorMs: this.now() - phase, specKey: specKey(spec) } };
   }
 
+  /** Runs a hook; with `serveHttp`, HTTP requests arriving meanwhile run beside it, and all of them have finished when this returns. */
+  private async runHook(input: RunInput, serveHttp: boolean): Promise<Executed> {
+    if (!serveHttp) return this.execution.execute(input, this.ctx());
+    this.hookInput = input;
+    this.besideWrites = {};
+    try {
+      return await this.execution.execute(input, this.ctx());
+    } finally {
+      this.hookInput = undefined;
+      await this.besideHook.idle();
+    }
+  }
+
+  /** One HTTP request served while a hook runs: run with the hook's code and props, its events published, its db writes saved. */
+  private async runBesideHook(delivery: SettledDelivery, hook: RunInput): Promise<void> {
+    const { msg } = delivery;
+    try {
+      if (this.state().recent.includes(msg.invocationId)) {
+        this.admit(delivery, this.state(), new Set([msg.invocationId]));
+        return;
+      }
+      const ctx = this.ctx();
+      const input: RunInput = { ...hook, method: 'run', invocationId: msg.invocationId, event: unpackHttpEvent(msg.event), replyTo: msg.replyTo };
+      const executed = await this.execution.execute(input, ctx);
+      if (this.stopped) return delivery.nak();
+      const now = this.state();
+      const out = this.execution.outputs(now, executed, ctx);
+      await this.execution.publishEvents(out.events);
+      if (out.db !== now.db) Object.assign(this.besideWrites, executed.result.dbWrites);
+      if (out.db !== now.db || out.dedupe !== now.dedupe) await this.save({ ...now, db: out.db, dedupe: out.dedupe, recent: [...now.recent, msg.invocationId].slice(-RECENT_INVOCATIONS) });
+      this.finished(delivery, executed.result);
+    } catch (e) {
+      delivery.nak(1000);
+      this.log().warn({ err: e, invocation_id: msg.invocationId }, 'a request served beside a hook failed; it will be retried');
+    }
+  }
+
   private async applyDelete(): Promise<void> {
     this.deps.timers.stop(this.sourceId);
     const state = this.stored?.state;
@@ -229,39 +338,91 @@ export class SourceActor {
     this.onGone(this, 'deleted');
   }
 
-  private async handleInvocation(delivery: InvocationDelivery): Promise<void> {
-    const { msg } = delivery;
+  /**
+   * Runs invocations in mailbox order: several as one sandbox task when the
+   * executor can batch, each with its own result, events, usage and ack; the
+   * state (db, dedupe cache, timer slot) is written once for all of them, and
+   * their events are published together, before any is acknowledged.
+   */
+  private async handleInvocations(deliveries: SettledDelivery[]): Promise<void> {
     const state = this.state();
+    const seen = new Set(state.recent);
+    const runnable = deliveries.filter((d) => this.admit(d, state, seen));
+    if (!runnable.length) return;
+    const inputs: RunInput[] = runnable.map(({ msg }) => ({
+      method: 'run',
+      invocationId: msg.invocationId,
+      codeHash: state.codeHash as string,
+      configuredProps: state.configuredProps ?? {},
+      endpointUrl: state.endpointUrl,
+      event: msg.kind === 'http' ? unpackHttpEvent(msg.event) : msg.event,
+      replyTo: msg.replyTo,
+    }));
+    const ctx = this.ctx();
+    let executed: Executed[] | undefined;
+    if (inputs.length > 1) {
+      executed = await this.execution.executeBatch(inputs, ctx);
+      if (!executed) {
+        // The batch failed as a whole (its sandbox died): one at a time, so only the culprit fails.
+        for (const d of runnable) if (!this.stopped) await this.handleInvocations([d]);
+        for (const d of runnable) if (!d.settled) d.nak();
+        return;
+      }
+    } else executed = [await this.execution.execute(inputs[0], ctx)];
+    this.deps.metrics.runBatchSize.observe(executed.length);
+    if (this.stopped) return runnable.forEach((d) => d.nak());
+
+    const current = this.state();
+    let { db, dedupe, timer } = current;
+    let dirty = false;
+    const events: EmittedEvent[] = [];
+    executed.forEach((ex, i) => {
+      const out = this.execution.outputs({ ...current, db, dedupe }, ex, ctx);
+      events.push(...out.events);
+      dirty ||= out.db !== db || out.dedupe !== dedupe;
+      ({ db, dedupe } = out);
+      const { msg } = runnable[i];
+      if (msg.kind === 'timer' && msg.scheduledAtMs !== undefined && timer) {
+        timer = { ...timer, lastSlotMs: msg.scheduledAtMs };
+        dirty = true;
+      }
+    });
+    await this.execution.publishEvents(events);
+    if (dirty) {
+      const recent = [...current.recent, ...runnable.map((d) => d.msg.invocationId)].slice(-RECENT_INVOCATIONS);
+      await this.save({ ...current, db, dedupe, timer, recent });
+    }
+    executed.forEach(({ result }, i) => this.finished(runnable[i], result));
+  }
+
+  /** Whether an invocation runs; answers, acks and counts one that does not (inactive source, already processed). */
+  private admit(delivery: SettledDelivery, state: ActorState, seen: Set<string>): boolean {
+    const { msg } = delivery;
     const kind = msg.kind;
-    const skip = (outcome: string, status?: number): void => {
+    const skip = (outcome: string, status?: number): false => {
       if (msg.replyTo && status) replyError(this.deps.publisher, msg.replyTo, status, outcome === 'inactive' ? 'the source is not active' : 'the invocation was already processed');
       delivery.ack();
       this.deps.metrics.invocations.inc({ outcome, kind });
+      return false;
     };
-    if (!this.desired || !state.active || !state.codeHash) return skip('inactive', 404);
-    if (state.recent.includes(msg.invocationId)) return skip('duplicate', 409);
+    // Not applied yet (the desired state or its activation failed for a moment and is retried): it waits.
+    if (!this.desired || (this.desired.active && (!state.active || !state.codeHash))) {
+      delivery.nak(1000);
+      return false;
+    }
+    if (!state.active || !state.codeHash) return skip('inactive', 404);
+    if (seen.has(msg.invocationId)) return skip('duplicate', 409);
     if (kind === 'timer' && msg.scheduledAtMs !== undefined && state.timer?.lastSlotMs !== undefined && msg.scheduledAtMs <= state.timer.lastSlotMs) return skip('duplicate');
     if (kind === 'timer' && msg.scheduledAtMs !== undefined) this.deps.metrics.timerLag.observe(Math.max(0, this.now() - msg.scheduledAtMs) / 1000);
+    seen.add(msg.invocationId);
+    return true;
+  }
 
-    const executed = await this.execution.execute({
-      method: 'run',
-      invocationId: msg.invocationId,
-      codeHash: state.codeHash,
-      configuredProps: state.configuredProps ?? {},
-      endpointUrl: state.endpointUrl,
-      event: kind === 'http' ? unpackHttpEvent(msg.event) : msg.event,
-      replyTo: msg.replyTo,
-    }, this.ctx());
-    if (this.stopped) return delivery.nak();
-    const { result } = executed;
-    const current = this.state();
-    const changes = await this.execution.publish(current, executed, this.ctx());
-    const timerSlot = kind === 'timer' && msg.scheduledAtMs !== undefined && current.timer ? { timer: { ...current.timer, lastSlotMs: msg.scheduledAtMs } } : {};
-    if (changes.db !== current.db || changes.dedupe !== current.dedupe || timerSlot.timer) {
-      const recent = [...current.recent, msg.invocationId].slice(-RECENT_INVOCATIONS);
-      await this.save({ ...current, ...changes, ...timerSlot, recent });
-    }
-    this.deps.publisher.publishUsage({ ownerId: this.desired.ownerId, sourceId: this.sourceId, invocationId: msg.invocationId, computeMs: Math.round(result.durationMs), finishedAtMs: this.now() }, delivery.redelivered || kind === 'subscription' || kind === 'timer');
+  /** Counts a finished invocation (usage, metrics, a log line for a failure) and acknowledges it. */
+  private finished(delivery: SettledDelivery, result: Executed['result']): void {
+    const { msg } = delivery;
+    const kind = msg.kind;
+    this.deps.publisher.publishUsage({ ownerId: this.desired?.ownerId ?? '', sourceId: this.sourceId, invocationId: msg.invocationId, computeMs: Math.round(result.durationMs), finishedAtMs: this.now() }, delivery.redelivered || kind === 'subscription' || kind === 'timer');
     delivery.ack();
     this.deps.metrics.invocations.inc({ outcome: result.error ? 'error' : 'ok', kind });
     if (result.error || this.deps.logger.isLevelEnabled('debug')) {

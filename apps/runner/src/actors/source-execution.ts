@@ -1,7 +1,7 @@
-import { type DesiredSourceState, encodeJson } from '@app/contracts';
+import { type DesiredSourceState, type EmittedEvent, encodeJson } from '@app/contracts';
 import { dbSizeBytes, type ExecuteResult, type MethodName } from '@app/sandbox';
 import type { ActorDeps } from './actor-deps';
-import type { ActorState } from './actor-state';
+import { type ActorState, withWrites } from './actor-state';
 import { DedupeStrategy, isDedupeStrategy } from './dedupe';
 import type { EmitterClock } from './emit-ids';
 import { buildOutputs, errorEvent, originalEventWithin } from './outputs';
@@ -56,30 +56,10 @@ export class SourceExecution {
     let dedupe: DedupeStrategy | undefined;
     let result: ExecuteResult;
     try {
-      const account = ctx.desired?.ownerId ?? '';
-      const component = await this.deps.components.get(input.codeHash, account);
-      dedupe = isDedupeStrategy(component.descriptor.dedupe) ? component.descriptor.dedupe : undefined;
-      const props = resolveProps(this.deps.config.secretsKey, input.configuredProps, component.descriptor.props);
-      const timeoutMs = Math.min(ctx.desired?.runTimeoutMs || this.deps.config.runTimeoutMs, this.deps.config.maxRunTimeoutMs);
-      const { eventMaxBytes, emitsPerInvocation } = this.deps.config;
-      const dbMaxBytes = this.dbMaxBytes();
+      const prepared = await this.prepare(input, ctx);
+      dedupe = prepared.dedupe;
       result = await this.deps.executor.execute(
-        {
-          kind: 'execute',
-          account,
-          sourceId: this.sourceId,
-          invocationId: input.invocationId,
-          codeHash: component.codeHash,
-          code: component.code,
-          method: input.method,
-          props,
-          db: ctx.db,
-          event: input.event,
-          endpointUrl: input.endpointUrl,
-          timeoutMs,
-          limits: { dbMaxBytes, eventMaxBytes, emitsPerInvocation },
-          dependencyVersions: (ctx.desired?.codeHash === component.codeHash ? ctx.desired.dependencyVersions : undefined) ?? component.dependencyVersions,
-        },
+        { kind: 'execute', ...prepared.task, invocationId: input.invocationId, method: input.method, event: input.event },
         // Only a waiting client needs the early response channel (it costs a MessageChannel per run).
         input.replyTo
           ? {
@@ -92,9 +72,77 @@ export class SourceExecution {
           : {},
       );
     } catch (e) {
-      const err = e as Error;
-      result = { emits: [], dbWrites: {}, logs: [], error: { name: err.name || 'Error', message: err.message, stack: err.stack }, durationMs: this.now() - started };
+      result = this.failure(e as Error, started);
     }
+    return this.finish(input, result, responded, dedupe, ctx);
+  }
+
+  /**
+   * Runs several invocations of `run` as one sandbox task, one after the other
+   * (each sees the db writes of the previous ones, each has its own result).
+   * Returns undefined when the task failed as a whole (its sandbox died, say):
+   * the caller then runs them one at a time, so that only the culprit fails.
+   */
+  async executeBatch(inputs: RunInput[], ctx: RunContext): Promise<Executed[] | undefined> {
+    if (!this.deps.executor.executeBatch) return undefined;
+    const started = this.now();
+    const responded = new Set<number>();
+    let prepared: Awaited<ReturnType<SourceExecution['prepare']>>;
+    try {
+      prepared = await this.prepare(inputs[0], ctx);
+    } catch {
+      return undefined;
+    }
+    const waiting = inputs.some((i) => i.replyTo);
+    const out = await this.deps.executor.executeBatch(
+      { kind: 'executeBatch', ...prepared.task, items: inputs.map((i) => ({ invocationId: i.invocationId, event: i.event })) },
+      waiting
+        ? {
+            onResponse: (index, r) => {
+              const replyTo = inputs[index]?.replyTo;
+              if (!replyTo || responded.has(index) || ctx.stopped()) return;
+              responded.add(index);
+              this.deps.publisher.reply(replyTo, r);
+            },
+          }
+        : {},
+    );
+    if ('failed' in out || out.results.length !== inputs.length) {
+      this.deps.logger.warn({ source_id: this.sourceId, invocations: inputs.length, error: 'failed' in out ? out.failed.message : 'result count mismatch', duration_ms: this.now() - started }, 'batch failed as a whole: running its invocations one at a time');
+      return undefined;
+    }
+    return out.results.map((result, i) => this.finish(inputs[i], result, responded.has(i), prepared.dedupe, ctx));
+  }
+
+  /** What every run of the source's current code shares: the component, props, limits. */
+  private async prepare(input: RunInput, ctx: RunContext) {
+    const account = ctx.desired?.ownerId ?? '';
+    const component = await this.deps.components.get(input.codeHash, account);
+    const dedupe = isDedupeStrategy(component.descriptor.dedupe) ? component.descriptor.dedupe : undefined;
+    const props = resolveProps(this.deps.config.secretsKey, input.configuredProps, component.descriptor.props);
+    const timeoutMs = Math.min(ctx.desired?.runTimeoutMs || this.deps.config.runTimeoutMs, this.deps.config.maxRunTimeoutMs);
+    const { eventMaxBytes, emitsPerInvocation } = this.deps.config;
+    const task = {
+      account,
+      sourceId: this.sourceId,
+      codeHash: component.codeHash,
+      code: component.code,
+      props,
+      db: ctx.db,
+      endpointUrl: input.endpointUrl,
+      timeoutMs,
+      limits: { dbMaxBytes: this.dbMaxBytes(), eventMaxBytes, emitsPerInvocation },
+      dependencyVersions: (ctx.desired?.codeHash === component.codeHash ? ctx.desired.dependencyVersions : undefined) ?? component.dependencyVersions,
+    };
+    return { task, dedupe };
+  }
+
+  private failure(err: Error, started: number): ExecuteResult {
+    return { emits: [], dbWrites: {}, logs: [], error: { name: err.name || 'Error', message: err.message, stack: err.stack }, durationMs: this.now() - started };
+  }
+
+  /** Answers a waiting client that `respond()` did not answer, counts the run. */
+  private finish(input: RunInput, result: ExecuteResult, responded: boolean, dedupe: DedupeStrategy | undefined, ctx: RunContext): Executed {
     if (input.replyTo && !responded && !ctx.stopped()) {
       if (result.response) this.deps.publisher.reply(input.replyTo, result.response);
       else replyError(this.deps.publisher, input.replyTo, 502, result.error ? `the source failed before responding: ${result.error.message}` : 'the source finished without calling respond()');
@@ -104,24 +152,35 @@ export class SourceExecution {
   }
 
   /**
-   * Publishes an execution's events (logs, ordered and deduped emits, errors)
-   * and returns the state changes (db, dedupe) to persist; unchanged parts keep
-   * their identity so the caller can skip a write.
+   * Publishes an execution's events and returns the state changes (db, dedupe) to persist (see `outputs`).
    */
   async publish(state: ActorState, executed: Executed, ctx: RunContext): Promise<Pick<ActorState, 'db' | 'dedupe'>> {
+    const { events, ...changes } = this.outputs(state, executed, ctx);
+    await this.publishEvents(events);
+    return changes;
+  }
+
+  /** Publishes the events of one or more executions in one go (stored in order). */
+  async publishEvents(events: EmittedEvent[]): Promise<void> {
+    if (!events.length) return;
+    await this.deps.publisher.publishEvents(events);
+    for (const e of events) this.deps.metrics.emits.inc({ channel: e.name === '' ? 'default' : e.name.startsWith('$') ? e.name : 'custom' });
+  }
+
+  /**
+   * An execution's events (logs, ordered and deduped emits, errors) and the
+   * state changes (db, dedupe) to persist; unchanged parts keep their identity
+   * so the caller can skip a write.
+   */
+  outputs(state: ActorState, executed: Executed, ctx: RunContext): Pick<ActorState, 'db' | 'dedupe'> & { events: EmittedEvent[] } {
     const { result, dedupe, input } = executed;
     const now = this.now();
     // Only an error needs the triggering event (size-checked) in its $errors event.
     const original = () => originalEventWithin(input.event, this.deps.config.eventMaxBytes);
     const out = buildOutputs(result, { sourceId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', invocationId: input.invocationId, dedupe, originalEvent: result.error ? original() : null, now }, state.dedupe, ctx.clock);
     let db = state.db;
-    const writes = Object.entries(result.dbWrites ?? {});
-    if (writes.length) {
-      const next = { ...state.db };
-      for (const [k, v] of writes) {
-        if (v === undefined) delete next[k];
-        else next[k] = v;
-      }
+    const next = withWrites(state.db, result.dbWrites ?? {});
+    if (next !== db) {
       // Measured as the sandbox measures it, so a run the sandbox let through is never refused here
       // (unless the whole state would not fit one NATS message: then it could never be saved).
       const size = dbSizeBytes(next);
@@ -134,11 +193,7 @@ export class SourceExecution {
         out.events.push({ id: ctx.clock.next(), emitterId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', name: '$errors', event: errorEvent(error, original(), now), ts: now, emitId: `${input.invocationId}:db0`, emittedAtMs: now });
       } else db = next;
     }
-    if (out.events.length) {
-      await this.deps.publisher.publishEvents(out.events);
-      for (const e of out.events) this.deps.metrics.emits.inc({ channel: e.name === '' ? 'default' : e.name.startsWith('$') ? e.name : 'custom' });
-    }
-    return { db, dedupe: out.dedupeChanged ? out.dedupe : state.dedupe };
+    return { events: out.events, db, dedupe: out.dedupeChanged ? out.dedupe : state.dedupe };
   }
 
   /**

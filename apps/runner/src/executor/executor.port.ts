@@ -1,4 +1,4 @@
-import type { DescribeResult, ExecuteResult, ExecuteTask } from '@app/sandbox';
+import type { DescribeResult, ExecuteBatchOutcome, ExecuteBatchTask, ExecuteResult, ExecuteTask } from '@app/sandbox';
 
 export type ExecuteResponse = NonNullable<ExecuteResult['response']>;
 
@@ -9,6 +9,8 @@ export type ExecuteResponse = NonNullable<ExecuteResult['response']>;
  */
 export interface Executor {
   execute(task: ExecuteTask, opts: { onResponse?: (response: ExecuteResponse) => void }): Promise<ExecuteResult>;
+  /** Runs several invocations of one source's `run` as one sandbox task (an executor without it runs them one at a time). */
+  executeBatch?(task: ExecuteBatchTask, opts: { onResponse?: (index: number, response: ExecuteResponse) => void }): Promise<ExecuteBatchOutcome>;
   /** Reads a component in `account`'s sandbox. */
   describe(code: string, account: string): Promise<DescribeResult>;
   /** The isolation component code runs under (for the start line and /healthz). */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { AppConfig } from '@app/config';
-import { createSandboxPool, DescribeResult, ExecuteResult, ExecuteTask, type Isolation, SandboxPool } from '@app/sandbox';
+import { createSandboxPool, DescribeResult, ExecuteBatchOutcome, ExecuteBatchTask, ExecuteResult, ExecuteTask, type Isolation, SandboxPool } from '@app/sandbox';
 import { availableParallelism } from 'node:os';
 import type { ExecuteResponse, Executor } from './executor.port';
 
@@ -19,6 +19,10 @@ export class SandboxExecutor implements Executor {
 
   execute(task: ExecuteTask, opts: { onResponse?: (response: ExecuteResponse) => void }): Promise<ExecuteResult> {
     return this.pool.execute(task, opts);
+  }
+
+  executeBatch(task: ExecuteBatchTask, opts: { onResponse?: (index: number, response: ExecuteResponse) => void }): Promise<ExecuteBatchOutcome> {
+    return this.pool.executeBatch(task, opts);
   }
 
   /** Reading a component may install its npm dependencies: it gets the operator's run-timeout cap. */

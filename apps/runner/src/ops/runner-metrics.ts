@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 export class RunnerMetrics {
   readonly invocations: Counter<'outcome' | 'kind'>;
   readonly runDuration: Histogram<'method'>;
+  readonly runBatchSize: Histogram;
   readonly mailboxDepth: Gauge;
   readonly partitionsOwned: Gauge;
   readonly actors: Gauge;
@@ -23,6 +24,12 @@ export class RunnerMetrics {
       help: 'Wall-clock duration of run() and hooks in the sandbox',
       labelNames: ['method'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [registry],
+    });
+    this.runBatchSize = new Histogram({
+      name: 'runner_run_batch_size',
+      help: 'Invocations of one source run as one sandbox task (micro-batching: RUN_BATCH_MAX_INVOCATIONS)',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
       registers: [registry],
     });
     this.mailboxDepth = new Gauge({ name: 'runner_mailbox_depth', help: 'Jobs waiting in actor mailboxes (all sources)', registers: [registry] });

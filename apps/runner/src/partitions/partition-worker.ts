@@ -4,6 +4,11 @@ import { decodeJson, DesiredSourceState, encodeJson, HttpResponseMessage, Invoca
 import type { NatsService } from '@app/nats';
 import type { ActorDeps, InvocationDelivery } from '../actors/actor-deps';
 import { SourceActor } from '../actors/source-actor';
+import { WorkflowActor } from '../workflows/workflow-actor';
+import { NatsSendPublisher } from '../workflows/workflow-sends';
+
+/** Sources (`dc_…`) and workflows (`p_…`) share partitions, desired states and invocation consumers. */
+type PartitionActor = SourceActor | WorkflowActor;
 
 export interface PartitionWorkerOptions {
   ackWaitMs: number;
@@ -27,7 +32,7 @@ const UNKNOWN_SOURCE_RETRY_MS = 1000;
  * invocations get `working()` heartbeats so long runs are not redelivered.
  */
 export class PartitionWorker {
-  private readonly actors = new Map<string, SourceActor>();
+  private readonly actors = new Map<string, PartitionActor>();
   private readonly inflight = new Set<JsMsg>();
   private readonly refencing = new Set<string>();
   private watch: QueuedIterator<KvEntry> | undefined;
@@ -122,15 +127,18 @@ export class PartitionWorker {
     }
   }
 
-  private actor(sourceId: string): SourceActor {
+  private actor(sourceId: string): PartitionActor {
     let a = this.actors.get(sourceId);
     if (!a) {
-      a = new SourceActor(sourceId, this.partition, this.fence, this.deps, (gone, reason) => {
+      const onGone = (gone: PartitionActor, reason: 'deleted' | 'fenced'): void => {
         if (this.actors.get(sourceId) !== gone) return;
         this.actors.delete(sourceId);
         this.deps.metrics.actors.dec();
         if (reason === 'fenced') this.refence(sourceId, gone.lastDesired);
-      });
+      };
+      a = sourceId.startsWith('p_')
+        ? new WorkflowActor(sourceId, this.partition, this.fence, this.deps, onGone, new NatsSendPublisher(this.nats))
+        : new SourceActor(sourceId, this.partition, this.fence, this.deps, onGone);
       this.actors.set(sourceId, a);
       this.deps.metrics.actors.inc();
     }
@@ -188,13 +196,7 @@ export class PartitionWorker {
       return;
     }
     if (!actor) {
-      // Still no desired state for it in this partition: unknown or deleted source.
-      if (msg.replyTo) {
-        const res: HttpResponseMessage = { status: 404, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: `source ${msg.sourceId} not found`, code: 'not_found' }) };
-        this.nats.nc.publish(msg.replyTo, encodeJson(res));
-      }
-      m.ack();
-      this.deps.metrics.invocations.inc({ outcome: 'unknown_source', kind: msg.kind });
+      void this.unknownSource(m, msg);
       return;
     }
     this.inflight.add(m);
@@ -211,5 +213,32 @@ export class PartitionWorker {
       },
     };
     actor.invoke(delivery);
+  }
+
+  /**
+   * An invocation of a source without an actor here after its retries. The redelivery count also grows
+   * for reasons that have nothing to do with the source (naks while NATS elected a leader, a fenced
+   * actor, a replica that died holding it): only the desired state tells whether the source exists.
+   * While KV `sources` holds it (or cannot be read), the watch has not delivered it yet (a partition
+   * just taken over, a busy replica): the invocation waits. Without it, the source is unknown or deleted.
+   */
+  private async unknownSource(m: JsMsg, msg: InvocationMessage): Promise<void> {
+    const key = this.nats.names.sourceKey(this.partition, msg.sourceId);
+    const exists = await this.nats.sources.get(key).then((e) => e?.operation === 'PUT', () => true);
+    if (exists && !this.stopped) {
+      m.nak(UNKNOWN_SOURCE_RETRY_MS);
+      return;
+    }
+    if (this.stopped) {
+      m.nak();
+      return;
+    }
+    // No desired state for it in this partition: unknown or deleted source.
+    if (msg.replyTo) {
+      const res: HttpResponseMessage = { status: 404, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: `source ${msg.sourceId} not found`, code: 'not_found' }) };
+      this.nats.nc.publish(msg.replyTo, encodeJson(res));
+    }
+    m.ack();
+    this.deps.metrics.invocations.inc({ outcome: 'unknown_source', kind: msg.kind });
   }
 }

@@ -4,7 +4,7 @@
  * holds the account's Piscina pool and runs the tasks the app sends over IPC.
  * Nothing here trusts the components: they run in the pool's worker threads.
  */
-import type { HttpResponsePayload } from '../types';
+import type { ResponseMessage } from '../worker-protocol';
 import { WorkerPool } from '../worker-pool';
 import type { FromHost, HostConfig, ToHost } from './host-protocol';
 import { IpcBatch } from './ipc-batch';
@@ -27,7 +27,7 @@ const pool = new WorkerPool({ ...config, logger });
 
 function handle(m: ToHost): void {
   if (m.t === 'run') {
-    const onResponse = m.respond ? (payload: HttpResponsePayload) => send({ t: 'response', id: m.id, payload }) : undefined;
+    const onResponse = m.respond ? (payload: ResponseMessage) => send({ t: 'response', id: m.id, payload }) : undefined;
     void pool.run(m.task, m.timeoutMs, onResponse).then((result) => send({ t: 'done', id: m.id, out: result }));
   } else if (m.t === 'close') {
     void pool.close(m.graceMs).then(() => {

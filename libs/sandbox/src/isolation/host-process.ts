@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:os';
-import type { HttpResponsePayload, SandboxError, SandboxLogger } from '../types';
+import type { SandboxError, SandboxLogger } from '../types';
 import { sandboxError, type TaskOutcome } from '../worker-pool';
-import type { WorkerTask } from '../worker-protocol';
+import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 import type { FromHost, ToHost } from './host-protocol';
 import { IpcBatch } from './ipc-batch';
 import { treeRssBytes } from './process-memory';
@@ -13,7 +13,7 @@ const STDERR_KEEP = 4096;
 
 interface Pending {
   resolve: (out: TaskOutcome<unknown>) => void;
-  onResponse?: (r: HttpResponsePayload) => void;
+  onResponse?: (r: ResponseMessage) => void;
   what: string;
 }
 
@@ -85,8 +85,8 @@ export class HostProcess {
     this.watchdog.unref();
   }
 
-  async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: HttpResponsePayload) => void): Promise<TaskOutcome<T>> {
-    const what = task.kind === 'execute' ? task.method : task.kind;
+  async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
+    const what = task.kind === 'execute' ? task.method : task.kind === 'executeBatch' ? 'run' : task.kind;
     try {
       await this.ready;
     } catch (e) {

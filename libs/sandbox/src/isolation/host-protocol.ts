@@ -2,9 +2,8 @@
  * Messages between an app (runner, api) and one account's sandbox host process,
  * over the child process's IPC channel (structured clone), in arrays (IpcBatch).
  */
-import type { HttpResponsePayload } from '../types';
 import type { TaskOutcome } from '../worker-pool';
-import type { WorkerTask } from '../worker-protocol';
+import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 
 /** What the app tells the host when it starts it (argv[2], JSON). */
 export interface HostConfig {
@@ -23,5 +22,5 @@ export type ToHost = { t: 'run'; id: number; task: WorkerTask; timeoutMs: number
 export type FromHost =
   | { t: 'ready' }
   | { t: 'done'; id: number; out: TaskOutcome<unknown> }
-  | { t: 'response'; id: number; payload: HttpResponsePayload }
+  | { t: 'response'; id: number; payload: ResponseMessage }
   | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; obj: object; msg?: string };

@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SandboxPool } from '../pool';
@@ -14,6 +17,16 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
   let closed: Server;
   let cache: string;
   const port = (s: Server) => (s.address() as { port: number }).port;
+  // A WebSocket server (RFC 6455 handshake, one text frame) that the egress policy allows.
+  const upgraded = new Set<Duplex>();
+  const ws = createHttpServer((_q, r) => r.writeHead(426).end());
+  ws.on('upgrade', (req, socket) => {
+    upgraded.add(socket);
+    const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+    socket.write(Buffer.concat([Buffer.from([0x81, 5]), Buffer.from('hello')]));
+    socket.on('error', () => undefined);
+  });
 
   beforeAll(async () => {
     const listen = (s: Server) => new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
@@ -21,9 +34,10 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
     closed = createServer((c) => c.end('must not be reached'));
     await listen(open);
     await listen(closed);
+    await new Promise<void>((r) => ws.listen(0, '127.0.0.1', () => r()));
     cache = mkdtempSync(join(tmpdir(), 'ess-iso-'));
     const isolation = await setUpIsolation(
-      isolationSettings(cache, { sandboxThreadsPerAccount: 1, sandboxMemoryMb: 256, sandboxIdleMs: 60_000, sandboxMaxProcesses: 8, sandboxEgressAllow: `127.0.0.1:${port(open)}` }),
+      isolationSettings(cache, { sandboxThreadsPerAccount: 1, sandboxMemoryMb: 256, sandboxIdleMs: 60_000, sandboxMaxProcesses: 8, sandboxEgressAllow: `127.0.0.1:${port(open)},127.0.0.1:${(ws.address() as { port: number }).port}` }),
     );
     expect(isolation.mode).toBe('namespaces');
     pool = new SandboxPool({ threads: 1, heapMb: 64, npmCacheDir: join(cache, 'npm'), isolation: isolation.options });
@@ -32,6 +46,8 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
     await pool?.close();
     open?.close();
     closed?.close();
+    for (const s of upgraded) s.destroy();
+    ws.close();
   });
 
   const run = (account: string, code: string, event: unknown = {}) => {
@@ -45,6 +61,21 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
     expect(String((await run('u_a', dial(port(closed)))).emits[0].event)).toMatch(/^ECONNREFUSED: .*loopback/);
   });
 
+  it('has a WebSocket global whose connections go through the egress proxy, and imports npm ES modules with Node', async () => {
+    const wsPort = (ws.address() as { port: number }).port;
+    const code = `import { chunk } from "lodash-es"; import _ from "lodash-es";
+      export default { name: "w", version: "1", async run() {
+        const got = await new Promise((resolve) => { const s = new WebSocket("ws://127.0.0.1:${wsPort}/"); s.onmessage = (e) => { resolve(e.data); s.close(); }; s.onerror = () => resolve("error"); });
+        this.$emit({ got, chunk: chunk([1, 2, 3], 2), same: _.chunk === chunk });
+      } };`;
+    const d = await pool.describe(code, { timeoutMs: 120_000, account: 'u_a' });
+    expect(d.error).toBeUndefined();
+    const task: ExecuteTask = { kind: 'execute', account: 'u_a', sourceId: 'dc_t', invocationId: 'ws1', codeHash: 'ws1', code, method: 'run', props: {}, db: {}, event: {}, timeoutMs: 20_000, limits: { dbMaxBytes: 1e6, eventMaxBytes: 1e6, emitsPerInvocation: 10 }, dependencyVersions: d.dependencyVersions };
+    const r = await pool.execute(task);
+    expect(r.error).toBeUndefined();
+    expect(r.emits[0].event).toEqual({ got: 'hello', chunk: [[1, 2], [3]], same: true });
+  }, 180_000);
+
   it('runs each account as its own unprivileged uid with its own /tmp', async () => {
     const code = `module.exports = { name: "w", version: "1", async run(e) { const fs = require("fs"); if (e.write) fs.writeFileSync("/tmp/f", e.write); this.$emit({ uid: process.getuid(), f: fs.existsSync("/tmp/f") ? fs.readFileSync("/tmp/f", "utf8") : null }); } };`;
     const a = (await run('u_a', code, { write: 'a' })).emits[0].event as { uid: number; f: string };
@@ -55,6 +86,36 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
       expect(a.uid).toBeGreaterThanOrEqual(200_000);
       expect(b.uid).not.toBe(a.uid);
     }
+  });
+
+  it('runs a batch in the account\'s sandbox, each respond() answered at once with its index; a sandbox killed mid-batch fails the batch as a whole', async () => {
+    const code = `module.exports = { name: "b", version: "1", props: { http: { type: "$.interface.http", customResponse: true } }, async run(e) {
+      if (e.kill) process.kill(process.pid, "SIGKILL");
+      this.http.respond({ status: 200, body: String(e.n) });
+      this.$emit(e.n);
+    } };`;
+    const batch = (events: unknown[]): Parameters<SandboxPool['executeBatch']>[0] => ({ kind: 'executeBatch', account: 'u_batch', sourceId: 'dc_b', items: events.map((event, i) => ({ invocationId: `b${i}`, event })), codeHash: code, code, props: {}, db: {}, timeoutMs: 10_000, limits: { dbMaxBytes: 1e6, eventMaxBytes: 1e6, emitsPerInvocation: 10 } });
+    const answers: [number, string | undefined][] = [];
+    const out = await pool.executeBatch(batch([{ n: 1 }, { n: 2 }, { n: 3 }]), { onResponse: (i, r) => answers.push([i, r.body]) });
+    expect('results' in out && out.results.map((r) => r.emits[0].event)).toEqual([1, 2, 3]);
+    expect(answers).toEqual([[0, '1'], [1, '2'], [2, '3']]);
+    const killed = await pool.executeBatch(batch([{ n: 1 }, { kill: true }, { n: 3 }]));
+    expect('failed' in killed && killed.failed.name).toBe('SandboxCrashError');
+  });
+
+  it('refuses worker threads to component code: one started with its own execArgv would run outside the permission model', async () => {
+    const code = `module.exports = { name: "w", version: "1", async run() {
+      const tries = {};
+      try { new (require("worker_threads").Worker)("require('child_process').execSync('id')", { eval: true, execArgv: [] }); tries.cjs = "started"; } catch (e) { tries.cjs = e.code + ": " + e.message; }
+      try { require("child_process").execSync("id"); tries.exec = "ran"; } catch (e) { tries.exec = e.code; }
+      this.$emit(tries);
+    } };`;
+    const r = await run('u_w', code);
+    expect(r.error).toBeUndefined();
+    expect(r.emits[0].event).toEqual({
+      cjs: 'ERR_ACCESS_DENIED: worker threads are not available to component code in the sandbox',
+      exec: 'ERR_ACCESS_DENIED',
+    });
   });
 
   it('ends only the account\'s sandbox when it is killed, and starts a new one', async () => {

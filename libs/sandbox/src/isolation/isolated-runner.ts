@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
-import type { HttpResponsePayload, SandboxLogger, SandboxPoolStats } from '../types';
+import type { SandboxLogger, SandboxPoolStats } from '../types';
 import { resolveHostFile, resolveWorkerFile } from '../worker-file';
 import type { TaskOutcome } from '../worker-pool';
-import type { WorkerTask } from '../worker-protocol';
+import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 import { AccountView, accountKey } from './account-view';
 import { EgressProxy } from './egress-proxy';
 import { EgressJudge, type EgressRules } from './egress-rules';
@@ -74,7 +74,7 @@ export class IsolatedRunner {
     this.sweeper.unref();
   }
 
-  async run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: HttpResponsePayload) => void): Promise<TaskOutcome<T>> {
+  async run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
     if (this.closed) return { failed: { name: 'PoolClosedError', message: 'the sandbox pool is closed' } };
     let sandbox: AccountSandbox;
     try {

@@ -19,7 +19,6 @@ export interface IsolationSettings {
   allowLoopback: boolean;
   allowPrivateAddresses: boolean;
   natsUrl: string;
-  port: number;
   runnerMetricsPort: number;
   deliveryMetricsPort: number;
   dataDir: string;
@@ -52,7 +51,12 @@ function checked(env: string, entries: string[]): string[] {
   return entries;
 }
 
-/** The platform's own services, refused to component code whatever the policy: the NATS servers and the apps' ports on every local address. */
+/**
+ * The platform's own services, refused to component code whatever the policy:
+ * the NATS servers and the runner's and delivery's ops ports on every local
+ * address. The api's port is public by design (sources' endpoints): code may
+ * call it as any client may, under the address policy.
+ */
 async function platformServices(s: IsolationSettings): Promise<string[]> {
   const out: string[] = [];
   for (const server of list(s.natsUrl)) {
@@ -62,7 +66,7 @@ async function platformServices(s: IsolationSettings): Promise<string[]> {
     const ips = isIP(host) ? [host] : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address);
     for (const ip of ips) out.push(isIP(ip) === 6 ? `[${ip}]:${port}` : `${ip}:${port}`);
   }
-  const ports = [s.port, s.runnerMetricsPort, s.deliveryMetricsPort].filter((p) => p > 0);
+  const ports = [s.runnerMetricsPort, s.deliveryMetricsPort].filter((p) => p > 0);
   for (const addr of localAddresses()) for (const p of ports) out.push(isIP(addr.split('/')[0]) === 6 ? `[${addr}]:${p}` : `${addr}:${p}`);
   return out.filter((r) => {
     try {

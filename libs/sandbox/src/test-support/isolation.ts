@@ -15,7 +15,6 @@ export function isolationSettings(dataDir: string, overrides: Partial<IsolationS
     allowLoopback: false,
     allowPrivateAddresses: false,
     natsUrl: 'nats://127.0.0.1:4222',
-    port: 3000,
     runnerMetricsPort: 0,
     deliveryMetricsPort: 0,
     dataDir,

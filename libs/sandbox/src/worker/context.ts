@@ -53,12 +53,27 @@ export function buildContext(plan: ComponentPlan, input: ContextInput, state: In
       case 'app':
         ctx[p.name] = makeApp(p.appMethods, value, p.def?.app);
         break;
+      case 'dir':
+        ctx[p.name] = makeDir(p.name);
+        break;
       default:
         ctx[p.name] = value === undefined && p.hasDefault ? structuredCloneSafe(p.default) : value;
     }
   }
   ctx.$emit = makeEmit(state);
   return ctx;
+}
+
+/**
+ * A `dir` prop is a directory of Pipedream's File Stash (`this.dir.open(path).fromReadableStream(…)`),
+ * which this service does not have: each of its methods throws a clear error, so sources that stash
+ * files only on request (an `includeLink` option…) run as long as they are not asked to.
+ */
+function makeDir(prop: string): unknown {
+  const unavailable = (): never => {
+    throw Object.assign(new Error(`File Stash is not available in this service: the "${prop}" dir prop cannot store or read files`), { name: 'FileStashUnavailableError' });
+  };
+  return new Proxy({}, { get: (_t, key) => (typeof key === 'symbol' || key === 'then' || key === 'toJSON' ? undefined : unavailable) });
 }
 
 function structuredCloneSafe(v: unknown): unknown {

@@ -78,6 +78,8 @@ function describeProp(name: string, raw: unknown, appProps: Map<unknown, string>
     const s = jsonSafe(v);
     if (s !== undefined) extra[k] = s;
   }
+  // An app hook's `eventNames()` method (called per event by the API, like options()).
+  if (out.type === '$.interface.apphook' && typeof p.eventNames === 'function') extra.eventNames = marker(p.eventNames as () => unknown);
   if (Object.keys(extra).length) out.extra = extra;
   return out;
 }

@@ -6,7 +6,7 @@ import { buildContext, FlowExit, makeDollar } from './context';
 import { loadComponent } from './loader';
 import { planFor } from './plan';
 import { runSync, withTimeout } from './run-sync';
-import { type InvocationState, jsonClone, makeEmit } from './services';
+import { type InvocationState, jsonClone, makeEmit, type ResponsePort } from './services';
 
 /** Calls a component function: its synchronous part under vm's timeout, its promise under a timer. */
 export async function callBounded(fn: () => unknown, deadline: number, what: string, timeoutMs: number): Promise<unknown> {
@@ -18,12 +18,13 @@ export async function callBounded(fn: () => unknown, deadline: number, what: str
   return result;
 }
 
-export function execute(task: WorkerExecuteTask): Promise<ExecuteResult> {
+/** Runs one method; `port` (default: the task's) gets the `respond()` payload at once and is closed when the run ends. */
+export function execute(task: Omit<WorkerExecuteTask, 'port'>, port: ResponsePort | undefined = (task as WorkerExecuteTask).port): Promise<ExecuteResult> {
   const logs: LogRecord[] = [];
-  return withLogs(logs, () => executeWith(task, logs));
+  return withLogs(logs, () => executeWith(task, logs, port));
 }
 
-async function executeWith(task: WorkerExecuteTask, logs: LogRecord[]): Promise<ExecuteResult> {
+async function executeWith(task: Omit<WorkerExecuteTask, 'port'>, logs: LogRecord[], port: ResponsePort | undefined): Promise<ExecuteResult> {
   const started = performance.now();
   const deadline = started + task.timeoutMs;
   const state: InvocationState = {
@@ -34,7 +35,7 @@ async function executeWith(task: WorkerExecuteTask, logs: LogRecord[]): Promise<
     logs,
     sends: [],
     exports: {},
-    port: task.port,
+    port,
     closed: false,
   };
   let error: SandboxError | undefined;
@@ -42,15 +43,15 @@ async function executeWith(task: WorkerExecuteTask, logs: LogRecord[]): Promise<
   let exit: ExecuteResult['exit'];
   let isAction = false;
   try {
-    const { definition } = loadComponent(task.bundle, task.timeoutMs);
+    const { definition } = await loadComponent(task.bundle, task.timeoutMs);
     const plan = planFor(definition);
-    isAction = plan.isAction;
+    isAction = plan.isAction || task.steps !== undefined;
     const ctx = buildContext(plan, { props: task.props ?? {}, endpointUrl: task.endpointUrl }, state);
     let target: unknown;
     let arg: unknown;
     if (task.method === 'run') {
       target = definition.run;
-      arg = isAction ? { $: makeDollar(state), steps: {} } : task.event;
+      arg = isAction ? { $: makeDollar(state), steps: task.steps ?? {} } : task.event;
     } else {
       const hooks = definition.hooks as Record<string, unknown> | undefined;
       target = hooks && typeof hooks === 'object' ? hooks[task.method] : undefined;
@@ -68,7 +69,7 @@ async function executeWith(task: WorkerExecuteTask, logs: LogRecord[]): Promise<
     else error = describeError(e);
   } finally {
     state.closed = true;
-    task.port?.close();
+    port?.close();
   }
   const dbWrites: Record<string, unknown> = {};
   for (const [k, json] of state.written) dbWrites[k] = json === undefined ? undefined : JSON.parse(json);

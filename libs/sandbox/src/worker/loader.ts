@@ -1,12 +1,13 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createHash } from 'node:crypto';
 import { getHeapStatistics } from 'node:v8';
 import { Script } from 'node:vm';
 import type { BundleRef } from '../worker-protocol';
 import { parseBareSpecifier, PLATFORM_PACKAGE, stripPin } from '../specifiers';
-import { runSync } from './run-sync';
+import { runSync, withTimeout } from './run-sync';
 import { registerBundle, setWrapperOffset } from './stack-map';
 
 /** The object a component module exports (`module.exports` or `export default`). */
@@ -68,6 +69,55 @@ function notFound(spec: string): Error {
   return e;
 }
 
+/** Namespaces of npm ES modules imported before their component's top-level code ran (file → namespace). */
+const esmNamespaces = new Map<string, unknown>();
+/** Node's own `import()` (TypeScript's CommonJS output would turn a plain `import()` into `require`). */
+const nativeImport = new Function('url', 'return import(url)') as (url: string) => Promise<unknown>;
+const packageTypes = new Map<string, string | undefined>();
+
+/** True when Node loads `file` as an ES module (`.mjs`, or `.js` under a package.json with `"type": "module"`). */
+function isEsmFile(file: string): boolean {
+  if (file.endsWith('.mjs')) return true;
+  if (!file.endsWith('.js')) return false;
+  for (let dir = dirname(file); dir !== dirname(dir); dir = dirname(dir)) {
+    if (!packageTypes.has(dir)) {
+      try {
+        packageTypes.set(dir, (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { type?: string }).type ?? 'commonjs');
+      } catch {
+        packageTypes.set(dir, undefined);
+      }
+    }
+    const type = packageTypes.get(dir);
+    if (type !== undefined) return type === 'module';
+  }
+  return false;
+}
+
+/**
+ * npm packages that are ES modules are imported with Node's own `import()` before the
+ * component's code runs, as Node evaluates a module's imports before its body: so an ES
+ * module graph with top-level `await` loads (`require()` of it would throw
+ * ERR_REQUIRE_ASYNC_MODULE), and `require` then hands out the same namespace.
+ */
+async function importEsmDependencies(text: string, depsDir: string | undefined): Promise<void> {
+  if (!depsDir) return;
+  const fromDeps = createRequire(join(depsDir, 'package.json'));
+  const specs = new Set<string>();
+  for (const m of text.matchAll(/\brequire\("([^"\n]+)"\)/g)) specs.add(m[1]);
+  for (const spec of specs) {
+    const bare = parseBareSpecifier(spec);
+    if (!bare || bare.builtin) continue;
+    let file: string;
+    try {
+      file = fromDeps.resolve(stripPin(bare));
+    } catch {
+      continue;
+    }
+    if (esmNamespaces.has(file) || !isEsmFile(file)) continue;
+    esmNamespaces.set(file, await nativeImport(pathToFileURL(file).href));
+  }
+}
+
 /** `require` for a bundle: pins stripped, packages from the component's dependency set, builtins, `@pipedream/platform`. */
 function componentRequire(depsDir: string | undefined): (spec: string) => unknown {
   const fromDeps = depsDir ? createRequire(join(depsDir, 'package.json')) : undefined;
@@ -78,6 +128,10 @@ function componentRequire(depsDir: string | undefined): (spec: string) => unknow
     const target = stripPin(bare);
     if (fromDeps) {
       try {
+        if (esmNamespaces.size) {
+          const file = fromDeps.resolve(target);
+          if (esmNamespaces.has(file)) return esmNamespaces.get(file);
+        }
         return fromDeps(target);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
@@ -100,18 +154,22 @@ function verifyBundle(path: string, text: string): void {
 }
 
 /** Loads (once per worker) and returns a component's exported definition. Top-level code runs under the timeout. */
-export function loadComponent(ref: BundleRef, timeoutMs: number): LoadedComponent {
+export async function loadComponent(ref: BundleRef, timeoutMs: number): Promise<LoadedComponent> {
   const hit = cache.get(ref.key);
   if (hit) return hit;
+  const started = Date.now();
   const text = readFileSync(ref.path, 'utf8');
   verifyBundle(ref.path, text);
+  await importEsmDependencies(text, ref.depsDir);
   const wrapper = new Script(`${WRAPPER_HEAD}${text}\n})`, { filename: ref.path });
   registerBundle(ref.path);
-  const fn = wrapper.runInThisContext() as (e: unknown, r: unknown, m: unknown, f: string, d: string) => void;
+  const fn = wrapper.runInThisContext() as (e: unknown, r: unknown, m: unknown, f: string, d: string) => unknown;
   const mod: { exports: unknown } = { exports: {} };
   const req = componentRequire(ref.depsDir);
   if (ref.depsDir) depsDirs.add(realpathSync(ref.depsDir));
-  runSync(() => fn.call(mod.exports, mod.exports, req, mod, ref.path, dirname(ref.path)), timeoutMs, 'loading the component');
+  const body = runSync(() => fn.call(mod.exports, mod.exports, req, mod, ref.path, dirname(ref.path)), timeoutMs, 'loading the component');
+  // A module body with top-level `await` (compiled by the bundler to an async body) returns a promise.
+  if (body instanceof Promise) await withTimeout(body, timeoutMs - (Date.now() - started), 'loading the component (top-level await)', timeoutMs);
   let exp = mod.exports as Record<string, unknown> | null;
   if (exp && typeof exp === 'object' && exp.__esModule && 'default' in exp) exp = exp.default as Record<string, unknown> | null;
   if (!exp || (typeof exp !== 'object' && typeof exp !== 'function')) {

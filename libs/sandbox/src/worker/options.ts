@@ -38,7 +38,7 @@ export async function options(task: WorkerOptionsTask): Promise<OptionsResult> {
     closed: true,
   };
   try {
-    const { definition } = loadComponent(task.bundle, task.timeoutMs);
+    const { definition } = await loadComponent(task.bundle, task.timeoutMs);
     const props = isObject(definition.props) ? definition.props : {};
     const prop = props[task.propName];
     if (prop === undefined) throw new Error(`the component has no prop "${task.propName}"`);
@@ -46,7 +46,8 @@ export async function options(task: WorkerOptionsTask): Promise<OptionsResult> {
     const configured = task.input.configuredProps ?? {};
     const args: Record<string, unknown> = { page: task.input.page ?? 0, prevContext: task.input.prevContext ?? {} };
     const ctx = buildContext(planFor(definition), { props: configured }, state);
-    let fn: unknown = prop.options;
+    // An app hook's event names are asked the same way (array or method).
+    let fn: unknown = prop.type === '$.interface.apphook' ? prop.eventNames : prop.options;
     let self: unknown = ctx;
     const pd = prop.propDefinition;
     if (fn === undefined && Array.isArray(pd)) {

@@ -4,7 +4,7 @@ import type { ComponentDefinition } from './loader';
  * What building `this` needs to know about a component, computed once per
  * loaded definition (not per invocation).
  */
-export type PropKind = 'db' | 'http' | 'timer' | 'app' | 'value';
+export type PropKind = 'db' | 'http' | 'timer' | 'app' | 'dir' | 'value';
 
 export interface PropPlan {
   name: string;
@@ -52,6 +52,8 @@ function kindOf(type: string | undefined): PropKind {
       return 'timer';
     case 'app':
       return 'app';
+    case 'dir':
+      return 'dir';
     default:
       return 'value';
   }

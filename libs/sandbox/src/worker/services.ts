@@ -1,7 +1,12 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
-import type { MessagePort } from 'node:worker_threads';
 import type { EmitRecord, ExecuteTask, HttpResponsePayload, LogRecord, SendRecord } from '../types';
 import { isObject } from './plan';
+
+/** Where `respond()` sends its payload at once: the task's MessagePort, or one item's share of a batch task's port. */
+export interface ResponsePort {
+  postMessage(payload: HttpResponsePayload): void;
+  close(): void;
+}
 
 /** Everything one invocation collects; `closed` once it finished (late calls fail). */
 export interface InvocationState {
@@ -13,7 +18,7 @@ export interface InvocationState {
   sends: SendRecord[];
   exports: Record<string, unknown>;
   response?: HttpResponsePayload;
-  port?: MessagePort;
+  port?: ResponsePort;
   closed: boolean;
 }
 

@@ -44,7 +44,7 @@ const FRAME = /(\/[^\s()]+\.cjs):(\d+):(\d+)/g;
  * worker bundle when running from TypeScript sources.
  */
 const SANDBOX_CODE = basename(__filename).startsWith('stack-map.') ? dirname(__dirname) + sep : __filename;
-const INTERNAL_FRAME = /^\s+at (?:.*[(\s])?(?:sandbox-call:|node:vm:|node:async_hooks:)/;
+const INTERNAL_FRAME = /^\s+at (?:.*[(\s])?(?:sandbox-call:|node:vm:|node:async_hooks:|\S*\/node_modules\/piscina\/)/;
 
 /** Drops the sandbox's own frames (and the vm / AsyncLocalStorage frames it calls through) from a component's error stack. */
 function withoutSandboxFrames(stack: string): string {

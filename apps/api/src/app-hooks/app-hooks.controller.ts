@@ -1,0 +1,90 @@
+import { Body, Controller, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { AppHookMeta, ComponentMeta } from '@app/component-model';
+import { BadRequestError, ConflictError, encodeJson, InvocationMessage, newId, partitionOf, PayloadTooLargeError } from '@app/contracts';
+import { Component, Source } from '@app/db';
+import { NatsService } from '@app/nats';
+import { assertAccess, Auth, AuthContext, namespaceOf } from '../auth/auth.context';
+import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
+import { runnableOf } from '../components/components.service';
+
+type HookBody = { event_name?: string; event: Record<string, unknown> };
+
+/**
+ * Feeds `$.interface.apphook` sources (app_hooks.contract.ts). Event names of a hook whose
+ * `eventNames` is a method are asked in the owner's sandbox with the source's props (no `$auth`),
+ * like a prop's `options()`.
+ */
+@Controller('v1')
+export class AppHooksController {
+  constructor(
+    private readonly em: EntityManager,
+    private readonly nats: NatsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
+  ) {}
+
+  @Post('apps/:app/hook_events')
+  @HttpCode(202)
+  async channel(@Auth() auth: AuthContext, @Param('app') app: string, @Query('org_id') orgId: unknown, @Body() body: HookBody): Promise<{ data: { delivered: { source_id: string; invocation_id: string }[] } }> {
+    const owner = namespaceOf(auth, orgId);
+    this.checkSize(body.event);
+    const em = this.em.fork();
+    const sources = await em.find(Source, { ownerId: owner, active: true, deletedAt: null }, { orderBy: { createdAtMs: 'asc' } });
+    const components = new Map((await em.find(Component, { id: { $in: [...new Set(sources.map((s) => s.componentId))] } })).map((c) => [c.id, c]));
+    const delivered: { source_id: string; invocation_id: string }[] = [];
+    for (const source of sources) {
+      const component = components.get(source.componentId);
+      const hooks = ((component?.meta as unknown as ComponentMeta | undefined)?.appHooks ?? []).filter((h) => h.app === app);
+      if (!component || !hooks.length) continue;
+      let listens = false;
+      for (const hook of hooks) if (!listens) listens = (await this.eventNames(component, source, hook, owner)).includes(body.event_name as string);
+      if (listens) delivered.push({ source_id: source.id, invocation_id: await this.deliver(source, body.event) });
+    }
+    return { data: { delivered } };
+  }
+
+  @Post('sources/:id/app_hook')
+  @HttpCode(202)
+  async one(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: HookBody): Promise<{ data: { source_id: string; invocation_id: string } }> {
+    const em = this.em.fork();
+    const source = assertAccess(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id);
+    if (!source.active) throw new ConflictError(`source ${id} is not active: activate it with PUT /v1/sources/${id} and "active": true`, { id });
+    this.checkSize(body.event);
+    const component = await em.findOne(Component, { id: source.componentId });
+    const hooks = (component?.meta as unknown as ComponentMeta | undefined)?.appHooks ?? [];
+    if (!component || !hooks.length) throw new BadRequestError(`source ${id} has no $.interface.apphook prop`, { id }, 'no_app_hook');
+    if (body.event_name !== undefined) {
+      const names = new Set<string>();
+      for (const hook of hooks) for (const n of await this.eventNames(component, source, hook, source.ownerId)) names.add(n);
+      if (!names.has(body.event_name)) {
+        throw new BadRequestError(`source ${id} does not listen to "${body.event_name}"; its event names are ${[...names].map((n) => JSON.stringify(n)).join(', ') || '(none)'}`, { event_name: body.event_name }, 'unknown_event_name');
+      }
+    }
+    return { data: { source_id: source.id, invocation_id: await this.deliver(source, body.event) } };
+  }
+
+  private checkSize(event: unknown): void {
+    // Like a request to an HTTP source: an event over the HTTP body limit would not fit the invocation stream's messages.
+    if (Buffer.byteLength(JSON.stringify(event) ?? '') > this.config.httpMaxBodyBytes) {
+      throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { max_bytes: this.config.httpMaxBodyBytes });
+    }
+  }
+
+  /** The hook's event names: as written, or its `eventNames()` called in the owner's sandbox (a failure lists none). */
+  private async eventNames(component: Component, source: Source, hook: AppHookMeta, owner: string): Promise<string[]> {
+    if (hook.eventNames) return hook.eventNames;
+    const apps = new Set(((component.meta as unknown as ComponentMeta).apps ?? []).map((a) => a.prop));
+    const props = Object.fromEntries(Object.entries(source.configuredProps).filter(([k]) => !apps.has(k)));
+    const out = await this.reader.options(runnableOf(component).code, hook.prop, { page: 0, configuredProps: props }, this.config.componentReadTimeoutMs, owner);
+    return out.error ? [] : (out.options ?? []).filter((n): n is string => typeof n === 'string');
+  }
+
+  private async deliver(source: Source, event: unknown): Promise<string> {
+    const invocationId = newId('invocation');
+    const msg: InvocationMessage = { invocationId, sourceId: source.id, kind: 'apphook', event, createdAtMs: Date.now() };
+    await this.nats.js.publish(this.nats.names.invocation(partitionOf(source.id, this.config.partitions), source.id), encodeJson(msg), { msgID: invocationId });
+    return invocationId;
+  }
+}

@@ -1,0 +1,148 @@
+import { randomBytes } from 'node:crypto';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import type { WorkflowTriggerDef } from '@app/component-model';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { decodeJson, DesiredWorkflowState, encodeJson, partitionOf, WorkflowTriggerState } from '@app/contracts';
+import { Component, Workflow } from '@app/db';
+import { NatsService } from '@app/nats';
+import { holdKvLease } from '../common/kv-lease';
+import { ComponentsService, runnableOf } from '../components/components.service';
+import { endpointUrlOf } from '../http-endpoints/endpoint-urls';
+
+const LEASE_KEY = 'api.workflow-reconciler';
+
+function triggerState(t: WorkflowTriggerDef): WorkflowTriggerState {
+  if ('http' in t) return { type: 'http', customResponse: t.http.customResponse };
+  if ('timer' in t) return { type: 'timer', schedule: t.timer };
+  // A stored source trigger is always a source id (an inline source is deployed first: `{ source: dc_…, managed: true }`).
+  if ('source' in t) return { type: 'source', emitterId: t.source as string };
+  if ('events' in t) return { type: 'events', emitterId: t.events.emitter_id, eventName: t.events.event_name };
+  return { type: 'manual' };
+}
+
+/**
+ * Puts a workflow's desired state into KV `sources` (key `<p>.<p_…>`, beside
+ * sources: same partitions, leases and runner consumers), never moving it
+ * backwards, and republishes workflows whose published revision lags (one api
+ * replica at a time, a lease in KV `leases`).
+ */
+@Injectable()
+export class WorkflowPublisher implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('WorkflowPublisher');
+  private readonly replicaId = `api-${process.pid}-${randomBytes(4).toString('hex')}`;
+  private timer?: NodeJS.Timeout;
+  private running = false;
+  private stopped = false;
+
+  constructor(
+    private readonly em: EntityManager,
+    private readonly nats: NatsService,
+    private readonly components: ComponentsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  endpointUrl(key: string): string {
+    return endpointUrlOf(this.config, key) as string;
+  }
+
+  keyOf(id: string): string {
+    return this.nats.names.sourceKey(partitionOf(id, this.config.partitions), id);
+  }
+
+  async publish(id: string): Promise<void> {
+    const em = this.em.fork();
+    const w = await em.findOne(Workflow, { id });
+    if (!w) return;
+    const key = this.keyOf(id);
+    if (w.deletedAt) {
+      await this.nats.sources.delete(key);
+      await em.nativeDelete(Workflow, { id, deletedAt: { $ne: null } });
+      this.logger.log(`workflow removed workflow_id=${id}`);
+      return;
+    }
+    const comps = await em.find(Component, { id: { $in: w.steps.map((s) => s.componentId) } });
+    const byId = new Map(comps.map((c) => [c.id, c]));
+    const steps = [];
+    for (const s of w.steps) {
+      const c = byId.get(s.componentId);
+      if (!c) throw new Error(`workflow ${id} refers to missing component ${s.componentId}`);
+      const runnable = runnableOf(c);
+      await this.components.storeCode(runnable.hash, runnable.code);
+      const dependencyVersions = (c.meta as { dependencyVersions?: Record<string, string> }).dependencyVersions;
+      steps.push({ name: s.name, cellId: s.cellId, componentId: c.id, codeHash: runnable.hash, props: s.props, ...(dependencyVersions ? { dependencyVersions } : {}) });
+    }
+    const settings = w.settings as { concurrency?: number; throttle?: { limit: number; period_seconds: number }; timeout_seconds?: number };
+    const state: DesiredWorkflowState = {
+      kind: 'workflow',
+      workflowId: w.id,
+      ownerId: w.ownerId,
+      userId: w.userId,
+      rev: w.rev,
+      active: w.active,
+      deploymentId: w.deploymentId,
+      trigger: triggerState(w.trigger as unknown as WorkflowTriggerDef),
+      steps,
+      secrets: w.secrets,
+      ...(settings.concurrency ? { concurrency: settings.concurrency } : {}),
+      ...(settings.throttle ? { throttle: { limit: settings.throttle.limit, periodSeconds: settings.throttle.period_seconds } } : {}),
+      runTimeoutMs: Math.min(settings.timeout_seconds ? settings.timeout_seconds * 1000 : this.config.runTimeoutMs, this.config.maxRunTimeoutMs),
+      ...(w.endpointKey ? { endpointUrl: this.endpointUrl(w.endpointKey) } : {}),
+      updatedAtMs: Date.now(),
+      codeHash: steps[0]?.codeHash ?? '',
+      codeHashes: [...new Set(steps.map((s) => s.codeHash))],
+    };
+    await this.putNewer(key, state);
+    await em.nativeUpdate(Workflow, { id, publishedRev: { $lt: w.rev } }, { publishedRev: w.rev });
+  }
+
+  private async putNewer(key: string, state: DesiredWorkflowState): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const entry = await this.nats.sources.get(key);
+      if (entry && entry.operation === 'PUT' && entry.value.length && decodeJson<{ rev: number }>(entry.value).rev >= state.rev) return;
+      try {
+        if (entry) await this.nats.sources.update(key, encodeJson(state), entry.revision);
+        else await this.nats.sources.create(key, encodeJson(state));
+        return;
+      } catch (e) {
+        if (!/wrong last sequence|key exists/i.test((e as Error).message)) throw e;
+      }
+    }
+    throw new Error(`could not publish desired state of ${state.workflowId}: concurrent writers`);
+  }
+
+  async publishSoon(id: string): Promise<void> {
+    try {
+      await this.publish(id);
+    } catch (e) {
+      this.logger.warn(`publishing workflow failed, the reconciler will retry: workflow_id=${id} err=${(e as Error).message}`);
+    }
+  }
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.tick(), this.config.reconcileIntervalMs);
+    this.timer.unref();
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.running || this.stopped) return;
+    this.running = true;
+    try {
+      if (!(await holdKvLease(this.nats.leases, LEASE_KEY, this.replicaId))) return;
+      const rows: { id: string }[] = await this.em.fork().getConnection().execute(`select id from workflows where published_rev < rev or deleted_at is not null order by updated_at asc limit 200`);
+      for (const { id } of rows) {
+        if (this.stopped) break;
+        await this.publish(id).catch((e: Error) => this.logger.warn(`reconcile failed workflow_id=${id} err=${e.message}`));
+      }
+    } catch (e) {
+      if (!this.stopped) this.logger.warn(`workflow reconciler pass failed: ${(e as Error).message}`);
+    } finally {
+      this.running = false;
+    }
+  }
+}

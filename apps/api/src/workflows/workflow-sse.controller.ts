@@ -1,0 +1,96 @@
+import { BeforeApplicationShutdown, Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/common';
+import { FastifyReply } from 'fastify';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { BadRequestError, decodeJson, WorkflowSseMessage } from '@app/contracts';
+import { NatsService } from '@app/nats';
+import { ApiKeyGuard } from '../auth/api-key.guard';
+import { Auth, AuthContext } from '../auth/auth.context';
+import { EventsService } from '../events/events.service';
+import { parseEventId, parseExpand } from '../events/event-summary.dto';
+import { SseService, StreamKind } from '../sse/sse.service';
+
+/**
+ * Live streams of a workflow: `emits` ($.send.emit) and `observations` ($logs
+ * and $errors) as for sources, and `sse`: its `$.send.sse` events (live only,
+ * one named SSE message per event: `event: <channel>`, `data: <payload JSON>`).
+ */
+@Controller('sse/p')
+export class WorkflowSseController implements BeforeApplicationShutdown {
+  private readonly open = new Set<() => void>();
+
+  constructor(
+    private readonly events: EventsService,
+    private readonly sse: SseService,
+    private readonly guard: ApiKeyGuard,
+    private readonly nats: NatsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  beforeApplicationShutdown(): void {
+    for (const close of [...this.open]) close();
+  }
+
+  @Get(':id/emits')
+  emits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
+    return this.stream(auth, authorization, id, 'emits', lastId, expand, reply);
+  }
+
+  @Get(':id/observations')
+  observations(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
+    return this.stream(auth, authorization, id, 'observations', lastId, expand, reply);
+  }
+
+  @Get(':id/sse')
+  async live(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('authorization') authorization: string, @Res() reply: FastifyReply): Promise<void> {
+    await this.events.assertWorkflow(auth, id);
+    const stillAllowed = this.access(authorization, id);
+    const sub = this.nats.nc.subscribe(this.nats.names.workflowSse(id));
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.write(':sse-handshake\n\n');
+    let closed = false;
+    const timer = setInterval(() => void stillAllowed().then((ok) => (closed ? undefined : ok ? res.write(':sse-handshake\n\n') : close())), this.config.sseKeepaliveMs);
+    const close = (): void => {
+      if (closed) return;
+      closed = true;
+      clearInterval(timer);
+      sub.unsubscribe();
+      this.open.delete(close);
+      res.end();
+    };
+    this.open.add(close);
+    res.on('close', close);
+    void (async () => {
+      for await (const m of sub) {
+        if (closed) break;
+        try {
+          const e = decodeJson<WorkflowSseMessage>(m.data);
+          res.write(`id: ${e.id}\nevent: ${e.channel}\ndata: ${JSON.stringify(e.payload)}\n\n`);
+        } catch {
+          continue;
+        }
+      }
+    })().finally(close);
+  }
+
+  private access(authorization: string, id: string): () => Promise<boolean> {
+    const key = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] ?? '';
+    return async () => {
+      try {
+        await this.events.assertWorkflow(await this.guard.authenticate(key), id);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+  }
+
+  private async stream(auth: AuthContext, authorization: string, id: string, kind: StreamKind, lastId: string | undefined, expand: unknown, reply: FastifyReply): Promise<void> {
+    const { summary } = parseExpand(expand);
+    await this.events.assertWorkflow(auth, id);
+    const after = lastId ? parseEventId(lastId) : undefined;
+    if (lastId && !after) throw new BadRequestError('Last-Event-ID must be an event id like 1700000000000-0', { header: 'last-event-id' });
+    await this.sse.stream(reply, id, kind, after, summary, this.access(authorization, id));
+  }
+}

@@ -1,0 +1,113 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Query } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { ConflictError, encodeJson, InvocationMessage, newId, NotFoundError, partitionOf, PayloadTooLargeError } from '@app/contracts';
+import { Workflow } from '@app/db';
+import { NatsService } from '@app/nats';
+import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
+import { finishPage, keysetClause, Page, parsePageQuery } from '../common/pagination';
+import { WorkflowDto, WorkflowsService } from './workflows.service';
+
+@Controller('v1')
+export class WorkflowsController {
+  constructor(
+    private readonly workflows: WorkflowsService,
+    private readonly em: EntityManager,
+    private readonly nats: NatsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  private async dto(w: Workflow): Promise<{ data: WorkflowDto }> {
+    return { data: this.workflows.toDto(w, await this.workflows.componentsOf([w])) };
+  }
+
+  @Post('workflows')
+  @HttpCode(200)
+  async create(@Auth() auth: AuthContext, @Query() query: Record<string, unknown>, @Body() body: Record<string, unknown>): Promise<{ data: WorkflowDto }> {
+    const ownerId = namespaceOf(auth, query.org_id ?? body.org_id);
+    const { org_id: _org, include: _i, exclude: _e, ...definition } = body;
+    return this.dto(await this.workflows.create(auth, ownerId, definition));
+  }
+
+  @Get('workflows/:id')
+  async get(@Auth() auth: AuthContext, @Param('id') id: string): Promise<{ data: WorkflowDto }> {
+    return this.dto(await this.workflows.get(auth, id));
+  }
+
+  @Put('workflows/:id')
+  async update(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: Record<string, unknown>): Promise<{ data: WorkflowDto }> {
+    const { org_id: _org, include: _i, exclude: _e, ...definition } = body;
+    return this.dto(await this.workflows.update(auth, id, definition));
+  }
+
+  @Delete('workflows/:id')
+  @HttpCode(204)
+  async remove(@Auth() auth: AuthContext, @Param('id') id: string): Promise<void> {
+    await this.workflows.remove(auth, id);
+  }
+
+  @Get('users/me/workflows')
+  mine(@Auth() auth: AuthContext, @Query() query: Record<string, unknown>): Promise<Page<WorkflowDto>> {
+    return this.list(auth.userId, query);
+  }
+
+  @Get('orgs/:org_id/workflows')
+  ofOrg(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: Record<string, unknown>): Promise<Page<WorkflowDto>> {
+    if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
+    return this.list(orgId, query);
+  }
+
+  @Post('workflows/:id/run')
+  @HttpCode(202)
+  async run(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: unknown): Promise<{ data: { invocation_id: string } }> {
+    const w = await this.workflows.get(auth, id);
+    const input = (body ?? {}) as { event?: unknown };
+    return { data: { invocation_id: await this.invoke(w, input.event !== undefined ? input.event : { timestamp: Math.floor(Date.now() / 1000), manual: true }) } };
+  }
+
+  /** Runs the workflow again with the `original_event` of one of its `$errors` events. */
+  @Post('workflows/:id/replay')
+  @HttpCode(202)
+  async replay(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: { event_id: string }): Promise<{ data: { invocation_id: string } }> {
+    const w = await this.workflows.get(auth, id);
+    const [row] = (await this.em.getConnection().execute(`select event from event_summaries where emitter_id = ? and id = ? and channel_class = '$errors'`, [w.id, body.event_id])) as { event: { original_event?: unknown } }[];
+    if (!row) throw new NotFoundError(`no $errors event ${body.event_id} of workflow ${id}`, { id, event_id: body.event_id });
+    return { data: { invocation_id: await this.invoke(w, row.event.original_event ?? null) } };
+  }
+
+  @Get('workflows/:id/runs')
+  async runs(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: { limit?: string | number }): Promise<{ data: unknown[] }> {
+    const w = await this.workflows.get(auth, id);
+    const limit = Math.min(100, Math.max(1, Number(query.limit ?? 10) || 10));
+    const rows = (await this.em.getConnection().execute(
+      `select event from event_summaries where emitter_id = ? and channel_class = '$logs' and event ->> 'k' = 'run' order by id_ms desc, id_seq desc limit ${limit}`,
+      [w.id],
+    )) as { event: { run?: unknown } }[];
+    return { data: rows.map((r) => r.event.run).filter((r) => r !== undefined) };
+  }
+
+  private async invoke(w: Workflow, event: unknown): Promise<string> {
+    if (!w.active) throw new ConflictError(`workflow ${w.id} is not active`, { id: w.id });
+    if (Buffer.byteLength(JSON.stringify(event) ?? '') > this.config.httpMaxBodyBytes) {
+      throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { max_bytes: this.config.httpMaxBodyBytes });
+    }
+    const invocationId = newId('invocation');
+    const msg: InvocationMessage = { invocationId, sourceId: w.id, kind: 'manual', event, createdAtMs: Date.now() };
+    await this.nats.js.publish(this.nats.names.invocation(partitionOf(w.id, this.config.partitions), w.id), encodeJson(msg), { msgID: invocationId });
+    return invocationId;
+  }
+
+  private async list(ownerId: string, query: Record<string, unknown>): Promise<Page<WorkflowDto>> {
+    const page = parsePageQuery(query);
+    const em = this.em.fork();
+    const { where, params, order } = keysetClause(page, 'created_at_ms', 'id');
+    const conn = em.getConnection();
+    const ids: { id: string }[] = await conn.execute(`select id from workflows where owner_id = ? and deleted_at is null and ${where} order by created_at_ms ${order}, id ${order} limit ?`, [ownerId, ...params, page.limit]);
+    const [{ count }] = (await conn.execute(`select count(*)::int as count from workflows where owner_id = ? and deleted_at is null`, [ownerId])) as { count: number }[];
+    const rows = ids.length ? await em.find(Workflow, { id: { $in: ids.map((r) => r.id) } }) : [];
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const ordered = ids.map((r) => byId.get(r.id)).filter((r): r is Workflow => !!r);
+    const components = await this.workflows.componentsOf(ordered);
+    return finishPage(ordered, page, order, count, (w) => ({ k: w.createdAtMs, id: w.id }), (w) => this.workflows.toDto(w, components));
+  }
+}

@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { ComponentsModule } from '../components/components.module';
+import { EventsModule } from '../events/events.module';
+import { SourcesModule } from '../sources/sources.module';
+import { SseModule } from '../sse/sse.module';
+import { WorkflowSseController } from './workflow-sse.controller';
+import { WorkflowPublisher } from './workflow-publisher';
+import { WorkflowsController } from './workflows.controller';
+import { WorkflowsService } from './workflows.service';
+
+@Module({
+  imports: [ComponentsModule, EventsModule, SseModule, SourcesModule],
+  controllers: [WorkflowsController, WorkflowSseController],
+  providers: [WorkflowsService, WorkflowPublisher],
+  exports: [WorkflowsService],
+})
+export class WorkflowsModule {}

@@ -1,0 +1,286 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { EntityManager, raw } from '@mikro-orm/postgresql';
+import { ConfigurableProp, readWorkflowDefinition, SECRET_NAME, secretNamesOf, WorkflowDefinition, WorkflowDefinitionError } from '@app/component-model';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { BadRequestError, ConflictError, encryptValue, newEndpointKey, newId, NotFoundError } from '@app/contracts';
+import { AutoSubscription, Component, Subscription, Workflow } from '@app/db';
+import { NatsService } from '@app/nats';
+import { AuthContext } from '../auth/auth.context';
+import { ComponentsService } from '../components/components.service';
+import { propsView } from '../sources/source-props';
+import { resolveEmitter } from '../subscriptions/endpoints';
+import { ComponentRef, SourcesService } from '../sources/sources.service';
+import { resolveSteps } from './workflow-steps';
+import { WorkflowPublisher } from './workflow-publisher';
+
+export interface WorkflowDto {
+  id: string;
+  owner_id: string;
+  user_id: string;
+  name: string;
+  active: boolean;
+  deployment_id: string;
+  trigger: Record<string, unknown>;
+  steps: { name: string; cell_id: string; component_id: string; code?: true; action?: string; props: Record<string, unknown> }[];
+  settings: Record<string, unknown>;
+  /** Names of the secrets set (values are never returned). */
+  secrets: string[];
+  created_at: number;
+  updated_at: number;
+}
+
+/** The fields of a create or update besides the definition. */
+export interface WorkflowExtras {
+  secrets?: Record<string, unknown>;
+  active?: boolean;
+}
+
+/** Workflows (an extension): definitions, their steps as saved components, trigger subscriptions, publishing to the runner. */
+@Injectable()
+export class WorkflowsService {
+  private readonly logger = new Logger('WorkflowsService');
+
+  constructor(
+    private readonly em: EntityManager,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly nats: NatsService,
+    private readonly components: ComponentsService,
+    private readonly publisher: WorkflowPublisher,
+    private readonly sources: SourcesService,
+  ) {}
+
+  toDto(w: Workflow, components: Map<string, Component>): WorkflowDto {
+    const trigger: Record<string, unknown> = { ...w.trigger };
+    if (w.endpointKey) trigger.endpoint_url = this.publisher.endpointUrl(w.endpointKey);
+    return {
+      id: w.id,
+      owner_id: w.ownerId,
+      user_id: w.userId,
+      name: w.name,
+      active: w.active,
+      deployment_id: w.deploymentId,
+      trigger,
+      steps: w.steps.map((s) => ({
+        name: s.name,
+        cell_id: s.cellId,
+        component_id: s.componentId,
+        ...(s.kind === 'code' ? { code: true as const } : { action: s.action }),
+        props: propsView((components.get(s.componentId)?.configurableProps ?? []) as ConfigurableProp[], s.props, undefined),
+      })),
+      settings: w.settings,
+      secrets: Object.keys(w.secrets).sort(),
+      created_at: w.createdAt,
+      updated_at: w.updatedAt,
+    };
+  }
+
+  async componentsOf(workflows: Workflow[]): Promise<Map<string, Component>> {
+    const ids = [...new Set(workflows.flatMap((w) => w.steps.map((s) => s.componentId)))];
+    const rows = ids.length ? await this.em.fork().find(Component, { id: { $in: ids } }) : [];
+    return new Map(rows.map((c) => [c.id, c]));
+  }
+
+  private definition(input: unknown): WorkflowDefinition {
+    try {
+      const def = readWorkflowDefinition(input, ['secrets', 'active']);
+      const min = this.config.timerMinIntervalSeconds;
+      if ('timer' in def.trigger && 'intervalSeconds' in def.trigger.timer && def.trigger.timer.intervalSeconds < min) {
+        throw new WorkflowDefinitionError('trigger.timer.intervalSeconds', `must be at least ${min} (TIMER_MIN_INTERVAL_SECONDS)`);
+      }
+      return def;
+    } catch (e) {
+      if (e instanceof WorkflowDefinitionError) throw new BadRequestError(e.message, { path: e.path }, 'invalid_workflow');
+      throw e;
+    }
+  }
+
+  /** Secret values given now (encrypted), merged over the stored ones; every `{{secrets.NAME}}` used must be set. */
+  private secrets(def: WorkflowDefinition, given: unknown, stored: Record<string, unknown>): Record<string, unknown> {
+    const out: Record<string, unknown> = { ...stored };
+    if (given !== undefined && given !== null) {
+      if (typeof given !== 'object' || Array.isArray(given)) throw new BadRequestError('secrets: must be an object of NAME: value', { path: 'secrets' }, 'invalid_workflow');
+      for (const [name, value] of Object.entries(given)) {
+        if (!SECRET_NAME.test(name)) throw new BadRequestError(`secrets.${name}: a secret name is letters, digits and _`, { path: `secrets.${name}` }, 'invalid_workflow');
+        if (value === null) delete out[name];
+        else if (typeof value !== 'string') throw new BadRequestError(`secrets.${name}: must be a string (or null to remove it)`, { path: `secrets.${name}` }, 'invalid_workflow');
+        else out[name] = encryptValue(this.config.secretsKey, value);
+      }
+    }
+    const missing = secretNamesOf(def).filter((n) => !(n in out));
+    if (missing.length) throw new BadRequestError(`secrets.${missing[0]}: used as {{secrets.${missing[0]}}} but not set`, { path: `secrets.${missing[0]}`, missing }, 'invalid_workflow');
+    return out;
+  }
+
+  /**
+   * The trigger as stored. An inline source (`{ source: { code | component_id | key, props } }`) is deployed
+   * now — or the one deployed for this workflow before is updated — and stored as `{ source: dc_…, managed: true }`.
+   */
+  private async triggerRow(auth: AuthContext, ownerId: string, def: WorkflowDefinition, previous?: Workflow): Promise<Record<string, unknown>> {
+    const t = def.trigger;
+    if (!('source' in t) || typeof t.source === 'string') return t as unknown as Record<string, unknown>;
+    const inline = t.source;
+    const managed = managedSourceOf(previous);
+    try {
+      const ref: ComponentRef = inline.component_id ? { componentId: inline.component_id } : inline.key ? { componentId: await this.keyToId(auth, ownerId, inline.key) } : { code: inline.code };
+      if (managed) {
+        const { source } = await this.sources.update(auth, managed, { ref, configuredProps: inline.props, active: true });
+        return { source: source.id, managed: true };
+      }
+      const { source } = await this.sources.create(auth, ownerId, ref, `${def.name} trigger`, inline.props);
+      return { source: source.id, managed: true };
+    } catch (e) {
+      if (e instanceof BadRequestError || e instanceof NotFoundError) throw new BadRequestError(`trigger.source: ${e.message}`, { path: 'trigger.source', ...(e.details ?? {}) }, 'invalid_workflow');
+      throw e;
+    }
+  }
+
+  /** A component key in the owner's namespace, else in the registry, as an `sc_…` id. */
+  private async keyToId(auth: AuthContext, ownerId: string, key: string): Promise<string> {
+    try {
+      return (await this.components.findForCaller(auth, key, ownerId)).id;
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e;
+      return (await this.components.findRegistry(key)).id;
+    }
+  }
+
+  /** Removes the source deployed for a workflow's trigger when the trigger no longer uses it. */
+  private async dropManagedSource(auth: AuthContext, previous: Workflow, now: Record<string, unknown> | null): Promise<void> {
+    const managed = managedSourceOf(previous);
+    if (!managed || (now && now.source === managed)) return;
+    await this.sources.remove(auth, managed).catch((e: Error) => this.logger.warn(`removing trigger source ${managed} failed: ${e.message}`));
+  }
+
+  async create(auth: AuthContext, ownerId: string, body: Record<string, unknown>): Promise<Workflow> {
+    const def = this.definition(body);
+    const em = this.em.fork();
+    if (await em.findOne(Workflow, { ownerId, name: def.name, deletedAt: null })) {
+      throw new ConflictError(`a workflow named "${def.name}" already exists: update it with PUT /v1/workflows/{id}`, { name: def.name });
+    }
+    const secrets = this.secrets(def, body.secrets, {});
+    const { rows } = await resolveSteps(this.components, em, auth, ownerId, def.steps, this.config.secretsKey);
+    const trigger = await this.triggerRow(auth, ownerId, def);
+    const w = Object.assign(new Workflow(), {
+      id: newId('workflow'),
+      ownerId,
+      userId: auth.userId,
+      name: def.name,
+      deploymentId: newId('deployment'),
+      trigger,
+      steps: rows,
+      settings: def.settings as Record<string, unknown>,
+      secrets,
+      active: body.active !== false,
+      endpointKey: 'http' in def.trigger ? newEndpointKey() : null,
+      createdAtMs: Date.now(),
+    });
+    try {
+      await em.persist(w).flush();
+    } catch (e) {
+      if (/unique/i.test((e as Error).message)) throw new ConflictError(`a workflow named "${def.name}" already exists`, { name: def.name });
+      throw e;
+    }
+    await this.linkTrigger(auth, w);
+    await this.autoSubscribe(w);
+    this.logger.log(`workflow created workflow_id=${w.id} owner_id=${ownerId} deployment_id=${w.deploymentId}`);
+    await this.publisher.publishSoon(w.id);
+    return (await this.em.fork().findOne(Workflow, { id: w.id })) as Workflow;
+  }
+
+  async get(auth: AuthContext, id: string): Promise<Workflow> {
+    const w = await this.em.fork().findOne(Workflow, { id, deletedAt: null });
+    if (!w || !(w.ownerId === auth.userId || auth.orgIds.includes(w.ownerId))) throw new NotFoundError(`workflow ${id} not found`, { id });
+    return w;
+  }
+
+  /** A new deploy of the whole definition: a new `d_…`, steps re-resolved (cell ids kept by step name). */
+  async update(auth: AuthContext, id: string, body: Record<string, unknown>): Promise<Workflow> {
+    const w = await this.get(auth, id);
+    const def = this.definition(body);
+    const em = this.em.fork();
+    if (def.name !== w.name && (await em.findOne(Workflow, { ownerId: w.ownerId, name: def.name, deletedAt: null }))) {
+      throw new ConflictError(`a workflow named "${def.name}" already exists`, { name: def.name });
+    }
+    const secrets = this.secrets(def, body.secrets, w.secrets);
+    const { rows } = await resolveSteps(this.components, em, auth, w.ownerId, def.steps, this.config.secretsKey, w.steps);
+    const endpointKey = 'http' in def.trigger ? (w.endpointKey ?? newEndpointKey()) : null;
+    const trigger = await this.triggerRow(auth, w.ownerId, def, w);
+    await em.nativeUpdate(
+      Workflow,
+      { id: w.id, deletedAt: null },
+      { name: def.name, deploymentId: newId('deployment'), trigger, steps: rows, settings: def.settings as Record<string, unknown>, secrets, active: body.active !== false, endpointKey, rev: raw('rev + 1'), updatedAt: Math.floor(Date.now() / 1000) },
+    );
+    const fresh = (await this.em.fork().findOne(Workflow, { id: w.id })) as Workflow;
+    await this.linkTrigger(auth, fresh);
+    await this.dropManagedSource(auth, w, trigger);
+    this.logger.log(`workflow updated workflow_id=${w.id} deployment_id=${fresh.deploymentId}`);
+    await this.publisher.publishSoon(w.id);
+    return (await this.em.fork().findOne(Workflow, { id: w.id })) as Workflow;
+  }
+
+  /**
+   * Source and events triggers are subscriptions with the workflow as listener
+   * (kept while the trigger is unchanged, replaced when it changes).
+   */
+  private async linkTrigger(auth: AuthContext, w: Workflow): Promise<void> {
+    const em = this.em.fork();
+    const t = w.trigger as { source?: string; events?: { emitter_id: string; event_name: string } };
+    let wanted: { emitterId: string; eventName: string } | undefined;
+    if (t.source) wanted = { emitterId: t.source, eventName: '' };
+    else if (t.events) wanted = { emitterId: t.events.emitter_id, eventName: t.events.event_name };
+    const current = w.triggerSubscriptionId ? await em.findOne(Subscription, { id: w.triggerSubscriptionId }) : null;
+    if (current && wanted && current.emitterId === wanted.emitterId && current.eventName === wanted.eventName) return;
+    if (wanted) {
+      try {
+        const emitter = await resolveEmitter(em, auth, wanted.emitterId);
+        if (emitter.ownerId && emitter.ownerId !== w.ownerId) throw new NotFoundError(`emitter ${wanted.emitterId} not found`, { id: wanted.emitterId });
+      } catch (e) {
+        if (e instanceof NotFoundError || e instanceof BadRequestError) {
+          const path = t.source ? 'trigger.source' : 'trigger.events.emitter_id';
+          throw new BadRequestError(`${path}: ${e.message}`, { path }, 'invalid_workflow');
+        }
+        throw e;
+      }
+    }
+    if (current) await em.nativeDelete(Subscription, { id: current.id });
+    let subscriptionId: string | null = null;
+    if (wanted) {
+      const existing = await em.findOne(Subscription, { ownerId: w.ownerId, emitterId: wanted.emitterId, listenerId: w.id, eventName: wanted.eventName });
+      subscriptionId = existing?.id ?? newId('subscription');
+      if (!existing) await em.persist(Object.assign(new Subscription(), { id: subscriptionId, ownerId: w.ownerId, emitterId: wanted.emitterId, listenerId: w.id, eventName: wanted.eventName })).flush();
+    }
+    await em.nativeUpdate(Workflow, { id: w.id }, { triggerSubscriptionId: subscriptionId });
+    this.nats.nc.publish(this.nats.names.changed('subscriptions'));
+  }
+
+  /** Subscribes the owner's auto-subscription listeners to a new workflow. */
+  private async autoSubscribe(w: Workflow): Promise<void> {
+    const em = this.em.fork();
+    const autos = await em.find(AutoSubscription, { ownerId: w.ownerId });
+    if (!autos.length) return;
+    for (const a of autos) {
+      if (a.listenerId === w.id) continue;
+      em.persist(Object.assign(new Subscription(), { id: newId('subscription'), ownerId: w.ownerId, emitterId: w.id, listenerId: a.listenerId, eventName: a.eventName }));
+    }
+    await em.flush();
+    this.nats.nc.publish(this.nats.names.changed('subscriptions'));
+  }
+
+  async remove(auth: AuthContext, id: string): Promise<void> {
+    const w = await this.get(auth, id);
+    const em = this.em.fork();
+    await em.nativeUpdate(Workflow, { id: w.id }, { deletedAt: Math.floor(Date.now() / 1000), rev: raw('rev + 1') });
+    await em.nativeDelete(Subscription, { $or: [{ emitterId: w.id }, { listenerId: w.id }] });
+    await em.nativeDelete(AutoSubscription, { listenerId: w.id });
+    this.nats.nc.publish(this.nats.names.changed('sources'));
+    await this.dropManagedSource(auth, w, null);
+    this.logger.log(`workflow deleted workflow_id=${w.id}`);
+    await this.publisher.publishSoon(w.id);
+  }
+}
+
+/** The source deployed for this workflow's trigger, if any. */
+function managedSourceOf(w: Workflow | undefined): string | undefined {
+  const t = w?.trigger as { source?: unknown; managed?: unknown } | undefined;
+  return t?.managed === true && typeof t.source === 'string' ? t.source : undefined;
+}

@@ -1,0 +1,81 @@
+import { Command, CommandContext, orgOf, str } from '../command';
+import { CliError } from '../errors';
+import { dim, green, out, printJson, red, withSpinner } from '../output';
+import { resolveWorkflow } from '../workflows';
+
+interface StepRecord {
+  name: string;
+  cell_id: string;
+  duration_ms: number;
+  inputs?: Record<string, unknown>;
+  return_value?: unknown;
+  exports?: Record<string, unknown>;
+  error?: { name: string; message: string };
+  exit?: { reason?: string };
+}
+
+interface RunRecord {
+  id: string;
+  status: 'success' | 'error' | 'exit';
+  started_at: string;
+  duration_ms: number;
+  deployment_id: string;
+  failed_step: string | null;
+  steps: StepRecord[];
+}
+
+const short = (v: unknown): string => {
+  const text = JSON.stringify(v) ?? 'undefined';
+  return text.length > 120 ? `${text.slice(0, 117)}…` : text;
+};
+
+export const replayCommand: Command = {
+  name: 'replay',
+  summary: "run a workflow again with a failed run's original event",
+  usage: 'pd replay <workflow name or id> <event id>',
+  help: ['<event id> is the id of one of the workflow\'s $errors events (pd logs <workflow> shows them; pd events --json lists ids)', '--org <o_…>            look the workflow up in an org first'],
+  examples: ['pd replay new-order-to-slack 1763930000000-0'],
+  options: { org: { type: 'string' } },
+  async run(ctx, { values, positionals }) {
+    const [ref, eventId] = positionals;
+    if (!ref || !eventId) throw new CliError('pd replay needs a workflow and the id of one of its $errors events');
+    const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
+    const res = await withSpinner(`Replaying ${eventId}`, () => ctx.client.request<{ data: { invocation_id: string } }>('POST', `/workflows/${w.id}/replay`, { body: { event_id: eventId } }), 'Replayed');
+    if (ctx.json) return printJson(res.data);
+    out(`${green('✔')} Replayed ${eventId} into ${w.id} (${w.name}) ${dim(`invocation_id=${res.data.invocation_id}`)}`);
+  },
+};
+
+export const runsCommand: Command = {
+  name: 'runs',
+  summary: 'the step-by-step record of the last runs of a workflow',
+  usage: 'pd runs [-n <count>] <workflow name or id>',
+  help: ['-n, --count <n>        how many runs (1-100, default 5), newest first', '--org <o_…>            look the workflow up in an org first'],
+  examples: ['pd runs new-order-to-slack', 'pd runs -n 1 p_abc --json'],
+  options: { count: { type: 'string', short: 'n' }, org: { type: 'string' } },
+  async run(ctx, { values, positionals }) {
+    const ref = positionals[0];
+    if (!ref) throw new CliError('pd runs needs a workflow name or id');
+    const n = str(values, 'count') ?? '5';
+    if (!/^\d+$/.test(n) || Number(n) < 1 || Number(n) > 100) throw new CliError(`-n expects a count from 1 to 100, got "${n}"`);
+    const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
+    const res = await ctx.client.get<{ data: RunRecord[] }>(`/workflows/${w.id}/runs`, { limit: Number(n) });
+    if (ctx.json) return printJson(res.data);
+    if (!res.data.length) return out(dim(`No runs yet for ${w.id}`));
+    for (const run of res.data) printRun(ctx, run);
+  },
+};
+
+function printRun(_ctx: CommandContext, run: RunRecord): void {
+  const status = run.status === 'error' ? red('error') : run.status === 'exit' ? 'exit' : green('success');
+  out(`${dim(run.started_at)} ${status} ${run.id} ${dim(`${run.duration_ms} ms, ${run.deployment_id}`)}`);
+  for (const s of run.steps) {
+    const mark = s.error ? red('✖') : green('✔');
+    out(`  ${mark} ${s.name} ${dim(`${s.duration_ms} ms ${s.cell_id}`)}`);
+    if (s.inputs && Object.keys(s.inputs).length) out(`      ${dim('inputs')}  ${short(s.inputs)}`);
+    if (s.exports && Object.keys(s.exports).length) out(`      ${dim('exports')} ${short(s.exports)}`);
+    if (s.return_value !== undefined) out(`      ${dim('return')}  ${short(s.return_value)}`);
+    if (s.exit) out(`      ${dim('exit')}    ${s.exit.reason ?? ''}`);
+    if (s.error) out(`      ${red(`${s.error.name}: ${s.error.message}`)}`);
+  }
+}

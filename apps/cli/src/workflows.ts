@@ -1,0 +1,84 @@
+import { ApiClient } from './api-client';
+import { CliError } from './errors';
+import { resolveSource } from './sources';
+
+/** A workflow as the API's extension returns it. */
+export interface Workflow {
+  id: string;
+  name: string;
+  active: boolean;
+  deployment_id: string;
+  trigger: Record<string, unknown> & { endpoint_url?: string };
+  steps: { name: string; cell_id: string; component_id: string; code?: true; action?: string }[];
+  secrets: string[];
+}
+
+export const WORKFLOW_ID = /^p_[A-Za-z0-9_-]+$/;
+
+export function listWorkflows(client: ApiClient, orgId?: string): Promise<Workflow[]> {
+  return client.listAll<Workflow>(orgId ? `/orgs/${encodeURIComponent(orgId)}/workflows` : '/users/me/workflows');
+}
+
+/** A workflow by id (`p_…`) or name (names are unique per owner): the org's first, then the caller's own. Undefined when none has that name. */
+export async function findWorkflow(client: ApiClient, ref: string, orgId?: string): Promise<Workflow | undefined> {
+  if (WORKFLOW_ID.test(ref)) {
+    try {
+      return (await client.get<{ data: Workflow }>(`/workflows/${encodeURIComponent(ref)}`)).data;
+    } catch (e) {
+      if ((e as { status?: number }).status === 404) return undefined;
+      throw e;
+    }
+  }
+  const all = orgId ? [...(await listWorkflows(client, orgId)), ...(await listWorkflows(client))] : await listWorkflows(client);
+  return all.find((w) => w.name === ref);
+}
+
+export async function resolveWorkflow(client: ApiClient, ref: string, orgId?: string): Promise<Workflow> {
+  const w = await findWorkflow(client, ref, orgId);
+  if (!w) throw new CliError(`workflow "${ref}" not found: no workflow in ${orgId ? `org ${orgId} or your account` : 'your account'} has that id or name (see \`pd list workflows\`)`);
+  return w;
+}
+
+/** How a workflow is triggered, in a few words. */
+export function triggerText(w: Workflow): string {
+  const t = w.trigger;
+  if ('http' in t) return 'http';
+  if ('timer' in t) {
+    const s = t.timer as { intervalSeconds?: number; cron?: string };
+    return s.cron ? `cron ${s.cron}` : `every ${s.intervalSeconds}s`;
+  }
+  if ('source' in t) return `source ${String(t.source)}`;
+  if ('events' in t) {
+    const e = t.events as { emitter_id: string; event_name: string };
+    return `events ${e.emitter_id}${e.event_name ? ` ${e.event_name}` : ''}`;
+  }
+  return 'manual';
+}
+
+/** What `pd events`, `pd logs`, `pd delete` and `pd run` act on: a source (`dc_…`, name_slug, name) or a workflow (`p_…`, name). */
+export interface Target {
+  kind: 'source' | 'workflow';
+  id: string;
+  name: string;
+}
+
+export async function resolveTarget(client: ApiClient, ref: string, orgId?: string): Promise<Target> {
+  if (WORKFLOW_ID.test(ref)) {
+    const w = await resolveWorkflow(client, ref, orgId);
+    return { kind: 'workflow', id: w.id, name: w.name };
+  }
+  try {
+    const s = await resolveSource(client, ref, orgId);
+    return { kind: 'source', id: s.id, name: s.name };
+  } catch (e) {
+    if (!(e instanceof CliError) || !/not found/.test(e.message) || ref.startsWith('dc_')) throw e;
+    const w = await findWorkflow(client, ref, orgId);
+    if (w) return { kind: 'workflow', id: w.id, name: w.name };
+    throw e;
+  }
+}
+
+/** `/sources/<id>` or `/workflows/<id>`. */
+export function basePath(target: Pick<Target, 'id'>): string {
+  return `${target.id.startsWith('p_') ? '/workflows' : '/sources'}/${encodeURIComponent(target.id)}`;
+}

@@ -1,0 +1,75 @@
+/**
+ * `{{ … }}` in a step's configured props: `secrets.NAME`, `steps.<step>.<path>`
+ * (`$return_value`, exports, `trigger.event…`) and `trigger.…` as a short form.
+ * Only property paths are read — nothing is evaluated — so this runs safely in
+ * the runner. A string that is exactly one template takes the value's own type;
+ * templates inside longer text are interpolated (objects as JSON).
+ */
+const WHOLE = /^\{\{\s*([^{}]+?)\s*\}\}$/;
+const PART = /\{\{\s*([^{}]+?)\s*\}\}/g;
+const SEGMENT = /^[A-Za-z_$][A-Za-z0-9_$-]*$/;
+
+export interface TemplateScope {
+  steps: Record<string, unknown>;
+  secrets: Record<string, string>;
+}
+
+export class TemplateError extends Error {}
+
+/** `a.b[0].c` or `a["b c"]` → ['a', 'b', '0', 'c']. */
+export function parsePath(expr: string): string[] {
+  const out: string[] = [];
+  const re = /\.?([A-Za-z_$][A-Za-z0-9_$-]*)|\[(\d+)\]|\[\s*"([^"]*)"\s*\]|\[\s*'([^']*)'\s*\]/y;
+  let at = 0;
+  while (at < expr.length) {
+    re.lastIndex = at;
+    const m = re.exec(expr);
+    if (!m || (at === 0 && expr[0] === '.')) throw new TemplateError(`cannot read "{{${expr}}}": only property paths like steps.name.$return_value.field are allowed`);
+    out.push(m[1] ?? m[2] ?? m[3] ?? m[4]);
+    at = re.lastIndex;
+  }
+  if (!out.length || !SEGMENT.test(out[0])) throw new TemplateError(`cannot read "{{${expr}}}"`);
+  return out;
+}
+
+function lookup(expr: string, scope: TemplateScope): unknown {
+  const path = parsePath(expr);
+  const [head, ...rest] = path;
+  let root: unknown;
+  if (head === 'secrets') {
+    if (rest.length !== 1) throw new TemplateError(`"{{${expr}}}": use {{secrets.NAME}}`);
+    if (!(rest[0] in scope.secrets)) throw new TemplateError(`secret ${rest[0]} is not set on this workflow`);
+    return scope.secrets[rest[0]];
+  }
+  if (head === 'steps') root = scope.steps;
+  else if (head === 'trigger') root = { trigger: scope.steps.trigger };
+  else throw new TemplateError(`"{{${expr}}}": a template starts with steps., trigger. or secrets.`);
+  let v: unknown = head === 'trigger' ? (root as Record<string, unknown>) : root;
+  for (const seg of head === 'trigger' ? path : rest) {
+    if (v === null || v === undefined || typeof v !== 'object') return undefined;
+    v = Object.prototype.hasOwnProperty.call(v, seg) ? (v as Record<string, unknown>)[seg] : undefined;
+  }
+  return v;
+}
+
+function text(v: unknown): string {
+  if (v === undefined || v === null) return '';
+  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+}
+
+/** Resolves every template in `value` (deeply); keys are left alone. */
+export function resolveTemplates(value: unknown, scope: TemplateScope): unknown {
+  if (typeof value === 'string') {
+    if (!value.includes('{{')) return value;
+    const whole = WHOLE.exec(value);
+    if (whole) return lookup(whole[1], scope);
+    return value.replace(PART, (_m, expr: string) => text(lookup(expr, scope)));
+  }
+  if (Array.isArray(value)) return value.map((v) => resolveTemplates(v, scope));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = resolveTemplates(v, scope);
+    return out;
+  }
+  return value;
+}

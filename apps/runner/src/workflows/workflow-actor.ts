@@ -1,0 +1,274 @@
+import { type DesiredSourceState, type DesiredWorkflowState, fnv1a, unpackHttpEvent } from '@app/contracts';
+import type { ActorDeps, InvocationDelivery } from '../actors/actor-deps';
+import { type ActorState, StateConflictError } from '../actors/actor-state';
+import { EmitterClock, type EmitterClockState } from '../actors/emit-ids';
+import { replyError } from '../actors/source-execution';
+import { specKey, type TimerState } from '../timers/timer-slots';
+import { runEvents } from './workflow-events';
+import { runWorkflow } from './workflow-run';
+import type { SendPublisher } from './workflow-sends';
+
+/** KV `source-state`, key = workflow id. */
+interface WorkflowState {
+  kind: 'workflow';
+  fence: string;
+  /** Finished invocation ids: a redelivered one is acknowledged without running again. */
+  recent: string[];
+  emitter: EmitterClockState;
+  timer?: TimerState;
+  /** `$.service.db` of each step, by cell id. */
+  dbs: Record<string, Record<string, unknown>>;
+}
+
+const RECENT = 256;
+
+/**
+ * One workflow on this replica. Invocations come from the partition's consumer
+ * like a source's; up to `concurrency` run at once (1: one at a time, in
+ * arrival order), the rest wait unacknowledged (JetStream redelivers them to
+ * the next owner if this replica dies). A run is acknowledged only after its
+ * events are stored and its id is recorded, so a run cut off by a crash runs
+ * again from its trigger event (at-least-once). State writes are
+ * compare-and-set with this replica's fence, as for sources.
+ */
+export class WorkflowActor {
+  private desired: DesiredWorkflowState | undefined;
+  private stored: { state: WorkflowState; revision: number } | null = null;
+  private loading: Promise<void> | undefined;
+  private clock = new EmitterClock();
+  private readonly waiting: InvocationDelivery[] = [];
+  private running = 0;
+  private readonly starts: number[] = [];
+  private throttleTimer: NodeJS.Timeout | undefined;
+  private writes: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+  private idle: Promise<void> = Promise.resolve();
+  private markIdle: () => void = () => undefined;
+  private readonly now: () => number;
+
+  constructor(
+    readonly sourceId: string,
+    readonly partition: number,
+    private readonly fence: string,
+    private readonly deps: ActorDeps,
+    private readonly onGone: (actor: WorkflowActor, reason: 'deleted' | 'fenced') => void,
+    private readonly sends: SendPublisher,
+  ) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  get lastDesired(): DesiredSourceState | undefined {
+    return this.desired as unknown as DesiredSourceState | undefined;
+  }
+
+  setDesired(desired: DesiredSourceState): void {
+    const next = desired as unknown as DesiredWorkflowState;
+    if (this.stopped || (this.desired && this.desired.rev > next.rev)) return;
+    this.desired = next;
+    void this.guard(async () => {
+      await this.load();
+      await this.applyTimer();
+      this.pump();
+    });
+  }
+
+  delete(): void {
+    if (this.stopped) return;
+    this.deps.timers.stop(this.sourceId);
+    void this.guard(async () => {
+      await this.load();
+      await this.write(async () => {
+        if (this.stored) await this.deps.store.remove(this.sourceId, this.stored.revision);
+        this.stored = null;
+      });
+      this.log().info('workflow deleted: state removed');
+      this.halt();
+      this.onGone(this, 'deleted');
+    });
+  }
+
+  invoke(delivery: InvocationDelivery): void {
+    if (this.stopped) return delivery.nak();
+    this.waiting.push(delivery);
+    this.deps.metrics.mailboxDepth.inc();
+    this.pump();
+  }
+
+  async stop(graceful: boolean): Promise<void> {
+    this.halt();
+    if (graceful) await this.idle;
+  }
+
+  private halt(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.deps.timers.stop(this.sourceId);
+    if (this.throttleTimer) clearTimeout(this.throttleTimer);
+    this.deps.metrics.mailboxDepth.dec(this.waiting.length);
+    for (const d of this.waiting.splice(0)) d.nak();
+  }
+
+  private async guard(job: () => Promise<void>): Promise<void> {
+    try {
+      await job();
+    } catch (e) {
+      if (e instanceof StateConflictError) this.fenced();
+      else this.log().error({ err: e }, 'workflow job failed');
+    }
+  }
+
+  private fenced(): void {
+    if (this.stopped) return;
+    this.log().warn('state was written by another replica: dropping the workflow actor (fenced)');
+    this.deps.metrics.fenced.inc();
+    this.halt();
+    this.onGone(this, 'fenced');
+  }
+
+  /** Reads the state once and writes this replica's fence into it. */
+  private load(): Promise<void> {
+    this.loading ??= (async () => {
+      for (let attempt = 0; ; attempt++) {
+        const found = await this.deps.store.load(this.sourceId);
+        const base = (found?.state as unknown as WorkflowState | undefined) ?? { kind: 'workflow', fence: this.fence, recent: [], emitter: { lastMs: 0, seq: 0 }, dbs: {} };
+        const state: WorkflowState = { ...base, kind: 'workflow', fence: this.fence, dbs: base.dbs ?? {}, recent: base.recent ?? [] };
+        try {
+          this.stored = { state, revision: await this.deps.store.save(this.sourceId, state as unknown as ActorState, found?.revision ?? 0) };
+          break;
+        } catch (e) {
+          if (!(e instanceof StateConflictError) || attempt >= 5) throw e;
+        }
+      }
+      this.clock = new EmitterClock(this.stored?.state.emitter, this.now);
+    })();
+    return this.loading;
+  }
+
+  /** Serializes state writes (runs finish concurrently); each is a compare-and-set. */
+  private write<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.writes.then(fn, fn);
+    this.writes = next.catch(() => undefined);
+    return next;
+  }
+
+  private save(change: (s: WorkflowState) => WorkflowState): Promise<void> {
+    return this.write(async () => {
+      if (this.stopped || !this.stored) throw new StateConflictError('actor stopped');
+      const state = { ...change(this.stored.state), emitter: this.clock.snapshot(), fence: this.fence };
+      this.stored = { state, revision: await this.deps.store.save(this.sourceId, state as unknown as ActorState, this.stored.revision) };
+    });
+  }
+
+  private async applyTimer(): Promise<void> {
+    const d = this.desired;
+    if (!d || !d.active || d.trigger.type !== 'timer') return this.deps.timers.stop(this.sourceId);
+    const spec = d.trigger.schedule;
+    let timer = this.stored?.state.timer;
+    if (!timer || timer.specKey !== specKey(spec)) {
+      const phase = 'intervalSeconds' in spec ? fnv1a(this.sourceId) % (spec.intervalSeconds * 1000) : 0;
+      timer = { anchorMs: this.now() - phase, specKey: specKey(spec) };
+      const t = timer;
+      await this.save((s) => ({ ...s, timer: t }));
+    }
+    this.deps.timers.start(this.sourceId, this.partition, spec, timer);
+  }
+
+  private limit(): number {
+    return this.desired?.concurrency ?? Number.MAX_SAFE_INTEGER;
+  }
+
+  /** Starts waiting runs while concurrency and throttle allow. */
+  private pump(): void {
+    if (this.stopped || !this.desired || !this.stored) return;
+    while (this.waiting.length && this.running < this.limit()) {
+      const wait = this.throttleWaitMs();
+      if (wait > 0) {
+        this.throttleTimer ??= setTimeout(() => {
+          this.throttleTimer = undefined;
+          this.pump();
+        }, wait);
+        return;
+      }
+      const delivery = this.waiting.shift() as InvocationDelivery;
+      this.deps.metrics.mailboxDepth.dec();
+      if (this.running++ === 0) this.idle = new Promise((r) => (this.markIdle = r));
+      this.starts.push(this.now());
+      void this.guard(() => this.handle(delivery).catch((e) => {
+        delivery.nak(1000);
+        throw e;
+      })).finally(() => {
+        if (--this.running === 0) this.markIdle();
+        this.pump();
+      });
+    }
+  }
+
+  private throttleWaitMs(): number {
+    const t = this.desired?.throttle;
+    if (!t) return 0;
+    const periodMs = t.periodSeconds * 1000;
+    const now = this.now();
+    while (this.starts.length && this.starts[0] <= now - periodMs) this.starts.shift();
+    if (this.starts.length < t.limit) return 0;
+    return this.starts[0] + periodMs - now;
+  }
+
+  private async handle(delivery: InvocationDelivery): Promise<void> {
+    const { msg } = delivery;
+    const desired = this.desired as DesiredWorkflowState;
+    const state = (this.stored as { state: WorkflowState }).state;
+    const skip = (outcome: string, status?: number): void => {
+      if (msg.replyTo && status) replyError(this.deps.publisher, msg.replyTo, status, outcome === 'inactive' ? 'the workflow is not active' : 'the invocation was already processed');
+      delivery.ack();
+      this.deps.metrics.invocations.inc({ outcome, kind: msg.kind });
+    };
+    if (!desired.active) return skip('inactive', 404);
+    if (state.recent.includes(msg.invocationId)) return skip('duplicate', 409);
+    const startedAtMs = this.now();
+    const event = msg.kind === 'http' ? unpackHttpEvent(msg.event) : msg.event;
+    const outcome = await runWorkflow(this.deps, desired, { invocationId: msg.invocationId, event, replyTo: msg.replyTo, dbs: state.dbs, startedAtMs, stopped: () => this.stopped });
+    if (this.stopped) return delivery.nak();
+    if (msg.replyTo && !outcome.responded) {
+      if (outcome.response) this.deps.publisher.reply(msg.replyTo, outcome.response);
+      else replyError(this.deps.publisher, msg.replyTo, 502, outcome.error ? `the workflow failed before responding: ${outcome.error.message}` : 'the workflow finished without calling $.respond()');
+    }
+    const events = runEvents(desired, msg.invocationId, event, startedAtMs, outcome, this.clock, this.deps.config.eventMaxBytes, this.now());
+    await this.deps.publisher.publishEvents(events);
+    if (outcome.status !== 'error') {
+      const sse = outcome.sends.filter((x) => x.kind === 'sse');
+      if (sse.length) {
+        this.sends.publishSse(this.sourceId, sse.map((x, i) => {
+          const p = x.payload as { channel: string; payload?: unknown };
+          return { id: `${msg.invocationId}:v${i}`, channel: p.channel, payload: p.payload ?? null, ts: this.now() };
+        }));
+      }
+      const out = outcome.sends.filter((x) => x.kind !== 'emit' && x.kind !== 'sse');
+      if (out.length) {
+        await this.sends.publishSends(out.map((x, index) => ({ workflowId: this.sourceId, ownerId: desired.ownerId, invocationId: msg.invocationId, index, kind: x.kind as 'http' | 'email' | 's3', payload: x.payload, createdAtMs: this.now() })));
+      }
+    }
+    for (const e of events) this.deps.metrics.emits.inc({ channel: e.name === '' ? 'default' : e.name.startsWith('$') ? e.name : 'custom' });
+    await this.save((s) => {
+      const dbs = { ...s.dbs };
+      for (const [cell, writes] of Object.entries(outcome.dbWrites)) {
+        const db = { ...(dbs[cell] ?? {}) };
+        for (const [k, v] of Object.entries(writes)) {
+          if (v === undefined) delete db[k];
+          else db[k] = v;
+        }
+        dbs[cell] = db;
+      }
+      const timer = msg.kind === 'timer' && msg.scheduledAtMs !== undefined && s.timer ? { ...s.timer, lastSlotMs: Math.max(s.timer.lastSlotMs ?? 0, msg.scheduledAtMs) } : s.timer;
+      return { ...s, dbs, timer, recent: [...s.recent, msg.invocationId].slice(-RECENT) };
+    });
+    this.deps.publisher.publishUsage({ ownerId: desired.ownerId, sourceId: this.sourceId, invocationId: msg.invocationId, computeMs: Math.round(outcome.durationMs), finishedAtMs: this.now() }, delivery.redelivered || msg.kind === 'subscription' || msg.kind === 'timer');
+    delivery.ack();
+    this.deps.metrics.invocations.inc({ outcome: outcome.status === 'error' ? 'error' : 'ok', kind: msg.kind });
+    this.deps.metrics.runDuration.observe({ method: 'workflow' }, outcome.durationMs / 1000);
+    if (outcome.status === 'error') this.log().info({ invocation_id: msg.invocationId, step: outcome.error?.step, error: outcome.error?.message }, 'workflow run failed (recorded as an $errors event)');
+  }
+
+  private log() {
+    return this.deps.logger.child({ workflow_id: this.sourceId, partition: this.partition });
+  }
+}

@@ -1,0 +1,51 @@
+import type { DesiredWorkflowState, EmittedEvent } from '@app/contracts';
+import type { EmitterClock } from '../actors/emit-ids';
+import { originalEventWithin } from '../actors/outputs';
+import { RunOutcome, triggerContext } from './workflow-run';
+
+/** `$.send.emit(payload)`: the event as a workflow emit (`{ raw_event }`, as Pipedream stores it) and its channel. */
+function emitOf(payload: unknown): { event: unknown; name: string } {
+  if (payload && typeof payload === 'object' && !Array.isArray(payload) && 'raw_event' in payload) {
+    const p = payload as { raw_event: unknown; name?: unknown };
+    return { event: { raw_event: p.raw_event }, name: typeof p.name === 'string' ? p.name : '' };
+  }
+  return { event: { raw_event: payload }, name: '' };
+}
+
+/**
+ * What a finished run publishes on `emit.<workflowId>`: each log line and the
+ * run record on `$logs`, the `$.send.emit` events (only after a successful run),
+ * the `$errors` event of a failed run (the spec's "Workflow error event summary").
+ * Emit ids derive from the invocation id, so a rerun publishes nothing twice.
+ */
+export function runEvents(desired: DesiredWorkflowState, invocationId: string, event: unknown, startedAtMs: number, outcome: RunOutcome, clock: EmitterClock, eventMaxBytes: number, now: number): EmittedEvent[] {
+  const out: EmittedEvent[] = [];
+  const base = { emitterId: desired.workflowId, ownerId: desired.ownerId, emittedAtMs: now };
+  const push = (kind: string, index: number, name: string, body: unknown, ts: number, summary?: string): void => {
+    out.push({ ...base, id: clock.next(), name, event: body, ts, emitId: `${invocationId}:${kind}${index}`, ...(summary ? { summary } : {}) });
+  };
+  outcome.logs.forEach((l, i) => push('l', i, '$logs', { ts: l.ts, k: l.k, msg: l.msg, step: l.step, run_id: invocationId }, l.ts));
+  if (outcome.status !== 'error') {
+    outcome.sends.filter((s) => s.kind === 'emit').forEach((s, i) => {
+      const e = emitOf(s.payload);
+      push('e', i, e.name, e.event, now);
+    });
+  }
+  if (outcome.status === 'error' && outcome.error) {
+    const err = outcome.error;
+    push('x', 0, '$errors', {
+      original_event: originalEventWithin(event, Math.floor(eventMaxBytes / 2)),
+      original_context: triggerContext(desired, invocationId, startedAtMs),
+      error: { code: err.name, cellId: err.cellId, ts: new Date(err.ts).toISOString(), stack: err.stack },
+    }, err.ts, `${err.step}: ${err.name}: ${err.message}`.slice(0, 1024));
+  }
+  const failed = outcome.steps.find((s) => s.error);
+  push('r', 0, '$logs', {
+    ts: now,
+    k: 'run',
+    msg: `run ${outcome.status}${failed ? ` at step ${failed.name}: ${failed.error?.message}` : ''} (${outcome.steps.length} of ${desired.steps.length} steps, ${Math.round(outcome.durationMs)} ms)`,
+    run_id: invocationId,
+    run: { id: invocationId, status: outcome.status, started_at: new Date(startedAtMs).toISOString(), duration_ms: Math.round(outcome.durationMs), deployment_id: desired.deploymentId, failed_step: failed?.name ?? null, steps: outcome.steps },
+  }, now);
+  return out;
+}

@@ -1,0 +1,159 @@
+import { decryptValue, type DesiredWorkflowState, type EncryptedValue, isEncrypted, WORKFLOW_PLATFORM_VERSION } from '@app/contracts';
+import type { ExecuteResult, LogRecord, SendRecord } from '@app/sandbox';
+import type { ActorDeps } from '../actors/actor-deps';
+import { decryptDeep, resolveProps } from '../actors/props';
+import { resolveTemplates, TemplateError } from './templates';
+import { sendProblem, type SendSettings } from './workflow-sends';
+
+/** One step of a finished run, as the run record keeps it. */
+export interface StepRecord {
+  name: string;
+  cell_id: string;
+  duration_ms: number;
+  /** The props the step ran with, secrets and `$auth` left out. */
+  inputs?: Record<string, unknown>;
+  return_value?: unknown;
+  exports?: Record<string, unknown>;
+  error?: { name: string; message: string };
+  exit?: { reason?: string };
+}
+
+export interface StepLog extends LogRecord {
+  step: string;
+}
+
+export interface RunOutcome {
+  status: 'success' | 'error' | 'exit';
+  steps: StepRecord[];
+  logs: StepLog[];
+  /** `$.send.*` calls of every step, in order (only acted on when the run succeeded). */
+  sends: SendRecord[];
+  /** db writes per cell (`$.service.db` is per step). */
+  dbWrites: Record<string, Record<string, unknown>>;
+  error?: { name: string; message: string; stack: string; cellId: string; step: string; ts: number };
+  durationMs: number;
+  responded: boolean;
+  response?: ExecuteResult['response'];
+}
+
+/** The `original_context` of `$errors` events and `steps.trigger.context`. */
+export function triggerContext(desired: DesiredWorkflowState, invocationId: string, startedAtMs: number): Record<string, unknown> {
+  const sourceType = { http: 'HTTP', timer: 'TIMER', source: 'COMPONENT', events: 'EMITTER', manual: 'MANUAL' }[desired.trigger.type];
+  return {
+    id: invocationId,
+    ts: new Date(startedAtMs).toISOString(),
+    workflow_id: desired.workflowId,
+    deployment_id: desired.deploymentId,
+    source_type: sourceType,
+    verified: false,
+    owner_id: desired.ownerId,
+    platform_version: WORKFLOW_PLATFORM_VERSION,
+  };
+}
+
+/** Prop values safe to record: encrypted values and app `$auth` masked. */
+function inputsOf(props: Record<string, unknown>): Record<string, unknown> {
+  const mask = (v: unknown): unknown => {
+    if (isEncrypted(v)) return '**********';
+    if (Array.isArray(v)) return v.map(mask);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, k === '$auth' ? '**********' : mask(x)]));
+    return v;
+  };
+  return mask(props) as Record<string, unknown>;
+}
+
+/**
+ * Runs a workflow's steps in order for one trigger event, each as its own task in
+ * the account's sandbox, with `steps.trigger` and every earlier step's
+ * `$return_value` and exports. Stops at the first error or `$.flow.exit()`.
+ */
+export async function runWorkflow(
+  deps: ActorDeps,
+  desired: DesiredWorkflowState,
+  input: { invocationId: string; event: unknown; replyTo?: string; dbs: Record<string, Record<string, unknown>>; startedAtMs: number; stopped: () => boolean },
+): Promise<RunOutcome> {
+  const now = deps.now ?? Date.now;
+  const context = triggerContext(desired, input.invocationId, input.startedAtMs);
+  const steps: Record<string, unknown> = { trigger: { event: input.event, context } };
+  const outcome: RunOutcome = { status: 'success', steps: [], logs: [], sends: [], dbWrites: {}, durationMs: 0, responded: false };
+  const deadline = input.startedAtMs + desired.runTimeoutMs;
+  let secrets: Record<string, string>;
+  try {
+    secrets = Object.fromEntries(Object.entries(desired.secrets ?? {}).map(([k, v]) => [k, decryptValue<string>(deps.config.secretsKey, v as EncryptedValue)]));
+  } catch (e) {
+    secrets = {};
+    outcome.status = 'error';
+    outcome.error = { name: 'SecretsError', message: `the workflow's secrets cannot be decrypted with SECRETS_KEY: ${(e as Error).message}`, stack: '', cellId: desired.steps[0]?.cellId ?? '', step: desired.steps[0]?.name ?? '', ts: now() };
+    return outcome;
+  }
+  const sendSettings = deps.config as SendSettings;
+  const masked = Object.fromEntries(Object.keys(secrets).map((k) => [k, '**********']));
+  for (const step of desired.steps) {
+    const started = now();
+    const record: StepRecord = { name: step.name, cell_id: step.cellId, duration_ms: 0 };
+    outcome.steps.push(record);
+    let result: ExecuteResult;
+    try {
+      const component = await deps.components.get(step.codeHash, desired.ownerId);
+      // Recorded with secrets masked; run with secret props and `$auth` decrypted, then templates filled in.
+      record.inputs = inputsOf(resolveTemplates(step.props, { steps, secrets: masked }) as Record<string, unknown>);
+      const templated = resolveTemplates(decryptDeep(deps.config.secretsKey, step.props), { steps, secrets }) as Record<string, unknown>;
+      const props = resolveProps(deps.config.secretsKey, templated, component.descriptor.props);
+      const timeoutMs = Math.max(1, deadline - started);
+      result = await deps.executor.execute(
+        {
+          kind: 'execute',
+          account: desired.ownerId,
+          sourceId: desired.workflowId,
+          invocationId: `${input.invocationId}:${step.cellId}`,
+          codeHash: component.codeHash,
+          code: component.code,
+          method: 'run',
+          props,
+          db: input.dbs[step.cellId] ?? {},
+          event: input.event,
+          steps,
+          timeoutMs,
+          limits: { dbMaxBytes: deps.config.dbMaxBytes, eventMaxBytes: deps.config.eventMaxBytes, emitsPerInvocation: deps.config.emitsPerInvocation },
+          dependencyVersions: step.dependencyVersions ?? component.dependencyVersions,
+        },
+        input.replyTo
+          ? {
+              onResponse: (r) => {
+                if (!input.replyTo || outcome.responded || input.stopped()) return;
+                outcome.responded = true;
+                deps.publisher.reply(input.replyTo, r);
+              },
+            }
+          : {},
+      );
+    } catch (e) {
+      const err = e as Error;
+      const name = e instanceof TemplateError ? 'TemplateError' : err.name || 'Error';
+      result = { emits: [], dbWrites: {}, logs: [], error: { name, message: err.message, stack: `${name}: ${err.message}` }, durationMs: now() - started };
+    }
+    record.duration_ms = Math.round(result.durationMs);
+    for (const l of result.logs ?? []) outcome.logs.push({ ...l, step: step.name });
+    if (result.response && !outcome.response) outcome.response = result.response;
+    if (Object.keys(result.dbWrites ?? {}).length) outcome.dbWrites[step.cellId] = result.dbWrites;
+    const problem = result.error ? undefined : (result.sends ?? []).map((x) => sendProblem(x, sendSettings)).find((m) => m !== undefined);
+    if (problem) result.error = { name: 'SendError', message: problem, stack: `SendError: ${problem}` };
+    if (result.error) {
+      record.error = { name: result.error.name, message: result.error.message };
+      outcome.status = 'error';
+      outcome.error = { name: result.error.name, message: result.error.message, stack: result.error.stack ?? `${result.error.name}: ${result.error.message}`, cellId: step.cellId, step: step.name, ts: now() };
+      break;
+    }
+    outcome.sends.push(...(result.sends ?? []));
+    record.return_value = result.returnValue;
+    record.exports = result.exports ?? {};
+    steps[step.name] = { ...(result.exports ?? {}), $return_value: result.returnValue };
+    if (result.exit) {
+      record.exit = result.exit;
+      outcome.status = 'exit';
+      break;
+    }
+  }
+  outcome.durationMs = now() - input.startedAtMs;
+  return outcome;
+}

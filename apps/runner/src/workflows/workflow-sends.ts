@@ -1,0 +1,69 @@
+import { encodeJson, type SendMessage, type WorkflowSseMessage } from '@app/contracts';
+import type { NatsService } from '@app/nats';
+import type { SendRecord } from '@app/sandbox';
+
+/** Where a successful run's `$.send.http|email|s3` calls go: stream SENDS, performed and retried by the delivery app. */
+export interface SendPublisher {
+  publishSends(sends: SendMessage[]): Promise<void>;
+  /** `$.send.sse`: live only (core NATS), for the workflow's SSE stream readers connected now. */
+  publishSse(workflowId: string, events: WorkflowSseMessage[]): void;
+}
+
+export class NatsSendPublisher implements SendPublisher {
+  constructor(private readonly nats: NatsService) {}
+
+  async publishSends(sends: SendMessage[]): Promise<void> {
+    await Promise.all(sends.map((s) => this.nats.streams.publish(this.nats.names.send(s.workflowId), encodeJson(s), `${s.invocationId}:s${s.index}`)));
+  }
+
+  publishSse(workflowId: string, events: WorkflowSseMessage[]): void {
+    for (const e of events) this.nats.nc.publish(this.nats.names.workflowSse(workflowId), encodeJson(e));
+  }
+}
+
+/** What the runner knows of the operator's send configuration. */
+export interface SendSettings {
+  smtpUrl?: string;
+  s3Endpoint?: string;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Checks a `$.send.*` call when the step makes it, so a bad call fails its step
+ * (an `$errors` event) instead of failing later in the delivery app. Returns
+ * the problem, or undefined.
+ */
+export function sendProblem(send: SendRecord, settings: SendSettings): string | undefined {
+  const p = send.payload;
+  switch (send.kind) {
+    case 'emit':
+      return undefined;
+    case 'sse':
+      if (!isObject(p) || typeof p.channel !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(p.channel)) return '$.send.sse() needs { channel, payload } with a channel of letters, digits, _ . - (at most 64)';
+      return undefined;
+    case 'http': {
+      if (!isObject(p) || typeof p.url !== 'string') return '$.send.http() needs { url, method?, headers?, data? | body?, params? }';
+      try {
+        const u = new URL(p.url);
+        if (u.protocol !== 'http:' && u.protocol !== 'https:') return `$.send.http(): url must be http or https, got ${u.protocol}`;
+      } catch {
+        return `$.send.http(): url is not a URL: ${p.url}`;
+      }
+      if (p.method !== undefined && (typeof p.method !== 'string' || !/^[A-Za-z]+$/.test(p.method))) return '$.send.http(): method must be an HTTP method name';
+      if (p.headers !== undefined && !isObject(p.headers)) return '$.send.http(): headers must be an object';
+      return undefined;
+    }
+    case 'email':
+      if (!settings.smtpUrl) return '$.send.email() is not available: the operator has not configured SMTP_URL';
+      if (!isObject(p) || typeof p.subject !== 'string' || (typeof p.text !== 'string' && typeof p.html !== 'string')) return '$.send.email() needs { subject, text and/or html }';
+      return undefined;
+    case 's3':
+      if (!settings.s3Endpoint) return '$.send.s3() is not available: the operator has not configured S3_ENDPOINT';
+      if (!isObject(p) || typeof p.bucket !== 'string' || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(p.bucket)) return '$.send.s3() needs { bucket, prefix?, payload } with a valid bucket name';
+      if (p.prefix !== undefined && typeof p.prefix !== 'string') return '$.send.s3(): prefix must be a string';
+      return undefined;
+    default:
+      return `$.send.${String(send.kind)}() is not available on this service (supported: $.send.emit, $.send.http, $.send.email, $.send.s3, $.send.sse)`;
+  }
+}

@@ -1,0 +1,328 @@
+'use strict';
+// Compatibility sweep over Pipedream's registry: `npm run bench -- registry [--packages a,b] [--components <dir>] [--limit n]`.
+//
+// Each source component is bundled the way `pd deploy` bundles (local imports inlined, npm packages
+// external), saved with POST /v1/components, and deployed with POST /v1/sources with plausible prop
+// values and a placeholder `$auth`. The machine is offline but for package registries, so hooks that
+// call the app's own API fail on the network: that counts as compatible. Sources come from:
+//   - the `@pipedream/*` app packages on the npm registry (bench/registry-packages.txt, or --packages),
+//     each fetched with `npm pack` — they carry their app's sources as Pipedream publishes them;
+//   - with --components <dir>, a local copy of Pipedream's `components` folder (`<dir>/<app>/sources/…`).
+// `configurable_props` is compared with the props Node itself sees when it imports the source
+// (a child process per app, with the app's npm dependencies installed beside it).
+// Prints the outcome table and percentages.
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync, spawn } = require('node:child_process');
+const { startSystem, createUser, api, scrape, total } = require('./support/system');
+
+const ROOT = path.join(__dirname, '..');
+const { bundleComponent } = require(path.join(ROOT, 'dist', 'apps', 'cli', 'src', 'bundle.js'));
+
+function option(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1] : fallback;
+}
+
+const HOOK_TIMEOUT_MS = 90_000;
+const CONCURRENCY = Number(option('concurrency', '3'));
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ess-registry-'));
+
+/** Source files of an app folder: `sources/<name>/<file>` (JavaScript or TypeScript), shared `common` code left out. */
+function sourceFiles(appDir) {
+  const dir = path.join(appDir, 'sources');
+  if (!fs.existsSync(dir)) return [];
+  const out = [];
+  for (const name of fs.readdirSync(dir).sort()) {
+    if (name === 'common') continue;
+    const sub = path.join(dir, name);
+    if (!fs.statSync(sub).isDirectory()) continue;
+    const code = fs.readdirSync(sub).filter((f) => /\.(mjs|js|ts)$/.test(f) && !f.endsWith('.d.ts'));
+    // The source is `<name>/<name>.mjs` (or the folder's only module); other files are its helpers and test events.
+    const entry = code.find((f) => f.replace(/\.(mjs|js|ts)$/, '') === name) ?? (code.length === 1 ? code[0] : undefined);
+    if (entry) out.push(path.join(sub, entry));
+  }
+  return out;
+}
+
+function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, ...opts });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${(r.stderr || r.stdout || '').slice(-800)}`);
+  return r.stdout;
+}
+
+/** `npm pack` of an app package, unpacked; returns its folder. */
+function fetchPackage(name) {
+  const dir = path.join(work, name.replace(/[@/]/g, '_'));
+  fs.mkdirSync(dir, { recursive: true });
+  const file = run('npm', ['pack', name, '--silent', '--pack-destination', dir], { cwd: dir }).trim().split('\n').pop();
+  run('tar', ['xzf', path.join(dir, file), '-C', dir]);
+  return path.join(dir, 'package');
+}
+
+/** The props Node sees when it imports each source (ground truth for configurable_props). */
+async function nodeProps(appDir, files) {
+  if (!files.length) return {};
+  const pkg = path.join(appDir, 'package.json');
+  if (fs.existsSync(pkg) && !fs.existsSync(path.join(appDir, 'node_modules'))) {
+    spawnSync('npm', ['install', '--ignore-scripts', '--omit=dev', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error'], { cwd: appDir, encoding: 'utf8' });
+  }
+  const script = `
+    const out = {};
+    for (const f of JSON.parse(process.argv[1])) {
+      try {
+        let m = await import(f);
+        m = m.default ?? m;
+        if (m && m.__esModule && m.default) m = m.default;
+        const props = m && typeof m.props === 'object' && m.props ? m.props : {};
+        out[f] = Object.keys(props).sort();
+      } catch (e) { out[f] = { error: String(e && e.message || e).slice(0, 200) }; }
+    }
+    process.stdout.write(JSON.stringify(out));`;
+  const ts = files.some((f) => f.endsWith('.ts'));
+  if (ts) return {};
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(files)], { cwd: appDir, stdio: ['ignore', 'pipe', 'ignore'] });
+    let text = '';
+    child.stdout.on('data', (d) => (text += d));
+    const t = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('close', () => {
+      clearTimeout(t);
+      try {
+        resolve(JSON.parse(text));
+      } catch {
+        resolve({});
+      }
+    });
+  });
+}
+
+// A placeholder account as a user would connect it: the fields apps commonly read from `$auth`.
+const PLACEHOLDER_AUTH = {
+  oauth_access_token: 'placeholder-token', oauth_refresh_token: 'placeholder-token', api_key: 'placeholder-key', api_token: 'placeholder-token', token: 'placeholder-token',
+  accessKeyId: 'AKIAPLACEHOLDER0000', secretAccessKey: 'placeholder-secret', region: 'us-east-1',
+  host: 'db.example.com', port: 5432, user: 'placeholder', username: 'placeholder', password: 'placeholder', database: 'placeholder', ca: '', key: '', cert: '', rejectUnauthorized: 'false',
+  shop_id: 'placeholder-shop', domain: 'example.com', subdomain: 'example', base_url: 'https://example.com', base_uri: 'https://example.com', client_id: 'placeholder', client_secret: 'placeholder', account_id: 'placeholder',
+};
+
+function optionValue(o) {
+  return o !== null && typeof o === 'object' ? o.value : o;
+}
+
+/** Plausible configured_props for a component's configurable_props (a user would pick these). */
+function plausibleProps(props) {
+  const out = {};
+  for (const p of props) {
+    if (['$.interface.http', '$.service.db', 'alert', '$.interface.apphook'].includes(p.type)) continue;
+    if (p.type === 'app') {
+      out[p.name] = { $auth: PLACEHOLDER_AUTH };
+      continue;
+    }
+    if (p.default !== undefined) continue;
+    if (p.optional) continue;
+    const first = Array.isArray(p.options) && p.options.length ? optionValue(p.options[0]) : undefined;
+    switch (p.type) {
+      case '$.interface.timer':
+        out[p.name] = { intervalSeconds: 900 };
+        break;
+      case 'boolean':
+        out[p.name] = first ?? false;
+        break;
+      case 'integer':
+        out[p.name] = first ?? (typeof p.min === 'number' ? p.min : 1);
+        break;
+      case 'string[]':
+        out[p.name] = [first ?? 'placeholder'];
+        break;
+      case 'integer[]':
+        out[p.name] = [first ?? 1];
+        break;
+      case 'boolean[]':
+        out[p.name] = [first ?? false];
+        break;
+      case 'object':
+      case 'http_request':
+        out[p.name] = {};
+        break;
+      default:
+        out[p.name] = first ?? 'placeholder';
+    }
+  }
+  return out;
+}
+
+/** Errors of hooks run offline with placeholder credentials: the network, or the app's API refusing placeholder input. */
+const OFFLINE = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENETUNREACH|socket hang up|fetch failed|getaddrinf|connect E|Request failed with status code|status code [45]\d\d|Unauthorized|Forbidden|invalid[_ ]?(token|auth|api key|credentials)|certificate|timeout of \d+ms exceeded|aborted/i;
+// An app's handler of an axios error that reads `err.response.data` (undefined when the request never got an answer).
+const NETWORK_HANDLER = /Cannot read properties of undefined \(reading 'data'\)/;
+// The app's own checks of the placeholder input (props left empty, an account that is not real).
+const PLACEHOLDER_INPUT = /^ConfigurationError|Missing required parameters/;
+
+function classifySave(res) {
+  const m = res.body?.error ?? JSON.stringify(res.body);
+  if (/default is allowed on optional props only/.test(m)) return ['save refused: `default` on a required prop', m];
+  if (/apphook/.test(m)) return ['save refused: `$.interface.apphook` unsupported', m];
+  if (/ETARGET|no version of .* matching/.test(m)) return ['npm install `ETARGET` for a pinned version', m];
+  if (/top-level await|ERR_REQUIRE_ASYNC_MODULE/.test(m)) return ['top-level `await` in an ESM module graph', m];
+  if (/DependencyInstallError|npm install failed/.test(m)) return ['save refused: npm install failed', m];
+  return ['save refused: other', m];
+}
+
+function classifyHookError(e) {
+  const text = `${e?.name ?? ''}: ${e?.message ?? ''}`;
+  if (/TimeoutError/.test(text)) return 'hooks unfinished after 90 s';
+  if (/WebSocket is not defined/.test(text)) return 'no global `WebSocket`';
+  if (/ERR_REQUIRE_ASYNC_MODULE|top-level await/.test(text)) return 'top-level `await` in an ESM module graph';
+  if (OFFLINE.test(text) || NETWORK_HANDLER.test(text) || PLACEHOLDER_INPUT.test(text)) return undefined;
+  return 'hook failed (not network)';
+}
+
+async function pool(items, n, fn) {
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (i < items.length) {
+        const k = i++;
+        await fn(items[k], k);
+      }
+    }),
+  );
+}
+
+async function hooksTotal(system) {
+  const m = await scrape(system.ports.runner);
+  return total(m, 'runner_hooks_total');
+}
+
+/** Waits until the runner has run no hook for `quietMs` (or `capMs` passed). */
+async function hooksSettle(system, quietMs, capMs) {
+  const start = Date.now();
+  let last = await hooksTotal(system);
+  let since = Date.now();
+  while (Date.now() - since < quietMs && Date.now() - start < capMs) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = await hooksTotal(system);
+    if (now !== last) {
+      last = now;
+      since = Date.now();
+    }
+  }
+}
+
+async function main() {
+  const started = Date.now();
+  const componentsDir = option('components');
+  const limit = Number(option('limit', '0')) || Infinity;
+  const apps = [];
+  if (componentsDir) {
+    for (const app of fs.readdirSync(componentsDir).sort()) {
+      const dir = path.join(componentsDir, app);
+      if (fs.statSync(dir).isDirectory() && fs.existsSync(path.join(dir, 'sources'))) apps.push({ name: app, dir });
+    }
+  } else {
+    const names = (option('packages') ?? fs.readFileSync(path.join(__dirname, 'registry-packages.txt'), 'utf8').replace(/#.*$/gm, ''))
+      .split(/[\s,]+/)
+      .filter(Boolean);
+    for (const name of names) apps.push({ name, fetch: true });
+  }
+  const system = await startSystem({ RUN_TIMEOUT_MS: String(HOOK_TIMEOUT_MS), SANDBOX_THREADS_PER_ACCOUNT: '2', TIMER_MIN_INTERVAL_SECONDS: '60' });
+  const user = createUser(system);
+  const client = api(system, user.apiKey);
+  const results = [];
+  let count = 0;
+  try {
+    for (const app of apps) {
+      if (count >= limit) break;
+      let dir = app.dir;
+      try {
+        if (app.fetch) dir = fetchPackage(app.name);
+      } catch (e) {
+        console.log(`  ${app.name}: npm pack failed: ${e.message.slice(0, 200)}`);
+        continue;
+      }
+      const files = sourceFiles(dir).slice(0, limit - count);
+      count += files.length;
+      const truth = await nodeProps(dir, files);
+      const deployed = [];
+      await pool(files, CONCURRENCY, async (file) => {
+        const rel = `${app.name}/${path.relative(dir, file)}`;
+        const r = { source: rel, outcome: undefined, detail: '', propsExact: false };
+        results.push(r);
+        let code;
+        try {
+          code = (await bundleComponent(file, dir)).code;
+        } catch (e) {
+          r.outcome = 'not bundlable (local import missing)';
+          r.detail = e.message.slice(0, 200);
+          return;
+        }
+        const saved = await client.post('/components', { component_code: code });
+        if (saved.status !== 200) {
+          [r.outcome, r.detail] = classifySave(saved);
+          return;
+        }
+        const props = saved.body.data.configurable_props;
+        const want = truth[file];
+        r.propsExact = Array.isArray(want) && JSON.stringify(props.map((p) => p.name).sort()) === JSON.stringify(want);
+        if (!Array.isArray(want)) r.truthError = want?.error ?? 'not imported by Node here (TypeScript, or the import timed out)';
+        r.appHook = props.some((p) => p.type === '$.interface.apphook');
+        const src = await client.post('/sources', { component_id: saved.body.data.id, configured_props: plausibleProps(props) });
+        if (src.status !== 200) {
+          r.outcome = /is not one of the options/.test(src.body?.error) ? 'prop value refused against `options`' : 'deploy refused';
+          r.detail = src.body?.error ?? String(src.status);
+          return;
+        }
+        r.sourceId = src.body.data.id;
+        deployed.push(r);
+      });
+      await hooksSettle(system, 5000, HOOK_TIMEOUT_MS + 10_000);
+      console.log(`  ${app.name}: ${files.length} sources (${Math.round((Date.now() - started) / 1000)} s)`);
+    }
+    // Late hooks (up to the 90 s timeout) report their errors too.
+    await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000);
+    for (const r of results.filter((x) => x.sourceId)) {
+      const errs = await client.get(`/sources/${r.sourceId}/event_summaries?event_name=%24errors&expand=event&limit=20`);
+      const bad = (errs.body?.data ?? []).map((s) => [classifyHookError(s.event?.error), s.event?.error]).find(([c]) => c);
+      if (bad) {
+        r.outcome = bad[0];
+        r.detail = `${bad[1]?.name}: ${bad[1]?.message}`.slice(0, 200);
+      } else r.outcome = 'ok';
+    }
+  } finally {
+    await system.stop();
+  }
+  report(results, Date.now() - started, componentsDir ? `components folder ${componentsDir}` : `${apps.length} @pipedream/* npm packages`);
+}
+
+function report(results, ms, what) {
+  const n = results.length;
+  const pct = (k) => `${((100 * k) / Math.max(1, n)).toFixed(1)} %`;
+  const byOutcome = new Map();
+  for (const r of results) byOutcome.set(r.outcome, (byOutcome.get(r.outcome) ?? 0) + 1);
+  const ok = byOutcome.get('ok') ?? 0;
+  const exact = results.filter((r) => r.propsExact).length;
+  const compared = results.filter((r) => !r.truthError).length;
+  console.log(`\nregistry sweep: ${n} sources of ${what}, ${Math.round(ms / 1000)} s\n`);
+  console.log('| outcome | sources |');
+  console.log('|---|---|');
+  console.log(`| deployed; hooks ran or failed only on the network / on placeholder input | ${ok} (${pct(ok)}) |`);
+  console.log(`| \`configurable_props\` exactly the component's own props (as Node imports it) | ${exact} (${pct(exact)}; ${compared} compared) |`);
+  for (const [k, v] of [...byOutcome].filter(([k]) => k !== 'ok').sort((a, b) => b[1] - a[1])) console.log(`| ${k} | ${v} |`);
+  const notes = results.filter((r) => r.outcome !== 'ok');
+  if (notes.length) {
+    console.log('\nnot compatible:');
+    for (const r of notes) console.log(`  ${r.source}: ${r.outcome} — ${r.detail}`);
+  }
+  const inexact = results.filter((r) => !r.propsExact && !r.truthError && r.outcome !== 'not bundlable (local import missing)');
+  if (inexact.length) console.log(`\nconfigurable_props differing from Node's import: ${inexact.map((r) => r.source).join(', ')}`);
+  const truthErrors = results.filter((r) => r.truthError);
+  if (truthErrors.length) console.log(`\nnot compared (Node itself cannot import them here): ${truthErrors.map((r) => `${r.source} (${r.truthError})`).join('; ')}`);
+}
+
+main()
+  .catch((e) => {
+    console.error(e);
+    process.exitCode = 1;
+  })
+  .finally(() => fs.rmSync(work, { recursive: true, force: true }));

@@ -1,0 +1,133 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createUser, TestUser } from './support/accounts';
+import { pd, pdSpawn, tempHome } from './support/pd';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * `pd` with workflow files: dev (redeploy on save, streamed emits and logs),
+ * list, run, events, logs, runs, replay and delete, through the real apps.
+ */
+const STEP = (suffix: string): string => `export default defineComponent({
+  async run({ steps, $ }) {
+    const e = steps.trigger.event;
+    console.log("step saw " + JSON.stringify(e));
+    if (e.fail) throw new Error("asked to fail");
+    $.export("$summary", "ok");
+    $.send.emit({ raw_event: { n: e.n, tag: "${suffix}" } });
+    return e.n;
+  },
+});
+`;
+
+const WORKFLOW = ['name: cli-flow', 'trigger:', '  manual: {}', 'steps:', '  - name: first', '    code: ./first.mjs', ''].join('\n');
+
+const json = <T>(text: string): T => JSON.parse(text) as T;
+
+describe('pd with workflows', () => {
+  let system: System;
+  let user: TestUser;
+  let home: string;
+  let dir: string;
+
+  beforeAll(async () => {
+    system = await startSystem();
+    user = createUser(system);
+    home = tempHome();
+    dir = mkdtempSync(join(tmpdir(), 'pd-wf-'));
+    writeFileSync(join(dir, 'first.mjs'), STEP('v1'));
+    writeFileSync(join(dir, 'workflow.yaml'), WORKFLOW);
+    expect((await pd(['login', '--api-key', user.apiKey, '--api-base-url', system.baseUrl], home)).code).toBe(0);
+  });
+  afterAll(async () => system?.stop());
+
+  it('develops a workflow file: redeploys on save and streams its events and logs', async () => {
+    const dev = pdSpawn(['dev', 'workflow.yaml'], home, {}, dir);
+    let id = '';
+    try {
+      await eventually(async () => /id:\s+(p_\w+)/.exec(dev.stderr()), { what: 'the deploy', timeoutMs: 60_000 });
+      id = (/id:\s+(p_\w+)/.exec(dev.stderr()) as RegExpExecArray)[1];
+      await eventually(async () => dev.stderr().includes('Watching 2 files'), { what: 'the watch' });
+      expect((await pd(['run', 'cli-flow', '--event', '{"n":1}'], home)).code).toBe(0);
+      await eventually(async () => dev.stdout().includes('"tag": "v1"'), { what: 'the emit on the dev stream' });
+      await eventually(async () => dev.stdout().includes('step saw {"n":1}'), { what: 'the log line on the dev stream' });
+      writeFileSync(join(dir, 'first.mjs'), STEP('v2'));
+      await eventually(async () => dev.stderr().includes(`deployed ${id}`), { what: 'the redeploy on save', timeoutMs: 30_000 });
+      expect((await pd(['run', id, '--event', '{"n":2}'], home)).code).toBe(0);
+      await eventually(async () => dev.stdout().includes('"tag": "v2"'), { what: 'the new code running' });
+    } finally {
+      expect(await dev.interrupt()).toBe(0);
+    }
+    expect(dev.stderr()).toContain(`${id} stays deployed`);
+  });
+
+  it('lists, shows events, logs and runs, replays a failed run and deletes', async () => {
+    const listed = json<{ id: string; name: string }[]>((await pd(['list', 'workflows', '--json'], home)).stdout);
+    const wf = listed.find((w) => w.name === 'cli-flow') as { id: string };
+    expect(wf).toBeDefined();
+    expect((await pd(['list', 'workflows'], home)).stdout).toMatch(/cli-flow\s+manual\s+1\s+true/);
+
+    expect((await pd(['run', 'cli-flow', '--event', '{"n":3,"fail":true}'], home)).code).toBe(0);
+    const errorEvent = await eventually(async () => {
+      const logs = json<{ id: string; metadata: { name: string } }[]>((await pd(['logs', '--no-follow', 'cli-flow', '--json'], home)).stdout);
+      return logs.find((l) => l.metadata.name === '$errors');
+    }, { what: 'the $errors event in pd logs' });
+    const text = (await pd(['logs', '--no-follow', 'cli-flow'], home)).stdout;
+    expect(text).toContain('error Error: asked to fail');
+
+    const runs = json<{ status: string; failed_step: string | null; steps: { name: string; return_value?: unknown }[] }[]>((await pd(['runs', '-n', '1', 'cli-flow', '--json'], home)).stdout);
+    expect(runs[0]).toEqual(expect.objectContaining({ status: 'error', failed_step: 'first' }));
+    expect((await pd(['runs', 'cli-flow'], home)).stdout).toMatch(/✖ first/);
+
+    // Fixed, then replayed: the original event runs through the new code.
+    writeFileSync(join(dir, 'first.mjs'), STEP('v3').replace('if (e.fail)', 'if (false)'));
+    expect((await pd(['deploy', 'workflow.yaml'], home, {}, dir)).stdout).toContain('Deployed workflow');
+    const replay = await pd(['replay', 'cli-flow', errorEvent.id], home);
+    expect(replay.stdout).toContain(`Replayed ${errorEvent.id}`);
+    const events = await eventually(async () => {
+      const list = json<{ event: { raw_event: { n: number; tag: string } } }[]>((await pd(['events', '-n', '10', wf.id, '--json'], home)).stdout);
+      return list.some((e) => e.event.raw_event.n === 3) ? list : undefined;
+    }, { what: 'the replayed run' });
+    expect(events.find((e) => e.event.raw_event.n === 3)?.event.raw_event.tag).toBe('v3');
+
+    expect((await pd(['replay', 'cli-flow', '1-0'], home)).stderr).toMatch(/^Error: .*1-0/);
+    const del = await pd(['delete', 'cli-flow'], home);
+    expect(del.stdout).toContain(`Deleted workflow ${wf.id}`);
+    expect((await pd(['runs', 'cli-flow'], home)).stderr).toMatch(/workflow "cli-flow" not found/);
+  });
+
+  it('runs a published Pipedream action from npm (@pipedream/helper_functions base64-decode-string) as a step', async () => {
+    writeFileSync(join(dir, 'encode.mjs'), 'export default defineComponent({ async run({ steps }) { return Buffer.from(steps.trigger.event.text, "utf8").toString("base64"); } });\n');
+    writeFileSync(join(dir, 'publish.mjs'), 'export default defineComponent({ async run({ steps, $ }) { $.send.emit({ raw_event: { decoded: steps.decode.data } }); } });\n');
+    writeFileSync(join(dir, 'npm-flow.yaml'), [
+      'name: npm-flow',
+      'trigger: { manual: {} }',
+      'steps:',
+      '  - name: encode',
+      '    code: ./encode.mjs',
+      '  - name: decode',
+      '    action: npm:@pipedream/helper_functions@0.3.13/actions/base64-decode-string/base64-decode-string.mjs',
+      '    props: { data: "{{steps.encode.$return_value}}" }',
+      '  - name: publish',
+      '    code: ./publish.mjs',
+      '',
+    ].join('\n'));
+    // npm's own cache of this machine (the test's HOME is a fresh directory), and the CA settings npm may need to reach its registry here.
+    const npmCache: Record<string, string> = { npm_config_cache: process.env.npm_config_cache ?? join(process.env.HOME ?? '/root', '.npm') };
+    for (const name of ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy', 'npm_config_registry']) {
+      if (process.env[name]) npmCache[name] = process.env[name] as string;
+    }
+    const deployed = await pd(['deploy', 'npm-flow.yaml', '--json'], home, npmCache, dir);
+    expect(deployed.stderr).toBe('');
+    const wf = json<{ id: string }>(deployed.stdout);
+    expect((await pd(['run', wf.id, '--event', '{"text":"héllo from npm"}'], home)).code).toBe(0);
+    const events = await eventually(async () => {
+      const list = json<{ event: { raw_event: { decoded: string } } }[]>((await pd(['events', wf.id, '--json'], home)).stdout);
+      return list.length ? list : undefined;
+    }, { what: 'the decoded event', timeoutMs: 60_000 });
+    expect(events[0].event.raw_event).toEqual({ decoded: 'héllo from npm' });
+    const runs = json<{ steps: { name: string; exports?: Record<string, unknown> }[] }[]>((await pd(['runs', '-n', '1', wf.id, '--json'], home)).stdout);
+    expect(runs[0].steps[1]).toEqual(expect.objectContaining({ name: 'decode', exports: { data: 'héllo from npm' } }));
+  });
+});
