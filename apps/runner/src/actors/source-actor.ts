@@ -1,34 +1,12 @@
-import { DesiredSourceState, EmittedEvent, fnv1a, unpackHttpEvent } from '@app/contracts';
-import { Executed, replyError, RunContext, RunInput, SourceExecution } from './source-execution';
+import { DesiredSourceState, EmittedEvent, unpackHttpEvent } from '@app/contracts';
+import { Executed, RunContext, RunInput, SourceExecution } from './source-execution';
 import { ActorState, emptyState, RECENT_INVOCATIONS, StateConflictError, StoredState, withWrites } from './actor-state';
 import type { ActorDeps, InvocationDelivery } from './actor-deps';
 import { EmitterClock } from './emit-ids';
-import { SideLane } from './side-lane';
-import { planLifecycle } from './lifecycle';
-import { TimerSpec, timerSpecOf } from './props';
-import { specKey, TimerState } from '../timers/timer-slots';
-
-/** An invocation that remembers whether it was acked or naked (once only). */
-type SettledDelivery = InvocationDelivery & { readonly settled: boolean };
-
-function settleOnce(d: InvocationDelivery): SettledDelivery {
-  let settled = false;
-  return {
-    msg: d.msg,
-    redelivered: d.redelivered,
-    get settled() {
-      return settled;
-    },
-    ack: () => {
-      if (!settled) d.ack();
-      settled = true;
-    },
-    nak: (delayMs?: number) => {
-      if (!settled) d.nak(delayMs);
-      settled = true;
-    },
-  };
-}
+import { admit, finished, OutcomeContext } from './invocation-outcomes';
+import { SettledDelivery, settleOnce } from './settled-delivery';
+import { HookSideLane } from './hook-side-lane';
+import { planLifecycle, timerFor } from './lifecycle';
 
 type Job = { kind: 'desired'; desired: DesiredSourceState } | { kind: 'delete' } | { kind: 'invoke'; delivery: InvocationDelivery };
 
@@ -51,11 +29,8 @@ export class SourceActor {
   private markIdle: () => void = () => undefined;
   private readonly now: () => number;
   private readonly execution: SourceExecution;
-  /** The deploy or activate hook running now: HTTP requests meanwhile run beside it (`besideHook`). */
-  private hookInput: RunInput | undefined;
-  private readonly besideHook = new SideLane<{ delivery: SettledDelivery; hook: RunInput }>((job) => this.runBesideHook(job.delivery, job.hook));
-  /** The db writes of the requests served beside the running hook: they happened after the hook began, so they win over its writes. */
-  private besideWrites: Record<string, unknown> = {};
+  /** HTTP requests served while a deploy or activate hook runs. */
+  private readonly besideHook = new HookSideLane((delivery, hook) => this.runBesideHook(delivery, hook));
 
   constructor(
     readonly sourceId: string,
@@ -102,7 +77,7 @@ export class SourceActor {
    */
   invoke(delivery: InvocationDelivery): void {
     if (this.stopped) return delivery.nak();
-    if (this.hookInput && delivery.msg.kind === 'http') return this.besideHook.push({ delivery: settleOnce(delivery), hook: this.hookInput });
+    if (this.besideHook.offer(delivery)) return;
     this.enqueue({ kind: 'invoke', delivery });
   }
 
@@ -118,7 +93,7 @@ export class SourceActor {
     this.deps.timers.stop(this.sourceId);
     this.deps.metrics.mailboxDepth.dec(this.queue.length);
     for (const job of this.queue.splice(0)) if (job.kind === 'invoke') job.delivery.nak();
-    for (const job of this.besideHook.takeAll()) job.delivery.nak();
+    for (const d of this.besideHook.takeAll()) d.nak();
   }
 
   private enqueue(job: Job): void {
@@ -253,7 +228,7 @@ export class SourceActor {
       state = { ...state, db: now.db, dedupe: now.dedupe, recent: now.recent };
       const changes = await this.execution.publish(state, executed, this.ctx());
       // Persisted right after the hook: a replica taking over never runs it again.
-      await this.save({ ...state, ...changes, db: withWrites(changes.db, this.besideWrites), ...flags });
+      await this.save({ ...state, ...changes, db: withWrites(changes.db, this.besideHook.writes), ...flags });
       state = this.state();
       dirty = false;
     }
@@ -261,7 +236,7 @@ export class SourceActor {
       state = { ...state, appliedRev: desired.rev, codeHash: desired.codeHash, configuredProps: desired.configuredProps, endpointUrl: desired.endpointUrl };
       dirty = true;
     }
-    const timer = await this.timerOf(desired, state);
+    const timer = await timerFor(this.sourceId, desired, state, this.deps.components, this.now);
     if (timer && timer.state !== state.timer) {
       state = { ...state, timer: timer.state };
       dirty = true;
@@ -271,40 +246,19 @@ export class SourceActor {
     else this.deps.timers.stop(this.sourceId);
   }
 
-  /**
-   * The timer an active source runs, with its slot state (kept while the
-   * schedule is unchanged). Interval timers get a per-source phase so that
-   * sources deployed together do not all fire in the same instant.
-   */
-  private async timerOf(desired: DesiredSourceState, state: ActorState): Promise<{ spec: TimerSpec; state: TimerState } | undefined> {
-    if (!desired.active || !state.active || !state.codeHash) return undefined;
-    const component = await this.deps.components.get(state.codeHash, desired.ownerId);
-    const spec = timerSpecOf(state.configuredProps ?? {}, component.descriptor.props);
-    if (!spec) return undefined;
-    if (state.timer && state.timer.specKey === specKey(spec)) return { spec, state: state.timer };
-    const phase = 'intervalSeconds' in spec ? fnv1a(this.sourceId) % (spec.intervalSeconds * 1000) : 0;
-    return { spec, state: { anchorMs: this.now() - phase, specKey: specKey(spec) } };
-  }
-
   /** Runs a hook; with `serveHttp`, HTTP requests arriving meanwhile run beside it, and all of them have finished when this returns. */
   private async runHook(input: RunInput, serveHttp: boolean): Promise<Executed> {
     if (!serveHttp) return this.execution.execute(input, this.ctx());
-    this.hookInput = input;
-    this.besideWrites = {};
-    try {
-      return await this.execution.execute(input, this.ctx());
-    } finally {
-      this.hookInput = undefined;
-      await this.besideHook.idle();
-    }
+    return this.besideHook.during(input, () => this.execution.execute(input, this.ctx()));
   }
+
 
   /** One HTTP request served while a hook runs: run with the hook's code and props, its events published, its db writes saved. */
   private async runBesideHook(delivery: SettledDelivery, hook: RunInput): Promise<void> {
     const { msg } = delivery;
     try {
       if (this.state().recent.includes(msg.invocationId)) {
-        this.admit(delivery, this.state(), new Set([msg.invocationId]));
+        admit(this.outcomes(), delivery, this.state(), new Set([msg.invocationId]));
         return;
       }
       const ctx = this.ctx();
@@ -314,9 +268,9 @@ export class SourceActor {
       const now = this.state();
       const out = this.execution.outputs(now, executed, ctx);
       await this.execution.publishEvents(out.events);
-      if (out.db !== now.db) Object.assign(this.besideWrites, executed.result.dbWrites);
+      if (out.db !== now.db) this.besideHook.gather(executed.result.dbWrites);
       if (out.db !== now.db || out.dedupe !== now.dedupe) await this.save({ ...now, db: out.db, dedupe: out.dedupe, recent: [...now.recent, msg.invocationId].slice(-RECENT_INVOCATIONS) });
-      this.finished(delivery, executed.result);
+      finished(this.outcomes(), delivery, executed.result);
     } catch (e) {
       delivery.nak(1000);
       this.log().warn({ err: e, invocation_id: msg.invocationId }, 'a request served beside a hook failed; it will be retried');
@@ -347,7 +301,8 @@ export class SourceActor {
   private async handleInvocations(deliveries: SettledDelivery[]): Promise<void> {
     const state = this.state();
     const seen = new Set(state.recent);
-    const runnable = deliveries.filter((d) => this.admit(d, state, seen));
+    const outcomes = this.outcomes();
+    const runnable = deliveries.filter((d) => admit(outcomes, d, state, seen));
     if (!runnable.length) return;
     const inputs: RunInput[] = runnable.map(({ msg }) => ({
       method: 'run',
@@ -392,44 +347,12 @@ export class SourceActor {
       const recent = [...current.recent, ...runnable.map((d) => d.msg.invocationId)].slice(-RECENT_INVOCATIONS);
       await this.save({ ...current, db, dedupe, timer, recent });
     }
-    executed.forEach(({ result }, i) => this.finished(runnable[i], result));
+    executed.forEach(({ result }, i) => finished(outcomes, runnable[i], result));
   }
 
-  /** Whether an invocation runs; answers, acks and counts one that does not (inactive source, already processed). */
-  private admit(delivery: SettledDelivery, state: ActorState, seen: Set<string>): boolean {
-    const { msg } = delivery;
-    const kind = msg.kind;
-    const skip = (outcome: string, status?: number): false => {
-      if (msg.replyTo && status) replyError(this.deps.publisher, msg.replyTo, status, outcome === 'inactive' ? 'the source is not active' : 'the invocation was already processed');
-      delivery.ack();
-      this.deps.metrics.invocations.inc({ outcome, kind });
-      return false;
-    };
-    // Not applied yet (the desired state or its activation failed for a moment and is retried): it waits.
-    if (!this.desired || (this.desired.active && (!state.active || !state.codeHash))) {
-      delivery.nak(1000);
-      return false;
-    }
-    if (!state.active || !state.codeHash) return skip('inactive', 404);
-    if (seen.has(msg.invocationId)) return skip('duplicate', 409);
-    if (kind === 'timer' && msg.scheduledAtMs !== undefined && state.timer?.lastSlotMs !== undefined && msg.scheduledAtMs <= state.timer.lastSlotMs) return skip('duplicate');
-    if (kind === 'timer' && msg.scheduledAtMs !== undefined) this.deps.metrics.timerLag.observe(Math.max(0, this.now() - msg.scheduledAtMs) / 1000);
-    seen.add(msg.invocationId);
-    return true;
-  }
-
-  /** Counts a finished invocation (usage, metrics, a log line for a failure) and acknowledges it. */
-  private finished(delivery: SettledDelivery, result: Executed['result']): void {
-    const { msg } = delivery;
-    const kind = msg.kind;
-    this.deps.publisher.publishUsage({ ownerId: this.desired?.ownerId ?? '', sourceId: this.sourceId, invocationId: msg.invocationId, computeMs: Math.round(result.durationMs), finishedAtMs: this.now() }, delivery.redelivered || kind === 'subscription' || kind === 'timer');
-    delivery.ack();
-    this.deps.metrics.invocations.inc({ outcome: result.error ? 'error' : 'ok', kind });
-    if (result.error || this.deps.logger.isLevelEnabled('debug')) {
-      const fields = { invocation_id: msg.invocationId, kind, duration_ms: Math.round(result.durationMs), error: result.error?.message };
-      if (result.error) this.log().info(fields, 'run failed (recorded as an $errors event)');
-      else this.log().debug(fields, 'run finished');
-    }
+  /** What `admit` and `finished` read of this actor. */
+  private outcomes(): OutcomeContext {
+    return { deps: this.deps, sourceId: this.sourceId, desired: this.desired, now: this.now, log: () => this.log() };
   }
 
   private ctx(): RunContext {
