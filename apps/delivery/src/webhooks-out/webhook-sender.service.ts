@@ -11,10 +11,10 @@ import { LOGGER } from '../common/tokens';
 import { SubscriptionCache, WebhookTarget } from '../router/subscription-cache';
 import { AttemptRecord, DeliveryLog } from './delivery-log';
 import { DeliveryItem, directItem, DirectOutcome, streamItem } from './delivery-item';
-import { WebhookSigner as Signer } from './webhook-signer';
-import { PostError, WebhookHttp } from './http-post';
+import { Sent, SignedPost } from './signed-post';
 import { nextDelayMs } from './retry-policy';
-import { CATCH_UP_BATCH, RetryQueue } from './retry-queue';
+import { RetryQueue } from './retry-queue';
+import { RetryCatchUp } from './retry-catch-up';
 
 const DURABLE = 'webhook-sender';
 /** Requests in flight per webhook: a slow endpoint holds at most this many connections. */
@@ -30,27 +30,6 @@ const PER_WEBHOOK_CONCURRENCY = 32;
 const HELD_MAX = 10_000;
 const LANE_QUEUE_MAX = 1000;
 const SLOW_REQUEST_MS = 5_000;
-const RESPONSE_BODY_MAX = 1024;
-/** Least time between two catch-ups of one webhook. */
-const CATCH_UP_EVERY_MS = 250;
-/** A success looks for waiting retries (kept by any replica) at least this often per webhook. */
-const CATCH_UP_CHECK_MS = 10_000;
-/** After a failure seen here, every success of the webhook looks for waiting retries (at most once per CATCH_UP_EVERY_MS). */
-const CATCH_UP_AFTER_FAILURE_MS = 3_600_000;
-
-/** An attempt as recorded, with the status and Retry-After when the endpoint answered. */
-interface Sent {
-  status?: number;
-  retryAfter?: string | string[];
-  record: Omit<AttemptRecord, 'status'>;
-}
-
-interface CatchUp {
-  failedAtMs: number;
-  succeededAtMs: number;
-  checkedAtMs: number;
-  timer?: NodeJS.Timeout;
-}
 
 /** Direct deliveries (from the router, no DELIVERIES hop) a webhook takes only while it is healthy: no failure seen for this long… */
 const DIRECT_AFTER_FAILURE_MS = 60_000;
@@ -77,14 +56,10 @@ interface Lane {
  * its max_ack_pending and stop the other webhooks. A success is acked first,
  * then recorded, and pulls the webhook's waiting retries forward (catch-up).
  */
-/** The `webhook-id` of an event: its event id (DESIGN.md); `x-pd-emitter-id` tells emitters apart. */
-export const webhookIdOf = (ev: { id: string }): string => ev.id;
-
 @Injectable()
 export class WebhookSenderService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly lanes = new Map<string, Lane>();
-  private readonly signers = new Map<string, { secret: string; signer: Signer }>();
-  private readonly http: WebhookHttp;
+  private readonly http: SignedPost;
   private readonly log: DeliveryLog;
   private messages?: ConsumerMessages;
   private inFlight = 0;
@@ -94,8 +69,8 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private pruner?: NodeJS.Timeout;
   private resume?: () => void;
   private readonly retries: RetryQueue;
-  /** Per webhook: last failure seen here and last catch-up, for deciding when a success pulls retries forward. */
-  private readonly catchUps = new Map<string, CatchUp>();
+  /** Per webhook: last failure seen here, and pulling its waiting retries forward once it answers again. */
+  private readonly catchUp: RetryCatchUp;
   private stopping = false;
 
   constructor(
@@ -106,9 +81,10 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
-    this.http = new WebhookHttp(policyFromConfig(config));
+    this.http = new SignedPost(policyFromConfig(config), metrics, config.webhookTimeoutMs);
     this.log = new DeliveryLog(em);
     this.retries = new RetryQueue(em, nats, logger);
+    this.catchUp = new RetryCatchUp(this.retries, logger, (id) => this.lanes.get(id)?.queue.length ?? 0);
     metrics.watchRetries(() => this.retries.waiting());
   }
 
@@ -140,7 +116,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   async onApplicationShutdown(): Promise<void> {
     this.messages?.stop();
     this.stopping = true;
-    for (const c of this.catchUps.values()) clearTimeout(c.timer);
+    this.catchUp.stop();
     clearInterval(this.keepAlive);
     clearInterval(this.pruner);
     for (const lane of this.lanes.values()) for (const m of lane.queue.splice(0)) m.nak();
@@ -166,7 +142,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     if (this.stopping || this.held.size >= HELD_MAX) return undefined;
     const lane = this.lanes.get(msg.webhookId);
     if (lane && (lane.queue.length + lane.active >= DIRECT_LANE_MAX || lane.avgLatencyMs > DIRECT_LATENCY_MAX_MS)) return undefined;
-    const failedAtMs = this.catchUps.get(msg.webhookId)?.failedAtMs ?? 0;
+    const failedAtMs = this.catchUp.failedAtMs(msg.webhookId);
     if (failedAtMs && Date.now() - failedAtMs < DIRECT_AFTER_FAILURE_MS) return undefined;
     const { item, outcome } = directItem(msg, deliveryCount);
     this.dispatch(item);
@@ -228,14 +204,6 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     }
   }
 
-  private signer(hookId: string, secret: string): Signer {
-    const hit = this.signers.get(hookId);
-    if (hit && hit.secret === secret) return hit.signer;
-    const signer = new Signer(secret);
-    this.signers.set(hookId, { secret, signer });
-    return signer;
-  }
-
   private async deliver(m: DeliveryItem): Promise<void> {
     let msg: DeliveryMessage;
     try {
@@ -271,14 +239,14 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     const { status, retryAfter, record }: Sent =
       hook.secret === undefined
         ? { record: { ...base, error: 'the signing secret cannot be decrypted with SECRETS_KEY (was the key changed?)' } }
-        : await this.post({ ...hook, secret: hook.secret }, ev, body, now, base);
+        : await this.http.send({ ...hook, secret: hook.secret }, ev, body, now, base);
     if (status !== undefined && status >= 200 && status < 300) {
       // The receiver has the event: ack at once; the attempt row is observability and is written in the background.
       m.ack();
       this.log.record({ ...record, status: 'succeeded' }).catch((e: Error) => this.logger.warn({ err: e.message, webhook_id: hook.id }, 'recording a successful attempt failed'));
       this.metrics.webhookAttempts.inc({ outcome: 'succeeded' });
       if (ev.emittedAtMs) this.metrics.emitToReceipt.observe((Date.now() - ev.emittedAtMs) / 1000);
-      this.maybeCatchUp(hook.id, attempt);
+      this.catchUp.afterSuccess(hook.id, attempt);
       return;
     }
     if (status === 410) {
@@ -299,7 +267,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       return;
     }
     const dueAtMs = Date.now() + delay;
-    this.noteFailure(hook.id);
+    this.catchUp.noteFailure(hook.id);
     // Both durable before the ack: a crash before it redelivers the message (a duplicate attempt, never a lost one).
     await Promise.all([
       this.log.record({ ...record, status: 'failed', nextAttemptAtMs: dueAtMs }),
@@ -307,85 +275,6 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     ]);
     m.ack();
     this.metrics.webhookAttempts.inc({ outcome: 'failed' });
-  }
-
-  /** One signed POST. */
-  private async post(hook: WebhookTarget & { secret: string }, ev: DeliveryMessage['event'], body: string, now: Date, base: Omit<AttemptRecord, 'status'>): Promise<Sent> {
-    const headers = {
-      'content-type': 'application/json',
-      'user-agent': 'event-source-service-webhooks/1',
-      // The same on every retry: receivers dedupe on it (with x-pd-emitter-id when fed by several sources).
-      'webhook-id': webhookIdOf(ev),
-      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': this.signer(hook.id, hook.secret).sign(webhookIdOf(ev), now, body),
-      'x-pd-emitter-id': ev.emitterId,
-      'x-pd-event-name': ev.name ?? '',
-      'x-pd-emit-id': ev.emitId,
-      'x-pd-event-id': ev.id,
-    };
-    try {
-      const res = await this.http.post(hook.url, headers, body, this.config.webhookTimeoutMs, RESPONSE_BODY_MAX);
-      this.metrics.webhookLatency.observe({ outcome: res.status >= 200 && res.status < 300 ? 'success' : 'failure' }, res.latencyMs / 1000);
-      return { status: res.status, retryAfter: res.headers['retry-after'], record: { ...base, responseCode: res.status, latencyMs: res.latencyMs, responseBody: res.body } };
-    } catch (e) {
-      const err = e as PostError;
-      return { record: { ...base, latencyMs: err.latencyMs, error: err.message } };
-    }
-  }
-
-  private noteFailure(webhookId: string): void {
-    this.catchUpState(webhookId).failedAtMs = Date.now();
-  }
-
-  private catchUpState(webhookId: string): CatchUp {
-    let c = this.catchUps.get(webhookId);
-    if (!c) this.catchUps.set(webhookId, (c = { failedAtMs: 0, succeededAtMs: 0, checkedAtMs: 0 }));
-    return c;
-  }
-
-  /**
-   * After a success, pulls the webhook's waiting retries forward so an
-   * endpoint that came back gets its backlog within seconds. Bounded and
-   * paced by the endpoint: CATCH_UP_BATCH rows at a time, at most every
-   * CATCH_UP_EVERY_MS per webhook, only once the previous batch has been
-   * republished and while the webhook's queue here is short (a slow endpoint
-   * is not flooded, and cannot make the process hold too much). A follow-up
-   * timer takes the next batch, and stops as soon as the endpoint fails again
-   * (its next success starts over). A webhook with no failure seen here
-   * (another replica may have queued its retries) is checked every
-   * CATCH_UP_CHECK_MS.
-   */
-  private maybeCatchUp(webhookId: string, attempt: number, followUp = false): void {
-    const now = Date.now();
-    const c = this.catchUpState(webhookId);
-    if (!followUp) c.succeededAtMs = now;
-    else if (c.failedAtMs > c.succeededAtMs) return; // failing again: no more pulling forward
-    const suspect = followUp || attempt > 1 || now - c.failedAtMs < CATCH_UP_AFTER_FAILURE_MS;
-    if (!suspect && now - c.checkedAtMs < CATCH_UP_CHECK_MS) return;
-    if (now - c.checkedAtMs < CATCH_UP_EVERY_MS || (this.lanes.get(webhookId)?.queue.length ?? 0) > CATCH_UP_BATCH / 4) {
-      if (suspect) this.followUp(webhookId, c);
-      return;
-    }
-    c.checkedAtMs = now;
-    this.retries
-      .catchUp(webhookId)
-      .then((n) => {
-        if (n > 0) this.logger.info({ webhook_id: webhookId, retries: n }, 'endpoint is back: waiting retries pulled forward');
-        // More may wait, or the last batch is still being republished: look again shortly.
-        if (n !== 0) this.followUp(webhookId, c);
-        // Nothing waits any more: back to the occasional check until the next failure.
-        else if (c.failedAtMs <= now) c.failedAtMs = 0;
-      })
-      .catch((e: Error) => this.logger.warn({ err: e.message, webhook_id: webhookId }, 'pulling retries forward failed'));
-  }
-
-  private followUp(webhookId: string, c: CatchUp): void {
-    if (c.timer || this.stopping) return;
-    c.timer = setTimeout(() => {
-      c.timer = undefined;
-      this.maybeCatchUp(webhookId, 2, true);
-    }, CATCH_UP_EVERY_MS);
-    c.timer.unref?.();
   }
 
   private async disable(hook: WebhookTarget, reason: string): Promise<void> {
