@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { decodeJson, DesiredSourceState, encodeJson, partitionOf } from '@app/contracts';
+import { DesiredSourceState, partitionOf } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { NatsService } from '@app/nats';
+import { putNewerDesired } from '../common/put-newer-desired';
 import { ComponentsService, runnableOf } from '../components/components.service';
 import { endpointUrlOf } from '../http-endpoints/endpoint-urls';
 
@@ -48,24 +49,6 @@ export class SourcePublisher {
     };
   }
 
-  private async putNewer(key: string, state: DesiredSourceState): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const entry = await this.nats.sources.get(key);
-      if (entry && entry.operation === 'PUT' && entry.value.length) {
-        const current = decodeJson<DesiredSourceState>(entry.value);
-        if (current.rev >= state.rev) return;
-      }
-      try {
-        if (entry) await this.nats.sources.update(key, encodeJson(state), entry.revision);
-        else await this.nats.sources.create(key, encodeJson(state));
-        return;
-      } catch (e) {
-        if (!/wrong last sequence|key exists/i.test((e as Error).message)) throw e;
-      }
-    }
-    throw new Error(`could not publish desired state of ${state.sourceId}: concurrent writers`);
-  }
-
   /** Publishes the source's current row (re-read) and records `publishedRev`; finishes a pending delete. */
   async publish(sourceId: string): Promise<void> {
     const em = this.em.fork();
@@ -82,7 +65,7 @@ export class SourcePublisher {
     if (!component) throw new Error(`source ${source.id} refers to missing component ${source.componentId}`);
     const runnable = runnableOf(component);
     await this.components.storeCode(runnable.hash, runnable.code);
-    await this.putNewer(key, this.stateOf(source, component));
+    await putNewerDesired(this.nats, key, this.stateOf(source, component), source.id);
     await em.nativeUpdate(Source, { id: source.id, publishedRev: { $lt: source.rev } }, { publishedRev: source.rev });
     this.logger.debug(`desired state published source_id=${source.id} rev=${source.rev}`);
   }

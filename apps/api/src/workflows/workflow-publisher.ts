@@ -3,9 +3,10 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { EntityManager } from '@mikro-orm/postgresql';
 import type { WorkflowTriggerDef } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { decodeJson, DesiredWorkflowState, encodeJson, partitionOf, WorkflowTriggerState } from '@app/contracts';
+import { DesiredWorkflowState, partitionOf, WorkflowTriggerState } from '@app/contracts';
 import { Component, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
+import { putNewerDesired } from '../common/put-newer-desired';
 import { holdKvLease } from '../common/kv-lease';
 import { ComponentsService, runnableOf } from '../components/components.service';
 import { endpointUrlOf } from '../http-endpoints/endpoint-urls';
@@ -92,23 +93,8 @@ export class WorkflowPublisher implements OnApplicationBootstrap, OnApplicationS
       codeHash: steps[0]?.codeHash ?? '',
       codeHashes: [...new Set(steps.map((s) => s.codeHash))],
     };
-    await this.putNewer(key, state);
+    await putNewerDesired(this.nats, key, state, state.workflowId);
     await em.nativeUpdate(Workflow, { id, publishedRev: { $lt: w.rev } }, { publishedRev: w.rev });
-  }
-
-  private async putNewer(key: string, state: DesiredWorkflowState): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const entry = await this.nats.sources.get(key);
-      if (entry && entry.operation === 'PUT' && entry.value.length && decodeJson<{ rev: number }>(entry.value).rev >= state.rev) return;
-      try {
-        if (entry) await this.nats.sources.update(key, encodeJson(state), entry.revision);
-        else await this.nats.sources.create(key, encodeJson(state));
-        return;
-      } catch (e) {
-        if (!/wrong last sequence|key exists/i.test((e as Error).message)) throw e;
-      }
-    }
-    throw new Error(`could not publish desired state of ${state.workflowId}: concurrent writers`);
   }
 
   async publishSoon(id: string): Promise<void> {
