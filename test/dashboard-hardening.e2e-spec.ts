@@ -56,7 +56,7 @@ describe('dashboard hardening: hostile content, static paths, headers', () => {
 
   const signIn = async (path: string): Promise<void> => {
     await page.goto(`${system.origin}/ui/`);
-    await page.evaluate((key) => sessionStorage.setItem('ess.apiKey', key), user.apiKey);
+    await page.evaluate(`sessionStorage.setItem('ess.apiKey', ${JSON.stringify(user.apiKey)})`);
     await page.goto(`${system.origin}/ui${path}`);
   };
   const ranNothing = async (): Promise<void> => {

@@ -214,7 +214,7 @@ describe('tenant isolation of workflows, subscriptions, app hooks and usage', ()
     const huge = await rawRequest(system.origin, `POST /v1/workflows HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{"name":`);
     expectRefused({ status: huge.status, body: JSON.parse(huge.body), text: huge.body }, 413);
     const res = await fetch(`${system.origin}/sse/p/${id}/emits`, { headers: { authorization: `Bearer ${a.apiKey}`, 'last-event-id': 'garbage' } });
-    expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([400, 'bad_request']);
+    expect([res.status, ((await res.json()) as { code: string }).code]).toEqual([400, 'invalid_request']);
   });
 
   it("a workflow's HTTP trigger caps bodies, answers unknown methods in the error shape, and stops with the workflow", async () => {
