@@ -186,6 +186,7 @@ describe('tenant isolation of workflows, subscriptions, app hooks and usage', ()
       ['secrets array', () => as(a).post('/workflows', { ...base, secrets: ['x'] }), 400],
       ['secret name', () => as(a).post('/workflows', { ...base, secrets: { 'bad-name': 'x' } }), 400],
       ['secret value', () => as(a).post('/workflows', { ...base, secrets: { X: 5 } }), 400],
+      ['secret __proto__', () => as(a).post('/workflows', { ...base, secrets: JSON.parse('{"__proto__": "x"}') }), 400],
       ['org_id type', () => as(a).post('/workflows', { ...base, org_id: 5 }), 400],
       ['put no body', () => as(a).put(`/workflows/${id}`), 400],
       ['run array', () => as(a).post(`/workflows/${id}/run`, [1]), 400],
@@ -210,6 +211,10 @@ describe('tenant isolation of workflows, subscriptions, app hooks and usage', ()
       expect([what, res.status]).toEqual([what, status]);
       expectRefused(res, status);
     }
+    // A name every object inherits is not a secret that is set.
+    const step = { name: 's', code: 'export default defineComponent({ props: { t: { type: "string" } }, async run() {} })', props: { t: '{{secrets.constructor}}' } };
+    const inherited = await as(a).post('/workflows', { name: 'inherited', trigger: { manual: {} }, steps: [step] });
+    expect([inherited.status, inherited.body.code, inherited.body.details?.path]).toEqual([400, 'invalid_workflow', 'secrets.constructor']);
     // A body over the API's limit is refused from its Content-Length, before it is read.
     const huge = await rawRequest(system.origin, `POST /v1/workflows HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{"name":`);
     expectRefused({ status: huge.status, body: JSON.parse(huge.body), text: huge.body }, 413);
