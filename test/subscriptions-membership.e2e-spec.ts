@@ -49,11 +49,17 @@ describe('subscriptions after an org membership ends', () => {
     expect((await s.post(`/subscriptions?emitter_id=${wf.id}&listener_id=${await hook(s, orgs, org.id)}`)).status).toBe(200);
     await subscriptionsLoaded(system);
     const before = await loaded();
+    expect((await l.get(`/workflows/${wf.id}/event_summaries`)).status).toBe(200);
 
     expect((await s.post(`/workflows/${wf.id}/run`, { event: { n: 1 } })).status).toBe(202);
     await eventually(async () => exact.received.length && glob.received.length && orgs.received.length, { what: 'the first event at all three webhooks', timeoutMs: 30_000 });
 
     expect(admin(system, ['orgs', 'remove-member', '--org', org.id, '--user', leaver.id]).removed).toBe(true);
+    // The org's workflow is gone for them on the next request.
+    for (const res of [await l.get(`/workflows/${wf.id}`), await l.post(`/workflows/${wf.id}/run`, { event: { n: 9 } }), await l.get(`/workflows/${wf.id}/event_summaries`), await l.get(`/orgs/${org.id}/workflows`)]) {
+      expect([res.status, res.body.code]).toEqual([404, 'not_found']);
+    }
+    expect((await fetch(`${system.origin}/sse/p/${wf.id}/emits`, { headers: { authorization: `Bearer ${leaver.apiKey}` } })).status).toBe(404);
     // The next reload of subscriptions (any change to them, or every 30 s) leaves the leaver's two routes out.
     const other = await receiver();
     expect((await s.post(`/subscriptions?emitter_id=${wf.id}&listener_id=${await hook(s, other, org.id)}`)).status).toBe(200);
