@@ -8,6 +8,7 @@ import { assertJsonTextLimits, assertNoNul } from './common/json-limits';
 import { clientErrorHandler, frameworkErrors, registerRequestHygiene } from './common/protocol-errors';
 import { requireDeclaredRoutes } from './contract/route-coverage';
 import { registerWebUi } from './web/web-ui';
+import { registerResponseHeaders } from './common/response-headers';
 
 /** Builds the api application (not yet listening); used by main.ts and the tests. */
 export async function createApiApp(config: AppConfig): Promise<NestFastifyApplication> {
@@ -31,6 +32,7 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   });
   const fastify = app.getHttpAdapter().getInstance();
   registerRequestHygiene(fastify);
+  registerResponseHeaders(fastify);
   // The dashboard (apps/web): static files under /ui/, on the same origin as the API it calls.
   registerWebUi(fastify);
   // Lenient JSON: an empty body is no body (clients POST with parameters in the query).

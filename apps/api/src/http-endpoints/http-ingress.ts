@@ -12,6 +12,14 @@ import { endpointUrlOf } from './endpoint-urls';
 
 /** Headers a relayed custom response may not set (the server computes them). */
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
+/** Headers that would act on the whole origin the dashboard shares: a service worker over `/`, wiping its storage. */
+const ORIGIN_WIDE = new Set(['service-worker-allowed', 'clear-site-data']);
+/**
+ * Every answer of `/e/…` is tenant content served from the dashboard's origin (unless ENDPOINT_DOMAIN gives
+ * each endpoint its own): a browser shows it in an opaque origin, so its scripts can still run but cannot
+ * read the dashboard's sessionStorage (the API key), register a service worker or call the API as the page.
+ */
+export const ENDPOINT_SANDBOX_CSP = 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads';
 
 /**
  * The HTTP interface of sources: `ANY /e/<endpoint_key>[/*]` (public, no API key).
@@ -157,7 +165,10 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       return reply.status(502).send({ error: `the source responded with status ${res.status}: an informational (1xx) status cannot be the final response`, code: 'bad_gateway' });
     }
     reply.status(res.status >= 200 && res.status <= 599 ? res.status : 502);
-    for (const [k, v] of Object.entries(res.headers ?? {})) if (!HOP_BY_HOP.has(k.toLowerCase())) reply.header(k, v);
+    for (const [k, v] of Object.entries(res.headers ?? {})) if (!HOP_BY_HOP.has(k.toLowerCase()) && !ORIGIN_WIDE.has(k.toLowerCase())) reply.header(k, v);
+    // The component's own policy, if any, still applies: a browser enforces every policy listed.
+    const own = reply.getHeader('content-security-policy');
+    reply.header('content-security-policy', own === undefined ? ENDPOINT_SANDBOX_CSP : `${[own].flat().join(', ')}, ${ENDPOINT_SANDBOX_CSP}`);
     if (res.body === undefined) return reply.send();
     return reply.send(res.bodyEncoding === 'base64' ? Buffer.from(res.body, 'base64') : res.body);
   }

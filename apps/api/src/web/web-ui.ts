@@ -47,6 +47,8 @@ export function registerWebUi(fastify: FastifyInstance, root = defaultWebRoot())
       .header('content-type', TYPES[extname(file)] ?? 'application/octet-stream')
       .header('cache-control', immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
       .header('x-content-type-options', 'nosniff')
+      // frame-ancestors says the same to current browsers; this header to older ones.
+      .header('x-frame-options', 'DENY')
       .header('referrer-policy', 'no-referrer')
       .header('content-security-policy', CSP)
       .send(readFileSync(file));

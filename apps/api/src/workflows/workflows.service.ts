@@ -100,13 +100,14 @@ export class WorkflowsService {
     if (given !== undefined && given !== null) {
       if (typeof given !== 'object' || Array.isArray(given)) throw new BadRequestError('secrets: must be an object of NAME: value', { path: 'secrets' }, 'invalid_workflow');
       for (const [name, value] of Object.entries(given)) {
-        if (!SECRET_NAME.test(name)) throw new BadRequestError(`secrets.${name}: a secret name is letters, digits and _`, { path: `secrets.${name}` }, 'invalid_workflow');
+        // `__proto__` would set the object's prototype instead of storing a secret.
+        if (!SECRET_NAME.test(name) || name === '__proto__') throw new BadRequestError(`secrets.${name}: a secret name is letters, digits and _`, { path: `secrets.${name}` }, 'invalid_workflow');
         if (value === null) delete out[name];
         else if (typeof value !== 'string') throw new BadRequestError(`secrets.${name}: must be a string (or null to remove it)`, { path: `secrets.${name}` }, 'invalid_workflow');
         else out[name] = encryptValue(this.config.secretsKey, value);
       }
     }
-    const missing = secretNamesOf(def).filter((n) => !(n in out));
+    const missing = secretNamesOf(def).filter((n) => !Object.prototype.hasOwnProperty.call(out, n));
     if (missing.length) throw new BadRequestError(`secrets.${missing[0]}: used as {{secrets.${missing[0]}}} but not set`, { path: `secrets.${missing[0]}`, missing }, 'invalid_workflow');
     return out;
   }

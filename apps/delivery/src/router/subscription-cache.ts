@@ -30,6 +30,28 @@ interface SubRow {
 const REFRESH_MS = 30_000;
 
 /**
+ * A subscription routes while its listener exists and while its owner can still reach the owners of both
+ * ends: the same account, a user and an org they belong to (either way), or two orgs (a route a member of
+ * both made; membership of orgs in orgs does not exist to judge it). So a member removed from an org stops
+ * receiving the org's events through subscriptions they made while a member, and the org's own
+ * subscriptions stop feeding that member's personal listeners. A glob's emitters are its owner's.
+ */
+const REACHES = (owner: string, end: string): string => `(${owner} = ${end} or (${owner} like 'o\\_%' and ${end} like 'o\\_%')
+  or exists (select 1 from org_members m where (m.user_id = ${owner} and m.org_id = ${end}) or (m.user_id = ${end} and m.org_id = ${owner})))`;
+const ROUTABLE_SUBSCRIPTIONS = `with ends as (
+  select s.id, s.owner_id, s.emitter_id, s.listener_id, s.event_name,
+    case when s.emitter_id like '%*' then s.owner_id
+      else coalesce((select x.owner_id from sources x where x.id = s.emitter_id), (select p.owner_id from workflows p where p.id = s.emitter_id)) end as emitter_owner,
+    coalesce((select x.owner_id from sources x where x.id = s.listener_id and x.deleted_at is null),
+      (select w.owner_id from webhooks w where w.id = s.listener_id and w.active),
+      (select p.owner_id from workflows p where p.id = s.listener_id and p.deleted_at is null)) as listener_owner
+  from subscriptions s)
+select id, owner_id, emitter_id, listener_id, event_name from ends
+ where listener_owner is not null and ${REACHES('owner_id', 'listener_owner')}
+   and (emitter_owner is null or ${REACHES('owner_id', 'emitter_owner')})
+ order by id`;
+
+/**
  * Subscriptions and webhooks in memory, reloaded when the api publishes
  * `changed.subscriptions` / `changed.webhooks` and every 30 s as a safety net.
  */
@@ -90,13 +112,7 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
 
   private async load(): Promise<void> {
     const conn = this.em.fork().getConnection();
-    const rows = (await conn.execute(
-      `select s.id, s.owner_id, s.emitter_id, s.listener_id, s.event_name from subscriptions s
-        where (s.listener_id like 'dc\\_%' and exists (select 1 from sources x where x.id = s.listener_id and x.deleted_at is null))
-           or (s.listener_id like 'wh\\_%' and exists (select 1 from webhooks w where w.id = s.listener_id and w.active))
-           or (s.listener_id like 'p\\_%' and exists (select 1 from workflows p where p.id = s.listener_id and p.deleted_at is null))
-        order by s.id`,
-    )) as SubRow[];
+    const rows = (await conn.execute(ROUTABLE_SUBSCRIPTIONS)) as SubRow[];
     const hooks = (await conn.execute(`select id, url, secret, active from webhooks`)) as { id: string; url: string; secret: EncryptedValue; active: boolean }[];
     const exact = new Map<string, SubRow[]>();
     const globs = new Map<string, SubRow[]>();

@@ -23,4 +23,12 @@ describe('workflow templates', () => {
     expect(resolveTemplates('{{steps.normalize.constructor}}', scope)).toBeUndefined();
     expect(parsePath('a.b[2]["c d"]')).toEqual(['a', 'b', '2', 'c d']);
   });
+
+  it('reads own secrets only, and never resolves templates inside the values it inserts', () => {
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) expect(() => resolveTemplates(`{{secrets.${name}}}`, scope)).toThrow(`secret ${name} is not set on this workflow`);
+    // A caller of an HTTP trigger controls the event: a template in it stays text.
+    const hostile = { ...scope, steps: { trigger: { event: { body: { note: '{{secrets.TOKEN}}' } } } } };
+    expect(resolveTemplates('note: {{steps.trigger.event.body.note}}', hostile)).toBe('note: {{secrets.TOKEN}}');
+    expect(resolveTemplates('{{steps.trigger.event.body.note}}', hostile)).toBe('{{secrets.TOKEN}}');
+  });
 });

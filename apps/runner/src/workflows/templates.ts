@@ -38,7 +38,8 @@ function lookup(expr: string, scope: TemplateScope): unknown {
   let root: unknown;
   if (head === 'secrets') {
     if (rest.length !== 1) throw new TemplateError(`"{{${expr}}}": use {{secrets.NAME}}`);
-    if (!(rest[0] in scope.secrets)) throw new TemplateError(`secret ${rest[0]} is not set on this workflow`);
+    // Own names only: `{{secrets.constructor}}` is not a secret.
+    if (!Object.prototype.hasOwnProperty.call(scope.secrets, rest[0])) throw new TemplateError(`secret ${rest[0]} is not set on this workflow`);
     return scope.secrets[rest[0]];
   }
   if (head === 'steps') root = scope.steps;

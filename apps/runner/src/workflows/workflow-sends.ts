@@ -62,6 +62,8 @@ export function sendProblem(send: SendRecord, settings: SendSettings): string | 
       if (!settings.s3Endpoint) return '$.send.s3() is not available: the operator has not configured S3_ENDPOINT';
       if (!isObject(p) || typeof p.bucket !== 'string' || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(p.bucket)) return '$.send.s3() needs { bucket, prefix?, payload } with a valid bucket name';
       if (p.prefix !== undefined && typeof p.prefix !== 'string') return '$.send.s3(): prefix must be a string';
+      // A `..` segment would be resolved by the URL into another bucket's path (path-style addressing).
+      if (typeof p.prefix === 'string' && (p.prefix.startsWith('/') || p.prefix.split('/').some((seg) => seg === '.' || seg === '..'))) return '$.send.s3(): prefix must not start with / or hold . or .. segments';
       return undefined;
     default:
       return `$.send.${String(send.kind)}() is not available on this service (supported: $.send.emit, $.send.http, $.send.email, $.send.s3, $.send.sse)`;

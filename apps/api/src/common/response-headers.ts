@@ -1,0 +1,18 @@
+import type { FastifyInstance } from 'fastify';
+import { isWebUiRoute } from '../web/web-ui';
+
+/**
+ * Answers of the API carry account data (keys from the admin routes, events, secrets' names):
+ * no browser, proxy or CDN may keep them, and a browser must not guess their type. The public HTTP
+ * interface of sources and workflows (`/e/…`) answers what the component chose, and the
+ * dashboard's files set their own caching (apps/api/src/web/web-ui.ts).
+ */
+export function registerResponseHeaders(fastify: FastifyInstance): void {
+  fastify.addHook('onSend', async (req, reply, payload) => {
+    const url = req.url;
+    if (url.startsWith('/e/') || isWebUiRoute(url)) return payload;
+    if (reply.getHeader('cache-control') === undefined) reply.header('cache-control', 'no-store');
+    if (reply.getHeader('x-content-type-options') === undefined) reply.header('x-content-type-options', 'nosniff');
+    return payload;
+  });
+}
