@@ -25,6 +25,7 @@ const DYNAMIC = `export default {
     props.labels = { type: "string[]", label: "Labels", options: this.labelsFor(this.kind) };
     props.state = { type: "string", label: "State", options: [{ label: "Open", value: "open" }, { label: "Closed", value: "closed" }], optional: true, default: "open" };
     props.webhookSecret = { type: "string", secret: true, optional: true };
+    props.assignee = { type: "string", optional: true, async options({ page }) { return [this.kind + "-" + page]; } };
     if (this.kind === "issues") props.minComments = { type: "integer", min: 0, optional: true, default: 1 };
     else props.draft = { type: "boolean" };
     if (this.tracker.$auth.plan === "pro") props.slack = { type: "app", app: "slack" };
@@ -76,7 +77,7 @@ describe('additionalProps(): props that depend on configured values', () => {
     });
     expect(res.status).toBe(200);
     const source = res.body.data;
-    expect(names(source.configurable_props)).toEqual(['tracker', 'kind', 'timer', 'labels', 'state', 'webhookSecret', 'minComments', 'slack']);
+    expect(names(source.configurable_props)).toEqual(['tracker', 'kind', 'timer', 'labels', 'state', 'webhookSecret', 'assignee', 'minComments', 'slack']);
     expect(source.configurable_props.find((p: { name: string }) => p.name === 'labels')).toEqual({ name: 'labels', type: 'string[]', label: 'Labels', options: ['bug', 'feature'] });
     expect(source.configured_props).toMatchObject({ kind: 'issues', labels: ['bug'], state: 'open', minComments: 1, webhookSecret: '********', slack: { $auth: '********' } });
     expect(await emitted(source.id, 1)).toEqual({ kind: 'issues', labels: ['bug'], state: 'open', minComments: 1, secretLength: 6, slackToken: 'xoxb-1' });
@@ -108,13 +109,31 @@ describe('additionalProps(): props that depend on configured values', () => {
     const id = created.body.data.id;
     const upd = await api.put(`/sources/${id}`, { component_id: componentId, configured_props: { tracker: { $auth: {} }, kind: 'pulls', labels: ['ready'], draft: false, webhookSecret: '********' } });
     expect(upd.status).toBe(200);
-    expect(names(upd.body.data.configurable_props)).toEqual(['tracker', 'kind', 'timer', 'labels', 'state', 'webhookSecret', 'draft']);
+    expect(names(upd.body.data.configurable_props)).toEqual(['tracker', 'kind', 'timer', 'labels', 'state', 'webhookSecret', 'assignee', 'draft']);
     expect(upd.body.data.configured_props).toMatchObject({ kind: 'pulls', labels: ['ready'], draft: false, state: 'open' });
     expect(await emitted(id, 1)).toEqual({ kind: 'pulls', labels: ['ready'], state: 'open', draft: false, secretLength: 3, slackToken: null });
     // An update that changes nothing else (no configured_props) keeps the added props and their values.
     const again = await api.put(`/sources/${id}`, { component_id: componentId, active: true });
     expect(again.status).toBe(200);
     expect(again.body.data.configured_props).toMatchObject({ kind: 'pulls', labels: ['ready'], draft: false });
+  });
+
+  it('reloads the props of a form being filled in, and lists the options of an added prop', async () => {
+    const reload = (configured?: Record<string, unknown>) => api.post(`/components/${componentId}/props/reload`, configured ? { configured_props: configured } : {});
+    expect(names((await reload()).body.data.configurable_props)).toEqual(['tracker', 'kind', 'timer']);
+    const pulls = await reload({ kind: 'pulls' });
+    expect(pulls.status).toBe(200);
+    expect(names(pulls.body.data.configurable_props)).toEqual(['tracker', 'kind', 'timer', 'labels', 'state', 'webhookSecret', 'assignee', 'draft']);
+    expect(pulls.body.data.configurable_props.find((p: { name: string }) => p.name === 'assignee')).toEqual({ name: 'assignee', type: 'string', optional: true, remoteOptions: true });
+    const bad = await reload({ kind: 5 });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toBe('configured_props.kind: must be a string, got 5');
+
+    const opts = await api.post(`/components/${componentId}/props/assignee/options`, { configured_props: { kind: 'issues' }, page: 1 });
+    expect(opts.status).toBe(200);
+    expect(opts.body.data.options).toEqual(['issues-1']);
+    // Without the value it depends on, the prop does not exist.
+    expect((await api.post(`/components/${componentId}/props/assignee/options`, {})).status).toBe(404);
   });
 
   it('refuses a deploy when additionalProps() throws, hangs or returns something that is not props', async () => {

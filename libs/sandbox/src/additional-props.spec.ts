@@ -21,6 +21,7 @@ const code = `
         ['field' + this.suffix()]: { type: 'string', label: this.acme.user(), default: 'x' },
         board: { propDefinition: [app, 'board'], optional: true },
         seen: { type: 'string[]', options: Object.keys(previousPropDefs) },
+        pick: { type: 'string', options: async ({ page }) => [this.mode + ':' + page] },
       };
     },
     run() {},
@@ -40,7 +41,15 @@ describe('SandboxPool.additionalProps', () => {
       { name: 'field-a', type: 'string', label: 'ann', default: 'x' },
       { name: 'board', type: 'string', label: 'Board', optional: true, options: { $fn: true, async: true }, propDefinition: ['acme', 'board', undefined] },
       { name: 'seen', type: 'string[]', options: ['acme', 'mode', 'db'] },
+      { name: 'pick', type: 'string', options: { $fn: true, async: true } },
     ]);
+  });
+
+  it('lists the options of props that additionalProps() adds for the values given', async () => {
+    const values = { acme: { $auth: { user: 'ann' } }, mode: 'b' };
+    expect(await pool.options(code, 'pick', { page: 2, configuredProps: values }, 5000)).toEqual({ options: ['b:2'] });
+    expect(await pool.options(code, 'board', { configuredProps: values }, 5000)).toEqual({ options: ['b1'] });
+    expect((await pool.options(code, 'nope', { configuredProps: values }, 5000)).error?.message).toBe('the component has no prop "nope"');
   });
 
   it('reports a component that loops or writes state while being configured', async () => {

@@ -1,13 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
-import { analyzeAdditionalProps, ComponentMeta, ConfigurableProp, INTERFACE_HTTP, validateConfiguredProps } from '@app/component-model';
+import { ComponentMeta, ConfigurableProp, INTERFACE_HTTP, validateConfiguredProps } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, newEndpointKey, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, Component, Source, Subscription } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
-import { ComponentsService, runnableOf } from '../components/components.service';
+import { ComponentsService } from '../components/components.service';
+import { addedProps, hasDynamicProps } from '../components/dynamic-props';
 import { decryptProps, encryptProps, propsView, slugify, unmaskInput } from './source-props';
 import { endpointUrlOf, SourcePublisher } from './source-publisher';
 
@@ -54,7 +55,7 @@ export class SourcesService {
   toDto(source: Source, component: Component | undefined, withUser: boolean): SourceDto {
     const additional = (source.additionalProps ?? null) as ConfigurableProp[] | null;
     const props = [...((component?.configurableProps ?? []) as ConfigurableProp[]), ...(additional ?? [])];
-    const dynamic = (component?.meta as ComponentMeta | undefined)?.additionalProps === true;
+    const dynamic = component !== undefined && hasDynamicProps(component);
     return {
       id: source.id,
       ...(withUser ? { user_id: source.userId } : {}),
@@ -90,15 +91,13 @@ export class SourcesService {
   private async validate(component: Component, input: unknown, ownerId: string): Promise<Validated> {
     const props = component.configurableProps as ConfigurableProp[];
     const limits = { timerMinIntervalSeconds: this.config.timerMinIntervalSeconds, propsMaxBytes: this.config.propsMaxBytes };
-    if ((component.meta as unknown as ComponentMeta).additionalProps !== true) {
+    if (!hasDynamicProps(component)) {
       return { values: encryptProps(props, validateConfiguredProps(props, input, limits), this.config.secretsKey), additional: null };
     }
     const given = input !== null && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;
     const names = new Set(props.map((p) => p.name));
     const staticValues = validateConfiguredProps(props, given ? Object.fromEntries(Object.entries(given).filter(([k]) => names.has(k))) : input, limits);
-    const out = await this.reader.additionalProps(runnableOf(component).code, staticValues, this.config.componentReadTimeoutMs, ownerId);
-    if (out.error) throw new BadRequestError(`additionalProps() failed: ${out.error.message}`, { reason: out.error.name }, 'additional_props_failed');
-    const additional = analyzeAdditionalProps(props, out.props ?? []);
+    const additional = await addedProps(this.reader, this.config, component, staticValues, ownerId);
     const all = [...props, ...additional];
     return { values: encryptProps(all, validateConfiguredProps(all, input, limits), this.config.secretsKey), additional };
   }

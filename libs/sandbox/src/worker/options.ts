@@ -45,12 +45,18 @@ export async function options(task: WorkerOptionsTask): Promise<OptionsResult> {
   try {
     const { definition } = await loadComponent(task.bundle, task.timeoutMs);
     const props = isObject(definition.props) ? definition.props : {};
-    const prop = props[task.propName];
-    if (prop === undefined) throw new Error(`the component has no prop "${task.propName}"`);
-    if (!isObject(prop)) throw new Error(`prop "${task.propName}" has no options`);
     const configured = task.input.configuredProps ?? {};
     const args: Record<string, unknown> = { page: task.input.page ?? 0, prevContext: task.input.prevContext ?? {} };
     const ctx = buildContext(planFor(definition), { props: configured }, state);
+    let prop = props[task.propName];
+    // A prop that additionalProps() adds for the values configured so far (its options often close over them).
+    if (prop === undefined && typeof definition.additionalProps === 'function') {
+      const f = definition.additionalProps as (previous: unknown) => unknown;
+      const added = await callBounded(() => f.call(ctx, { ...props }), deadline, 'additionalProps()', task.timeoutMs);
+      if (isObject(added)) prop = added[task.propName];
+    }
+    if (prop === undefined) throw new Error(`the component has no prop "${task.propName}"`);
+    if (!isObject(prop)) throw new Error(`prop "${task.propName}" has no options`);
     // An app hook's event names are asked the same way (array or method).
     let fn: unknown = prop.type === '$.interface.apphook' ? prop.eventNames : prop.options;
     let self: unknown = ctx;
