@@ -267,9 +267,17 @@ async function main() {
         r.propsExact = Array.isArray(want) && JSON.stringify(props.map((p) => p.name).sort()) === JSON.stringify(want);
         if (!Array.isArray(want)) r.truthError = want?.error ?? 'not imported by Node here (TypeScript, or the import timed out)';
         r.appHook = props.some((p) => p.type === '$.interface.apphook');
-        const src = await client.post('/sources', { component_id: saved.body.data.id, configured_props: plausibleProps(props) });
+        // As a form would: the props additionalProps() adds for the values chosen get plausible values too.
+        const reloaded = await client.post(`/components/${saved.body.data.id}/props/reload`, { configured_props: plausibleProps(props) });
+        const all = reloaded.status === 200 ? reloaded.body.data.configurable_props : props;
+        const src = await client.post('/sources', { component_id: saved.body.data.id, configured_props: plausibleProps(all) });
         if (src.status !== 200) {
-          r.outcome = /is not one of the options/.test(src.body?.error) ? 'prop value refused against `options`' : 'deploy refused';
+          const why = src.body?.error ?? '';
+          r.outcome = /is not one of the options/.test(why)
+            ? 'prop value refused against `options`'
+            : /^additionalProps\(\) failed/.test(why) && OFFLINE.test(why)
+              ? 'additionalProps() failed on the network (offline)'
+              : 'deploy refused';
           r.detail = src.body?.error ?? String(src.status);
           return;
         }

@@ -69,8 +69,15 @@ describe('registry sources as Pipedream runs them', () => {
     const actorSource = c.configurable_props.find((p) => p.name === 'actorSource');
     expect(actorSource).toMatchObject({ type: 'string', default: 'recently-used' });
     expect(actorSource?.optional).toBeUndefined();
-    const src = await deploy(c.id, { apify: auth });
+    // actorSource has reloadProps: its additionalProps() adds the required actorId (options from Apify's API).
+    const missing = await api.post('/sources', { component_id: c.id, configured_props: { apify: auth } });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toBe('configured_props.actorId: is required (type string)');
+    const src = await deploy(c.id, { apify: auth, actorId: 'a1' });
     expect(src.configured_props.actorSource).toBe('recently-used');
+    expect(src.configured_props.actorId).toBe('a1');
+    const props = (src as unknown as { configurable_props: { name: string }[] }).configurable_props;
+    expect(props.find((p) => p.name === 'actorId')).toMatchObject({ name: 'actorId', type: 'string', label: 'Actor', remoteOptions: true });
     // Its activate hook registers a webhook with Apify: offline, its client retries until the run timeout —
     // it fails on the network, not in our module loading.
     const [err] = await summaries(src.id, '$errors', 1, 'the activate hook error');

@@ -61,6 +61,8 @@ export interface ComponentMeta {
   propDefinitions: Record<string, [string, string]>;
   /** `$.interface.apphook` props: the app they listen to and their event names (null: an `eventNames()` method, asked per event). */
   appHooks?: AppHookMeta[];
+  /** The component has `additionalProps()`: each source gets the props it returns for the source's values. */
+  additionalProps?: boolean;
 }
 
 export interface AppHookMeta {
@@ -95,7 +97,7 @@ function nonEmptyString(v: unknown): v is string {
 }
 
 /** Resolves `propDefinition: [app, name, inputValues]`: the app's definition, overridden by fields the instance wrote. */
-function resolvePropDefinition(prop: PropDescriptor, all: PropDescriptor[]): PropDescriptor {
+export function resolvePropDefinition(prop: PropDescriptor, all: PropDescriptor[]): PropDescriptor {
   if (!prop.propDefinition) return prop;
   const [ref, defName] = prop.propDefinition;
   const app = all.find((p) => p.type === 'app' && p.name === ref) ?? all.find((p) => p.type === 'app' && p.app === ref);
@@ -133,7 +135,7 @@ function checkTimerDefault(prop: PropDescriptor): void {
   if (!ok) fail(`prop "${prop.name}": a timer default must be { intervalSeconds: <positive integer> } or { cron: "<5-field cron>" }`, { prop: prop.name });
 }
 
-function toConfigurable(prop: PropDescriptor): ConfigurableProp {
+export function toConfigurable(prop: PropDescriptor): ConfigurableProp {
   const out: ConfigurableProp = { name: prop.name, type: prop.type };
   for (const [k, v] of Object.entries(prop.extra ?? {})) if (!STANDARD_FIELDS.has(k) && v !== undefined) out[k] = v;
   if (prop.label !== undefined) out.label = String(prop.label);
@@ -172,7 +174,7 @@ function checkAppHook(prop: PropDescriptor, all: PropDescriptor[]): AppHookMeta 
   return { prop: prop.name, appProp, app: app.app as string, eventNames: Array.isArray(names) ? (names as string[]) : null };
 }
 
-function checkProp(prop: PropDescriptor, isAction: boolean, appSlugs: Set<string>): void {
+export function checkProp(prop: PropDescriptor, isAction: boolean, appSlugs: Set<string>): void {
   const where = `prop "${prop.name}"`;
   const type = prop.type;
   if (!nonEmptyString(type)) fail(`${where} has no type`, { prop: prop.name });
@@ -250,6 +252,7 @@ export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
     customResponse: resolved.some((p) => p.type === INTERFACE_HTTP && p.customResponse === true),
     propDefinitions: Object.fromEntries(desc.props.filter((p) => p.propDefinition).map((p) => [p.name, [p.propDefinition![0], p.propDefinition![1]]])),
     ...(appHooks.length ? { appHooks } : {}),
+    ...(desc.hasAdditionalProps ? { additionalProps: true } : {}),
   };
   return {
     name: (desc.name as string).trim(),

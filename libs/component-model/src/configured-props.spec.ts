@@ -126,6 +126,40 @@ describe('validateConfiguredProps', () => {
     expect(error(props, { kind: 'a', status: 'x' }).message).toMatch(/configured_props\.status: "x" is not one of the options/);
   });
 
+  // Props as registry sources write them: static string options, { label, value } options, an async
+  // options() (a method: no list to check against), string[] with options, and Connect's `__lv` form.
+  it('checks options the way Pipedream sources declare them', () => {
+    const props: ConfigurableProp[] = [
+      { name: 'eventType', type: 'string', options: ['created', 'updated'] },
+      { name: 'status', type: 'string', optional: true, options: [{ label: 'Open', value: 'open' }, { label: 'Closed', value: 'closed' }] },
+      { name: 'channel', type: 'string', optional: true, remoteOptions: true },
+      { name: 'events', type: 'string[]', optional: true, options: [{ label: 'Push', value: 'push' }, { label: 'Issues', value: 'issues' }] },
+      { name: 'sheet', type: 'string', optional: true, remoteOptions: true, withLabel: true },
+      { name: 'limit', type: 'integer', optional: true, options: [10, 50] },
+    ];
+    expect(check(props, { eventType: 'created', status: 'closed', channel: 'C0123-any-id', events: ['issues', 'push'] })).toEqual({
+      eventType: 'created',
+      status: 'closed',
+      channel: 'C0123-any-id',
+      events: ['issues', 'push'],
+    });
+    // The label is not the value.
+    expect(error(props, { eventType: 'created', status: 'Open' }).message).toMatch(/configured_props\.status: "Open" is not one of the options: "open", "closed"/);
+    expect(error(props, { eventType: 'created', events: ['push', 'pull'] }).message).toMatch(/configured_props\.events\[1\]: "pull" is not one of the options/);
+    // { __lv: { label, value } } (an array of them for []): the value is checked and stored, with its label for withLabel props.
+    expect(
+      check(props, {
+        eventType: { __lv: { label: 'Created', value: 'created' } },
+        events: { __lv: [{ label: 'Push', value: 'push' }] },
+        sheet: { __lv: { label: 'Sheet 1', value: 'gid-0' } },
+        limit: { __lv: { label: '50', value: 50 } },
+      }),
+    ).toEqual({ eventType: 'created', events: ['push'], sheet: { label: 'Sheet 1', value: 'gid-0' }, limit: 50 });
+    expect(error(props, { eventType: { __lv: { label: 'Deleted', value: 'deleted' } } }).message).toMatch(/configured_props\.eventType: "deleted" is not one of the options/);
+    expect(error(props, { eventType: { __lv: 'created' } }).message).toMatch(/configured_props\.eventType: "__lv" takes \{ label, value \}/);
+    expect(error(props, { eventType: 'created', limit: 20 }).message).toMatch(/configured_props\.limit: 20 is not one of the options: 10, 50/);
+  });
+
   it('refuses a document over the size limit with 413', () => {
     const e = error([{ name: 's', type: 'string' }], { s: 'x'.repeat(64 * 1024) });
     expect(e.status).toBe(413);

@@ -99,8 +99,37 @@ function checkMembership(prop: ConfigurableProp, v: unknown, where: string): voi
   }
 }
 
+/** `{ label, value }` of Pipedream's label-value form, or undefined when `v` is not one. */
+function labelValue(v: unknown): { label: unknown; value: unknown } | undefined {
+  return isPlainObject(v) && 'value' in v && Object.keys(v).every((k) => k === 'label' || k === 'value') ? { label: v.label, value: v.value } : undefined;
+}
+
+/**
+ * Pipedream's clients may send an option as chosen, `{ "__lv": { label, value } }` (an array of
+ * them for `[]` types). The value is checked; a `withLabel` prop keeps `{ label, value }` (its code
+ * reads the label), any other prop gets the plain value.
+ */
+function unwrapLabelValue(prop: ConfigurableProp, v: unknown): { check: unknown; store: (checked: unknown) => unknown } | undefined {
+  if (!isPlainObject(v) || !('__lv' in v) || Object.keys(v).length !== 1) return undefined;
+  const lv = v.__lv;
+  const withLabel = prop.withLabel === true;
+  const one = (x: unknown) => labelValue(x) ?? fail(prop.name, '"__lv" takes { label, value }');
+  if (Array.isArray(lv)) {
+    const items = lv.map(one);
+    return { check: items.map((i) => i.value), store: (c) => (withLabel ? items.map((i, n) => ({ label: i.label, value: (c as unknown[])[n] })) : c) };
+  }
+  const item = one(lv);
+  return { check: item.value, store: (c) => (withLabel ? { label: item.label, value: c } : c) };
+}
+
 /** Validates and normalises one user-provided value. */
 function value(prop: ConfigurableProp, v: unknown, limits: ConfiguredPropsLimits): unknown {
+  const lv = unwrapLabelValue(prop, v);
+  if (lv) return lv.store(plainValue(prop, lv.check, limits));
+  return plainValue(prop, v, limits);
+}
+
+function plainValue(prop: ConfigurableProp, v: unknown, limits: ConfiguredPropsLimits): unknown {
   const name = prop.name;
   switch (prop.type) {
     case INTERFACE_TIMER:

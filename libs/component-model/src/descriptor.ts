@@ -44,6 +44,8 @@ export interface ComponentDescriptor {
   methods: string[];
   hooks: string[];
   hasRun: boolean;
+  /** The component has an `additionalProps()` method (props that depend on configured values). */
+  hasAdditionalProps?: boolean;
   /** Top-level npm imports found in the code (`lodash`, `mysql2/promise`, `axios@0.19.2`…), builtins excluded. */
   dependencies: string[];
   /** Module format the code was loaded as. */

@@ -4,3 +4,4 @@ export * from './analyze-component';
 export * from './configured-props';
 export * from './timer-event';
 export * from './workflow-definition';
+export * from './additional-props';

@@ -1,6 +1,6 @@
 import { build, type Plugin } from 'esbuild';
 import type { FetchText } from './types';
-import { parseBareSpecifier } from './specifiers';
+import { parseBareSpecifier, pinProblem } from './specifiers';
 import { asyncModuleBody, withNodeImportRules } from './esm-interop';
 
 /** A component compiled to one CommonJS file; npm imports stay external, as written. */
@@ -62,6 +62,8 @@ function componentPlugin(input: BundleInput, deps: Set<string>, counter: { modul
       b.onResolve({ filter: /.*/ }, async (args) => {
         const spec = args.path;
         const bare = parseBareSpecifier(spec);
+        const badPin = pinProblem(spec);
+        if (badPin) return { errors: [{ text: badPin }] };
         if (bare) {
           if (bare.builtin) return { path: bare.name.startsWith('node:') ? bare.name : bare.name + bare.subpath, external: true };
           deps.add(spec);

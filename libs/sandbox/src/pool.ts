@@ -2,6 +2,7 @@ import { defaultFetchText } from './bundler';
 import { IsolatedRunner, type SandboxIsolationOptions } from './isolation/isolated-runner';
 import { ComponentPreparer, prepareKey, type PreparedComponent } from './preparer';
 import type {
+  AdditionalPropsResult,
   DescribeOptions,
   DescribeResult,
   ExecuteBatchOptions,
@@ -20,7 +21,7 @@ import type {
   SandboxPoolStats,
 } from './types';
 import { sandboxError as err, WorkerPool, type TaskOutcome } from './worker-pool';
-import type { ResponseMessage, WorkerDescribeTask, WorkerExecuteBatchTask, WorkerExecuteTask, WorkerOptionsTask, WorkerTask } from './worker-protocol';
+import type { ResponseMessage, WorkerAdditionalPropsTask, WorkerDescribeTask, WorkerExecuteBatchTask, WorkerExecuteTask, WorkerOptionsTask, WorkerTask } from './worker-protocol';
 
 /** Where worker tasks run: in this process's pool, or in the account's sandbox process. */
 interface TaskRunner {
@@ -199,6 +200,21 @@ export class SandboxPool {
     const left = Math.max(1, deadline - Date.now());
     const task: WorkerOptionsTask = { kind: 'options', bundle: prepared.ref, propName, input, timeoutMs: left };
     const out = await this.runner.run<OptionsResult>(account, task, left);
+    return 'failed' in out ? { error: out.failed } : out.value;
+  }
+
+  /** Calls the component's `additionalProps()` with the static props' values as `this`. */
+  async additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account = NO_ACCOUNT): Promise<AdditionalPropsResult> {
+    const deadline = Date.now() + timeoutMs;
+    let prepared: PreparedComponent;
+    try {
+      prepared = await withDeadline(this.preparer.prepare({ code, fetchText: this.fetchText }), timeoutMs, `additionalProps() timed out after ${timeoutMs} ms`);
+    } catch (e) {
+      return { error: err((e as Error).name || 'Error', (e as Error).message) };
+    }
+    const left = Math.max(1, deadline - Date.now());
+    const task: WorkerAdditionalPropsTask = { kind: 'additionalProps', bundle: prepared.ref, configuredProps, timeoutMs: left };
+    const out = await this.runner.run<AdditionalPropsResult>(account, task, left);
     return 'failed' in out ? { error: out.failed } : out.value;
   }
 

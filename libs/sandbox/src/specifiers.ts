@@ -29,6 +29,25 @@ export function parseBareSpecifier(spec: string): BareSpecifier | undefined {
   return { name, version, subpath, builtin };
 }
 
+/**
+ * Why a pin cannot be installed from the npm registry, or undefined when it can: npm
+ * versions, ranges (`0.19.2`, `^1.2`, `~0.20.0`, `0.21.x`, `>=7`, `v1.2.3`) and dist-tags
+ * (`latest`, `next`) can be; git, URL, file and `npm:` alias specs cannot (they carry `:`,
+ * `#` or a `/`, which in an import already starts the subpath).
+ */
+export function pinProblem(raw: string): string | undefined {
+  if (/^[./]/.test(raw) || /^[a-z][a-z0-9+.-]*:/i.test(raw)) return undefined;
+  const at = raw.indexOf('@', raw.startsWith('@') ? 1 : 0);
+  if (at < 0 || raw.slice(0, at).includes('/') !== raw.startsWith('@')) return undefined;
+  const rest = raw.slice(at + 1);
+  if (rest === '' || rest.startsWith('/')) return `import "${raw}" has an empty version after "@"`;
+  const pin = parseBareSpecifier(raw)?.version ?? rest;
+  if (/[:#]/.test(pin) || /^[^/]*:/.test(rest)) {
+    return `import "${raw}": a version in an import must be an npm version, range or dist-tag (for example axios@0.19.2, axios@^1.6, axios@latest); git, URL, file and npm: alias specs are not installed`;
+  }
+  return undefined;
+}
+
 /** The specifier with its version pin removed: `axios@0.19.2/lib` → `axios/lib`. */
 export function stripPin(spec: BareSpecifier): string {
   return spec.name + spec.subpath;

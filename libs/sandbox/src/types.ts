@@ -2,7 +2,7 @@
  * The sandbox's task contract: what the runner (and the api, for reading a
  * component and calling `options()`) send to a Piscina worker and get back.
  */
-import type { ComponentDescriptor } from '@app/component-model';
+import type { ComponentDescriptor, PropDescriptor } from '@app/component-model';
 
 export interface DescribeTask {
   kind: 'describe';
@@ -121,6 +121,12 @@ export interface OptionsInput {
   prevContext?: unknown;
   /** Props configured so far (`this.<prop>` inside `options()`; app props as `{ $auth }`). */
   configuredProps?: Record<string, unknown>;
+}
+
+/** What a component's `additionalProps()` returned, described like its static props (static names left out). */
+export interface AdditionalPropsResult {
+  props?: PropDescriptor[];
+  error?: SandboxError;
 }
 
 export interface OptionsResult {

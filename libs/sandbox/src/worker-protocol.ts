@@ -59,7 +59,15 @@ export interface WorkerOptionsTask {
   timeoutMs: number;
 }
 
-export type WorkerTask = (WorkerDescribeTask | WorkerExecuteTask | WorkerExecuteBatchTask | WorkerOptionsTask) & {
+export interface WorkerAdditionalPropsTask {
+  kind: 'additionalProps';
+  bundle: BundleRef;
+  /** Values of the static props (`this.<prop>` inside `additionalProps()`; app props as `{ $auth }`). */
+  configuredProps: Record<string, unknown>;
+  timeoutMs: number;
+}
+
+export type WorkerTask = (WorkerDescribeTask | WorkerExecuteTask | WorkerExecuteBatchTask | WorkerOptionsTask | WorkerAdditionalPropsTask) & {
   /** Index into WorkerData.startTable where the worker stores Date.now() when it starts the task (0 while queued). */
   startSlot?: number;
   /** This code hung a worker before: bound its synchronous parts with vm's timeout ('adaptive' mode). */

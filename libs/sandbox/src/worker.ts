@@ -3,14 +3,14 @@
  * describe / execute / options tasks. One task at a time per worker.
  */
 import { workerData } from 'node:worker_threads';
-import type { DescribeResult, ExecuteResult, OptionsResult } from './types';
+import type { AdditionalPropsResult, DescribeResult, ExecuteResult, OptionsResult } from './types';
 import type { WorkerData, WorkerTask } from './worker-protocol';
 import { describeError, installConsoleCapture } from './worker/capture';
 import { describeDefinition } from './worker/describe';
 import { execute } from './worker/execute';
 import { executeBatch } from './worker/execute-batch';
 import { loadComponent, setHeapCapMb, setPlatformRequireFrom, trimIfHeapHigh } from './worker/loader';
-import { options } from './worker/options';
+import { additionalProps, options } from './worker/options';
 import { routeTcpThroughEgress } from './worker/egress-client';
 import { guardTask, setVmTimeoutMode } from './worker/run-sync';
 import { refuseNestedWorkers } from './worker/no-nested-workers';
@@ -44,7 +44,7 @@ async function describe(task: Extract<WorkerTask, { kind: 'describe' }>): Promis
   }
 }
 
-export default async function handle(task: WorkerTask): Promise<DescribeResult | ExecuteResult | ExecuteResult[] | OptionsResult> {
+export default async function handle(task: WorkerTask): Promise<DescribeResult | ExecuteResult | ExecuteResult[] | OptionsResult | AdditionalPropsResult> {
   if (task.startSlot !== undefined && startTable) Atomics.store(startTable, task.startSlot, BigInt(Date.now()));
   guardTask(task.guard);
   try {
@@ -57,6 +57,8 @@ export default async function handle(task: WorkerTask): Promise<DescribeResult |
         return describe(task);
       case 'options':
         return await options(task);
+      case 'additionalProps':
+        return await additionalProps(task);
     }
   } finally {
     trimIfHeapHigh();

@@ -1,4 +1,4 @@
-import type { ComponentDescriptor } from '@app/component-model';
+import type { ComponentDescriptor, PropDescriptor } from '@app/component-model';
 
 /** Input of an async `options()` call of a prop. */
 export interface OptionsInput {
@@ -10,6 +10,11 @@ export interface OptionsInput {
 export interface OptionsOutput {
   options?: unknown[];
   context?: unknown;
+  error?: { name: string; message: string };
+}
+
+export interface AdditionalPropsOutput {
+  props?: PropDescriptor[];
   error?: { name: string; message: string };
 }
 
@@ -29,6 +34,8 @@ export interface ComponentReader {
   describe(code: string, timeoutMs: number, account: string): Promise<DescribeOutput>;
   /** Calls a prop's `options()` in `account`'s sandbox (the caller's: its props go in). */
   options(code: string, propName: string, input: OptionsInput, timeoutMs: number, account: string): Promise<OptionsOutput>;
+  /** Calls the component's `additionalProps()` in `account`'s sandbox, `this` holding the static props' values. */
+  additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account: string): Promise<AdditionalPropsOutput>;
   /** How component code is isolated (for the start line and /healthz). */
   readonly isolation?: { mode: string; summary: string };
   close(): Promise<void>;

@@ -71,4 +71,16 @@ export const COMPONENT_ROUTES: RouteContract[] = [
     responses: { 200: Data(Type.Object({ options: Type.Array(Type.Unknown()), context: Type.Unknown() })) },
     errors: [404],
   },
+  {
+    method: 'POST',
+    path: '/v1/components/{keyOrId}/props/reload',
+    tag: 'components',
+    extension: true,
+    summary: 'The props a source has for the values given so far (additionalProps())',
+    description: "Pipedream's reload props: the component's props followed by those its additionalProps() returns for `configured_props` (required props may be missing; given values are checked).",
+    params: KeyOrId,
+    body: Type.Object({ configured_props: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'values chosen so far' })) }),
+    responses: { 200: Data(Type.Object({ configurable_props: Type.Array(ConfigurableProp) })) },
+    errors: [404],
+  },
 ];

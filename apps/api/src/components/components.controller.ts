@@ -6,6 +6,7 @@ import { Input, mergeInput, objectParam, optionalString } from '../common/input'
 import { COMPONENT_READER, ComponentReader } from './component-reader';
 import { RegistrySeeder } from './registry.seeder';
 import { ComponentDto, ComponentsService, runnableOf, toComponentDto } from './components.service';
+import { hasDynamicProps, reloadProps } from './dynamic-props';
 
 @Controller('v1/components')
 export class ComponentsController {
@@ -57,7 +58,12 @@ export class ComponentsController {
   async options(@Auth() auth: AuthContext, @Param('keyOrId') keyOrId: string, @Param('prop') prop: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: { options: unknown[]; context: unknown } }> {
     const input = mergeInput(query, body);
     const c = await this.components.findForCaller(auth, keyOrId, namespaceOf(auth, input.org_id));
-    const known = (c.configurableProps as { name: string; remoteOptions?: boolean; options?: unknown[] }[]).find((p) => p.name === prop);
+    const configuredFirst = objectParam(input, 'configured_props') ?? {};
+    // A prop that additionalProps() adds exists only for some values: it is found with the values given.
+    const props = hasDynamicProps(c) && typeof configuredFirst === 'object' && configuredFirst !== null && !Array.isArray(configuredFirst)
+      ? await reloadProps(this.reader, this.config, c, configuredFirst as Record<string, unknown>, namespaceOf(auth, input.org_id))
+      : c.configurableProps;
+    const known = (props as { name: string; remoteOptions?: boolean; options?: unknown[] }[]).find((p) => p.name === prop);
     if (!known) throw new NotFoundError(`component ${c.id} has no prop ${prop}`, { prop });
     const page = input.page === undefined ? 0 : Number(input.page);
     if (!Number.isInteger(page) || page < 0) throw new BadRequestError('page must be an integer ≥ 0', { field: 'page' });
@@ -67,5 +73,20 @@ export class ComponentsController {
     const out = await this.reader.options(runnableOf(c).code, prop, { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: configured as Record<string, unknown> }, this.config.componentReadTimeoutMs, namespaceOf(auth, input.org_id));
     if (out.error) throw new BadRequestError(`options() of prop ${prop} failed: ${out.error.message}`, { prop }, 'options_failed');
     return { data: { options: out.options ?? [], context: out.context ?? null } };
+  }
+
+  /**
+   * Extension, Pipedream's "reload props": the props a source of this component has for the values given
+   * so far — its own, then those its `additionalProps()` returns (the same call a deploy makes).
+   */
+  @Post(':keyOrId/props/reload')
+  @HttpCode(200)
+  async reload(@Auth() auth: AuthContext, @Param('keyOrId') keyOrId: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: { configurable_props: unknown[] } }> {
+    const input = mergeInput(query, body);
+    const namespace = namespaceOf(auth, input.org_id);
+    const c = await this.components.findForCaller(auth, keyOrId, namespace);
+    const configured = objectParam(input, 'configured_props') ?? {};
+    if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
+    return { data: { configurable_props: await reloadProps(this.reader, this.config, c, configured as Record<string, unknown>, namespace) } };
   }
 }

@@ -1,6 +1,6 @@
 import { AppConfig, createLogger } from '@app/config';
 import { createSandboxPool, type Isolation, SandboxPool } from '@app/sandbox';
-import { ComponentReader, DescribeOutput, OptionsInput, OptionsOutput } from './component-reader';
+import { AdditionalPropsOutput, ComponentReader, DescribeOutput, OptionsInput, OptionsOutput } from './component-reader';
 
 /** Worker threads the api keeps for reading components with SANDBOX_ISOLATION=none (the runner has its own pool for running them). */
 const API_SANDBOX_THREADS = 2;
@@ -28,6 +28,10 @@ export class SandboxComponentReader implements ComponentReader {
 
   options(code: string, propName: string, input: OptionsInput, timeoutMs: number, account: string): Promise<OptionsOutput> {
     return this.pool.options(code, propName, input, timeoutMs, account);
+  }
+
+  additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account: string): Promise<AdditionalPropsOutput> {
+    return this.pool.additionalProps(code, configuredProps, timeoutMs, account);
   }
 
   close(): Promise<void> {

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { RouteContract } from '../contract/route-contract';
 import { Data, Id, PAGE_QUERY, PageOf, Timestamp } from '../contract/schemas';
+import { ConfigurableProp } from '../components/components.contract';
 
 export const Source = Type.Object(
   {
@@ -13,6 +14,9 @@ export const Source = Type.Object(
     updated_at: Timestamp,
     name: Type.String(),
     name_slug: Type.String(),
+    configurable_props: Type.Optional(
+      Type.Array(ConfigurableProp, { description: "extension, for components with additionalProps(): the component's props and those additionalProps() returned for this source's values" }),
+    ),
   },
   { additionalProperties: false },
 );

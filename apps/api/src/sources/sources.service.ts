@@ -6,7 +6,9 @@ import { BadRequestError, newEndpointKey, newId, NotFoundError } from '@app/cont
 import { AutoSubscription, Component, Source, Subscription } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext } from '../auth/auth.context';
+import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { ComponentsService } from '../components/components.service';
+import { addedProps, hasDynamicProps } from '../components/dynamic-props';
 import { decryptProps, encryptProps, propsView, slugify, unmaskInput } from './source-props';
 import { endpointUrlOf, SourcePublisher } from './source-publisher';
 
@@ -27,6 +29,14 @@ export interface SourceDto {
   updated_at: number;
   name: string;
   name_slug: string;
+  /** Extension, for components with `additionalProps()`: the static props and those it returned for this source. */
+  configurable_props?: ConfigurableProp[];
+}
+
+/** Validated values (secrets encrypted) and the props `additionalProps()` added (null: the component has none). */
+interface Validated {
+  values: Record<string, unknown>;
+  additional: ConfigurableProp[] | null;
 }
 
 @Injectable()
@@ -39,10 +49,13 @@ export class SourcesService {
     private readonly nats: NatsService,
     private readonly components: ComponentsService,
     private readonly publisher: SourcePublisher,
+    @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
   ) {}
 
   toDto(source: Source, component: Component | undefined, withUser: boolean): SourceDto {
-    const props = (component?.configurableProps ?? []) as ConfigurableProp[];
+    const additional = (source.additionalProps ?? null) as ConfigurableProp[] | null;
+    const props = [...((component?.configurableProps ?? []) as ConfigurableProp[]), ...(additional ?? [])];
+    const dynamic = component !== undefined && hasDynamicProps(component);
     return {
       id: source.id,
       ...(withUser ? { user_id: source.userId } : {}),
@@ -53,6 +66,7 @@ export class SourcesService {
       updated_at: source.updatedAt,
       name: source.name,
       name_slug: source.nameSlug,
+      ...(dynamic ? { configurable_props: props } : {}),
     };
   }
 
@@ -69,10 +83,23 @@ export class SourcesService {
     return component;
   }
 
-  private validate(component: Component, input: unknown): Record<string, unknown> {
+  /**
+   * Validates `configured_props`. A component with `additionalProps()` is validated in two steps, as
+   * Pipedream configures it: the static props first; then `additionalProps()` runs in the owner's
+   * sandbox with their values as `this`, and the props it returns are validated (and defaulted) too.
+   */
+  private async validate(component: Component, input: unknown, ownerId: string): Promise<Validated> {
     const props = component.configurableProps as ConfigurableProp[];
-    const plain = validateConfiguredProps(props, input, { timerMinIntervalSeconds: this.config.timerMinIntervalSeconds, propsMaxBytes: this.config.propsMaxBytes });
-    return encryptProps(props, plain, this.config.secretsKey);
+    const limits = { timerMinIntervalSeconds: this.config.timerMinIntervalSeconds, propsMaxBytes: this.config.propsMaxBytes };
+    if (!hasDynamicProps(component)) {
+      return { values: encryptProps(props, validateConfiguredProps(props, input, limits), this.config.secretsKey), additional: null };
+    }
+    const given = input !== null && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;
+    const names = new Set(props.map((p) => p.name));
+    const staticValues = validateConfiguredProps(props, given ? Object.fromEntries(Object.entries(given).filter(([k]) => names.has(k))) : input, limits);
+    const additional = await addedProps(this.reader, this.config, component, staticValues, ownerId);
+    const all = [...props, ...additional];
+    return { values: encryptProps(all, validateConfiguredProps(all, input, limits), this.config.secretsKey), additional };
   }
 
   /** `base`, or `base-N` with the next free N among the owner's live sources. */
@@ -116,6 +143,7 @@ export class SourcesService {
           nameSlug: source.nameSlug,
           componentId: source.componentId,
           configuredProps: source.configuredProps,
+          additionalProps: source.additionalProps ?? null,
           active: source.active,
           endpointKey: source.endpointKey,
           rev: raw('rev + 1'),
@@ -127,7 +155,7 @@ export class SourcesService {
 
   async create(auth: AuthContext, ownerId: string, ref: ComponentRef, name: string | undefined, configuredProps: unknown): Promise<{ source: Source; component: Component }> {
     const component = await this.component(auth, ownerId, ref);
-    const values = this.validate(component, configuredProps);
+    const { values, additional } = await this.validate(component, configuredProps, ownerId);
     const meta = component.meta as unknown as ComponentMeta;
     const hasHttp = (component.configurableProps as ConfigurableProp[]).some((p) => p.type === INTERFACE_HTTP);
     const sourceName = name ?? slugify(component.name);
@@ -138,6 +166,7 @@ export class SourcesService {
       componentId: component.id,
       name: sourceName,
       configuredProps: values,
+      additionalProps: additional as Record<string, unknown>[] | null,
       active: true,
       rev: 1,
       publishedRev: 0,
@@ -179,7 +208,8 @@ export class SourcesService {
     const { source } = await this.get(auth, id);
     // As the spec says, an update names its component too (the current one: `component_id` of the source).
     const component = await this.component(auth, source.ownerId, change.ref);
-    const props = component.configurableProps as ConfigurableProp[];
+    // The props the source has now: the component's and those additionalProps() added last time.
+    const props = [...(component.configurableProps as ConfigurableProp[]), ...((source.additionalProps ?? []) as unknown as ConfigurableProp[])];
     const stored = decryptProps(source.configuredProps, this.config.secretsKey);
     const input =
       change.configuredProps !== undefined && change.configuredProps !== null && typeof change.configuredProps === 'object' && !Array.isArray(change.configuredProps)
@@ -187,7 +217,9 @@ export class SourcesService {
         : change.configuredProps !== undefined
           ? change.configuredProps
           : Object.fromEntries(Object.entries(stored).filter(([k]) => props.some((p) => p.name === k && p.type !== INTERFACE_HTTP)));
-    source.configuredProps = this.validate(component, input);
+    const validated = await this.validate(component, input, source.ownerId);
+    source.configuredProps = validated.values;
+    source.additionalProps = validated.additional as Record<string, unknown>[] | null;
     source.componentId = component.id;
     source.active = change.active;
     const hasHttp = props.some((p) => p.type === INTERFACE_HTTP);

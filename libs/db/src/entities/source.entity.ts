@@ -13,6 +13,8 @@ export class Source {
   @Property({ type: 'string' }) nameSlug!: string;
   /** Values per prop as stored: secrets and `$auth` encrypted. */
   @Property({ type: 'json' }) configuredProps: Record<string, unknown> = {};
+  /** `configurable_props` that the component's `additionalProps()` returned for this source's values (null: none). */
+  @Property({ type: 'json', nullable: true }) additionalProps?: Record<string, unknown>[] | null;
   @Property({ type: 'boolean' }) active = true;
   /** Moves on every change; `publishedRev` is the last revision put into NATS KV. */
   @Property({ type: 'integer' }) rev = 1;

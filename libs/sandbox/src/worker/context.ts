@@ -60,6 +60,8 @@ export function buildContext(plan: ComponentPlan, input: ContextInput, state: In
         ctx[p.name] = value === undefined && p.hasDefault ? structuredCloneSafe(p.default) : value;
     }
   }
+  // Values of props that `additionalProps()` added (stored with the source): `this.<name>` as well.
+  for (const [name, value] of Object.entries(input.props)) if (!(name in ctx)) ctx[name] = value;
   ctx.$emit = makeEmit(state);
   return ctx;
 }

@@ -84,12 +84,17 @@ function describeProp(name: string, raw: unknown, appProps: Map<unknown, string>
   return out;
 }
 
-export function describeDefinition(def: ComponentDefinition, format: 'cjs' | 'esm', dependencies: string[]): ComponentDescriptor {
-  const props: Props = isObject(def.props) ? def.props : {};
+/** Describes a props object; app objects among `appSources` (the component's own props) name propDefinition references. */
+export function describeProps(props: Props, appSources: Props = props): PropDescriptor[] {
   const appProps = new Map<unknown, string>();
-  for (const [name, p] of Object.entries(props)) {
+  for (const [name, p] of [...Object.entries(appSources), ...Object.entries(props)]) {
     if (isObject(p) && p.type === 'app' && !appProps.has(p)) appProps.set(p, name);
   }
+  return Object.entries(props).map(([n, p]) => describeProp(n, p, appProps));
+}
+
+export function describeDefinition(def: ComponentDefinition, format: 'cjs' | 'esm', dependencies: string[]): ComponentDescriptor {
+  const props: Props = isObject(def.props) ? def.props : {};
   const scalar = (v: unknown) => (v === undefined ? undefined : jsonSafe(v));
   return {
     name: scalar(def.name),
@@ -98,10 +103,11 @@ export function describeDefinition(def: ComponentDefinition, format: 'cjs' | 'es
     type: scalar(def.type),
     description: scalar(def.description),
     dedupe: scalar(def.dedupe),
-    props: Object.entries(props).map(([n, p]) => describeProp(n, p, appProps)),
+    props: describeProps(props),
     methods: functionsOf(def.methods).map(([m]) => m),
     hooks: functionsOf(def.hooks).map(([h]) => h),
     hasRun: typeof def.run === 'function',
+    ...(typeof def.additionalProps === 'function' ? { hasAdditionalProps: true } : {}),
     dependencies,
     format,
   };

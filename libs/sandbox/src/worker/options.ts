@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
-import type { OptionsResult } from '../types';
-import type { WorkerOptionsTask } from '../worker-protocol';
+import type { AdditionalPropsResult, OptionsResult } from '../types';
+import type { WorkerAdditionalPropsTask, WorkerOptionsTask } from '../worker-protocol';
 import { describeError } from './capture';
 import { buildContext, makeApp } from './context';
 import { callBounded } from './execute';
-import { jsonSafe } from './describe';
+import { describeProps, jsonSafe } from './describe';
 import { loadComponent } from './loader';
 import { functionsOf, isObject, planFor } from './plan';
 import type { InvocationState } from './services';
@@ -25,9 +25,9 @@ function normalize(value: unknown): OptionsResult {
  * the prop's own (with the component's `this`), or the one of the app
  * propDefinition it reuses (with the app instance as `this`).
  */
-export async function options(task: WorkerOptionsTask): Promise<OptionsResult> {
-  const deadline = performance.now() + task.timeoutMs;
-  const state: InvocationState = {
+/** A state in which `$emit`, the db and `$.send` are closed: configuring a source has no side effects. */
+function closedState(): InvocationState {
+  return {
     limits: { dbMaxBytes: 0, eventMaxBytes: 0, emitsPerInvocation: 0 },
     snapshot: {},
     written: new Map(),
@@ -37,15 +37,26 @@ export async function options(task: WorkerOptionsTask): Promise<OptionsResult> {
     exports: {},
     closed: true,
   };
+}
+
+export async function options(task: WorkerOptionsTask): Promise<OptionsResult> {
+  const deadline = performance.now() + task.timeoutMs;
+  const state = closedState();
   try {
     const { definition } = await loadComponent(task.bundle, task.timeoutMs);
     const props = isObject(definition.props) ? definition.props : {};
-    const prop = props[task.propName];
-    if (prop === undefined) throw new Error(`the component has no prop "${task.propName}"`);
-    if (!isObject(prop)) throw new Error(`prop "${task.propName}" has no options`);
     const configured = task.input.configuredProps ?? {};
     const args: Record<string, unknown> = { page: task.input.page ?? 0, prevContext: task.input.prevContext ?? {} };
     const ctx = buildContext(planFor(definition), { props: configured }, state);
+    let prop = props[task.propName];
+    // A prop that additionalProps() adds for the values configured so far (its options often close over them).
+    if (prop === undefined && typeof definition.additionalProps === 'function') {
+      const f = definition.additionalProps as (previous: unknown) => unknown;
+      const added = await callBounded(() => f.call(ctx, { ...props }), deadline, 'additionalProps()', task.timeoutMs);
+      if (isObject(added)) prop = added[task.propName];
+    }
+    if (prop === undefined) throw new Error(`the component has no prop "${task.propName}"`);
+    if (!isObject(prop)) throw new Error(`prop "${task.propName}" has no options`);
     // An app hook's event names are asked the same way (array or method).
     let fn: unknown = prop.type === '$.interface.apphook' ? prop.eventNames : prop.options;
     let self: unknown = ctx;
@@ -64,6 +75,31 @@ export async function options(task: WorkerOptionsTask): Promise<OptionsResult> {
     if (typeof fn !== 'function') throw new Error(`prop "${task.propName}" has no options`);
     const f = fn as (a: unknown) => unknown;
     return normalize(await callBounded(() => f.call(self, args), deadline, 'options()', task.timeoutMs));
+  } catch (e) {
+    return { error: describeError(e) };
+  }
+}
+
+/**
+ * Calls the component's `additionalProps(previousPropDefs)` with `this` holding the static props'
+ * values (methods bound, app props as `{ $auth }`), as Pipedream does once the props marked
+ * `reloadProps` are set. `previousPropDefs` is a copy of the static definitions (components often
+ * return `{ ...previousPropDefs, extra }`); returned props named like a static prop are left out.
+ */
+export async function additionalProps(task: WorkerAdditionalPropsTask): Promise<AdditionalPropsResult> {
+  const deadline = performance.now() + task.timeoutMs;
+  try {
+    const { definition } = await loadComponent(task.bundle, task.timeoutMs);
+    const fn = definition.additionalProps;
+    if (typeof fn !== 'function') return { props: [] };
+    const staticProps = isObject(definition.props) ? definition.props : {};
+    const ctx = buildContext(planFor(definition), { props: task.configuredProps }, closedState());
+    const f = fn as (previous: unknown) => unknown;
+    const out = await callBounded(() => f.call(ctx, { ...staticProps }), deadline, 'additionalProps()', task.timeoutMs);
+    if (out === undefined || out === null) return { props: [] };
+    if (!isObject(out) || Array.isArray(out)) throw new TypeError('additionalProps() must return an object of prop definitions ({ name: { type, … } })');
+    const added = Object.fromEntries(Object.entries(out).filter(([name]) => !Object.prototype.hasOwnProperty.call(staticProps, name)));
+    return { props: describeProps(added, staticProps) };
   } catch (e) {
     return { error: describeError(e) };
   }

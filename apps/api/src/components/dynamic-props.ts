@@ -1,0 +1,36 @@
+import { analyzeAdditionalProps, ComponentMeta, ConfigurableProp, validateConfiguredProps } from '@app/component-model';
+import { AppConfig } from '@app/config';
+import { BadRequestError } from '@app/contracts';
+import { Component } from '@app/db';
+import { ComponentReader } from './component-reader';
+import { runnableOf } from './components.service';
+
+/** True when the component has `additionalProps()` (its sources' props depend on their values). */
+export function hasDynamicProps(component: Component): boolean {
+  return (component.meta as unknown as ComponentMeta).additionalProps === true;
+}
+
+/**
+ * The props `additionalProps()` returns for `staticValues` (validated values of the component's own
+ * props), called in `account`'s sandbox and checked like static props.
+ */
+export async function addedProps(reader: ComponentReader, config: AppConfig, component: Component, staticValues: Record<string, unknown>, account: string): Promise<ConfigurableProp[]> {
+  const out = await reader.additionalProps(runnableOf(component).code, staticValues, config.componentReadTimeoutMs, account);
+  if (out.error) throw new BadRequestError(`additionalProps() failed: ${out.error.message}`, { reason: out.error.name }, 'additional_props_failed');
+  return analyzeAdditionalProps(component.configurableProps as ConfigurableProp[], out.props ?? []);
+}
+
+/**
+ * Pipedream's "reload props" for a form being filled in: values given so far (required props may
+ * be missing; each given one is checked, defaults apply) → the component's props followed by those
+ * `additionalProps()` returns for them.
+ */
+export async function reloadProps(reader: ComponentReader, config: AppConfig, component: Component, given: Record<string, unknown>, account: string): Promise<ConfigurableProp[]> {
+  const props = component.configurableProps as ConfigurableProp[];
+  if (!hasDynamicProps(component)) return props;
+  const names = new Set(props.map((p) => p.name));
+  const partial = props.map((p) => ({ ...p, optional: true }));
+  const limits = { timerMinIntervalSeconds: config.timerMinIntervalSeconds, propsMaxBytes: config.propsMaxBytes };
+  const values = validateConfiguredProps(partial, Object.fromEntries(Object.entries(given).filter(([k]) => names.has(k))), limits);
+  return [...props, ...(await addedProps(reader, config, component, values, account))];
+}

@@ -1,0 +1,47 @@
+import { ApiError } from '@app/contracts';
+import { analyzeAdditionalProps } from './additional-props';
+import type { ConfigurableProp } from './analyze-component';
+
+const staticProps: ConfigurableProp[] = [
+  { name: 'github', type: 'app', app: 'github' },
+  { name: 'kind', type: 'string', options: ['issues', 'pulls'], reloadProps: true },
+];
+
+function message(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    expect((e as ApiError).status).toBe(400);
+    return (e as ApiError).message;
+  }
+  throw new Error('expected an error');
+}
+
+describe('analyzeAdditionalProps', () => {
+  it('turns the returned props into configurable_props like static ones', () => {
+    expect(
+      analyzeAdditionalProps(staticProps, [
+        { name: 'label', type: 'string', label: 'Label', options: ['bug', { label: 'Feature', value: 'feature' }], optional: true, default: 'bug' },
+        { name: 'minComments', type: 'integer', min: 0, max: 100 },
+        { name: 'token', type: 'string', secret: true },
+        { name: 'openai', type: 'app', app: 'openai' },
+        { name: 'repo', type: 'string', propDefinition: ['github', 'repoFullname', {}], options: { $fn: true, async: true } },
+        { name: 'note', type: 'alert', extra: { alertType: 'info', content: 'Pick a label' } },
+      ]),
+    ).toEqual([
+      { name: 'label', type: 'string', label: 'Label', options: ['bug', { label: 'Feature', value: 'feature' }], optional: true, default: 'bug' },
+      { name: 'minComments', type: 'integer', min: 0, max: 100 },
+      { name: 'token', type: 'string', secret: true },
+      { name: 'openai', type: 'app', app: 'openai' },
+      { name: 'repo', type: 'string', remoteOptions: true },
+      { name: 'note', type: 'alert', optional: true, alertType: 'info', content: 'Pick a label' },
+    ]);
+  });
+
+  it('refuses what a static prop could not be, naming additionalProps()', () => {
+    expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'x', type: 'strin' }]))).toMatch(/^additionalProps\(\): prop "x" has unknown type "strin"/);
+    expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'x', type: 'string', min: 1 }]))).toMatch(/min is allowed on integer props only/);
+    expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'x', type: 'string' }, { name: 'x', type: 'integer' }]))).toMatch(/prop "x" is returned twice/);
+    expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'hook', type: '$.interface.http' }]))).toMatch(/\$\.interface\.http cannot be added by additionalProps\(\)/);
+  });
+});

@@ -1,0 +1,63 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SandboxPool } from './pool';
+
+const code = `
+  const app = {
+    type: 'app', app: 'acme',
+    propDefinitions: { board: { type: 'string', label: 'Board', async options() { return ['b1']; } } },
+    methods: { user() { return this.$auth.user; } },
+  };
+  module.exports = {
+    name: 'dyn', version: '1',
+    props: { acme: app, mode: { type: 'string', options: ['a', 'b'], reloadProps: true }, db: '$.service.db' },
+    methods: { suffix() { return '-' + this.mode; } },
+    async additionalProps(previousPropDefs) {
+      if (this.mode === 'loop') for (;;) {}
+      if (this.mode === 'side') { this.db.set('k', 1); }
+      return {
+        ...previousPropDefs,
+        ['field' + this.suffix()]: { type: 'string', label: this.acme.user(), default: 'x' },
+        board: { propDefinition: [app, 'board'], optional: true },
+        seen: { type: 'string[]', options: Object.keys(previousPropDefs) },
+        pick: { type: 'string', options: async ({ page }) => [this.mode + ':' + page] },
+      };
+    },
+    run() {},
+  };`;
+
+describe('SandboxPool.additionalProps', () => {
+  let pool: SandboxPool;
+  beforeAll(() => {
+    pool = new SandboxPool({ threads: 1, heapMb: 64, npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-sbx-')) });
+  });
+  afterAll(() => pool.close());
+
+  it('calls additionalProps() with the static values as this and describes what it adds', async () => {
+    const out = await pool.additionalProps(code, { acme: { $auth: { user: 'ann' } }, mode: 'a' }, 10_000);
+    expect(out.error).toBeUndefined();
+    expect(out.props).toEqual([
+      { name: 'field-a', type: 'string', label: 'ann', default: 'x' },
+      { name: 'board', type: 'string', label: 'Board', optional: true, options: { $fn: true, async: true }, propDefinition: ['acme', 'board', undefined] },
+      { name: 'seen', type: 'string[]', options: ['acme', 'mode', 'db'] },
+      { name: 'pick', type: 'string', options: { $fn: true, async: true } },
+    ]);
+  });
+
+  it('lists the options of props that additionalProps() adds for the values given', async () => {
+    const values = { acme: { $auth: { user: 'ann' } }, mode: 'b' };
+    expect(await pool.options(code, 'pick', { page: 2, configuredProps: values }, 5000)).toEqual({ options: ['b:2'] });
+    expect(await pool.options(code, 'board', { configuredProps: values }, 5000)).toEqual({ options: ['b1'] });
+    expect((await pool.options(code, 'nope', { configuredProps: values }, 5000)).error?.message).toBe('the component has no prop "nope"');
+  });
+
+  it('reports a component that loops or writes state while being configured', async () => {
+    expect((await pool.additionalProps(code, { acme: { $auth: {} }, mode: 'loop' }, 1000)).error?.message).toMatch(/timed out|terminated/);
+    const side = await pool.additionalProps(code, { acme: { $auth: {} }, mode: 'side' }, 5000);
+    // Configuring a source has no side effects: the db is closed.
+    expect(side.error?.message).toBe('db.set() was called after the invocation finished');
+    // A component without additionalProps() adds nothing.
+    expect(await pool.additionalProps('module.exports = { name: "s", version: "1", props: {}, run() {} };', {}, 5000)).toEqual({ props: [] });
+  });
+});

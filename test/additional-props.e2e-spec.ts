@@ -1,0 +1,155 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * A source written the way registry sources write dynamic props: a prop marked `reloadProps`
+ * whose value decides, in `additionalProps()`, which further props the source has (their
+ * options, defaults, secrets, an app), read as `this.<name>` at run time.
+ */
+const DYNAMIC = `export default {
+  key: "tracker-new-item",
+  name: "New Item",
+  version: "0.0.1",
+  type: "source",
+  props: {
+    tracker: { type: "app", app: "tracker" },
+    kind: { type: "string", label: "Kind", options: ["issues", "pulls"], reloadProps: true },
+    timer: { type: "$.interface.timer", default: { intervalSeconds: 3600 } },
+  },
+  methods: {
+    labelsFor(kind) { return kind === "issues" ? ["bug", "feature"] : ["ready"]; },
+  },
+  async additionalProps(previousPropDefs) {
+    const props = { ...previousPropDefs };
+    if (!this.kind) return props;
+    props.labels = { type: "string[]", label: "Labels", options: this.labelsFor(this.kind) };
+    props.state = { type: "string", label: "State", options: [{ label: "Open", value: "open" }, { label: "Closed", value: "closed" }], optional: true, default: "open" };
+    props.webhookSecret = { type: "string", secret: true, optional: true };
+    props.assignee = { type: "string", optional: true, async options({ page }) { return [this.kind + "-" + page]; } };
+    if (this.kind === "issues") props.minComments = { type: "integer", min: 0, optional: true, default: 1 };
+    else props.draft = { type: "boolean" };
+    if (this.tracker.$auth.plan === "pro") props.slack = { type: "app", app: "slack" };
+    return props;
+  },
+  async run(event) {
+    this.$emit({
+      kind: this.kind, labels: this.labels, state: this.state, minComments: this.minComments, draft: this.draft,
+      secretLength: (this.webhookSecret || "").length, slackToken: this.slack ? this.slack.$auth.oauth_access_token : null,
+    }, { id: String(event.timestamp || Date.now()) });
+  },
+};`;
+
+describe('additionalProps(): props that depend on configured values', () => {
+  let system: System;
+  let user: TestUser;
+  let api: ReturnType<typeof client>;
+  let componentId: string;
+
+  beforeAll(async () => {
+    system = await startSystem({ COMPONENT_READ_TIMEOUT_MS: '8000' });
+    user = createUser(system);
+    api = client(system, user.apiKey);
+    const res = await api.post('/components', { component_code: DYNAMIC });
+    expect(res.status).toBe(200);
+    componentId = res.body.data.id;
+    // The component's own props are the static ones: the others depend on a source's values.
+    expect(res.body.data.configurable_props.map((p: { name: string }) => p.name)).toEqual(['tracker', 'kind', 'timer']);
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  const names = (props: { name: string }[]) => props.map((p) => p.name);
+  const emitted = (sourceId: string, n: number) =>
+    eventually(
+      async () => {
+        await api.post(`/sources/${sourceId}/run`, {});
+        const res = await api.get(`/sources/${sourceId}/event_summaries?limit=10&expand=event`);
+        return res.status === 200 && res.body.data.length >= n ? (res.body.data[0].event as Record<string, unknown>) : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 1000, what: 'an emitted event' },
+    );
+
+  it('deploys with the props additionalProps() returns for the values: validated, defaulted, shown, and this.<name> at run time', async () => {
+    const res = await api.post('/sources', {
+      component_id: componentId,
+      configured_props: { tracker: { $auth: { plan: 'pro' } }, kind: 'issues', labels: ['bug'], webhookSecret: 's3cret', slack: { $auth: { oauth_access_token: 'xoxb-1' } } },
+    });
+    expect(res.status).toBe(200);
+    const source = res.body.data;
+    expect(names(source.configurable_props)).toEqual(['tracker', 'kind', 'timer', 'labels', 'state', 'webhookSecret', 'assignee', 'minComments', 'slack']);
+    expect(source.configurable_props.find((p: { name: string }) => p.name === 'labels')).toEqual({ name: 'labels', type: 'string[]', label: 'Labels', options: ['bug', 'feature'] });
+    expect(source.configured_props).toMatchObject({ kind: 'issues', labels: ['bug'], state: 'open', minComments: 1, webhookSecret: '********', slack: { $auth: '********' } });
+    expect(await emitted(source.id, 1)).toEqual({ kind: 'issues', labels: ['bug'], state: 'open', minComments: 1, secretLength: 6, slackToken: 'xoxb-1' });
+
+    const got = await api.get(`/sources/${source.id}`);
+    expect(names(got.body.data.configurable_props)).toEqual(names(source.configurable_props));
+  });
+
+  it('checks the values of added props like static ones', async () => {
+    const base = { tracker: { $auth: {} }, kind: 'issues' };
+    for (const [props, message] of [
+      [{ ...base, labels: ['wontfix'] }, /configured_props\.labels\[0\]: "wontfix" is not one of the options: "bug", "feature"/],
+      [{ ...base, labels: ['bug'], minComments: -1 }, /configured_props\.minComments: must be at least 0/],
+      [{ ...base }, /configured_props\.labels: is required \(type string\[\]\)/],
+      [{ ...base, labels: ['bug'], draft: true }, /configured_props has unknown prop draft/],
+      [{ ...base, labels: ['bug'], slack: { $auth: {} } }, /configured_props has unknown prop slack/],
+      [{ tracker: { $auth: {} }, kind: 'commits', labels: ['bug'] }, /configured_props\.kind: "commits" is not one of the options/],
+    ] as const) {
+      const res = await api.post('/sources', { component_id: componentId, configured_props: props });
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('invalid_props');
+      expect(res.body.error).toMatch(message);
+    }
+  });
+
+  it('recomputes the props on update, keeping masked secrets', async () => {
+    const created = await api.post('/sources', { component_id: componentId, configured_props: { tracker: { $auth: {} }, kind: 'issues', labels: ['feature'], webhookSecret: 'abc' } });
+    expect(created.status).toBe(200);
+    const id = created.body.data.id;
+    const upd = await api.put(`/sources/${id}`, { component_id: componentId, configured_props: { tracker: { $auth: {} }, kind: 'pulls', labels: ['ready'], draft: false, webhookSecret: '********' } });
+    expect(upd.status).toBe(200);
+    expect(names(upd.body.data.configurable_props)).toEqual(['tracker', 'kind', 'timer', 'labels', 'state', 'webhookSecret', 'assignee', 'draft']);
+    expect(upd.body.data.configured_props).toMatchObject({ kind: 'pulls', labels: ['ready'], draft: false, state: 'open' });
+    expect(await emitted(id, 1)).toEqual({ kind: 'pulls', labels: ['ready'], state: 'open', draft: false, secretLength: 3, slackToken: null });
+    // An update that changes nothing else (no configured_props) keeps the added props and their values.
+    const again = await api.put(`/sources/${id}`, { component_id: componentId, active: true });
+    expect(again.status).toBe(200);
+    expect(again.body.data.configured_props).toMatchObject({ kind: 'pulls', labels: ['ready'], draft: false });
+  });
+
+  it('reloads the props of a form being filled in, and lists the options of an added prop', async () => {
+    const reload = (configured?: Record<string, unknown>) => api.post(`/components/${componentId}/props/reload`, configured ? { configured_props: configured } : {});
+    expect(names((await reload()).body.data.configurable_props)).toEqual(['tracker', 'kind', 'timer']);
+    const pulls = await reload({ kind: 'pulls' });
+    expect(pulls.status).toBe(200);
+    expect(names(pulls.body.data.configurable_props)).toEqual(['tracker', 'kind', 'timer', 'labels', 'state', 'webhookSecret', 'assignee', 'draft']);
+    expect(pulls.body.data.configurable_props.find((p: { name: string }) => p.name === 'assignee')).toEqual({ name: 'assignee', type: 'string', optional: true, remoteOptions: true });
+    const bad = await reload({ kind: 5 });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toBe('configured_props.kind: must be a string, got 5');
+
+    const opts = await api.post(`/components/${componentId}/props/assignee/options`, { configured_props: { kind: 'issues' }, page: 1 });
+    expect(opts.status).toBe(200);
+    expect(opts.body.data.options).toEqual(['issues-1']);
+    // Without the value it depends on, the prop does not exist.
+    expect((await api.post(`/components/${componentId}/props/assignee/options`, {})).status).toBe(404);
+  });
+
+  it('refuses a deploy when additionalProps() throws, hangs or returns something that is not props', async () => {
+    const cases: [string, RegExp][] = [
+      ['throw new Error("the tracker API is down");', /additionalProps\(\) failed: the tracker API is down/],
+      ['await new Promise(() => {});', /additionalProps\(\) failed: .*timed out/],
+      ['return ["labels"];', /additionalProps\(\) failed: additionalProps\(\) must return an object of prop definitions/],
+      ['return { x: { type: "$.interface.http" } };', /additionalProps\(\): prop "x": \$\.interface\.http cannot be added by additionalProps\(\)/],
+    ];
+    for (const [body, message] of cases) {
+      const code = `export default { name: "Broken", version: "0.0.1", props: { timer: { type: "$.interface.timer", default: { intervalSeconds: 3600 } } }, async additionalProps() { ${body} }, async run() {} };`;
+      const saved = await api.post('/components', { component_code: code });
+      expect(saved.status).toBe(200);
+      const res = await api.post('/sources', { component_id: saved.body.data.id, configured_props: {} });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatch(message);
+    }
+  });
+});
