@@ -36,6 +36,8 @@ describe('readWorkflowDefinition', () => {
     [{ ...ok, trigger: { source: 'src_1' } }, 'trigger.source'],
     [{ ...ok, trigger: { source: { code: 'x', key: 'y' } } }, 'trigger.source'],
     [{ ...ok, trigger: { events: { emitter_id: 'wh_1' } } }, 'trigger.events.emitter_id'],
+    [{ ...ok, trigger: { events: { emitter_id: 'p_*', event_name: '$foo' } } }, 'trigger.events.event_name'],
+    [{ ...ok, trigger: { events: { emitter_id: 'p_*', event_name: 'x'.repeat(256) } } }, 'trigger.events.event_name'],
     [{ ...ok, steps: [] }, 'steps'],
     [{ ...ok, steps: [{ name: '1a', code: 'x' }] }, 'steps[0].name'],
     [{ ...ok, steps: [{ name: 'trigger', code: 'x' }] }, 'steps[0].name'],

@@ -119,7 +119,12 @@ function readTrigger(v: unknown): WorkflowTriggerDef {
       if (!isObject(value)) throw new WorkflowDefinitionError(path, 'must be { emitter_id, event_name? }');
       only(value, ['emitter_id', 'event_name'], path);
       if (typeof value.emitter_id !== 'string' || !/^(dc_|p_)[a-z0-9]*\*?$/.test(value.emitter_id)) throw new WorkflowDefinitionError(`${path}.emitter_id`, 'must be a source or workflow id, or dc_* / p_*');
-      if (value.event_name !== undefined && typeof value.event_name !== 'string') throw new WorkflowDefinitionError(`${path}.event_name`, 'must be a string');
+      const channel = value.event_name;
+      if (channel !== undefined && typeof channel !== 'string') throw new WorkflowDefinitionError(`${path}.event_name`, 'must be a string');
+      // The channels a subscription may name: the default (""), a custom name, $errors or $logs.
+      if (typeof channel === 'string' && (channel.length > 255 || (channel.startsWith('$') && channel !== '$errors' && channel !== '$logs'))) {
+        throw new WorkflowDefinitionError(`${path}.event_name`, 'may be empty (default channel), a custom channel name of at most 255 characters, $errors or $logs');
+      }
       return { events: { emitter_id: value.emitter_id, event_name: (value.event_name as string | undefined) ?? '' } };
     }
     case 'manual':
