@@ -1,6 +1,7 @@
 import { client, createUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
-import { eventually, startSystem, System } from './support/system';
+import { eventually, freePort, startSystem, System } from './support/system';
+import { Receiver, subscriptionsLoaded } from './events.helpers';
 
 const post = (url: string, n: number) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n }) });
 
@@ -62,7 +63,7 @@ describe('HTTP ingress back-pressure (INGEST_MAX_PENDING_PER_SOURCE, INGEST_MAX_
     expect(systemFull.status).toBe(429);
     expect(await systemFull.json()).toMatchObject({ code: 'backlog_full', details: { scope: 'system', pending: 8, limit: 8 } });
     const h = await health();
-    expect(h.ingest).toEqual({ invocations_pending: 8, events_unrouted: 0, max_pending: 8, max_pending_per_source: 5, refused_total: 2 });
+    expect(h.ingest).toEqual({ invocations_pending: 8, events_unrouted: 0, deliveries_pending: 0, max_pending: 8, max_pending_per_source: 5, max_pending_deliveries_per_account: 2000, refused_total: 2 });
 
     // A runner drains the backlog: every accepted request becomes an event, and the endpoints accept again.
     await system.startApp('runner', 'runner');
@@ -74,5 +75,69 @@ describe('HTTP ingress back-pressure (INGEST_MAX_PENDING_PER_SOURCE, INGEST_MAX_
     }
     await eventually(async () => (await post(urls[2], 1)).status === 200, { what: 'the endpoint to accept again', timeoutMs: 30_000 });
     expect((await health()).ingest.invocations_pending).toBeLessThan(8);
+  });
+});
+
+/**
+ * Deliveries waiting for an account's webhooks (a receiver that stopped answering) hold back that
+ * account's endpoints only; once the receiver answers again, everything accepted arrives.
+ */
+describe('HTTP ingress back-pressure (INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT)', () => {
+  let system: System;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    system = await startSystem({ HTTP_RATE_PER_SEC: '0', INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT: '10', INGEST_BACKLOG_POLL_MS: '50', WEBHOOK_TIMEOUT_MS: '60000', WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s', DELIVERY_METRICS_PORT: String(await freePort()) });
+    receiver = await new Receiver().start();
+  });
+  afterAll(async () => {
+    await receiver?.stop();
+    await system?.stop();
+  });
+
+  it("answers 429 scope account while the account's webhooks have too many deliveries waiting; other accounts are not held back", async () => {
+    const slow = client(system, createUser(system).apiKey);
+    const other = client(system, createUser(system).apiKey);
+    const source = (await slow.post('/sources', { component_code: HTTP_SOURCE, name: 'slow-feed' })).body.data;
+    const url: string = source.configured_props.http.endpoint_url;
+    const otherUrl: string = (await other.post('/sources', { component_code: HTTP_SOURCE, name: 'bystander' })).body.data.configured_props.http.endpoint_url;
+    const webhook = (await slow.post('/webhooks', { url: receiver.url })).body.data.id;
+    expect((await slow.post('/subscriptions', { emitter_id: source.id, listener_id: webhook })).status).toBe(200);
+    await subscriptionsLoaded(system);
+
+    // The receiver fails once (the webhook is no longer sent to directly), then stops answering.
+    const held: (() => void)[] = [];
+    let open = false;
+    receiver.respond = (_r, n) => (n === 1 ? { status: 500 } : open ? { status: 200 } : new Promise((r) => held.push(() => r({ status: 200 }))));
+    await eventually(async () => (await post(url, 0)).status === 200, { what: 'the endpoint to accept' });
+    await eventually(async () => receiver.received.length >= 1, { what: 'the first (failed) delivery' });
+
+    let accepted = 1;
+    const refused = await eventually(
+      async () => {
+        const res = await post(url, accepted);
+        if (res.status === 200) accepted++;
+        return res.status === 429 ? res : undefined;
+      },
+      { what: "the account's delivery backlog to refuse a request", timeoutMs: 60_000, intervalMs: 20 },
+    );
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    const body = (await refused.json()) as { details: { pending: number } };
+    expect(body).toEqual({
+      error: expect.stringContaining("this account's webhooks have"),
+      code: 'backlog_full',
+      details: { scope: 'account', pending: expect.any(Number), limit: 10, retry_after_seconds: Number(refused.headers.get('retry-after')) },
+    });
+    expect(body.details.pending).toBeGreaterThanOrEqual(10);
+    expect(((await (await fetch(`${system.origin}/healthz`)).json()) as { ingest: Record<string, number> }).ingest.deliveries_pending).toBeGreaterThanOrEqual(10);
+
+    // Another account's endpoint is not held back.
+    expect((await post(otherUrl, 1)).status).toBe(200);
+
+    // The receiver answers again: every accepted request arrives, and the endpoint accepts again.
+    open = true;
+    held.splice(0).forEach((answer) => answer());
+    await eventually(async () => receiver.eventIds().size >= accepted, { what: `all ${accepted} accepted events delivered`, timeoutMs: 90_000 });
+    await eventually(async () => (await post(url, 999)).status === 200, { what: 'the endpoint to accept again', timeoutMs: 30_000 });
   });
 });

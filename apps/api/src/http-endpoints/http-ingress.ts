@@ -93,14 +93,19 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
         .header('retry-after', String(retryAfter))
         .send({ error: `too many requests to this endpoint: at most ${this.config.httpRatePerSec} per second on average`, code: 'rate_limited', details: { retry_after_seconds: retryAfter } });
     }
-    const full = this.backlog.check(target.sourceId);
+    const full = this.backlog.check(target);
     if (full) {
-      const whose = full.scope === 'source' ? 'this source has' : 'the service has';
+      const waiting =
+        full.scope === 'source'
+          ? `this source has ${full.pending} invocations waiting to run`
+          : full.scope === 'account'
+            ? `this account's webhooks have ${full.pending} deliveries waiting to be sent`
+            : `the service has ${full.pending} invocations waiting to run`;
       return reply
         .status(429)
         .header('retry-after', String(full.retryAfterSeconds))
         .send({
-          error: `${whose} ${full.pending} invocations waiting to run (limit ${full.limit}): retry after ${full.retryAfterSeconds} s`,
+          error: `${waiting} (limit ${full.limit}): retry after ${full.retryAfterSeconds} s`,
           code: 'backlog_full',
           details: { scope: full.scope, pending: full.pending, limit: full.limit, retry_after_seconds: full.retryAfterSeconds },
         });

@@ -1,10 +1,12 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { NatsService } from '@app/nats';
+import type { EndpointTarget } from './endpoint-lookup';
 
 /** Why an HTTP request is refused with 429: whose backlog is full, how full, and when to come back. */
 export interface BacklogRefusal {
-  scope: 'source' | 'system';
+  scope: 'source' | 'account' | 'system';
   pending: number;
   limit: number;
   retryAfterSeconds: number;
@@ -13,12 +15,16 @@ export interface BacklogRefusal {
 export interface IngestStats {
   invocations_pending: number;
   events_unrouted: number;
+  deliveries_pending: number;
   max_pending: number;
   max_pending_per_source: number;
+  max_pending_deliveries_per_account: number;
   refused_total: number;
 }
 
 const RETRY_AFTER_MAX_SECONDS = 30;
+/** Webhook owners remembered (a webhook's owner never changes); past this many the memory starts over. */
+const OWNERS_CACHED_MAX = 100_000;
 
 /** The delivery app's consumer of EMITS: what it has not acknowledged is not yet indexed and routed. */
 const ROUTER_DURABLE = 'router';
@@ -30,7 +36,11 @@ const ROUTER_DURABLE = 'router';
  * INGEST_BACKLOG_POLL_MS. A request to a source whose invocations reach
  * INGEST_MAX_PENDING_PER_SOURCE, or while invocations and unrouted events
  * together reach INGEST_MAX_PENDING, is refused (429 with Retry-After) instead
- * of queueing behind minutes of work. The figures are as of the last read, so a
+ * of queueing behind minutes of work. So is a request to a source whose owner's
+ * webhooks have INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT deliveries waiting in
+ * DELIVERIES (routed, not yet sent: a slow receiver, or more events than the
+ * delivery app can send): that backlog holds back its own account only, so a
+ * slow webhook of one account never refuses another's requests. The figures are as of the last read, so a
  * burst may pass a bound by what arrives within one poll interval.
  */
 @Injectable()
@@ -40,6 +50,9 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   private total = 0;
   private unrouted = 0;
   private bySource = new Map<string, number>();
+  private deliveries = 0;
+  private deliveriesByOwner = new Map<string, number>();
+  private readonly webhookOwners = new Map<string, string>();
   /** Invocations drained per second (all sources), from the last two reads and the requests accepted between them. */
   private drainPerSecond = 0;
   private acceptedSinceRead = 0;
@@ -49,6 +62,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     private readonly nats: NatsService,
+    private readonly em: EntityManager,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -57,14 +71,17 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
     return {
       invocations_pending: this.total,
       events_unrouted: this.unrouted,
+      deliveries_pending: this.deliveries,
       max_pending: this.config.ingestMaxPending,
       max_pending_per_source: this.config.ingestMaxPendingPerSource,
+      max_pending_deliveries_per_account: this.config.ingestMaxPendingDeliveriesPerAccount,
       refused_total: this.refused,
     };
   }
 
   get enabled(): boolean {
-    return this.config.ingestMaxPending > 0 || this.config.ingestMaxPendingPerSource > 0;
+    const c = this.config;
+    return c.ingestMaxPending > 0 || c.ingestMaxPendingPerSource > 0 || c.ingestMaxPendingDeliveriesPerAccount > 0;
   }
 
   onModuleInit(): void {
@@ -78,10 +95,12 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Undefined when the source may take one more invocation; else why not. */
-  check(sourceId: string): BacklogRefusal | undefined {
-    const { ingestMaxPending: systemLimit, ingestMaxPendingPerSource: sourceLimit } = this.config;
-    const mine = this.bySource.get(sourceId) ?? 0;
+  check(target: Pick<EndpointTarget, 'sourceId' | 'ownerId'>): BacklogRefusal | undefined {
+    const { ingestMaxPending: systemLimit, ingestMaxPendingPerSource: sourceLimit, ingestMaxPendingDeliveriesPerAccount: accountLimit } = this.config;
+    const mine = this.bySource.get(target.sourceId) ?? 0;
     if (sourceLimit > 0 && mine >= sourceLimit) return this.refusal('source', mine, sourceLimit);
+    const owed = this.deliveriesByOwner.get(target.ownerId) ?? 0;
+    if (accountLimit > 0 && owed >= accountLimit) return this.refusal('account', owed, accountLimit);
     if (systemLimit > 0 && this.total + this.unrouted >= systemLimit) return this.refusal('system', this.total + this.unrouted, systemLimit);
     return undefined;
   }
@@ -104,10 +123,11 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
     this.reading = true;
     try {
       const names = this.nats.names;
-      const [info, router] = await Promise.all([
+      const [info, router, deliveries] = await Promise.all([
         this.nats.jsm.streams.info(names.invocationsStream, { subjects_filter: names.allInvocations }),
         // Absent until a delivery app started: nothing is waiting for it then.
         this.nats.jsm.consumers.info(names.emitsStream, ROUTER_DURABLE).catch(() => undefined),
+        this.nats.jsm.streams.info(names.deliveriesStream, { subjects_filter: names.allDeliveries }),
       ]);
       this.unrouted = router ? router.num_pending + router.num_ack_pending : 0;
       const bySource = new Map<string, number>();
@@ -124,6 +144,8 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
       }
       this.total = total;
       this.bySource = bySource;
+      this.deliveries = deliveries.state.messages;
+      this.deliveriesByOwner = await this.byOwner(deliveries.state.subjects ?? {});
       this.acceptedSinceRead = 0;
       this.lastReadAtMs = now;
     } catch (e) {
@@ -131,5 +153,24 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
     } finally {
       this.reading = false;
     }
+  }
+
+  /** Deliveries waiting per webhook owner (DELIVERIES subjects end with the webhook id). */
+  private async byOwner(subjects: Record<string, number>): Promise<Map<string, number>> {
+    const byWebhook = Object.entries(subjects).map(([subject, count]) => [subject.slice(subject.lastIndexOf('.') + 1), count] as const);
+    const unknown = byWebhook.map(([id]) => id).filter((id) => !this.webhookOwners.has(id));
+    if (unknown.length) {
+      if (this.webhookOwners.size + unknown.length > OWNERS_CACHED_MAX) this.webhookOwners.clear();
+      const rows = (await this.em.fork().getConnection().execute(`select id, owner_id from webhooks where id in (${unknown.map(() => '?').join(', ')})`, unknown)) as { id: string; owner_id: string }[];
+      // A webhook deleted meanwhile has no owner any more (its deliveries are dropped): '' keeps it from being asked again.
+      for (const id of unknown) this.webhookOwners.set(id, '');
+      for (const r of rows) this.webhookOwners.set(r.id, r.owner_id);
+    }
+    const out = new Map<string, number>();
+    for (const [id, count] of byWebhook) {
+      const owner = this.webhookOwners.get(id);
+      if (owner) out.set(owner, (out.get(owner) ?? 0) + count);
+    }
+    return out;
   }
 }
