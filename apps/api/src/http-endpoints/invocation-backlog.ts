@@ -25,6 +25,8 @@ export interface IngestStats {
 const RETRY_AFTER_MAX_SECONDS = 30;
 /** Webhook owners remembered (a webhook's owner never changes); past this many the memory starts over. */
 const OWNERS_CACHED_MAX = 100_000;
+/** Webhook ids per owner look-up query. */
+const OWNER_QUERY_IDS = 1000;
 
 /** The delivery app's consumer of EMITS: what it has not acknowledged is not yet indexed and routed. */
 const ROUTER_DURABLE = 'router';
@@ -40,8 +42,9 @@ const ROUTER_DURABLE = 'router';
  * webhooks have INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT deliveries waiting in
  * DELIVERIES (routed, not yet sent: a slow receiver, or more events than the
  * delivery app can send): that backlog holds back its own account only, so a
- * slow webhook of one account never refuses another's requests. The figures are as of the last read, so a
- * burst may pass a bound by what arrives within one poll interval.
+ * slow webhook of one account never refuses another's requests. The figures
+ * are as of the last read, so a burst may pass a bound by what arrives within
+ * one poll interval.
  */
 @Injectable()
 export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
@@ -145,7 +148,8 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
       this.total = total;
       this.bySource = bySource;
       this.deliveries = deliveries.state.messages;
-      this.deliveriesByOwner = await this.byOwner(deliveries.state.subjects ?? {});
+      // Postgres unreachable for a moment: the owners' figures stay as last read, the others move on.
+      this.deliveriesByOwner = await this.byOwner(deliveries.state.subjects ?? {}).catch(() => this.deliveriesByOwner);
       this.acceptedSinceRead = 0;
       this.lastReadAtMs = now;
     } catch (e) {
@@ -161,10 +165,14 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
     const unknown = byWebhook.map(([id]) => id).filter((id) => !this.webhookOwners.has(id));
     if (unknown.length) {
       if (this.webhookOwners.size + unknown.length > OWNERS_CACHED_MAX) this.webhookOwners.clear();
-      const rows = (await this.em.fork().getConnection().execute(`select id, owner_id from webhooks where id in (${unknown.map(() => '?').join(', ')})`, unknown)) as { id: string; owner_id: string }[];
-      // A webhook deleted meanwhile has no owner any more (its deliveries are dropped): '' keeps it from being asked again.
-      for (const id of unknown) this.webhookOwners.set(id, '');
-      for (const r of rows) this.webhookOwners.set(r.id, r.owner_id);
+      const conn = this.em.fork().getConnection();
+      for (let i = 0; i < unknown.length; i += OWNER_QUERY_IDS) {
+        const ids = unknown.slice(i, i + OWNER_QUERY_IDS);
+        const rows = (await conn.execute(`select id, owner_id from webhooks where id in (${ids.map(() => '?').join(', ')})`, ids)) as { id: string; owner_id: string }[];
+        // A webhook deleted meanwhile has no owner any more (its deliveries are dropped): '' keeps it from being asked again.
+        for (const id of ids) this.webhookOwners.set(id, '');
+        for (const r of rows) this.webhookOwners.set(r.id, r.owner_id);
+      }
     }
     const out = new Map<string, number>();
     for (const [id, count] of byWebhook) {
