@@ -63,11 +63,7 @@ export class NatsService {
 
   async start(): Promise<void> {
     coalesceNatsWrites();
-    try {
-      this.nc = await connect(natsConnectionOptions(this.config, this.clientName));
-    } catch (e) {
-      throw new Error(`cannot connect to NATS at ${natsUrlForDisplay(this.config.natsUrl)} (NATS_URL${natsAuthSettings(this.config)}): ${(e as Error).message}`);
-    }
+    this.nc = await connectFirst(this.config, this.clientName);
     // The client gives up only when the server keeps refusing the credentials (e.g. rotated passwords after a reload).
     void this.nc.closed().then((err) => {
       if (!this.stopping) this.opts.onConnectionLost?.(err ?? new Error('the NATS connection closed'));
@@ -335,4 +331,28 @@ export async function ensureStreams(jsm: JetStreamManager, names: Names, config:
     max_age: nanos(3 * 86_400_000),
     duplicate_window: nanos(120_000),
   });
+}/** How long a first connection refused for its credentials is tried again: a server reloading its users answers so for a moment. */
+const AUTH_RETRY_MS = 10_000;
+
+/**
+ * The first connection. Refused credentials are tried again for a few seconds (a
+ * nats-server picks up added or rotated users on a config reload, and an app
+ * started meanwhile sees a refusal); then, like any other failure, an error
+ * that names the settings to check.
+ */
+async function connectFirst(config: AppConfig, clientName: string): Promise<NatsConnection> {
+  const deadline = Date.now() + AUTH_RETRY_MS;
+  for (;;) {
+    try {
+      return await connect(natsConnectionOptions(config, clientName));
+    } catch (e) {
+      const refused = /authorization violation/i.test((e as Error).message);
+      if (!refused || Date.now() >= deadline) {
+        throw new Error(`cannot connect to NATS at ${natsUrlForDisplay(config.natsUrl)} (NATS_URL${natsAuthSettings(config)}): ${(e as Error).message}`);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
 }
+
+
