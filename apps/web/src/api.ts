@@ -1,5 +1,5 @@
 import { session } from './session';
-import type { Component, Me, Page, Usage, Source, Subscription, Webhook, WebhookDelivery, EventSummary, PropOption, Workflow, WorkflowRun } from './types';
+import type { Component, ConfigurableProp, Me, Page, Usage, Source, Subscription, Webhook, WebhookDelivery, EventSummary, PropOption, Workflow, WorkflowRun } from './types';
 
 /** An error answered by the API: `{ error, code, details? }` (docs/api.md#conventions). */
 export class ApiError extends Error {
@@ -98,6 +98,10 @@ export const api = {
   registryComponent: (key: string) => call<{ data: Component }>('GET', `/components/registry/${enc(key)}`).then((r) => r.data),
   propOptions: (component: string, prop: string, body: { page: number; prevContext?: unknown; configured_props?: Record<string, unknown> }) =>
     call<{ data: { options: PropOption[]; context: unknown } }>('POST', `/components/${enc(component)}/props/${enc(prop)}/options`, { body }).then((r) => r.data),
+
+  /** The props for the values given so far: the component's own, then those its additionalProps() adds. */
+  reloadProps: (component: string, configured_props: Record<string, unknown>) =>
+    call<{ data: { configurable_props: ConfigurableProp[] } }>('POST', `/components/${enc(component)}/props/reload`, { body: { configured_props } }).then((r) => r.data.configurable_props),
 
   webhooks: (query: Query) => call<Page<Webhook>>('GET', `${owner()}/webhooks`, { query, withOrg: false }),
   createWebhook: (body: { url: string; name?: string; description?: string }) => call<{ data: Webhook }>('POST', '/webhooks', { body }).then((r) => r.data),

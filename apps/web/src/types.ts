@@ -53,6 +53,8 @@ export interface Source {
   updated_at: number;
   name: string;
   name_slug: string;
+  /** Only for components with additionalProps(): their props followed by those added for this source's values. */
+  configurable_props?: ConfigurableProp[];
 }
 
 export type PropOption = string | number | boolean | { label: string; value: unknown };
@@ -67,6 +69,8 @@ export interface ConfigurableProp {
   secret?: boolean;
   options?: PropOption[];
   remoteOptions?: boolean;
+  /** A change of this prop's value may change the props (the component's additionalProps()). */
+  reloadProps?: boolean;
   min?: number;
   max?: number;
   app?: string;

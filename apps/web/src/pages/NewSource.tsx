@@ -1,11 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError } from '../api';
 import { navigate, BASE } from '../router';
-import type { Component, Source } from '../types';
+import type { Component, ConfigurableProp, Source } from '../types';
 import { CodeEditor } from '../components/CodeEditor';
 import { PropsForm } from '../components/PropsForm';
 import { ErrorNote } from '../components/ui';
 import { initialRaw, Raw, toConfigured } from '../components/props-values';
+import { useDynamicProps } from '../components/dynamic-props';
 
 const EXAMPLE = `module.exports = {
   name: "Hello HTTP",
@@ -26,7 +27,8 @@ const EXAMPLE = `module.exports = {
 /**
  * Deploys a component as a source (POST /v1/sources), or edits one (PUT /v1/sources/{id}): code pasted,
  * uploaded or taken from the registry is saved as a component first (POST /v1/components), which
- * returns its configurable_props; the props form is generated from them.
+ * returns its configurable_props; the props form is generated from them. A prop marked `reloadProps`
+ * asks for the props again when its value changes (the component's additionalProps()).
  */
 export function NewSourcePage({ editId }: { editId?: string }) {
   const [source, setSource] = useState<Source>();
@@ -40,13 +42,22 @@ export function NewSourcePage({ editId }: { editId?: string }) {
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
+  const dynamic = useDynamicProps(component?.id, component?.configurable_props ?? [], raw, setRaw);
+  const props = dynamic.props;
 
-  /** Shows a component's props; `from` is the editor text it was read from. */
-  const adopt = (c: Component, from: string, current?: Record<string, unknown>) => {
+  /**
+   * Shows a component's props; `from` is the editor text it was read from. `shown` is a source's own
+   * configurable_props (with those additionalProps() added for its values); without it, a component
+   * with `reloadProps` props asks at once for the props of its defaults.
+   */
+  const adopt = (c: Component, from: string, current?: Record<string, unknown>, shown?: ConfigurableProp[]) => {
+    const list = shown ?? c.configurable_props;
     setComponent(c);
     setReadCode(from);
-    setRaw(Object.fromEntries(c.configurable_props.map((p) => [p.name, initialRaw(p, current?.[p.name])])));
+    setRaw(Object.fromEntries(list.map((p) => [p.name, initialRaw(p, current?.[p.name])])));
     setFieldErrors({});
+    dynamic.show(list);
+    if (!shown && c.configurable_props.some((p) => p.reloadProps)) dynamic.reload();
   };
 
   useEffect(() => {
@@ -57,7 +68,7 @@ export function NewSourcePage({ editId }: { editId?: string }) {
       setSource(s);
       setName(s.name);
       setCode(c.code);
-      adopt(c, c.code, s.configured_props);
+      adopt(c, c.code, s.configured_props, s.configurable_props);
     })().catch(setError);
   }, [editId]);
 
@@ -67,7 +78,7 @@ export function NewSourcePage({ editId }: { editId?: string }) {
     try {
       await f();
     } catch (e) {
-      if (e instanceof ApiError && e.field && component?.configurable_props.some((p) => p.name === e.field)) setFieldErrors({ [e.field]: e.message.replace(/^configured_props\.[^:]+:\s*/, '') });
+      if (e instanceof ApiError && e.field && props.some((p) => p.name === e.field)) setFieldErrors({ [e.field]: e.message.replace(/^configured_props\.[^:]+:\s*/, '') });
       else setError(e);
     } finally {
       setBusy(false);
@@ -90,7 +101,12 @@ export function NewSourcePage({ editId }: { editId?: string }) {
         adopt(c, code);
         return setError(new Error('The code changed: its props were read again. Check them, then deploy.'));
       }
-      const { value, errors } = toConfigured(c.configurable_props, raw);
+      // A value that changes the props may still be on its way: deploy only with the props it gives.
+      const before = JSON.stringify(props);
+      const current = await dynamic.settled();
+      if (!current) return;
+      if (JSON.stringify(current) !== before) return setError(new Error('The props changed with the values chosen: check them, then deploy.'));
+      const { value, errors } = toConfigured(current, raw);
       setFieldErrors(errors);
       if (Object.keys(errors).length) return;
       const body = { component_id: c.id, configured_props: value, ...(name.trim() ? { name: name.trim() } : {}) };
@@ -153,7 +169,25 @@ export function NewSourcePage({ editId }: { editId?: string }) {
             <p id="source-name-help" class="hint">
               Optional; by default the component's name.
             </p>
-            <PropsForm componentId={component.id} props={component.configurable_props} raw={raw} errors={fieldErrors} onChange={(n, v) => setRaw((r) => ({ ...r, [n]: v }))} />
+            <PropsForm
+              componentId={component.id}
+              props={props}
+              raw={raw}
+              errors={fieldErrors}
+              onChange={(n, v) => {
+                setRaw((r) => ({ ...r, [n]: v }));
+                const changed = props.find((p) => p.name === n);
+                if (changed) dynamic.changed(changed);
+              }}
+            />
+            <p class="hint" aria-live="polite">
+              {dynamic.loading ? 'Loading the props for these values…' : ''}
+            </p>
+            {dynamic.error ? (
+              <p class="error" role="alert">
+                The props for these values could not be loaded: {dynamicMessage(dynamic.error)}
+              </p>
+            ) : null}
           </div>
         ) : null}
         <ErrorNote error={error} />
@@ -171,3 +205,5 @@ export function NewSourcePage({ editId }: { editId?: string }) {
     </section>
   );
 }
+
+const dynamicMessage = (e: unknown): string => (e instanceof ApiError ? `${e.message} (${e.status} ${e.code})` : e instanceof Error ? e.message : String(e));
