@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import type { WorkflowTriggerDef } from '@app/component-model';
@@ -7,11 +6,9 @@ import { DesiredWorkflowState, partitionOf, WorkflowTriggerState } from '@app/co
 import { Component, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { putNewerDesired } from '../common/put-newer-desired';
-import { holdKvLease } from '../common/kv-lease';
+import { ReconcileLoop } from '../common/reconcile-loop';
 import { ComponentsService, runnableOf } from '../components/components.service';
 import { endpointUrlOf } from '../http-endpoints/endpoint-urls';
-
-const LEASE_KEY = 'api.workflow-reconciler';
 
 function triggerState(t: WorkflowTriggerDef): WorkflowTriggerState {
   if ('http' in t) return { type: 'http', customResponse: t.http.customResponse };
@@ -31,17 +28,16 @@ function triggerState(t: WorkflowTriggerDef): WorkflowTriggerState {
 @Injectable()
 export class WorkflowPublisher implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('WorkflowPublisher');
-  private readonly replicaId = `api-${process.pid}-${randomBytes(4).toString('hex')}`;
-  private timer?: NodeJS.Timeout;
-  private running = false;
-  private stopped = false;
+  private readonly loop: ReconcileLoop;
 
   constructor(
     private readonly em: EntityManager,
     private readonly nats: NatsService,
     private readonly components: ComponentsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.loop = new ReconcileLoop(em, nats, { table: 'workflows', leaseKey: 'api.workflow-reconciler', intervalMs: config.reconcileIntervalMs, publish: (id) => this.publish(id), logger: this.logger });
+  }
 
   endpointUrl(key: string): string {
     return endpointUrlOf(this.config, key) as string;
@@ -106,29 +102,10 @@ export class WorkflowPublisher implements OnApplicationBootstrap, OnApplicationS
   }
 
   onApplicationBootstrap(): void {
-    this.timer = setInterval(() => void this.tick(), this.config.reconcileIntervalMs);
-    this.timer.unref();
+    this.loop.start();
   }
 
   onApplicationShutdown(): void {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-  }
-
-  private async tick(): Promise<void> {
-    if (this.running || this.stopped) return;
-    this.running = true;
-    try {
-      if (!(await holdKvLease(this.nats.leases, LEASE_KEY, this.replicaId))) return;
-      const rows: { id: string }[] = await this.em.fork().getConnection().execute(`select id from workflows where published_rev < rev or deleted_at is not null order by updated_at asc limit 200`);
-      for (const { id } of rows) {
-        if (this.stopped) break;
-        await this.publish(id).catch((e: Error) => this.logger.warn(`reconcile failed workflow_id=${id} err=${e.message}`));
-      }
-    } catch (e) {
-      if (!this.stopped) this.logger.warn(`workflow reconciler pass failed: ${(e as Error).message}`);
-    } finally {
-      this.running = false;
-    }
+    this.loop.stop();
   }
 }
