@@ -69,7 +69,7 @@ export class NatsService {
       if (!this.stopping) this.opts.onConnectionLost?.(err ?? new Error('the NATS connection closed'));
     });
     // Creating a durable consumer on a cluster waits for its leader election: longer than the client's 5 s default.
-    this.jsm = await this.nc.jetstreamManager({ timeout: CONSUMER_ADMIN_TIMEOUT_MS });
+    this.jsm = await retryTimeouts('reaching JetStream', () => this.nc.jetstreamManager({ timeout: CONSUMER_ADMIN_TIMEOUT_MS }));
     this.js = this.nc.jetstream();
     this.streams = new StreamPublisher(this.nc, 5_000, this.config.natsInboxPrefix);
     const replicas = this.config.natsReplicas;
@@ -89,7 +89,7 @@ export class NatsService {
    * apps' everyday ones, and the buckets are then bound with the everyday client.
    */
   private async createStreams(): Promise<void> {
-    const jsm = await this.nc.jetstreamManager({ timeout: STREAM_ADMIN_TIMEOUT_MS });
+    const jsm = await retryTimeouts('reaching JetStream', () => this.nc.jetstreamManager({ timeout: STREAM_ADMIN_TIMEOUT_MS }));
     await ensureStreams(jsm, this.names, this.config);
     const replicas = this.config.natsReplicas;
     const slow = this.nc.jetstream({ timeout: STREAM_ADMIN_TIMEOUT_MS });
@@ -201,16 +201,21 @@ function replicasError(e: Error, stream: string, replicas: number): Error {
 }
 
 /**
- * Runs a stream or bucket creation again when its answer does not come in time: with several api
- * replicas creating the same replicated stream at once, nats-server 2.9 may never answer one of them
- * although the stream gets created; the next try finds it and updates it.
+ * Runs a JetStream admin request again when its answer does not come in time, or when JetStream has
+ * no responder for a moment (`503`: a server reloading its config or electing a leader): with several
+ * api replicas creating the same replicated stream at once, nats-server 2.9 may never answer one of
+ * them although the stream gets created; the next try finds it and updates it.
  */
 async function retryTimeouts<T>(what: string, fn: () => Promise<T>, attempts = 6): Promise<T> {
   for (let i = 1; ; i++) {
     try {
       return await fn();
     } catch (e) {
-      if (!/TIMEOUT/.test((e as Error).message) || i >= attempts) throw i > 1 ? new Error(`${what}: no answer from NATS after ${i} tries (${(e as Error).message})`) : e;
+      const message = (e as Error).message;
+      const unavailable = message === '503' || (e as { code?: string }).code === '503';
+      if (!(/TIMEOUT/.test(message) || unavailable) || i >= attempts) throw i > 1 ? new Error(`${what}: no answer from NATS after ${i} tries (${message})`) : e;
+      // A timeout has waited already; "no responders" answers at once.
+      if (unavailable) await new Promise((r) => setTimeout(r, 1000));
     }
   }
 }
