@@ -1,3 +1,4 @@
+import { get, IncomingMessage } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { client, createUser, TestUser } from './support/accounts';
 import { launchBrowser } from './support/browser';
@@ -31,6 +32,16 @@ const HOSTILE_PAGE = `export default defineComponent({
   async run({ $ }) {
     const script = "document.title = 'origin=' + window.origin; try { document.title += ' key=' + sessionStorage.getItem('ess.apiKey'); } catch (e) { document.title += ' storage=denied'; }";
     await $.respond({ status: 200, headers: { "Content-Type": "text/html", "Service-Worker-Allowed": "/", "Clear-Site-Data": '"storage"' }, body: "<!doctype html><title>x</title><script>" + script + "</script>" });
+  },
+});`;
+
+// A tenant's endpoint that sets large cookies for the whole origin (Path=/, a Domain), to make the
+// browser's requests to the dashboard and the API too large to be served.
+const COOKIE_BOMB = `export default defineComponent({
+  async run({ $ }) {
+    const big = "x".repeat(3900);
+    const cookies = Array.from({ length: 12 }, (_, i) => "bomb" + i + "=" + big + "; Path=/; Domain=127.0.0.1; Max-Age=3600");
+    await $.respond({ status: 200, headers: { "Content-Type": "text/plain", "Set-Cookie": cookies }, body: "ok" });
   },
 });`;
 
@@ -122,6 +133,29 @@ describe('dashboard hardening: hostile content, static paths, headers', () => {
     expect(await page.title()).toBe('origin=null storage=denied');
     await page.goto(`${system.origin}/ui/`);
     expect(await page.evaluate('sessionStorage.getItem("ess.apiKey")')).toBe(user.apiKey);
+  });
+
+  it("keeps a tenant's cookies under its endpoint's path: the dashboard and the API never receive them", async () => {
+    const api = client(system, user.apiKey);
+    const wf = (await api.post('/workflows', { name: 'cookie-bomb', trigger: { http: { customResponse: true } }, steps: [{ name: 'page', code: COOKIE_BOMB }] })).body.data;
+    const url = wf.trigger.endpoint_url as string;
+    const path = new URL(url).pathname;
+    // 47 KB of response headers: more than fetch reads (16 KB), so node:http with a larger limit.
+    const cookies = await eventually(async () => {
+      const r = await new Promise<IncomingMessage>((resolve, reject) => get(url, { maxHeaderSize: 256 * 1024 }, resolve).on('error', reject));
+      r.resume();
+      return r.statusCode === 200 ? r.headers['set-cookie'] : undefined;
+    }, { what: 'the endpoint', timeoutMs: 30_000 });
+    expect(cookies).toHaveLength(12);
+    for (const c of cookies) expect(c).toMatch(new RegExp(`^bomb\\d+=x{3900}; Max-Age=3600; Path=${path}$`));
+    // In a real browser: the cookies are stored, for the endpoint's path only.
+    await page.goto(url);
+    const context = page.context();
+    expect((await context.cookies(url)).map((c) => c.path)).toEqual(Array(12).fill(path));
+    expect(await context.cookies([`${system.origin}/ui/`, `${system.origin}/v1/sources`, `${system.origin}/e/other`])).toEqual([]);
+    await signIn('/');
+    await page.getByRole('heading', { name: 'Sources', exact: true }).waitFor();
+    await context.clearCookies();
   });
 
   it('serves no file outside the dashboard folder, however the path is written', async () => {

@@ -25,7 +25,7 @@ const FORWARDER = `module.exports = {
 };`;
 
 async function main() {
-  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', INGEST_MAX_PENDING_PER_SOURCE: '0', INGEST_MAX_PENDING: '0' });
+  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', INGEST_MAX_PENDING_PER_SOURCE: '0', INGEST_MAX_PENDING: '0', INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT: '0' });
   const receiver = await startReceiver();
   try {
     const { urls } = await deployPipeline(system, receiver, { count: ENDPOINTS, code: FORWARDER, name: 'f' });

@@ -64,7 +64,8 @@ export interface EmittedEvent {
 /** Reply to a customResponse HTTP request. */
 export interface HttpResponseMessage {
   status: number;
-  headers?: Record<string, string>;
+  /** Header values; `set-cookie` may be a list (one header line per cookie). */
+  headers?: Record<string, string | string[]>;
   /** Body text, or base64 when `bodyEncoding` is `base64`. */
   body?: string;
   bodyEncoding?: 'utf8' | 'base64';

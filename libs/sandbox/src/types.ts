@@ -86,7 +86,8 @@ export interface ExecuteResult {
 
 export interface HttpResponsePayload {
   status: number;
-  headers?: Record<string, string>;
+  /** Header values; `set-cookie` may be a list (one header line per cookie). */
+  headers?: Record<string, string | string[]>;
   body?: string;
   bodyEncoding?: 'utf8' | 'base64';
 }

@@ -9,6 +9,7 @@ import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
 import { InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';
 import { endpointUrlOf } from './endpoint-urls';
+import { scopeSetCookies } from './endpoint-cookies';
 
 /** Headers a relayed custom response may not set (the server computes them). */
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
@@ -118,14 +119,16 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       return reply.status(200).send({ success: true });
     }
     msg.replyTo = this.nats.names.httpResponseFor(this.replicaToken, invocationId);
-    return this.roundTrip(target, msg, reply);
+    // On the shared origin (not `<key>.<ENDPOINT_DOMAIN>`), the component's cookies are kept under its own path.
+    const cookiePath = req.originalUrl.startsWith(`/e/${endpointKey}`) ? `/e/${endpointKey}` : undefined;
+    return this.roundTrip(target, msg, reply, cookiePath);
   }
 
   /**
    * Registers the waiter before the invocation is stored (the replica's reply
    * subscription is already open), then waits for `respond()`.
    */
-  private async roundTrip(target: EndpointTarget, msg: InvocationMessage, reply: FastifyReply): Promise<unknown> {
+  private async roundTrip(target: EndpointTarget, msg: InvocationMessage, reply: FastifyReply, cookiePath: string | undefined): Promise<unknown> {
     const timeoutMs = this.config.httpResponseTimeoutMs;
     this.listen();
     let timer: NodeJS.Timeout | undefined;
@@ -139,7 +142,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       if (!res) {
         return reply.status(504).send({ error: `the source did not call respond() within ${timeoutMs} ms`, code: 'gateway_timeout', details: { invocation_id: msg.invocationId } });
       }
-      return this.relay(res, reply);
+      return this.relay(res, reply, cookiePath);
     } finally {
       if (timer) clearTimeout(timer);
       this.waiting.delete(msg.invocationId);
@@ -164,13 +167,17 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     });
   }
 
-  private relay(res: HttpResponseMessage, reply: FastifyReply): FastifyReply {
+  private relay(res: HttpResponseMessage, reply: FastifyReply, cookiePath: string | undefined): FastifyReply {
     if (res.status < 200 && res.status >= 100) {
       // HTTP cannot end an exchange with an informational status: the client would wait forever.
       return reply.status(502).send({ error: `the source responded with status ${res.status}: an informational (1xx) status cannot be the final response`, code: 'bad_gateway' });
     }
     reply.status(res.status >= 200 && res.status <= 599 ? res.status : 502);
-    for (const [k, v] of Object.entries(res.headers ?? {})) if (!HOP_BY_HOP.has(k.toLowerCase()) && !ORIGIN_WIDE.has(k.toLowerCase())) reply.header(k, v);
+    for (const [k, v] of Object.entries(res.headers ?? {})) {
+      const name = k.toLowerCase();
+      if (HOP_BY_HOP.has(name) || ORIGIN_WIDE.has(name)) continue;
+      reply.header(k, name === 'set-cookie' ? scopeSetCookies(v, cookiePath) : v);
+    }
     // The component's own policy, if any, still applies: a browser enforces every policy listed.
     const own = reply.getHeader('content-security-policy');
     reply.header('content-security-policy', own === undefined ? ENDPOINT_SANDBOX_CSP : `${[own].flat().join(', ')}, ${ENDPOINT_SANDBOX_CSP}`);

@@ -156,16 +156,17 @@ export function normalizeResponse(res: unknown): HttpResponsePayload {
   if (!Number.isInteger(status) || status < 100 || status > 599) {
     throw new RangeError(`respond(): status must be an integer from 100 to 599, got ${JSON.stringify(raw) ?? String(raw)}`);
   }
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string | string[]> = {};
   if (res.headers !== undefined && res.headers !== null) {
     if (!isObject(res.headers)) throw new TypeError('respond(): headers must be an object');
     for (const [k, v] of Object.entries(res.headers)) {
       if (v === undefined || v === null) continue;
-      const value = Array.isArray(v) ? v.map(String).join(', ') : String(v);
+      // A list is one header joined with commas, except Set-Cookie: one header line per cookie (a cookie's Expires holds a comma).
+      const value = Array.isArray(v) ? (k.toLowerCase() === 'set-cookie' ? v.map(String) : v.map(String).join(', ')) : String(v);
       // Checked here, so a bad header is this run's clear error rather than a failed answer at the api.
       try {
         validateHeaderName(k);
-        validateHeaderValue(k, value);
+        for (const one of [value].flat()) validateHeaderValue(k, one);
       } catch (e) {
         throw new TypeError(`respond(): invalid header ${JSON.stringify(k)}: ${(e as Error).message}`);
       }
