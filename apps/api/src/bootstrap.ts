@@ -9,10 +9,12 @@ import { clientErrorHandler, frameworkErrors, registerRequestHygiene } from './c
 import { requireDeclaredRoutes } from './contract/route-coverage';
 import { registerWebUi } from './web/web-ui';
 import { registerResponseHeaders } from './common/response-headers';
+import { installLeanAsyncBind } from './common/lean-async-bind';
 
 /** Builds the api application (not yet listening); used by main.ts and the tests. */
 export async function createApiApp(config: AppConfig): Promise<NestFastifyApplication> {
   const logger = createLogger('api', config.logLevel);
+  installLeanAsyncBind();
   const adapter = new FastifyAdapter({
     bodyLimit: config.componentMaxBytes * 2 + 1024 * 1024,
     trustProxy: true,
