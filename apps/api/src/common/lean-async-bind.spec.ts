@@ -17,7 +17,8 @@ describe('installLeanAsyncBind', () => {
     const r = new AsyncResource('test');
     const obj = { tag: 'caller', f: r.bind(function (this: { tag: string }) { return this.tag; }) };
     expect(obj.f()).toBe('caller');
-    expect(r.bind(function (this: { tag: string }) { return this.tag; }, { tag: 'bound' }).call({ tag: 'caller' })).toBe('bound');
+    const bindWith = r.bind as unknown as (fn: (this: { tag: string }) => string, thisArg: unknown) => (this: unknown) => string;
+    expect(bindWith.call(r, function (this: { tag: string }) { return this.tag; }, { tag: 'bound' }).call({ tag: 'caller' })).toBe('bound');
     expect(() => r.bind('x' as unknown as () => void)).toThrow(TypeError);
   });
 });
