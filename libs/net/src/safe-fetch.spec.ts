@@ -1,7 +1,8 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { classifyAddress, refusalReason } from './address-policy';
-import { OutboundError, safeFetch } from './safe-fetch';
+import { OutboundError } from './outbound-guard';
+import { safeFetch } from './safe-fetch';
 
 describe('address policy', () => {
   it.each([

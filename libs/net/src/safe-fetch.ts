@@ -1,33 +1,7 @@
-import { lookup as dnsLookup, LookupAddress, LookupOptions } from 'node:dns';
 import { Agent as HttpAgent, IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { isIP, LookupFunction } from 'node:net';
-import { AddressPolicy, refusalReason } from './address-policy';
-
-export class OutboundError extends Error {
-  constructor(message: string, readonly code: 'blocked' | 'timeout' | 'too_large' | 'bad_url' | 'too_many_redirects' | 'network') {
-    super(message);
-  }
-}
-
-/** A `dns.lookup` replacement that refuses addresses the policy forbids (checked after resolution). */
-export function guardedLookup(policy: AddressPolicy): LookupFunction {
-  return ((hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, '', 0);
-      const list = addresses as LookupAddress[];
-      for (const a of list) {
-        const reason = refusalReason(a.address, policy);
-        if (reason) {
-          const e = new OutboundError(`refused to connect to ${hostname}: ${reason}`, 'blocked') as OutboundError & NodeJS.ErrnoException;
-          return callback(e, '', 0);
-        }
-      }
-      if (options.all) return callback(null, list);
-      callback(null, list[0].address, list[0].family);
-    });
-  }) as LookupFunction;
-}
+import { AddressPolicy } from './address-policy';
+import { guardedLookup, literalHostRefusal, OutboundError } from './outbound-guard';
 
 export interface Agents {
   http: HttpAgent;
@@ -80,25 +54,9 @@ export function parseHttpUrl(raw: string): URL {
   return url;
 }
 
-/** Verdicts on literal IP hosts (a webhook sender asks about the same few hosts thousands of times a second). */
-const ipVerdicts = new Map<string, string | undefined>();
-
-function ipRefusal(host: string, policy: AddressPolicy): string | undefined {
-  const key = `${policy.allowLoopback ? 1 : 0}${policy.allowPrivate ? 1 : 0}${host}`;
-  if (ipVerdicts.has(key)) return ipVerdicts.get(key);
-  const reason = refusalReason(host, policy);
-  if (ipVerdicts.size >= 10_000) ipVerdicts.clear();
-  ipVerdicts.set(key, reason);
-  return reason;
-}
-
 function once(url: URL, opts: SafeFetchOptions): Promise<SafeResponse> {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host)) {
-    // Literal addresses skip DNS, so the policy is applied here.
-    const reason = ipRefusal(host, opts.policy);
-    if (reason) return Promise.reject(new OutboundError(`refused to connect to ${host}: ${reason}`, 'blocked'));
-  }
+  const refused = literalHostRefusal(url, opts.policy);
+  if (refused) return Promise.reject(refused);
   const isHttps = url.protocol === 'https:';
   const request = isHttps ? httpsRequest : httpRequest;
   const agent = opts.agents ? (isHttps ? opts.agents.https : opts.agents.http) : undefined;

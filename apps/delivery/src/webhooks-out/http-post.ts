@@ -1,5 +1,5 @@
 import { IncomingHttpHeaders } from 'node:http';
-import { AddressPolicy, Agents, createAgents, OutboundError, safeFetch } from '@app/net';
+import { AddressPolicy, GuardedAgent, OutboundError } from '@app/net';
 
 export interface PostResult {
   status: number;
@@ -16,31 +16,28 @@ export class PostError extends Error {
 }
 
 /**
- * The one function that sends a webhook request: a POST through `@app/net`
- * (address policy checked at connect time, after DNS), a per-attempt timeout,
- * no redirects followed, keep-alive connections shared per process.
+ * The one function that sends a webhook request: a POST through `@app/net`'s undici agent
+ * (address policy checked at connect time, after DNS), a per-attempt timeout, no redirects
+ * followed, keep-alive connections shared per process. undici rather than node:http: the
+ * client is a large part of the delivery app's CPU, and undici's costs less per request.
  */
 export class WebhookHttp {
-  private readonly agents: Agents;
+  private readonly agent: GuardedAgent;
 
-  constructor(private readonly policy: AddressPolicy, maxSocketsPerHost = 64) {
-    this.agents = createAgents(policy, maxSocketsPerHost);
+  constructor(policy: AddressPolicy, maxSocketsPerHost = 64) {
+    this.agent = new GuardedAgent(policy, maxSocketsPerHost);
   }
 
   async post(url: string, headers: Record<string, string>, body: string, timeoutMs: number, maxBodyBytes = 4096): Promise<PostResult> {
     const started = performance.now();
     const elapsed = (): number => Math.round(performance.now() - started);
     try {
-      const res = await safeFetch(url, {
-        policy: this.policy,
+      const res = await this.agent.request(url, {
         method: 'POST',
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         body,
         timeoutMs,
-        maxBytes: maxBodyBytes,
-        truncate: true,
-        maxRedirects: 0,
-        agents: this.agents,
+        maxBodyBytes,
       });
       return { status: res.status, headers: res.headers, body: res.body.toString('utf8'), latencyMs: elapsed() };
     } catch (e) {
@@ -49,8 +46,8 @@ export class WebhookHttp {
     }
   }
 
-  close(): void {
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+  /** Closes the pooled connections; a request still in flight fails. */
+  close(): Promise<void> {
+    return this.agent.close();
   }
 }

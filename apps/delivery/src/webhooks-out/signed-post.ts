@@ -52,8 +52,8 @@ export class SignedPost {
     }
   }
 
-  close(): void {
-    this.http.close();
+  close(): Promise<void> {
+    return this.http.close();
   }
 
   private signer(hookId: string, secret: string): WebhookSigner {

@@ -123,7 +123,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     const deadline = Date.now() + 5_000;
     while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await this.retries.stop();
-    this.http.close();
+    await this.http.close();
   }
 
   /** Figures for /healthz. */

@@ -1,0 +1,121 @@
+import { IncomingHttpHeaders } from 'node:http';
+import { Agent, Dispatcher } from 'undici';
+import { AddressPolicy } from './address-policy';
+import { incomingHeaders } from './incoming-headers';
+import { guardedLookup, literalHostRefusal, OutboundError } from './outbound-guard';
+import { parseHttpUrl, SafeResponse } from './safe-fetch';
+
+export interface GuardedRequest {
+  method: string;
+  headers: Record<string, string>;
+  body?: string | Buffer;
+  /** For the whole attempt: connecting, sending and reading the response. */
+  timeoutMs: number;
+  /** The body is cut to this many bytes (`truncated`), never failed for its size. */
+  maxBodyBytes: number;
+}
+
+/**
+ * An undici agent under the outbound address policy: every connection (http and https) resolves
+ * through the policy's lookup, literal IP hosts are checked before connecting, keep-alive
+ * connections are pooled per origin. Redirects are never followed: a 3xx is the response.
+ */
+export class GuardedAgent {
+  private readonly agent: Agent;
+
+  constructor(private readonly policy: AddressPolicy, connectionsPerOrigin = 64) {
+    this.agent = new Agent({ connections: connectionsPerOrigin, connect: { lookup: guardedLookup(policy) } });
+  }
+
+  request(raw: string, req: GuardedRequest): Promise<SafeResponse> {
+    return new Promise((resolve, reject) => {
+      const url = parseHttpUrl(raw);
+      const refused = literalHostRefusal(url, this.policy);
+      if (refused) return reject(refused);
+      const handler = new CappedResponse(url, req, resolve, reject);
+      this.agent.dispatch({ origin: url.origin, path: url.pathname + url.search, method: req.method as Dispatcher.HttpMethod, headers: withUserinfo(url, req.headers), body: req.body }, handler);
+    });
+  }
+
+  /** Closes the agent; requests still in flight fail. */
+  close(): Promise<void> {
+    return this.agent.destroy();
+  }
+}
+
+/** Credentials in the URL become Basic authorization, as node:http sends them. */
+function withUserinfo(url: URL, headers: Record<string, string>): Record<string, string> {
+  if (!url.username && !url.password) return headers;
+  if (Object.keys(headers).some((k) => k.toLowerCase() === 'authorization')) return headers;
+  const auth = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+  return { ...headers, authorization: `Basic ${Buffer.from(auth).toString('base64')}` };
+}
+
+/** Collects one response: the status, node:http-shaped headers and at most `maxBodyBytes` of the body, within the timeout. */
+class CappedResponse implements Dispatcher.DispatchHandlers {
+  private abort?: (err?: Error) => void;
+  private settled = false;
+  private status = 0;
+  private headers: IncomingHttpHeaders = {};
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly url: URL, private readonly req: GuardedRequest, private readonly resolve: (r: SafeResponse) => void, private readonly reject: (e: Error) => void) {
+    this.timer = setTimeout(() => {
+      this.fail(new OutboundError(`no complete response from ${url.host} within ${req.timeoutMs} ms`, 'timeout'));
+      this.abort?.();
+    }, req.timeoutMs);
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    // Timed out while waiting for a connection. Throwing here drops the request before it is written and
+    // keeps the connection pooled (undici makes it the request's error); `abort` would close the connection.
+    if (this.settled) throw new OutboundError('timed out before it was sent', 'timeout');
+    this.abort = abort;
+  }
+
+  onHeaders(status: number, raw: Buffer[]): boolean {
+    if (status < 200) return true; // 1xx informational: the final response follows
+    this.status = status;
+    this.headers = incomingHeaders(raw);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.settled) return true;
+    this.size += chunk.length;
+    if (this.size <= this.req.maxBodyBytes) {
+      this.chunks.push(chunk);
+      return true;
+    }
+    this.chunks.push(chunk.subarray(0, chunk.length - (this.size - this.req.maxBodyBytes)));
+    this.finish(true);
+    // Not from inside the parser's callback; a response that completes in the same read keeps its connection.
+    queueMicrotask(() => this.abort?.());
+    return true;
+  }
+
+  onComplete(): void {
+    this.finish(false);
+  }
+
+  onError(err: Error): void {
+    this.fail(err instanceof OutboundError ? err : new OutboundError(`request to ${this.url.host} failed: ${err.message}`, 'network'));
+  }
+
+  private finish(truncated: boolean): void {
+    if (this.settle()) this.resolve({ status: this.status, headers: this.headers, body: Buffer.concat(this.chunks), url: this.url.toString(), truncated });
+  }
+
+  private fail(err: OutboundError): void {
+    if (this.settle()) this.reject(err);
+  }
+
+  private settle(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    clearTimeout(this.timer);
+    return true;
+  }
+}

@@ -1,0 +1,51 @@
+import { lookup as dnsLookup, LookupAddress, LookupOptions } from 'node:dns';
+import { isIP, LookupFunction } from 'node:net';
+import { AddressPolicy, refusalReason } from './address-policy';
+
+export class OutboundError extends Error {
+  constructor(message: string, readonly code: 'blocked' | 'timeout' | 'too_large' | 'bad_url' | 'too_many_redirects' | 'network') {
+    super(message);
+  }
+}
+
+/** A `dns.lookup` replacement that refuses addresses the policy forbids (checked after resolution). */
+export function guardedLookup(policy: AddressPolicy): LookupFunction {
+  return ((hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '', 0);
+      const list = addresses as LookupAddress[];
+      for (const a of list) {
+        const reason = refusalReason(a.address, policy);
+        if (reason) {
+          const e = new OutboundError(`refused to connect to ${hostname}: ${reason}`, 'blocked') as OutboundError & NodeJS.ErrnoException;
+          return callback(e, '', 0);
+        }
+      }
+      if (options.all) return callback(null, list);
+      callback(null, list[0].address, list[0].family);
+    });
+  }) as LookupFunction;
+}
+
+/** Verdicts on literal IP hosts (a webhook sender asks about the same few hosts thousands of times a second). */
+const ipVerdicts = new Map<string, string | undefined>();
+
+function ipRefusal(host: string, policy: AddressPolicy): string | undefined {
+  const key = `${policy.allowLoopback ? 1 : 0}${policy.allowPrivate ? 1 : 0}${host}`;
+  if (ipVerdicts.has(key)) return ipVerdicts.get(key);
+  const reason = refusalReason(host, policy);
+  if (ipVerdicts.size >= 10_000) ipVerdicts.clear();
+  ipVerdicts.set(key, reason);
+  return reason;
+}
+
+/**
+ * The refusal for a URL whose host is a literal IP address the policy forbids.
+ * Literal addresses skip DNS, so the connect-time lookup never sees them: they are checked here, before connecting.
+ */
+export function literalHostRefusal(url: URL, policy: AddressPolicy): OutboundError | undefined {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!isIP(host)) return undefined;
+  const reason = ipRefusal(host, policy);
+  return reason ? new OutboundError(`refused to connect to ${host}: ${reason}`, 'blocked') : undefined;
+}
