@@ -39,6 +39,35 @@ const DYNAMIC = `export default {
   },
 };`;
 
+/**
+ * A source whose `additionalProps(previousPropDefs)` reads its argument, as registry sources do: it keeps
+ * the columns it added before (`previousPropDefs` holds them after the static props) and adds one for
+ * the column chosen now; the options of `sortBy` are the columns it returns.
+ */
+const COLUMNS = `export default {
+  key: "sheet-new-row",
+  name: "New Row",
+  version: "0.0.1",
+  type: "source",
+  props: {
+    sheet: { type: "app", app: "sheet" },
+    column: { type: "string", label: "Column", options: ["name", "email", "phone"], reloadProps: true },
+    timer: { type: "$.interface.timer", default: { intervalSeconds: 3600 } },
+  },
+  async additionalProps(previousPropDefs) {
+    const props = {};
+    for (const [name, def] of Object.entries(previousPropDefs)) if (name.startsWith("col_")) props[name] = def;
+    if (!this.column) return props;
+    props["col_" + this.column] = { type: "string", label: "Header of " + this.column, optional: true, default: this.column.toUpperCase() };
+    const columns = Object.keys(props);
+    props.sortBy = { type: "string", label: "Sort by", optional: true, async options() { return columns; } };
+    return props;
+  },
+  async run(event) {
+    this.$emit({ name: this.col_name, email: this.col_email, phone: this.col_phone }, { id: String(event.timestamp || Date.now()) });
+  },
+};`;
+
 describe('additionalProps(): props that depend on configured values', () => {
   let system: System;
   let user: TestUser;
@@ -109,9 +138,10 @@ describe('additionalProps(): props that depend on configured values', () => {
     const id = created.body.data.id;
     const upd = await api.put(`/sources/${id}`, { component_id: componentId, configured_props: { tracker: { $auth: {} }, kind: 'pulls', labels: ['ready'], draft: false, webhookSecret: '********' } });
     expect(upd.status).toBe(200);
-    expect(names(upd.body.data.configurable_props)).toEqual(['tracker', 'kind', 'timer', 'labels', 'state', 'webhookSecret', 'assignee', 'draft']);
-    expect(upd.body.data.configured_props).toMatchObject({ kind: 'pulls', labels: ['ready'], draft: false, state: 'open' });
-    expect(await emitted(id, 1)).toEqual({ kind: 'pulls', labels: ['ready'], state: 'open', draft: false, secretLength: 3, slackToken: null });
+    // It returns { ...previousPropDefs, … }: minComments, added for "issues" last time, stays (as on Pipedream).
+    expect(names(upd.body.data.configurable_props)).toEqual(['tracker', 'kind', 'timer', 'labels', 'state', 'webhookSecret', 'assignee', 'minComments', 'draft']);
+    expect(upd.body.data.configured_props).toMatchObject({ kind: 'pulls', labels: ['ready'], draft: false, state: 'open', minComments: 1 });
+    expect(await emitted(id, 1)).toEqual({ kind: 'pulls', labels: ['ready'], state: 'open', minComments: 1, draft: false, secretLength: 3, slackToken: null });
     // An update that changes nothing else (no configured_props) keeps the added props and their values.
     const again = await api.put(`/sources/${id}`, { component_id: componentId, active: true });
     expect(again.status).toBe(200);
@@ -134,6 +164,55 @@ describe('additionalProps(): props that depend on configured values', () => {
     expect(opts.body.data.options).toEqual(['issues-1']);
     // Without the value it depends on, the prop does not exist.
     expect((await api.post(`/components/${componentId}/props/assignee/options`, {})).status).toBe(404);
+  });
+
+  it('passes the props it added last time as previousPropDefs: none on a deploy, the stored ones on an update and on a reload for that source', async () => {
+    const saved = await api.post('/components', { component_code: COLUMNS });
+    expect(saved.status).toBe(200);
+    const id = saved.body.data.id;
+    const statics = ['sheet', 'column', 'timer'];
+    const reload = (configured: Record<string, unknown>, extra: Record<string, unknown> = {}) => api.post(`/components/${id}/props/reload`, { configured_props: configured, ...extra });
+
+    // A form for a new source: previousPropDefs holds the static props only.
+    expect(names((await reload({ column: 'name' })).body.data.configurable_props)).toEqual([...statics, 'col_name', 'sortBy']);
+    const created = await api.post('/sources', { component_id: id, configured_props: { sheet: { $auth: {} }, column: 'name', col_name: 'Full name' } });
+    expect(created.status).toBe(200);
+    const sourceId = created.body.data.id;
+    expect(names(created.body.data.configurable_props)).toEqual([...statics, 'col_name', 'sortBy']);
+
+    // Editing that source: the reload starts from the props it added for the source, as the update will.
+    const editing = await reload({ column: 'email' }, { source_id: sourceId });
+    expect(editing.status).toBe(200);
+    expect(names(editing.body.data.configurable_props)).toEqual([...statics, 'col_name', 'col_email', 'sortBy']);
+    expect(names((await reload({ column: 'email' })).body.data.configurable_props)).toEqual([...statics, 'col_email', 'sortBy']);
+    const sortBy = (extra: Record<string, unknown>) => api.post(`/components/${id}/props/sortBy/options`, { configured_props: { column: 'email' }, ...extra });
+    expect((await sortBy({ source_id: sourceId })).body.data.options).toEqual(['col_name', 'col_email']);
+    expect((await sortBy({})).body.data.options).toEqual(['col_email']);
+
+    const updated = await api.put(`/sources/${sourceId}`, { component_id: id, configured_props: { sheet: { $auth: {} }, column: 'email', col_name: 'Full name' } });
+    expect(updated.status).toBe(200);
+    expect(names(updated.body.data.configurable_props)).toEqual([...statics, 'col_name', 'col_email', 'sortBy']);
+    expect(updated.body.data.configured_props).toMatchObject({ column: 'email', col_name: 'Full name', col_email: 'EMAIL' });
+    expect(await emitted(sourceId, 1)).toEqual({ name: 'Full name', email: 'EMAIL' });
+    // Each update starts from the props of the one before.
+    const again = await api.put(`/sources/${sourceId}`, { component_id: id, configured_props: { sheet: { $auth: {} }, column: 'phone', col_name: 'Full name' } });
+    expect(names(again.body.data.configurable_props)).toEqual([...statics, 'col_name', 'col_email', 'col_phone', 'sortBy']);
+    expect(names((await api.get(`/sources/${sourceId}`)).body.data.configurable_props)).toEqual(names(again.body.data.configurable_props));
+
+    // source_id is checked: its type, and that the caller can reach the source (the same 404 either way).
+    const wrongType = await reload({ column: 'email' }, { source_id: 5 });
+    expect(wrongType.status).toBe(400);
+    expect(wrongType.body).toMatchObject({ code: 'invalid_request', details: { field: 'source_id' } });
+    const other = client(system, createUser(system).apiKey);
+    const theirs = await other.post('/components', { component_code: COLUMNS });
+    for (const [caller, component, source] of [
+      [api, id, 'dc_nope'],
+      [other, theirs.body.data.id, sourceId],
+    ] as const) {
+      const res = await caller.post(`/components/${component}/props/reload`, { configured_props: { column: 'email' }, source_id: source });
+      expect(res.status).toBe(404);
+      expect(res.body).toMatchObject({ code: 'not_found', error: `source ${source} not found` });
+    }
   });
 
   it('refuses a deploy when additionalProps() throws, hangs or returns something that is not props', async () => {

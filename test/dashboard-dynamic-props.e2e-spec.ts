@@ -103,7 +103,10 @@ describe('dashboard: dynamic props in the New source form', () => {
     await page.getByRole('heading', { name: 'Edit Bug watcher' }).waitFor();
     // From the source's configurable_props: the added field is there at once, with its value.
     expect(await label().inputValue()).toBe('bug');
+    // The edit form asks for the props an update of this source computes (from the props it has).
+    const reloadAsked = page.waitForRequest((r) => r.url().endsWith('/props/reload'));
     await kind().selectOption({ label: 'pulls' });
+    expect((await reloadAsked).postDataJSON()).toMatchObject({ source_id: sourceId, configured_props: { kind: 'pulls' } });
     await drafts().waitFor();
     await label().waitFor({ state: 'detached' });
     await drafts().check();

@@ -96,12 +96,17 @@ export const api = {
   saveComponent: (code: string) => call<{ data: Component }>('POST', '/components', { body: { component_code: code } }).then((r) => r.data),
   component: (keyOrId: string, include?: string) => call<{ data: Component }>('GET', `/components/${enc(keyOrId)}`, { query: { include } }).then((r) => r.data),
   registryComponent: (key: string) => call<{ data: Component }>('GET', `/components/registry/${enc(key)}`).then((r) => r.data),
-  propOptions: (component: string, prop: string, body: { page: number; prevContext?: unknown; configured_props?: Record<string, unknown> }) =>
+  propOptions: (component: string, prop: string, body: { page: number; prevContext?: unknown; configured_props?: Record<string, unknown>; source_id?: string }) =>
     call<{ data: { options: PropOption[]; context: unknown } }>('POST', `/components/${enc(component)}/props/${enc(prop)}/options`, { body }).then((r) => r.data),
 
-  /** The props for the values given so far: the component's own, then those its additionalProps() adds. */
-  reloadProps: (component: string, configured_props: Record<string, unknown>) =>
-    call<{ data: { configurable_props: ConfigurableProp[] } }>('POST', `/components/${enc(component)}/props/reload`, { body: { configured_props } }).then((r) => r.data.configurable_props),
+  /**
+   * The props for the values given so far: the component's own, then those its additionalProps() adds
+   * (with `sourceId`, starting from the props it added for that source, as an update does).
+   */
+  reloadProps: (component: string, configured_props: Record<string, unknown>, sourceId?: string) =>
+    call<{ data: { configurable_props: ConfigurableProp[] } }>('POST', `/components/${enc(component)}/props/reload`, { body: { configured_props, ...(sourceId ? { source_id: sourceId } : {}) } }).then(
+      (r) => r.data.configurable_props,
+    ),
 
   webhooks: (query: Query) => call<Page<Webhook>>('GET', `${owner()}/webhooks`, { query, withOrg: false }),
   createWebhook: (body: { url: string; name?: string; description?: string }) => call<{ data: Webhook }>('POST', '/webhooks', { body }).then((r) => r.data),

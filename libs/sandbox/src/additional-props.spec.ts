@@ -52,6 +52,43 @@ describe('SandboxPool.additionalProps', () => {
     expect((await pool.options(code, 'nope', { configuredProps: values }, 5000)).error?.message).toBe('the component has no prop "nope"');
   });
 
+  it('passes the props it added last time after the static ones in previousPropDefs, and keeps the loaded definitions as written', async () => {
+    // Registry components keep what they added before ({ ...previousPropDefs }) and edit definitions in place.
+    const columns = `module.exports = {
+      name: 'columns', version: '1',
+      props: { column: { type: 'string', options: ['a', 'b'], reloadProps: true } },
+      async additionalProps(previousPropDefs) {
+        const seen = Object.keys(previousPropDefs).join(',') + (previousPropDefs.column.hidden ? ' (hidden)' : '');
+        previousPropDefs.column.hidden = true;
+        const props = {};
+        for (const [name, def] of Object.entries(previousPropDefs)) if (name.startsWith('col_')) props[name] = def;
+        props['col_' + this.column] = { type: 'string', label: 'Column ' + this.column, optional: true };
+        props.seen = { type: 'string', optional: true, default: seen };
+        return props;
+      },
+      run() {},
+    };`;
+    const first = await pool.additionalProps(columns, { column: 'a' }, 10_000);
+    expect(first.props).toEqual([
+      { name: 'col_a', type: 'string', label: 'Column a', optional: true },
+      { name: 'seen', type: 'string', optional: true, default: 'column' },
+    ]);
+    const previous = [
+      { name: 'col_a', type: 'string', label: 'Column a', optional: true },
+      { name: 'col_r', type: 'string', remoteOptions: true, reloadProps: true },
+      { name: 'column', type: 'integer' },
+    ];
+    const second = await pool.additionalProps(columns, { column: 'b' }, 10_000, undefined, previous);
+    expect(second.props).toEqual([
+      { name: 'col_a', type: 'string', label: 'Column a', optional: true },
+      // Its options method was not stored: it comes back with its JSON fields only.
+      { name: 'col_r', type: 'string', extra: { reloadProps: true } },
+      { name: 'col_b', type: 'string', label: 'Column b', optional: true },
+      // A stored prop named like a static one does not replace it; the edit of the first call did not stay.
+      { name: 'seen', type: 'string', optional: true, default: 'column,col_a,col_r' },
+    ]);
+  });
+
   it('reports a component that loops or writes state while being configured', async () => {
     expect((await pool.additionalProps(code, { acme: { $auth: {} }, mode: 'loop' }, 1000)).error?.message).toMatch(/timed out|terminated/);
     const side = await pool.additionalProps(code, { acme: { $auth: {} }, mode: 'side' }, 5000);

@@ -15,6 +15,7 @@ import type {
   HttpResponsePayload,
   OptionsInput,
   OptionsResult,
+  PreviousProp,
   SandboxError,
   SandboxLogger,
   SandboxPoolOptions,
@@ -203,8 +204,11 @@ export class SandboxPool {
     return 'failed' in out ? { error: out.failed } : out.value;
   }
 
-  /** Calls the component's `additionalProps()` with the static props' values as `this`. */
-  async additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account = NO_ACCOUNT): Promise<AdditionalPropsResult> {
+  /**
+   * Calls the component's `additionalProps(previousPropDefs)` with the static props' values as `this`;
+   * `previousProps` are the props it added last time (after the static ones in `previousPropDefs`).
+   */
+  async additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account = NO_ACCOUNT, previousProps: PreviousProp[] = []): Promise<AdditionalPropsResult> {
     const deadline = Date.now() + timeoutMs;
     let prepared: PreparedComponent;
     try {
@@ -213,7 +217,7 @@ export class SandboxPool {
       return { error: err((e as Error).name || 'Error', (e as Error).message) };
     }
     const left = Math.max(1, deadline - Date.now());
-    const task: WorkerAdditionalPropsTask = { kind: 'additionalProps', bundle: prepared.ref, configuredProps, timeoutMs: left };
+    const task: WorkerAdditionalPropsTask = { kind: 'additionalProps', bundle: prepared.ref, configuredProps, previousProps, timeoutMs: left };
     const out = await this.runner.run<AdditionalPropsResult>(account, task, left);
     return 'failed' in out ? { error: out.failed } : out.value;
   }

@@ -122,6 +122,18 @@ export interface OptionsInput {
   prevContext?: unknown;
   /** Props configured so far (`this.<prop>` inside `options()`; app props as `{ $auth }`). */
   configuredProps?: Record<string, unknown>;
+  /** For a prop that `additionalProps()` adds: the props it added last time (see `PreviousProp`). */
+  previousProps?: PreviousProp[];
+}
+
+/**
+ * A prop that `additionalProps()` added on the previous call, as it was stored (`configurable_props`
+ * form: `name`, `type` and the JSON fields of its definition). Passed back in `previousPropDefs`.
+ */
+export interface PreviousProp {
+  name: string;
+  type: string;
+  [field: string]: unknown;
 }
 
 /** What a component's `additionalProps()` returned, described like its static props (static names left out). */

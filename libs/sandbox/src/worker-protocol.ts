@@ -3,7 +3,7 @@
  * sandbox: callers use `SandboxPool`'s methods and the types in types.ts.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { ExecuteBatchTask, ExecuteTask, HttpResponsePayload, OptionsInput } from './types';
+import type { ExecuteBatchTask, ExecuteTask, HttpResponsePayload, OptionsInput, PreviousProp } from './types';
 
 /** A component compiled to a CommonJS bundle file, with its installed dependencies. */
 export interface BundleRef {
@@ -64,6 +64,8 @@ export interface WorkerAdditionalPropsTask {
   bundle: BundleRef;
   /** Values of the static props (`this.<prop>` inside `additionalProps()`; app props as `{ $auth }`). */
   configuredProps: Record<string, unknown>;
+  /** The props it added last time (`previousPropDefs` holds them after the static ones); none on a first deploy. */
+  previousProps?: PreviousProp[];
   timeoutMs: number;
 }
 

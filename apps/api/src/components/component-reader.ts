@@ -1,10 +1,12 @@
-import type { ComponentDescriptor, PropDescriptor } from '@app/component-model';
+import type { ComponentDescriptor, ConfigurableProp, PropDescriptor } from '@app/component-model';
 
 /** Input of an async `options()` call of a prop. */
 export interface OptionsInput {
   page: number;
   prevContext?: unknown;
   configuredProps: Record<string, unknown>;
+  /** The props `additionalProps()` added last time (a source's stored ones), for a prop it adds. */
+  previousProps?: ConfigurableProp[];
 }
 
 export interface OptionsOutput {
@@ -34,8 +36,11 @@ export interface ComponentReader {
   describe(code: string, timeoutMs: number, account: string): Promise<DescribeOutput>;
   /** Calls a prop's `options()` in `account`'s sandbox (the caller's: its props go in). */
   options(code: string, propName: string, input: OptionsInput, timeoutMs: number, account: string): Promise<OptionsOutput>;
-  /** Calls the component's `additionalProps()` in `account`'s sandbox, `this` holding the static props' values. */
-  additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account: string): Promise<AdditionalPropsOutput>;
+  /**
+   * Calls the component's `additionalProps(previousPropDefs)` in `account`'s sandbox, `this` holding the
+   * static props' values; `previousProps` (the props it added last time) follow the static ones in `previousPropDefs`.
+   */
+  additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account: string, previousProps?: ConfigurableProp[]): Promise<AdditionalPropsOutput>;
   /** How component code is isolated (for the start line and /healthz). */
   readonly isolation?: { mode: string; summary: string };
   close(): Promise<void>;

@@ -24,6 +24,9 @@ export const Component = Type.Object(
 
 const KeyOrId = Type.Object({ keyOrId: Id('a component id (sc_…) or key') });
 
+/** The source being edited: additionalProps() starts from the props it added for it last time. */
+const SourceId = Type.String({ minLength: 1, maxLength: 64, description: 'a source (dc_…) you can reach: previousPropDefs holds the props additionalProps() added for it last time' });
+
 export const COMPONENT_ROUTES: RouteContract[] = [
   {
     method: 'POST',
@@ -67,6 +70,7 @@ export const COMPONENT_ROUTES: RouteContract[] = [
       prevContext: Type.Optional(Type.Unknown({ description: 'the context returned by the previous call' })),
       prev_context: Type.Optional(Type.Unknown({ description: 'same as prevContext' })),
       configured_props: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'values chosen so far' })),
+      source_id: Type.Optional(SourceId),
     }),
     responses: { 200: Data(Type.Object({ options: Type.Array(Type.Unknown()), context: Type.Unknown() })) },
     errors: [404],
@@ -77,9 +81,13 @@ export const COMPONENT_ROUTES: RouteContract[] = [
     tag: 'components',
     extension: true,
     summary: 'The props a source has for the values given so far (additionalProps())',
-    description: "Pipedream's reload props: the component's props followed by those its additionalProps() returns for `configured_props` (required props may be missing; given values are checked).",
+    description:
+      "Pipedream's reload props: the component's props followed by those its additionalProps() returns for `configured_props` (required props may be missing; given values are checked). `previousPropDefs` holds the component's props, and with `source_id` the props additionalProps() added for that source last time (what an update of it computes).",
     params: KeyOrId,
-    body: Type.Object({ configured_props: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'values chosen so far' })) }),
+    body: Type.Object({
+      configured_props: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'values chosen so far' })),
+      source_id: Type.Optional(SourceId),
+    }),
     responses: { 200: Data(Type.Object({ configurable_props: Type.Array(ConfigurableProp) })) },
     errors: [404],
   },

@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
@@ -6,7 +7,7 @@ import { Input, mergeInput, objectParam, optionalString } from '../common/input'
 import { COMPONENT_READER, ComponentReader } from './component-reader';
 import { RegistrySeeder } from './registry.seeder';
 import { ComponentDto, ComponentsService, runnableOf, toComponentDto } from './components.service';
-import { hasDynamicProps, reloadProps } from './dynamic-props';
+import { hasDynamicProps, propsBaseOf, reloadProps } from './dynamic-props';
 
 @Controller('v1/components')
 export class ComponentsController {
@@ -15,6 +16,7 @@ export class ComponentsController {
     @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly seeder: RegistrySeeder,
+    private readonly em: EntityManager,
   ) {}
 
   /** Saves a component from `component_code` and/or `component_url` (code wins; the URL is kept as metadata). */
@@ -57,11 +59,13 @@ export class ComponentsController {
   @HttpCode(200)
   async options(@Auth() auth: AuthContext, @Param('keyOrId') keyOrId: string, @Param('prop') prop: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: { options: unknown[]; context: unknown } }> {
     const input = mergeInput(query, body);
-    const c = await this.components.findForCaller(auth, keyOrId, namespaceOf(auth, input.org_id));
+    const namespace = namespaceOf(auth, input.org_id);
+    const c = await this.components.findForCaller(auth, keyOrId, namespace);
     const configuredFirst = objectParam(input, 'configured_props') ?? {};
+    const base = await propsBaseOf(this.em, auth, namespace, optionalString(input, 'source_id') ?? undefined);
     // A prop that additionalProps() adds exists only for some values: it is found with the values given.
     const props = hasDynamicProps(c) && typeof configuredFirst === 'object' && configuredFirst !== null && !Array.isArray(configuredFirst)
-      ? await reloadProps(this.reader, this.config, c, configuredFirst as Record<string, unknown>, namespaceOf(auth, input.org_id))
+      ? await reloadProps(this.reader, this.config, c, configuredFirst as Record<string, unknown>, base)
       : c.configurableProps;
     const known = (props as { name: string; remoteOptions?: boolean; options?: unknown[] }[]).find((p) => p.name === prop);
     if (!known) throw new NotFoundError(`component ${c.id} has no prop ${prop}`, { prop });
@@ -70,14 +74,16 @@ export class ComponentsController {
     const configured = objectParam(input, 'configured_props') ?? {};
     if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
     if (!known.remoteOptions) return { data: { options: known.options ?? [], context: null } };
-    const out = await this.reader.options(runnableOf(c).code, prop, { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: configured as Record<string, unknown> }, this.config.componentReadTimeoutMs, namespaceOf(auth, input.org_id));
+    const optionsInput = { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: configured as Record<string, unknown>, previousProps: base.previous };
+    const out = await this.reader.options(runnableOf(c).code, prop, optionsInput, this.config.componentReadTimeoutMs, base.account);
     if (out.error) throw new BadRequestError(`options() of prop ${prop} failed: ${out.error.message}`, { prop }, 'options_failed');
     return { data: { options: out.options ?? [], context: out.context ?? null } };
   }
 
   /**
    * Extension, Pipedream's "reload props": the props a source of this component has for the values given
-   * so far — its own, then those its `additionalProps()` returns (the same call a deploy makes).
+   * so far — its own, then those its `additionalProps()` returns (the same call a deploy makes; with
+   * `source_id`, the call an update of that source makes: its previous props in `previousPropDefs`).
    */
   @Post(':keyOrId/props/reload')
   @HttpCode(200)
@@ -87,6 +93,7 @@ export class ComponentsController {
     const c = await this.components.findForCaller(auth, keyOrId, namespace);
     const configured = objectParam(input, 'configured_props') ?? {};
     if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
-    return { data: { configurable_props: await reloadProps(this.reader, this.config, c, configured as Record<string, unknown>, namespace) } };
+    const base = await propsBaseOf(this.em, auth, namespace, optionalString(input, 'source_id') ?? undefined);
+    return { data: { configurable_props: await reloadProps(this.reader, this.config, c, configured as Record<string, unknown>, base) } };
   }
 }

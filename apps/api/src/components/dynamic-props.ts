@@ -1,7 +1,9 @@
+import { EntityManager } from '@mikro-orm/postgresql';
 import { analyzeAdditionalProps, ComponentMeta, ConfigurableProp, validateConfiguredProps } from '@app/component-model';
 import { AppConfig } from '@app/config';
 import { BadRequestError } from '@app/contracts';
-import { Component } from '@app/db';
+import { Component, Source } from '@app/db';
+import { assertAccess, AuthContext } from '../auth/auth.context';
 import { ComponentReader } from './component-reader';
 import { runnableOf } from './components.service';
 
@@ -11,11 +13,21 @@ export function hasDynamicProps(component: Component): boolean {
 }
 
 /**
- * The props `additionalProps()` returns for `staticValues` (validated values of the component's own
- * props), called in `account`'s sandbox and checked like static props.
+ * Where `additionalProps(previousPropDefs)` starts from: the props it added for a source last time
+ * (`sources.additional_props`; none on a first deploy) and the account whose sandbox calls it.
  */
-export async function addedProps(reader: ComponentReader, config: AppConfig, component: Component, staticValues: Record<string, unknown>, account: string): Promise<ConfigurableProp[]> {
-  const out = await reader.additionalProps(runnableOf(component).code, staticValues, config.componentReadTimeoutMs, account);
+export interface PropsBase {
+  previous: ConfigurableProp[];
+  account: string;
+}
+
+/**
+ * The props `additionalProps()` returns for `staticValues` (validated values of the component's own
+ * props), called in the base's account's sandbox with the static definitions and the base's previous
+ * props as `previousPropDefs`, and checked like static props.
+ */
+export async function addedProps(reader: ComponentReader, config: AppConfig, component: Component, staticValues: Record<string, unknown>, base: PropsBase): Promise<ConfigurableProp[]> {
+  const out = await reader.additionalProps(runnableOf(component).code, staticValues, config.componentReadTimeoutMs, base.account, base.previous);
   if (out.error) throw new BadRequestError(`additionalProps() failed: ${out.error.message}`, { reason: out.error.name }, 'additional_props_failed');
   return analyzeAdditionalProps(component.configurableProps as ConfigurableProp[], out.props ?? []);
 }
@@ -25,12 +37,23 @@ export async function addedProps(reader: ComponentReader, config: AppConfig, com
  * be missing; each given one is checked, defaults apply) → the component's props followed by those
  * `additionalProps()` returns for them.
  */
-export async function reloadProps(reader: ComponentReader, config: AppConfig, component: Component, given: Record<string, unknown>, account: string): Promise<ConfigurableProp[]> {
+export async function reloadProps(reader: ComponentReader, config: AppConfig, component: Component, given: Record<string, unknown>, base: PropsBase): Promise<ConfigurableProp[]> {
   const props = component.configurableProps as ConfigurableProp[];
   if (!hasDynamicProps(component)) return props;
   const names = new Set(props.map((p) => p.name));
   const partial = props.map((p) => ({ ...p, optional: true }));
   const limits = { timerMinIntervalSeconds: config.timerMinIntervalSeconds, propsMaxBytes: config.propsMaxBytes };
   const values = validateConfiguredProps(partial, Object.fromEntries(Object.entries(given).filter(([k]) => names.has(k))), limits);
-  return [...props, ...(await addedProps(reader, config, component, values, account))];
+  return [...props, ...(await addedProps(reader, config, component, values, base))];
+}
+
+/**
+ * The base of a reload: with `sourceId` (a source the caller can reach, else 404), the props its
+ * `additionalProps()` added last time, in its owner's sandbox, which is what an update of that source
+ * computes; without, none (a first deploy) in `namespace`'s sandbox.
+ */
+export async function propsBaseOf(em: EntityManager, auth: AuthContext, namespace: string, sourceId: string | undefined): Promise<PropsBase> {
+  if (sourceId === undefined) return { previous: [], account: namespace };
+  const source = assertAccess(auth, await em.fork().findOne(Source, { id: sourceId, deletedAt: null }), 'source', sourceId);
+  return { previous: (source.additionalProps ?? []) as unknown as ConfigurableProp[], account: source.ownerId };
 }

@@ -1,3 +1,4 @@
+import type { ConfigurableProp } from '@app/component-model';
 import { AppConfig, createLogger } from '@app/config';
 import { createSandboxPool, type Isolation, SandboxPool } from '@app/sandbox';
 import { AdditionalPropsOutput, ComponentReader, DescribeOutput, OptionsInput, OptionsOutput } from './component-reader';
@@ -30,8 +31,8 @@ export class SandboxComponentReader implements ComponentReader {
     return this.pool.options(code, propName, input, timeoutMs, account);
   }
 
-  additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account: string): Promise<AdditionalPropsOutput> {
-    return this.pool.additionalProps(code, configuredProps, timeoutMs, account);
+  additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account: string, previousProps: ConfigurableProp[] = []): Promise<AdditionalPropsOutput> {
+    return this.pool.additionalProps(code, configuredProps, timeoutMs, account, previousProps);
   }
 
   close(): Promise<void> {

@@ -86,9 +86,10 @@ export class SourcesService {
   /**
    * Validates `configured_props`. A component with `additionalProps()` is validated in two steps, as
    * Pipedream configures it: the static props first; then `additionalProps()` runs in the owner's
-   * sandbox with their values as `this`, and the props it returns are validated (and defaulted) too.
+   * sandbox with their values as `this` (and, on an update, the props it added last time in
+   * `previousPropDefs`), and the props it returns are validated (and defaulted) too.
    */
-  private async validate(component: Component, input: unknown, ownerId: string): Promise<Validated> {
+  private async validate(component: Component, input: unknown, ownerId: string, previous: ConfigurableProp[] = []): Promise<Validated> {
     const props = component.configurableProps as ConfigurableProp[];
     const limits = { timerMinIntervalSeconds: this.config.timerMinIntervalSeconds, propsMaxBytes: this.config.propsMaxBytes };
     if (!hasDynamicProps(component)) {
@@ -97,7 +98,7 @@ export class SourcesService {
     const given = input !== null && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;
     const names = new Set(props.map((p) => p.name));
     const staticValues = validateConfiguredProps(props, given ? Object.fromEntries(Object.entries(given).filter(([k]) => names.has(k))) : input, limits);
-    const additional = await addedProps(this.reader, this.config, component, staticValues, ownerId);
+    const additional = await addedProps(this.reader, this.config, component, staticValues, { previous, account: ownerId });
     const all = [...props, ...additional];
     return { values: encryptProps(all, validateConfiguredProps(all, input, limits), this.config.secretsKey), additional };
   }
@@ -209,7 +210,8 @@ export class SourcesService {
     // As the spec says, an update names its component too (the current one: `component_id` of the source).
     const component = await this.component(auth, source.ownerId, change.ref);
     // The props the source has now: the component's and those additionalProps() added last time.
-    const props = [...(component.configurableProps as ConfigurableProp[]), ...((source.additionalProps ?? []) as unknown as ConfigurableProp[])];
+    const previous = (source.additionalProps ?? []) as unknown as ConfigurableProp[];
+    const props = [...(component.configurableProps as ConfigurableProp[]), ...previous];
     const stored = decryptProps(source.configuredProps, this.config.secretsKey);
     const input =
       change.configuredProps !== undefined && change.configuredProps !== null && typeof change.configuredProps === 'object' && !Array.isArray(change.configuredProps)
@@ -217,7 +219,7 @@ export class SourcesService {
         : change.configuredProps !== undefined
           ? change.configuredProps
           : Object.fromEntries(Object.entries(stored).filter(([k]) => props.some((p) => p.name === k && p.type !== INTERFACE_HTTP)));
-    const validated = await this.validate(component, input, source.ownerId);
+    const validated = await this.validate(component, input, source.ownerId, previous);
     source.configuredProps = validated.values;
     source.additionalProps = validated.additional as Record<string, unknown>[] | null;
     source.componentId = component.id;

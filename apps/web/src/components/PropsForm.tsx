@@ -6,6 +6,8 @@ import { isArray, MASK, NO_VALUE, optionLabel, optionValue, Raw, TimerRaw, toCon
 
 interface Props {
   componentId: string;
+  /** The source being edited: options of the props its additionalProps() added start from its stored props. */
+  sourceId?: string;
   props: ConfigurableProp[];
   raw: Record<string, Raw>;
   onChange: (name: string, value: Raw) => void;
@@ -13,19 +15,19 @@ interface Props {
 }
 
 /** The form for a component's configurable_props: one field per prop, of the prop's type. */
-export function PropsForm({ componentId, props, raw, onChange, errors }: Props) {
+export function PropsForm({ componentId, sourceId, props, raw, onChange, errors }: Props) {
   if (!props.length) return <p class="hint">This component has no props to configure.</p>;
   return (
     <fieldset class="props">
       <legend>Props</legend>
       {props.map((p) => (
-        <PropField key={p.name} componentId={componentId} prop={p} value={raw[p.name]} onChange={(v) => onChange(p.name, v)} error={errors[p.name]} all={props} raw={raw} />
+        <PropField key={p.name} componentId={componentId} sourceId={sourceId} prop={p} value={raw[p.name]} onChange={(v) => onChange(p.name, v)} error={errors[p.name]} all={props} raw={raw} />
       ))}
     </fieldset>
   );
 }
 
-function PropField({ componentId, prop: p, value, onChange, error, all, raw }: { componentId: string; prop: ConfigurableProp; value: Raw; onChange: (v: Raw) => void; error?: string; all: ConfigurableProp[]; raw: Record<string, Raw> }) {
+function PropField({ componentId, sourceId, prop: p, value, onChange, error, all, raw }: { componentId: string; sourceId?: string; prop: ConfigurableProp; value: Raw; onChange: (v: Raw) => void; error?: string; all: ConfigurableProp[]; raw: Record<string, Raw> }) {
   const id = `prop-${p.name}`;
   const label = p.label ?? p.name;
   const help = [p.description, p.optional ? 'Optional.' : '', p.secret ? 'Secret: stored encrypted, never shown again.' : ''].filter(Boolean).join(' ');
@@ -141,14 +143,14 @@ function PropField({ componentId, prop: p, value, onChange, error, all, raw }: {
         <code class="field__type">{p.type}</code>
       </label>
       {input}
-      {p.remoteOptions ? <RemoteOptions componentId={componentId} prop={p} onPick={(v) => onChange(isArray(p) ? JSON.stringify([v]).slice(1, -1) : typeof v === 'string' ? v : JSON.stringify(v))} all={all} raw={raw} /> : null}
+      {p.remoteOptions ? <RemoteOptions componentId={componentId} sourceId={sourceId} prop={p} onPick={(v) => onChange(isArray(p) ? JSON.stringify([v]).slice(1, -1) : typeof v === 'string' ? v : JSON.stringify(v))} all={all} raw={raw} /> : null}
       {note}
     </div>
   );
 }
 
 /** A prop's async options(), a page at a time, through the API's options endpoint. */
-function RemoteOptions({ componentId, prop, onPick, all, raw }: { componentId: string; prop: ConfigurableProp; onPick: (v: unknown) => void; all: ConfigurableProp[]; raw: Record<string, Raw> }) {
+function RemoteOptions({ componentId, sourceId, prop, onPick, all, raw }: { componentId: string; sourceId?: string; prop: ConfigurableProp; onPick: (v: unknown) => void; all: ConfigurableProp[]; raw: Record<string, Raw> }) {
   const [state, setState] = useState<{ options: PropOption[]; page: number; context: unknown; done: boolean }>({ options: [], page: 0, context: null, done: false });
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
@@ -157,7 +159,7 @@ function RemoteOptions({ componentId, prop, onPick, all, raw }: { componentId: s
     setError(undefined);
     try {
       const chosen = toConfigured(all.filter((p) => p.name !== prop.name), raw).value;
-      const r = await api.propOptions(componentId, prop.name, { page: state.page, prevContext: state.context ?? undefined, configured_props: chosen });
+      const r = await api.propOptions(componentId, prop.name, { page: state.page, prevContext: state.context ?? undefined, configured_props: chosen, ...(sourceId ? { source_id: sourceId } : {}) });
       // Pages continue until options() answers an empty page (Pipedream's convention).
       setState((s) => ({ options: [...s.options, ...r.options], page: s.page + 1, context: r.context, done: r.options.length === 0 }));
     } catch (e) {

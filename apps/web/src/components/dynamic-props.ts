@@ -29,16 +29,17 @@ export interface DynamicProps {
 
 /**
  * Pipedream's reloadProps in the form: when a prop marked `reloadProps: true` changes, the values given
- * so far go to `POST /components/{id}/props/reload`, and the props it answers replace the shown ones.
+ * so far go to `POST /components/{id}/props/reload` (with the source being edited: an update starts
+ * from the props additionalProps() added for it), and the props it answers replace the shown ones.
  * A prop new to the form (or whose type, options or default changed) starts from its default; one seen
  * before keeps what was typed. Only the newest answer counts.
  */
-export function useDynamicProps(componentId: string | undefined, own: ConfigurableProp[], raw: Record<string, Raw>, setRaw: SetRaw): DynamicProps {
+export function useDynamicProps(componentId: string | undefined, own: ConfigurableProp[], raw: Record<string, Raw>, setRaw: SetRaw, sourceId?: string): DynamicProps {
   const [props, setProps] = useState<ConfigurableProp[]>([]);
   const [loading, setLoading] = useState(false);
   const [error, setError] = useState<unknown>();
-  const latest = useRef({ componentId, own, raw });
-  latest.current = { componentId, own, raw };
+  const latest = useRef({ componentId, own, raw, sourceId });
+  latest.current = { componentId, own, raw, sourceId };
   /** What is shown, kept in step with the state (an awaiting submit reads it before the next render). */
   const shown = useRef<ConfigurableProp[]>([]);
   /** What a prop's value depends on, last shown per name: a prop coming back with the same keeps its value. */
@@ -59,13 +60,13 @@ export function useDynamicProps(componentId: string | undefined, own: Configurab
 
   const fetchNow = (): Promise<ConfigurableProp[] | undefined> => {
     timer.current = undefined;
-    const { componentId: id, own: statics, raw: values } = latest.current;
+    const { componentId: id, own: statics, raw: values, sourceId: editing } = latest.current;
     if (!id) return Promise.resolve(undefined);
     const mine = ++seq.current;
     setLoading(true);
     setError(undefined);
     // Values the browser cannot read yet (bad JSON, an empty required field) are left out, as on Pipedream.
-    const p = api.reloadProps(id, toConfigured(statics, values).value).then(
+    const p = api.reloadProps(id, toConfigured(statics, values).value, editing).then(
       (next) => {
         if (mine !== seq.current) return shown.current;
         const fresh = next.filter((q) => seen.current.get(q.name) !== shape(q) && !NO_VALUE.has(q.type));

@@ -42,7 +42,7 @@ export function NewSourcePage({ editId }: { editId?: string }) {
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
-  const dynamic = useDynamicProps(component?.id, component?.configurable_props ?? [], raw, setRaw);
+  const dynamic = useDynamicProps(component?.id, component?.configurable_props ?? [], raw, setRaw, source?.id);
   const props = dynamic.props;
 
   /**
@@ -171,6 +171,7 @@ export function NewSourcePage({ editId }: { editId?: string }) {
             </p>
             <PropsForm
               componentId={component.id}
+              sourceId={source?.id}
               props={props}
               raw={raw}
               errors={fieldErrors}

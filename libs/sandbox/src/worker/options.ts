@@ -7,6 +7,7 @@ import { callBounded } from './execute';
 import { describeProps, jsonSafe } from './describe';
 import { loadComponent } from './loader';
 import { functionsOf, isObject, planFor } from './plan';
+import { previousPropDefs } from './previous-prop-defs';
 import type { InvocationState } from './services';
 
 /** Options as plain JSON (functions and cycles dropped) so that they cross the worker boundary. */
@@ -52,7 +53,7 @@ export async function options(task: WorkerOptionsTask): Promise<OptionsResult> {
     // A prop that additionalProps() adds for the values configured so far (its options often close over them).
     if (prop === undefined && typeof definition.additionalProps === 'function') {
       const f = definition.additionalProps as (previous: unknown) => unknown;
-      const added = await callBounded(() => f.call(ctx, { ...props }), deadline, 'additionalProps()', task.timeoutMs);
+      const added = await callBounded(() => f.call(ctx, previousPropDefs(props, task.input.previousProps)), deadline, 'additionalProps()', task.timeoutMs);
       if (isObject(added)) prop = added[task.propName];
     }
     if (prop === undefined) throw new Error(`the component has no prop "${task.propName}"`);
@@ -83,8 +84,9 @@ export async function options(task: WorkerOptionsTask): Promise<OptionsResult> {
 /**
  * Calls the component's `additionalProps(previousPropDefs)` with `this` holding the static props'
  * values (methods bound, app props as `{ $auth }`), as Pipedream does once the props marked
- * `reloadProps` are set. `previousPropDefs` is a copy of the static definitions (components often
- * return `{ ...previousPropDefs, extra }`); returned props named like a static prop are left out.
+ * `reloadProps` are set. `previousPropDefs` holds the static definitions followed by the props it
+ * added last time (`task.previousProps`; none on a first deploy); components often return
+ * `{ ...previousPropDefs, extra }`. Returned props named like a static prop are left out.
  */
 export async function additionalProps(task: WorkerAdditionalPropsTask): Promise<AdditionalPropsResult> {
   const deadline = performance.now() + task.timeoutMs;
@@ -95,7 +97,7 @@ export async function additionalProps(task: WorkerAdditionalPropsTask): Promise<
     const staticProps = isObject(definition.props) ? definition.props : {};
     const ctx = buildContext(planFor(definition), { props: task.configuredProps }, closedState());
     const f = fn as (previous: unknown) => unknown;
-    const out = await callBounded(() => f.call(ctx, { ...staticProps }), deadline, 'additionalProps()', task.timeoutMs);
+    const out = await callBounded(() => f.call(ctx, previousPropDefs(staticProps, task.previousProps)), deadline, 'additionalProps()', task.timeoutMs);
     if (out === undefined || out === null) return { props: [] };
     if (!isObject(out) || Array.isArray(out)) throw new TypeError('additionalProps() must return an object of prop definitions ({ name: { type, … } })');
     const added = Object.fromEntries(Object.entries(out).filter(([name]) => !Object.prototype.hasOwnProperty.call(staticProps, name)));

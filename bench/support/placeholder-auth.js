@@ -1,0 +1,74 @@
+'use strict';
+// The placeholder account the registry sweep connects to each app prop: fields as a user would fill
+// them when connecting the app. An app's code says which fields it reads, so the account is shaped
+// per app: every field it reads has a value, and `key` is an API key unless the app reads TLS material.
+const fs = require('node:fs');
+const path = require('node:path');
+
+// Fields apps commonly read, with plausible values (also those an app reads in ways not seen below).
+const COMMON = {
+  oauth_access_token: 'placeholder-token', oauth_refresh_token: 'placeholder-token', api_key: 'placeholder-key', api_token: 'placeholder-token', token: 'placeholder-token',
+  accessKeyId: 'AKIAPLACEHOLDER0000', secretAccessKey: 'placeholder-secret', region: 'us-east-1',
+  host: 'db.example.com', port: 5432, user: 'placeholder', username: 'placeholder', password: 'placeholder', database: 'placeholder', rejectUnauthorized: 'false',
+  access_token: 'placeholder-token', consumer_key: 'ck_placeholder', consumer_secret: 'cs_placeholder', url: 'https://example.com',
+  shop_id: 'placeholder-shop', domain: 'example.com', subdomain: 'example', base_url: 'https://example.com', base_uri: 'https://example.com', client_id: 'placeholder', client_secret: 'placeholder', account_id: 'placeholder',
+};
+
+/** A plausible value for a field the app reads that COMMON does not have, by its name. */
+function valueByName(field) {
+  if (/url|uri|endpoint/i.test(field)) return 'https://example.com';
+  if (/host/i.test(field)) return 'example.com';
+  if (/email/i.test(field)) return 'placeholder@example.com';
+  if (/secret/i.test(field)) return 'placeholder-secret';
+  if (/key/i.test(field)) return 'placeholder-key';
+  return 'placeholder';
+}
+
+const CODE = /\.(mjs|cjs|js|ts)$/;
+
+/** Code files of an app folder (its own, not its installed dependencies). */
+function codeFiles(dir, out = []) {
+  for (const name of fs.readdirSync(dir)) {
+    if (name === 'node_modules' || name.startsWith('.')) continue;
+    const file = path.join(dir, name);
+    const stat = fs.statSync(file);
+    if (stat.isDirectory()) codeFiles(file, out);
+    else if (CODE.test(name) && !name.endsWith('.d.ts') && stat.size < 2_000_000) out.push(file);
+  }
+  return out;
+}
+
+/**
+ * The `$auth` fields an app folder's code reads: `$auth.x`, `$auth?.x`, `$auth["x"]`, and the names
+ * destructured from it (`const { host, key, ssl_verification_mode: mode } = this.$auth`).
+ */
+function authFields(appDir) {
+  const fields = new Set();
+  for (const file of codeFiles(appDir)) {
+    const text = fs.readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/\$auth\??\.([A-Za-z_$][\w$]*)|\$auth\[\s*["'`]([^"'`]+)["'`]\s*\]/g)) fields.add(m[1] ?? m[2]);
+    for (const m of text.matchAll(/\{([^{}]*)\}\s*=\s*(?:this\.)?(?:[\w$]+\.)?\$auth\b(?!\s*\.)/g)) {
+      for (const part of m[1].split(',')) {
+        const name = part.trim().split(/[:=]/)[0].trim();
+        if (/^[A-Za-z_$][\w$]*$/.test(name)) fields.add(name);
+      }
+    }
+  }
+  return fields;
+}
+
+/** The placeholder `$auth` for the app whose code is in `appDir`. */
+function placeholderAuth(appDir) {
+  const fields = authFields(appDir);
+  const auth = { ...COMMON };
+  for (const f of fields) if (!(f in auth)) auth[f] = valueByName(f);
+  // TLS material of a database connection (`ca`, `cert`, and `key` beside them) is left empty, as a user
+  // who connects without client certificates leaves it; in an app that reads no `ca`/`cert`, `key` is an API key.
+  const tls = fields.has('ca') || fields.has('cert');
+  auth.ca = '';
+  auth.cert = '';
+  auth.key = tls ? '' : 'placeholder-key';
+  return auth;
+}
+
+module.exports = { placeholderAuth, authFields };
