@@ -1,5 +1,4 @@
-import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
-import { MikroOrmMiddleware } from '@mikro-orm/nestjs';
+import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { AppConfig, ConfigModule } from '@app/config';
 import { DbModule } from '@app/db';
@@ -22,7 +21,7 @@ import { ContractInterceptor } from './contract/contract.interceptor';
 import { OpenApiController } from './contract/openapi.controller';
 
 @Module({})
-export class AppModule implements NestModule {
+export class AppModule {
   static forRoot(config: AppConfig): DynamicModule {
     return {
       module: AppModule,
@@ -49,13 +48,5 @@ export class AppModule implements NestModule {
         { provide: APP_INTERCEPTOR, useClass: FieldFilterInterceptor },
       ],
     };
-  }
-
-  /** A request-scoped EntityManager for every route except the HTTP ingress `/e/*` (its hot path needs none). */
-  configure(consumer: MiddlewareConsumer): void {
-    consumer
-      .apply(MikroOrmMiddleware)
-      .exclude({ path: 'e/{*rest}', method: RequestMethod.ALL })
-      .forRoutes({ path: '{*all}', method: RequestMethod.ALL });
   }
 }

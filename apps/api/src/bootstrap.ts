@@ -10,6 +10,8 @@ import { requireDeclaredRoutes } from './contract/route-coverage';
 import { registerWebUi } from './web/web-ui';
 import { registerResponseHeaders } from './common/response-headers';
 import { installLeanAsyncBind } from './common/lean-async-bind';
+import { registerRequestContext } from './common/request-context';
+import { MikroORM } from '@mikro-orm/core';
 
 /** Builds the api application (not yet listening); used by main.ts and the tests. */
 export async function createApiApp(config: AppConfig): Promise<NestFastifyApplication> {
@@ -34,6 +36,7 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   });
   const fastify = app.getHttpAdapter().getInstance();
   registerRequestHygiene(fastify);
+  registerRequestContext(fastify, app.get(MikroORM));
   registerResponseHeaders(fastify);
   // The dashboard (apps/web): static files under /ui/, on the same origin as the API it calls.
   registerWebUi(fastify);
