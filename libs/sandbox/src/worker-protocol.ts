@@ -57,6 +57,8 @@ export interface WorkerOptionsTask {
   propName: string;
   input: OptionsInput;
   timeoutMs: number;
+  /** Largest JSON of the answer (checked before it leaves the sandbox). */
+  maxBytes: number;
 }
 
 export interface WorkerAdditionalPropsTask {
@@ -65,6 +67,9 @@ export interface WorkerAdditionalPropsTask {
   /** Values of the static props (`this.<prop>` inside `additionalProps()`; app props as `{ $auth }`). */
   configuredProps: Record<string, unknown>;
   timeoutMs: number;
+  /** Most props it may add, and the largest JSON of their descriptions (checked before they leave the sandbox). */
+  maxProps: number;
+  maxBytes: number;
 }
 
 export type WorkerTask = (WorkerDescribeTask | WorkerExecuteTask | WorkerExecuteBatchTask | WorkerOptionsTask | WorkerAdditionalPropsTask) & {

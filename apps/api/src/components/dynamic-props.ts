@@ -5,6 +5,9 @@ import { Component } from '@app/db';
 import { ComponentReader } from './component-reader';
 import { runnableOf } from './components.service';
 
+/** Longest message of a failed `additionalProps()` shown in the 400 (the sandbox already cuts it there, adding "…"). */
+const ERROR_MESSAGE_MAX_CHARS = 2000;
+
 /** True when the component has `additionalProps()` (its sources' props depend on their values). */
 export function hasDynamicProps(component: Component): boolean {
   return (component.meta as unknown as ComponentMeta).additionalProps === true;
@@ -16,8 +19,11 @@ export function hasDynamicProps(component: Component): boolean {
  */
 export async function addedProps(reader: ComponentReader, config: AppConfig, component: Component, staticValues: Record<string, unknown>, account: string): Promise<ConfigurableProp[]> {
   const out = await reader.additionalProps(runnableOf(component).code, staticValues, config.componentReadTimeoutMs, account);
-  if (out.error) throw new BadRequestError(`additionalProps() failed: ${out.error.message}`, { reason: out.error.name }, 'additional_props_failed');
-  return analyzeAdditionalProps(component.configurableProps as ConfigurableProp[], out.props ?? []);
+  if (out.error) {
+    const message = String(out.error.message).slice(0, ERROR_MESSAGE_MAX_CHARS + 1);
+    throw new BadRequestError(`additionalProps() failed: ${message}`, { reason: String(out.error.name).slice(0, 100) }, 'additional_props_failed');
+  }
+  return analyzeAdditionalProps(component.configurableProps as ConfigurableProp[], Array.isArray(out.props) ? out.props : []);
 }
 
 /**
