@@ -1,5 +1,6 @@
 import { ApiError } from '@app/contracts';
 import { analyzeAdditionalProps } from './additional-props';
+import { ADDITIONAL_PROPS_MAX_BYTES, ADDITIONAL_PROPS_MAX_COUNT } from './form-limits';
 import type { ConfigurableProp } from './analyze-component';
 
 const staticProps: ConfigurableProp[] = [
@@ -43,5 +44,19 @@ describe('analyzeAdditionalProps', () => {
     expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'x', type: 'string', min: 1 }]))).toMatch(/min is allowed on integer props only/);
     expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'x', type: 'string' }, { name: 'x', type: 'integer' }]))).toMatch(/prop "x" is returned twice/);
     expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'hook', type: '$.interface.http' }]))).toMatch(/\$\.interface\.http cannot be added by additionalProps\(\)/);
+  });
+
+  it('refuses services, names every object has, NUL characters and oversized answers', () => {
+    for (const type of ['$.service.db', 'dir', '$.interface.timer', '$.interface.apphook']) {
+      expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'x', type }]))).toBe(`additionalProps(): prop "x": ${type} cannot be added by additionalProps(), only declared in props`);
+    }
+    for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      expect(message(() => analyzeAdditionalProps(staticProps, [{ name, type: 'string' }]))).toBe(`additionalProps(): prop "${name}": every JavaScript object has a member named "${name}"; choose another name`);
+    }
+    expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'x', type: 'string', label: 'a\u0000' }]))).toMatch(/NUL character/);
+    const many = Array.from({ length: ADDITIONAL_PROPS_MAX_COUNT + 1 }, (_, i) => ({ name: `p${i}`, type: 'string' }));
+    expect(message(() => analyzeAdditionalProps(staticProps, many))).toBe('additionalProps() failed: it returned 201 props; at most 200 may be added');
+    expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'x', type: 'string', description: 'x'.repeat(ADDITIONAL_PROPS_MAX_BYTES) }]))).toMatch(/at most 262144 may be added$/);
+    expect(analyzeAdditionalProps(staticProps, many.slice(0, ADDITIONAL_PROPS_MAX_COUNT))).toHaveLength(ADDITIONAL_PROPS_MAX_COUNT);
   });
 });

@@ -2,19 +2,45 @@ import { BadRequestError } from '@app/contracts';
 import type { ConfigurableProp } from './analyze-component';
 import { checkProp, toConfigurable } from './analyze-component';
 import type { PropDescriptor } from './descriptor';
-import { isInterfaceType } from './prop-types';
+import { ADDITIONAL_PROPS_MAX_BYTES, ADDITIONAL_PROPS_MAX_COUNT } from './form-limits';
+import { isServiceType } from './prop-types';
 
 function fail(message: string, details: Record<string, unknown>): never {
   throw new BadRequestError(`additionalProps(): ${message}`, details, 'invalid_props');
+}
+
+/** The size limits, checked where the props are described (the sandbox) and again here; a breach is the component's failure. */
+function checkSize(added: PropDescriptor[]): void {
+  if (added.length > ADDITIONAL_PROPS_MAX_COUNT) {
+    throw new BadRequestError(`additionalProps() failed: it returned ${added.length} props; at most ${ADDITIONAL_PROPS_MAX_COUNT} may be added`, { limit: ADDITIONAL_PROPS_MAX_COUNT }, 'additional_props_failed');
+  }
+  let nul: string | undefined;
+  let json: string;
+  try {
+    json = JSON.stringify(added, (key: string, value: unknown) => {
+      if (nul === undefined && (key.includes('\u0000') || (typeof value === 'string' && value.includes('\u0000')))) nul = key;
+      return value;
+    });
+  } catch {
+    throw new BadRequestError('additionalProps() failed: the props it returned are not JSON', {}, 'additional_props_failed');
+  }
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > ADDITIONAL_PROPS_MAX_BYTES) {
+    throw new BadRequestError(`additionalProps() failed: the props it returned are ${bytes} bytes of JSON; at most ${ADDITIONAL_PROPS_MAX_BYTES} may be added`, { limit_bytes: ADDITIONAL_PROPS_MAX_BYTES }, 'additional_props_failed');
+  }
+  // Postgres text and jsonb cannot hold NUL.
+  if (nul !== undefined) fail('a returned prop contains a NUL character (\\u0000) in its name or a field', { reason: 'nul_character' });
 }
 
 /**
  * Checks the props a source's `additionalProps()` returned (as the sandbox described them) like
  * static ones and returns their `configurable_props`. The sandbox has already merged an app's
  * propDefinition into each prop and left out props named like static ones. Interfaces
- * (`$.interface.*`) are refused: a source's endpoint and schedule are fixed by its component.
+ * (`$.interface.*`) and services (`$.service.db`, `dir`) are refused: a source's endpoint, schedule
+ * and storage are fixed by its component.
  */
 export function analyzeAdditionalProps(staticProps: ConfigurableProp[], added: PropDescriptor[]): ConfigurableProp[] {
+  checkSize(added);
   const seen = new Set(staticProps.map((p) => p.name));
   const appSlugs = new Set(
     [...staticProps, ...added].filter((p) => p.type === 'app').flatMap((p) => [p.name, ...(typeof p.app === 'string' && p.app ? [p.app] : [])]),
@@ -25,7 +51,9 @@ export function analyzeAdditionalProps(staticProps: ConfigurableProp[], added: P
     seen.add(raw.name);
     const { propDefinition: _merged, ...prop } = raw;
     void _merged;
-    if (isInterfaceType(prop.type)) fail(`prop "${prop.name}": ${prop.type} cannot be added by additionalProps(), only declared in props`, { prop: prop.name, type: prop.type });
+    if (typeof prop.type === 'string' && isServiceType(prop.type)) {
+      fail(`prop "${prop.name}": ${prop.type} cannot be added by additionalProps(), only declared in props`, { prop: prop.name, type: prop.type });
+    }
     try {
       checkProp(prop, false, appSlugs);
     } catch (e) {

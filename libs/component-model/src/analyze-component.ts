@@ -9,6 +9,7 @@ import {
   INTERFACE_HTTP,
   INTERFACE_TIMER,
   isInterfaceType,
+  isReservedPropName,
   KNOWN_TYPES,
   SERVICE_DB,
   UNSUPPORTED_TYPES,
@@ -137,7 +138,7 @@ function checkTimerDefault(prop: PropDescriptor): void {
 
 export function toConfigurable(prop: PropDescriptor): ConfigurableProp {
   const out: ConfigurableProp = { name: prop.name, type: prop.type };
-  for (const [k, v] of Object.entries(prop.extra ?? {})) if (!STANDARD_FIELDS.has(k) && v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(prop.extra ?? {})) if (!STANDARD_FIELDS.has(k) && v !== undefined && k !== '__proto__') out[k] = v;
   if (prop.label !== undefined) out.label = String(prop.label);
   if (prop.description !== undefined) out.description = String(prop.description);
   if (prop.optional !== undefined) out.optional = prop.optional === true;
@@ -177,6 +178,7 @@ function checkAppHook(prop: PropDescriptor, all: PropDescriptor[]): AppHookMeta 
 export function checkProp(prop: PropDescriptor, isAction: boolean, appSlugs: Set<string>): void {
   const where = `prop "${prop.name}"`;
   const type = prop.type;
+  if (isReservedPropName(prop.name)) fail(`${where}: every JavaScript object has a member named "${prop.name}"; choose another name`, { prop: prop.name });
   if (!nonEmptyString(type)) fail(`${where} has no type`, { prop: prop.name });
   if (UNSUPPORTED_TYPES[type]) fail(`${where}: ${UNSUPPORTED_TYPES[type]}`, { prop: prop.name, type });
   const appOfType = appSpecificTypeApp(type);

@@ -5,3 +5,4 @@ export * from './configured-props';
 export * from './timer-event';
 export * from './workflow-definition';
 export * from './additional-props';
+export * from './form-limits';

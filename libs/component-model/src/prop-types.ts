@@ -50,5 +50,20 @@ export function isArrayType(type: string): boolean {
   return type.endsWith('[]');
 }
 
+/**
+ * Names every JavaScript object already has (`__proto__`, `constructor`, `toString`…): a prop named so
+ * would read the inherited member where no value is given, and `__proto__` cannot be a value of `this`.
+ */
+const RESERVED_PROP_NAMES = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+export function isReservedPropName(name: string): boolean {
+  return RESERVED_PROP_NAMES.has(name);
+}
+
+/** Types whose value the service provides and that only `props` may declare (not `additionalProps()`). */
+export function isServiceType(type: string): boolean {
+  return isInterfaceType(type) || type.startsWith('$.service.') || type === DIR;
+}
+
 /** The mask shown in place of secret values and `$auth`. */
 export const SECRET_MASK = '********';

@@ -97,4 +97,20 @@ describe('SandboxPool.additionalProps', () => {
     // A component without additionalProps() adds nothing.
     expect(await pool.additionalProps('module.exports = { name: "s", version: "1", props: {}, run() {} };', {}, 5000)).toEqual({ props: [] });
   });
+
+  it('refuses an answer too large to leave the sandbox, and cuts long error messages', async () => {
+    const returning = (body: string) => `module.exports = { name: "big", version: "1", props: {}, async additionalProps() { ${body} }, async options() { ${body} }, run() {} };`;
+    const failure = async (body: string) => (await pool.additionalProps(returning(body), {}, 5000)).error?.message;
+    expect(await failure('return Object.fromEntries(Array.from({ length: 201 }, (_, i) => ["p" + i, { type: "string" }]));')).toBe('it returned 201 props; at most 200 may be added');
+    expect(await failure('return { x: { type: "string", description: "x".repeat(300000) } };')).toMatch(/^the props it returned are \d+ bytes of JSON; at most 262144 may be added$/);
+    expect(await failure('let d = {}; const r = d; for (let i = 0; i < 150; i++) d = d.a = {}; return { x: { type: "object", default: r } };')).toBe('a value is nested deeper than 100 levels');
+    expect(await failure('throw new Error("e".repeat(100000));')).toBe(`${'e'.repeat(2000)}…`);
+    expect(await failure('throw { get message() { throw new Error("no"); } };')).toBe('it threw a value that cannot be read');
+    // An own "__proto__" key never leaves the sandbox as a prototype or as data.
+    const proto = await pool.additionalProps(returning('return { x: JSON.parse(\'{"type": "object", "default": {"__proto__": {"polluted": 1}, "ok": 1}, "__proto__": {"secret": true}}\') };'), {}, 5000);
+    expect(proto).toEqual({ props: [{ name: 'x', type: 'object', default: { ok: 1 } }] });
+    // options() answers are bounded the same way.
+    const options = await pool.options(`module.exports = { name: "o", version: "1", props: { p: { type: "string", async options() { return Array.from({ length: 20000 }, () => "o".repeat(100)); } } }, run() {} };`, 'p', { configuredProps: {} }, 5000);
+    expect(options.error?.message).toMatch(/^it returned \d+ bytes of JSON; at most 1048576 may be returned$/);
+  });
 });

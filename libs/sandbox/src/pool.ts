@@ -1,3 +1,4 @@
+import { ADDITIONAL_PROPS_MAX_BYTES, ADDITIONAL_PROPS_MAX_COUNT, OPTIONS_MAX_BYTES } from '@app/component-model';
 import { defaultFetchText } from './bundler';
 import { IsolatedRunner, type SandboxIsolationOptions } from './isolation/isolated-runner';
 import { ComponentPreparer, prepareKey, type PreparedComponent } from './preparer';
@@ -199,7 +200,7 @@ export class SandboxPool {
       return { error: err((e as Error).name || 'Error', (e as Error).message) };
     }
     const left = Math.max(1, deadline - Date.now());
-    const task: WorkerOptionsTask = { kind: 'options', bundle: prepared.ref, propName, input, timeoutMs: left };
+    const task: WorkerOptionsTask = { kind: 'options', bundle: prepared.ref, propName, input, timeoutMs: left, maxBytes: OPTIONS_MAX_BYTES };
     const out = await this.runner.run<OptionsResult>(account, task, left);
     return 'failed' in out ? { error: out.failed } : out.value;
   }
@@ -217,7 +218,7 @@ export class SandboxPool {
       return { error: err((e as Error).name || 'Error', (e as Error).message) };
     }
     const left = Math.max(1, deadline - Date.now());
-    const task: WorkerAdditionalPropsTask = { kind: 'additionalProps', bundle: prepared.ref, configuredProps, previousProps, timeoutMs: left };
+    const task: WorkerAdditionalPropsTask = { kind: 'additionalProps', bundle: prepared.ref, configuredProps, previousProps, timeoutMs: left, maxProps: ADDITIONAL_PROPS_MAX_COUNT, maxBytes: ADDITIONAL_PROPS_MAX_BYTES };
     const out = await this.runner.run<AdditionalPropsResult>(account, task, left);
     return 'failed' in out ? { error: out.failed } : out.value;
   }

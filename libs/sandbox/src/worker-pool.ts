@@ -21,7 +21,7 @@ export interface WorkerPoolOptions {
   workerFile?: string;
   /** A file inside the project: `@pipedream/platform` is resolved from here when a component does not install it. */
   platformRequireFrom?: string;
-  /** Start workers on first use and stop them when idle for this long (default: keep them). */
+  /** Start workers beyond the first on use and stop them when idle for this long (default: keep them all). */
   idleTimeoutMs?: number;
 }
 
@@ -53,7 +53,9 @@ export class WorkerPool {
     const workerData: WorkerData = { platformRequireFrom: opts.platformRequireFrom ?? __filename, vmTimeout: opts.vmTimeout, heapMb: opts.heapMb, startTable: startBuffer, egressSocket: opts.egressSocket };
     this.piscina = new Piscina({
       filename: opts.workerFile ?? resolveWorkerFile(),
-      minThreads: opts.idleTimeoutMs ? 0 : threads,
+      // At least one: Piscina replaces a terminated worker only up to minThreads, so with none a task queued
+      // behind tasks whose workers were stopped (endless loops) would wait until another task came along.
+      minThreads: opts.idleTimeoutMs ? 1 : threads,
       maxThreads: threads,
       idleTimeout: opts.idleTimeoutMs ?? Number.MAX_SAFE_INTEGER,
       concurrentTasksPerWorker: Math.max(1, Math.floor(opts.concurrentTasksPerWorker)),

@@ -57,6 +57,8 @@ export interface WorkerOptionsTask {
   propName: string;
   input: OptionsInput;
   timeoutMs: number;
+  /** Largest JSON of the answer (checked before it leaves the sandbox). */
+  maxBytes: number;
 }
 
 export interface WorkerAdditionalPropsTask {
@@ -67,6 +69,9 @@ export interface WorkerAdditionalPropsTask {
   /** The props it added last time (`previousPropDefs` holds them after the static ones); none on a first deploy. */
   previousProps?: PreviousProp[];
   timeoutMs: number;
+  /** Most props it may add, and the largest JSON of their descriptions (checked before they leave the sandbox). */
+  maxProps: number;
+  maxBytes: number;
 }
 
 export type WorkerTask = (WorkerDescribeTask | WorkerExecuteTask | WorkerExecuteBatchTask | WorkerOptionsTask | WorkerAdditionalPropsTask) & {

@@ -11,6 +11,15 @@ import { runnableOf } from '../components/components.service';
 
 type HookBody = { event_name?: string; event: Record<string, unknown> };
 
+/** Event names an error message lists (an `eventNames()` method may answer thousands). */
+const LISTED_NAMES_MAX = 10;
+
+function listNames(names: string[]): string {
+  if (!names.length) return '(none)';
+  const shown = names.slice(0, LISTED_NAMES_MAX).map((n) => JSON.stringify(n.length > 200 ? `${n.slice(0, 200)}…` : n));
+  return `${shown.join(', ')}${names.length > LISTED_NAMES_MAX ? ` and ${names.length - LISTED_NAMES_MAX} more` : ''}`;
+}
+
 /**
  * Feeds `$.interface.apphook` sources (app_hooks.contract.ts). Event names of a hook whose
  * `eventNames` is a method are asked in the owner's sandbox with the source's props (no `$auth`),
@@ -59,7 +68,7 @@ export class AppHooksController {
       const names = new Set<string>();
       for (const hook of hooks) for (const n of await this.eventNames(component, source, hook, source.ownerId)) names.add(n);
       if (!names.has(body.event_name)) {
-        throw new BadRequestError(`source ${id} does not listen to "${body.event_name}"; its event names are ${[...names].map((n) => JSON.stringify(n)).join(', ') || '(none)'}`, { event_name: body.event_name }, 'unknown_event_name');
+        throw new BadRequestError(`source ${id} does not listen to ${JSON.stringify(body.event_name)}; its event names are ${listNames([...names])}`, { event_name: body.event_name }, 'unknown_event_name');
       }
     }
     return { data: { source_id: source.id, invocation_id: await this.deliver(source, body.event) } };
@@ -78,7 +87,7 @@ export class AppHooksController {
     const apps = new Set(((component.meta as unknown as ComponentMeta).apps ?? []).map((a) => a.prop));
     const props = Object.fromEntries(Object.entries(source.configuredProps).filter(([k]) => !apps.has(k)));
     const out = await this.reader.options(runnableOf(component).code, hook.prop, { page: 0, configuredProps: props }, this.config.componentReadTimeoutMs, owner);
-    return out.error ? [] : (out.options ?? []).filter((n): n is string => typeof n === 'string');
+    return out.error || !Array.isArray(out.options) ? [] : out.options.filter((n): n is string => typeof n === 'string');
   }
 
   private async deliver(source: Source, event: unknown): Promise<string> {

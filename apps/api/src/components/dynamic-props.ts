@@ -7,6 +7,9 @@ import { assertAccess, AuthContext } from '../auth/auth.context';
 import { ComponentReader } from './component-reader';
 import { runnableOf } from './components.service';
 
+/** Longest message of a failed `additionalProps()` shown in the 400 (the sandbox already cuts it there, adding "…"). */
+const ERROR_MESSAGE_MAX_CHARS = 2000;
+
 /** True when the component has `additionalProps()` (its sources' props depend on their values). */
 export function hasDynamicProps(component: Component): boolean {
   return (component.meta as unknown as ComponentMeta).additionalProps === true;
@@ -28,8 +31,11 @@ export interface PropsBase {
  */
 export async function addedProps(reader: ComponentReader, config: AppConfig, component: Component, staticValues: Record<string, unknown>, base: PropsBase): Promise<ConfigurableProp[]> {
   const out = await reader.additionalProps(runnableOf(component).code, staticValues, config.componentReadTimeoutMs, base.account, base.previous);
-  if (out.error) throw new BadRequestError(`additionalProps() failed: ${out.error.message}`, { reason: out.error.name }, 'additional_props_failed');
-  return analyzeAdditionalProps(component.configurableProps as ConfigurableProp[], out.props ?? []);
+  if (out.error) {
+    const message = String(out.error.message).slice(0, ERROR_MESSAGE_MAX_CHARS + 1);
+    throw new BadRequestError(`additionalProps() failed: ${message}`, { reason: String(out.error.name).slice(0, 100) }, 'additional_props_failed');
+  }
+  return analyzeAdditionalProps(component.configurableProps as ConfigurableProp[], Array.isArray(out.props) ? out.props : []);
 }
 
 /**

@@ -7,21 +7,29 @@ function marker(fn: (...a: unknown[]) => unknown): FunctionMarker {
   return { $fn: true, async: fn.constructor?.name === 'AsyncFunction' };
 }
 
-/** A JSON-safe copy: functions become markers, cycles and non-JSON values are dropped. */
-export function jsonSafe(v: unknown, seen = new Set<unknown>()): unknown {
+/** Deepest nesting of a value copied out of component code (as deep as a JSON request body may be). */
+export const JSON_SAFE_MAX_DEPTH = 100;
+
+/**
+ * A JSON-safe copy: functions become markers, cycles and non-JSON values are dropped. Nesting deeper
+ * than JSON_SAFE_MAX_DEPTH throws (such a value would overflow the stack of whoever reads it next).
+ */
+export function jsonSafe(v: unknown, seen = new Set<unknown>(), depth = 0): unknown {
   if (typeof v === 'function') return marker(v as (...a: unknown[]) => unknown);
   if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
   if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
   if (typeof v !== 'object') return undefined;
   if (seen.has(v)) return undefined;
   if (v instanceof Date) return v.toISOString();
+  if (depth >= JSON_SAFE_MAX_DEPTH) throw new RangeError(`a value is nested deeper than ${JSON_SAFE_MAX_DEPTH} levels`);
   seen.add(v);
   try {
-    if (Array.isArray(v)) return v.map((x) => jsonSafe(x, seen) ?? null);
+    if (Array.isArray(v)) return v.map((x) => jsonSafe(x, seen, depth + 1) ?? null);
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
-      const s = jsonSafe(x, seen);
-      if (s !== undefined) out[k] = s;
+      const s = jsonSafe(x, seen, depth + 1);
+      // An own "__proto__" key (JSON.parse makes them) never leaves the sandbox: read back, it would be a prototype.
+      if (s !== undefined && k !== '__proto__') out[k] = s;
     }
     return out;
   } finally {
@@ -74,7 +82,7 @@ function describeProp(name: string, raw: unknown, appProps: Map<unknown, string>
   if (out.type === '$.interface.http' && p.customResponse !== undefined) out.customResponse = p.customResponse === true;
   const extra: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(p)) {
-    if (KNOWN.has(k)) continue;
+    if (KNOWN.has(k) || k === '__proto__') continue;
     const s = jsonSafe(v);
     if (s !== undefined) extra[k] = s;
   }
