@@ -77,10 +77,10 @@ export class NatsService {
     else await this.waitForStreams();
     // Reads through the bucket's leader (allow_direct off: see ensureNoDirectReads).
     const allow_direct = false;
-    this.sources = await this.js.views.kv(this.names.sourcesBucket, { history: 1, replicas, allow_direct });
-    this.sourceState = await this.js.views.kv(this.names.sourceStateBucket, { history: 1, replicas, allow_direct });
-    this.leases = await this.js.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs, replicas, allow_direct });
-    this.components = await this.js.views.os(this.names.componentsStore, { replicas });
+    this.sources = await retryTimeouts('binding bucket sources', () => this.js.views.kv(this.names.sourcesBucket, { history: 1, replicas, allow_direct }));
+    this.sourceState = await retryTimeouts('binding bucket source-state', () => this.js.views.kv(this.names.sourceStateBucket, { history: 1, replicas, allow_direct }));
+    this.leases = await retryTimeouts('binding bucket leases', () => this.js.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs, replicas, allow_direct }));
+    this.components = await retryTimeouts('binding object store components', () => this.js.views.os(this.names.componentsStore, { replicas }));
   }
 
   /**
@@ -131,10 +131,12 @@ export class NatsService {
   /** Binding to an existing bucket keeps its TTL: a changed LEASE_TTL_MS is applied to the bucket's stream. */
   private async followLeaseTtl(jsm: JetStreamManager): Promise<void> {
     const stream = `KV_${this.names.leasesBucket}`;
-    const info = await jsm.streams.info(stream);
-    const maxAge = nanos(this.config.leaseTtlMs);
-    // As the client sets it on create: the duplicate window may not exceed the age.
-    if (info.config.max_age !== maxAge) await jsm.streams.update(stream, { ...info.config, max_age: maxAge, duplicate_window: Math.min(maxAge, nanos(120_000)) });
+    await retryTimeouts(`following LEASE_TTL_MS in stream ${stream}`, async () => {
+      const info = await jsm.streams.info(stream);
+      const maxAge = nanos(this.config.leaseTtlMs);
+      // As the client sets it on create: the duplicate window may not exceed the age.
+      if (info.config.max_age !== maxAge) await jsm.streams.update(stream, { ...info.config, max_age: maxAge, duplicate_window: Math.min(maxAge, nanos(120_000)) });
+    });
   }
 
   async stop(): Promise<void> {
@@ -261,7 +263,7 @@ export async function ensureNoDirectReads(jsm: JetStreamManager, stream: string)
  * JetStream copies the stream to the new peers, or drops the extra copies, while it keeps serving.
  */
 export async function ensureReplicas(jsm: JetStreamManager, stream: string, replicas: number): Promise<void> {
-  if (((await jsm.streams.info(stream)).config.num_replicas || 1) === replicas) return;
+  if (((await retryTimeouts(`reading stream ${stream}`, () => jsm.streams.info(stream))).config.num_replicas || 1) === replicas) return;
   await retryTimeouts(`changing the replicas of stream ${stream}`, async () => {
     const info = await jsm.streams.info(stream);
     if ((info.config.num_replicas || 1) === replicas) return;

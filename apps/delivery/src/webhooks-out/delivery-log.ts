@@ -34,13 +34,7 @@ const COLUMNS: RowColumn[] = [
   { name: 'created_at_ms', type: 'int8' },
 ];
 const MAX_ROWS = 200;
-/**
- * Rows of successful attempts are written after the ack (nothing waits for them), so a longer wait
- * only gathers more rows per commit: at a moderate rate (1,000 events/s) a commit every 10 ms was a
- * good part of Postgres's CPU per event. A failed attempt's row is awaited before its retry is
- * queued, where 50 ms is small beside the first retry delay.
- */
-const LINGER_MS = 50;
+const LINGER_MS = 10;
 
 /**
  * Records delivery attempts in `webhook_deliveries` with multi-row inserts.
