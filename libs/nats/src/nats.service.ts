@@ -288,57 +288,38 @@ async function waitForCopies(jsm: JetStreamManager, stream: string, replicas: nu
 }
 
 export async function ensureStreams(jsm: JetStreamManager, names: Names, config: AppConfig): Promise<void> {
-  await ensureStream(jsm, {
-    name: names.invocationsStream,
+  // Every stream: file storage, NATS_REPLICAS copies, a 2-minute window in which a republished Nats-Msg-Id is stored once.
+  const stream = (name: string, subject: string, rest: Partial<StreamConfig>): Partial<StreamConfig> & { name: string } => ({
+    name,
     num_replicas: config.natsReplicas,
-    subjects: [names.allInvocations],
-    retention: RetentionPolicy.Workqueue,
+    subjects: [subject],
     storage: StorageType.File,
     duplicate_window: nanos(120_000),
+    ...rest,
   });
-  await ensureStream(jsm, {
-    name: names.emitsStream,
-    num_replicas: config.natsReplicas,
-    subjects: [names.allEmits],
-    retention: RetentionPolicy.Limits,
-    storage: StorageType.File,
-    max_age: nanos(config.emitsMaxAgeSeconds * 1000),
-    max_bytes: config.emitsMaxBytes > 0 ? config.emitsMaxBytes : -1,
-    discard: DiscardPolicy.Old,
-    duplicate_window: nanos(120_000),
-  }).catch((e: Error) => {
+  const workQueue = { retention: RetentionPolicy.Workqueue };
+  await ensureStream(jsm, stream(names.invocationsStream, names.allInvocations, workQueue));
+  await ensureStream(
+    jsm,
+    stream(names.emitsStream, names.allEmits, {
+      retention: RetentionPolicy.Limits,
+      max_age: nanos(config.emitsMaxAgeSeconds * 1000),
+      max_bytes: config.emitsMaxBytes > 0 ? config.emitsMaxBytes : -1,
+      discard: DiscardPolicy.Old,
+    }),
+  ).catch((e: Error) => {
     // JetStream reserves a stream's max_bytes from the server's storage up front.
     if (/insufficient storage/i.test(e.message)) {
       throw new Error(`NATS cannot reserve EMITS_MAX_BYTES=${config.emitsMaxBytes} bytes for the ${names.emitsStream} stream (insufficient storage resources): lower EMITS_MAX_BYTES, or give the NATS server more JetStream storage (max_file_store)`);
     }
     throw e;
   });
-  await ensureStream(jsm, {
-    name: names.deliveriesStream,
-    num_replicas: config.natsReplicas,
-    subjects: [names.allDeliveries],
-    retention: RetentionPolicy.Workqueue,
-    storage: StorageType.File,
-    duplicate_window: nanos(120_000),
-  });
-  await ensureStream(jsm, {
-    name: names.sendsStream,
-    num_replicas: config.natsReplicas,
-    subjects: [names.allSends],
-    retention: RetentionPolicy.Workqueue,
-    storage: StorageType.File,
-    duplicate_window: nanos(120_000),
-  });
-  await ensureStream(jsm, {
-    name: names.usageStream,
-    num_replicas: config.natsReplicas,
-    subjects: [names.allUsage],
-    retention: RetentionPolicy.Workqueue,
-    storage: StorageType.File,
-    max_age: nanos(3 * 86_400_000),
-    duplicate_window: nanos(120_000),
-  });
-}/** How long a first connection refused for its credentials is tried again: a server reloading its users answers so for a moment. */
+  await ensureStream(jsm, stream(names.deliveriesStream, names.allDeliveries, workQueue));
+  await ensureStream(jsm, stream(names.sendsStream, names.allSends, workQueue));
+  await ensureStream(jsm, stream(names.usageStream, names.allUsage, { ...workQueue, max_age: nanos(3 * 86_400_000) }));
+}
+
+/** How long a first connection refused for its credentials is tried again: a server reloading its users answers so for a moment. */
 const AUTH_RETRY_MS = 10_000;
 
 /**
