@@ -7,20 +7,27 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { randomBytes } = require('node:crypto');
 const { resolvePostgres, dropDatabase, log } = require('./infra');
 const { startTestNatsServer, permissionViolations } = require('./nats-auth');
 
 /** Users of installations whose prefix holds this marker are refused on purpose (tests of the permissions). */
 const PROBE_MARKER = '_probe_';
 
-async function startIsolatedRun(root, runId) {
+/**
+ * `spareInstallations`: NATS users of that many test systems are in the server's config from the
+ * start, so a system that claims them needs no reload (each reload makes JetStream answer "no
+ * responders" for a moment, to every system of the run).
+ */
+async function startIsolatedRun(root, runId, { spareInstallations = 0 } = {}) {
   const dataDir = path.resolve(process.env.DATA_DIR || path.join(root, '.data'));
   const template = `ess_test_${runId}`;
   const pg = await resolvePostgres({ dataDir, dbName: template });
   const natsDir = fs.mkdtempSync(path.join(os.tmpdir(), `ess-nats-${runId}-`));
   let nats;
   try {
-    nats = await startTestNatsServer({ dir: natsDir });
+    const spares = Array.from({ length: spareInstallations }, () => `t_${runId}_${randomBytes(3).toString('hex')}`);
+    nats = await startTestNatsServer({ dir: natsDir, spares });
   } catch (e) {
     fs.rmSync(natsDir, { recursive: true, force: true });
     throw e;

@@ -234,7 +234,8 @@ function rotateCredentials(dir) {
  * A test run's server knows the users of every system started so far. Each
  * system has its own NATS_PREFIX, so its users are added to the config (under a
  * lock, as jest runs files in several processes) and the server reloads it
- * (SIGHUP) before the system starts.
+ * (SIGHUP) before the system starts. (A reload makes JetStream answer "no
+ * responders" for a moment to everyone; `claimTestInstallation` avoids it.)
  */
 async function addTestInstallation({ dir, pid, url, prefix }) {
   const credentials = newAppCredentials(prefix);
@@ -254,8 +255,32 @@ async function rotateTestPassword({ dir, pid, prefix, app }) {
   return fresh;
 }
 
+/**
+ * The users of an installation the server was started with (`startTestNatsServer`'s spares), taken
+ * by one test system: no config change, no reload. When every spare is taken, a new installation
+ * named `fallbackPrefix` is added (and the server reloads).
+ */
+async function claimTestInstallation({ dir, pid, url, fallbackPrefix }) {
+  let claimed;
+  await withTestState({ dir }, (state) => {
+    claimed = state.installations.find((i) => i.spare);
+    if (claimed) claimed.spare = false;
+  });
+  if (claimed) return { prefix: claimed.prefix, credentials: claimed.credentials };
+  return { prefix: fallbackPrefix, credentials: await addTestInstallation({ dir, pid, url, prefix: fallbackPrefix }) };
+}
+
 /** Changes the run's users under a lock (jest runs files in several processes), rewrites the config and reloads the server (SIGHUP). */
 async function changeTestConfig({ dir, pid }, change) {
+  await withTestState({ dir }, (state) => {
+    change(state);
+    writePrivate(path.join(dir, 'nats-server.conf'), renderServerConfig({ listen: state.listen, storeDir: state.storeDir, installations: state.installations, admin: state.admin, pidFile: path.join(dir, 'nats-server.pid') }));
+    process.kill(pid, 'SIGHUP');
+  });
+}
+
+/** Reads, changes and writes the run's `installations.json` under a lock (jest runs files in several processes). */
+async function withTestState({ dir }, change) {
   const lock = path.join(dir, 'installations.lock');
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -276,15 +301,16 @@ async function changeTestConfig({ dir, pid }, change) {
     const state = JSON.parse(fs.readFileSync(stateFile, 'utf8'));
     change(state);
     writePrivate(stateFile, JSON.stringify(state));
-    writePrivate(path.join(dir, 'nats-server.conf'), renderServerConfig({ listen: state.listen, storeDir: state.storeDir, installations: state.installations, admin: state.admin, pidFile: path.join(dir, 'nats-server.pid') }));
-    process.kill(pid, 'SIGHUP');
   } finally {
     fs.rmdirSync(lock);
   }
 }
 
-/** Starts the authenticated nats-server of one test or benchmark run in a fresh directory. */
-async function startTestNatsServer({ dir }) {
+/**
+ * Starts the authenticated nats-server of one test or benchmark run in a fresh directory, with the
+ * users of the installations named in `spares` already in its config (`claimTestInstallation`).
+ */
+async function startTestNatsServer({ dir, spares = [] }) {
   const bin = ensureNatsServer();
   if (!bin) throw new Error(`npm test needs nats-server on PATH (apt-get install nats-server, brew install nats-server): each run starts its own, with authentication`);
   const host = '127.0.0.1';
@@ -292,8 +318,9 @@ async function startTestNatsServer({ dir }) {
   const admin = { user: 'admin', password: password() };
   const storeDir = dir;
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writePrivate(path.join(dir, 'installations.json'), JSON.stringify({ listen: `${host}:${port}`, storeDir, admin, installations: [] }));
-  const server = await startNatsServer({ bin, dir, host, port, installations: [], admin });
+  const installations = spares.map((prefix) => ({ prefix, credentials: newAppCredentials(prefix), spare: true }));
+  writePrivate(path.join(dir, 'installations.json'), JSON.stringify({ listen: `${host}:${port}`, storeDir, admin, installations }));
+  const server = await startNatsServer({ bin, dir, host, port, installations, admin });
   return { ...server, admin };
 }
 
@@ -335,6 +362,7 @@ module.exports = {
   startNatsServer,
   startTestNatsServer,
   addTestInstallation,
+  claimTestInstallation,
   rotateTestPassword,
   loadOrCreateCredentials,
   rotateCredentials,

@@ -14,6 +14,7 @@ export interface NatsAppCredentials {
 export type NatsCredentials = Record<AppName, NatsAppCredentials>;
 interface NatsAuthScript {
   addTestInstallation(o: { dir: string; pid: number; url: string; prefix: string }): Promise<NatsCredentials>;
+  claimTestInstallation(o: { dir: string; pid: number; url: string; fallbackPrefix: string }): Promise<{ prefix: string; credentials: NatsCredentials }>;
   rotateTestPassword(o: { dir: string; pid: number; prefix: string; app: AppName }): Promise<string>;
 }
 // eslint-disable-next-line @typescript-eslint/no-var-requires
@@ -131,8 +132,14 @@ export function rotateNatsPassword(prefix: string, app: AppName): Promise<string
 export async function startSystem(env: Record<string, string> = {}, { apps = ['api', 'runner', 'delivery'] as AppName[] } = {}): Promise<System> {
   const db = await createDatabase();
   const port = await freePort();
-  const natsPrefix = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
-  const nats = await addNatsInstallation(natsPrefix);
+  // Users the run's server was started with (no reload), or new ones when they are all taken.
+  const claimed = await natsAuth.claimTestInstallation({
+    dir: need('TEST_NATS_AUTH_DIR'),
+    pid: Number(need('TEST_NATS_PID')),
+    url: need('TEST_NATS_URL'),
+    fallbackPrefix: `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`,
+  });
+  const { prefix: natsPrefix, credentials: nats } = claimed;
   const baseEnv: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/tmp',
