@@ -4,7 +4,20 @@ import { natsAdmin } from './support/env';
 import { decodeJson, InvocationMessage, Names, partitionOf } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
-import { startSystem, System } from './support/system';
+import { eventually, startSystem, System } from './support/system';
+
+/** A request to the api's address with another Host header (no DNS for the test domain). */
+const sendAs = (origin: string, host: string, path: string, body: string): Promise<{ status: number; body: string; cookies: string[] }> =>
+  new Promise((resolve, reject) => {
+    const { port } = new URL(origin);
+    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { host, 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text, cookies: res.headers['set-cookie'] ?? [] }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 
 /** DESIGN.md: with a domain configured, `<endpoint_key>.<domain>` is the source's HTTP interface (any path). */
 describe('host-based HTTP endpoints (ENDPOINT_DOMAIN)', () => {
@@ -22,18 +35,7 @@ describe('host-based HTTP endpoints (ENDPOINT_DOMAIN)', () => {
     await system?.stop();
   });
 
-  /** A request to the api's address with another Host header (no DNS for the test domain). */
-  const send = (host: string, path: string, body: string): Promise<{ status: number; body: string }> =>
-    new Promise((resolve, reject) => {
-      const { port } = new URL(system.origin);
-      const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { host, 'content-type': 'application/json' } }, (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
+  const send = (host: string, path: string, body: string) => sendAs(system.origin, host, path, body);
 
   it('gives endpoint URLs on the domain and stores a request to <key>.<domain>/<path> like one to /e/<key>/<path>', async () => {
     const created = await client(system, user.apiKey).post('/sources', { component_code: HTTP_SOURCE });
@@ -45,7 +47,7 @@ describe('host-based HTTP endpoints (ENDPOINT_DOMAIN)', () => {
     const host = new URL(endpointUrl).host;
 
     const res = await send(host, '/hooks/a?x=1', '{"hello":"host"}');
-    expect(res).toEqual({ status: 200, body: '{"success":true}' });
+    expect(res).toEqual({ status: 200, body: '{"success":true}', cookies: [] });
     const names = new Names(system.natsPrefix);
     const jsm = await nc.jetstreamManager();
     const m = await jsm.streams.getMessage(names.invocationsStream, { last_by_subj: names.invocation(partitionOf(id, Number(system.env.PARTITIONS)), id) });
@@ -57,5 +59,39 @@ describe('host-based HTTP endpoints (ENDPOINT_DOMAIN)', () => {
     expect(unknown.status).toBe(404);
     expect(JSON.parse(unknown.body)).toMatchObject({ code: 'not_found' });
     expect((await client(system, user.apiKey).get('/users/me')).status).toBe(200);
+  });
+});
+
+describe('cookies of host-based HTTP endpoints', () => {
+  let system: System;
+  let user: TestUser;
+
+  beforeAll(async () => {
+    system = await startSystem({ ENDPOINT_DOMAIN: 'hooks.example.test' });
+    user = createUser(system);
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  const send = (host: string, path: string, body: string) => sendAs(system.origin, host, path, body);
+
+  it("keeps a component's cookies on its endpoint's own host as set (Domain dropped), and under /e/<key> on the shared origin", async () => {
+    const code = `module.exports = {
+      name: "Cookies", version: "1",
+      props: { http: { type: "$.interface.http", customResponse: true } },
+      async run() { this.http.respond({ status: 200, headers: { "Set-Cookie": ["a=1; Path=/app; Domain=hooks.example.test; HttpOnly", "b=2"] }, body: "ok" }); },
+    };`;
+    const created = await client(system, user.apiKey).post('/sources', { component_code: code });
+    expect(created.status).toBe(200);
+    const host = new URL(created.body.data.configured_props.http.endpoint_url as string).host;
+    const key = host.split('.')[0];
+    const onHost = await eventually(async () => {
+      const r = await send(host, '/app', '');
+      return r.status === 200 ? r : undefined;
+    }, { what: 'the endpoint to answer', timeoutMs: 30_000 });
+    expect(onHost.cookies).toEqual(['a=1; Path=/app; HttpOnly', 'b=2']);
+    const shared = await send(new URL(system.origin).host, `/e/${key}/app`, '');
+    expect(shared.cookies).toEqual([`a=1; HttpOnly; Path=/e/${key}`, `b=2; Path=/e/${key}`]);
   });
 });
