@@ -1,7 +1,7 @@
 import { EmittedEvent } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
-import { Emitter, insertSource } from './events.helpers';
+import { Emitter, insertSource, sql } from './events.helpers';
 
 describe('event summaries', () => {
   let system: System;
@@ -52,6 +52,21 @@ describe('event summaries', () => {
       return r.body?.data?.length ? r : undefined;
     }, { what: 'the $errors event indexed' });
     expect(errors.body.data[0].event).toEqual({ error: { message: 'boom' } });
+  });
+
+  it('never lists more than EVENT_RETENTION of a class, even before the older ones are trimmed', async () => {
+    const src = await insertSource(system, user.id);
+    // Eight summaries written straight to Postgres: no delivery app trims them.
+    for (let i = 1; i <= 8; i++) {
+      await sql(system, `insert into event_summaries (emitter_id, id, id_ms, id_seq, name, channel_class, owner_id, emit_id, summary, event, meta, size_bytes, indexed_at_ms)
+        values ($1, $2, $3, 0, '', 'emits', $4, $5, '', $6, '{}', 10, $3)`, [src, `${1_700_000_000_000 + i}-0`, 1_700_000_000_000 + i, user.id, `emit-${i}`, JSON.stringify({ n: i })]);
+    }
+    const res = await summaries(src, '?limit=100');
+    expect(res.body.page_info.total_count).toBe(5);
+    expect(res.body.data.map((d: { event: { n: number } }) => d.event.n)).toEqual([8, 7, 6, 5, 4]);
+    const first = await summaries(src, '?limit=4');
+    const rest = await summaries(src, `?limit=2&after=${encodeURIComponent(first.body.page_info.end_cursor)}`);
+    expect(rest.body.data.map((d: { event: { n: number } }) => d.event.n)).toEqual([4]);
   });
 
   it('pages with limit and cursors and filters custom channels', async () => {

@@ -45,6 +45,7 @@ export class EventsService {
       }
     }
     const conn = this.em.getConnection();
+    await this.keepRetained(conn, emitterId, q.eventName === '$errors' || q.eventName === '$logs' ? q.eventName : 'emits', where, params);
     const [{ n }] = (await conn.execute(`select count(*)::int as n from event_summaries where ${where.join(' and ')}`, params)) as { n: number }[];
     let order: 'asc' | 'desc' = 'desc';
     const pageWhere = [...where];
@@ -64,6 +65,21 @@ export class EventsService {
     return finishPage(rows, q, order, n, (r) => ({ k: Number(r.id_ms), id: String(r.id_seq) }), (r) =>
       toEventSummary(r, q.expand.event ? undefined : this.config.summaryTruncateBytes, q.expand.summary),
     );
+  }
+
+  /**
+   * Lists only the newest EVENT_RETENTION summaries of the class: the delivery app trims older ones
+   * within moments (trims are gathered), and a list never shows them meanwhile.
+   */
+  private async keepRetained(conn: ReturnType<EntityManager['getConnection']>, emitterId: string, channelClass: string, where: string[], params: unknown[]): Promise<void> {
+    const [cut] = (await conn.execute(
+      `select id_ms, id_seq from event_summaries where emitter_id = ? and channel_class = ?
+        order by id_ms desc, id_seq desc offset ? limit 1`,
+      [emitterId, channelClass, this.config.eventRetention - 1],
+    )) as { id_ms: string; id_seq: number }[];
+    if (!cut) return;
+    where.push('(id_ms, id_seq) >= (?, ?)');
+    params.push(cut.id_ms, cut.id_seq);
   }
 
   /** Validates the range, then asks the delivery app to delete; deletes here when no delivery replica answers. */

@@ -13,6 +13,13 @@ import { SummaryWriter, TrimGroup } from './summary-writer';
 /** The consumer earlier versions indexed with; drained and removed by this one (see `drainLegacyConsumer`). */
 const LEGACY_DURABLE = 'indexer';
 const LEGACY_CHECK_MS = 10_000;
+/**
+ * Trims run at most this often: the groups touched meanwhile are trimmed together. Trimming after
+ * every batch (a statement per group, each reading the group's newest EVENT_RETENTION rows to find
+ * its cut) cost Postgres more than the inserts at moderate rates; an emitter may hold a few more
+ * summaries than EVENT_RETENTION for this long.
+ */
+const TRIM_INTERVAL_MS = 50;
 
 /**
  * Indexes emitted events (also `$errors` and `$logs`) into `event_summaries`,
@@ -84,6 +91,7 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
   private async trimLoop(): Promise<void> {
     try {
       while (this.toTrim.size) {
+        if (!this.closing) await new Promise((r) => setTimeout(r, TRIM_INTERVAL_MS));
         const groups = [...this.toTrim.values()];
         this.toTrim.clear();
         await new SummaryWriter(this.em.fork(), this.config.eventRetention).trim(groups).catch((e: Error) => {
