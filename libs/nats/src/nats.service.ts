@@ -69,7 +69,7 @@ export class NatsService {
       if (!this.stopping) this.opts.onConnectionLost?.(err ?? new Error('the NATS connection closed'));
     });
     // Creating a durable consumer on a cluster waits for its leader election: longer than the client's 5 s default.
-    this.jsm = await retryTimeouts('reaching JetStream', () => this.nc.jetstreamManager({ timeout: CONSUMER_ADMIN_TIMEOUT_MS }));
+    this.jsm = await retryUnanswered('reaching JetStream', () => this.nc.jetstreamManager({ timeout: CONSUMER_ADMIN_TIMEOUT_MS }));
     this.js = this.nc.jetstream();
     this.streams = new StreamPublisher(this.nc, 5_000, this.config.natsInboxPrefix);
     const replicas = this.config.natsReplicas;
@@ -77,10 +77,10 @@ export class NatsService {
     else await this.waitForStreams();
     // Reads through the bucket's leader (allow_direct off: see ensureNoDirectReads).
     const allow_direct = false;
-    this.sources = await retryTimeouts('binding bucket sources', () => this.js.views.kv(this.names.sourcesBucket, { history: 1, replicas, allow_direct }));
-    this.sourceState = await retryTimeouts('binding bucket source-state', () => this.js.views.kv(this.names.sourceStateBucket, { history: 1, replicas, allow_direct }));
-    this.leases = await retryTimeouts('binding bucket leases', () => this.js.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs, replicas, allow_direct }));
-    this.components = await retryTimeouts('binding object store components', () => this.js.views.os(this.names.componentsStore, { replicas }));
+    this.sources = await retryUnanswered('binding bucket sources', () => this.js.views.kv(this.names.sourcesBucket, { history: 1, replicas, allow_direct }));
+    this.sourceState = await retryUnanswered('binding bucket source-state', () => this.js.views.kv(this.names.sourceStateBucket, { history: 1, replicas, allow_direct }));
+    this.leases = await retryUnanswered('binding bucket leases', () => this.js.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs, replicas, allow_direct }));
+    this.components = await retryUnanswered('binding object store components', () => this.js.views.os(this.names.componentsStore, { replicas }));
   }
 
   /**
@@ -89,14 +89,14 @@ export class NatsService {
    * apps' everyday ones, and the buckets are then bound with the everyday client.
    */
   private async createStreams(): Promise<void> {
-    const jsm = await retryTimeouts('reaching JetStream', () => this.nc.jetstreamManager({ timeout: STREAM_ADMIN_TIMEOUT_MS }));
+    const jsm = await retryUnanswered('reaching JetStream', () => this.nc.jetstreamManager({ timeout: STREAM_ADMIN_TIMEOUT_MS }));
     await ensureStreams(jsm, this.names, this.config);
     const replicas = this.config.natsReplicas;
     const slow = this.nc.jetstream({ timeout: STREAM_ADMIN_TIMEOUT_MS });
     const allow_direct = false;
-    for (const bucket of [this.names.sourcesBucket, this.names.sourceStateBucket]) await retryTimeouts(`creating bucket ${bucket}`, () => slow.views.kv(bucket, { history: 1, replicas, allow_direct }));
-    await retryTimeouts(`creating bucket ${this.names.leasesBucket}`, () => slow.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs, replicas, allow_direct }));
-    await retryTimeouts(`creating object store ${this.names.componentsStore}`, () => slow.views.os(this.names.componentsStore, { replicas }));
+    for (const bucket of [this.names.sourcesBucket, this.names.sourceStateBucket]) await retryUnanswered(`creating bucket ${bucket}`, () => slow.views.kv(bucket, { history: 1, replicas, allow_direct }));
+    await retryUnanswered(`creating bucket ${this.names.leasesBucket}`, () => slow.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs, replicas, allow_direct }));
+    await retryUnanswered(`creating object store ${this.names.componentsStore}`, () => slow.views.os(this.names.componentsStore, { replicas }));
     await this.followLeaseTtl(jsm);
     // Binding to an existing bucket keeps its settings: reads from the leader and a changed NATS_REPLICAS are applied to their streams.
     for (const stream of [kvStream(this.names.sourcesBucket), kvStream(this.names.sourceStateBucket), kvStream(this.names.leasesBucket)]) {
@@ -131,7 +131,7 @@ export class NatsService {
   /** Binding to an existing bucket keeps its TTL: a changed LEASE_TTL_MS is applied to the bucket's stream. */
   private async followLeaseTtl(jsm: JetStreamManager): Promise<void> {
     const stream = `KV_${this.names.leasesBucket}`;
-    await retryTimeouts(`following LEASE_TTL_MS in stream ${stream}`, async () => {
+    await retryUnanswered(`following LEASE_TTL_MS in stream ${stream}`, async () => {
       const info = await jsm.streams.info(stream);
       const maxAge = nanos(this.config.leaseTtlMs);
       // As the client sets it on create: the duplicate window may not exceed the age.
@@ -208,7 +208,7 @@ function replicasError(e: Error, stream: string, replicas: number): Error {
  * api replicas creating the same replicated stream at once, nats-server 2.9 may never answer one of
  * them although the stream gets created; the next try finds it and updates it.
  */
-async function retryTimeouts<T>(what: string, fn: () => Promise<T>, attempts = 6): Promise<T> {
+async function retryUnanswered<T>(what: string, fn: () => Promise<T>, attempts = 6): Promise<T> {
   for (let i = 1; ; i++) {
     try {
       return await fn();
@@ -223,7 +223,7 @@ async function retryTimeouts<T>(what: string, fn: () => Promise<T>, attempts = 6
 }
 
 async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
-  await retryTimeouts(`creating or updating stream ${config.name}`, () => ensureStreamOnce(jsm, config));
+  await retryUnanswered(`creating or updating stream ${config.name}`, () => ensureStreamOnce(jsm, config));
 }
 
 async function ensureStreamOnce(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
@@ -251,7 +251,7 @@ async function ensureStreamOnce(jsm: JetStreamManager, config: Partial<StreamCon
  * through the bucket's leader. A bucket created with it on (the client's default) is changed.
  */
 export async function ensureNoDirectReads(jsm: JetStreamManager, stream: string): Promise<void> {
-  await retryTimeouts(`turning off direct reads of stream ${stream}`, async () => {
+  await retryUnanswered(`turning off direct reads of stream ${stream}`, async () => {
     const info = await jsm.streams.info(stream);
     if (!info.config.allow_direct) return;
     await jsm.streams.update(stream, { ...info.config, allow_direct: false });
@@ -263,8 +263,8 @@ export async function ensureNoDirectReads(jsm: JetStreamManager, stream: string)
  * JetStream copies the stream to the new peers, or drops the extra copies, while it keeps serving.
  */
 export async function ensureReplicas(jsm: JetStreamManager, stream: string, replicas: number): Promise<void> {
-  if (((await retryTimeouts(`reading stream ${stream}`, () => jsm.streams.info(stream))).config.num_replicas || 1) === replicas) return;
-  await retryTimeouts(`changing the replicas of stream ${stream}`, async () => {
+  if (((await retryUnanswered(`reading stream ${stream}`, () => jsm.streams.info(stream))).config.num_replicas || 1) === replicas) return;
+  await retryUnanswered(`changing the replicas of stream ${stream}`, async () => {
     const info = await jsm.streams.info(stream);
     if ((info.config.num_replicas || 1) === replicas) return;
     await jsm.streams.update(stream, { ...info.config, num_replicas: replicas }).catch((err: Error) => {
@@ -342,5 +342,3 @@ async function connectFirst(config: AppConfig, clientName: string): Promise<Nats
     }
   }
 }
-
-

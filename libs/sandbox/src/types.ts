@@ -3,6 +3,7 @@
  * component and calling `options()`) send to a Piscina worker and get back.
  */
 import type { ComponentDescriptor, PropDescriptor } from '@app/component-model';
+import type { HttpResponseMessage } from '@app/contracts';
 
 export interface DescribeTask {
   kind: 'describe';
@@ -84,13 +85,8 @@ export interface ExecuteResult {
   exit?: { reason?: string };
 }
 
-export interface HttpResponsePayload {
-  status: number;
-  /** Header values; `set-cookie` may be a list (one header line per cookie). */
-  headers?: Record<string, string | string[]>;
-  body?: string;
-  bodyEncoding?: 'utf8' | 'base64';
-}
+/** What `respond()` answers: the api relays it as it is (`HttpResponseMessage`). */
+export type HttpResponsePayload = HttpResponseMessage;
 
 export interface SendRecord {
   kind: 'http' | 'email' | 's3' | 'emit' | 'sse';

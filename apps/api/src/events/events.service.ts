@@ -32,20 +32,15 @@ export class EventsService {
   }
 
   async list(emitterId: string, q: SummaryQuery): Promise<Page<EventSummaryDto>> {
-    const where = ['emitter_id = ?'];
-    const params: unknown[] = [emitterId];
-    if (q.eventName === '$errors' || q.eventName === '$logs') {
-      where.push('channel_class = ?');
+    const channelClass = q.eventName === '$errors' || q.eventName === '$logs' ? q.eventName : 'emits';
+    const where = ['emitter_id = ?', 'channel_class = ?'];
+    const params: unknown[] = [emitterId, channelClass];
+    if (channelClass === 'emits' && q.eventName !== undefined) {
+      where.push('name = ?');
       params.push(q.eventName);
-    } else {
-      where.push(`channel_class = 'emits'`);
-      if (q.eventName !== undefined) {
-        where.push('name = ?');
-        params.push(q.eventName);
-      }
     }
     const conn = this.em.getConnection();
-    await this.keepRetained(conn, emitterId, q.eventName === '$errors' || q.eventName === '$logs' ? q.eventName : 'emits', where, params);
+    await this.keepRetained(conn, emitterId, channelClass, where, params);
     const [{ n }] = (await conn.execute(`select count(*)::int as n from event_summaries where ${where.join(' and ')}`, params)) as { n: number }[];
     let order: 'asc' | 'desc' = 'desc';
     const pageWhere = [...where];
