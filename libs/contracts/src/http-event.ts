@@ -10,11 +10,41 @@ export interface HttpEvent {
   client_ip: string;
 }
 
+/**
+ * Deepest nesting of a JSON body parsed into `event.body`. The event is serialized on its way to the
+ * runner and back (`JSON.stringify` recurses: a few thousand levels overflow the stack); the HTTP
+ * interface refuses deeper JSON with a 400.
+ */
+export const HTTP_BODY_MAX_JSON_DEPTH = 1000;
+
+/** A content type whose body is parsed as JSON (`application/json`, `…+json`). */
+export function isJsonContentType(contentType: string): boolean {
+  const type = contentType.split(';')[0].trim().toLowerCase();
+  return type === 'application/json' || type.endsWith('+json');
+}
+
+/** Whether JSON text nests arrays and objects deeper than `max`: one pass without recursion, strings skipped. */
+export function jsonNestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c /* \ */) i++;
+      else if (ch === 0x22 /* " */) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x5b /* [ */ || ch === 0x7b /* { */) {
+      if (++depth > max) return true;
+    } else if (ch === 0x5d || ch === 0x7d) depth--;
+  }
+  return false;
+}
+
 /** JSON and form bodies parsed; anything else (or invalid JSON) stays the raw string. */
 export function parseHttpBody(contentType: string, raw: string): unknown {
   const type = contentType.split(';')[0].trim().toLowerCase();
   if (raw === '') return raw;
-  if (type === 'application/json' || type.endsWith('+json')) {
+  if (isJsonContentType(contentType)) {
     try {
       return JSON.parse(raw);
     } catch {

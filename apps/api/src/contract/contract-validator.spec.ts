@@ -24,6 +24,22 @@ describe('a route contract', () => {
     expect(() => route.validate({ id: 'x' }, {}, { url: 'u', owner_id: 'u_x', more: 1 })).toThrow('unknown fields: owner_id, more');
   });
 
+  it('lists at most 20 unknown names, each cut at 100 characters, and says how many more', () => {
+    const body: Record<string, number> = { url: 1 };
+    for (let i = 0; i < 100_000; i++) body[`k${i}`] = 1;
+    body['x'.repeat(5000)] = 1;
+    let error: { message: string; details?: Record<string, unknown> } | undefined;
+    try {
+      route.validate({ id: 'x' }, {}, body);
+    } catch (e) {
+      error = e as typeof error;
+    }
+    expect(error?.message).toBe(`unknown fields: ${Array.from({ length: 20 }, (_, i) => `k${i}`).join(', ')} and 99981 more`);
+    expect(error?.details).toMatchObject({ in: 'body', more: 99_981 });
+    expect((error?.details?.fields as string[]).length).toBe(20);
+    expect(() => route.validate({ id: 'x' }, {}, { url: 'u', ['y'.repeat(5000)]: 1 })).toThrow(`unknown field: ${'y'.repeat(100)}…`);
+  });
+
   it('names the field of a wrong type or range, and a missing required field', () => {
     expect(() => route.validate({ id: 'x' }, {}, { url: 'u', page: [[1]] })).toThrow('page must be an integer');
     expect(() => route.validate({ id: 'x' }, { limit: '0' }, { url: 'u' })).toThrow('limit must be >= 1');
@@ -33,6 +49,13 @@ describe('a route contract', () => {
 
   it('takes a JSON object body or none', () => {
     for (const body of ['str', 123, [], null]) expect(() => route.validate({ id: 'x' }, { url: 'u' }, body)).toThrow('the request body must be a JSON object');
+  });
+
+  it('checks the body of a route that declares none (only the common parameters, never ignored)', () => {
+    const bare = new RouteValidator({ method: 'DELETE', path: '/v1/things/{id}', tag: 't', summary: 's', responses: { 204: null } });
+    for (const body of [undefined, {}, { org_id: 'o_1' }]) expect(() => bare.validate({}, {}, body)).not.toThrow();
+    expect(() => bare.validate({}, {}, { start_id: '1-0' })).toThrow('unknown field: start_id');
+    expect(() => bare.validate({}, {}, 'x')).toThrow('the request body must be a JSON object');
   });
 
   it('lists the methods of a known path for a 405', () => {

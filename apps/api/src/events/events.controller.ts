@@ -1,7 +1,7 @@
-import { Controller, Delete, Get, HttpCode, Param, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Query } from '@nestjs/common';
 import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext } from '../auth/auth.context';
-import { Input } from '../common/input';
+import { Input, mergeInput } from '../common/input';
 import { Page, parsePageQuery } from '../common/pagination';
 import { EventSummaryDto, parseExpand } from './event-summary.dto';
 import { EventsService, SummaryQuery } from './events.service';
@@ -26,8 +26,8 @@ export class EventsController {
 
   @Delete('sources/:id/events')
   @HttpCode(202)
-  async deleteEvents(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<void> {
-    const input = query as Input;
+  async deleteEvents(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown, @Body() body: unknown): Promise<void> {
+    const input = mergeInput(query, body);
     await this.events.assertSource(auth, id);
     const str = (name: string): string | undefined => {
       const v = input[name];

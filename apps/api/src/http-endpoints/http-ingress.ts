@@ -2,7 +2,20 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { decodeJson, encodeJson, HttpEvent, HttpResponseMessage, InvocationMessage, newId, packHttpEvent, parseHttpBody, randomToken } from '@app/contracts';
+import {
+  decodeJson,
+  encodeJson,
+  HTTP_BODY_MAX_JSON_DEPTH,
+  HttpEvent,
+  HttpResponseMessage,
+  InvocationMessage,
+  isJsonContentType,
+  jsonNestedDeeperThan,
+  newId,
+  packHttpEvent,
+  parseHttpBody,
+  randomToken,
+} from '@app/contracts';
 import type { Subscription } from 'nats';
 import { NatsService } from '@app/nats';
 import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
@@ -111,9 +124,15 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
           details: { scope: full.scope, pending: full.pending, limit: full.limit, retry_after_seconds: full.retryAfterSeconds },
         });
     }
+    const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+    if (isJsonContentType(String(req.headers['content-type'] ?? '')) && jsonNestedDeeperThan(raw, HTTP_BODY_MAX_JSON_DEPTH)) {
+      return reply
+        .status(400)
+        .send({ error: `the request body is JSON nested deeper than ${HTTP_BODY_MAX_JSON_DEPTH} levels`, code: 'invalid_request', details: { max_depth: HTTP_BODY_MAX_JSON_DEPTH } });
+    }
     this.backlog.accepted();
     const invocationId = newId('invocation');
-    const msg: InvocationMessage = { invocationId, sourceId: target.sourceId, kind: 'http', event: this.eventOf(req, endpointKey), createdAtMs: Date.now() };
+    const msg: InvocationMessage = { invocationId, sourceId: target.sourceId, kind: 'http', event: this.eventOf(req, endpointKey, raw), createdAtMs: Date.now() };
     if (!target.customResponse) {
       await this.store(target, msg);
       return reply.status(200).send({ success: true });
@@ -202,8 +221,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  private eventOf(req: FastifyRequest, endpointKey: string): HttpEvent {
-    const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+  private eventOf(req: FastifyRequest, endpointKey: string, raw: string): HttpEvent {
     const qIndex = req.url.indexOf('?');
     const pathname = qIndex >= 0 ? req.url.slice(0, qIndex) : req.url;
     const prefix = `/e/${endpointKey}`;

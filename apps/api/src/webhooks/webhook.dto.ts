@@ -62,10 +62,18 @@ export function toDeliveryDto(d: WebhookDelivery): WebhookDeliveryDto {
   };
 }
 
+/**
+ * `scheme://authority` as written: WHATWG's parser repairs `http:///x`, `http:/x`, `http:x` and
+ * `http:\\x` into `http://x/`, so a URL it accepts may still have been sent without a hostname.
+ */
+const WRITTEN_AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/\\?#\s]/i;
+
 /** An http(s) URL with a hostname; anything else is a 400 naming the rule. */
 export function validateWebhookUrl(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '') throw new BadRequestError('url is required', { field: 'url' });
   if (value.length > 2048) throw new BadRequestError('url must be at most 2048 characters', { field: 'url' });
+  // The parser drops tabs and line breaks silently: what is stored and shown would not be the URL called.
+  if (/[\u0000-\u001f\u007f]/.test(value.trim())) throw new BadRequestError('url must not contain control characters (tabs, line breaks)', { field: 'url', value });
   let parsed: URL;
   try {
     parsed = new URL(value.trim());
@@ -75,6 +83,6 @@ export function validateWebhookUrl(value: unknown): string {
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw new BadRequestError(`url must use http or https, not ${parsed.protocol.replace(/:$/, '')}`, { field: 'url', value });
   }
-  if (!parsed.hostname) throw new BadRequestError('url must include a hostname', { field: 'url', value });
+  if (!parsed.hostname || !WRITTEN_AUTHORITY.test(value.trim())) throw new BadRequestError('url must include a hostname after the scheme, e.g. https://example.com/hook', { field: 'url', value });
   return value.trim();
 }

@@ -1,0 +1,126 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { HTTP_SOURCE } from './support/components';
+import { eventually, startSystem, System } from './support/system';
+import { insertSource, sql } from './events.helpers';
+
+/** The error body every failure has. */
+function expectErrorBody(body: unknown, code: string): void {
+  expect(body).toMatchObject({ error: expect.any(String), code });
+  expect(Object.keys(body as object).every((k) => ['error', 'code', 'details'].includes(k))).toBe(true);
+}
+
+const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
+
+/** Hostile inputs an audit of every route found answered wrongly: each was a 200 that dropped input, or a 500. */
+describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an HTTP endpoint', () => {
+  let system: System;
+  let user: TestUser;
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: ['api'] });
+    user = createUser(system);
+    api = client(system, user.apiKey);
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  /** Five summaries 1700000000001-0 … 1700000000005-0 written straight to Postgres (no delivery app needed). */
+  const sourceWithEvents = async (): Promise<string> => {
+    const src = await insertSource(system, user.id);
+    for (let i = 1; i <= 5; i++) {
+      await sql(system, `insert into event_summaries (emitter_id, id, id_ms, id_seq, name, channel_class, owner_id, emit_id, summary, event, meta, size_bytes, indexed_at_ms)
+        values ($1, $2, $3, 0, '', 'emits', $4, $5, '', $6, '{}', 10, $3)`, [src, `${1_700_000_000_000 + i}-0`, 1_700_000_000_000 + i, user.id, `emit-${i}`, JSON.stringify({ n: i })]);
+    }
+    return src;
+  };
+  const ids = async (src: string): Promise<string[]> => (await api.get(`/sources/${src}/event_summaries?limit=100`)).body.data.map((d: { id: string }) => d.id);
+
+  it('DELETE /sources/{id}/events reads start_id and end_id from a JSON body too, never deleting everything instead', async () => {
+    const src = await sourceWithEvents();
+    const res = await fetch(`${system.baseUrl}/sources/${src}/events`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ start_id: '1700000000002-0', end_id: '1700000000003-0' }),
+    });
+    expect(res.status).toBe(202);
+    await eventually(async () => (await ids(src)).length === 3, { what: 'the range deleted' });
+    expect(await ids(src)).toEqual(['1700000000005-0', '1700000000004-0', '1700000000001-0']);
+  });
+
+  it('refuses a body field a DELETE route does not take, or of the wrong type, before acting', async () => {
+    const src = await sourceWithEvents();
+    const del = (path: string, body: string) =>
+      fetch(`${system.baseUrl}${path}`, { method: 'DELETE', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body });
+    const wrongType = await del(`/sources/${src}/events`, '{"start_id":5}');
+    expect(wrongType.status).toBe(400);
+    expect(await wrongType.json()).toMatchObject({ code: 'invalid_request', details: { in: 'body', field: 'start_id' } });
+    const unknown = await del(`/sources/${src}/events`, '{"from":"1700000000002-0"}');
+    expect(unknown.status).toBe(400);
+    expect(await unknown.json()).toMatchObject({ error: 'unknown field: from', code: 'invalid_request', details: { in: 'body', fields: ['from'] } });
+    expect(await ids(src)).toHaveLength(5);
+
+    const webhook = (await api.post('/webhooks', { url: 'https://example.com/h' })).body.data.id as string;
+    for (const path of [`/sources/${src}`, `/webhooks/${webhook}`]) {
+      const res = await del(path, '{"force":true}');
+      expect([path, res.status]).toEqual([path, 400]);
+      expectErrorBody(await res.json(), 'invalid_request');
+      const notObject = await del(path, '"yes"');
+      expect([path, notObject.status]).toEqual([path, 400]);
+    }
+    expect((await api.get(`/sources/${src}`)).status).toBe(200);
+    expect((await api.get(`/webhooks/${webhook}`)).status).toBe(200);
+    // No body, an empty one or `{}` (what some clients send with every DELETE) is no input.
+    expect((await del(`/webhooks/${webhook}`, '{}')).status).toBe(204);
+    expect((await del(`/sources/${src}`, '')).status).toBe(204);
+  });
+
+  it.each([['http:///hook'], ['http:/example.com/hook'], ['http:example.com'], ['https:\\\\example.com\\hook'], ['https://example.com/a\nb'], ['https://exa\tmple.com/']])(
+    'refuses the webhook url %j (no hostname as written, or a control character) on create and update',
+    async (url) => {
+      const created = await api.post('/webhooks', { url });
+      expect(created.status).toBe(400);
+      expect(created.body).toEqual({ error: expect.any(String), code: 'invalid_request', details: expect.objectContaining({ field: 'url' }) });
+      const hook = (await api.post('/webhooks', { url: 'https://example.com/ok' })).body.data.id as string;
+      const updated = await api.put(`/webhooks/${hook}`, { url });
+      expect(updated.status).toBe(400);
+      expect((await api.get(`/webhooks/${hook}`)).body.data.url).toBe('https://example.com/ok');
+    },
+  );
+
+  it('answers a body of 200,000 unknown fields in a short error, not by echoing every name', async () => {
+    const body = `{${Array.from({ length: 200_000 }, (_, i) => `"k${i}":1`).join(',')}}`;
+    const res = await fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body });
+    const text = await res.text();
+    expect(res.status).toBe(400);
+    expect(text.length).toBeLessThan(2000);
+    expect(JSON.parse(text)).toMatchObject({ error: expect.stringMatching(/^unknown fields: k0, k1, .* and 199980 more$/), code: 'invalid_request', details: { in: 'body', more: 199_980 } });
+  });
+
+  it('refuses a form field given twice, as it refuses a repeated query parameter, instead of keeping the last', async () => {
+    const form = (body: string) =>
+      fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/x-www-form-urlencoded' }, body });
+    const twice = await form('url=https%3A%2F%2Fa.example.com%2F&url=https%3A%2F%2Fb.example.com%2F');
+    expect(twice.status).toBe(400);
+    expect(await twice.json()).toMatchObject({ error: 'url must be a string', code: 'invalid_request', details: { in: 'body', field: 'url' } });
+    expect((await api.post('/webhooks?url=https://a.example.com/&url=https://b.example.com/')).status).toBe(400);
+    const once = await form('url=https%3A%2F%2Fa.example.com%2F&name=ci');
+    expect(once.status).toBe(200);
+    expect(((await once.json()) as { data: { url: string; name: string } }).data).toMatchObject({ url: 'https://a.example.com/', name: 'ci' });
+  });
+
+  it('answers 400, not 500, to a JSON body at an HTTP endpoint nested too deep to carry, and takes 1,000 levels', async () => {
+    const created = await api.post('/sources', { component_code: HTTP_SOURCE });
+    const url: string = created.body.data.configured_props.http.endpoint_url;
+    const post = (body: string, type = 'application/json') => fetch(url, { method: 'POST', headers: { 'content-type': type }, body });
+    const deep = await post(nested(5000));
+    expect(deep.status).toBe(400);
+    expect(await deep.json()).toEqual({ error: 'the request body is JSON nested deeper than 1000 levels', code: 'invalid_request', details: { max_depth: 1000 } });
+    expect((await post(`{"a":${nested(20_000)}}`, 'application/vnd.api+json; charset=utf-8')).status).toBe(400);
+    expect((await post(nested(1000))).status).toBe(200);
+    // Not JSON by its type: kept as the raw string, as always; brackets inside a JSON string do not count.
+    expect((await post(nested(5000), 'text/plain')).status).toBe(200);
+    expect((await post(JSON.stringify({ s: '['.repeat(5000) }))).status).toBe(200);
+  });
+});
