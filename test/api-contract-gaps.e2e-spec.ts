@@ -110,6 +110,20 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect(((await once.json()) as { data: { url: string; name: string } }).data).toMatchObject({ url: 'https://a.example.com/', name: 'ci' });
   });
 
+  it('answers HEAD of an event stream with its head at once, rather than holding the request open', async () => {
+    const src = await insertSource(system, user.id);
+    const workflow = await api.post('/workflows', { name: 'head', trigger: { manual: {} }, steps: [{ name: 's1', code: 'export default defineComponent({ async run() { return 1 } })' }] });
+    expect(workflow.status).toBe(200);
+    for (const path of [`/sse/dc/${src}/emits`, `/sse/dc/${src}/observations`, `/sse/p/${workflow.body.data.id}/sse`, `/sse/p/${workflow.body.data.id}/emits`]) {
+      const res = await fetch(`${system.origin}${path}`, { method: 'HEAD', headers: { authorization: `Bearer ${user.apiKey}` }, signal: AbortSignal.timeout(5000) });
+      expect([path, res.status, res.headers.get('content-type')]).toEqual([path, 200, 'text/event-stream; charset=utf-8']);
+      expect(await res.text()).toBe('');
+    }
+    const unknown = await fetch(`${system.origin}/sse/dc/dc_nope/emits`, { method: 'HEAD', headers: { authorization: `Bearer ${user.apiKey}` }, signal: AbortSignal.timeout(5000) });
+    expect(unknown.status).toBe(404);
+    expect((await fetch(`${system.origin}/sse/dc/${src}/emits`, { method: 'HEAD', signal: AbortSignal.timeout(5000) })).status).toBe(401);
+  });
+
   it('answers 400, not 500, to a JSON body at an HTTP endpoint nested too deep to carry, and takes 1,000 levels', async () => {
     const created = await api.post('/sources', { component_code: HTTP_SOURCE });
     const url: string = created.body.data.configured_props.http.endpoint_url;

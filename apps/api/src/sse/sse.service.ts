@@ -11,6 +11,22 @@ export type StreamKind = 'emits' | 'observations';
 /** Replay starts this much before the resume id's time, so clock skew between emitters cannot skip events. */
 const REPLAY_SLACK_MS = 5_000;
 
+/** The head of every event stream. */
+export const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' };
+
+/**
+ * A HEAD request to a stream gets the stream's head and ends: Node never sends the head of a HEAD answer
+ * before `end()` (its writes are dropped), so streaming would hold the request, and its consumer, forever.
+ * Returns whether it answered.
+ */
+export function answeredHead(reply: FastifyReply): boolean {
+  if (reply.request.method !== 'HEAD') return false;
+  reply.hijack();
+  reply.raw.writeHead(200, SSE_HEADERS);
+  reply.raw.end();
+  return true;
+}
+
 const belongs = (kind: StreamKind, name: string): boolean => (kind === 'observations') === (name === '$logs' || name === '$errors');
 
 /**
@@ -33,6 +49,7 @@ export class SseService implements BeforeApplicationShutdown {
   }
 
   async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, stillAllowed: () => Promise<boolean>): Promise<void> {
+    if (answeredHead(reply)) return;
     const consumer = await this.nats.js.consumers.get(this.nats.names.emitsStream, {
       filterSubjects: this.nats.names.emit(sourceId),
       ...(after ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, after.ms - REPLAY_SLACK_MS)).toISOString() } : { deliver_policy: DeliverPolicy.New }),
@@ -40,7 +57,7 @@ export class SseService implements BeforeApplicationShutdown {
     const messages: ConsumerMessages = await consumer.consume({ max_messages: 256 });
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.writeHead(200, SSE_HEADERS);
     res.write(':sse-handshake\n\n');
     let closed = false;
     // Each keep-alive first checks that the caller may still read the source (key not revoked, still a member).

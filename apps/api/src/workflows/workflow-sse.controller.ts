@@ -7,7 +7,7 @@ import { ApiKeyGuard } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
 import { parseEventId, parseExpand } from '../events/event-summary.dto';
-import { SseService, StreamKind } from '../sse/sse.service';
+import { answeredHead, SSE_HEADERS, SseService, StreamKind } from '../sse/sse.service';
 
 /**
  * Live streams of a workflow: `emits` ($.send.emit) and `observations` ($logs
@@ -43,11 +43,12 @@ export class WorkflowSseController implements BeforeApplicationShutdown {
   @Get(':id/sse')
   async live(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('authorization') authorization: string, @Res() reply: FastifyReply): Promise<void> {
     await this.events.assertWorkflow(auth, id);
+    if (answeredHead(reply)) return;
     const stillAllowed = this.access(authorization, id);
     const sub = this.nats.nc.subscribe(this.nats.names.workflowSse(id));
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.writeHead(200, SSE_HEADERS);
     res.write(':sse-handshake\n\n');
     let closed = false;
     const timer = setInterval(() => void stillAllowed().then((ok) => (closed ? undefined : ok ? res.write(':sse-handshake\n\n') : close())), this.config.sseKeepaliveMs);
