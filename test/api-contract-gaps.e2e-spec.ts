@@ -1,5 +1,6 @@
 import { client, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
+import { rawRequest } from './support/raw-http';
 import { eventually, startSystem, System } from './support/system';
 import { insertSource, sql } from './events.helpers';
 
@@ -122,6 +123,19 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     const unknown = await fetch(`${system.origin}/sse/dc/dc_nope/emits`, { method: 'HEAD', headers: { authorization: `Bearer ${user.apiKey}` }, signal: AbortSignal.timeout(5000) });
     expect(unknown.status).toBe(404);
     expect((await fetch(`${system.origin}/sse/dc/${src}/emits`, { method: 'HEAD', signal: AbortSignal.timeout(5000) })).status).toBe(401);
+  });
+
+  it('answers an HTTP/1.1 request without Host, and CONNECT, in the error shape (Node answered with no body, or not at all)', async () => {
+    for (const path of ['/v1/users/me', '/e/en_nope']) {
+      const noHost = await rawRequest(system.origin, `GET ${path} HTTP/1.1\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`);
+      expect([path, noHost.status]).toEqual([path, 400]);
+      expect(JSON.parse(noHost.body)).toEqual({ error: 'the Host header is required', code: 'invalid_request', details: { header: 'host' } });
+    }
+    // HTTP/1.0 has no Host requirement.
+    expect((await rawRequest(system.origin, `GET /v1/users/me HTTP/1.0\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`)).status).toBe(200);
+    const connect = await rawRequest(system.origin, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    expect(connect.status).toBe(405);
+    expectErrorBody(JSON.parse(connect.body), 'method_not_allowed');
   });
 
   it('answers 400, not 500, to a JSON body at an HTTP endpoint nested too deep to carry, and takes 1,000 levels', async () => {

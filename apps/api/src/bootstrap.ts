@@ -26,6 +26,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
     // Errors of Node's HTTP parser and of the router, in the service's error shape.
     clientErrorHandler,
     frameworkErrors,
+    // Node answers an HTTP/1.1 request without Host itself, with an empty body: registerRequestHygiene refuses it in the error shape.
+    http: { requireHostHeader: false },
     // `<endpoint_key>.<ENDPOINT_DOMAIN>/<path>` is the HTTP interface of that source, like `/e/<endpoint_key>/<path>`.
     ...(config.endpointDomain ? { rewriteUrl: hostEndpointRewrite(config.endpointDomain) } : {}),
   });

@@ -57,7 +57,14 @@ function isApiUrl(url: string): boolean {
  * reach Postgres, and two `Authorization` headers are refused rather than picking one.
  */
 export function registerRequestHygiene(fastify: FastifyInstance): void {
+  // CONNECT (a proxy tunnel) is no request to this service: without a listener Node drops the connection unanswered.
+  fastify.server.on('connect', (_req: unknown, socket: Socket) => {
+    const body = JSON.stringify({ error: 'CONNECT is not supported: this is not a proxy', code: 'method_not_allowed' });
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+  });
   fastify.addHook('onRequest', async (req) => {
+    // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own check (disabled in bootstrap) would answer with no body.
+    if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) throw new BadRequestError('the Host header is required', { header: 'host' });
     if (!isApiUrl(req.url)) return;
     if (/%00/i.test(req.url)) throw new BadRequestError('the URL contains a NUL character (%00), which is not accepted', { reason: 'nul_character' });
     const raw = req.raw.rawHeaders;

@@ -3,6 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import {
+  ApiError,
   decodeJson,
   encodeJson,
   HTTP_BODY_MAX_JSON_DEPTH,
@@ -70,6 +71,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: this.config.httpMaxBodyBytes }, (_req, body, done) => done(null, body));
       scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
+        // The rules every request meets first (registerRequestHygiene: a Host header…), in their own words.
+        if (err instanceof ApiError) return reply.status(err.status).send({ error: err.message, code: err.code, ...(err.details ? { details: err.details } : {}) });
         if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err.statusCode === 413) {
           const message = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body is larger than ${this.config.httpMaxBodyBytes} bytes` : err.message;
           return reply.status(413).send({ error: message, code: 'payload_too_large' });
