@@ -112,6 +112,12 @@ async function createDatabase(): Promise<{ url: string; name: string }> {
   return { url: need('TEST_DATABASE_URL').replace(/\/[^/?]+(\?|$)/, `/${name}$1`), name };
 }
 
+/** `ip:port` of the test Postgres (`127.0.0.1` for `localhost`), for SANDBOX_EGRESS_DENY. */
+function postgresAddress(url: string): string {
+  const u = new URL(url);
+  return `${u.hostname === 'localhost' ? '127.0.0.1' : u.hostname}:${u.port || 5432}`;
+}
+
 async function waitHealthy(url: string, proc: ChildProcess, name: string, logs: () => string): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
@@ -160,6 +166,8 @@ export async function startSystem(env: Record<string, string> = {}, { apps = ['a
     WORKER_THREADS: '2',
     RUNNER_METRICS_PORT: '0',
     DELIVERY_METRICS_PORT: '0',
+    // As npm start does: the runner is not told where Postgres is, so its address is refused to component code here.
+    SANDBOX_EGRESS_DENY: postgresAddress(db.url),
     ...env,
   };
   const envOf = (app: AppName): Record<string, string> => ({ ...baseEnv, NATS_USER: nats[app].user, NATS_PASSWORD: nats[app].password, NATS_INBOX_PREFIX: nats[app].inboxPrefix });

@@ -28,6 +28,8 @@ interface TunnelRequest {
 export class EgressProxy {
   private server: Server | undefined;
   private readonly tunnels = new Set<Server>();
+  /** Upstream connections open or being opened (each holds descriptors of the app until it closes, claimed or not). */
+  private upstreams = 0;
 
   constructor(
     private readonly dir: string,
@@ -36,6 +38,8 @@ export class EgressProxy {
     private readonly account = '',
     /** Where `dir` appears inside the sandbox (answers name paths as the sandbox sees them). */
     private readonly insideDir = dir,
+    /** Connections the account may have open (or asked for) at once: its sandbox cannot make the app run out of descriptors. */
+    private readonly maxConnections = Number.MAX_SAFE_INTEGER,
   ) {}
 
   get socketPath(): string {
@@ -50,6 +54,8 @@ export class EgressProxy {
   async start(): Promise<void> {
     rmSync(this.socketPath, { force: true });
     const server = createServer((s) => this.handle(s));
+    // Control connections that never send a request count too (each is a descriptor of the app until its timeout).
+    server.maxConnections = this.maxConnections;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.socketPath, () => resolve());
@@ -107,7 +113,19 @@ export class EgressProxy {
       this.logger?.info({ account: this.account, host, port: req.port, reason: refusal }, 'sandbox connection refused');
       throw Object.assign(new Error(`connect ECONNREFUSED ${host}:${req.port}: ${refusal}`), { code: 'ECONNREFUSED' });
     }
-    const upstream = await this.connectAny(allowed, req.port);
+    if (this.upstreams >= this.maxConnections) {
+      this.logger?.warn({ account: this.account, host, port: req.port, max: this.maxConnections }, 'sandbox connection refused: too many open');
+      throw Object.assign(new Error(`connect ECONNREFUSED ${host}:${req.port}: the sandbox has ${this.maxConnections} connections open, the most it may (SANDBOX_EGRESS_MAX_CONNECTIONS)`), { code: 'ECONNREFUSED' });
+    }
+    this.upstreams++;
+    let upstream: Socket;
+    try {
+      upstream = await this.connectAny(allowed, req.port);
+    } catch (e) {
+      this.upstreams--;
+      throw e;
+    }
+    upstream.once('close', () => this.upstreams--);
     return this.tunnel(upstream);
   }
 

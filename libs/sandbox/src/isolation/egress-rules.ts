@@ -50,6 +50,11 @@ export function localAddresses(): string[] {
   return out;
 }
 
+/** Whether an address is this machine's own (loopback, unspecified, an interface's): a service listening on it may answer on all of them. */
+export function isLocalAddress(ip: string): boolean {
+  return localAddresses().some((a) => matches(parseRule(a), ip, 0));
+}
+
 /** Compiled rules: `refuse(ip, port)` says why a connection is refused, or undefined. */
 export class EgressJudge {
   private readonly allow: Rule[];

@@ -8,6 +8,7 @@ import type { ResponseMessage } from '../worker-protocol';
 import { WorkerPool } from '../worker-pool';
 import type { FromHost, HostConfig, ToHost } from './host-protocol';
 import { IpcBatch } from './ipc-batch';
+import { boundedOutcome, responseFits } from './result-bounds';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as HostConfig;
 
@@ -27,8 +28,8 @@ const pool = new WorkerPool({ ...config, logger });
 
 function handle(m: ToHost): void {
   if (m.t === 'run') {
-    const onResponse = m.respond ? (payload: ResponseMessage) => send({ t: 'response', id: m.id, payload }) : undefined;
-    void pool.run(m.task, m.timeoutMs, onResponse).then((result) => send({ t: 'done', id: m.id, out: result }));
+    const onResponse = m.respond ? (payload: ResponseMessage) => responseFits(payload) && send({ t: 'response', id: m.id, payload }) : undefined;
+    void pool.run(m.task, m.timeoutMs, onResponse).then((result) => send({ t: 'done', id: m.id, out: boundedOutcome(m.task, result) }));
   } else if (m.t === 'close') {
     void pool.close(m.graceMs).then(() => {
       out.flush();

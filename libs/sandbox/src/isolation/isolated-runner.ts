@@ -27,6 +27,8 @@ export interface SandboxIsolationOptions {
   /** First uid of the range the sandboxes run as (when the app runs as root). */
   uidBase: number;
   egress: EgressRules;
+  /** Outbound connections one account's sandbox may have open at once (SANDBOX_EGRESS_MAX_CONNECTIONS); unbounded when absent. */
+  egressMaxConnections?: number;
 }
 
 export interface IsolatedRunnerOptions extends SandboxIsolationOptions {
@@ -136,7 +138,7 @@ export class IsolatedRunner {
     mkdirSync(sockets, { recursive: true, mode: 0o755 });
     const view = this.view(account);
     mkdirSync(view.dir, { recursive: true, mode: 0o755 });
-    const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets);
+    const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets, this.opts.egressMaxConnections);
     await egress.start();
     const host = new HostProcess({ account, ...this.command(view, sockets, uid, egress), memoryMb: this.opts.memoryMb, logger: this.opts.logger });
     const sandbox = { host, egress };

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { EgressRules } from './egress-rules';
-import { localAddresses, parseRule } from './egress-rules';
+import { isLocalAddress, localAddresses, parseRule } from './egress-rules';
 import type { SandboxIsolationOptions } from './isolated-runner';
 import { findBwrap, probeSandbox } from './sandbox-command';
 
@@ -16,9 +16,12 @@ export interface IsolationSettings {
   sandboxUidBase: number;
   sandboxEgressAllow: string;
   sandboxEgressDeny: string;
+  sandboxEgressMaxConnections: number;
   allowLoopback: boolean;
   allowPrivateAddresses: boolean;
   natsUrl: string;
+  /** The platform's Postgres (api, delivery); the runner is not told it, so its standard port is refused on this machine's addresses. */
+  databaseUrl?: string;
   runnerMetricsPort: number;
   deliveryMetricsPort: number;
   dataDir: string;
@@ -51,23 +54,48 @@ function checked(env: string, entries: string[]): string[] {
   return entries;
 }
 
-/**
- * The platform's own services, refused to component code whatever the policy:
- * the NATS servers and the runner's and delivery's ops ports on every local
- * address. The api's port is public by design (sources' endpoints): code may
- * call it as any client may, under the address policy.
- */
-async function platformServices(s: IsolationSettings): Promise<string[]> {
-  const out: string[] = [];
-  for (const server of list(s.natsUrl)) {
-    const u = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(server) ? server : `nats://${server}`);
-    const port = Number(u.port || 4222);
+/** Standard ports of the platform's own servers (Postgres, NATS): refused on this machine's addresses even to an app not told where they are. */
+const STANDARD_PLATFORM_PORTS = [5432, 4222];
+
+const rule = (ip: string, port: number): string => (isIP(ip.split('/')[0]) === 6 ? `[${ip}]:${port}` : `${ip}:${port}`);
+
+/** `host:port` entries of server URLs (`nats://a:4222,b`, `postgres://u:p@h:5432/db`), names resolved. */
+async function serverAddresses(urls: string[], defaultPort: number): Promise<{ ip: string; port: number }[]> {
+  const out: { ip: string; port: number }[] = [];
+  for (const server of urls) {
+    let u: URL;
+    try {
+      u = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(server) ? server : `nats://${server}`);
+    } catch {
+      continue;
+    }
+    const port = Number(u.port || defaultPort);
     const host = u.hostname.replace(/^\[|\]$/g, '');
     const ips = isIP(host) ? [host] : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address);
-    for (const ip of ips) out.push(isIP(ip) === 6 ? `[${ip}]:${port}` : `${ip}:${port}`);
+    for (const ip of ips) out.push({ ip, port });
   }
-  const ports = [s.runnerMetricsPort, s.deliveryMetricsPort].filter((p) => p > 0);
-  for (const addr of localAddresses()) for (const p of ports) out.push(isIP(addr.split('/')[0]) === 6 ? `[${addr}]:${p}` : `${addr}:${p}`);
+  return out;
+}
+
+/**
+ * The platform's own services, refused to component code whatever the policy:
+ * the NATS servers, Postgres (when this app knows it) and the runner's and
+ * delivery's ops ports. A service on this machine is refused on every local
+ * address (one listening on 0.0.0.0 answers on 127.0.0.2 and the interfaces
+ * too), and so are Postgres's and NATS's standard ports: the runner is not
+ * told where Postgres is. The api's port is public by design (sources'
+ * endpoints): code may call it as any client may, under the address policy.
+ */
+async function platformServices(s: IsolationSettings): Promise<string[]> {
+  const local = localAddresses();
+  const out: string[] = [];
+  const servers = [...(await serverAddresses(list(s.natsUrl), 4222)), ...(s.databaseUrl ? await serverAddresses([s.databaseUrl], 5432) : [])];
+  const localPorts = new Set([s.runnerMetricsPort, s.deliveryMetricsPort, ...STANDARD_PLATFORM_PORTS].filter((p) => p > 0));
+  for (const { ip, port } of servers) {
+    if (isLocalAddress(ip)) localPorts.add(port);
+    else out.push(rule(ip, port));
+  }
+  for (const addr of local) for (const p of localPorts) out.push(rule(addr, p));
   return out.filter((r) => {
     try {
       parseRule(r);
@@ -115,6 +143,7 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
     maxProcesses: s.sandboxMaxProcesses,
     uidBase: s.sandboxUidBase,
     egress,
+    egressMaxConnections: s.sandboxEgressMaxConnections,
   };
   const who = asRoot ? `uids ${s.sandboxUidBase}+ (one per account)` : 'a user namespace of the app\'s uid';
   return {

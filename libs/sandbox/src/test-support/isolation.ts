@@ -12,6 +12,7 @@ export function isolationSettings(dataDir: string, overrides: Partial<IsolationS
     sandboxUidBase: 200_000,
     sandboxEgressAllow: '',
     sandboxEgressDeny: '',
+    sandboxEgressMaxConnections: 256,
     allowLoopback: false,
     allowPrivateAddresses: false,
     natsUrl: 'nats://127.0.0.1:4222',

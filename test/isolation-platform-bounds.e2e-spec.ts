@@ -1,0 +1,139 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * A hostile tenant against the platform's shared processes: its own database, the
+ * descriptors of the app that runs its sandbox, and the size of what its sandbox
+ * sends back. Each probe once got through (the platform's Postgres answered
+ * component code, a 100-byte component took the api down, an egress flood filled
+ * the runner's descriptor table); each must now fail for the attacker alone.
+ */
+const RESPONDER = `module.exports = {
+  name: "Responder", version: "1",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run() { this.http.respond({ status: 200, body: "pong" }); },
+};`;
+
+/** Dials each target (through the sandbox's egress, as any client library would) and answers what happened. */
+const DIALER = `module.exports = {
+  name: "Dialer", version: "1",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run(event) {
+    const net = require("net"), out = {};
+    for (const [host, port] of event.body.targets) {
+      out[host + " " + port] = await new Promise((r) => {
+        const s = net.connect(port, host);
+        s.on("connect", () => { r("CONNECTED"); s.destroy(); });
+        s.on("error", (e) => r(e.code + " " + e.message));
+      });
+    }
+    this.http.respond({ status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify(out) });
+  },
+};`;
+
+/** Asks the egress proxy for many connections and never claims them: each one held descriptors of the runner. */
+const FLOODER = `module.exports = {
+  name: "Flooder", version: "1",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run(event) {
+    const net = require("net");
+    let ok = 0, refused = 0, reason = "";
+    const ask = () => new Promise((r) => {
+      const s = net.connect({ path: "/run/egress/ctl.sock" });
+      let b = "";
+      s.on("data", (d) => { b += d; });
+      s.on("close", () => { if (b.includes('"ok":true')) ok++; else { refused++; reason = b; } r(); });
+      s.on("error", () => { refused++; r(); });
+      s.write(JSON.stringify({ host: "127.0.0.1", port: event.body.port }) + "\\n");
+    });
+    for (let i = 0; i < 6; i++) await Promise.all(Array.from({ length: 100 }, ask));
+    this.http.respond({ status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify({ ok, refused, reason }) });
+  },
+};`;
+
+describe('the platform against one hostile tenant', () => {
+  let system: System;
+  let a: TestUser;
+  let b: TestUser;
+  let responder: string;
+
+  const deploy = async (user: TestUser, code: string): Promise<string> => {
+    const res = await client(system, user.apiKey).post('/sources', { component_code: code });
+    expect(res.status).toBe(200);
+    return res.body.data.configured_props.http.endpoint_url;
+  };
+  const call = async (url: string, body: unknown = {}): Promise<Response> =>
+    eventually(async () => {
+      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return r.status === 200 ? r : undefined;
+    }, { what: `${url} to answer`, timeoutMs: 60_000 });
+  const platformUp = async (): Promise<void> => {
+    expect(await (await call(responder)).text()).toBe('pong');
+    expect((await fetch(`${system.origin}/healthz`)).status).toBe(200);
+    for (const [name, proc] of system.procs) expect([name, proc.exitCode, proc.signalCode]).toEqual([name, null, null]);
+  };
+
+  beforeAll(async () => {
+    // Loopback open, as under npm start and in the other tests; no SANDBOX_EGRESS_DENY: the apps must refuse their Postgres themselves.
+    system = await startSystem({ ALLOW_LOOPBACK: 'true', SANDBOX_EGRESS_DENY: '', SANDBOX_EGRESS_MAX_CONNECTIONS: '50', HTTP_RATE_PER_SEC: '0', HTTP_RESPONSE_TIMEOUT_MS: '30000' });
+    a = createUser(system);
+    b = createUser(system);
+    responder = await deploy(b, RESPONDER);
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  it("refuses the platform's Postgres to a source (runner) and to options() (api), on every local address", async () => {
+    const pg = new URL(system.databaseUrl);
+    const port = Number(pg.port || 5432);
+    const targets = [[pg.hostname, port], ['127.0.0.2', port], ['::ffff:127.0.0.1', port], ['localhost', port]];
+    const report = (await (await call(await deploy(a, DIALER), { targets })).json()) as Record<string, string>;
+    for (const [host] of targets) expect([host, report[`${host} ${port}`]]).toEqual([host, expect.stringMatching(/^ECONNREFUSED .*service of the platform/)]);
+
+    const code = `module.exports = { name: "Opts", version: "1", props: { pick: { type: "string", label: "Pick", async options() {
+      return await new Promise((r) => { const s = require("net").connect(${port}, ${JSON.stringify(pg.hostname)}); s.on("connect", () => { r(["CONNECTED"]); s.destroy(); }); s.on("error", (e) => r([e.code + " " + e.message])); });
+    } } }, async run() {} };`;
+    const saved = await client(system, a.apiKey).post('/components', { component_code: code });
+    expect(saved.status).toBe(200);
+    const res = await client(system, a.apiKey).post(`/components/${saved.body.data.id}/props/pick/options`, {});
+    expect([res.status, res.body.data?.options]).toEqual([200, [expect.stringMatching(/^ECONNREFUSED .*service of the platform/)]]);
+  });
+
+  it("bounds a component's description: a string repeated by reference does not reach the api", async () => {
+    // About 100 bytes of code, 40 MB of description once serialized (the api died at 200 MB).
+    const code = 'const L = "y".repeat(1000); module.exports = { name: "big", version: "1", props: Object.fromEntries(Array.from({ length: 20000 }, (_, i) => ["p" + i, { type: "string", label: L, description: L }])), async run() {} };';
+    const res = await client(system, a.apiKey).post('/components', { component_code: code });
+    expect([res.status, res.body.code]).toEqual([400, 'invalid_component']);
+    expect(res.body.error).toMatch(/ResultSizeLimitError|over the 8388608 bytes a sandbox may send back/);
+    await platformUp();
+  });
+
+  it("bounds options() even when the component replaced the JSON the sandbox measures with", async () => {
+    const code = `module.exports = { name: "Liar", version: "1", props: { pick: { type: "string", label: "Pick", async options() {
+      JSON.stringify = () => "[]";
+      const L = "z".repeat(10000);
+      return Array.from({ length: 1000 }, () => L);
+    } } }, async run() {} };`;
+    const saved = await client(system, a.apiKey).post('/components', { component_code: code });
+    expect(saved.status).toBe(200);
+    const res = await client(system, a.apiKey).post(`/components/${saved.body.data.id}/props/pick/options`, {});
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.text.length).toBeLessThan(10_000);
+    expect(res.text).toMatch(/ResultSizeLimitError|a sandbox may send back/);
+    await platformUp();
+  });
+
+  it('caps the connections one account holds open through the egress proxy', async () => {
+    const runner = system.procs.get('runner')!.pid!;
+    const { readdirSync } = await import('node:fs');
+    const fdsBefore = readdirSync(`/proc/${runner}/fd`).length;
+    const report = (await (await call(await deploy(a, FLOODER), { port: Number(system.env.PORT) })).json()) as { ok: number; refused: number; reason: string };
+    expect(report.ok).toBeLessThanOrEqual(50);
+    expect(report.refused).toBeGreaterThanOrEqual(550);
+    expect(report.reason).toMatch(/SANDBOX_EGRESS_MAX_CONNECTIONS/);
+    // 600 unclaimed tunnels held about 1,200 descriptors of the runner for 10 s.
+    expect(readdirSync(`/proc/${runner}/fd`).length - fdsBefore).toBeLessThan(400);
+    await platformUp();
+  });
+});
