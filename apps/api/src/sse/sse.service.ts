@@ -5,6 +5,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { decodeJson, EmittedEvent } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { parseEventId, summaryOfEmit } from '../events/event-summary.dto';
+import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 
 export type StreamKind = 'emits' | 'observations';
 
@@ -40,7 +41,7 @@ export class SseService implements BeforeApplicationShutdown {
     const messages: ConsumerMessages = await consumer.consume({ max_messages: 256 });
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.writeHead(200, SSE_RESPONSE_HEADERS);
     res.write(':sse-handshake\n\n');
     let closed = false;
     // Each keep-alive first checks that the caller may still read the source (key not revoked, still a member).
