@@ -10,7 +10,7 @@ interface Frame {
 }
 
 /** Reads an SSE response into frames as they arrive. */
-async function openStream(system: System, path: string, apiKey: string, lastEventId?: string): Promise<{ status: number; frames: Frame[]; close: () => void; contentType: string | null }> {
+async function openStream(system: System, path: string, apiKey: string, lastEventId?: string): Promise<{ status: number; frames: Frame[]; close: () => void; contentType: string | null; headers: Headers }> {
   const ac = new AbortController();
   const headers: Record<string, string> = { authorization: `Bearer ${apiKey}`, accept: 'text/event-stream' };
   if (lastEventId) headers['last-event-id'] = lastEventId;
@@ -37,7 +37,7 @@ async function openStream(system: System, path: string, apiKey: string, lastEven
       }
     })().catch(() => undefined);
   }
-  return { status: res.status, frames, close: () => ac.abort(), contentType: res.headers.get('content-type') };
+  return { status: res.status, frames, close: () => ac.abort(), contentType: res.headers.get('content-type'), headers: res.headers };
 }
 
 describe('SSE streams of a source', () => {
@@ -63,6 +63,11 @@ describe('SSE streams of a source', () => {
     const obs = await openStream(system, `/sse/dc/${src}/observations`, user.apiKey);
     expect(emits.status).toBe(200);
     expect(emits.contentType).toMatch(/^text\/event-stream/);
+    // Like every answer of the API (README, "Security model"): never stored by a browser or proxy, never type-sniffed.
+    for (const stream of [emits, obs]) {
+      expect(stream.headers.get('cache-control')).toBe('no-store, no-transform');
+      expect(stream.headers.get('x-content-type-options')).toBe('nosniff');
+    }
     await eventually(async () => emits.frames[0]?.comment === 'sse-handshake' && obs.frames[0]?.comment === 'sse-handshake', { what: 'handshakes' });
     const a = await emitter.emit(src, user.id, { a: 1 });
     const log = await emitter.emit(src, user.id, { ts: 1, k: 'console.log', msg: 'hi' }, { name: '$logs' });

@@ -7,6 +7,19 @@ import { isWebUiRoute } from '../web/web-ui';
  * interface of sources and workflows (`/e/…`) answers what the component chose, and the
  * dashboard's files set their own caching (apps/api/src/web/web-ui.ts).
  */
+/**
+ * Headers of an SSE stream, written on the raw response (the hijacked reply skips `onSend`): the same
+ * `no-store` and `nosniff` as every other answer of the API (streams carry events), plus `no-transform`
+ * and `x-accel-buffering: no` so that proxies neither compress nor buffer the stream.
+ */
+export const SSE_RESPONSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store, no-transform',
+  'x-content-type-options': 'nosniff',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+} as const;
+
 export function registerResponseHeaders(fastify: FastifyInstance): void {
   fastify.addHook('onSend', async (req, reply, payload) => {
     const url = req.url;

@@ -5,14 +5,12 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { decodeJson, EmittedEvent } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { parseEventId, summaryOfEmit } from '../events/event-summary.dto';
+import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 
 export type StreamKind = 'emits' | 'observations';
 
 /** Replay starts this much before the resume id's time, so clock skew between emitters cannot skip events. */
 const REPLAY_SLACK_MS = 5_000;
-
-/** The head of every event stream. */
-export const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' };
 
 /**
  * A HEAD request to a stream gets the stream's head and ends: Node never sends the head of a HEAD answer
@@ -22,7 +20,7 @@ export const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8',
 export function answeredHead(reply: FastifyReply): boolean {
   if (reply.request.method !== 'HEAD') return false;
   reply.hijack();
-  reply.raw.writeHead(200, SSE_HEADERS);
+  reply.raw.writeHead(200, SSE_RESPONSE_HEADERS);
   reply.raw.end();
   return true;
 }
@@ -57,7 +55,7 @@ export class SseService implements BeforeApplicationShutdown {
     const messages: ConsumerMessages = await consumer.consume({ max_messages: 256 });
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, SSE_HEADERS);
+    res.writeHead(200, SSE_RESPONSE_HEADERS);
     res.write(':sse-handshake\n\n');
     let closed = false;
     // Each keep-alive first checks that the caller may still read the source (key not revoked, still a member).

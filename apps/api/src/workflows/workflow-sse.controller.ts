@@ -7,7 +7,8 @@ import { ApiKeyGuard } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
 import { parseEventId, parseExpand } from '../events/event-summary.dto';
-import { answeredHead, SSE_HEADERS, SseService, StreamKind } from '../sse/sse.service';
+import { answeredHead, SseService, StreamKind } from '../sse/sse.service';
+import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 
 /**
  * Live streams of a workflow: `emits` ($.send.emit) and `observations` ($logs
@@ -48,7 +49,7 @@ export class WorkflowSseController implements BeforeApplicationShutdown {
     const sub = this.nats.nc.subscribe(this.nats.names.workflowSse(id));
     reply.hijack();
     const res = reply.raw;
-    res.writeHead(200, SSE_HEADERS);
+    res.writeHead(200, SSE_RESPONSE_HEADERS);
     res.write(':sse-handshake\n\n');
     let closed = false;
     const timer = setInterval(() => void stillAllowed().then((ok) => (closed ? undefined : ok ? res.write(':sse-handshake\n\n') : close())), this.config.sseKeepaliveMs);
