@@ -151,7 +151,7 @@ function plausibleProps(props, auth, withOptional = false) {
 }
 
 /** Errors of hooks run offline with placeholder credentials: the network, or the app's API refusing placeholder input. */
-const OFFLINE = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENETUNREACH|socket hang up|fetch failed|getaddrinf|connect E|Request failed with status code|status code [45]\d\d|Unauthorized|Forbidden|invalid[_ ]?(token|auth|api key|credentials)|certificate|timeout of \d+ms exceeded|aborted/i;
+const OFFLINE = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENETUNREACH|socket hang up|fetch failed|getaddrinf|connect E|Request failed with status code|status code [45]\d\d|Unauthorized|Forbidden|invalid[_ ]?(token|auth|api key|credentials)|certificate|timeout of \d+ms exceeded|aborted|error occurred with our connection to/i;
 // An app's handler of an axios error that reads `err.response.data` (undefined when the request never got an answer).
 const NETWORK_HANDLER = /Cannot read properties of undefined \(reading 'data'\)/;
 // The app's own checks of the placeholder input (props left empty, an account that is not real).
@@ -350,7 +350,8 @@ function report(results, ms, what) {
   const offlineProps = byOutcome.get(ADDITIONAL_PROPS_OFFLINE) ?? 0;
   const ok = (byOutcome.get('ok') ?? 0) + offlineProps;
   const exact = results.filter((r) => r.propsExact).length;
-  const compared = results.filter((r) => !r.truthError).length;
+  // Only saved sources have props to compare: one that did not bundle or was refused is in its own row.
+  const compared = results.filter((r) => r.componentId && !r.truthError).length;
   console.log(`\nregistry sweep: ${n} sources of ${what}, ${Math.round(ms / 1000)} s\n`);
   console.log('| outcome | sources |');
   console.log('|---|---|');
@@ -359,7 +360,7 @@ function report(results, ms, what) {
   const withOptional = results.filter((r) => r.withOptional);
   if (withOptional.length) console.log(`| of which: hooks failed without optional props, ran with them filled in | ${withOptional.length} |`);
   const comparedPct = `${((100 * exact) / Math.max(1, compared)).toFixed(1)} %`;
-  console.log(`| \`configurable_props\` exactly the component's own props (as Node imports it) | ${exact} of ${compared} compared (${comparedPct}); ${n - compared} not comparable here |`);
+  console.log(`| \`configurable_props\` exactly the component's own props (as Node imports it) | ${exact} of ${compared} compared (${comparedPct}); ${n - compared} not compared (not saved, or not imported by Node here) |`);
   for (const [k, v] of [...byOutcome].filter(([k]) => k !== 'ok' && k !== ADDITIONAL_PROPS_OFFLINE).sort((a, b) => b[1] - a[1])) console.log(`| ${k} | ${v} |`);
   const notes = results.filter((r) => r.outcome !== 'ok' && r.outcome !== ADDITIONAL_PROPS_OFFLINE);
   if (notes.length) {
@@ -370,7 +371,7 @@ function report(results, ms, what) {
     console.log('\ncompatible once optional props were filled in:');
     for (const r of withOptional) console.log(`  ${r.source}: ${r.withOptional}`);
   }
-  const inexact = results.filter((r) => !r.propsExact && !r.truthError && r.outcome !== 'not bundlable (local import missing)');
+  const inexact = results.filter((r) => r.componentId && !r.propsExact && !r.truthError);
   if (inexact.length) console.log(`\nconfigurable_props differing from Node's import: ${inexact.map((r) => r.source).join(', ')}`);
   const truthErrors = results.filter((r) => r.truthError);
   if (truthErrors.length) console.log(`\nnot compared (Node itself cannot import them here): ${truthErrors.map((r) => `${r.source} (${r.truthError})`).join('; ')}`);

@@ -11,6 +11,8 @@ const COMMON = {
   accessKeyId: 'AKIAPLACEHOLDER0000', secretAccessKey: 'placeholder-secret', region: 'us-east-1',
   host: 'db.example.com', port: 5432, user: 'placeholder', username: 'placeholder', password: 'placeholder', database: 'placeholder', rejectUnauthorized: 'false',
   access_token: 'placeholder-token', consumer_key: 'ck_placeholder', consumer_secret: 'cs_placeholder', url: 'https://example.com',
+  // Twilio's SDK checks the shape of an account SID (`AC` and 32 hex digits) before any request.
+  AccountSid: `AC${'0'.repeat(32)}`, accountSid: `AC${'0'.repeat(32)}`,
   shop_id: 'placeholder-shop', domain: 'example.com', subdomain: 'example', base_url: 'https://example.com', base_uri: 'https://example.com', client_id: 'placeholder', client_secret: 'placeholder', account_id: 'placeholder',
 };
 
