@@ -92,6 +92,34 @@ describe('SSE streams of a source', () => {
     stream.close();
   });
 
+  it('never replays events deleted with DELETE /sources/{id}/events: they leave the emits stream too', async () => {
+    const api = client(system, user.apiKey);
+    const src = await insertSource(system, user.id);
+    const neighbour = await insertSource(system, user.id);
+    const sent: EmittedEvent[] = [];
+    for (let i = 0; i < 5; i++) sent.push(await emitter.emit(src, user.id, { i }));
+    const kept = await emitter.emit(neighbour, user.id, { neighbour: true });
+    /** Which of `among` a stream resumed after `after` replays (all of the replay arrives before a live marker event). */
+    const replayed = async (source: string, after: string, among: EmittedEvent[]): Promise<string[]> => {
+      const stream = await openStream(system, `/sse/dc/${source}/emits`, user.apiKey, after);
+      await eventually(async () => stream.frames[0]?.comment === 'sse-handshake', { what: 'handshake' });
+      const marker = await emitter.emit(source, user.id, { marker: true });
+      await eventually(async () => events(stream.frames).some((e) => e.id === marker.id), { what: 'the live marker' });
+      stream.close();
+      return events(stream.frames).map((e) => e.id).filter((id) => among.some((s) => s.id === id));
+    };
+    expect(await replayed(src, sent[0].id, sent)).toEqual(sent.slice(1).map((e) => e.id));
+
+    expect((await api.del(`/sources/${src}/events?start_id=${sent[1].id}&end_id=${sent[2].id}`)).status).toBe(202);
+    const rest = [sent[3].id, sent[4].id];
+    await eventually(async () => JSON.stringify(await replayed(src, sent[0].id, sent)) === JSON.stringify(rest), { what: 'a resumed stream without the deleted range', timeoutMs: 20_000 });
+
+    expect((await api.del(`/sources/${src}/events`)).status).toBe(202);
+    await eventually(async () => (await replayed(src, sent[0].id, sent)).length === 0, { what: 'a resumed stream with nothing to replay', timeoutMs: 20_000 });
+    // Another source's events are untouched.
+    expect(await replayed(neighbour, `${kept.ts - 1}-0`, [kept])).toEqual([kept.id]);
+  });
+
   it('keeps an idle stream alive with a :sse-handshake comment every SSE_KEEPALIVE_MS (15 s by default)', async () => {
     const src = await insertSource(system, user.id);
     const stream = await openStream(system, `/sse/dc/${src}/observations`, user.apiKey);

@@ -104,6 +104,9 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             kvSubjects(n.leasesBucket),
             objSubjects(n.componentsStore),
             `$JS.API.STREAM.PURGE.${n.deliveriesStream}`,
+            // Deleted events leave EMITS too (DELETE /sources/{id}/events): a purge of the source's subject, or one message at a time.
+            `$JS.API.STREAM.PURGE.${n.emitsStream}`,
+            `$JS.API.STREAM.MSG.DELETE.${n.emitsStream}`,
             `$JS.API.STREAM.PURGE.${objStream(n.componentsStore)}`,
             ...readStream(kvStream(n.sourcesBucket)),
             ...readStream(kvStream(n.leasesBucket)),

@@ -6,6 +6,7 @@ import { Source, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext, assertAccess } from '../auth/auth.context';
 import { decodeCursor, encodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
+import { EmitsEraser } from './emits-eraser';
 import { EventSummaryDto, EventSummaryRow, Expand, parseEventId, toEventSummary } from './event-summary.dto';
 
 export interface SummaryQuery extends PageQuery {
@@ -19,7 +20,12 @@ export interface SummaryQuery extends PageQuery {
 export class EventsService {
   private readonly logger = new Logger('EventsService');
 
-  constructor(private readonly em: EntityManager, private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(
+    private readonly em: EntityManager,
+    private readonly nats: NatsService,
+    private readonly emits: EmitsEraser,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   async assertSource(auth: AuthContext, id: string): Promise<Source> {
     const source = await this.em.fork().findOne(Source, { id, deletedAt: null });
@@ -77,7 +83,10 @@ export class EventsService {
     params.push(cut.id_ms, cut.id_seq);
   }
 
-  /** Validates the range, then asks the delivery app to delete; deletes here when no delivery replica answers. */
+  /**
+   * Validates the range, then asks the delivery app to delete the summaries (deleting here when no delivery
+   * replica answers) and erases the events from EMITS, which a resumed event stream replays.
+   */
   async requestDelete(emitterId: string, startId?: string, endId?: string): Promise<void> {
     const start = startId ? parseEventId(startId) : undefined;
     const end = endId ? parseEventId(endId) : undefined;
@@ -93,6 +102,7 @@ export class EventsService {
       },
       () => this.deleteHere(msg),
     ).catch((e: Error) => this.logger.error(`deleting events of ${emitterId} failed: ${e.message}`));
+    void this.emits.erase(emitterId, start, end).catch((e: Error) => this.logger.error(`erasing events of ${emitterId} from the emits stream failed: ${e.message}`));
   }
 
   private async deleteHere(msg: DeleteEventsMessage): Promise<void> {
