@@ -90,6 +90,12 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     },
   );
 
+  it.each([['http:///source.mjs'], ['https:example.com/source.mjs'], ['https://exa\tmple.com/source.mjs'], ['file:///etc/passwd']])('refuses the component_url %j the same way', async (url) => {
+    const res = await api.post('/components', { component_url: url });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: expect.stringMatching(/^component_url /), code: 'invalid_request', details: expect.objectContaining({ field: 'component_url' }) });
+  });
+
   it('answers a body of 200,000 unknown fields in a short error, not by echoing every name', async () => {
     const body = `{${Array.from({ length: 200_000 }, (_, i) => `"k${i}":1`).join(',')}}`;
     const res = await fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body });

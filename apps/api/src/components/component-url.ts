@@ -1,6 +1,7 @@
 import { build, Plugin } from 'esbuild';
 import { BadRequestError } from '@app/contracts';
 import { AddressPolicy, OutboundError, safeFetch } from '@app/net';
+import { parseHttpUrl } from '../common/http-url';
 
 /** Outbound policy and limits for fetching a component from `component_url`. */
 export interface FetchPolicy {
@@ -93,12 +94,7 @@ export interface LoadedComponentUrl {
  * so the runner gets one file.
  */
 export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Promise<LoadedComponentUrl> {
-  let url: URL;
-  try {
-    url = rawFileUrl(new URL(rawUrl));
-  } catch {
-    throw new BadRequestError('component_url must be an absolute http(s) URL', { field: 'component_url' });
-  }
+  const url = rawFileUrl(parseHttpUrl(rawUrl, 'component_url', 'https://example.com/source.mjs'));
   const entry = await fetchText(url.href, policy);
   if (entry === undefined) throw new BadRequestError(`component_url: ${url.href} answered 404`, { field: 'component_url' });
   if (!hasRelativeImports(entry)) return { code: entry };

@@ -1,5 +1,5 @@
-import { BadRequestError } from '@app/contracts';
 import { Webhook, WebhookDelivery } from '@app/db';
+import { parseHttpUrl } from '../common/http-url';
 
 export interface WebhookDto {
   id: string;
@@ -62,27 +62,8 @@ export function toDeliveryDto(d: WebhookDelivery): WebhookDeliveryDto {
   };
 }
 
-/**
- * `scheme://authority` as written: WHATWG's parser repairs `http:///x`, `http:/x`, `http:x` and
- * `http:\\x` into `http://x/`, so a URL it accepts may still have been sent without a hostname.
- */
-const WRITTEN_AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/\\?#\s]/i;
-
 /** An http(s) URL with a hostname; anything else is a 400 naming the rule. */
 export function validateWebhookUrl(value: unknown): string {
-  if (typeof value !== 'string' || value.trim() === '') throw new BadRequestError('url is required', { field: 'url' });
-  if (value.length > 2048) throw new BadRequestError('url must be at most 2048 characters', { field: 'url' });
-  // The parser drops tabs and line breaks silently: what is stored and shown would not be the URL called.
-  if (/[\u0000-\u001f\u007f]/.test(value.trim())) throw new BadRequestError('url must not contain control characters (tabs, line breaks)', { field: 'url', value });
-  let parsed: URL;
-  try {
-    parsed = new URL(value.trim());
-  } catch {
-    throw new BadRequestError('url must be an absolute http or https URL with a hostname, e.g. https://example.com/hook', { field: 'url', value });
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new BadRequestError(`url must use http or https, not ${parsed.protocol.replace(/:$/, '')}`, { field: 'url', value });
-  }
-  if (!parsed.hostname || !WRITTEN_AUTHORITY.test(value.trim())) throw new BadRequestError('url must include a hostname after the scheme, e.g. https://example.com/hook', { field: 'url', value });
-  return value.trim();
+  parseHttpUrl(value, 'url', 'https://example.com/hook');
+  return (value as string).trim();
 }

@@ -1,0 +1,31 @@
+import { BadRequestError } from '@app/contracts';
+
+/**
+ * `scheme://authority` as written: WHATWG's parser repairs `http:///x`, `http:/x`, `http:x` and
+ * `http:\\x` into `http://x/`, so a URL it accepts may still have been sent without a hostname.
+ */
+const WRITTEN_AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/\\?#\s]/i;
+const MAX_URL_CHARS = 2048;
+
+/**
+ * An absolute http(s) URL with a hostname written after the scheme, from a client's field; anything
+ * else is a 400 naming the field and the rule. `example` shows the expected form in the messages.
+ */
+export function parseHttpUrl(value: unknown, field: string, example: string): URL {
+  if (typeof value !== 'string' || value.trim() === '') throw new BadRequestError(`${field} is required`, { field });
+  if (value.length > MAX_URL_CHARS) throw new BadRequestError(`${field} must be at most ${MAX_URL_CHARS} characters`, { field });
+  const text = value.trim();
+  // The parser drops tabs and line breaks silently: what is stored and shown would not be the URL called.
+  if (/[\u0000-\u001f\u007f]/.test(text)) throw new BadRequestError(`${field} must not contain control characters (tabs, line breaks)`, { field, value });
+  let parsed: URL;
+  try {
+    parsed = new URL(text);
+  } catch {
+    throw new BadRequestError(`${field} must be an absolute http or https URL with a hostname, e.g. ${example}`, { field, value });
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new BadRequestError(`${field} must use http or https, not ${parsed.protocol.replace(/:$/, '')}`, { field, value });
+  }
+  if (!parsed.hostname || !WRITTEN_AUTHORITY.test(text)) throw new BadRequestError(`${field} must include a hostname after the scheme, e.g. ${example}`, { field, value });
+  return parsed;
+}
