@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -130,6 +130,11 @@ describe('pd command-line tool', () => {
     expect(badLogin.code).toBe(1);
     expect(badLogin.stderr.trim().split('\n')).toHaveLength(1);
     expect(badLogin.stderr).toMatch(/authentication failed \(invalid API key\)/);
+
+    const notMember = await pd(['login', '--api-key', user.apiKey, '--api-base-url', system.baseUrl, '--org-id', 'o_notmine'], home);
+    expect(notMember.code).toBe(1);
+    expect(notMember.stderr.trim()).toMatch(/^Error: org o_notmine not found, or .* is not a member of it: check --org-id \(nothing was saved\)$/);
+    expect(existsSync(join(home, '.config', 'pipedream', 'config'))).toBe(false);
 
     const badKey = await pd(['list', 'sources'], home, { PD_API_BASE_URL: system.baseUrl, PD_API_KEY: 'pd_wrong' });
     expect(badKey.code).toBe(1);

@@ -176,6 +176,15 @@ describe('runner: the component runtime end to end', () => {
     expect(informational.status).toBe(502);
     expect(await informational.json()).toEqual({ error: expect.stringContaining('status 100'), code: 'bad_gateway' });
     expect((await fetch(`${echoUrl}?s=204`)).status).toBe(204);
+
+    // A response larger than one NATS message is a clear 502, not a 504 once HTTP_RESPONSE_TIMEOUT_MS has passed.
+    const big = await create(`module.exports = { name: "Big Response", version: "1", props: { http: { type: "$.interface.http", customResponse: true } },
+      async run(event) { this.http.respond({ status: 200, body: "x".repeat(Number(event.query.n)) }); } };`);
+    const bigUrl = big.configured_props.http.endpoint_url;
+    await waitFor('the big-response source', async () => (await fetch(`${bigUrl}?n=10`)).status === 200);
+    const tooLarge = await fetch(`${bigUrl}?n=2000000`);
+    expect(tooLarge.status).toBe(502);
+    expect(await tooLarge.json()).toEqual({ error: expect.stringMatching(/^the source's response is \d+ bytes, over the \d+ bytes one NATS message carries/), code: 'response_too_large' });
   });
 
   it('takes an HTTP body up to the size limit (stored packed when raw + parsed would pass NATS\'s payload limit); a $errors event keeps a large triggering event truncated', async () => {

@@ -1,7 +1,7 @@
 import { ApiClient } from '../api-client';
 import { Command, str } from '../command';
 import { CONFIG_KEYS, configPath, DEFAULT_API_BASE_URL, isConfigKey, loginBaseUrl, normalizeBaseUrl, profileName, readConfigFile, updateProfile } from '../config';
-import { CliError } from '../errors';
+import { ApiResponseError, CliError } from '../errors';
 import { fields, out, printJson, withSpinner } from '../output';
 import { ask } from '../prompt';
 
@@ -37,6 +37,7 @@ export const loginCommand: Command = {
     const client = new ApiClient({ profile, apiKey, apiBaseUrl, configPath: path });
     const me = await withSpinner(`Verifying the key with ${apiBaseUrl}`, () => client.request<{ data: User }>('GET', '/users/me'));
     const orgId = str(values, 'org-id');
+    if (orgId) await assertMember(client, orgId, me.data);
     updateProfile(path, profile, {
       api_key: apiKey,
       ...(base.explicit ? { api_base_url: apiBaseUrl } : {}),
@@ -47,6 +48,16 @@ export const loginCommand: Command = {
     out(`Saved profile "${profile}" to ${path}`);
   },
 };
+
+/** An org the key's user cannot act in is refused at login, not at the first command that uses it. */
+async function assertMember(client: ApiClient, orgId: string, user: User): Promise<void> {
+  try {
+    await withSpinner(`Checking org ${orgId}`, () => client.request('GET', `/orgs/${encodeURIComponent(orgId)}/sources`, { query: { limit: 1 } }));
+  } catch (e) {
+    if (e instanceof ApiResponseError && e.status === 404) throw new CliError(`org ${orgId} not found, or ${user.username} is not a member of it: check --org-id (nothing was saved)`);
+    throw e;
+  }
+}
 
 function mask(key: string | undefined): string | undefined {
   if (!key) return undefined;

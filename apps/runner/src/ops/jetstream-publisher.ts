@@ -4,10 +4,10 @@ import { EmittedEvent, encodeJson, HttpResponseMessage, randomToken, UsageRecord
 import { StreamPublisher, type NatsService } from '@app/nats';
 import type { Publisher } from '../actors/actor-deps';
 
-/** Publishes an actor's side effects: events to EMITS, usage to USAGE, custom responses on the reply subject. */
 /** How long usage is summed per owner and day before one record is published. */
 const USAGE_WINDOW_MS = 500;
 
+/** Publishes an actor's side effects: events to EMITS, usage to USAGE, custom responses on the reply subject. */
 export class JetStreamPublisher implements Publisher {
   private readonly stream: StreamPublisher;
   private readonly usage = new Map<string, Required<UsageRecord>>();
@@ -76,7 +76,15 @@ export class JetStreamPublisher implements Publisher {
     this.usage.clear();
   }
 
+  /**
+   * A custom response goes back as one NATS message: one larger than the server's `max_payload` is answered
+   * `502 response_too_large` at once, instead of leaving the client to wait for the api's timeout.
+   */
   reply(subject: string, response: HttpResponseMessage): void {
-    this.nats.nc.publish(subject, encodeJson(response));
+    const data = encodeJson(response);
+    const max = this.nats.nc.info?.max_payload;
+    if (max === undefined || data.byteLength <= max) return this.nats.nc.publish(subject, data);
+    const error = { error: `the source's response is ${data.byteLength} bytes, over the ${max} bytes one NATS message carries (the server's max_payload)`, code: 'response_too_large' };
+    this.nats.nc.publish(subject, encodeJson({ status: 502, headers: { 'content-type': 'application/json' }, body: JSON.stringify(error) }));
   }
 }
