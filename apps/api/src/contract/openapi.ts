@@ -30,7 +30,8 @@ function responses(route: RouteContract): Json {
     else if (schema === 'sse') out[status] = { description: 'an event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } };
     else out[status] = { description: 'success', content: { 'application/json': { schema: plain(schema) } } };
   }
-  const errors = [400, ...(route.public ? [] : [401]), ...(route.errors ?? [])];
+  // Every authenticated route takes `org_id`, and one naming an org the caller is not a member of is a 404.
+  const errors = [...new Set([400, ...(route.public ? [] : [401, 404]), ...(route.errors ?? [])])].sort((x, y) => x - y);
   for (const status of errors) out[status] = { $ref: `#/components/responses/Error${status}` };
   return out;
 }
@@ -38,7 +39,7 @@ function responses(route: RouteContract): Json {
 const ERROR_TEXT: Record<number, string> = {
   400: 'invalid input (the message names the field)',
   401: 'missing or invalid API key',
-  404: 'not found, or not yours',
+  404: 'not found, or not yours (on every route: org_id naming an org you are not a member of)',
   409: 'conflict',
   413: 'too large',
 };

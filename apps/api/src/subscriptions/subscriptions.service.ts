@@ -24,6 +24,7 @@ const toDto = (s: Subscription): SubscriptionDto => ({ id: s.id, emitter_id: s.e
 /**
  * Subscriptions route an emitter's channel to a listener. The owner is the org
  * given by `org_id`, else the listener's owner; a glob covers that owner's emitters.
+ * The caller is recorded: a route between two orgs routes only while they belong to both.
  */
 @Injectable()
 export class SubscriptionsService {
@@ -37,8 +38,16 @@ export class SubscriptionsService {
     const ownerId = orgId ? namespaceOf(auth, orgId) : listener.ownerId;
     const key = { ownerId, emitterId, listenerId, eventName };
     const existing = await em.findOne(Subscription, key);
-    if (existing) return toDto(existing);
-    const sub = Object.assign(new Subscription(), { id: newId('subscription'), ...key });
+    if (existing) {
+      // Made again by someone else (the one who made it may have left an org it bridges): it routes for the caller now.
+      if (existing.createdBy !== auth.userId) {
+        existing.createdBy = auth.userId;
+        await em.flush();
+        this.changed();
+      }
+      return toDto(existing);
+    }
+    const sub = Object.assign(new Subscription(), { id: newId('subscription'), ...key, createdBy: auth.userId });
     try {
       await em.persist(sub).flush();
     } catch (e) {

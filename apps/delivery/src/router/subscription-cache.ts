@@ -31,15 +31,21 @@ const REFRESH_MS = 30_000;
 
 /**
  * A subscription routes while its listener exists and while its owner can still reach the owners of both
- * ends: the same account, a user and an org they belong to (either way), or two orgs (a route a member of
- * both made; membership of orgs in orgs does not exist to judge it). So a member removed from an org stops
- * receiving the org's events through subscriptions they made while a member, and the org's own
- * subscriptions stop feeding that member's personal listeners. A glob's emitters are its owner's.
+ * ends: the same account, or a user and an org they belong to (either way). Between two orgs (a route a
+ * member of both made, owned by one of them) there is no membership of orgs in orgs to judge it: it routes
+ * while the user who made it (`created_by`) belongs to both — otherwise an org's events would keep flowing,
+ * after that member left it, through a subscription the org can neither see nor remove (it belongs to the
+ * other org). Routes the platform made (`created_by` null: workflow triggers, auto-subscriptions) have an
+ * emitter of their owner's. So a member removed from an org stops receiving the org's events through
+ * subscriptions they made while a member, and the org's own subscriptions stop feeding that member's
+ * personal listeners. A glob's emitters are its owner's.
  */
-const REACHES = (owner: string, end: string): string => `(${owner} = ${end} or (${owner} like 'o\\_%' and ${end} like 'o\\_%')
-  or exists (select 1 from org_members m where (m.user_id = ${owner} and m.org_id = ${end}) or (m.user_id = ${end} and m.org_id = ${owner})))`;
+const MEMBER = (user: string, org: string): string => `exists (select 1 from org_members m where m.user_id = ${user} and m.org_id = ${org})`;
+const REACHES = (owner: string, end: string, creator: string): string => `(${owner} = ${end}
+  or (${owner} like 'o\\_%' and ${end} like 'o\\_%' and (${creator} is null or (${MEMBER(creator, owner)} and ${MEMBER(creator, end)})))
+  or ${MEMBER(owner, end)} or ${MEMBER(end, owner)})`;
 const ROUTABLE_SUBSCRIPTIONS = `with ends as (
-  select s.id, s.owner_id, s.emitter_id, s.listener_id, s.event_name,
+  select s.id, s.owner_id, s.emitter_id, s.listener_id, s.event_name, s.created_by,
     case when s.emitter_id like '%*' then s.owner_id
       else coalesce((select x.owner_id from sources x where x.id = s.emitter_id), (select p.owner_id from workflows p where p.id = s.emitter_id)) end as emitter_owner,
     coalesce((select x.owner_id from sources x where x.id = s.listener_id and x.deleted_at is null),
@@ -47,8 +53,8 @@ const ROUTABLE_SUBSCRIPTIONS = `with ends as (
       (select p.owner_id from workflows p where p.id = s.listener_id and p.deleted_at is null)) as listener_owner
   from subscriptions s)
 select id, owner_id, emitter_id, listener_id, event_name from ends
- where listener_owner is not null and ${REACHES('owner_id', 'listener_owner')}
-   and (emitter_owner is null or ${REACHES('owner_id', 'emitter_owner')})
+ where listener_owner is not null and ${REACHES('owner_id', 'listener_owner', 'created_by')}
+   and (emitter_owner is null or ${REACHES('owner_id', 'emitter_owner', 'created_by')})
  order by id`;
 
 /**

@@ -10,6 +10,8 @@ export class Subscription {
   @Property({ type: 'string', index: true }) emitterId!: string;
   @Property({ type: 'string', index: true }) listenerId!: string;
   @Property({ type: 'string' }) eventName = '';
+  /** The user who made it with POST /subscriptions (null: made by the platform for a trigger or an auto-subscription). */
+  @Property({ type: 'string', nullable: true }) createdBy?: string | null = null;
   @Property({ type: BigNumber }) createdAt: number = nowSeconds();
 }
 
