@@ -87,7 +87,7 @@ export const SETTINGS = {
   webhookMaxAckPending: int('WEBHOOK_MAX_ACK_PENDING', 50_000, 'webhook messages the delivery apps hold unacknowledged at once (waiting retries are kept in Postgres, not here)', 1),
   deliveryAckWaitMs: int('DELIVERY_ACK_WAIT_MS', 30_000, 'how long a crashed delivery replica holds unacknowledged messages before another one gets them (work in progress is kept alive)', 1000),
   allowPrivateAddresses: bool('ALLOW_PRIVATE_ADDRESSES', false, 'allow outbound connections (webhooks, component_url, component code through the sandbox egress) to private ranges'),
-  allowLoopback: bool('ALLOW_LOOPBACK', false, 'allow outbound connections (webhooks, component_url, component code through the sandbox egress) to loopback addresses (npm start enables it; the platform\'s own services stay refused to component code)'),
+  allowLoopback: bool('ALLOW_LOOPBACK', false, 'allow outbound connections (webhooks, component_url, component code through the sandbox egress) to loopback addresses, and the platform\'s own requests (webhooks, $.send.http, component_url) to this machine\'s interface addresses (npm start enables it; the platform\'s own services stay refused to component code)'),
   runnerReplicaId: str('RUNNER_REPLICA_ID', '', 'name of a runner replica in leases and logs (default: <hostname>-<pid>-<random>)'),
   invocationAckWaitMs: int('INVOCATION_ACK_WAIT_MS', 30_000, 'how long an unacknowledged invocation stays with a replica before JetStream redelivers it (in-flight runs are kept alive with heartbeats)', 1000),
   runBatchMaxInvocations: int('RUN_BATCH_MAX_INVOCATIONS', 64, "invocations waiting in one source's mailbox that run as one sandbox task (still one at a time and in order; 1 = one task per invocation)", 1, 1000),

@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 
 /**
  * Which destination addresses outbound requests (webhook deliveries, component_url
@@ -103,6 +104,34 @@ export function classifyAddress(ip: string): AddressClass {
   if (multicast.check(addr, family)) return 'multicast';
   if (reserved.check(addr, family)) return 'reserved';
   return 'public';
+}
+
+/** How long the list of this machine's addresses is kept before it is read again (interfaces come and go). */
+const OWN_ADDRESSES_TTL_MS = 10_000;
+let ownAddresses: { list: BlockList; readAtMs: number } | undefined;
+
+function ownAddressList(): BlockList {
+  const now = Date.now();
+  if (ownAddresses && now - ownAddresses.readAtMs < OWN_ADDRESSES_TTL_MS) return ownAddresses.list;
+  const list = new BlockList();
+  for (const entries of Object.values(networkInterfaces())) {
+    for (const a of entries ?? []) {
+      const n = normalise(a.address.split('%')[0]);
+      if (n) list.addAddress(n[0], n[1]);
+    }
+  }
+  ownAddresses = { list, readAtMs: now };
+  return list;
+}
+
+/**
+ * Whether `ip` is an address of one of this machine's interfaces. A service listening on
+ * 0.0.0.0 (the metrics ports, a NATS monitor, anything else on the host) answers there as on
+ * 127.0.0.1, so the platform's own requests treat such an address as loopback.
+ */
+export function isOwnAddress(ip: string): boolean {
+  const n = normalise(ip);
+  return !!n && ownAddressList().check(n[0], n[1]);
 }
 
 /** Why an address is refused under a policy, or undefined when it is allowed. */

@@ -1,11 +1,22 @@
 import { lookup as dnsLookup, LookupAddress, LookupOptions } from 'node:dns';
 import { isIP, LookupFunction } from 'node:net';
-import { AddressPolicy, refusalReason } from './address-policy';
+import { AddressPolicy, isOwnAddress, refusalReason } from './address-policy';
 
 export class OutboundError extends Error {
   constructor(message: string, readonly code: 'blocked' | 'timeout' | 'too_large' | 'bad_url' | 'too_many_redirects' | 'network') {
     super(message);
   }
+}
+
+/**
+ * Why the platform's own requests (webhooks, workflow sends, component_url) may not connect to
+ * `ip`: the address policy, and an address of this machine counts as loopback (a service bound to
+ * 0.0.0.0 answers on every interface). Component code's egress keeps its own rules (`@app/sandbox`).
+ */
+export function outboundRefusal(ip: string, policy: AddressPolicy): string | undefined {
+  const reason = ipRefusal(ip, policy);
+  if (reason || policy.allowLoopback || !isOwnAddress(ip)) return reason;
+  return `${ip} is an address of this machine (allowed only with ALLOW_LOOPBACK=true)`;
 }
 
 /** A `dns.lookup` replacement that refuses addresses the policy forbids (checked after resolution). */
@@ -15,7 +26,7 @@ export function guardedLookup(policy: AddressPolicy): LookupFunction {
       if (err) return callback(err, '', 0);
       const list = addresses as LookupAddress[];
       for (const a of list) {
-        const reason = refusalReason(a.address, policy);
+        const reason = outboundRefusal(a.address, policy);
         if (reason) {
           const e = new OutboundError(`refused to connect to ${hostname}: ${reason}`, 'blocked') as OutboundError & NodeJS.ErrnoException;
           return callback(e, '', 0);
@@ -27,7 +38,7 @@ export function guardedLookup(policy: AddressPolicy): LookupFunction {
   }) as LookupFunction;
 }
 
-/** Verdicts on literal IP hosts (a webhook sender asks about the same few hosts thousands of times a second). */
+/** Verdicts of the address policy (a webhook sender asks about the same few hosts thousands of times a second). */
 const ipVerdicts = new Map<string, string | undefined>();
 
 function ipRefusal(host: string, policy: AddressPolicy): string | undefined {
@@ -46,6 +57,6 @@ function ipRefusal(host: string, policy: AddressPolicy): string | undefined {
 export function literalHostRefusal(url: URL, policy: AddressPolicy): OutboundError | undefined {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (!isIP(host)) return undefined;
-  const reason = ipRefusal(host, policy);
+  const reason = outboundRefusal(host, policy);
   return reason ? new OutboundError(`refused to connect to ${host}: ${reason}`, 'blocked') : undefined;
 }

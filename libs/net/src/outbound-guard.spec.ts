@@ -1,0 +1,77 @@
+import { createServer, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { GuardedAgent } from './guarded-agent';
+import { outboundRefusal } from './outbound-guard';
+import { createAgents, safeFetch } from './safe-fetch';
+
+/** A non-loopback IPv4 address of this machine (every CI runner and container has one). */
+function interfaceAddress(): string {
+  const found = Object.values(networkInterfaces())
+    .flatMap((l) => l ?? [])
+    .find((a) => a.family === 'IPv4' && !a.internal);
+  if (!found) throw new Error('this machine has no non-loopback IPv4 interface to test with');
+  return found.address;
+}
+
+describe('the outbound guard against a listener on this machine', () => {
+  let server: Server;
+  let port = 0;
+  const hits: string[] = [];
+  const deny = { allowLoopback: false, allowPrivate: false };
+  const privateOnly = { allowLoopback: false, allowPrivate: true };
+  const loopback = { allowLoopback: true, allowPrivate: false };
+  const post = { method: 'POST', headers: {}, body: 'x', timeoutMs: 1500, maxBodyBytes: 100 };
+
+  beforeAll(async () => {
+    // Listening on every address, as NATS monitoring, the metrics ports and most host services do.
+    server = createServer((req, res) => {
+      hits.push(`${req.headers.host} ${req.url}`);
+      res.end('internal');
+    });
+    await new Promise<void>((r) => server.listen(0, '0.0.0.0', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((r) => {
+    server.closeAllConnections();
+    server.close(() => r());
+  }));
+
+  it('refuses an address of one of this machine\'s interfaces unless loopback is allowed (webhooks, sends, component_url)', async () => {
+    const ip = interfaceAddress();
+    const url = `http://${ip}:${port}/metrics`;
+    const refused = new RegExp(`${ip.replace(/\./g, '\\.')} is an address of this machine \\(allowed only with ALLOW_LOOPBACK=true\\)`);
+    const agent = new GuardedAgent(deny);
+    const agents = createAgents(privateOnly);
+    try {
+      await expect(agent.request(url, post)).rejects.toMatchObject({ code: 'blocked', message: expect.stringMatching(refused) });
+      await expect(safeFetch(url, { policy: deny, timeoutMs: 1500, maxBytes: 100 })).rejects.toMatchObject({ code: 'blocked', message: expect.stringMatching(refused) });
+      // Private addresses allowed is not this machine allowed (a container's own address is a private one).
+      await expect(safeFetch(url, { policy: privateOnly, agents, timeoutMs: 1500, maxBytes: 100 })).rejects.toMatchObject({ code: 'blocked' });
+      expect(outboundRefusal(`::ffff:${ip}`, deny)).toMatch(/an address of this machine/);
+      expect(hits).toEqual([]);
+      // The listener answers when the policy allows it: the refusals above are the guard's.
+      const allowed = await safeFetch(url, { policy: loopback, timeoutMs: 1500, maxBytes: 100 });
+      expect(allowed.body.toString()).toBe('internal');
+      expect(hits).toHaveLength(1);
+    } finally {
+      await agent.close();
+      agents.http.destroy();
+    }
+  });
+
+  it('refuses every spelling of loopback, unspecified and mapped addresses before connecting', async () => {
+    const spellings = ['127.0.0.1', '127.0.0.2', '0.0.0.0', '[::]', '[::1]', '[::ffff:127.0.0.1]', '2130706433', '0177.0.0.1', '0x7f.1', '0x7f000001', '127.1', '127.0.0.1.', '0', '[::127.0.0.1]', '[64:ff9b::127.0.0.1]', '[2002:7f00:1::]', 'localhost', 'LOCALHOST', '%6c%6fcalhost'];
+    const agent = new GuardedAgent(deny);
+    try {
+      for (const host of spellings) {
+        const url = `http://${host}:${port}/x`;
+        await expect(safeFetch(url, { policy: deny, timeoutMs: 1500, maxBytes: 100, maxRedirects: 3 })).rejects.toMatchObject({ code: 'blocked' });
+        await expect(agent.request(url, post)).rejects.toMatchObject({ code: 'blocked' });
+      }
+      expect(hits.filter((h) => h.endsWith(' /x'))).toEqual([]);
+    } finally {
+      await agent.close();
+    }
+  });
+});

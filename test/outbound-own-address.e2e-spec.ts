@@ -1,0 +1,108 @@
+import { createServer, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { client, createUser } from './support/accounts';
+import { eventually, freePort, startSystem, System } from './support/system';
+import { Emitter, insertSource, subscriptionsLoaded } from './events.helpers';
+
+/** A non-loopback IPv4 address of this machine: what a host's public or container address is to the platform. */
+function interfaceAddress(): string {
+  const found = Object.values(networkInterfaces())
+    .flatMap((l) => l ?? [])
+    .find((a) => a.family === 'IPv4' && !a.internal);
+  if (!found) throw new Error('this machine has no non-loopback IPv4 interface to test with');
+  return found.address;
+}
+
+const COMPONENT = 'export default { name: "internal", version: "0.0.1", async run() {} };';
+
+/**
+ * The platform's own requests under the default policy (ALLOW_LOOPBACK=false) never reach a service
+ * of this machine through one of its interface addresses: a service bound to 0.0.0.0 (metrics,
+ * NATS monitoring) answers there as on 127.0.0.1, and its answer would land in a delivery log or
+ * in a component's code, both readable by the tenant.
+ */
+describe('outbound requests to an address of this machine', () => {
+  let system: System;
+  let emitter: Emitter;
+  let internal: Server;
+  let base = '';
+  const hits: string[] = [];
+
+  beforeAll(async () => {
+    internal = createServer((req, res) => {
+      hits.push(req.url ?? '');
+      res.end(COMPONENT);
+    });
+    await new Promise<void>((r) => internal.listen(0, '0.0.0.0', r));
+    base = `http://${interfaceAddress()}:${(internal.address() as AddressInfo).port}`;
+    system = await startSystem({ ALLOW_LOOPBACK: 'false', WEBHOOK_RETRY_SCHEDULE: '100ms', DELIVERY_METRICS_PORT: String(await freePort()) }, { apps: ['api', 'delivery'] });
+    emitter = await Emitter.connect(system);
+  });
+  afterAll(async () => {
+    await emitter?.close();
+    await system?.stop();
+    internal?.closeAllConnections();
+    await new Promise<void>((r) => (internal ? internal.close(() => r()) : r()));
+  });
+
+  it('are refused for webhooks and component_url, and nothing of the service reaches the tenant', async () => {
+    const user = createUser(system);
+    const api = client(system, user.apiKey);
+
+    const component = await api.post('/components', { component_url: `${base}/component.mjs` });
+    expect(component.status).toBe(400);
+    expect(component.body.error).toMatch(/is an address of this machine \(allowed only with ALLOW_LOOPBACK=true\)/);
+
+    const src = await insertSource(system, user.id);
+    const wh = (await api.post('/webhooks', { url: `${base}/metrics` })).body.data.id;
+    await api.post('/subscriptions', { emitter_id: src, listener_id: wh });
+    await subscriptionsLoaded(system);
+    await emitter.emit(src, user.id, { probe: 'own address' });
+    const log = await eventually(async () => {
+      const d = (await api.get(`/webhooks/${wh}/deliveries`)).body.data;
+      return d.some((x: { status: string }) => x.status === 'exhausted') ? d : undefined;
+    }, { what: 'attempts to an address of this machine exhausted' });
+    expect(log.every((x: { response_code: number | null; response_body?: string | null }) => x.response_code === null && !x.response_body)).toBe(true);
+    expect(log[0].error).toMatch(/is an address of this machine \(allowed only with ALLOW_LOOPBACK=true\)/);
+    expect(hits).toEqual([]);
+  });
+});
+
+describe('a workflow $.send.http to an address of this machine', () => {
+  let system: System;
+  let internal: Server;
+  let base = '';
+  let metricsPort = 0;
+  const hits: string[] = [];
+
+  beforeAll(async () => {
+    internal = createServer((req, res) => {
+      hits.push(req.url ?? '');
+      res.end('ok');
+    });
+    await new Promise<void>((r) => internal.listen(0, '0.0.0.0', r));
+    base = `http://${interfaceAddress()}:${(internal.address() as AddressInfo).port}`;
+    metricsPort = await freePort();
+    system = await startSystem({ ALLOW_LOOPBACK: 'false', WEBHOOK_RETRY_SCHEDULE: '100ms', DELIVERY_METRICS_PORT: String(metricsPort) });
+  });
+  afterAll(async () => {
+    await system?.stop();
+    internal?.closeAllConnections();
+    await new Promise<void>((r) => (internal ? internal.close(() => r()) : r()));
+  });
+
+  it('is refused for good (never retried), and the service is never hit', async () => {
+    const user = createUser(system);
+    const api = client(system, user.apiKey);
+    const code = `export default defineComponent({ async run({ $ }) { $.send.http({ method: "POST", url: ${JSON.stringify(`${base}/admin`)}, data: { x: 1 } }); } });`;
+    const wf = (await api.post('/workflows', { name: 'own-address', trigger: { manual: {} }, steps: [{ name: 'send', code }] })).body.data;
+    expect((await api.post(`/workflows/${wf.id}/run`, { event: {} })).status).toBeLessThan(300);
+    const failed = /delivery_send_attempts_total\{kind="http",outcome="failed"\} (\d+)/;
+    await eventually(async () => {
+      const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text()).catch(() => '');
+      return Number(failed.exec(text)?.[1] ?? 0) >= 1;
+    }, { what: 'the send to an address of this machine failed for good', timeoutMs: 30_000 });
+    expect(hits).toEqual([]);
+  });
+});
