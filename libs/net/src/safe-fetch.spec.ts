@@ -84,6 +84,40 @@ describe('safeFetch', () => {
     expect(followed.url).toBe(`${base}/hello`);
   });
 
+  it('sends the caller\'s credentials to no other origin a redirect names, and turns a 303 into a GET without a body', async () => {
+    const seen: { url?: string; method?: string; authorization?: string; cookie?: string; custom?: string; body: string }[] = [];
+    const other = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        seen.push({ url: req.url, method: req.method, authorization: req.headers.authorization, cookie: req.headers.cookie, custom: req.headers['x-custom'] as string | undefined, body });
+        if (req.url === '/see-other') return void res.writeHead(303, { location: '/done' }).end();
+        if (req.url === '/elsewhere') return void res.writeHead(307, { location: `${base}/hello` }).end();
+        res.end('done');
+      });
+    });
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+    const otherBase = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      const headers = { authorization: 'Bearer tenant-token', cookie: 's=1', 'x-custom': 'kept', 'content-type': 'application/json' };
+      const res = await safeFetch(`${otherBase}/see-other`, { policy: allow, method: 'POST', headers, body: '{"a":1}', timeoutMs: 1000, maxBytes: 100, maxRedirects: 3 });
+      expect(res.body.toString()).toBe('done');
+      // Same origin: credentials kept; 303: a GET without the body.
+      expect(seen).toEqual([
+        { url: '/see-other', method: 'POST', authorization: 'Bearer tenant-token', cookie: 's=1', custom: 'kept', body: '{"a":1}' },
+        { url: '/done', method: 'GET', authorization: 'Bearer tenant-token', cookie: 's=1', custom: 'kept', body: '' },
+      ]);
+      let arrived: { authorization?: string; cookie?: string; method?: string } | undefined;
+      server.once('request', (req) => (arrived = { authorization: req.headers.authorization, cookie: req.headers.cookie, method: req.method }));
+      await safeFetch(`${otherBase}/elsewhere`, { policy: allow, method: 'PUT', headers, body: 'x', timeoutMs: 1000, maxBytes: 100, maxRedirects: 3 });
+      // Another origin (another port): 307 keeps the method, never the credentials.
+      expect(arrived).toEqual({ authorization: undefined, cookie: undefined, method: 'PUT' });
+    } finally {
+      other.closeAllConnections();
+      await new Promise<void>((r) => other.close(() => r()));
+    }
+  });
+
   it('enforces the size cap and the timeout', async () => {
     await expect(safeFetch(`${base}/big`, { policy: allow, timeoutMs: 1000, maxBytes: 100 })).rejects.toMatchObject({ code: 'too_large' });
     const cut = await safeFetch(`${base}/big`, { policy: allow, timeoutMs: 1000, maxBytes: 100, truncate: true });

@@ -108,18 +108,43 @@ function once(url: URL, opts: SafeFetchOptions): Promise<SafeResponse> {
   });
 }
 
+/** Headers that carry the caller's credentials: never sent on to another origin a redirect names. */
+const CREDENTIALS = new Set(['authorization', 'cookie', 'proxy-authorization']);
+/** Headers that describe the body: dropped when a redirect turns the request into a GET. */
+const BODY_HEADERS = new Set(['content-length', 'content-type', 'content-encoding', 'transfer-encoding']);
+
+const without = (headers: Record<string, string> | undefined, names: Set<string>): Record<string, string> | undefined =>
+  headers && Object.fromEntries(Object.entries(headers).filter(([k]) => !names.has(k.toLowerCase())));
+
+/**
+ * The request a redirect makes, as `fetch` does it: 303 (and 301/302 after a POST) becomes a GET
+ * without a body; another origin does not get the caller's credentials (whoever answered chose it).
+ */
+function redirected(from: URL, to: URL, status: number, opts: SafeFetchOptions): SafeFetchOptions {
+  let next = opts;
+  const method = (opts.method ?? 'GET').toUpperCase();
+  if ((status === 303 && method !== 'GET' && method !== 'HEAD') || ((status === 301 || status === 302) && method === 'POST')) {
+    next = { ...next, method: 'GET', body: undefined, headers: without(next.headers, BODY_HEADERS) };
+  }
+  if (to.origin !== from.origin) next = { ...next, headers: without(next.headers, CREDENTIALS) };
+  return next;
+}
+
 /**
  * An HTTP(S) request under the outbound address policy, with a whole-request
  * timeout, a response size cap and bounded redirects (each hop checked again).
  */
 export async function safeFetch(raw: string, opts: SafeFetchOptions): Promise<SafeResponse> {
   let url = parseHttpUrl(raw);
+  let hopOpts = opts;
   const maxRedirects = opts.maxRedirects ?? 0;
   for (let hop = 0; ; hop++) {
-    const res = await once(url, opts);
+    const res = await once(url, hopOpts);
     const location = res.headers.location;
     if (res.status < 300 || res.status >= 400 || !location || maxRedirects === 0) return res;
     if (hop >= maxRedirects) throw new OutboundError(`more than ${maxRedirects} redirects from ${raw}`, 'too_many_redirects');
-    url = parseHttpUrl(new URL(location, url).toString());
+    const next = parseHttpUrl(new URL(location, url).toString());
+    hopOpts = redirected(url, next, res.status, hopOpts);
+    url = next;
   }
 }
