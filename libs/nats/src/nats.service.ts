@@ -208,7 +208,7 @@ function replicasError(e: Error, stream: string, replicas: number): Error {
  * api replicas creating the same replicated stream at once, nats-server 2.9 may never answer one of
  * them although the stream gets created; the next try finds it and updates it.
  */
-async function retryUnanswered<T>(what: string, fn: () => Promise<T>, attempts = 6): Promise<T> {
+export async function retryUnanswered<T>(what: string, fn: () => Promise<T>, attempts = 6): Promise<T> {
   for (let i = 1; ; i++) {
     try {
       return await fn();

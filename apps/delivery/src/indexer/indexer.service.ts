@@ -3,7 +3,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { JsMsg, Subscription } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
 import { decodeJson, DeleteEventsMessage, EmittedEvent, encodeJson } from '@app/contracts';
-import { NatsService } from '@app/nats';
+import { NatsService, retryUnanswered } from '@app/nats';
 import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
@@ -122,7 +122,7 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
     const stream = this.nats.names.emitsStream;
     const pending = async (): Promise<number | undefined> => {
       try {
-        const info = await this.nats.jsm.consumers.info(stream, LEGACY_DURABLE);
+        const info = await retryUnanswered(`reading consumer ${LEGACY_DURABLE}`, () => this.nats.jsm.consumers.info(stream, LEGACY_DURABLE));
         return info.num_pending + info.num_ack_pending;
       } catch (e) {
         if (/consumer not found/i.test((e as Error).message)) return undefined;

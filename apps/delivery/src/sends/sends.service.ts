@@ -5,7 +5,7 @@ import { Counter, Registry } from 'prom-client';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
 import { decodeJson, SendMessage } from '@app/contracts';
 import { NatsService } from '@app/nats';
-import { ensureDurable } from '../common/durable-consumer';
+import { boundConsumer, ensureDurable } from '../common/durable-consumer';
 import { LOGGER } from '../common/tokens';
 import { SendFailure, SendPerformers } from './send-performers';
 
@@ -40,7 +40,7 @@ export class SendsService implements OnApplicationBootstrap, OnApplicationShutdo
   async onApplicationBootstrap(): Promise<void> {
     const names = this.nats.names;
     await ensureDurable(this.nats.jsm, names.sendsStream, { durable_name: DURABLE, filter_subject: names.allSends, max_ack_pending: 1000, max_deliver: -1, ack_wait: this.config.deliveryAckWaitMs * 1_000_000 });
-    const consumer = await this.nats.js.consumers.get(names.sendsStream, DURABLE);
+    const consumer = await boundConsumer(this.nats.js, names.sendsStream, DURABLE);
     this.messages = await consumer.consume({ max_messages: CONCURRENCY });
     void this.consume(this.messages);
   }

@@ -5,7 +5,7 @@ import { APP_CONFIG, AppConfig, Logger } from '@app/config';
 import { DeliveryMessage } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { policyFromConfig } from '@app/net';
-import { ensureDurable } from '../common/durable-consumer';
+import { boundConsumer, ensureDurable } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
 import { SubscriptionCache, WebhookTarget } from '../router/subscription-cache';
@@ -98,7 +98,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       ack_wait: ackWaitMs * 1_000_000,
       max_deliver: -1,
     });
-    const consumer = await this.nats.js.consumers.get(names.deliveriesStream, DURABLE);
+    const consumer = await boundConsumer(this.nats.js, names.deliveriesStream, DURABLE);
     this.messages = await consumer.consume({ max_messages: 1000 });
     this.retries.start();
     this.keepAlive = setInterval(() => this.held.forEach((m) => m.working()), Math.max(500, ackWaitMs / 3));
