@@ -1,18 +1,9 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { networkInterfaces } from 'node:os';
 import { client, createUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { Emitter, insertSource, subscriptionsLoaded } from './events.helpers';
-
-/** A non-loopback IPv4 address of this machine: what a host's public or container address is to the platform. */
-function interfaceAddress(): string {
-  const found = Object.values(networkInterfaces())
-    .flatMap((l) => l ?? [])
-    .find((a) => a.family === 'IPv4' && !a.internal);
-  if (!found) throw new Error('this machine has no non-loopback IPv4 interface to test with');
-  return found.address;
-}
+import { interfaceAddress } from '../libs/net/src/test-support/interface-address';
 
 const COMPONENT = 'export default { name: "internal", version: "0.0.1", async run() {} };';
 

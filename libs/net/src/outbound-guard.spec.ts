@@ -1,18 +1,9 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { networkInterfaces } from 'node:os';
 import { GuardedAgent } from './guarded-agent';
 import { outboundRefusal } from './outbound-guard';
 import { createAgents, safeFetch } from './safe-fetch';
-
-/** A non-loopback IPv4 address of this machine (every CI runner and container has one). */
-function interfaceAddress(): string {
-  const found = Object.values(networkInterfaces())
-    .flatMap((l) => l ?? [])
-    .find((a) => a.family === 'IPv4' && !a.internal);
-  if (!found) throw new Error('this machine has no non-loopback IPv4 interface to test with');
-  return found.address;
-}
+import { interfaceAddress } from './test-support/interface-address';
 
 describe('the outbound guard against a listener on this machine', () => {
   let server: Server;
