@@ -1,3 +1,4 @@
+import { cronProblem } from './configured-props';
 import { readTimerSchedule, TimerSchedule } from './timer-event';
 
 /**
@@ -97,6 +98,11 @@ function readTrigger(v: unknown): WorkflowTriggerDef {
           throw new WorkflowDefinitionError(`${path}.timezone`, `unknown time zone "${value.timezone}"`);
         }
       }
+      // Checked as a source's timer prop is: 5 fields (a 6th, seconds, would fire every second, under TIMER_MIN_INTERVAL_SECONDS).
+      if (typeof value.cron === 'string') {
+        const problem = cronProblem(value.cron, value.timezone as string | undefined);
+        if (problem) throw new WorkflowDefinitionError(`${path}.cron`, problem);
+      }
       const schedule = readTimerSchedule(value);
       if (!schedule) throw new WorkflowDefinitionError(path, 'needs intervalSeconds or cron');
       return { timer: schedule };
@@ -140,6 +146,8 @@ function readStep(v: unknown, i: number, seen: Set<string>): WorkflowStepDef {
   only(v, ['name', 'code', 'action', 'props'], path);
   if (typeof v.name !== 'string' || !STEP_NAME.test(v.name)) throw new WorkflowDefinitionError(`${path}.name`, 'must be an identifier: letters, digits and _, not starting with a digit (at most 64)');
   if (v.name === 'trigger') throw new WorkflowDefinitionError(`${path}.name`, '"trigger" is reserved (steps.trigger is the triggering event)');
+  // `steps.__proto__ = …` would set the prototype of `steps`, not add a step later steps can read.
+  if (v.name === '__proto__') throw new WorkflowDefinitionError(`${path}.name`, '"__proto__" is reserved');
   if (seen.has(v.name)) throw new WorkflowDefinitionError(`${path}.name`, `duplicate step name "${v.name}"`);
   seen.add(v.name);
   const hasCode = v.code !== undefined;

@@ -126,6 +126,7 @@ export class SandboxPool {
       db: task.db,
       event: task.event,
       ...(task.steps ? { steps: task.steps } : {}),
+      ...(task.responded ? { responded: true } : {}),
       endpointUrl: task.endpointUrl,
       timeoutMs: task.timeoutMs,
       limits: task.limits,

@@ -31,6 +31,8 @@ export interface ExecuteTask {
   event?: unknown;
   /** A workflow step: `steps` of `run({ steps, $ })` (the trigger and earlier steps); the code runs as an action whatever its `type`. */
   steps?: Record<string, unknown>;
+  /** A workflow step after one that called `$.respond()`: a second call fails as it does within one step. */
+  responded?: boolean;
   endpointUrl?: string;
   timeoutMs: number;
   limits: { dbMaxBytes: number; eventMaxBytes: number; emitsPerInvocation: number };

@@ -1,11 +1,11 @@
-import { type DesiredSourceState, type DesiredWorkflowState, fnv1a, unpackHttpEvent } from '@app/contracts';
+import { type DesiredSourceState, type DesiredWorkflowState, encodeJson, fnv1a, unpackHttpEvent } from '@app/contracts';
 import type { ActorDeps, InvocationDelivery } from '../actors/actor-deps';
 import { type ActorState, StateConflictError } from '../actors/actor-state';
 import { EmitterClock, type EmitterClockState } from '../actors/emit-ids';
 import { replyError } from '../actors/source-execution';
 import { specKey, type TimerState } from '../timers/timer-slots';
 import { runEvents } from './workflow-events';
-import { runWorkflow } from './workflow-run';
+import { runWorkflow, withDbWrites } from './workflow-run';
 import type { SendPublisher } from './workflow-sends';
 
 /** KV `source-state`, key = workflow id. */
@@ -21,6 +21,7 @@ interface WorkflowState {
 }
 
 const RECENT = 256;
+
 
 /**
  * One workflow on this replica. Invocations come from the partition's consumer
@@ -249,15 +250,7 @@ export class WorkflowActor {
     }
     for (const e of events) this.deps.metrics.emits.inc({ channel: e.name === '' ? 'default' : e.name.startsWith('$') ? e.name : 'custom' });
     await this.save((s) => {
-      const dbs = { ...s.dbs };
-      for (const [cell, writes] of Object.entries(outcome.dbWrites)) {
-        const db = { ...(dbs[cell] ?? {}) };
-        for (const [k, v] of Object.entries(writes)) {
-          if (v === undefined) delete db[k];
-          else db[k] = v;
-        }
-        dbs[cell] = db;
-      }
+      const dbs = this.dbsWithin({ ...s, dbs: withDbWrites(s.dbs, outcome.dbWrites) }, s.dbs, msg.invocationId);
       const timer = msg.kind === 'timer' && msg.scheduledAtMs !== undefined && s.timer ? { ...s.timer, lastSlotMs: Math.max(s.timer.lastSlotMs ?? 0, msg.scheduledAtMs) } : s.timer;
       return { ...s, dbs, timer, recent: [...s.recent, msg.invocationId].slice(-RECENT) };
     });
@@ -266,6 +259,19 @@ export class WorkflowActor {
     this.deps.metrics.invocations.inc({ outcome: outcome.status === 'error' ? 'error' : 'ok', kind: msg.kind });
     this.deps.metrics.runDuration.observe({ method: 'workflow' }, outcome.durationMs / 1000);
     if (outcome.status === 'error') this.log().info({ invocation_id: msg.invocationId, step: outcome.error?.step, error: outcome.error?.message }, 'workflow run failed (recorded as an $errors event)');
+  }
+
+  /**
+   * The dbs after a run's writes, unless the state would then not fit one KV value (runs that ran at once
+   * may together pass what each step's cap allowed): then the run's writes are discarded, not the state lost.
+   */
+  private dbsWithin(next: WorkflowState, previous: WorkflowState['dbs'], invocationId: string): WorkflowState['dbs'] {
+    const max = this.deps.config.stateMaxBytes;
+    if (!max || next.dbs === previous) return next.dbs;
+    const bytes = encodeJson(next).length + 1024;
+    if (bytes <= max) return next.dbs;
+    this.log().warn({ invocation_id: invocationId, state_bytes: bytes, state_max_bytes: max }, "$.service.db writes discarded: the workflow's state would not fit one NATS message");
+    return previous;
   }
 
   private log() {

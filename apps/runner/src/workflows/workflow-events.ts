@@ -1,7 +1,28 @@
 import type { DesiredWorkflowState, EmittedEvent } from '@app/contracts';
 import type { EmitterClock } from '../actors/emit-ids';
 import { originalEventWithin } from '../actors/outputs';
-import { RunOutcome, triggerContext } from './workflow-run';
+import { RunOutcome, StepRecord, triggerContext } from './workflow-run';
+
+const jsonBytes = (v: unknown): number => (v === undefined ? 0 : Buffer.byteLength(JSON.stringify(v)));
+
+/**
+ * The steps as the run record keeps them, within `maxBytes` of JSON: each step's value fits the limit on
+ * its own, but up to 50 of them may not together, and the record is one stored event. The largest
+ * `inputs`, `return_value` and `exports` are replaced by `{ "$truncated": <bytes> }` until the rest fits.
+ */
+export function stepsWithin(steps: StepRecord[], maxBytes: number): StepRecord[] {
+  let total = jsonBytes(steps);
+  if (total <= maxBytes) return steps;
+  const out = steps.map((s) => ({ ...s }));
+  const fields = out.flatMap((s) => (['inputs', 'return_value', 'exports'] as const).map((f) => ({ s, f, bytes: jsonBytes(s[f]) }))).sort((x, y) => y.bytes - x.bytes);
+  for (const { s, f, bytes } of fields) {
+    if (total <= maxBytes || bytes < 64) break;
+    const marker = { $truncated: bytes };
+    (s as Record<string, unknown>)[f] = marker;
+    total -= bytes - jsonBytes(marker);
+  }
+  return out;
+}
 
 /** `$.send.emit(payload)`: the event as a workflow emit (`{ raw_event }`, as Pipedream stores it) and its channel. */
 function emitOf(payload: unknown): { event: unknown; name: string } {
@@ -45,7 +66,7 @@ export function runEvents(desired: DesiredWorkflowState, invocationId: string, e
     k: 'run',
     msg: `run ${outcome.status}${failed ? ` at step ${failed.name}: ${failed.error?.message}` : ''} (${outcome.steps.length} of ${desired.steps.length} steps, ${Math.round(outcome.durationMs)} ms)`,
     run_id: invocationId,
-    run: { id: invocationId, status: outcome.status, started_at: new Date(startedAtMs).toISOString(), duration_ms: Math.round(outcome.durationMs), deployment_id: desired.deploymentId, failed_step: failed?.name ?? null, steps: outcome.steps },
+    run: { id: invocationId, status: outcome.status, started_at: new Date(startedAtMs).toISOString(), duration_ms: Math.round(outcome.durationMs), deployment_id: desired.deploymentId, failed_step: failed?.name ?? null, steps: stepsWithin(outcome.steps, eventMaxBytes - 8192) },
   }, now);
   return out;
 }

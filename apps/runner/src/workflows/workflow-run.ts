@@ -1,9 +1,43 @@
 import { decryptValue, type DesiredWorkflowState, type EncryptedValue, isEncrypted, WORKFLOW_PLATFORM_VERSION } from '@app/contracts';
-import type { ExecuteResult, LogRecord, SendRecord } from '@app/sandbox';
+import { dbSizeBytes, type ExecuteResult, type LogRecord, type SendRecord } from '@app/sandbox';
 import type { ActorDeps } from '../actors/actor-deps';
 import { decryptDeep, resolveProps } from '../actors/props';
 import { resolveTemplates, TemplateError } from './templates';
 import { sendProblem, type SendSettings } from './workflow-sends';
+
+/** An error's message and stack as a run keeps them (the run record and `$errors` are one NATS message each). */
+const ERROR_MESSAGE_MAX_CHARS = 2000;
+const ERROR_STACK_MAX_CHARS = 16 * 1024;
+/** Room kept in the workflow's state (one KV value) for everything besides the steps' dbs. */
+const STATE_ROOM_BYTES = 64 * 1024;
+
+const clip = (s: string, max: number): string => (s.length > max ? `${s.slice(0, max)}… (${s.length - max} more characters)` : s);
+
+/**
+ * The `$.service.db` cap of one step: DB_MAX_BYTES, lowered so that every step's db together
+ * (the workflow's state is one KV value) still fits one NATS message.
+ */
+export function stepDbMaxBytes(config: ActorDeps['config'], dbs: Record<string, Record<string, unknown>>, cellId: string): number {
+  if (!config.stateMaxBytes) return config.dbMaxBytes;
+  let others = 0;
+  for (const [cell, db] of Object.entries(dbs)) if (cell !== cellId) others += dbSizeBytes(db);
+  return Math.max(0, Math.min(config.dbMaxBytes, config.stateMaxBytes - STATE_ROOM_BYTES - others));
+}
+
+/** Each step's db with a run's writes applied (an `undefined` value deletes its key). */
+export function withDbWrites(dbs: Record<string, Record<string, unknown>>, writes: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> {
+  if (!Object.keys(writes).length) return dbs;
+  const out = { ...dbs };
+  for (const [cell, w] of Object.entries(writes)) {
+    const db = { ...(out[cell] ?? {}) };
+    for (const [k, v] of Object.entries(w)) {
+      if (v === undefined) delete db[k];
+      else db[k] = v;
+    }
+    out[cell] = db;
+  }
+  return out;
+}
 
 /** One step of a finished run, as the run record keeps it. */
 export interface StepRecord {
@@ -113,8 +147,10 @@ export async function runWorkflow(
           db: input.dbs[step.cellId] ?? {},
           event: input.event,
           steps,
+          ...(outcome.response || outcome.responded ? { responded: true } : {}),
           timeoutMs,
-          limits: { dbMaxBytes: deps.config.dbMaxBytes, eventMaxBytes: deps.config.eventMaxBytes, emitsPerInvocation: deps.config.emitsPerInvocation },
+          // The send budget is the whole run's: each send becomes a stored message.
+          limits: { dbMaxBytes: stepDbMaxBytes(deps.config, withDbWrites(input.dbs, outcome.dbWrites), step.cellId), eventMaxBytes: deps.config.eventMaxBytes, emitsPerInvocation: Math.max(0, deps.config.emitsPerInvocation - outcome.sends.length) },
           dependencyVersions: step.dependencyVersions ?? component.dependencyVersions,
         },
         input.replyTo
@@ -139,9 +175,11 @@ export async function runWorkflow(
     const problem = result.error ? undefined : (result.sends ?? []).map((x) => sendProblem(x, sendSettings)).find((m) => m !== undefined);
     if (problem) result.error = { name: 'SendError', message: problem, stack: `SendError: ${problem}` };
     if (result.error) {
-      record.error = { name: result.error.name, message: result.error.message };
+      const name = clip(String(result.error.name), 200);
+      const message = clip(String(result.error.message), ERROR_MESSAGE_MAX_CHARS);
+      record.error = { name, message };
       outcome.status = 'error';
-      outcome.error = { name: result.error.name, message: result.error.message, stack: result.error.stack ?? `${result.error.name}: ${result.error.message}`, cellId: step.cellId, step: step.name, ts: now() };
+      outcome.error = { name, message, stack: clip(result.error.stack ?? `${name}: ${message}`, ERROR_STACK_MAX_CHARS), cellId: step.cellId, step: step.name, ts: now() };
       break;
     }
     outcome.sends.push(...(result.sends ?? []));

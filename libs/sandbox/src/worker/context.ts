@@ -1,6 +1,6 @@
 import type { SendRecord } from '../types';
 import type { ComponentPlan } from './plan';
-import { type InvocationState, jsonClone, makeDb, makeEmit, makeRespond } from './services';
+import { type InvocationState, makeDb, makeEmit, makeRespond, SandboxLimitError, sizedClone } from './services';
 
 /** Thrown by `$.flow.exit()`: ends an action's run without an error. */
 export class FlowExit {
@@ -95,7 +95,11 @@ export function makeDollar(state: InvocationState): Record<string, unknown> {
   for (const kind of SEND_KINDS) {
     send[kind] = (payload: unknown) => {
       if (state.closed) throw new Error(`$.send.${kind}() was called after the run finished`);
-      state.sends.push({ kind, payload: jsonClone(payload, `$.send.${kind}()`) });
+      // Each send is one NATS message (an event, a SENDS message): counted and sized like `$emit`, over the whole run.
+      if (state.sends.length >= state.limits.emitsPerInvocation) {
+        throw new SandboxLimitError('SendLimitError', `send limit exceeded: at most ${state.limits.emitsPerInvocation} $.send calls per workflow run (EMITS_PER_INVOCATION)`);
+      }
+      state.sends.push({ kind, payload: sizedClone(payload, `$.send.${kind}()`, state.limits.eventMaxBytes, 'SendSizeLimitError') });
     };
   }
   const unsupported = (what: string) => () => {
@@ -104,12 +108,17 @@ export function makeDollar(state: InvocationState): Record<string, unknown> {
   return {
     export(name: unknown, value: unknown) {
       if (state.closed) throw new Error('$.export() was called after the run finished');
-      state.exports[String(name)] = jsonClone(value, `$.export("${String(name)}")`);
+      const key = String(name);
+      // `__proto__` would replace the exports' prototype (the export silently lost); `$return_value` is the step's own.
+      if (key === '__proto__' || key === '$return_value') throw new TypeError(`$.export("${key}"): "${key}" is a reserved name`);
+      state.exports[key] = sizedClone(value, `$.export("${key}")`, state.limits.eventMaxBytes, 'ExportSizeLimitError');
     },
     respond: makeRespond(state, '$', true),
     flow: {
       exit(reason?: unknown) {
-        throw new FlowExit(reason === undefined ? undefined : String(reason));
+        // Kept on the state: a step that catches the throw (a try/catch around it) still ends the run.
+        state.exit ??= { reason: reason === undefined ? undefined : String(reason) };
+        throw new FlowExit(state.exit.reason);
       },
       delay: unsupported('$.flow.delay()'),
       rerun: unsupported('$.flow.rerun()'),

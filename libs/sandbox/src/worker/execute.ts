@@ -6,7 +6,7 @@ import { buildContext, FlowExit, makeDollar } from './context';
 import { loadComponent } from './loader';
 import { planFor } from './plan';
 import { runSync, withTimeout } from './run-sync';
-import { type InvocationState, jsonClone, makeEmit, type ResponsePort } from './services';
+import { type InvocationState, makeEmit, type ResponsePort, sizedClone } from './services';
 
 /** Calls a component function: its synchronous part under vm's timeout, its promise under a timer. */
 export async function callBounded(fn: () => unknown, deadline: number, what: string, timeoutMs: number): Promise<unknown> {
@@ -37,6 +37,7 @@ async function executeWith(task: Omit<WorkerExecuteTask, 'port'>, logs: LogRecor
     exports: {},
     port,
     closed: false,
+    respondedBefore: task.responded === true,
   };
   let error: SandboxError | undefined;
   let returnValue: unknown;
@@ -59,7 +60,7 @@ async function executeWith(task: Omit<WorkerExecuteTask, 'port'>, logs: LogRecor
     if (typeof target === 'function') {
       const fn = target as (a?: unknown) => unknown;
       const value = await callBounded(() => fn.call(ctx, arg), deadline, task.method, task.timeoutMs);
-      if (isAction && value !== undefined) returnValue = jsonClone(value, 'the return value of run');
+      if (isAction && value !== undefined) returnValue = sizedClone(value, 'the return value of run', task.limits.eventMaxBytes, 'ReturnValueSizeLimitError');
     } else if (task.method === 'run' && !isAction) {
       // A source without run (Pipedream's schedule sources) emits each triggering event unchanged.
       makeEmit(state)(task.event);
@@ -69,6 +70,8 @@ async function executeWith(task: Omit<WorkerExecuteTask, 'port'>, logs: LogRecor
     else error = describeError(e);
   } finally {
     state.closed = true;
+    // `$.flow.exit()` whose throw the step caught (a try/catch around it) still ends the run after this step.
+    if (state.exit && !error) exit = state.exit;
     port?.close();
   }
   const dbWrites: Record<string, unknown> = {};

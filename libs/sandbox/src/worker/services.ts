@@ -20,6 +20,10 @@ export interface InvocationState {
   response?: HttpResponsePayload;
   port?: ResponsePort;
   closed: boolean;
+  /** An earlier step of the workflow run already called `$.respond()`. */
+  respondedBefore?: boolean;
+  /** Set by `$.flow.exit()`. */
+  exit?: { reason?: string };
 }
 
 export class SandboxLimitError extends Error {
@@ -49,6 +53,15 @@ export function toJson(value: unknown, where: string): string | undefined {
 export function jsonClone(value: unknown, where: string): unknown {
   const json = toJson(value, where);
   return json === undefined ? undefined : JSON.parse(json);
+}
+
+/** A JSON copy of a value of at most `maxBytes` bytes of JSON, else a SandboxLimitError named `limitName`. */
+export function sizedClone(value: unknown, where: string, maxBytes: number, limitName: string): unknown {
+  const json = toJson(value, where);
+  if (json === undefined) return undefined;
+  const size = Buffer.byteLength(json);
+  if (size > maxBytes) throw new SandboxLimitError(limitName, `${where}: the value is ${size} bytes of JSON, the limit is ${maxBytes} bytes (EVENT_MAX_BYTES)`);
+  return JSON.parse(json);
 }
 
 /** Bytes one `$.service.db` entry counts against the cap: its key plus the JSON of its value. */
@@ -198,7 +211,7 @@ export function makeRespond(state: InvocationState, propName: string | undefined
     if (!allowed) {
       throw new Error(`this.${propName}.respond() requires customResponse: true on the $.interface.http prop "${propName}"`);
     }
-    if (state.response) throw new Error('respond() was already called for this request');
+    if (state.response || state.respondedBefore) throw new Error(`respond() was already called for this request${state.respondedBefore ? ' (by an earlier step)' : ''}`);
     const payload = normalizeResponse(res);
     state.response = payload;
     state.port?.postMessage(payload);

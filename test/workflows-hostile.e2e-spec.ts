@@ -1,0 +1,144 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * A hostile tenant's workflows against the runner: step outputs, sends, errors and dbs of any size
+ * and count end as a recorded run (an `$errors` event for a failed one) instead of a run that can
+ * never be stored and is retried forever; `$.flow.exit()` inside a try/catch still ends the run;
+ * reserved step and export names are refused. Another account's workflow keeps running throughout.
+ */
+const step = (body: string, props = '') => `export default defineComponent({ ${props} async run({ steps, $ }) { ${body} } });`;
+const EVENT_MAX_BYTES = 64 * 1024;
+const EMITS = 100;
+
+type Run = { status: string; failed_step: string | null; steps: { name: string; error?: { name: string; message: string }; return_value?: unknown; exports?: Record<string, unknown> }[] };
+
+describe('workflows against a hostile tenant', () => {
+  let system: System;
+  let a: TestUser;
+  let b: TestUser;
+  let sentinel: string;
+
+  beforeAll(async () => {
+    system = await startSystem({ EVENT_MAX_BYTES: String(EVENT_MAX_BYTES), EMITS_PER_INVOCATION: String(EMITS) });
+    a = createUser(system);
+    b = createUser(system);
+    const res = await client(system, b.apiKey).post('/workflows', { name: 'b-sentinel', trigger: { manual: {} }, steps: [{ name: 'echo', code: step('$.send.emit({ raw_event: steps.trigger.event }); return steps.trigger.event;') }] });
+    expect(res.status).toBe(200);
+    sentinel = res.body.data.id;
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  const api = () => client(system, a.apiKey);
+  const runsOf = async (user: TestUser, id: string): Promise<Run[]> => ((await client(system, user.apiKey).get(`/workflows/${id}/runs`)).body?.data ?? []) as Run[];
+  const create = async (name: string, steps: { name: string; code: string }[]): Promise<string> => {
+    const res = await api().post('/workflows', { name, trigger: { manual: {} }, steps });
+    expect(res.status).toBe(200);
+    return res.body.data.id as string;
+  };
+  /** Runs a workflow once and waits for its run record. */
+  const runOnce = async (id: string): Promise<Run> => {
+    expect((await api().post(`/workflows/${id}/run`, { event: { n: 1 } })).status).toBe(202);
+    return eventually(async () => (await runsOf(a, id))[0], { what: `the run record of ${id}`, timeoutMs: 30_000 });
+  };
+  const sentinelStillRuns = async (n: number): Promise<void> => {
+    expect((await client(system, b.apiKey).post(`/workflows/${sentinel}/run`, { event: { n } })).status).toBe(202);
+    await eventually(async () => (await runsOf(b, sentinel)).some((r) => r.status === 'success' && r.steps[0]?.return_value && (r.steps[0].return_value as { n: number }).n === n), { what: "the other account's workflow run", timeoutMs: 30_000 });
+  };
+
+  it('fails a step whose export, return value or send is over EVENT_MAX_BYTES, or that sends over EMITS_PER_INVOCATION in a run, with a recorded error', async () => {
+    const big = `"x".repeat(${EVENT_MAX_BYTES + 10})`;
+    const cases: [string, string, string][] = [
+      ['export', `$.export("big", ${big});`, 'ExportSizeLimitError'],
+      ['return', `return ${big};`, 'ReturnValueSizeLimitError'],
+      ['emit', `$.send.emit({ raw_event: ${big} });`, 'SendSizeLimitError'],
+      ['http', `$.send.http({ url: "http://127.0.0.1:9/x", data: ${big} });`, 'SendSizeLimitError'],
+    ];
+    const ids = await Promise.all(cases.map(([what, body]) => create(`big-${what}`, [{ name: 's1', code: step(body) }, { name: 's2', code: step('return 1;') }])));
+    for (const [i, [what, , error]] of cases.entries()) {
+      const run = await runOnce(ids[i]);
+      expect({ what, status: run.status, failed: run.failed_step, error: run.steps[0].error?.name, steps: run.steps.length }).toEqual({ what, status: 'error', failed: 's1', error, steps: 1 });
+      const errors = (await api().get(`/workflows/${ids[i]}/$errors/event_summaries?expand=event`)).body.data;
+      expect(errors).toHaveLength(1);
+    }
+    // The send budget is the run's, not each step's: 60 sends and 60 more fail the second step.
+    const many = await create('many-sends', [{ name: 's1', code: step('for (let i = 0; i < 60; i++) $.send.emit({ raw_event: i });') }, { name: 's2', code: step('for (let i = 0; i < 60; i++) $.send.http({ url: "http://127.0.0.1:9/x" });') }]);
+    const run = await runOnce(many);
+    expect({ status: run.status, failed: run.failed_step, error: run.steps[1]?.error?.name }).toEqual({ status: 'error', failed: 's2', error: 'SendLimitError' });
+    expect((await api().get(`/workflows/${many}/event_summaries`)).body.data).toEqual([]);
+    await sentinelStillRuns(1);
+  });
+
+  it('records a run whose steps together, or whose error, are larger than one stored event', async () => {
+    // Each return value fits EVENT_MAX_BYTES; twenty of them do not fit one run record (nor one NATS message).
+    const near = `return "y".repeat(${EVENT_MAX_BYTES - 1024});`;
+    const id = await create('wide', Array.from({ length: 20 }, (_, i) => ({ name: `s${i}`, code: step(near) })));
+    const run = await runOnce(id);
+    expect(run.status).toBe('success');
+    expect(run.steps).toHaveLength(20);
+    expect(run.steps.filter((s) => (s.return_value as { $truncated?: number })?.$truncated === EVENT_MAX_BYTES - 1024 + 2).length).toBeGreaterThan(0);
+    // An error with a message of megabytes.
+    const loud = await create('loud', [{ name: 'throws', code: step('throw new Error("e".repeat(3_000_000));') }]);
+    const failed = await runOnce(loud);
+    expect(failed.status).toBe('error');
+    expect(failed.steps[0].error?.message.length).toBeLessThan(3000);
+    const errors = (await api().get(`/workflows/${loud}/$errors/event_summaries?expand=event`)).body.data;
+    expect(errors).toHaveLength(1);
+    await sentinelStillRuns(2);
+  });
+
+  it("keeps every step's $.service.db together within one stored state", async () => {
+    const DB = 'props: { db: "$.service.db" },';
+    const write = step('this.db.set("v", "d".repeat(600 * 1024)); return 1;', DB);
+    const id = await create('fat-dbs', [{ name: 'one', code: write }, { name: 'two', code: write }]);
+    const run = await runOnce(id);
+    expect({ status: run.status, failed: run.failed_step, error: run.steps[1]?.error?.name }).toEqual({ status: 'error', failed: 'two', error: 'DbSizeLimitError' });
+    // The state was saved: a second run sees the first step's db and runs again (not a retried first run).
+    expect((await api().post(`/workflows/${id}/run`, { event: { n: 2 } })).status).toBe(202);
+    await eventually(async () => (await runsOf(a, id)).length === 2, { what: 'the second run', timeoutMs: 30_000 });
+    await sentinelStillRuns(3);
+  });
+
+  it('ends the run at $.flow.exit() even when the step catches it', async () => {
+    const id = await create('exit-caught', [
+      { name: 'leave', code: step('try { $.flow.exit("done"); } catch (e) { /* swallowed */ } return "after";') },
+      { name: 'later', code: step('$.send.emit({ raw_event: "later ran" });') },
+    ]);
+    const run = await runOnce(id);
+    expect({ status: run.status, steps: run.steps.map((s) => s.name) }).toEqual({ status: 'exit', steps: ['leave'] });
+    expect((await api().get(`/workflows/${id}/event_summaries`)).body.data).toEqual([]);
+  });
+
+  it('refuses a cron trigger that is not a 5-field expression (a 6th field, seconds, would fire under TIMER_MIN_INTERVAL_SECONDS)', async () => {
+    for (const cron of ['* * * * * *', 'every day please']) {
+      const res = await api().post('/workflows', { name: `cron-${cron.length}`, trigger: { timer: { cron } }, steps: [{ name: 's', code: step('return 1;') }] });
+      expect({ cron, status: res.status, code: res.body.code, details: res.body.details }).toEqual({ cron, status: 400, code: 'invalid_workflow', details: { path: 'trigger.timer.cron' } });
+    }
+  });
+
+  it('answers the caller once: $.respond() in a later step fails that step', async () => {
+    const res = await api().post('/workflows', {
+      name: 'respond-twice',
+      trigger: { http: { customResponse: true } },
+      steps: [{ name: 'first', code: step('await $.respond({ status: 200, body: "first" });') }, { name: 'second', code: step('await $.respond({ status: 201, body: "second" });') }],
+    });
+    expect(res.status).toBe(200);
+    const answer = await fetch(res.body.data.trigger.endpoint_url, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    expect({ status: answer.status, body: await answer.text() }).toEqual({ status: 200, body: 'first' });
+    const run = await eventually(async () => (await runsOf(a, res.body.data.id))[0], { what: 'the run record', timeoutMs: 30_000 });
+    expect({ status: run.status, failed: run.failed_step, error: run.steps[1]?.error }).toEqual({ status: 'error', failed: 'second', error: { name: 'Error', message: 'respond() was already called for this request (by an earlier step)' } });
+  });
+
+  it('refuses reserved step and export names', async () => {
+    const res = await api().post('/workflows', { name: 'proto', trigger: { manual: {} }, steps: [{ name: '__proto__', code: step('return 1;') }] });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'steps[0].name: "__proto__" is reserved', code: 'invalid_workflow', details: { path: 'steps[0].name' } });
+    for (const name of ['__proto__', '$return_value']) {
+      const id = await create(`export-${name.replace(/\W/g, '')}`, [{ name: 's1', code: step(`$.export(${JSON.stringify(name)}, { polluted: true }); return 1;`) }]);
+      const run = await runOnce(id);
+      expect({ status: run.status, error: run.steps[0].error }).toEqual({ status: 'error', error: { name: 'TypeError', message: `$.export("${name}"): "${name}" is a reserved name` } });
+    }
+  });
+});
