@@ -30,7 +30,9 @@ const HOSTILE_STEP = `export default defineComponent({
 // A tenant's HTTP endpoint that answers a page trying to act on the dashboard's origin (same host, `/e/…`).
 const HOSTILE_PAGE = `export default defineComponent({
   async run({ $ }) {
-    const script = "document.title = 'origin=' + window.origin; try { document.title += ' key=' + sessionStorage.getItem('ess.apiKey'); } catch (e) { document.title += ' storage=denied'; }";
+    const script = "document.title = 'origin=' + window.origin; try { document.title += ' key=' + sessionStorage.getItem('ess.apiKey'); } catch (e) { document.title += ' storage=denied'; }"
+      + "; new Promise((ok) => ok(navigator.serviceWorker.register('/e/sw.js', { scope: '/' }))).then(() => document.title += ' sw=registered', () => document.title += ' sw=denied')"
+      + "; fetch('/v1/users/me').then((r) => document.title += ' api=' + r.status, () => document.title += ' api=failed')";
     await $.respond({ status: 200, headers: { "Content-Type": "text/html", "Service-Worker-Allowed": "/", "Clear-Site-Data": '"storage"' }, body: "<!doctype html><title>x</title><script>" + script + "</script>" });
   },
 });`;
@@ -91,8 +93,9 @@ describe('dashboard hardening: hostile content, static paths, headers', () => {
     await ranNothing();
     await signIn(`/sources/${source.id}`);
     await page.getByText(XSS('summary')).first().waitFor();
-    // The event's JSON is in the page as text (inside its closed <details>).
-    await page.getByText(/concat\('event'\)/).first().waitFor({ state: 'attached' });
+    // Expanded, the event's JSON is in the page as text.
+    await page.locator('#panel-events details summary').first().click();
+    await page.locator('#panel-events pre').getByText(/concat\('event'\)/).first().waitFor();
     await ranNothing();
     expect(violations).toEqual([]);
   });
@@ -129,10 +132,15 @@ describe('dashboard hardening: hostile content, static paths, headers', () => {
     await signIn('/');
     await page.getByRole('heading', { name: 'Sources', exact: true }).waitFor();
     await page.goto(url);
-    await eventually(async () => (await page.title()) !== 'x', { what: 'the page script to run' });
-    expect(await page.title()).toBe('origin=null storage=denied');
+    await eventually(async () => /sw=.*api=|api=.*sw=/.test(await page.title()), { what: 'the page script to run' });
+    const title = await page.title();
+    expect(title.startsWith('origin=null storage=denied ')).toBe(true);
+    // No service worker for the origin; the API, asked without the viewer's key (the page cannot have it), refuses or is not readable.
+    expect(title).toContain(' sw=denied');
+    expect(title).toMatch(/ api=(401|failed)/);
     await page.goto(`${system.origin}/ui/`);
     expect(await page.evaluate('sessionStorage.getItem("ess.apiKey")')).toBe(user.apiKey);
+    expect(await page.evaluate('navigator.serviceWorker.getRegistrations().then((r) => r.length)')).toBe(0);
   });
 
   it("keeps a tenant's cookies under its endpoint's path: the dashboard and the API never receive them", async () => {

@@ -8,10 +8,19 @@ export const ago = (ms: number): string => {
   return new Date(ms).toLocaleDateString();
 };
 export const json = (v: unknown): string => JSON.stringify(v, null, 2) ?? 'undefined';
-/** One line for an event when it has no `$emit` summary. */
+/** One line for an event (its `$emit` summary, else its data): a tenant sets both, of any length. */
 export const oneLine = (v: unknown, max = 120): string => {
   const s = typeof v === 'string' ? v : JSON.stringify(v) ?? '';
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+};
+/** A tenant's text (an error message, …) cut at `max` characters. */
+export const clip = (s: string, max = 2000): string => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
+/** Longest JSON text one value shows (an event, a step's return value, …): the rest stays in the API's answer. */
+export const MAX_JSON_CHARS = 64 * 1024;
+/** A value as indented JSON, cut at `max` characters, and how many were left out. */
+export const clippedJson = (v: unknown, max = MAX_JSON_CHARS): { text: string; omitted: number } => {
+  const s = json(v);
+  return s.length > max ? { text: s.slice(0, max), omitted: s.length - max } : { text: s, omitted: 0 };
 };
 /** The endpoint URL of a source with an HTTP interface, from its configured_props. */
 export const endpointOf = (props: Record<string, unknown>): string | undefined => {

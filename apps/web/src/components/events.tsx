@@ -62,7 +62,7 @@ export function EventList({ label, list, empty, actions }: { label: string; list
                   value={e.event}
                   summary={
                     <>
-                      {e.metadata.name ? <span class={`channel ${e.metadata.name === '$errors' ? 'channel--err' : ''}`}>{e.metadata.name}</span> : null} {e.summary ?? errorLine(e) ?? oneLine(e.event)}
+                      {e.metadata.name ? <span class={`channel ${e.metadata.name === '$errors' ? 'channel--err' : ''}`}>{e.metadata.name}</span> : null} {summaryLine(e)}
                     </>
                   }
                   meta={<time dateTime={new Date(e.indexed_at_ms).toISOString()} title={when(e.indexed_at_ms)}>{ago(e.indexed_at_ms)}</time>}
@@ -77,6 +77,14 @@ export function EventList({ label, list, empty, actions }: { label: string; list
       )}
     </div>
   );
+}
+
+/** Longest one-line summary of an event: its `$emit` summary (a tenant's string of any length) or error line is cut there. */
+export const SUMMARY_CHARS = 300;
+
+/** The line an event shows closed: its `$emit` summary, its error or log line, else its data. */
+export function summaryLine(e: EventSummary): string {
+  return oneLine(e.summary ?? errorLine(e) ?? e.event, SUMMARY_CHARS);
 }
 
 /** `$errors` events carry `{ error: { name, message } }` (a workflow's: `{ error: { code } }`); `$logs` `{ msg }`-like payloads. */

@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from '../api';
-import { json } from '../format';
+import { clippedJson } from '../format';
 import type { Page } from '../types';
 
 export function ErrorNote({ error }: { error: unknown }) {
@@ -86,15 +86,30 @@ export function ConfirmButton({ label, question, confirm, onConfirm, danger = tr
   );
 }
 
-/** An expandable JSON value with a one-line summary. */
-export function JsonDetails({ summary, value, meta }: { summary: ComponentChildren; value: unknown; meta?: ComponentChildren }) {
+/**
+ * A value as JSON in a <pre>, cut at MAX_JSON_CHARS with a note saying how much was left out: events,
+ * return values and exports reach hundreds of KB each, and a page holds a hundred of them.
+ */
+export function JsonText({ value }: { value: unknown }) {
+  const { text, omitted } = clippedJson(value);
   return (
-    <details class="json">
+    <>
+      <pre>{text}</pre>
+      {omitted ? <p class="sub">… {omitted.toLocaleString()} more characters, not shown: the API's answer has the whole value.</p> : null}
+    </>
+  );
+}
+
+/** An expandable JSON value with a one-line summary; the JSON is rendered only while it is open. */
+export function JsonDetails({ summary, value, meta }: { summary: ComponentChildren; value: unknown; meta?: ComponentChildren }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details class="json" onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary>
         <span class="json__summary">{summary}</span>
         {meta ? <span class="json__meta">{meta}</span> : null}
       </summary>
-      <pre>{json(value)}</pre>
+      {open ? <JsonText value={value} /> : null}
     </details>
   );
 }

@@ -3,7 +3,7 @@ import { api } from '../api';
 import { endpointOf, when } from '../format';
 import { navigate, BASE } from '../router';
 import { EventList, KEEP, useEvents } from '../components/events';
-import { ConfirmButton, CopyButton, ErrorNote, Status, useLoad } from '../components/ui';
+import { ConfirmButton, CopyButton, ErrorNote, JsonText, Status, useLoad } from '../components/ui';
 
 const history = (id: string) => (channel: string | undefined) => api.events(id, { limit: KEEP, expand: 'summary', event_name: channel });
 
@@ -110,7 +110,7 @@ export function SourceDetailPage({ id }: { id: string }) {
 
       <details class="card props-view">
         <summary>Configured props</summary>
-        <pre>{JSON.stringify(s.configured_props, null, 2)}</pre>
+        <JsonText value={s.configured_props} />
       </details>
 
       <div class="tabs" role="tablist" aria-label="Event streams">

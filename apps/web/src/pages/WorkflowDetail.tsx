@@ -1,9 +1,9 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api';
-import { ago, json, when } from '../format';
+import { ago, clip, when } from '../format';
 import type { RunStep, Workflow, WorkflowRun } from '../types';
-import { EventList, KEEP, useEvents } from '../components/events';
-import { CopyButton, ErrorNote, Status, useLoad } from '../components/ui';
+import { EventList, KEEP, summaryLine, useEvents } from '../components/events';
+import { CopyButton, ErrorNote, JsonText, Status, useLoad } from '../components/ui';
 import { RunStatus } from '../components/workflow';
 import { describeTrigger, mergeRuns, notRun } from '../workflow-runs';
 import './workflows.css';
@@ -126,7 +126,7 @@ export function WorkflowDetailPage({ id }: { id: string }) {
           empty="No logs or errors."
           actions={(e) =>
             e.metadata.name === '$errors' ? (
-              <button type="button" class="secondary" disabled={!w.active} aria-label={`Replay the event of this error (${e.summary ?? e.id})`} onClick={() => act(async () => `Replay requested (${(await api.replayWorkflow(w.id, e.id)).invocation_id}): its original event runs through the current deployment.`)}>
+              <button type="button" class="secondary" disabled={!w.active} aria-label={`Replay the event of this error (${summaryLine(e)})`} onClick={() => act(async () => `Replay requested (${(await api.replayWorkflow(w.id, e.id)).invocation_id}): its original event runs through the current deployment.`)}>
                 Replay
               </button>
             ) : null
@@ -145,7 +145,7 @@ function StepsCard({ workflow: w }: { workflow: Workflow }) {
         {w.steps.map((s) => (
           <li key={s.cell_id}>
             <strong>{s.name}</strong> <span class="sub mono">{s.action ? `action ${s.action}` : 'code'} · {s.cell_id}</span>
-            {Object.keys(s.props).length ? <pre>{json(s.props)}</pre> : null}
+            {Object.keys(s.props).length ? <JsonText value={s.props} /> : null}
           </li>
         ))}
       </ol>
@@ -189,7 +189,7 @@ function StepItem({ step: s }: { step: RunStep }) {
       <span class="run-step__name">{s.name}</span> <span class={`badge ${outcome.cls}`}>{outcome.text}</span> <span class="sub">{s.duration_ms} ms</span>
       {s.error ? (
         <p class="error-text">
-          {s.error.name}: {s.error.message}
+          {clip(`${s.error.name}: ${s.error.message}`)}
         </p>
       ) : null}
       {s.exit ? <p class="sub">$.flow.exit({s.exit.reason ? JSON.stringify(s.exit.reason) : ''})</p> : null}
@@ -198,7 +198,7 @@ function StepItem({ step: s }: { step: RunStep }) {
           <>
             <dt>Return value</dt>
             <dd>
-              <pre>{s.return_value === undefined ? 'undefined' : json(s.return_value)}</pre>
+              {s.return_value === undefined ? <pre>undefined</pre> : <JsonText value={s.return_value} />}
             </dd>
           </>
         ) : null}
@@ -206,7 +206,7 @@ function StepItem({ step: s }: { step: RunStep }) {
           <>
             <dt>Exports</dt>
             <dd>
-              <pre>{json(Object.fromEntries(exports))}</pre>
+              <JsonText value={Object.fromEntries(exports)} />
             </dd>
           </>
         ) : null}
@@ -214,7 +214,7 @@ function StepItem({ step: s }: { step: RunStep }) {
           <>
             <dt>Inputs</dt>
             <dd>
-              <pre>{json(s.inputs)}</pre>
+              <JsonText value={s.inputs} />
             </dd>
           </>
         ) : null}
