@@ -124,6 +124,10 @@ describe('SandboxPool.execute', () => {
     const large = await pool.execute(task(`module.exports = { name: 'e', version: '1', run() { this.$emit({ s: 'x'.repeat(200) }) } }`, { limits }));
     expect(large.error).toMatchObject({ name: 'EventSizeLimitError', message: expect.stringContaining('limit is 100 bytes') });
     expect(large.emits).toHaveLength(0);
+    // The meta travels in the same message: a long summary counts against the same limit.
+    const summary = await pool.execute(task(`module.exports = { name: 'e', version: '1', run() { this.$emit({ n: 1 }, { summary: 's'.repeat(200) }) } }`, { limits }));
+    expect(summary.error).toMatchObject({ name: 'EventSizeLimitError', message: expect.stringContaining('with its meta (id, name, summary)') });
+    expect(summary.emits).toHaveLength(0);
   });
 
   it('normalises ts from seconds, ISO strings and numeric strings', async () => {

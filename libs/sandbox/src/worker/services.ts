@@ -50,11 +50,6 @@ export function toJson(value: unknown, where: string): string | undefined {
   return json;
 }
 
-export function jsonClone(value: unknown, where: string): unknown {
-  const json = toJson(value, where);
-  return json === undefined ? undefined : JSON.parse(json);
-}
-
 /** A JSON copy of a value of at most `maxBytes` bytes of JSON, else a SandboxLimitError named `limitName`. */
 export function sizedClone(value: unknown, where: string, maxBytes: number, limitName: string): unknown {
   const json = toJson(value, where);
@@ -146,7 +141,13 @@ export function makeEmit(state: InvocationState) {
     if (meta !== undefined && meta !== null) {
       if (!isObject(meta)) throw new TypeError('$emit(event, meta): meta must be an object like { id, name, summary, ts }');
       const ts = meta.ts;
-      m = (jsonClone(meta, '$emit(event, meta)') ?? {}) as EmitRecord['meta'];
+      const metaJson = toJson(meta, '$emit(event, meta)') ?? '{}';
+      // The event travels with its meta in one message: a long summary or id counts against the same limit.
+      const total = size + Buffer.byteLength(metaJson);
+      if (total > state.limits.eventMaxBytes) {
+        throw new SandboxLimitError('EventSizeLimitError', `event too large: ${total} bytes with its meta (id, name, summary), the limit is ${state.limits.eventMaxBytes} bytes`);
+      }
+      m = JSON.parse(metaJson) as EmitRecord['meta'];
       if (ts !== undefined) {
         const n = normalizeTs(ts);
         if (n === undefined) delete m.ts;
