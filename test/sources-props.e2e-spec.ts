@@ -105,12 +105,25 @@ describe('sources: configured_props, secrets, updates, auto-subscriptions, recon
     [{ ...good, timer: { cron: '0 25 * * *' } }, 400, /configured_props\.timer: invalid cron/],
     [{ ...good, timer: { cron: '0 9 * * *', timezone: 'Nowhere/City' } }, 400, /configured_props\.timer: unknown timezone "Nowhere\/City"/],
     [{ ...good, extra: 1 }, 400, /configured_props has unknown prop extra/],
-    [{ ...good, o: { big: 'x'.repeat(70 * 1024) } }, 413, /configured_props is \d+ bytes; the limit is 65536/],
+    [{ ...good, o: { big: 'x'.repeat(70 * 1024) } }, 413, /^configured_props\.o is \d+ bytes; the limit is 65536 \(PROPS_MAX_BYTES\)$/],
+    [{ ...good, d: 'x'.repeat(64 * 1024 + 1) }, 413, /^configured_props\.d is 65537 bytes; the limit is 65536 \(PROPS_MAX_BYTES\)$/],
     ['not an object', 400, /configured_props must be an object/],
   ])('refuses configured_props %#', async (props, status, message) => {
     const res = await client(system, user.apiKey).post('/sources', { component_id: componentId, configured_props: props });
     expect(res.status).toBe(status);
     expect(res.body.error).toMatch(message);
+  });
+
+  it('takes prop values of 64KB each (the spec\'s static prop value size), several in one source, secrets included', async () => {
+    const api = client(system, user.apiKey);
+    const max = 'x'.repeat(64 * 1024);
+    const res = await api.post('/sources', { component_id: componentId, configured_props: { ...good, token: max, d: max, j: { k: 'y'.repeat(64 * 1024 - 10) } } });
+    expect(res.status).toBe(200);
+    expect(res.body.data.configured_props).toMatchObject({ token: '********', d: max, j: { k: expect.any(String) } });
+    const got = await api.get(`/sources/${res.body.data.id}`);
+    expect(got.body.data.configured_props.d).toBe(max);
+    const desired = await eventually(() => desiredState(system, res.body.data.id), { what: 'the desired state' });
+    expect(desired.configuredProps.d).toBe(max);
   });
 
   it('accepts a cron timer with a timezone and shows it', async () => {

@@ -2,12 +2,12 @@ import { ApiError } from '@app/contracts';
 import type { ConfigurableProp } from './analyze-component';
 import { cronIntervalSeconds, cronProblem, validateConfiguredProps } from './configured-props';
 
-const limits = { timerMinIntervalSeconds: 15, propsMaxBytes: 64 * 1024 };
+const limits = { timerMinIntervalSeconds: 15, propsMaxBytes: 64 * 1024, propsDocumentMaxBytes: 512 * 1024 };
 const check = (props: ConfigurableProp[], input: unknown) => validateConfiguredProps(props, input, limits);
 
-function error(props: ConfigurableProp[], input: unknown): { status: number; message: string; details?: Record<string, unknown> } {
+function error(props: ConfigurableProp[], input: unknown, withLimits = limits): { status: number; message: string; details?: Record<string, unknown> } {
   try {
-    check(props, input);
+    validateConfiguredProps(props, input, withLimits);
   } catch (e) {
     const err = e as ApiError;
     return { status: err.status, message: err.message, details: err.details };
@@ -160,10 +160,27 @@ describe('validateConfiguredProps', () => {
     expect(error(props, { eventType: 'created', limit: 20 }).message).toMatch(/configured_props\.limit: 20 is not one of the options: 10, 50/);
   });
 
-  it('refuses a document over the size limit with 413', () => {
-    const e = error([{ name: 's', type: 'string' }], { s: 'x'.repeat(64 * 1024) });
+  it('takes a prop value of 64KB at most (the spec\'s static prop value size), several of them in one document, and refuses a larger one with 413', () => {
+    const props: ConfigurableProp[] = [
+      { name: 's', type: 'string' },
+      { name: 't', type: 'string', optional: true },
+      { name: 'o', type: 'object', optional: true },
+    ];
+    const max = 'x'.repeat(64 * 1024);
+    expect(validateConfiguredProps(props, { s: max, t: max }, limits)).toEqual({ s: max, t: max });
+    // A string counts its UTF-8 bytes (a 2-byte character twice), not its JSON escaping.
+    expect(validateConfiguredProps(props, { s: '"'.repeat(64 * 1024) }, limits)).toEqual({ s: '"'.repeat(64 * 1024) });
+    const over = error(props, { s: `${max}x` });
+    expect(over.status).toBe(413);
+    expect(over.message).toBe('configured_props.s is 65537 bytes; the limit is 65536 (PROPS_MAX_BYTES)');
+    expect(error(props, { s: 'é'.repeat(32 * 1024 + 1) }).status).toBe(413);
+    expect(error(props, { s: 'v', o: { big: 'x'.repeat(64 * 1024) } }).message).toMatch(/^configured_props\.o is \d+ bytes; the limit is 65536/);
+  });
+
+  it('refuses a document over PROPS_DOCUMENT_MAX_BYTES with 413', () => {
+    const e = error([{ name: 's', type: 'string' }, { name: 't', type: 'string' }], { s: 'x'.repeat(40 * 1024), t: 'y'.repeat(40 * 1024) }, { ...limits, propsDocumentMaxBytes: 64 * 1024 });
     expect(e.status).toBe(413);
-    expect(e.message).toMatch(/the limit is 65536/);
+    expect(e.message).toMatch(/^configured_props is \d+ bytes; the limit is 65536 \(PROPS_DOCUMENT_MAX_BYTES\)$/);
   });
 
   it('refuses a non-object document', () => {

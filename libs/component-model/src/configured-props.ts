@@ -6,8 +6,10 @@ import { INTERFACE_HTTP, INTERFACE_TIMER, isSystemType, SERVICE_DB } from './pro
 export interface ConfiguredPropsLimits {
   /** Smallest `intervalSeconds` a timer may use. */
   timerMinIntervalSeconds: number;
-  /** Largest `configured_props` document (JSON bytes). */
+  /** Largest value of one prop (the spec's "static prop value size: 64KB at most"): a string's UTF-8 bytes, else its JSON bytes. */
   propsMaxBytes: number;
+  /** Largest `configured_props` document, all values together (JSON bytes). */
+  propsDocumentMaxBytes: number;
 }
 
 /** A timer's stored value: an interval or a cron expression. */
@@ -169,9 +171,14 @@ function plainValue(prop: ConfigurableProp, v: unknown, limits: ConfiguredPropsL
   }
 }
 
+/** Size of one prop value as entered: a string's UTF-8 bytes (raw text), anything else its JSON bytes. */
+function valueBytes(v: unknown): number {
+  return typeof v === 'string' ? Buffer.byteLength(v, 'utf8') : Buffer.byteLength(JSON.stringify(v) ?? '', 'utf8');
+}
+
 /**
  * Validates a source's `configured_props` against its component's props:
- * types, arrays, options, min/max, timers, app `$auth`, unknown props, size.
+ * types, arrays, options, min/max, timers, app `$auth`, unknown props, size (per value and in all).
  * Returns the values to store (defaults applied; HTTP, db and alert props hold
  * no user value and are left out). Each error names the prop.
  */
@@ -179,13 +186,22 @@ export function validateConfiguredProps(props: ConfigurableProp[], input: unknow
   const given = input === undefined || input === null ? {} : input;
   if (!isPlainObject(given)) throw new BadRequestError('configured_props must be an object of values per prop', { field: 'configured_props' }, 'invalid_props');
   const bytes = Buffer.byteLength(JSON.stringify(given), 'utf8');
-  if (bytes > limits.propsMaxBytes) {
-    throw new PayloadTooLargeError(`configured_props is ${bytes} bytes; the limit is ${limits.propsMaxBytes}`, { field: 'configured_props', limit_bytes: limits.propsMaxBytes });
+  if (bytes > limits.propsDocumentMaxBytes) {
+    throw new PayloadTooLargeError(`configured_props is ${bytes} bytes; the limit is ${limits.propsDocumentMaxBytes} (PROPS_DOCUMENT_MAX_BYTES)`, {
+      field: 'configured_props',
+      limit_bytes: limits.propsDocumentMaxBytes,
+    });
   }
   const byName = new Map(props.map((p) => [p.name, p]));
   const unknown = Object.keys(given).filter((k) => !byName.has(k));
   if (unknown.length) {
     throw new BadRequestError(`configured_props has unknown prop${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; the component's props are ${props.map((p) => p.name).join(', ') || '(none)'}`, { props: unknown }, 'invalid_props');
+  }
+  for (const [name, raw] of Object.entries(given)) {
+    const size = valueBytes(raw);
+    if (size > limits.propsMaxBytes) {
+      throw new PayloadTooLargeError(`configured_props.${name} is ${size} bytes; the limit is ${limits.propsMaxBytes} (PROPS_MAX_BYTES)`, { prop: name, limit_bytes: limits.propsMaxBytes });
+    }
   }
   const out: Record<string, unknown> = {};
   for (const prop of props) {

@@ -51,8 +51,19 @@ export function parseHttpBody(contentType: string, raw: string): unknown {
       return raw;
     }
   }
-  if (type === 'application/x-www-form-urlencoded') return Object.fromEntries(new URLSearchParams(raw));
+  if (type === 'application/x-www-form-urlencoded') return parseFormBody(raw);
   return raw;
+}
+
+/** A form body as the query string is parsed: a field given more than once is an array of its values, none lost. */
+function parseFormBody(raw: string): Record<string, string | string[]> {
+  const fields = new Map<string, string | string[]>();
+  for (const [k, v] of new URLSearchParams(raw)) {
+    const prev = fields.get(k);
+    fields.set(k, prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v]);
+  }
+  // fromEntries defines own properties: a field named "__proto__" stays a field.
+  return Object.fromEntries(fields);
 }
 
 /**

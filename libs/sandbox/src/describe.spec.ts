@@ -75,6 +75,25 @@ describe('SandboxPool.describe', () => {
     expect(r.descriptor).toMatchObject({ format: 'cjs', hasRun: true, hooks: [], methods: [], dependencies: [] });
   });
 
+  it("resolves a propDefinition that names its app by the app prop's name or the app's slug", async () => {
+    const code = `
+      const gh = { type: 'app', app: 'github', propDefinitions: { repo: { type: 'string', label: 'Repo', description: 'Pick one' } } };
+      module.exports = {
+        name: 'x', version: '1',
+        props: {
+          github_app: gh,
+          byName: { propDefinition: ['github_app', 'repo'], label: 'Override' },
+          bySlug: { propDefinition: ['github', 'repo', { org: 'o' }] },
+        },
+        run() {},
+      };`;
+    const r = await pool.describe(code, { timeoutMs: 10000 });
+    expect(r.error).toBeUndefined();
+    const props = Object.fromEntries(r.descriptor!.props.map((p) => [p.name, p]));
+    expect(props.byName).toEqual({ name: 'byName', type: 'string', label: 'Override', description: 'Pick one', propDefinition: ['github_app', 'repo'] });
+    expect(props.bySlug).toEqual({ name: 'bySlug', type: 'string', label: 'Repo', description: 'Pick one', propDefinition: ['github_app', 'repo', { org: 'o' }] });
+  });
+
   it('returns an error for code that throws on load', async () => {
     const r = await pool.describe(`throw new TypeError('boom at load')`, { timeoutMs: 5000 });
     expect(r.descriptor).toBeUndefined();

@@ -22,6 +22,7 @@ const code = `
       acme: app,
       org: { type: 'string' },
       board: { propDefinition: [app, 'board', (c) => ({ orgId: c.org })] },
+      boardByName: { propDefinition: ['acme', 'board', { orgId: 'named' }] },
       color: { type: 'string', options: ['red', 'blue'] },
       item: { type: 'string', async options({ page }) { return [this.org + ':' + page, this.acme.user()] } },
       plain: { type: 'string' },
@@ -47,6 +48,11 @@ describe('SandboxPool.options', () => {
   it("calls an app propDefinition's options with the app as this, inputValues from the configured props, and the context", async () => {
     const r = await pool.options(code, 'board', { page: 1, prevContext: { nextPageToken: 4 }, configuredProps }, 5000);
     expect(r).toEqual({ options: [{ label: 'ann/o1/1', value: 'b1' }], context: { nextPageToken: 5 } });
+  });
+
+  it("calls the options of a propDefinition that names its app by the app prop's name", async () => {
+    const r = await pool.options(code, 'boardByName', { page: 0, configuredProps }, 5000);
+    expect(r).toEqual({ options: [{ label: 'ann/named/0', value: 'b0' }], context: { nextPageToken: 1 } });
   });
 
   it('returns static options, and clear errors for props without options or unknown props', async () => {

@@ -48,7 +48,7 @@ export async function reloadProps(reader: ComponentReader, config: AppConfig, co
   if (!hasDynamicProps(component)) return props;
   const names = new Set(props.map((p) => p.name));
   const partial = props.map((p) => ({ ...p, optional: true }));
-  const limits = { timerMinIntervalSeconds: config.timerMinIntervalSeconds, propsMaxBytes: config.propsMaxBytes };
+  const limits = { timerMinIntervalSeconds: config.timerMinIntervalSeconds, propsMaxBytes: config.propsMaxBytes, propsDocumentMaxBytes: config.propsDocumentMaxBytes };
   const values = validateConfiguredProps(partial, Object.fromEntries(Object.entries(given).filter(([k]) => names.has(k))), limits);
   return [...props, ...(await addedProps(reader, config, component, values, base))];
 }

@@ -19,6 +19,9 @@ describe('HTTP endpoint helpers', () => {
     expect(parseBody('application/vnd.api+json', '[1]')).toEqual([1]);
     expect(parseBody('application/json', '{oops')).toBe('{oops');
     expect(parseBody('application/x-www-form-urlencoded', 'a=1&b=x%20y')).toEqual({ a: '1', b: 'x y' });
+    // A repeated field keeps every value, as a repeated query parameter does (`event.query`).
+    expect(parseBody('application/x-www-form-urlencoded', 'a=1&b=2&a=3&a=4')).toEqual({ a: ['1', '3', '4'], b: '2' });
+    expect(Object.getPrototypeOf(parseBody('application/x-www-form-urlencoded', '__proto__=x'))).toBe(Object.prototype);
     expect(parseBody('text/plain', 'hi')).toBe('hi');
     expect(parseBody('', '')).toBe('');
   });

@@ -91,7 +91,7 @@ export class SourcesService {
    */
   private async validate(component: Component, input: unknown, ownerId: string, previous: ConfigurableProp[] = []): Promise<Validated> {
     const props = component.configurableProps as ConfigurableProp[];
-    const limits = { timerMinIntervalSeconds: this.config.timerMinIntervalSeconds, propsMaxBytes: this.config.propsMaxBytes };
+    const limits = { timerMinIntervalSeconds: this.config.timerMinIntervalSeconds, propsMaxBytes: this.config.propsMaxBytes, propsDocumentMaxBytes: this.config.propsDocumentMaxBytes };
     if (!hasDynamicProps(component)) {
       return { values: encryptProps(props, validateConfiguredProps(props, input, limits), this.config.secretsKey), additional: null };
     }

@@ -41,6 +41,13 @@ const KNOWN = new Set(['type', 'label', 'description', 'optional', 'default', 's
 
 type Props = Record<string, unknown>;
 
+/** The app object of an app prop named `ref`, else of the first app prop whose `app` slug is `ref`. */
+export function appObjectNamed(ref: string, appProps: Map<unknown, string>): Record<string, unknown> | undefined {
+  const entries = [...appProps.entries()];
+  const hit = entries.find(([, name]) => name === ref) ?? entries.find(([obj]) => isObject(obj) && obj.app === ref);
+  return hit && isObject(hit[0]) ? hit[0] : undefined;
+}
+
 /** Describes one prop; `appProps` maps app objects of the component to their prop names (for propDefinition). */
 function describeProp(name: string, raw: unknown, appProps: Map<unknown, string>): PropDescriptor {
   if (typeof raw === 'string') return { name, type: raw };
@@ -49,7 +56,9 @@ function describeProp(name: string, raw: unknown, appProps: Map<unknown, string>
   const out: PropDescriptor = { name, type: '' };
   const pd = raw.propDefinition;
   if (Array.isArray(pd) && pd.length >= 2) {
-    const [app, defName, inputValues] = pd as [unknown, unknown, unknown];
+    const [written, defName, inputValues] = pd as [unknown, unknown, unknown];
+    // `[app object, name]` as Pipedream writes it, or the app prop's name (or app slug) as a string.
+    const app = typeof written === 'string' ? (appObjectNamed(written, appProps) ?? written) : written;
     const ref = appProps.get(app) ?? (isObject(app) && typeof app.app === 'string' ? app.app : typeof app === 'string' ? app : 'unknown');
     out.propDefinition = [ref, String(defName), typeof inputValues === 'function' ? marker(inputValues as () => unknown) : jsonSafe(inputValues)];
     // The instance inherits the app's definition and may override any field.
@@ -57,7 +66,7 @@ function describeProp(name: string, raw: unknown, appProps: Map<unknown, string>
     const inherited = defs && isObject(defs[String(defName)]) ? (defs[String(defName)] as Record<string, unknown>) : undefined;
     if (inherited) p = { ...inherited, ...raw };
   }
-  out.type = propType(p) ?? (p.propDefinition ? 'unknown' : 'unknown');
+  out.type = propType(p) ?? 'unknown';
   if (p.type === 'app') {
     if (typeof p.app === 'string') out.app = p.app;
     const defs = isObject(p.propDefinitions) ? p.propDefinitions : {};
@@ -94,11 +103,17 @@ function describeProp(name: string, raw: unknown, appProps: Map<unknown, string>
 
 /** Describes a props object; app objects among `appSources` (the component's own props) name propDefinition references. */
 export function describeProps(props: Props, appSources: Props = props): PropDescriptor[] {
+  const appProps = appPropsOf(appSources, props);
+  return Object.entries(props).map(([n, p]) => describeProp(n, p, appProps));
+}
+
+/** The app objects among props objects, each with the name of its (first) prop. */
+export function appPropsOf(...sources: Props[]): Map<unknown, string> {
   const appProps = new Map<unknown, string>();
-  for (const [name, p] of [...Object.entries(appSources), ...Object.entries(props)]) {
+  for (const [name, p] of sources.flatMap((s) => Object.entries(s))) {
     if (isObject(p) && p.type === 'app' && !appProps.has(p)) appProps.set(p, name);
   }
-  return Object.entries(props).map(([n, p]) => describeProp(n, p, appProps));
+  return appProps;
 }
 
 export function describeDefinition(def: ComponentDefinition, format: 'cjs' | 'esm', dependencies: string[]): ComponentDescriptor {

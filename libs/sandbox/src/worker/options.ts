@@ -4,7 +4,7 @@ import type { WorkerAdditionalPropsTask, WorkerOptionsTask } from '../worker-pro
 import { describeError } from './capture';
 import { buildContext, makeApp } from './context';
 import { callBounded } from './execute';
-import { describeProps, jsonSafe } from './describe';
+import { appObjectNamed, appPropsOf, describeProps, jsonSafe } from './describe';
 import { loadComponent } from './loader';
 import { functionsOf, isObject, planFor } from './plan';
 import { previousPropDefs } from './previous-prop-defs';
@@ -74,7 +74,8 @@ async function callOptions(task: WorkerOptionsTask): Promise<OptionsResult> {
   let self: unknown = ctx;
   const pd = prop.propDefinition;
   if (fn === undefined && Array.isArray(pd)) {
-    const [app, defName, inputValues] = pd as [unknown, unknown, unknown];
+    const [written, defName, inputValues] = pd as [unknown, unknown, unknown];
+    const app = typeof written === 'string' ? appObjectNamed(written, appPropsOf(props)) : written;
     const def = isObject(app) && isObject(app.propDefinitions) ? app.propDefinitions[String(defName)] : undefined;
     if (!isObject(def)) throw new Error(`prop "${task.propName}": propDefinition "${String(defName)}" not found in its app`);
     fn = def.options;
