@@ -28,6 +28,18 @@ const STATE_ROOM_BYTES = 64 * 1024;
 /** What a save adds to the state it is given (emitter clock, fence, the invocation id in `recent`). */
 const STATE_ENVELOPE_BYTES = 1024;
 
+/** Encoded sizes of configured props objects (the state keeps them; up to PROPS_DOCUMENT_MAX_BYTES), measured once each. */
+const propsSizes = new WeakMap<object, number>();
+function propsBytes(props: Record<string, unknown> | undefined): number {
+  if (!props) return 0;
+  let n = propsSizes.get(props);
+  if (n === undefined) {
+    n = encodeJson(props).length;
+    propsSizes.set(props, n);
+  }
+  return n;
+}
+
 /** What an execution needs from its actor. */
 export interface RunContext {
   desired: DesiredSourceState | undefined;
@@ -131,7 +143,7 @@ export class SourceExecution {
       db: ctx.db,
       endpointUrl: input.endpointUrl,
       timeoutMs,
-      limits: { dbMaxBytes: this.dbMaxBytes(), eventMaxBytes, emitsPerInvocation },
+      limits: { dbMaxBytes: this.dbMaxBytes(input.configuredProps), eventMaxBytes, emitsPerInvocation },
       dependencyVersions: (ctx.desired?.codeHash === component.codeHash ? ctx.desired.dependencyVersions : undefined) ?? component.dependencyVersions,
     };
     return { task, dedupe };
@@ -185,10 +197,11 @@ export class SourceExecution {
       // (unless the whole state would not fit one NATS message: then it could never be saved).
       const size = dbSizeBytes(next);
       const overMessage = this.stateOverMessage(size, { ...state, db: next, dedupe: out.dedupe });
-      if (size > this.dbMaxBytes() || overMessage) {
+      const cap = this.dbMaxBytes(state.configuredProps);
+      if (size > cap || overMessage) {
         const message = overMessage
           ? `$.service.db size limit exceeded: the source's state would be ${overMessage} bytes, more than one NATS message holds (${this.deps.config.stateMaxBytes} bytes); this run's db writes were discarded`
-          : `$.service.db size limit exceeded: the db would hold ${size} bytes, the limit is ${this.dbMaxBytes()} bytes; this run's db writes were discarded`;
+          : `$.service.db size limit exceeded: the db would hold ${size} bytes, the limit is ${cap} bytes; this run's db writes were discarded`;
         const error = { name: 'DbSizeLimitError', message };
         out.events.push({ id: ctx.clock.next(), emitterId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', name: '$errors', event: errorEvent(error, original(), now), ts: now, emitId: `${input.invocationId}:db0`, emittedAtMs: now });
       } else db = next;
@@ -198,18 +211,18 @@ export class SourceExecution {
 
   /**
    * The db cap runs get: `DB_MAX_BYTES`, lowered when needed so that the whole
-   * actor state (db plus dedupe cache, recent invocations…) fits one NATS message.
+   * actor state (db plus the configured props, dedupe cache, recent invocations…) fits one NATS message.
    */
-  private dbMaxBytes(): number {
+  private dbMaxBytes(configuredProps: Record<string, unknown> | undefined): number {
     const { dbMaxBytes, stateMaxBytes } = this.deps.config;
     if (!stateMaxBytes) return dbMaxBytes;
-    return Math.min(dbMaxBytes, stateMaxBytes - Math.min(STATE_ROOM_BYTES, Math.floor(stateMaxBytes / 8)));
+    return Math.max(0, Math.min(dbMaxBytes, stateMaxBytes - Math.min(STATE_ROOM_BYTES, Math.floor(stateMaxBytes / 8)) - propsBytes(configuredProps)));
   }
 
-  /** The encoded size of a state that would not fit one NATS message, else 0 (encoded only when the db is near the limit). */
+  /** The encoded size of a state that would not fit one NATS message, else 0 (encoded only when db and props are near the limit). */
   private stateOverMessage(dbBytes: number, state: ActorState): number {
     const max = this.deps.config.stateMaxBytes;
-    if (!max || dbBytes < max - 4 * STATE_ROOM_BYTES) return 0;
+    if (!max || dbBytes + propsBytes(state.configuredProps) < max - 4 * STATE_ROOM_BYTES) return 0;
     const bytes = encodeJson(state).length + STATE_ENVELOPE_BYTES;
     return bytes > max ? bytes : 0;
   }
