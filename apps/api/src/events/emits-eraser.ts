@@ -19,7 +19,8 @@ const order = (a: EventIdParts, b: EventIdParts): number => a.ms - b.ms || a.seq
  * only in Postgres would come back there, and a copy would outlive the delete by
  * up to `EMITS_MAX_AGE_SECONDS`. Every event of the emitter: one purge of its
  * subject. A range: its messages are read once (from `start_id`'s time) and the
- * matching ones deleted one by one.
+ * matching ones deleted one by one. Either way only messages stored before the
+ * request are touched.
  */
 @Injectable()
 export class EmitsEraser {
@@ -29,7 +30,9 @@ export class EmitsEraser {
   async erase(emitterId: string, start?: EventIdParts, end?: EventIdParts): Promise<number> {
     const stream = this.nats.names.emitsStream;
     const subject = this.nats.names.emit(emitterId);
-    if (!start && !end) return (await this.nats.jsm.streams.purge(stream, { filter: subject })).purged;
+    // Events emitted after the request are not the ones it deleted: the scan stops at the stream's end as of now.
+    const lastSeq = (await this.nats.jsm.streams.info(stream)).state.last_seq;
+    if (!start && !end) return (await this.nats.jsm.streams.purge(stream, { filter: subject, seq: lastSeq + 1 })).purged;
     const consumer = await this.nats.js.consumers.get(stream, {
       filterSubjects: subject,
       ...(start ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, start.ms - SCAN_SLACK_MS)).toISOString() } : { deliver_policy: DeliverPolicy.All }),
@@ -41,7 +44,8 @@ export class EmitsEraser {
       let last = false;
       for await (const m of batch) {
         seen++;
-        last = m.info.pending === 0;
+        last = m.info.pending === 0 || m.seq >= lastSeq;
+        if (m.seq > lastSeq) break;
         const id = eventIdOf(m.data);
         if (id && (!start || order(id, start) >= 0) && (!end || order(id, end) <= 0)) {
           if (await this.nats.jsm.streams.deleteMessage(stream, m.seq, false)) erased++;
