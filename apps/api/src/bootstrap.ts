@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppConfig, createLogger, PinoNestLogger } from '@app/config';
+import { parseFormBody } from '@app/contracts';
 import { AppModule } from './app.module';
 import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
 import { assertJsonTextLimits, assertNoNul } from './common/json-limits';
@@ -53,7 +54,10 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
         if (looksJson) assertJsonTextLimits(text);
         const json = looksJson ? tryJson(text) : undefined;
         if (json !== undefined) return done(null, json);
-        return done(null, formObject(text));
+        // A name given twice becomes an array, as in the query string, so the route's contract refuses it rather than one value being picked silently.
+        const form = parseFormBody(text);
+        for (const [k, v] of Object.entries(form)) assertNoNul(k + String(v), 'the request body');
+        return done(null, form);
       }
       assertJsonTextLimits(text);
     } catch (e) {
@@ -69,21 +73,6 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   // Fastify error handler, set at init: setting another one here would only be replaced (FSTWRN004).
   app.enableShutdownHooks();
   return app;
-}
-
-/**
- * A form body as an object. A name given twice becomes an array, as in the query string (`?limit=1&limit=2`),
- * so the route's contract refuses it rather than one of the values being picked silently.
- */
-function formObject(text: string): Record<string, string | string[]> {
-  const form: Record<string, string | string[]> = {};
-  for (const [k, v] of new URLSearchParams(text)) {
-    assertNoNul(k + v, 'the request body');
-    const seen = Object.prototype.hasOwnProperty.call(form, k) ? form[k] : undefined;
-    const value = seen === undefined ? v : [seen, v].flat();
-    Object.defineProperty(form, k, { value, enumerable: true, writable: true, configurable: true });
-  }
-  return form;
 }
 
 function tryJson(text: string): unknown {

@@ -56,7 +56,7 @@ export function parseHttpBody(contentType: string, raw: string): unknown {
 }
 
 /** A form body as the query string is parsed: a field given more than once is an array of its values, none lost. */
-function parseFormBody(raw: string): Record<string, string | string[]> {
+export function parseFormBody(raw: string): Record<string, string | string[]> {
   const fields = new Map<string, string | string[]>();
   for (const [k, v] of new URLSearchParams(raw)) {
     const prev = fields.get(k);

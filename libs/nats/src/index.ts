@@ -4,3 +4,4 @@ export * from './stream-publisher';
 export * from './write-coalescing';
 export * from './object-gc';
 export * from './nats-permissions';
+export * from './durable-consumers';

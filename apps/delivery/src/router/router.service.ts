@@ -2,8 +2,8 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } fro
 import { JsMsg } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
 import { decodeJson, DeliveryMessage, EmittedEvent, encodeJson, InvocationMessage, partitionOf } from '@app/contracts';
-import { NatsService } from '@app/nats';
-import { BatchConsumer, ensureDurable } from '../common/durable-consumer';
+import { ensureDurable, NatsService } from '@app/nats';
+import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
 import { SubscriptionCache } from './subscription-cache';

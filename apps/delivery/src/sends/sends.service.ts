@@ -4,8 +4,7 @@ import { ConsumerMessages, JsMsg } from 'nats';
 import { Counter, Registry } from 'prom-client';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
 import { decodeJson, SendMessage } from '@app/contracts';
-import { NatsService } from '@app/nats';
-import { boundConsumer, ensureDurable } from '../common/durable-consumer';
+import { boundConsumer, ensureDurable, NatsService } from '@app/nats';
 import { LOGGER } from '../common/tokens';
 import { SendFailure, SendPerformers } from './send-performers';
 

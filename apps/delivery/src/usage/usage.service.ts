@@ -3,8 +3,8 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { JsMsg } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
 import { decodeJson, UsageRecord } from '@app/contracts';
-import { NatsService } from '@app/nats';
-import { BatchConsumer, ensureDurable } from '../common/durable-consumer';
+import { ensureDurable, NatsService } from '@app/nats';
+import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
 

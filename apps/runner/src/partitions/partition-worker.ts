@@ -1,7 +1,7 @@
-import { AckPolicy, ConsumerMessages, DeliverPolicy, JsMsg, KvEntry, QueuedIterator } from 'nats';
+import { ConsumerMessages, JsMsg, KvEntry, QueuedIterator } from 'nats';
 import type { Logger } from 'pino';
 import { decodeJson, DesiredSourceState, encodeJson, HttpResponseMessage, InvocationMessage } from '@app/contracts';
-import type { NatsService } from '@app/nats';
+import { boundConsumer, ensureDurable, type NatsService } from '@app/nats';
 import type { ActorDeps, InvocationDelivery } from '../actors/actor-deps';
 import { SourceActor } from '../actors/source-actor';
 import { WorkflowActor } from '../workflows/workflow-actor';
@@ -63,21 +63,15 @@ export class PartitionWorker {
     await ready;
     if (this.stopped) return;
     const durable = `runner_p${this.partition}`;
-    const config = {
+    const stream = this.nats.names.invocationsStream;
+    await ensureDurable(this.nats.jsm, stream, {
       durable_name: durable,
       filter_subject: this.nats.names.invocationsOfPartition(this.partition),
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
       ack_wait: nanos(this.opts.ackWaitMs),
       max_deliver: -1,
       max_ack_pending: this.opts.maxInflight,
-    };
-    try {
-      await this.nats.jsm.consumers.add(this.nats.names.invocationsStream, config);
-    } catch {
-      await this.nats.jsm.consumers.update(this.nats.names.invocationsStream, durable, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending, max_deliver: -1 });
-    }
-    const consumer = await this.nats.js.consumers.get(this.nats.names.invocationsStream, durable);
+    });
+    const consumer = await boundConsumer(this.nats.js, stream, durable);
     if (this.stopped) return;
     this.messages = await consumer.consume({ max_messages: Math.min(512, this.opts.maxInflight) });
     void this.consume(this.messages);

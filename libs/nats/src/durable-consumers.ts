@@ -1,0 +1,26 @@
+import { AckPolicy, Consumer, ConsumerConfig, DeliverPolicy, JetStreamClient, JetStreamManager } from 'nats';
+import { retryUnanswered } from './nats.service';
+
+/** Creates or updates a durable pull consumer so restarts resume where the last replica stopped. */
+export async function ensureDurable(jsm: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+  const full: Partial<ConsumerConfig> = { ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ...config };
+  await retryUnanswered(`creating consumer ${config.durable_name} on ${stream}`, async () => {
+    try {
+      await jsm.consumers.info(stream, config.durable_name);
+      await jsm.consumers.update(stream, config.durable_name, {
+        ack_wait: full.ack_wait,
+        max_ack_pending: full.max_ack_pending,
+        max_deliver: full.max_deliver,
+        filter_subject: full.filter_subject,
+      });
+    } catch (e) {
+      if (!/consumer not found/i.test((e as Error).message)) throw e;
+      await jsm.consumers.add(stream, full);
+    }
+  });
+}
+
+/** A durable consumer to pull from, bound at start (JetStream may have no responder for a moment: retried). */
+export function boundConsumer(js: JetStreamClient, stream: string, durable: string): Promise<Consumer> {
+  return retryUnanswered(`binding consumer ${durable} on ${stream}`, () => js.consumers.get(stream, durable));
+}
