@@ -23,21 +23,28 @@ export function isJsonContentType(contentType: string): boolean {
   return type === 'application/json' || type.endsWith('+json');
 }
 
-/** Whether JSON text nests arrays and objects deeper than `max`: one pass without recursion, strings skipped. */
-export function jsonNestedDeeperThan(text: string, max: number): boolean {
+/**
+ * The first limit JSON text breaks, found in one pass without recursion before it is parsed: arrays
+ * and objects nested deeper than `maxDepth`, or (with `refuseNul`) a NUL character in a string —
+ * raw or as `\u0000` — which Postgres text and jsonb cannot store. Undefined when it breaks none.
+ */
+export function jsonTextProblem(text: string, maxDepth: number, refuseNul = false): 'depth' | 'nul' | undefined {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
     if (inString) {
-      if (ch === 0x5c /* \ */) i++;
-      else if (ch === 0x22 /* " */) inString = false;
+      if (ch === 0x5c /* \ */) {
+        if (refuseNul && text.startsWith('u0000', i + 1)) return 'nul';
+        i++;
+      } else if (ch === 0x22 /* " */) inString = false;
+      else if (refuseNul && ch === 0) return 'nul';
     } else if (ch === 0x22) inString = true;
     else if (ch === 0x5b /* [ */ || ch === 0x7b /* { */) {
-      if (++depth > max) return true;
+      if (++depth > maxDepth) return 'depth';
     } else if (ch === 0x5d || ch === 0x7d) depth--;
   }
-  return false;
+  return undefined;
 }
 
 /** JSON and form bodies parsed; anything else (or invalid JSON) stays the raw string. */

@@ -11,7 +11,7 @@ import {
   HttpResponseMessage,
   InvocationMessage,
   isJsonContentType,
-  jsonNestedDeeperThan,
+  jsonTextProblem,
   newId,
   packHttpEvent,
   parseHttpBody,
@@ -128,7 +128,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
         });
     }
     const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-    if (isJsonContentType(String(req.headers['content-type'] ?? '')) && jsonNestedDeeperThan(raw, HTTP_BODY_MAX_JSON_DEPTH)) {
+    if (isJsonContentType(String(req.headers['content-type'] ?? '')) && jsonTextProblem(raw, HTTP_BODY_MAX_JSON_DEPTH) === 'depth') {
       return reply
         .status(400)
         .send({ error: `the request body is JSON nested deeper than ${HTTP_BODY_MAX_JSON_DEPTH} levels`, code: 'invalid_request', details: { max_depth: HTTP_BODY_MAX_JSON_DEPTH } });

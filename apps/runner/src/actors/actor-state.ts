@@ -39,6 +39,9 @@ export function emptyState(fence: string): ActorState {
 
 export const RECENT_INVOCATIONS = 64;
 
+/** Room kept in a state message (a source's or a workflow's) beside the dbs: dedupe cache, recent invocations, timer, fence. */
+export const STATE_ROOM_BYTES = 64 * 1024;
+
 /** Compare-and-set failed: another writer changed the state since it was read. */
 export class StateConflictError extends Error {}
 

@@ -1,7 +1,7 @@
 import { type DesiredSourceState, type EmittedEvent, encodeJson } from '@app/contracts';
 import { dbSizeBytes, type ExecuteResult, type MethodName } from '@app/sandbox';
 import type { ActorDeps } from './actor-deps';
-import { type ActorState, withWrites } from './actor-state';
+import { type ActorState, STATE_ROOM_BYTES, withWrites } from './actor-state';
 import { DedupeStrategy, isDedupeStrategy } from './dedupe';
 import type { EmitterClock } from './emit-ids';
 import { buildOutputs, errorEvent, originalEventWithin } from './outputs';
@@ -23,8 +23,6 @@ export interface Executed {
   input: RunInput;
 }
 
-/** Room kept in a state message beside the db (dedupe cache, recent invocations, timer, fence). */
-const STATE_ROOM_BYTES = 64 * 1024;
 /** What a save adds to the state it is given (emitter clock, fence, the invocation id in `recent`). */
 const STATE_ENVELOPE_BYTES = 1024;
 

@@ -1,6 +1,7 @@
 import { decryptValue, type DesiredWorkflowState, type EncryptedValue, isEncrypted, WORKFLOW_PLATFORM_VERSION } from '@app/contracts';
 import { dbSizeBytes, type ExecuteResult, type LogRecord, type SendRecord } from '@app/sandbox';
 import type { ActorDeps } from '../actors/actor-deps';
+import { STATE_ROOM_BYTES } from '../actors/actor-state';
 import { decryptDeep, resolveProps } from '../actors/props';
 import { resolveTemplates, TemplateError } from './templates';
 import { sendProblem, type SendSettings } from './workflow-sends';
@@ -8,8 +9,6 @@ import { sendProblem, type SendSettings } from './workflow-sends';
 /** An error's message and stack as a run keeps them (the run record and `$errors` are one NATS message each). */
 const ERROR_MESSAGE_MAX_CHARS = 2000;
 const ERROR_STACK_MAX_CHARS = 16 * 1024;
-/** Room kept in the workflow's state (one KV value) for everything besides the steps' dbs. */
-const STATE_ROOM_BYTES = 64 * 1024;
 
 const clip = (s: string, max: number): string => (s.length > max ? `${s.slice(0, max)}… (${s.length - max} more characters)` : s);
 
