@@ -1,5 +1,5 @@
 import { encodeJson } from './messages';
-import { HttpEvent, packHttpEvent, parseHttpBody, unpackHttpEvent } from './http-event';
+import { HttpEvent, jsonTextProblem, packHttpEvent, parseHttpBody, unpackHttpEvent } from './http-event';
 
 const event = (bodyRaw: string, contentType = 'application/json'): HttpEvent => ({
   method: 'POST',
@@ -31,5 +31,23 @@ describe('HTTP events in invocation messages', () => {
     expect(unpackHttpEvent(e)).toBe(e);
     expect(unpackHttpEvent({ timestamp: 1 })).toEqual({ timestamp: 1 });
     expect(unpackHttpEvent(undefined)).toBeUndefined();
+  });
+});
+
+describe('jsonTextProblem', () => {
+  it('finds nesting deeper than the bound, outside strings only', () => {
+    expect(jsonTextProblem('[[[1]]]', 3)).toBeUndefined();
+    expect(jsonTextProblem('[[[[1]]]]', 3)).toBe('depth');
+    expect(jsonTextProblem('{"a":"[[[[[[\\"[[["}', 1)).toBeUndefined();
+  });
+
+  it('finds NUL characters, raw or escaped, only when asked (the HTTP interface passes them through)', () => {
+    const escaped = '{"a":"x\\u0000"}';
+    const raw = '{"a":"x\u0000"}';
+    expect(jsonTextProblem(escaped, 10)).toBeUndefined();
+    expect(jsonTextProblem(raw, 10)).toBeUndefined();
+    expect(jsonTextProblem(escaped, 10, true)).toBe('nul');
+    expect(jsonTextProblem(raw, 10, true)).toBe('nul');
+    expect(jsonTextProblem('{"a":"x\\\\u0000"}', 10, true)).toBeUndefined();
   });
 });
