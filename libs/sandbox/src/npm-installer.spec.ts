@@ -1,7 +1,7 @@
 import { existsSync, lstatSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dependencySetKey, missingVersion, NpmInstaller } from './npm-installer';
+import { dependencySetKey, missingVersion, missingVersionError, NpmInstaller } from './npm-installer';
 import { dependencyMap, parseBareSpecifier } from './specifiers';
 import type { SandboxLogger } from './types';
 
@@ -60,6 +60,26 @@ describe('pinned versions the registry lacks', () => {
     expect(missingVersion('npm error code ETARGET\nnpm error notarget No matching version found for is-number@99.0.0.\nnpm error notarget In most cases…')).toEqual({ name: 'is-number', range: '99.0.0' });
     expect(missingVersion('npm error notarget No matching version found for @octokit/rest@^99.1.0.')).toEqual({ name: '@octokit/rest', range: '^99.1.0' });
     expect(missingVersion('npm error code E404')).toBeUndefined();
+  });
+
+  it('reads a range with spaces, as a dependency may ask for one', () => {
+    expect(missingVersion('npm error notarget No matching version found for is-number@>=99 <100.\nnpm error notarget In most cases…')).toEqual({ name: 'is-number', range: '>=99 <100' });
+    expect(missingVersion('npm error notarget No matching version found for @scope/pkg@^1.9 || ^2.1.')).toEqual({ name: '@scope/pkg', range: '^1.9 || ^2.1' });
+  });
+
+  it('names the dependency, not the import, when the range npm could not satisfy is not the one the component imports', () => {
+    // Oracle Cloud Infrastructure's sources import oci-common and oci-identity unpinned; oci-identity 2.140.2 pins oci-common 2.140.2.
+    const stderr = 'npm error code ETARGET\nnpm error notarget No matching version found for oci-common@2.140.2.\nnpm error notarget In most cases you or one of your dependencies are requesting a package version that doesn\'t exist.';
+    expect(missingVersionError(stderr, { 'oci-common': 'latest', 'oci-identity': 'latest' })?.message).toBe(
+      'the npm registry has no version of oci-common matching "2.140.2" (ETARGET): a dependency of the component asks for oci-common@2.140.2 (the component itself imports oci-common@latest)',
+    );
+    expect(missingVersionError(stderr, { 'oci-identity': 'latest' })?.message).toBe(
+      'the npm registry has no version of oci-common matching "2.140.2" (ETARGET): a dependency of the component asks for oci-common@2.140.2',
+    );
+    expect(missingVersionError(stderr, { 'oci-common': '2.140.2' })?.message).toBe(
+      'the npm registry has no version of oci-common matching "2.140.2" (ETARGET): the component imports oci-common@2.140.2',
+    );
+    expect(missingVersionError('npm error code E404', {})).toBeUndefined();
   });
 
   it('keeps ranges and tags as ranges and tags, not exact versions', () => {

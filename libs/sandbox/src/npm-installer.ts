@@ -43,10 +43,31 @@ export function dependencySetKey(deps: Record<string, string>): string {
   return createHash('sha256').update(specs.join('\n')).digest('hex').slice(0, 32);
 }
 
-/** npm's ETARGET ("No matching version found for name@range."): the package and the range it could not satisfy. */
+/**
+ * npm's ETARGET ("No matching version found for name@range."): the package and the range it could not
+ * satisfy, as npm prints it (a dependency's range may hold spaces: `>=2 <3`, `^1 || ^2`).
+ */
 export function missingVersion(stderr: string): { name: string; range: string } | undefined {
-  const m = /No matching version found for (@?[^@\s]+)@(\S*?)\.?\s*$/m.exec(stderr);
+  const m = /No matching version found for (@?[^@\s]+)@(.*?)\.?\s*$/m.exec(stderr);
   return m ? { name: m[1], range: m[2] } : undefined;
+}
+
+/**
+ * The install error for npm's ETARGET, or undefined when `stderr` is another failure. The component is
+ * named as the one asking only when it imports the package at the very range npm could not satisfy;
+ * otherwise a dependency asked for it (a package the component imports unpinned, or at another range,
+ * can still be pinned exactly by one of its dependencies).
+ */
+export function missingVersionError(stderr: string, deps: Record<string, string>): DependencyInstallError | undefined {
+  const missing = missingVersion(stderr);
+  if (!missing) return undefined;
+  const spec = `${missing.name}@${missing.range}`;
+  const asked = Object.prototype.hasOwnProperty.call(deps, missing.name) ? deps[missing.name] : undefined;
+  const by =
+    asked === missing.range
+      ? `the component imports ${spec}`
+      : `a dependency of the component asks for ${spec}${asked !== undefined ? ` (the component itself imports ${missing.name}@${asked})` : ''}`;
+  return new DependencyInstallError(`the npm registry has no version of ${missing.name} matching "${missing.range}" (ETARGET): ${by}`);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -167,12 +188,8 @@ export class NpmInstaller {
       child.on('close', (code, signal) => {
         clearTimeout(timer);
         if (code === 0) return resolve();
-        const missing = missingVersion(stderr);
-        if (missing) {
-          const asked = deps[missing.name];
-          const by = asked !== undefined ? `the component imports ${missing.name}@${asked}` : `a dependency of the component asks for ${missing.name}@${missing.range}`;
-          return reject(new DependencyInstallError(`the npm registry has no version of ${missing.name} matching "${missing.range}" (ETARGET): ${by}`));
-        }
+        const missing = missingVersionError(stderr, deps);
+        if (missing) return reject(missing);
         const why = signal ? `killed (${signal}) after ${this.opts.timeoutMs} ms` : `exit code ${code}`;
         const detail = stderr
           .split('\n')
