@@ -1,4 +1,5 @@
 import { admin, client, createUser, TestUser } from './support/accounts';
+import { pd, tempHome } from './support/pd';
 import { eventually, startSystem, System } from './support/system';
 import { Emitter, insertSource } from './events.helpers';
 
@@ -157,5 +158,21 @@ describe("Pipedream's documented request forms, to the letter", () => {
       expect(res.status).toBe(404);
       expect(res.body).toMatchObject({ code: 'not_found' });
     }
+  });
+
+  it('lists the event streams of sources with `pd list streams` (and `pd list st`, `pd list so`), as Pipedream\'s CLI reference shows', async () => {
+    const home = tempHome();
+    const env = { PD_API_BASE_URL: system.baseUrl, PD_API_KEY: other.apiKey };
+    const api = client(system, other.apiKey);
+    const sc = (await api.post('/components', { component_code: 'module.exports = { name: "Hook", version: "1", props: { http: "$.interface.http" }, async run() {} };' })).body.data.id;
+    const src = (await api.post('/sources', { component_id: sc, name: 'http' })).body.data;
+    const human = await pd(['list', 'streams'], home, env);
+    expect(human.code).toBe(0);
+    const lines = human.stdout.trim().split('\n').map((l) => l.trim().split(/\s+/));
+    expect(lines).toEqual([['NAME', 'TYPE', 'VISIBILITY', 'SSE'], ['http', 'http', 'private', `${system.origin}/sse/dc/${src.id}/emits`]]);
+    const asJson = await pd(['list', 'st', '--json'], home, env);
+    expect(JSON.parse(asJson.stdout)).toEqual([{ id: src.id, name: 'http', type: 'http', visibility: 'private', sse: `${system.origin}/sse/dc/${src.id}/emits` }]);
+    const so = await pd(['list', 'so', '--json'], home, env);
+    expect(JSON.parse(so.stdout).map((s: { id: string }) => s.id)).toEqual([src.id]);
   });
 });
