@@ -115,6 +115,24 @@ describe("Pipedream's documented request forms, to the letter", () => {
     expect((await api.get(`/sources/${src}/event_summaries?after=12x-0`)).status).toBe(400);
   });
 
+  it("lists webhooks as Pipedream's example does: user_id in the create response, not in list items", async () => {
+    const api = client(system, other.apiKey);
+    const created = (await api.post('/webhooks?url=https://endpoint.example.com&name=name&description=description')).body.data;
+    expect(created).toMatchObject({ user_id: other.id });
+    const listed = await api.get('/users/me/webhooks');
+    expect(listed.body.data.find((w: { id: string }) => w.id === created.id)).toEqual({
+      id: created.id,
+      name: 'name',
+      description: 'description',
+      url: 'https://endpoint.example.com',
+      active: true,
+      created_at: created.created_at,
+      updated_at: created.updated_at,
+    });
+    // A single webhook (an extension route) shows its creator, as GET /sources/{id} does.
+    expect((await api.get(`/webhooks/${created.id}`)).body.data.user_id).toBe(other.id);
+  });
+
   it('lists subscriptions oldest first, also those made within one second', async () => {
     const api = client(system, user.apiKey);
     const wh = (await api.post('/webhooks', { url: 'https://hooks.example.com/a' })).body.data.id as string;
@@ -130,7 +148,7 @@ describe("Pipedream's documented request forms, to the letter", () => {
   it('declares these forms in the OpenAPI document, as Pipedream operations (not extensions)', async () => {
     type Op = { 'x-extension'?: boolean; requestBody?: { content: Record<string, { schema: { properties: Record<string, unknown> } }> } };
     const doc = (await (await fetch(`${system.baseUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, Op>> };
-    for (const [path, method] of [['/sources/{id}/sse', 'get'], ['/v1/workspaces/{org_id}', 'get'], ['/v1/workspaces/{org_id}/subscriptions', 'get']]) {
+    for (const [path, method] of [['/sources/{id}/sse', 'get'], ['/v1/workspaces/{org_id}', 'get'], ['/v1/workspaces/{org_id}/subscriptions', 'get'], ['/v1/users/me/workspaces', 'get']]) {
       const op = doc.paths[path]?.[method];
       expect([path, op !== undefined, op?.['x-extension']]).toEqual([path, true, undefined]);
     }
@@ -139,11 +157,13 @@ describe("Pipedream's documented request forms, to the letter", () => {
     }
   });
 
-  it('answers GET /workspaces/{org_id} and GET /workspaces/{org_id}/subscriptions for members only', async () => {
+  it('answers GET /users/me/workspaces, GET /workspaces/{org_id} and GET /workspaces/{org_id}/subscriptions for members only', async () => {
     const org = admin(system, ['orgs', 'create', '--name', 'My Workspace', '--orgname', `ws-${Date.now()}`, '--email', 'ws@example.com']);
     admin(system, ['orgs', 'add-member', '--org', org.id, '--user', user.id]);
     const api = client(system, user.apiKey);
     expect((await api.get(`/workspaces/${org.id}`)).body).toEqual({ data: { id: org.id, orgname: org.orgname, name: 'My Workspace', email: 'ws@example.com' } });
+    expect((await api.get('/users/me/workspaces')).body).toEqual({ data: [{ id: org.id, orgname: org.orgname, name: 'My Workspace' }] });
+    expect((await client(system, other.apiKey).get('/users/me/workspaces')).body).toEqual({ data: [] });
 
     const src = await insertSource(system, org.id, user.id);
     const wh = (await api.post(`/webhooks?org_id=${org.id}`, { url: 'https://hooks.example.com/ws' })).body.data.id as string;

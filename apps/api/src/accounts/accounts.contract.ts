@@ -61,6 +61,14 @@ export const ACCOUNT_ROUTES: RouteContract[] = [
   { method: 'GET', path: '/v1/users/me', tag: 'users', summary: 'The current user', responses: { 200: Data(Me) } },
   {
     method: 'GET',
+    path: '/v1/users/me/workspaces',
+    tag: 'users',
+    summary: 'The orgs (workspaces) you are a member of',
+    description: 'Oldest first; the same orgs as `orgs` of GET /users/me.',
+    responses: { 200: Type.Object({ data: Type.Array(Type.Object({ id: Type.String(), orgname: Type.String(), name: Type.String() }, { additionalProperties: false })) }) },
+  },
+  {
+    method: 'GET',
     path: '/v1/workspaces/{org_id}',
     tag: 'users',
     summary: 'An org (workspace) you are a member of',

@@ -3,6 +3,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { NotFoundError } from '@app/contracts';
 import { Org } from '@app/db';
 import { Auth, AuthContext } from '../auth/auth.context';
+import { AccountsService } from './accounts.service';
 
 export interface WorkspaceDto {
   id: string;
@@ -11,10 +12,19 @@ export interface WorkspaceDto {
   email: string;
 }
 
-/** Pipedream's "Get a Workspace": an org the caller is a member of (any other id answers 404, as every org route). */
+/**
+ * Pipedream's workspace reads: "Get a Workspace" (an org the caller is a member of; any other id answers
+ * 404, as every org route) and "Get Current User's Workspaces".
+ */
 @Controller('v1')
 export class WorkspacesController {
   constructor(private readonly em: EntityManager) {}
+
+  @Get('users/me/workspaces')
+  async mine(@Auth() auth: AuthContext, @Query() query: unknown): Promise<{ data: { id: string; orgname: string; name: string }[] }> {
+    const orgs = await new AccountsService(this.em.fork()).orgsOf(auth.userId);
+    return { data: orgs.map((o) => ({ id: o.id, orgname: o.orgname, name: o.name })) };
+  }
 
   @Get('workspaces/:org_id')
   async get(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: unknown): Promise<{ data: WorkspaceDto }> {
