@@ -54,8 +54,29 @@ const UsageQuery = Type.Object({
   days: Type.Optional(Type.Integer({ minimum: 1, maximum: USAGE_MAX_DAYS, description: `how many UTC days, today included (default ${USAGE_DEFAULT_DAYS})` })),
 });
 
+/** An org as Pipedream's "Get a Workspace" shows it (without its credit figures: this service counts invocations). */
+export const Workspace = Type.Object({ id: Type.String(), orgname: Type.String(), name: Type.String(), email: Type.String() }, { additionalProperties: false });
+
 export const ACCOUNT_ROUTES: RouteContract[] = [
   { method: 'GET', path: '/v1/users/me', tag: 'users', summary: 'The current user', responses: { 200: Data(Me) } },
+  {
+    method: 'GET',
+    path: '/v1/users/me/workspaces',
+    tag: 'users',
+    summary: 'The orgs (workspaces) you are a member of',
+    description: 'Oldest first; the same orgs as `orgs` of GET /users/me.',
+    responses: { 200: Type.Object({ data: Type.Array(Type.Object({ id: Type.String(), orgname: Type.String(), name: Type.String() }, { additionalProperties: false })) }) },
+  },
+  {
+    method: 'GET',
+    path: '/v1/workspaces/{org_id}',
+    tag: 'users',
+    summary: 'An org (workspace) you are a member of',
+    description: 'Members only (404 otherwise).',
+    params: Type.Object({ org_id: Id('o_…') }),
+    responses: { 200: Data(Workspace) },
+    errors: [404],
+  },
   {
     method: 'GET',
     path: '/v1/users/me/usage',

@@ -87,14 +87,22 @@ export function keysetClause(page: PageQuery, keyColumn: string, idColumn: strin
 }
 
 /** Builds the paginated envelope from rows fetched in `order`, newest first in the output. */
-export function finishPage<R, T>(rows: R[], page: PageQuery, order: 'asc' | 'desc', totalCount: number, keyOf: (row: R) => CursorKey, toDto: (row: R) => T): Page<T> {
+export function finishPage<R, T>(
+  rows: R[],
+  page: PageQuery,
+  order: 'asc' | 'desc',
+  totalCount: number,
+  keyOf: (row: R) => CursorKey,
+  toDto: (row: R) => T,
+  encode: (key: CursorKey) => string = encodeCursor,
+): Page<T> {
   const sorted = order === 'asc' ? [...rows].reverse() : rows;
   return {
     page_info: {
       total_count: totalCount,
       count: sorted.length,
-      start_cursor: sorted.length ? encodeCursor(keyOf(sorted[0])) : '',
-      end_cursor: sorted.length ? encodeCursor(keyOf(sorted[sorted.length - 1])) : '',
+      start_cursor: sorted.length ? encode(keyOf(sorted[0])) : '',
+      end_cursor: sorted.length ? encode(keyOf(sorted[sorted.length - 1])) : '',
     },
     data: sorted.map(toDto),
   };

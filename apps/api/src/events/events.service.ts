@@ -5,7 +5,7 @@ import { BadRequestError, decodeJson, DeleteEventsMessage, encodeJson } from '@a
 import { Source, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext, assertAccess } from '../auth/auth.context';
-import { decodeCursor, encodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
+import { CursorKey, decodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
 import { EmitsEraser } from './emits-eraser';
 import { EventSummaryDto, EventSummaryRow, Expand, parseEventId, toEventSummary } from './event-summary.dto';
 
@@ -13,6 +13,15 @@ export interface SummaryQuery extends PageQuery {
   expand: Expand;
   /** undefined: default and custom channels; otherwise one channel (`""`, a name, `$errors`, `$logs`). */
   eventName?: string;
+}
+
+/**
+ * A cursor of an event list: the id of the event at the page's edge (`1606511826306-0`, as in
+ * Pipedream's examples), or the base64 form earlier versions of this service returned.
+ */
+function eventCursor(cursor: string, param: 'after' | 'before'): CursorKey {
+  const id = parseEventId(cursor);
+  return id ? { k: id.ms, id: String(id.seq) } : decodeCursor(cursor, param, /^\d{1,9}$/);
 }
 
 /** Reads and deletes the indexed events of a source. */
@@ -52,7 +61,7 @@ export class EventsService {
     const pageWhere = [...where];
     const pageParams = [...params];
     if (q.after || q.before) {
-      const c = decodeCursor((q.after ?? q.before)!, q.after ? 'after' : 'before', /^\d{1,9}$/);
+      const c = eventCursor((q.after ?? q.before)!, q.after ? 'after' : 'before');
       pageWhere.push(`(id_ms, id_seq) ${q.after ? '<' : '>'} (?, ?)`);
       pageParams.push(c.k, Number(c.id));
       order = q.after ? 'desc' : 'asc';
@@ -63,8 +72,14 @@ export class EventsService {
         order by id_ms ${order}, id_seq ${order} limit ${q.limit}`,
       pageParams,
     )) as EventSummaryRow[];
-    return finishPage(rows, q, order, n, (r) => ({ k: Number(r.id_ms), id: String(r.id_seq) }), (r) =>
-      toEventSummary(r, q.expand.event ? undefined : this.config.summaryTruncateBytes, q.expand.summary),
+    return finishPage(
+      rows,
+      q,
+      order,
+      n,
+      (r) => ({ k: Number(r.id_ms), id: String(r.id_seq) }),
+      (r) => toEventSummary(r, q.expand.event ? undefined : this.config.summaryTruncateBytes, q.expand.summary),
+      (c) => `${c.k}-${c.id}`,
     );
   }
 

@@ -25,6 +25,9 @@ const REF = {
   component_id: Type.Optional(Type.String({ description: 'sc_… (wins over code and URL)' })),
   component_code: Type.Optional(Type.String({ description: 'code to save as a new component' })),
   component_url: Type.Optional(Type.String({ description: 'URL of code to save as a new component' })),
+  key: Type.Optional(
+    Type.String({ maxLength: 255, description: "a component key, used when none of the three above is given: your newest component with it (the org's with org_id), else the registry's" }),
+  ),
 };
 const ConfiguredProps = Type.Object({}, { additionalProperties: true, description: 'values per prop (in the query string: its JSON text)' });
 const SourceId = Type.Object({ id: Id('dc_…') });

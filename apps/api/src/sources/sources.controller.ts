@@ -14,6 +14,7 @@ function componentRef(input: Input): ComponentRef {
     componentId: optionalString(input, 'component_id') || undefined,
     code: optionalString(input, 'component_code', { maxLength: MAX }) || undefined,
     url: optionalString(input, 'component_url') || undefined,
+    key: optionalString(input, 'key', { maxLength: 255 }) || undefined,
   };
 }
 

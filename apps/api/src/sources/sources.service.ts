@@ -9,14 +9,19 @@ import { AuthContext } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { ComponentsService } from '../components/components.service';
 import { addedProps, hasDynamicProps } from '../components/dynamic-props';
+import { RegistrySeeder } from '../components/registry.seeder';
 import { decryptProps, encryptProps, propsView, slugify, unmaskInput } from './source-props';
 import { endpointUrlOf, SourcePublisher } from './source-publisher';
 
-/** Which component a create or update uses: an id wins; code or a URL saves a new component. */
+/**
+ * Which component a create or update uses: an id wins; code or a URL saves a new component; a key
+ * (Pipedream's REST API example deploys `{"key": "rss-new-item-in-feed"}`) names a saved or registry one.
+ */
 export interface ComponentRef {
   componentId?: string;
   code?: string;
   url?: string;
+  key?: string;
 }
 
 export interface SourceDto {
@@ -50,6 +55,7 @@ export class SourcesService {
     private readonly components: ComponentsService,
     private readonly publisher: SourcePublisher,
     @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
+    private readonly seeder: RegistrySeeder,
   ) {}
 
   toDto(source: Source, component: Component | undefined, withUser: boolean): SourceDto {
@@ -73,6 +79,7 @@ export class SourcesService {
   private async component(auth: AuthContext, ownerId: string, ref: ComponentRef): Promise<Component> {
     let component: Component;
     if (ref.componentId) component = await this.components.findForCaller(auth, ref.componentId, ownerId);
+    else if (!ref.code && !ref.url && ref.key) component = await this.componentByKey(auth, ownerId, ref.key);
     else {
       const resolved = await this.components.resolveCode(ref.code, ref.url, ['component_id', 'component_code', 'component_url']);
       component = await this.components.save(ownerId, auth.userId, resolved);
@@ -81,6 +88,22 @@ export class SourcesService {
       throw new BadRequestError(`component ${component.id} is an action; only sources can be deployed`, { component_id: component.id }, 'invalid_component');
     }
     return component;
+  }
+
+  /** The newest component with this key in the owner's namespace, else in the registry (waiting once for its seeding). */
+  private async componentByKey(auth: AuthContext, ownerId: string, key: string): Promise<Component> {
+    try {
+      return await this.components.findForCaller(auth, key, ownerId);
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e;
+    }
+    if (this.seeder.status === 'seeding') await this.seeder.settled(this.config.componentReadTimeoutMs * 2);
+    try {
+      return await this.components.findRegistry(key);
+    } catch (e) {
+      if (e instanceof NotFoundError) throw new NotFoundError(`component ${key} not found`, { key });
+      throw e;
+    }
   }
 
   /**

@@ -16,4 +16,12 @@ const STREAM = {
 export const SSE_ROUTES: RouteContract[] = [
   { method: 'GET', path: '/sse/dc/{id}/emits', summary: "Live stream of a source's emitted events", ...STREAM },
   { method: 'GET', path: '/sse/dc/{id}/observations', summary: "Live stream of a source's $logs and $errors", ...STREAM },
+  {
+    method: 'GET',
+    path: '/sources/{id}/sse',
+    summary: "Live stream of a source's emitted events at Pipedream's address (the same stream as /sse/dc/{id}/emits)",
+    ...STREAM,
+    // Pipedream's docs give this address (https://api.pipedream.com/sources/dc_…/sse).
+    extension: false,
+  },
 ];

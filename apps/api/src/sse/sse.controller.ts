@@ -11,9 +11,10 @@ import { SseService, StreamKind } from './sse.service';
  * Live streams of a source: `emits` (default and custom channels) and
  * `observations` (`$logs` and `$errors`). Bearer auth like every route;
  * `Last-Event-ID` resumes after that event; `?expand=summary` adds each
- * event's `$emit` summary.
+ * event's `$emit` summary. `/sources/{id}/sse` is Pipedream's address of the
+ * emits stream (`https://api.pipedream.com/sources/dc_…/sse` in its docs).
  */
-@Controller('sse/dc')
+@Controller()
 export class SseController {
   constructor(
     private readonly events: EventsService,
@@ -21,12 +22,17 @@ export class SseController {
     private readonly guard: ApiKeyGuard,
   ) {}
 
-  @Get(':id/emits')
+  @Get('sse/dc/:id/emits')
   emits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
     return this.open(auth, authorization, id, 'emits', lastId, expand, reply);
   }
 
-  @Get(':id/observations')
+  @Get('sources/:id/sse')
+  pipedreamEmits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
+    return this.open(auth, authorization, id, 'emits', lastId, expand, reply);
+  }
+
+  @Get('sse/dc/:id/observations')
   observations(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
     return this.open(auth, authorization, id, 'observations', lastId, expand, reply);
   }

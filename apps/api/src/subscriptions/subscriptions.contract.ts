@@ -51,4 +51,13 @@ export const SUBSCRIPTION_ROUTES: RouteContract[] = [
     responses: { 200: Type.Object({ data: Type.Array(Subscription) }) },
     errors: [404],
   },
+  {
+    method: 'GET',
+    path: '/v1/workspaces/{org_id}/subscriptions',
+    tag: 'subscriptions',
+    summary: "An org's subscriptions (Pipedream's workspace path; the same list as /v1/orgs/{org_id}/subscriptions)",
+    params: Type.Object({ org_id: Id('o_…') }),
+    responses: { 200: Type.Object({ data: Type.Array(Subscription) }) },
+    errors: [404],
+  },
 ];

@@ -44,7 +44,8 @@ export class SubscriptionsController {
     return { data: await this.subs.list(auth.userId) };
   }
 
-  @Get('orgs/:org_id/subscriptions')
+  /** `/workspaces/{org_id}/subscriptions` is the same list under Pipedream's newer name for orgs. */
+  @Get(['orgs/:org_id/subscriptions', 'workspaces/:org_id/subscriptions'])
   async listOrg(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: unknown): Promise<{ data: SubscriptionDto[] }> {
     return { data: await this.subs.list(namespaceOf(auth, orgId)) };
   }

@@ -68,7 +68,7 @@ export class SubscriptionsService {
   }
 
   async list(ownerId: string): Promise<SubscriptionDto[]> {
-    const subs = await this.em.fork().find(Subscription, { ownerId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+    const subs = await this.em.fork().find(Subscription, { ownerId }, { orderBy: { createdAtMs: 'asc', id: 'asc' } });
     return subs.map(toDto);
   }
 

@@ -3,7 +3,8 @@ import { parseHttpUrl } from '../common/http-url';
 
 export interface WebhookDto {
   id: string;
-  user_id: string;
+  /** The creator: in single-webhook responses (create, get, update), absent from list items, as for sources. */
+  user_id?: string;
   name: string | null;
   description: string | null;
   url: string;
@@ -16,10 +17,10 @@ export interface WebhookDto {
   secret?: string;
 }
 
-export function toWebhookDto(w: Webhook, secret?: string): WebhookDto {
+export function toWebhookDto(w: Webhook, secret?: string, withUser = true): WebhookDto {
   const dto: WebhookDto = {
     id: w.id,
-    user_id: w.userId,
+    ...(withUser ? { user_id: w.userId } : {}),
     name: w.name ?? null,
     description: w.description ?? null,
     url: w.url,

@@ -60,22 +60,38 @@ export const publishCommand: Command = {
   },
 };
 
+/** What `pd list streams` shows of a source: Pipedream's columns (its streams are private: they need your API key). */
+function streamOf(source: Source, origin: string): { id: string; name: string; type: string; visibility: 'private'; sse: string } {
+  const values = Object.values(source.configured_props ?? {});
+  const isTimer = values.some((v) => v !== null && typeof v === 'object' && 'interval_seconds' in v);
+  const type = endpointUrl(source) ? 'http' : isTimer ? 'timer' : 'source';
+  return { id: source.id, name: source.name, type, visibility: 'private', sse: `${origin}/sse/dc/${source.id}/emits` };
+}
+
 export const listCommand: Command = {
   name: 'list',
-  summary: 'list your sources or workflows',
-  usage: 'pd list sources|workflows [--org <o_…>]',
-  help: ['--org <o_…>            list the sources (workflows) of an org'],
-  examples: ['pd list sources', 'pd list workflows', 'pd list sources --json | jq -r ".[].id"'],
+  summary: 'list your sources, their event streams, or your workflows',
+  usage: 'pd list sources|streams|workflows [--org <o_…>]',
+  help: ['--org <o_…>            list the sources (streams, workflows) of an org', 'sources and streams have the short forms so and st'],
+  examples: ['pd list sources', 'pd list streams', 'pd list workflows', 'pd list sources --json | jq -r ".[].id"'],
   options: { org: { type: 'string' } },
   async run(ctx, { values, positionals }) {
     const what = positionals[0];
+    if (what && ['streams', 'stream', 'st'].includes(what)) {
+      const streams = (await withSpinner('Listing streams', () => listSources(ctx.client, orgOf(ctx, values)))).map((s) => streamOf(s, ctx.client.origin));
+      if (ctx.json) return printJson(streams);
+      if (streams.length === 0) return out(dim('No sources yet: deploy one with `pd deploy <file>`'));
+      return out(table(['NAME', 'TYPE', 'VISIBILITY', 'SSE'], streams.map((s) => [s.name, s.type, s.visibility, s.sse])));
+    }
     if (what && ['workflows', 'workflow', 'wf'].includes(what)) {
       const workflows = await withSpinner('Listing workflows', () => listWorkflows(ctx.client, orgOf(ctx, values)));
       if (ctx.json) return printJson(workflows);
       if (workflows.length === 0) return out(dim('No workflows yet: deploy one with `pd deploy workflow.yaml`'));
       return out(table(['ID', 'NAME', 'TRIGGER', 'STEPS', 'ACTIVE', 'ENDPOINT'], workflows.map((w) => [w.id, w.name, triggerText(w), String(w.steps.length), w.active ? 'true' : 'false', w.trigger.endpoint_url ?? ''])));
     }
-    if (!what || !['sources', 'source', 'src'].includes(what)) throw new CliError(`pd list needs what to list: pd list sources or pd list workflows${what ? ` (not "${what}")` : ''}`);
+    if (!what || !['sources', 'source', 'src', 'so'].includes(what)) {
+      throw new CliError(`pd list needs what to list: pd list sources, pd list streams or pd list workflows${what ? ` (not "${what}")` : ''}`);
+    }
     const sources = await withSpinner('Listing sources', () => listSources(ctx.client, orgOf(ctx, values)));
     if (ctx.json) return printJson(sources);
     if (sources.length === 0) return out(dim('No sources yet: deploy one with `pd deploy <file>`'));

@@ -1,8 +1,9 @@
-import { Entity, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Entity, Index, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { BigNumber, nowSeconds } from './common';
 
 @Entity({ tableName: 'subscriptions' })
 @Unique({ properties: ['ownerId', 'emitterId', 'listenerId', 'eventName'] })
+@Index({ properties: ['ownerId', 'createdAtMs', 'id'] })
 export class Subscription {
   @PrimaryKey({ type: 'string' }) id!: string;
   @Property({ type: 'string' }) ownerId!: string;
@@ -12,6 +13,8 @@ export class Subscription {
   @Property({ type: 'string' }) eventName = '';
   /** The user who made it with POST /subscriptions (null: made by the platform for a trigger or an auto-subscription). */
   @Property({ type: 'string', nullable: true }) createdBy?: string | null = null;
+  /** Orders the subscription lists (oldest first) within a second. */
+  @Property({ type: BigNumber }) createdAtMs: number = Date.now();
   @Property({ type: BigNumber }) createdAt: number = nowSeconds();
 }
 
