@@ -206,7 +206,8 @@ export function checkProp(prop: PropDescriptor, isAction: boolean, appSlugs: Set
  */
 export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
   if (!nonEmptyString(desc.name)) fail('the component has no name: export an object with a name string', { field: 'name' });
-  if (!nonEmptyString(desc.version)) fail('the component has no version: add a version string', { field: 'version' });
+  if (desc.version === undefined || desc.version === null) fail('the component has no version: add a version string', { field: 'version' });
+  if (!nonEmptyString(desc.version)) fail(`version must be a non-empty string such as "0.0.1", got ${JSON.stringify(desc.version)}`, { field: 'version' });
   const type = desc.type === undefined || desc.type === null ? 'source' : desc.type;
   if (type !== 'source' && type !== 'action') fail(`type must be "source" or "action", got ${JSON.stringify(type)}`, { field: 'type' });
   const isAction = type === 'action';
