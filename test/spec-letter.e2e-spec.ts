@@ -115,13 +115,14 @@ describe("Pipedream's documented request forms, to the letter", () => {
     expect((await api.get(`/sources/${src}/event_summaries?after=12x-0`)).status).toBe(400);
   });
 
-  it("lists webhooks as Pipedream's example does: user_id in the create response, not in list items", async () => {
+  it('lists webhooks with their creator, as the Webhook object of the spec carries user_id', async () => {
     const api = client(system, other.apiKey);
     const created = (await api.post('/webhooks?url=https://endpoint.example.com&name=name&description=description')).body.data;
     expect(created).toMatchObject({ user_id: other.id });
     const listed = await api.get('/users/me/webhooks');
     expect(listed.body.data.find((w: { id: string }) => w.id === created.id)).toEqual({
       id: created.id,
+      user_id: other.id,
       name: 'name',
       description: 'description',
       url: 'https://endpoint.example.com',
@@ -129,7 +130,6 @@ describe("Pipedream's documented request forms, to the letter", () => {
       created_at: created.created_at,
       updated_at: created.updated_at,
     });
-    // A single webhook (an extension route) shows its creator, as GET /sources/{id} does.
     expect((await api.get(`/webhooks/${created.id}`)).body.data.user_id).toBe(other.id);
   });
 

@@ -3,8 +3,7 @@ import { parseHttpUrl } from '../common/http-url';
 
 export interface WebhookDto {
   id: string;
-  /** The creator: in single-webhook responses (create, get, update), absent from list items, as for sources. */
-  user_id?: string;
+  user_id: string;
   name: string | null;
   description: string | null;
   url: string;
@@ -17,10 +16,10 @@ export interface WebhookDto {
   secret?: string;
 }
 
-export function toWebhookDto(w: Webhook, secret?: string, withUser = true): WebhookDto {
+export function toWebhookDto(w: Webhook, secret?: string): WebhookDto {
   const dto: WebhookDto = {
     id: w.id,
-    ...(withUser ? { user_id: w.userId } : {}),
+    user_id: w.userId,
     name: w.name ?? null,
     description: w.description ?? null,
     url: w.url,

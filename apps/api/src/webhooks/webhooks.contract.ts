@@ -5,7 +5,7 @@ import { Data, Id, NullableString, PAGE_QUERY, PageOf, Timestamp } from '../cont
 export const Webhook = Type.Object(
   {
     id: Id('wh_…'),
-    user_id: Type.Optional(Type.String({ description: 'the creator; in single-webhook responses, absent from list items' })),
+    user_id: Type.String(),
     name: Type.Union([Type.String(), Type.Null()]),
     description: Type.Union([Type.String(), Type.Null()]),
     url: Type.String(),

@@ -52,7 +52,7 @@ export class WebhooksService {
     const byId = new Map((await em.find(Webhook, { id: { $in: rows.map((r) => r.id) } })).map((w) => [w.id, w]));
     const total = await em.count(Webhook, { ownerId });
     const items = rows.map((r) => byId.get(r.id)!).filter(Boolean);
-    return finishPage(items, page, k.order, total, (w) => ({ k: w.createdAtMs, id: w.id }), (w) => toWebhookDto(w, undefined, false));
+    return finishPage(items, page, k.order, total, (w) => ({ k: w.createdAtMs, id: w.id }), (w) => toWebhookDto(w));
   }
 
   async update(auth: AuthContext, id: string, input: WebhookInput): Promise<WebhookDto> {
