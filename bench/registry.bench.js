@@ -107,12 +107,14 @@ function optionValue(o) {
 
 /**
  * Plausible configured_props for a component's configurable_props (a user would pick these): app props
- * get `auth`; optional props are left out unless `withOptional` (then they get a value too).
+ * get `auth`; optional props are left out unless `withOptional` (then they get a value too), and so is
+ * a timer with its own schedule (`static`), which Pipedream's forms do not show.
  */
 function plausibleProps(props, auth, withOptional = false) {
   const out = {};
   for (const p of props) {
     if (['$.interface.http', '$.service.db', 'alert', '$.interface.apphook'].includes(p.type)) continue;
+    if (p.static !== undefined) continue;
     if (p.type === 'app') {
       out[p.name] = { $auth: auth };
       continue;

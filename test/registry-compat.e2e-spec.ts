@@ -152,6 +152,16 @@ describe('registry sources as Pipedream runs them', () => {
     expect(src.configured_props.dir).toBeUndefined();
   });
 
+  it("a static timer is the component's own schedule: deployed without a value, a value given is not used (google_drive: new files instant)", async () => {
+    const c = await save('@pipedream/google_drive@1.4.1', 'new-files-instant');
+    // Its push-notification renewal: `static` and `hidden`, so Pipedream's forms never ask for it.
+    expect(c.configurable_props.find((p) => p.name === 'timer')).toMatchObject({ type: '$.interface.timer', static: { intervalSeconds: 82080 }, hidden: true });
+    const src = await deploy(c.id, { googleDrive: auth });
+    expect(src.configured_props.timer).toEqual({ cron: null, interval_seconds: 82080 });
+    const given = await deploy(c.id, { googleDrive: auth, timer: { intervalSeconds: 900 } });
+    expect(given.configured_props.timer).toEqual({ cron: null, interval_seconds: 82080 });
+  });
+
   it('a pinned npm version the registry lacks is a save error naming the package and the version', async () => {
     const code = 'import isNumber from "is-number@99.0.0";\nexport default { name: "pinned", version: "1", async run() { this.$emit({ n: isNumber(1) }) } };';
     const res = await api.post('/components', { component_code: code });

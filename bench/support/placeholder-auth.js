@@ -42,13 +42,16 @@ function codeFiles(dir, out = []) {
 
 /**
  * The `$auth` fields an app folder's code reads: `$auth.x`, `$auth?.x`, `$auth["x"]`, and the names
- * destructured from it (`const { host, key, ssl_verification_mode: mode } = this.$auth`).
+ * destructured from it (`const { host, key, ssl_verification_mode: mode } = this.$auth`). `urls` gets
+ * those the code puts at the start of a URL (`` `${this.$auth.api_domain}/api/v1` ``: Pipedrive's
+ * account holds its company's address there).
  */
-function authFields(appDir) {
+function authFields(appDir, urls = new Set()) {
   const fields = new Set();
   for (const file of codeFiles(appDir)) {
     const text = fs.readFileSync(file, 'utf8');
     for (const m of text.matchAll(/\$auth\??\.([A-Za-z_$][\w$]*)|\$auth\[\s*["'`]([^"'`]+)["'`]\s*\]/g)) fields.add(m[1] ?? m[2]);
+    for (const m of text.matchAll(/`\$\{[\w$.]*\$auth\??\.([A-Za-z_$][\w$]*)\}\//g)) urls.add(m[1]);
     for (const m of text.matchAll(/\{([^{}]*)\}\s*=\s*(?:this\.)?(?:[\w$]+\.)?\$auth\b(?!\s*\.)/g)) {
       for (const part of m[1].split(',')) {
         const name = part.trim().split(/[:=]/)[0].trim();
@@ -61,9 +64,12 @@ function authFields(appDir) {
 
 /** The placeholder `$auth` for the app whose code is in `appDir`. */
 function placeholderAuth(appDir) {
-  const fields = authFields(appDir);
+  const urls = new Set();
+  const fields = authFields(appDir, urls);
   const auth = { ...COMMON };
   for (const f of fields) if (!(f in auth)) auth[f] = valueByName(f);
+  // A field the code starts a URL with is an address, whatever its name.
+  for (const f of urls) auth[f] = 'https://example.com';
   // TLS material of a database connection (`ca`, `cert`, and `key` beside them) is left empty, as a user
   // who connects without client certificates leaves it; in an app that reads no `ca`/`cert`, `key` is an API key.
   const tls = fields.has('ca') || fields.has('cert');

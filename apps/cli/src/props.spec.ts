@@ -5,6 +5,7 @@ const DESCRIPTORS: PropDescriptor[] = [
   { name: 'db', type: '$.service.db' },
   { name: 'github', type: 'app' },
   { name: 'timer', type: '$.interface.timer', default: { intervalSeconds: 60 } },
+  { name: 'renewal', type: '$.interface.timer', static: { intervalSeconds: 82080 } },
   { name: 'name', type: 'string' },
   { name: 'count', type: 'integer' },
   { name: 'tags', type: 'string[]' },

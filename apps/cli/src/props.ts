@@ -14,6 +14,8 @@ export interface PropDescriptor {
   options?: unknown[];
   min?: number;
   max?: number;
+  /** A timer's own schedule (`$.interface.timer` with `static`): the server uses it, whatever is given. */
+  static?: unknown;
 }
 
 export type PropValues = Record<string, unknown>;
@@ -84,9 +86,9 @@ export function coerceToDescriptors(values: PropValues, descriptors: PropDescrip
   return result;
 }
 
-/** True when a prop has no value, no default, is not optional and is not filled by the platform. */
+/** True when a prop has no value, no default, is not optional and is not filled by the platform (or by its `static` value). */
 export function needsValue(d: PropDescriptor, values: PropValues): boolean {
-  if (d.name in values || d.optional || d.default !== undefined) return false;
+  if (d.name in values || d.optional || d.default !== undefined || d.static !== undefined) return false;
   return !PLATFORM_TYPES.has(d.type);
 }
 

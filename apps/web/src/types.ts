@@ -76,6 +76,8 @@ export interface ConfigurableProp {
   app?: string;
   content?: string;
   alertType?: string;
+  /** A timer's own schedule (`$.interface.timer` with `static`): it takes no value. */
+  static?: { intervalSeconds?: number; cron?: string };
 }
 
 export interface Component {

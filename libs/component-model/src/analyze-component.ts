@@ -129,11 +129,14 @@ function checkOptions(prop: PropDescriptor): PropOption[] | undefined {
   });
 }
 
+/** A timer's `default`, and its `static` (the value the component fixes: Google Drive's renewal schedule), are timer values. */
 function checkTimerDefault(prop: PropDescriptor): void {
-  const d = prop.default as Record<string, unknown> | undefined;
-  if (d === undefined) return;
-  const ok = typeof d === 'object' && d !== null && ((Number.isInteger(d.intervalSeconds) && (d.intervalSeconds as number) > 0) || nonEmptyString(d.cron));
-  if (!ok) fail(`prop "${prop.name}": a timer default must be { intervalSeconds: <positive integer> } or { cron: "<5-field cron>" }`, { prop: prop.name });
+  for (const [field, d] of [['default', prop.default], ['static', prop.extra?.static]] as const) {
+    if (d === undefined) continue;
+    const t = d as Record<string, unknown> | null;
+    const ok = typeof t === 'object' && t !== null && ((Number.isInteger(t.intervalSeconds) && (t.intervalSeconds as number) > 0) || nonEmptyString(t.cron));
+    if (!ok) fail(`prop "${prop.name}": a timer ${field} must be { intervalSeconds: <positive integer> } or { cron: "<5-field cron>" }`, { prop: prop.name });
+  }
 }
 
 export function toConfigurable(prop: PropDescriptor): ConfigurableProp {

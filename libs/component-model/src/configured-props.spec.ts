@@ -65,6 +65,14 @@ describe('validateConfiguredProps', () => {
     expect(check(all, { ...base, http: null, db: null, note: null })).toEqual(check(all, base));
   });
 
+  it("takes a static timer's own schedule whether or not a value is given (google_drive's push renewal, hidden on Pipedream)", () => {
+    const props: ConfigurableProp[] = [{ name: 'timer', type: '$.interface.timer', static: { intervalSeconds: 82800 }, hidden: true }, { name: 's', type: 'string' }];
+    expect(check(props, { s: 'x' })).toEqual({ s: 'x', timer: { intervalSeconds: 82800 } });
+    expect(check(props, { s: 'x', timer: { intervalSeconds: 900 } }).timer).toEqual({ intervalSeconds: 82800 });
+    // Below TIMER_MIN_INTERVAL_SECONDS, as a default may be: the component chose it.
+    expect(check([{ name: 't', type: '$.interface.timer', static: { intervalSeconds: 5 } }], {}).t).toEqual({ intervalSeconds: 5 });
+  });
+
   it('accepts cron timers with a timezone', () => {
     expect(check(all, { ...base, timer: { cron: '0 9 * * 1-5', timezone: 'Europe/Paris' } }).timer).toEqual({ cron: '0 9 * * 1-5', timezone: 'Europe/Paris' });
   });

@@ -179,7 +179,7 @@ function valueBytes(v: unknown): number {
 /**
  * Validates a source's `configured_props` against its component's props:
  * types, arrays, options, min/max, timers, app `$auth`, unknown props, size (per value and in all).
- * Returns the values to store (defaults applied; HTTP, db and alert props hold
+ * Returns the values to store (defaults applied, a timer's `static` schedule in place of any value; HTTP, db and alert props hold
  * no user value and are left out). Each error names the prop.
  */
 export function validateConfiguredProps(props: ConfigurableProp[], input: unknown, limits: ConfiguredPropsLimits): Record<string, unknown> {
@@ -210,6 +210,11 @@ export function validateConfiguredProps(props: ConfigurableProp[], input: unknow
       // null is no value, like an absent key (clients echo `"http": null` from forms).
       if (prop.type === 'alert' && raw !== undefined && raw !== null) fail(prop.name, 'an alert prop takes no value');
       if ((prop.type === INTERFACE_HTTP || prop.type === SERVICE_DB) && raw !== undefined && raw !== null && !isPlainObject(raw)) fail(prop.name, `${prop.type} takes no value`);
+      continue;
+    }
+    if (prop.type === INTERFACE_TIMER && prop.static !== undefined) {
+      // A static timer is the component's own schedule (Pipedream's forms do not show it): a value given is not used.
+      out[prop.name] = value(prop, prop.static, { ...limits, timerMinIntervalSeconds: 1 });
       continue;
     }
     if (raw === undefined || raw === null) {

@@ -161,9 +161,9 @@ describe('SandboxPool.execute', () => {
     expect(frames.filter((l) => !l.includes('component.js'))).toEqual([]);
   });
 
-  it('runs workers with an empty environment', async () => {
+  it("runs workers with an empty environment but for Pipedream's PD_COMPONENT (the source's id)", async () => {
     const r = await pool.execute(task(`module.exports = { name: 'env', version: '1', run() { this.$emit({ keys: Object.keys(process.env) }) } }`));
-    expect(r.emits[0].event).toEqual({ keys: [] });
+    expect(r.emits[0].event).toEqual({ keys: ['PD_COMPONENT'] });
   });
 
   it('emits the triggering event unchanged for a source without run', async () => {

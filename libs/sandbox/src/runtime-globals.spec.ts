@@ -64,6 +64,36 @@ describe("SandboxPool: Pipedream's Node runtime globals", () => {
     expect(message).toMatch(/^hello \/feed-[0-9a-f]{4}$/);
   });
 
+  it("has process.env.PD_COMPONENT, the source's id, in hooks and runs, through awaits; its own writes to process.env stay", async () => {
+    // As AWS's and ActiveCampaign's registry code reads it: `const { PD_COMPONENT: componentId } = process.env`
+    // names the SNS topic or webhook a source registers; the Task Scheduler subscribes the source to itself with it.
+    const code = `export default { name: "env", version: "1", hooks: { async activate() { this.$emit({ hook: process.env.PD_COMPONENT }); } },
+      async run() {
+        process.env.NTBA_FIX_319 = "1";
+        await new Promise((r) => setTimeout(r, 20));
+        const { PD_COMPONENT: componentId } = process.env;
+        this.$emit({ componentId, listed: Object.keys(process.env).includes("PD_COMPONENT"), flag: process.env.NTBA_FIX_319 });
+      } };`;
+    // One worker running three sources' tasks at once: their awaits interleave.
+    const shared = new SandboxPool({ threads: 1, concurrentTasksPerWorker: 3, heapMb: 128, npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-sbx-npm-')) });
+    try {
+      const [a, b, hook] = await Promise.all([
+        shared.execute(task(code, { sourceId: 'dc_aaa' })),
+        shared.execute(task(code, { sourceId: 'dc_bbb' })),
+        shared.execute(task(code, { sourceId: 'dc_ccc', method: 'activate' })),
+      ]);
+      expect([a.error, b.error, hook.error]).toEqual([undefined, undefined, undefined]);
+      expect(a.emits[0].event).toEqual({ componentId: 'dc_aaa', listed: true, flag: '1' });
+      expect(b.emits[0].event).toEqual({ componentId: 'dc_bbb', listed: true, flag: '1' });
+      expect(hook.emits[0].event).toEqual({ hook: 'dc_ccc' });
+      // A workflow's step is not a deployed component: it gets none.
+      const step = await shared.execute(task(code, { sourceId: 'p_workflow' }));
+      expect(step.emits[0].event).toEqual({ listed: false, flag: '1' });
+    } finally {
+      await shared.close();
+    }
+  });
+
   it('gives a dir prop (File Stash) whose methods say that File Stash is not available', async () => {
     const code = `export default { name: "stash", version: "1", props: { dir: { type: "dir", accessMode: "write", optional: true } },
       async run() {

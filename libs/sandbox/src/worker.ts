@@ -14,12 +14,14 @@ import { additionalProps, options } from './worker/options';
 import { routeTcpThroughEgress } from './worker/egress-client';
 import { guardTask, setVmTimeoutMode } from './worker/run-sync';
 import { refuseNestedWorkers } from './worker/no-nested-workers';
+import { installInvocationEnv } from './worker/process-env';
 
 const data = workerData as WorkerData | undefined;
 if (data?.platformRequireFrom) setPlatformRequireFrom(data.platformRequireFrom);
 setVmTimeoutMode(data?.vmTimeout ?? 'always');
 if (data?.heapMb) setHeapCapMb(data.heapMb);
 installConsoleCapture();
+installInvocationEnv();
 refuseNestedWorkers();
 if (data?.egressSocket) routeTcpThroughEgress(data.egressSocket);
 // Pipedream's Node.js runtime has `defineComponent` as a global (it returns its argument): code written with it loads unchanged.

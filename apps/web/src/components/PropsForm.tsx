@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api';
 import type { ConfigurableProp, PropOption } from '../types';
 import { ErrorNote } from './ui';
-import { isArray, MASK, NO_VALUE, optionLabel, optionValue, Raw, TimerRaw, toConfigured } from './props-values';
+import { isArray, MASK, optionLabel, optionValue, Raw, takesNoValue, TimerRaw, toConfigured } from './props-values';
 
 interface Props {
   componentId: string;
@@ -48,8 +48,16 @@ function PropField({ componentId, sourceId, prop: p, value, onChange, error, all
     </>
   );
 
-  if (NO_VALUE.has(p.type)) {
-    const what = p.type === '$.interface.http' ? 'Gets its own endpoint URL when deployed.' : p.type === '$.service.db' ? 'A key-value store kept for this source.' : p.content ?? '';
+  if (takesNoValue(p)) {
+    const schedule = p.static?.cron ? `cron ${p.static.cron}` : `every ${p.static?.intervalSeconds} seconds`;
+    const what =
+      p.type === '$.interface.http'
+        ? 'Gets its own endpoint URL when deployed.'
+        : p.type === '$.service.db'
+          ? 'A key-value store kept for this source.'
+          : p.type === '$.interface.timer'
+            ? `Runs on the component's own schedule: ${schedule}.`
+            : p.content ?? '';
     return (
       <div class="field field--info">
         <span class="field__label">{label}</span> <code>{p.type}</code>

@@ -27,6 +27,13 @@ describe('dashboard props form values', () => {
     });
   });
 
+  it("sends no value for a timer with its own (static) schedule", () => {
+    const withStatic: ConfigurableProp[] = [...props, { name: 'renewal', type: '$.interface.timer', static: { intervalSeconds: 82080 } }];
+    const raw = Object.fromEntries(withStatic.map((p) => [p.name, initialRaw(p)]));
+    Object.assign(raw, { token: 't', level: '"low"' });
+    expect(toConfigured(withStatic, raw).value).not.toHaveProperty('renewal');
+  });
+
   it('names the fields the browser already knows are wrong', () => {
     const raw = Object.fromEntries(props.map((p) => [p.name, initialRaw(p)]));
     Object.assign(raw, { count: '2.5', extra: '{not json', level: '"low"' });

@@ -13,6 +13,8 @@ export const MASK = '********';
 const JSON_TYPES = new Set(['object', 'json', 'any', 'http_request', 'sql']);
 /** Props that take no value from the user. */
 export const NO_VALUE = new Set(['$.interface.http', '$.service.db', 'alert']);
+/** Those, and a timer with its own (`static`) schedule. */
+export const takesNoValue = (p: ConfigurableProp): boolean => NO_VALUE.has(p.type) || (p.type === '$.interface.timer' && p.static !== undefined);
 
 export const isArray = (p: ConfigurableProp): boolean => p.type.endsWith('[]');
 export const optionValue = (o: PropOption): unknown => (typeof o === 'object' && o !== null ? o.value : o);
@@ -44,7 +46,7 @@ export function toConfigured(props: ConfigurableProp[], raw: Record<string, Raw>
   const value: Record<string, unknown> = {};
   const errors: Record<string, string> = {};
   for (const p of props) {
-    if (NO_VALUE.has(p.type)) continue;
+    if (takesNoValue(p)) continue;
     const r = raw[p.name];
     const set = (v: unknown) => {
       value[p.name] = v;

@@ -5,6 +5,7 @@ import { describeError, withLogs } from './capture';
 import { buildContext, FlowExit, makeDollar } from './context';
 import { loadComponent } from './loader';
 import { planFor } from './plan';
+import { withInvocationEnv } from './process-env';
 import { runSync, withTimeout } from './run-sync';
 import { type InvocationState, makeEmit, type ResponsePort, sizedClone } from './services';
 
@@ -21,7 +22,7 @@ export async function callBounded(fn: () => unknown, deadline: number, what: str
 /** Runs one method; `port` (default: the task's) gets the `respond()` payload at once and is closed when the run ends. */
 export function execute(task: Omit<WorkerExecuteTask, 'port'>, port: ResponsePort | undefined = (task as WorkerExecuteTask).port): Promise<ExecuteResult> {
   const logs: LogRecord[] = [];
-  return withLogs(logs, () => executeWith(task, logs, port));
+  return withLogs(logs, () => withInvocationEnv(task.sourceId, () => executeWith(task, logs, port)));
 }
 
 async function executeWith(task: Omit<WorkerExecuteTask, 'port'>, logs: LogRecord[], port: ResponsePort | undefined): Promise<ExecuteResult> {
