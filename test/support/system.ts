@@ -134,23 +134,32 @@ export function rotateNatsPassword(prefix: string, app: AppName): Promise<string
   return natsAuth.rotateTestPassword({ dir: need('TEST_NATS_AUTH_DIR'), pid: Number(need('TEST_NATS_PID')), prefix, app });
 }
 
+/** A NATS server of the test's own instead of the run's (test/support/own-nats.ts): its URL and the installation's users. */
+export interface SystemNats {
+  url: string;
+  prefix: string;
+  credentials: NatsCredentials;
+}
+
 /** Starts api + runner + delivery. `env` overrides settings (e.g. short timers). */
-export async function startSystem(env: Record<string, string> = {}, { apps = ['api', 'runner', 'delivery'] as AppName[] } = {}): Promise<System> {
+export async function startSystem(env: Record<string, string> = {}, { apps = ['api', 'runner', 'delivery'] as AppName[], ownNats }: { apps?: AppName[]; ownNats?: SystemNats } = {}): Promise<System> {
   const db = await createDatabase();
   const port = await freePort();
   // Users the run's server was started with (no reload), or new ones when they are all taken.
-  const claimed = await natsAuth.claimTestInstallation({
-    dir: need('TEST_NATS_AUTH_DIR'),
-    pid: Number(need('TEST_NATS_PID')),
-    url: need('TEST_NATS_URL'),
-    fallbackPrefix: `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`,
-  });
+  const claimed = ownNats
+    ? { prefix: ownNats.prefix, credentials: ownNats.credentials }
+    : await natsAuth.claimTestInstallation({
+        dir: need('TEST_NATS_AUTH_DIR'),
+        pid: Number(need('TEST_NATS_PID')),
+        url: need('TEST_NATS_URL'),
+        fallbackPrefix: `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`,
+      });
   const { prefix: natsPrefix, credentials: nats } = claimed;
   const baseEnv: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '/tmp',
     DATABASE_URL: db.url,
-    NATS_URL: need('TEST_NATS_URL'),
+    NATS_URL: ownNats?.url ?? need('TEST_NATS_URL'),
     NATS_PREFIX: natsPrefix,
     DATA_DIR: process.env.TEST_DATA_DIR ?? join(ROOT, '.data', 'test'),
     SECRETS_KEY: randomBytes(32).toString('hex'),

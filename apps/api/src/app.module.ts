@@ -27,7 +27,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
-        DbModule.forRoot(config, { requestContext: false }),
+        DbModule.forRoot(config, { requestContext: false, requestBounds: true }),
         NatsModule.forRoot('api', { manageStreams: true }),
         AuthModule,
         AccountsModule,

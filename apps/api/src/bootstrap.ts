@@ -12,6 +12,7 @@ import { registerWebUi } from './web/web-ui';
 import { registerResponseHeaders } from './common/response-headers';
 import { installLeanAsyncBind } from './common/lean-async-bind';
 import { registerRequestContext } from './common/request-context';
+import { KeyConcurrency, registerKeyConcurrency } from './common/key-concurrency';
 import { MikroORM } from '@mikro-orm/core';
 
 /** Builds the api application (not yet listening); used by main.ts and the tests. */
@@ -39,6 +40,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   });
   const fastify = app.getHttpAdapter().getInstance();
   registerRequestHygiene(fastify);
+  // Before anything that queries Postgres: one key's burst waits behind itself, not in the pool's queue.
+  registerKeyConcurrency(fastify, new KeyConcurrency(config.apiMaxConcurrentPerKey, config.apiQueueWaitMs));
   registerRequestContext(fastify, app.get(MikroORM));
   registerResponseHeaders(fastify);
   // The dashboard (apps/web): static files under /ui/, on the same origin as the API it calls.

@@ -50,8 +50,9 @@ export class RateLimitedError extends ApiError {
   }
 }
 
+/** A dependency (Postgres, NATS) is unavailable for now: the same request may succeed after `Retry-After`. */
 export class ServiceUnavailableError extends ApiError {
-  constructor(message: string) {
-    super(503, 'unavailable', message);
+  constructor(message: string, retryAfterSeconds = 1, details: Record<string, unknown> = {}) {
+    super(503, 'unavailable', message, { ...details, retry_after_seconds: retryAfterSeconds }, { 'retry-after': String(retryAfterSeconds) });
   }
 }

@@ -2,3 +2,4 @@ export * from './entities';
 export * from './orm.config';
 export * from './db.module';
 export * from './with-orm';
+export * from './db-errors';

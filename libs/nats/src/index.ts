@@ -5,3 +5,4 @@ export * from './write-coalescing';
 export * from './object-gc';
 export * from './nats-permissions';
 export * from './durable-consumers';
+export * from './nats-errors';

@@ -19,12 +19,15 @@ import { Names } from '@app/contracts';
 import { installationStreams, kvStream, objStream } from './nats-permissions';
 import { StreamPublisher } from './stream-publisher';
 import { coalesceNatsWrites } from './write-coalescing';
+import { ConnectionState, natsUnavailableError } from './nats-errors';
 
 const nanos = (ms: number): number => ms * 1_000_000;
 /** JetStream API requests that create or change streams: a replicated stream's creation waits for its leader election. */
 const STREAM_ADMIN_TIMEOUT_MS = 10_000;
 /** The apps' JetStream API requests (consumers, stream info, purges). */
 const CONSUMER_ADMIN_TIMEOUT_MS = 15_000;
+/** How long a request that needs NATS waits for a dropped connection to come back before it is refused. */
+const RECONNECT_GRACE_MS = 1_000;
 
 /**
  * One NATS connection per process, as the app's own NATS user, with every
@@ -46,6 +49,7 @@ export class NatsService {
    */
   streams!: StreamPublisher;
   private stopping = false;
+  private connection?: ConnectionState;
 
   /**
    * `manageStreams`: this process creates and updates every stream and bucket
@@ -64,6 +68,7 @@ export class NatsService {
   async start(): Promise<void> {
     coalesceNatsWrites();
     this.nc = await connectFirst(this.config, this.clientName);
+    this.connection = new ConnectionState(this.nc);
     // The client gives up only when the server keeps refusing the credentials (e.g. rotated passwords after a reload).
     void this.nc.closed().then((err) => {
       if (!this.stopping) this.opts.onConnectionLost?.(err ?? new Error('the NATS connection closed'));
@@ -137,6 +142,24 @@ export class NatsService {
       // As the client sets it on create: the duplicate window may not exceed the age.
       if (info.config.max_age !== maxAge) await jsm.streams.update(stream, { ...info.config, max_age: maxAge, duplicate_window: Math.min(maxAge, nanos(120_000)) });
     });
+  }
+
+  /**
+   * Whether the connection is up, waiting up to RECONNECT_GRACE_MS for a reconnection when it is down
+   * (another node of a cluster takes over within milliseconds; a restarting server takes seconds).
+   */
+  async waitConnected(): Promise<boolean> {
+    if (this.nc?.isClosed()) return false;
+    return this.connection ? this.connection.whenConnected(RECONNECT_GRACE_MS) : true;
+  }
+
+  /**
+   * Refuses a request that needs NATS (503 with Retry-After) while the connection is down and does not
+   * come back within RECONNECT_GRACE_MS: a publish would wait in the client's buffer until its timeout,
+   * and could still be sent after the caller was told it failed.
+   */
+  async ensureConnected(): Promise<void> {
+    if (!(await this.waitConnected())) throw natsUnavailableError();
   }
 
   async stop(): Promise<void> {

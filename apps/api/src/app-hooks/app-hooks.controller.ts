@@ -93,6 +93,7 @@ export class AppHooksController {
   private async deliver(source: Source, event: unknown): Promise<string> {
     const invocationId = newId('invocation');
     const msg: InvocationMessage = { invocationId, sourceId: source.id, kind: 'apphook', event, createdAtMs: Date.now() };
+    await this.nats.ensureConnected();
     await this.nats.js.publish(this.nats.names.invocation(partitionOf(source.id, this.config.partitions), source.id), encodeJson(msg), { msgID: invocationId });
     return invocationId;
   }

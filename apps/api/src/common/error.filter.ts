@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '@app/contracts';
 import { allowedMethods } from '../contract/contract.interceptor';
+import { dependencyError, describeCause } from './dependency-errors';
 
 interface ErrorBody {
   error: string;
@@ -28,8 +29,11 @@ export class ErrorFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    const [status, body, headers] = this.methodNotAllowed(exception, host.switchToHttp().getRequest<FastifyRequest>()) ?? this.describe(exception);
-    if (status >= 500) this.logger.error((exception as Error)?.stack ?? String(exception));
+    const dependency = dependencyError(exception);
+    const [status, body, headers] = this.methodNotAllowed(exception, host.switchToHttp().getRequest<FastifyRequest>()) ?? this.describe(dependency ?? exception);
+    // A dependency that is down fails many requests at once: one line each, without a stack; a bug gets its stack.
+    if (dependency) this.logger.warn(`answered ${status} ${body.code}: ${describeCause(exception)}`);
+    else if (status >= 500) this.logger.error((exception as Error)?.stack ?? String(exception));
     if (reply.sent) return;
     for (const [k, v] of Object.entries(headers ?? {})) reply.header(k, v);
     reply.status(status).send(body);

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { loadConfig } from '@app/config';
 import { Component } from '@app/db';
-import { publishToRegistry, registryDir, seedRegistry } from './registry';
+import { publishToRegistry, registryDir, seedRegistry, underRegistryLock } from './registry';
 import { REGISTRY_OWNER } from './components.service';
 import { SandboxComponentReader } from './sandbox-component-reader';
 
@@ -18,7 +18,7 @@ export const REGISTRY_COMMANDS: Record<string, Command> = {
     const code = readFileSync(resolve(file), 'utf8');
     const config = loadConfig();
     const reader = await SandboxComponentReader.create(config);
-    const { component, created } = await publishToRegistry(em, reader, config, code).finally(() => reader.close());
+    const { component, created } = await underRegistryLock(em, (tx) => publishToRegistry(tx, reader, config, code)).finally(() => reader.close());
     return { id: component.id, key: component.key, version: component.version, name: component.name, code_hash: component.codeHash, created };
   },
   /** `registry seed [--dir <dir>]`: publishes every shipped component (the api also does this at start). */

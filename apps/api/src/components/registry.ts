@@ -49,6 +49,21 @@ export async function publishToRegistry(em: EntityManager, reader: ComponentRead
   return { component: c, created: true };
 }
 
+/**
+ * Runs `work` in a transaction holding the registry's advisory lock, so publishers take turns (the seeds of
+ * several api replicas, `registry publish` beside them): two publishing one key and version at once would
+ * otherwise both find it unpublished and both insert it.
+ */
+export async function underRegistryLock<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+  return em.transactional(async (tx) => {
+    // tx.execute runs in the transaction (getConnection().execute would take another pooled connection, releasing the lock at once).
+    // Waiting for another replica's seed (npm installs) may take longer than DB_STATEMENT_TIMEOUT_MS, meant for requests.
+    await tx.execute(`set local statement_timeout = 0`);
+    await tx.execute(`select pg_advisory_xact_lock(hashtext('registry-seed'))`);
+    return work(tx);
+  });
+}
+
 /** The component files of a registry directory (`*.js`, `*.mjs`, `*.cjs`), sorted. */
 export function registryFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
@@ -69,9 +84,7 @@ export interface SeedResult {
 export async function seedRegistry(em: EntityManager, reader: ComponentReader, config: AppConfig, dir: string, stopped: () => boolean = () => false): Promise<SeedResult[]> {
   const files = registryFiles(dir);
   if (!files.length) return [];
-  return em.transactional(async (tx) => {
-    // tx.execute runs in the transaction (getConnection().execute would take another pooled connection, releasing the lock at once).
-    await tx.execute(`select pg_advisory_xact_lock(hashtext('registry-seed'))`);
+  return underRegistryLock(em, async (tx) => {
     const out: SeedResult[] = [];
     for (const file of files) {
       if (stopped()) throw new Error('seeding stopped (shutting down)');

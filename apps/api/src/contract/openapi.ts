@@ -30,8 +30,9 @@ function responses(route: RouteContract): Json {
     else if (schema === 'sse') out[status] = { description: 'an event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } };
     else out[status] = { description: 'success', content: { 'application/json': { schema: plain(schema) } } };
   }
-  // Every authenticated route takes `org_id`, and one naming an org the caller is not a member of is a 404.
-  const errors = [...new Set([400, ...(route.public ? [] : [401, 404]), ...(route.errors ?? [])])].sort((x, y) => x - y);
+  // Every authenticated route takes `org_id`, and one naming an org the caller is not a member of is a 404;
+  // it may wait its turn behind the key's other requests (429), and needs Postgres (503 while it is unavailable).
+  const errors = [...new Set([400, ...(route.public ? [] : [401, 404, 429, 503]), ...(route.errors ?? [])])].sort((x, y) => x - y);
   for (const status of errors) out[status] = { $ref: `#/components/responses/Error${status}` };
   return out;
 }
@@ -42,6 +43,8 @@ const ERROR_TEXT: Record<number, string> = {
   404: 'not found, or not yours (on every route: org_id naming an org you are not a member of)',
   409: 'conflict',
   413: 'too large',
+  429: 'too many requests at once with this API key (API_MAX_CONCURRENT_PER_KEY): retry after `Retry-After` seconds',
+  503: 'a service it needs (Postgres, NATS) is unavailable or saturated for now: retry after `Retry-After` seconds',
 };
 
 /** The OpenAPI 3.1 document of the api, generated from the route declarations. */

@@ -16,6 +16,7 @@ import {
   packHttpEvent,
   parseHttpBody,
   randomToken,
+  ServiceUnavailableError,
 } from '@app/contracts';
 import type { Subscription } from 'nats';
 import { NatsService } from '@app/nats';
@@ -24,6 +25,7 @@ import { InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';
 import { endpointUrlOf } from './endpoint-urls';
 import { scopeSetCookies } from './endpoint-cookies';
+import { dependencyError, describeCause } from '../common/dependency-errors';
 
 /** Headers a relayed custom response may not set (the server computes them). */
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
@@ -72,7 +74,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: this.config.httpMaxBodyBytes }, (_req, body, done) => done(null, body));
       scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
         // The rules every request meets first (registerRequestHygiene: a Host header…), in their own words.
-        if (err instanceof ApiError) return reply.status(err.status).send({ error: err.message, code: err.code, ...(err.details ? { details: err.details } : {}) });
+        if (err instanceof ApiError) return reply.status(err.status).headers(err.headers ?? {}).send({ error: err.message, code: err.code, ...(err.details ? { details: err.details } : {}) });
         if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err.statusCode === 413) {
           const message = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body is larger than ${this.config.httpMaxBodyBytes} bytes` : err.message;
           return reply.status(413).send({ error: message, code: 'payload_too_large' });
@@ -80,6 +82,11 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
         if (err.statusCode === 503) {
           const invocationId = (err as { invocationId?: string }).invocationId;
           return reply.status(503).header('retry-after', '1').send({ error: err.message, code: 'unavailable', details: { invocation_id: invocationId, retry_after_seconds: 1 } });
+        }
+        const dependency = dependencyError(err);
+        if (dependency) {
+          this.logger.warn(`ingress answered ${dependency.status}: ${describeCause(err)}`);
+          return reply.status(dependency.status).headers(dependency.headers ?? {}).send({ error: dependency.message, code: dependency.code, details: dependency.details });
         }
         this.logger.error(`ingress failed: ${err.message}`);
         const clientError = !!err.statusCode && err.statusCode >= 400 && err.statusCode < 500;
@@ -216,6 +223,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       // HTTP_MAX_BODY_BYTES set above what one NATS message carries: a clear 413, not a 500 from the broker.
       throw Object.assign(new Error(`request too large to store: ${data.length} bytes as an invocation, the NATS server's max_payload is ${maxPayload} bytes`), { statusCode: 413 });
     }
+    // NATS down and not back within a moment: refused before anything is sent, so a retry cannot make a second event.
+    if (!(await this.nats.waitConnected())) throw new ServiceUnavailableError('the request was not stored: the service cannot reach NATS right now; retry later', 1);
     try {
       await this.nats.streams.publish(this.nats.names.invocation(target.partition, target.sourceId), data, msg.invocationId);
     } catch (e) {

@@ -38,6 +38,7 @@ export class ManualRunController {
       event: input.event !== undefined ? input.event : await this.defaultEvent(source),
       createdAtMs: Date.now(),
     };
+    await this.nats.ensureConnected();
     await this.nats.js.publish(this.nats.names.invocation(partitionOf(source.id, this.config.partitions), source.id), encodeJson(msg), { msgID: invocationId });
     return { data: { invocation_id: invocationId } };
   }

@@ -72,6 +72,12 @@ export class SourcePublisher {
 
   /** Publishes now; a failure is left to the reconciler (the row keeps `publishedRev < rev`). */
   async publishSoon(sourceId: string): Promise<void> {
+    // NATS down (reconnecting): Postgres has the change, and the reconciler publishes it once NATS is back; waiting
+    // for a publish that can only time out would hold the request for the JetStream timeout.
+    if (!(await this.nats.waitConnected())) {
+      this.logger.warn(`NATS is unavailable: the reconciler will publish source_id=${sourceId}`);
+      return;
+    }
     try {
       await this.publish(sourceId);
     } catch (e) {

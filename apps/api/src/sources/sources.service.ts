@@ -152,14 +152,17 @@ export class SourcesService {
     });
   }
 
-  /** Writes an update (revision + 1 in SQL, so concurrent updates each move it); a new name gets a unique slug. */
-  private async writeUpdate(source: Source, newName: string | undefined): Promise<void> {
-    await this.em.fork().transactional(async (em) => {
+  /**
+   * Writes an update (revision + 1 in SQL, so concurrent updates each move it); a new name gets a unique slug.
+   * False when the source was deleted since it was read (nothing written).
+   */
+  private async writeUpdate(source: Source, newName: string | undefined): Promise<boolean> {
+    return this.em.fork().transactional(async (em) => {
       if (newName !== undefined) {
         await lockOwnerSlugs(em, source.ownerId);
         source.nameSlug = await this.freeSlug(em, source.ownerId, slugify(newName), source.id);
       }
-      await em.nativeUpdate(
+      const updated = await em.nativeUpdate(
         Source,
         { id: source.id, deletedAt: null },
         {
@@ -174,6 +177,7 @@ export class SourcesService {
           updatedAt: Math.floor(Date.now() / 1000),
         },
       );
+      return updated > 0;
     });
   }
 
@@ -250,10 +254,11 @@ export class SourcesService {
     const hasHttp = props.some((p) => p.type === INTERFACE_HTTP);
     source.endpointKey = hasHttp ? (source.endpointKey ?? newEndpointKey()) : null;
     if (change.name !== undefined) source.name = change.name;
-    await this.writeUpdate(source, change.name);
+    // Deleted by a concurrent DELETE since it was read: nothing was updated.
+    if (!(await this.writeUpdate(source, change.name))) throw new NotFoundError(`source ${id} not found`, { id });
     this.logger.log(`source updated source_id=${source.id} active=${source.active}`);
     await this.publisher.publishSoon(source.id);
-    const fresh = await this.em.fork().findOne(Source, { id: source.id });
+    const fresh = await this.em.fork().findOne(Source, { id: source.id, deletedAt: null });
     if (!fresh) throw new NotFoundError(`source ${id} not found`, { id });
     return { source: fresh, component };
   }

@@ -48,6 +48,7 @@ export class SseService implements BeforeApplicationShutdown {
 
   async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, stillAllowed: () => Promise<boolean>): Promise<void> {
     if (answeredHead(reply)) return;
+    await this.nats.ensureConnected();
     const consumer = await this.nats.js.consumers.get(this.nats.names.emitsStream, {
       filterSubjects: this.nats.names.emit(sourceId),
       ...(after ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, after.ms - REPLAY_SLACK_MS)).toISOString() } : { deliver_policy: DeliverPolicy.New }),

@@ -94,6 +94,12 @@ export class WorkflowPublisher implements OnApplicationBootstrap, OnApplicationS
   }
 
   async publishSoon(id: string): Promise<void> {
+    // NATS down (reconnecting): Postgres has the change, and the reconciler publishes it once NATS is back; waiting
+    // for a publish that can only time out would hold the request for the JetStream timeout.
+    if (!(await this.nats.waitConnected())) {
+      this.logger.warn(`NATS is unavailable: the reconciler will publish workflow_id=${id}`);
+      return;
+    }
     try {
       await this.publish(id);
     } catch (e) {

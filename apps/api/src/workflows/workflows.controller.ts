@@ -93,6 +93,7 @@ export class WorkflowsController {
     }
     const invocationId = newId('invocation');
     const msg: InvocationMessage = { invocationId, sourceId: w.id, kind: 'manual', event, createdAtMs: Date.now() };
+    await this.nats.ensureConnected();
     await this.nats.js.publish(this.nats.names.invocation(partitionOf(w.id, this.config.partitions), w.id), encodeJson(msg), { msgID: invocationId });
     return invocationId;
   }

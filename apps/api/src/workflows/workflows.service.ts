@@ -185,7 +185,9 @@ export class WorkflowsService {
     await this.autoSubscribe(w);
     this.logger.log(`workflow created workflow_id=${w.id} owner_id=${ownerId} deployment_id=${w.deploymentId}`);
     await this.publisher.publishSoon(w.id);
-    return (await this.em.fork().findOne(Workflow, { id: w.id })) as Workflow;
+    const current = await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null });
+    if (!current) throw new NotFoundError(`workflow ${w.id} not found`, { id: w.id });
+    return current;
   }
 
   async get(auth: AuthContext, id: string): Promise<Workflow> {
@@ -206,17 +208,22 @@ export class WorkflowsService {
     const { rows } = await resolveSteps(this.components, em, auth, w.ownerId, def.steps, this.config.secretsKey, w.steps);
     const endpointKey = 'http' in def.trigger ? (w.endpointKey ?? newEndpointKey()) : null;
     const trigger = await this.triggerRow(auth, w.ownerId, def, w);
-    await em.nativeUpdate(
+    const updated = await em.nativeUpdate(
       Workflow,
       { id: w.id, deletedAt: null },
       { name: def.name, deploymentId: newId('deployment'), trigger, steps: rows, settings: def.settings as Record<string, unknown>, secrets, active: body.active !== false, endpointKey, rev: raw('rev + 1'), updatedAt: Math.floor(Date.now() / 1000) },
     );
-    const fresh = (await this.em.fork().findOne(Workflow, { id: w.id })) as Workflow;
+    // Deleted by a concurrent DELETE since it was read: the update did not happen (and the row may be gone).
+    const deleted = (): NotFoundError => new NotFoundError(`workflow ${id} not found`, { id });
+    const fresh = updated ? await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null }) : null;
+    if (!fresh) throw deleted();
     await this.linkTrigger(auth, fresh);
     await this.dropManagedSource(auth, w, trigger);
     this.logger.log(`workflow updated workflow_id=${w.id} deployment_id=${fresh.deploymentId}`);
     await this.publisher.publishSoon(w.id);
-    return (await this.em.fork().findOne(Workflow, { id: w.id })) as Workflow;
+    const current = await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null });
+    if (!current) throw deleted();
+    return current;
   }
 
   /**

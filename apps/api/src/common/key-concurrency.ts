@@ -1,0 +1,89 @@
+import type { FastifyInstance } from 'fastify';
+import { sha256Hex } from '@app/contracts';
+
+/** Requests of one key waiting for a turn at most; more are refused at once. */
+const MAX_WAITING_PER_KEY = 1_000;
+
+interface Lane {
+  running: number;
+  waiting: (() => void)[];
+}
+
+/**
+ * At most `limit` requests per key run at once; the others wait in the key's own queue (first come, first
+ * served) for at most `waitMs`. One account's burst then waits behind itself, instead of filling the
+ * Postgres pool's queue, where every other account's requests would wait behind it.
+ */
+export class KeyConcurrency {
+  private readonly lanes = new Map<string, Lane>();
+
+  constructor(
+    readonly limit: number,
+    private readonly waitMs: number,
+  ) {}
+
+  /** Resolves to the function that ends the turn, or undefined when the key's queue is full or the wait ran out. */
+  acquire(key: string): Promise<(() => void) | undefined> {
+    let lane = this.lanes.get(key);
+    if (!lane) this.lanes.set(key, (lane = { running: 0, waiting: [] }));
+    const l = lane;
+    const turn = (): (() => void) => {
+      l.running++;
+      let done = false;
+      return () => {
+        if (done) return;
+        done = true;
+        l.running--;
+        const next = l.waiting.shift();
+        if (next) next();
+        else if (l.running === 0) this.lanes.delete(key);
+      };
+    };
+    if (l.running < this.limit) return Promise.resolve(turn());
+    if (l.waiting.length >= MAX_WAITING_PER_KEY || this.waitMs === 0) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const go = (): void => {
+        clearTimeout(timer);
+        resolve(turn());
+      };
+      const timer = setTimeout(() => {
+        const i = l.waiting.indexOf(go);
+        if (i >= 0) l.waiting.splice(i, 1);
+        resolve(undefined);
+      }, this.waitMs);
+      l.waiting.push(go);
+    });
+  }
+
+  /** Keys with requests running or waiting (for tests). */
+  get activeKeys(): number {
+    return this.lanes.size;
+  }
+}
+
+/**
+ * Applies a KeyConcurrency to `/v1` requests, keyed by the API key's hash (no lookup needed: a refused
+ * request costs no query). Event streams (`/sse`) stay open for long and the public `/e/` ingress has
+ * its own limits: neither counts. A request that waited too long gets 429 with Retry-After.
+ */
+export function registerKeyConcurrency(fastify: FastifyInstance, limiter: KeyConcurrency): void {
+  if (limiter.limit <= 0) return;
+  fastify.addHook('onRequest', async (req, reply) => {
+    if (!req.url.startsWith('/v1/')) return;
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(String(req.headers.authorization ?? ''));
+    const release = await limiter.acquire(match ? sha256Hex(match[1]) : '');
+    if (!release) {
+      return reply
+        .status(429)
+        .header('retry-after', '1')
+        .send({
+          error: `too many requests at once with this API key: at most ${limiter.limit} run at a time and the others did not get their turn in time; retry after 1 s`,
+          code: 'rate_limited',
+          details: { max_concurrent: limiter.limit, retry_after_seconds: 1 },
+        });
+    }
+    // `close` comes once the answer is sent, or when the client went away first.
+    reply.raw.once('close', release);
+    if (reply.raw.destroyed) release();
+  });
+}
