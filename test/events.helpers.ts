@@ -3,6 +3,7 @@ import { connect, NatsConnection } from 'nats';
 import { natsAdmin } from './support/env';
 import { Client } from 'pg';
 import { EmittedEvent, encodeJson, Names, newId } from '@app/contracts';
+import { HTTP_SOURCE } from './support/components';
 import { System } from './support/system';
 
 /**
@@ -137,4 +138,19 @@ export async function subscriptionsLoaded(system: System): Promise<void> {
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`delivery loaded ${seen} subscriptions, the database has ${n}`);
+}
+
+/** An HTTP source (HTTP_SOURCE) of the caller, subscribed to a new webhook to `receiverUrl`, once delivery has loaded the route. */
+export async function httpSourceToWebhook(
+  system: System,
+  api: { post(path: string, body?: unknown): Promise<{ status: number; body: any }> },
+  receiverUrl: string,
+): Promise<{ src: string; componentId: string; url: string; wh: string }> {
+  const created = await api.post('/sources', { component_code: HTTP_SOURCE });
+  if (created.status !== 200) throw new Error(`POST /sources answered ${created.status}: ${JSON.stringify(created.body)}`);
+  const wh: string = (await api.post('/webhooks', { url: receiverUrl })).body.data.id;
+  const subscribed = await api.post('/subscriptions', { emitter_id: created.body.data.id, listener_id: wh });
+  if (subscribed.status !== 200) throw new Error(`POST /subscriptions answered ${subscribed.status}`);
+  await subscriptionsLoaded(system);
+  return { src: created.body.data.id, componentId: created.body.data.component_id, url: created.body.data.configured_props.http.endpoint_url, wh };
 }

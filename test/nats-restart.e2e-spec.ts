@@ -1,10 +1,9 @@
 import { connect } from 'nats';
 import { decodeJson, DesiredSourceState, Names, partitionOf } from '@app/contracts';
 import { client, createUser } from './support/accounts';
-import { HTTP_SOURCE } from './support/components';
 import { OwnNats, startOwnNats } from './support/own-nats';
 import { eventually, freePort, startSystem, System } from './support/system';
-import { Receiver, sql, subscriptionsLoaded } from './events.helpers';
+import { httpSourceToWebhook, Receiver, sql } from './events.helpers';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -59,14 +58,7 @@ describe('the NATS server restarting under load', () => {
   it('answers 503 while NATS is down and loses nothing accepted once it is back', async () => {
     const user = createUser(system);
     const api = client(system, user.apiKey);
-    const created = await api.post('/sources', { component_code: HTTP_SOURCE });
-    expect(created.status).toBe(200);
-    const src: string = created.body.data.id;
-    const componentId: string = created.body.data.component_id;
-    const url: string = created.body.data.configured_props.http.endpoint_url;
-    const wh: string = (await api.post('/webhooks', { url: receiver.url })).body.data.id;
-    expect((await api.post('/subscriptions', { emitter_id: src, listener_id: wh })).status).toBe(200);
-    await subscriptionsLoaded(system);
+    const { src, componentId, url } = await httpSourceToWebhook(system, api, receiver.url);
     const send = (i: number): Promise<Response> => fetch(url, { method: 'POST', body: JSON.stringify({ i }), headers: { 'content-type': 'application/json' } });
     await eventually(async () => (await send(-1)).status === 200 && receiver.received.length > 0, { what: 'the first event delivered', timeoutMs: 30_000, intervalMs: 500 });
     const streams = new AbortController();

@@ -1,8 +1,7 @@
 import { Client } from 'pg';
 import { client, createUser } from './support/accounts';
-import { HTTP_SOURCE } from './support/components';
 import { eventually, freePort, startSystem, System } from './support/system';
-import { Receiver, subscriptionsLoaded } from './events.helpers';
+import { httpSourceToWebhook, Receiver } from './events.helpers';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -51,13 +50,7 @@ describe('Postgres connections terminated under load', () => {
   it('answers 503 with Retry-After while connections die, recovers without a restart, and delivers every accepted event', async () => {
     const user = createUser(system);
     const api = client(system, user.apiKey);
-    const created = await api.post('/sources', { component_code: HTTP_SOURCE });
-    expect(created.status).toBe(200);
-    const src: string = created.body.data.id;
-    const url: string = created.body.data.configured_props.http.endpoint_url;
-    const wh: string = (await api.post('/webhooks', { url: receiver.url })).body.data.id;
-    expect((await api.post('/subscriptions', { emitter_id: src, listener_id: wh })).status).toBe(200);
-    await subscriptionsLoaded(system);
+    const { src, url, wh } = await httpSourceToWebhook(system, api, receiver.url);
     await eventually(async () => (await fetch(url, { method: 'POST', body: '{"i":-1}', headers: { 'content-type': 'application/json' } })).status === 200 && receiver.received.length > 0, {
       what: 'the first event delivered',
       timeoutMs: 30_000,
