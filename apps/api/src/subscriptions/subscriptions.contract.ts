@@ -42,22 +42,19 @@ export const SUBSCRIPTION_ROUTES: RouteContract[] = [
     errors: [404],
   },
   { method: 'GET', path: '/v1/users/me/subscriptions', tag: 'subscriptions', summary: 'Your subscriptions', responses: { 200: Type.Object({ data: Type.Array(Subscription) }) } },
-  {
-    method: 'GET',
-    path: '/v1/orgs/{org_id}/subscriptions',
-    tag: 'subscriptions',
-    summary: "An org's subscriptions",
-    params: Type.Object({ org_id: Id('o_…') }),
-    responses: { 200: Type.Object({ data: Type.Array(Subscription) }) },
-    errors: [404],
-  },
-  {
-    method: 'GET',
-    path: '/v1/workspaces/{org_id}/subscriptions',
-    tag: 'subscriptions',
-    summary: "An org's subscriptions (Pipedream's workspace path; the same list as /v1/orgs/{org_id}/subscriptions)",
-    params: Type.Object({ org_id: Id('o_…') }),
-    responses: { 200: Type.Object({ data: Type.Array(Subscription) }) },
-    errors: [404],
-  },
+  // The same list under Pipedream's newer name for orgs, workspaces.
+  ...[
+    ['/v1/orgs/{org_id}/subscriptions', "An org's subscriptions"],
+    ['/v1/workspaces/{org_id}/subscriptions', "An org's subscriptions (Pipedream's workspace path; the same list as /v1/orgs/{org_id}/subscriptions)"],
+  ].map(
+    ([path, summary]): RouteContract => ({
+      method: 'GET',
+      path,
+      tag: 'subscriptions',
+      summary,
+      params: Type.Object({ org_id: Id('o_…') }),
+      responses: { 200: Type.Object({ data: Type.Array(Subscription) }) },
+      errors: [404],
+    }),
+  ),
 ];
