@@ -1,5 +1,6 @@
 'use strict';
-// Compatibility sweep over Pipedream's registry: `npm run bench -- registry [--packages a,b] [--components <dir>] [--limit n]`.
+// Compatibility sweep over Pipedream's registry:
+//   `npm run bench -- registry [--packages a,b] [--components <dir>] [--sample n] [--apps a,b] [--limit n]`.
 //
 // Each source component is bundled the way `pd deploy` bundles (local imports inlined, npm packages
 // external), saved with POST /v1/components, and deployed with POST /v1/sources with plausible prop
@@ -13,6 +14,10 @@
 // `configurable_props` is compared with the props Node itself sees when it imports the source
 // (a child process per app, with the app's npm dependencies installed beside it).
 // Prints the outcome table and percentages.
+// Selecting apps (the whole repository takes hours): `--sample n` takes every n-th app, sorted by name, of
+// those with sources (the 1st, the n+1-th, …), so the same n picks the same apps on every run; `--apps a,b`
+// takes only the named apps (folder names with --components, package names otherwise), to re-run them
+// after a fix. `--limit n` stops after n sources.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -267,13 +272,14 @@ async function main() {
     // `--packages woocommerce` means Pipedream's package of that app.
     for (const name of names) apps.push({ name: name.startsWith('@') ? name : `@pipedream/${name}`, fetch: true });
   }
+  const selected = selectApps(apps, option('apps'), Number(option('sample', '1')) || 1);
   const system = await startSystem({ RUN_TIMEOUT_MS: String(HOOK_TIMEOUT_MS), SANDBOX_THREADS_PER_ACCOUNT: '2', TIMER_MIN_INTERVAL_SECONDS: '60' });
   const user = createUser(system);
   const client = api(system, user.apiKey);
   const results = [];
   let count = 0;
   try {
-    for (const app of apps) {
+    for (const app of selected) {
       if (count >= limit) break;
       let dir = app.dir;
       try {
@@ -338,7 +344,22 @@ async function main() {
   } finally {
     await system.stop();
   }
-  report(results, Date.now() - started, componentsDir ? `components folder ${componentsDir}` : `${apps.length} @pipedream/* npm packages`);
+  const sampled = selected.length < apps.length ? `${selected.length} of ${apps.length} apps (${sampleNote(option('apps'), option('sample'))}) of ` : '';
+  report(results, Date.now() - started, `${sampled}${componentsDir ? `components folder ${componentsDir}` : `${apps.length} @pipedream/* npm packages`}`);
+}
+
+/** The apps a run sweeps: those named with --apps, else every n-th of them sorted by name (all for n = 1). */
+function selectApps(apps, named, every) {
+  if (named) {
+    const want = new Set(named.split(',').map((s) => s.trim()).filter(Boolean));
+    return apps.filter((a) => want.has(a.name) || want.has(a.name.replace(/^@pipedream\//, '')));
+  }
+  const sorted = [...apps].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return sorted.filter((_, i) => i % every === 0);
+}
+
+function sampleNote(named, every) {
+  return named ? `--apps ${named}` : `every ${every}th app by name`;
 }
 
 function report(results, ms, what) {
