@@ -8,7 +8,8 @@
 // call the app's own API fail on the network: that counts as compatible. Sources come from:
 //   - the `@pipedream/*` app packages on the npm registry (bench/registry-packages.txt, or --packages),
 //     each fetched with `npm pack` — they carry their app's sources as Pipedream publishes them;
-//   - with --components <dir>, a local copy of Pipedream's `components` folder (`<dir>/<app>/sources/…`).
+//   - with --components <dir>, a local copy of Pipedream's `components` folder (`<dir>/<app>/sources/…`);
+//     each app folder is copied to a temporary folder first, so the folder given is only read.
 // The placeholder account is shaped per app by the `$auth` fields its code reads (support/placeholder-auth.js);
 // a source whose hooks fail with its optional props left out is deployed once more with them filled in.
 // `configurable_props` is compared with the props Node itself sees when it imports the source
@@ -67,6 +68,13 @@ function fetchPackage(name) {
   const file = run('npm', ['pack', name, '--silent', '--pack-destination', dir], { cwd: dir }).trim().split('\n').pop();
   run('tar', ['xzf', path.join(dir, file), '-C', dir]);
   return path.join(dir, 'package');
+}
+
+/** A copy of a local app folder (its dependencies are installed beside its sources, never in the folder given). */
+function copyApp(app) {
+  const dir = path.join(work, 'apps', app.name);
+  fs.cpSync(app.dir, dir, { recursive: true, filter: (src) => path.basename(src) !== 'node_modules' });
+  return dir;
 }
 
 /** The props Node sees when it imports each source (ground truth for configurable_props). */
@@ -283,9 +291,9 @@ async function main() {
       if (count >= limit) break;
       let dir = app.dir;
       try {
-        if (app.fetch) dir = fetchPackage(app.name);
+        dir = app.fetch ? fetchPackage(app.name) : copyApp(app);
       } catch (e) {
-        console.log(`  ${app.name}: npm pack failed: ${e.message.slice(0, 200)}`);
+        console.log(`  ${app.name}: ${app.fetch ? 'npm pack' : 'copy'} failed: ${e.message.slice(0, 200)}`);
         continue;
       }
       const files = sourceFiles(dir).slice(0, limit - count);
@@ -331,6 +339,7 @@ async function main() {
         deployed.push(r);
       });
       await hooksSettle(system, 5000, HOOK_TIMEOUT_MS + 10_000);
+      fs.rmSync(path.dirname(dir) === path.join(work, 'apps') ? dir : path.dirname(dir), { recursive: true, force: true });
       console.log(`  ${app.name}: ${files.length} sources (${Math.round((Date.now() - started) / 1000)} s)`);
     }
     // Late hooks (up to the 90 s timeout) report their errors too.
