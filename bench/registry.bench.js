@@ -24,7 +24,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawnSync, spawn } = require('node:child_process');
 const { startSystem, createUser, api, scrape, total } = require('./support/system');
-const { placeholderAuth } = require('./support/placeholder-auth');
+const { placeholderAuth, codeFiles } = require('./support/placeholder-auth');
 
 const ROOT = path.join(__dirname, '..');
 const { bundleComponent } = require(path.join(ROOT, 'dist', 'apps', 'cli', 'src', 'bundle.js'));
@@ -70,10 +70,21 @@ function fetchPackage(name) {
   return path.join(dir, 'package');
 }
 
-/** A copy of a local app folder (its dependencies are installed beside its sources, never in the folder given). */
-function copyApp(app) {
-  const dir = path.join(work, 'apps', app.name);
+/**
+ * A copy of a local app folder beside copies of the apps its code imports by relative path
+ * (`../../../google_drive/…`), as in the components folder: its dependencies are installed in the copy,
+ * never in the folder given.
+ */
+function copyApp(app, root = path.dirname(app.dir), into = path.join(work, 'apps')) {
+  const dir = path.join(into, app.name);
+  if (fs.existsSync(dir)) return dir;
   fs.cpSync(app.dir, dir, { recursive: true, filter: (src) => path.basename(src) !== 'node_modules' });
+  for (const file of codeFiles(app.dir)) {
+    for (const m of fs.readFileSync(file, 'utf8').matchAll(/from\s+["']((?:\.\.\/)+[^"']+)["']/g)) {
+      const other = path.relative(root, path.resolve(path.dirname(file), m[1])).split(path.sep)[0];
+      if (other && other !== '..' && other !== app.name && fs.existsSync(path.join(root, other))) copyApp({ name: other, dir: path.join(root, other) }, root, into);
+    }
+  }
   return dir;
 }
 
@@ -339,7 +350,7 @@ async function main() {
         deployed.push(r);
       });
       await hooksSettle(system, 5000, HOOK_TIMEOUT_MS + 10_000);
-      fs.rmSync(path.dirname(dir) === path.join(work, 'apps') ? dir : path.dirname(dir), { recursive: true, force: true });
+      fs.rmSync(app.fetch ? path.dirname(dir) : path.join(work, 'apps'), { recursive: true, force: true });
       console.log(`  ${app.name}: ${files.length} sources (${Math.round((Date.now() - started) / 1000)} s)`);
     }
     // Late hooks (up to the 90 s timeout) report their errors too.

@@ -73,4 +73,4 @@ function placeholderAuth(appDir) {
   return auth;
 }
 
-module.exports = { placeholderAuth, authFields };
+module.exports = { placeholderAuth, authFields, codeFiles };
