@@ -23,6 +23,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawnSync, spawn } = require('node:child_process');
+const { builtinModules } = require('node:module');
 const { startSystem, createUser, api, scrape, total } = require('./support/system');
 const { placeholderAuth, codeFiles } = require('./support/placeholder-auth');
 
@@ -88,13 +89,59 @@ function copyApp(app, root = path.dirname(app.dir), into = path.join(work, 'apps
   return dir;
 }
 
-/** The props Node sees when it imports each source (ground truth for configurable_props). */
+const NPM_INSTALL = ['install', '--ignore-scripts', '--omit=dev', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error'];
+
+/**
+ * Installs an app's dependencies beside its code (a copy), as its package.json lists them: builtins listed as
+ * packages (`"fs": "^0.0.1-security"`, a placeholder on the npm registry) are dropped from it first, as Node
+ * never loads them and npm cannot install the placeholder.
+ */
+function installDependencies(appDir) {
+  const file = path.join(appDir, 'package.json');
+  if (!fs.existsSync(file) || fs.existsSync(path.join(appDir, 'node_modules'))) return;
+  try {
+    const pkg = JSON.parse(fs.readFileSync(file, 'utf8'));
+    for (const name of Object.keys(pkg.dependencies ?? {})) if (builtinModules.includes(name)) delete pkg.dependencies[name];
+    fs.writeFileSync(file, JSON.stringify(pkg, null, 2));
+  } catch {
+    return;
+  }
+  spawnSync('npm', NPM_INSTALL, { cwd: appDir, encoding: 'utf8' });
+}
+
+/** A TypeScript source as Node can import it: bundled as `pd deploy` bundles it (types stripped, packages external), beside it. */
+async function importable(file, appDir) {
+  if (!file.endsWith('.ts')) return file;
+  try {
+    const { code, format } = await bundleComponent(file, appDir);
+    const out = file.replace(/\.ts$/, format === 'esm' ? '.node-import.mjs' : '.node-import.cjs');
+    fs.writeFileSync(out, code);
+    return out;
+  } catch {
+    return file;
+  }
+}
+
+/**
+ * The props Node sees when it imports each source (ground truth for configurable_props). A package the
+ * app's code imports without listing it in package.json (`moment`, `uuid`) is installed, and the import tried again.
+ */
 async function nodeProps(appDir, files) {
   if (!files.length) return {};
-  const pkg = path.join(appDir, 'package.json');
-  if (fs.existsSync(pkg) && !fs.existsSync(path.join(appDir, 'node_modules'))) {
-    spawnSync('npm', ['install', '--ignore-scripts', '--omit=dev', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error'], { cwd: appDir, encoding: 'utf8' });
+  installDependencies(appDir);
+  const entries = new Map();
+  for (const f of files) entries.set(f, await importable(f, appDir));
+  let out = await importProps(appDir, [...entries.values()]);
+  const missing = new Set(Object.values(out).map((v) => /Cannot find package '([^']+)'/.exec(v?.error ?? '')?.[1]).filter(Boolean));
+  if (missing.size) {
+    // Not `--omit=dev`: a TypeScript app lists `@pipedream/types` (whose `defineSource` its sources call) as a dev dependency.
+    spawnSync('npm', [...NPM_INSTALL.filter((a) => a !== '--omit=dev'), '--no-save', ...missing], { cwd: appDir, encoding: 'utf8' });
+    out = await importProps(appDir, [...entries.values()]);
   }
+  return Object.fromEntries(files.map((f) => [f, out[entries.get(f)]]));
+}
+
+function importProps(appDir, files) {
   const script = `
     const out = {};
     for (const f of JSON.parse(process.argv[1])) {
@@ -107,8 +154,6 @@ async function nodeProps(appDir, files) {
       } catch (e) { out[f] = { error: String(e && e.message || e).slice(0, 200) }; }
     }
     process.stdout.write(JSON.stringify(out));`;
-  const ts = files.some((f) => f.endsWith('.ts'));
-  if (ts) return {};
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(files)], { cwd: appDir, stdio: ['ignore', 'pipe', 'ignore'] });
     let text = '';
@@ -123,6 +168,10 @@ async function nodeProps(appDir, files) {
       }
     });
   });
+}
+
+function labelled(value) {
+  return { label: String(value), value };
 }
 
 function optionValue(o) {
@@ -170,6 +219,8 @@ function plausibleProps(props, auth, withOptional = false) {
       default:
         out[p.name] = first ?? 'placeholder';
     }
+    // A `withLabel` prop is given the option as a form picks it: label and value (its code reads `.label`).
+    if (p.withLabel) out[p.name] = { __lv: Array.isArray(out[p.name]) ? out[p.name].map(labelled) : labelled(out[p.name]) };
   }
   return out;
 }
@@ -178,6 +229,9 @@ function plausibleProps(props, auth, withOptional = false) {
 const OFFLINE = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENETUNREACH|socket hang up|fetch failed|getaddrinf|connect E|Request failed with status code|status code [45]\d\d|Unauthorized|Forbidden|invalid[_ ]?(token|auth|api key|credentials)|certificate|timeout of \d+ms exceeded|aborted|error occurred with our connection to/i;
 // An app's handler of an axios error that reads `err.response.data` (undefined when the request never got an answer).
 const NETWORK_HANDLER = /Cannot read properties of undefined \(reading 'data'\)/;
+// Apps' retry wrappers that drop the error of a request that got no answer and say so: Mailchimp's
+// (`status` defaults to 500, `err.response` is undefined) and Shopify's (no GraphQL error code, no extensions).
+const NETWORK_WRAPPED = /Unexpected error \(status code: 500\):\s*undefined\s*$|Unexpected error \(error code: undefined\):\s*\{\}\s*$/;
 // The app's own checks of the placeholder input (props left empty, an account that is not real).
 const PLACEHOLDER_INPUT = /^ConfigurationError|Missing required parameters/;
 const ADDITIONAL_PROPS_OFFLINE = 'additionalProps() failed on the network (offline)';
@@ -199,7 +253,7 @@ function classifyHookError(e) {
   if (/TimeoutError/.test(text)) return 'hooks unfinished after 90 s';
   if (/WebSocket is not defined/.test(text)) return 'no global `WebSocket`';
   if (/ERR_REQUIRE_ASYNC_MODULE|top-level await/.test(text)) return 'top-level `await` in an ESM module graph';
-  if (OFFLINE.test(text) || NETWORK_HANDLER.test(text) || PLACEHOLDER_INPUT.test(text)) return undefined;
+  if (OFFLINE.test(text) || NETWORK_HANDLER.test(text) || NETWORK_WRAPPED.test(text) || PLACEHOLDER_INPUT.test(text)) return undefined;
   return HOOK_FAILED;
 }
 
