@@ -289,23 +289,28 @@ async function pool(items, n, fn) {
   );
 }
 
-async function hooksTotal(system) {
+/** Hooks run so far, and whether the runner still has work: a task in the sandbox or a job in a mailbox. */
+async function runnerState(system) {
   const m = await scrape(system.ports.runner);
-  return total(m, 'runner_hooks_total');
+  return { hooks: total(m, 'runner_hooks_total'), busy: total(m, 'runner_sandbox_tasks') + total(m, 'runner_mailbox_depth') > 0 };
 }
 
-/** Waits until the runner has run no hook for `quietMs` (or `capMs` passed). */
+/**
+ * Waits until the runner has run no hook for `quietMs` and has nothing running or queued (or `capMs`
+ * passed): a hook still retrying the app's API must end before its errors are read.
+ */
 async function hooksSettle(system, quietMs, capMs) {
   const start = Date.now();
-  let last = await hooksTotal(system);
+  let last = (await runnerState(system)).hooks;
   let since = Date.now();
-  while (Date.now() - since < quietMs && Date.now() - start < capMs) {
+  for (;;) {
     await new Promise((r) => setTimeout(r, 1000));
-    const now = await hooksTotal(system);
-    if (now !== last) {
-      last = now;
+    const now = await runnerState(system);
+    if (now.hooks !== last) {
+      last = now.hooks;
       since = Date.now();
     }
+    if ((Date.now() - since >= quietMs && !now.busy) || Date.now() - start >= capMs) return;
   }
 }
 
