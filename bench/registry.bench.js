@@ -296,10 +296,11 @@ async function runnerState(system) {
 }
 
 /**
- * Waits until the runner has run no hook for `quietMs` and has nothing running or queued (or `capMs`
- * passed): a hook still retrying the app's API must end before its errors are read.
+ * Waits until the runner has run no hook for `quietMs` (or `capMs` passed); with `idle`, also until it has
+ * nothing running or queued: a hook still retrying the app's API must end before its errors are read. Only
+ * before reading (not between apps): the timers of the sources deployed keep the runner busy now and then.
  */
-async function hooksSettle(system, quietMs, capMs) {
+async function hooksSettle(system, quietMs, capMs, idle = false) {
   const start = Date.now();
   let last = (await runnerState(system)).hooks;
   let since = Date.now();
@@ -310,7 +311,7 @@ async function hooksSettle(system, quietMs, capMs) {
       last = now.hooks;
       since = Date.now();
     }
-    if ((Date.now() - since >= quietMs && !now.busy) || Date.now() - start >= capMs) return;
+    if ((Date.now() - since >= quietMs && !(idle && now.busy)) || Date.now() - start >= capMs) return;
   }
 }
 
@@ -325,7 +326,7 @@ async function retryWithOptional(system, client, failed) {
     const src = await deploy(client, r.componentId, r.props, r.auth, true);
     if (src.status === 200) r.retryId = src.body.data.id;
   });
-  await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000);
+  await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000, true);
   for (const r of failed.filter((x) => x.retryId)) {
     if (await hookFailure(client, r.retryId)) continue;
     r.outcome = 'ok';
@@ -413,7 +414,7 @@ async function main() {
       console.log(`  ${app.name}: ${files.length} sources (${Math.round((Date.now() - started) / 1000)} s)`);
     }
     // Late hooks (up to the 90 s timeout) report their errors too.
-    await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000);
+    await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000, true);
     for (const r of results.filter((x) => x.sourceId)) {
       const bad = await hookFailure(client, r.sourceId);
       if (bad) [r.outcome, r.detail] = bad;
