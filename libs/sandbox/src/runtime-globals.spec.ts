@@ -75,19 +75,4 @@ describe("SandboxPool: Pipedream's Node runtime globals", () => {
     expect(r.error).toBeUndefined();
     expect(r.emits[0].event).toEqual({ kind: 'object', error: { name: 'FileStashUnavailableError', message: 'File Stash is not available in this service: the "dir" dir prop cannot store or read files' } });
   });
-  it("sets process.env.PD_COMPONENT to the running source's id, per invocation (ActiveCampaign names its webhook with it)", async () => {
-    // As activecampaign.app.mjs's createHook reads it (the name of the webhook it creates), after an await.
-    const code = `export default { name: "hook-name", version: "1", props: {},
-      async run() {
-        await new Promise((r) => setTimeout(r, 20));
-        const componentId = process.env.PD_COMPONENT;
-        this.$emit({ name: \`Pipedream Hook (\${componentId})\`, has: "PD_COMPONENT" in process.env });
-      } };`;
-    // Two sources' runs interleaved on one worker: each reads its own id.
-    const shared = new SandboxPool({ threads: 1, concurrentTasksPerWorker: 2, heapMb: 128, npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-sbx-npm-')) });
-    const [a, b] = await Promise.all([shared.execute(task(code, { sourceId: 'dc_first' })), shared.execute(task(code, { sourceId: 'dc_second' }))]).finally(() => shared.close());
-    expect(a.error).toBeUndefined();
-    expect(a.emits[0].event).toEqual({ name: 'Pipedream Hook (dc_first)', has: true });
-    expect(b.emits[0].event).toEqual({ name: 'Pipedream Hook (dc_second)', has: true });
-  });
 });

@@ -13,21 +13,15 @@ import { mapStack } from './stack-map';
 const MAX_LOGS = 1000;
 const MAX_MSG = 16 * 1024;
 
-/** What follows an invocation through its async code: its logs, and the source it runs for. */
-interface InvocationScope {
-  logs: LogRecord[];
-  sourceId?: string;
-}
+const als = new AsyncLocalStorage<LogRecord[]>();
 
-const als = new AsyncLocalStorage<InvocationScope>();
-
-/** Runs `fn` with `console.*` going into `logs` (and `process.env.PD_COMPONENT` reading `sourceId`). */
-export function withLogs<T>(logs: LogRecord[], fn: () => Promise<T>, sourceId?: string): Promise<T> {
-  return als.run({ logs, sourceId }, fn);
+/** Runs `fn` with `console.*` going into `logs`. */
+export function withLogs<T>(logs: LogRecord[], fn: () => Promise<T>): Promise<T> {
+  return als.run(logs, fn);
 }
 
 export function pushLog(k: string, msg: string): void {
-  const logs = als.getStore()?.logs;
+  const logs = als.getStore();
   if (!logs || logs.length >= MAX_LOGS) return;
   logs.push({ ts: Date.now(), k, msg: msg.length > MAX_MSG ? `${msg.slice(0, MAX_MSG)}… (truncated)` : msg });
 }
@@ -48,24 +42,10 @@ export function installConsoleCapture(): void {
   globalThis.console = c;
   process.on('uncaughtException', (e) => pushLog('console.error', `Uncaught exception: ${describeError(e).stack ?? String(e)}`));
   process.on('unhandledRejection', (e) => pushLog('console.error', `Unhandled rejection: ${describeError(e).stack ?? String(e)}`));
-  installComponentEnv();
   // A component must not end its worker thread.
   process.exit = ((code?: number) => {
     throw new Error(`process.exit(${code ?? ''}) is not allowed in a component`);
   }) as typeof process.exit;
-}
-
-/**
- * Pipedream's runtime sets `PD_COMPONENT` to the id of the source that runs (its scheduled-task sources
- * subscribe the source to its own channel with it; ActiveCampaign names its webhook with it). A worker may
- * run several sources' tasks at once, so the variable is read from the invocation, not set in the environment.
- */
-function installComponentEnv(): void {
-  const env = process.env;
-  process.env = new Proxy(env, {
-    get: (target, key) => (key === 'PD_COMPONENT' ? als.getStore()?.sourceId : Reflect.get(target, key)),
-    has: (target, key) => (key === 'PD_COMPONENT' ? als.getStore()?.sourceId !== undefined : Reflect.has(target, key)),
-  });
 }
 
 export function describeError(e: unknown): SandboxError {

@@ -21,7 +21,7 @@ export async function callBounded(fn: () => unknown, deadline: number, what: str
 /** Runs one method; `port` (default: the task's) gets the `respond()` payload at once and is closed when the run ends. */
 export function execute(task: Omit<WorkerExecuteTask, 'port'>, port: ResponsePort | undefined = (task as WorkerExecuteTask).port): Promise<ExecuteResult> {
   const logs: LogRecord[] = [];
-  return withLogs(logs, () => executeWith(task, logs, port), task.sourceId);
+  return withLogs(logs, () => executeWith(task, logs, port));
 }
 
 async function executeWith(task: Omit<WorkerExecuteTask, 'port'>, logs: LogRecord[], port: ResponsePort | undefined): Promise<ExecuteResult> {
