@@ -1,5 +1,6 @@
 'use strict';
-// Compatibility sweep over Pipedream's registry: `npm run bench -- registry [--packages a,b] [--components <dir>] [--limit n]`.
+// Compatibility sweep over Pipedream's registry:
+//   `npm run bench -- registry [--packages a,b] [--components <dir>] [--sample n] [--apps a,b] [--limit n]`.
 //
 // Each source component is bundled the way `pd deploy` bundles (local imports inlined, npm packages
 // external), saved with POST /v1/components, and deployed with POST /v1/sources with plausible prop
@@ -7,18 +8,24 @@
 // call the app's own API fail on the network: that counts as compatible. Sources come from:
 //   - the `@pipedream/*` app packages on the npm registry (bench/registry-packages.txt, or --packages),
 //     each fetched with `npm pack` — they carry their app's sources as Pipedream publishes them;
-//   - with --components <dir>, a local copy of Pipedream's `components` folder (`<dir>/<app>/sources/…`).
+//   - with --components <dir>, a local copy of Pipedream's `components` folder (`<dir>/<app>/sources/…`);
+//     each app folder is copied to a temporary folder first, so the folder given is only read.
 // The placeholder account is shaped per app by the `$auth` fields its code reads (support/placeholder-auth.js);
 // a source whose hooks fail with its optional props left out is deployed once more with them filled in.
 // `configurable_props` is compared with the props Node itself sees when it imports the source
 // (a child process per app, with the app's npm dependencies installed beside it).
 // Prints the outcome table and percentages.
+// Selecting apps (the whole repository takes hours): `--sample n` takes every n-th app, sorted by name, of
+// those with sources (the 1st, the n+1-th, …), so the same n picks the same apps on every run; `--apps a,b`
+// takes only the named apps (folder names with --components, package names otherwise), to re-run them
+// after a fix. `--limit n` stops after n sources.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawnSync, spawn } = require('node:child_process');
+const { builtinModules } = require('node:module');
 const { startSystem, createUser, api, scrape, total } = require('./support/system');
-const { placeholderAuth } = require('./support/placeholder-auth');
+const { placeholderAuth, codeFiles } = require('./support/placeholder-auth');
 
 const ROOT = path.join(__dirname, '..');
 const { bundleComponent } = require(path.join(ROOT, 'dist', 'apps', 'cli', 'src', 'bundle.js'));
@@ -64,13 +71,77 @@ function fetchPackage(name) {
   return path.join(dir, 'package');
 }
 
-/** The props Node sees when it imports each source (ground truth for configurable_props). */
+/**
+ * A copy of a local app folder beside copies of the apps its code imports by relative path
+ * (`../../../google_drive/…`), as in the components folder: its dependencies are installed in the copy,
+ * never in the folder given.
+ */
+function copyApp(app, root = path.dirname(app.dir), into = path.join(work, 'apps')) {
+  const dir = path.join(into, app.name);
+  if (fs.existsSync(dir)) return dir;
+  fs.cpSync(app.dir, dir, { recursive: true, filter: (src) => path.basename(src) !== 'node_modules' });
+  for (const file of codeFiles(app.dir)) {
+    for (const m of fs.readFileSync(file, 'utf8').matchAll(/from\s+["']((?:\.\.\/)+[^"']+)["']/g)) {
+      const other = path.relative(root, path.resolve(path.dirname(file), m[1])).split(path.sep)[0];
+      if (other && other !== '..' && other !== app.name && fs.existsSync(path.join(root, other))) copyApp({ name: other, dir: path.join(root, other) }, root, into);
+    }
+  }
+  return dir;
+}
+
+const NPM_INSTALL = ['install', '--ignore-scripts', '--omit=dev', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error'];
+
+/**
+ * Installs an app's dependencies beside its code (a copy), as its package.json lists them: builtins listed as
+ * packages (`"fs": "^0.0.1-security"`, a placeholder on the npm registry) are dropped from it first, as Node
+ * never loads them and npm cannot install the placeholder.
+ */
+function installDependencies(appDir) {
+  const file = path.join(appDir, 'package.json');
+  if (!fs.existsSync(file) || fs.existsSync(path.join(appDir, 'node_modules'))) return;
+  try {
+    const pkg = JSON.parse(fs.readFileSync(file, 'utf8'));
+    for (const name of Object.keys(pkg.dependencies ?? {})) if (builtinModules.includes(name)) delete pkg.dependencies[name];
+    fs.writeFileSync(file, JSON.stringify(pkg, null, 2));
+  } catch {
+    return;
+  }
+  spawnSync('npm', NPM_INSTALL, { cwd: appDir, encoding: 'utf8' });
+}
+
+/** A TypeScript source as Node can import it: bundled as `pd deploy` bundles it (types stripped, packages external), beside it. */
+async function importable(file, appDir) {
+  if (!file.endsWith('.ts')) return file;
+  try {
+    const { code, format } = await bundleComponent(file, appDir);
+    const out = file.replace(/\.ts$/, format === 'esm' ? '.node-import.mjs' : '.node-import.cjs');
+    fs.writeFileSync(out, code);
+    return out;
+  } catch {
+    return file;
+  }
+}
+
+/**
+ * The props Node sees when it imports each source (ground truth for configurable_props). A package the
+ * app's code imports without listing it in package.json (`moment`, `uuid`) is installed, and the import tried again.
+ */
 async function nodeProps(appDir, files) {
   if (!files.length) return {};
-  const pkg = path.join(appDir, 'package.json');
-  if (fs.existsSync(pkg) && !fs.existsSync(path.join(appDir, 'node_modules'))) {
-    spawnSync('npm', ['install', '--ignore-scripts', '--omit=dev', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error'], { cwd: appDir, encoding: 'utf8' });
+  installDependencies(appDir);
+  const entries = new Map();
+  for (const f of files) entries.set(f, await importable(f, appDir));
+  let out = await importProps(appDir, [...entries.values()]);
+  const missing = new Set(Object.values(out).map((v) => /Cannot find package '([^']+)'/.exec(v?.error ?? '')?.[1]).filter(Boolean));
+  if (missing.size) {
+    // Not `--omit=dev`: a TypeScript app lists `@pipedream/types` (whose `defineSource` its sources call) as a dev dependency.
+    spawnSync('npm', [...NPM_INSTALL.filter((a) => a !== '--omit=dev'), '--no-save', ...missing], { cwd: appDir, encoding: 'utf8' });
+    out = await importProps(appDir, [...entries.values()]);
   }
+  return Object.fromEntries(files.map((f) => [f, out[entries.get(f)]]));
+}
+
+function importProps(appDir, files) {
   const script = `
     const out = {};
     for (const f of JSON.parse(process.argv[1])) {
@@ -83,8 +154,6 @@ async function nodeProps(appDir, files) {
       } catch (e) { out[f] = { error: String(e && e.message || e).slice(0, 200) }; }
     }
     process.stdout.write(JSON.stringify(out));`;
-  const ts = files.some((f) => f.endsWith('.ts'));
-  if (ts) return {};
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', script, JSON.stringify(files)], { cwd: appDir, stdio: ['ignore', 'pipe', 'ignore'] });
     let text = '';
@@ -99,6 +168,10 @@ async function nodeProps(appDir, files) {
       }
     });
   });
+}
+
+function labelled(value) {
+  return { label: String(value), value };
 }
 
 function optionValue(o) {
@@ -148,6 +221,8 @@ function plausibleProps(props, auth, withOptional = false) {
       default:
         out[p.name] = first ?? 'placeholder';
     }
+    // A `withLabel` prop is given the option as a form picks it: label and value (its code reads `.label`).
+    if (p.withLabel) out[p.name] = { __lv: Array.isArray(out[p.name]) ? out[p.name].map(labelled) : labelled(out[p.name]) };
   }
   return out;
 }
@@ -156,6 +231,9 @@ function plausibleProps(props, auth, withOptional = false) {
 const OFFLINE = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENETUNREACH|socket hang up|fetch failed|getaddrinf|connect E|Request failed with status code|status code [45]\d\d|Unauthorized|Forbidden|invalid[_ ]?(token|auth|api key|credentials)|certificate|timeout of \d+ms exceeded|aborted|error occurred with our connection to/i;
 // An app's handler of an axios error that reads `err.response.data` (undefined when the request never got an answer).
 const NETWORK_HANDLER = /Cannot read properties of undefined \(reading 'data'\)/;
+// Apps' retry wrappers that drop the error of a request that got no answer and say so: Mailchimp's
+// (`status` defaults to 500, `err.response` is undefined) and Shopify's (no GraphQL error code, no extensions).
+const NETWORK_WRAPPED = /Unexpected error \(status code: 500\):\s*undefined\s*$|Unexpected error \(error code: undefined\):\s*\{\}\s*$/;
 // The app's own checks of the placeholder input (props left empty, an account that is not real).
 const PLACEHOLDER_INPUT = /^ConfigurationError|Missing required parameters/;
 const ADDITIONAL_PROPS_OFFLINE = 'additionalProps() failed on the network (offline)';
@@ -177,7 +255,7 @@ function classifyHookError(e) {
   if (/TimeoutError/.test(text)) return 'hooks unfinished after 90 s';
   if (/WebSocket is not defined/.test(text)) return 'no global `WebSocket`';
   if (/ERR_REQUIRE_ASYNC_MODULE|top-level await/.test(text)) return 'top-level `await` in an ESM module graph';
-  if (OFFLINE.test(text) || NETWORK_HANDLER.test(text) || PLACEHOLDER_INPUT.test(text)) return undefined;
+  if (OFFLINE.test(text) || NETWORK_HANDLER.test(text) || NETWORK_WRAPPED.test(text) || PLACEHOLDER_INPUT.test(text)) return undefined;
   return HOOK_FAILED;
 }
 
@@ -213,23 +291,29 @@ async function pool(items, n, fn) {
   );
 }
 
-async function hooksTotal(system) {
+/** Hooks run so far, and whether the runner still has work: a task in the sandbox or a job in a mailbox. */
+async function runnerState(system) {
   const m = await scrape(system.ports.runner);
-  return total(m, 'runner_hooks_total');
+  return { hooks: total(m, 'runner_hooks_total'), busy: total(m, 'runner_sandbox_tasks') + total(m, 'runner_mailbox_depth') > 0 };
 }
 
-/** Waits until the runner has run no hook for `quietMs` (or `capMs` passed). */
-async function hooksSettle(system, quietMs, capMs) {
+/**
+ * Waits until the runner has run no hook for `quietMs` (or `capMs` passed); with `idle`, also until it has
+ * nothing running or queued: a hook still retrying the app's API must end before its errors are read. Only
+ * before reading (not between apps): the timers of the sources deployed keep the runner busy now and then.
+ */
+async function hooksSettle(system, quietMs, capMs, idle = false) {
   const start = Date.now();
-  let last = await hooksTotal(system);
+  let last = (await runnerState(system)).hooks;
   let since = Date.now();
-  while (Date.now() - since < quietMs && Date.now() - start < capMs) {
+  for (;;) {
     await new Promise((r) => setTimeout(r, 1000));
-    const now = await hooksTotal(system);
-    if (now !== last) {
-      last = now;
+    const now = await runnerState(system);
+    if (now.hooks !== last) {
+      last = now.hooks;
       since = Date.now();
     }
+    if ((Date.now() - since >= quietMs && !(idle && now.busy)) || Date.now() - start >= capMs) return;
   }
 }
 
@@ -244,7 +328,7 @@ async function retryWithOptional(system, client, failed) {
     const src = await deploy(client, r.componentId, r.props, r.auth, true);
     if (src.status === 200) r.retryId = src.body.data.id;
   });
-  await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000);
+  await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000, true);
   for (const r of failed.filter((x) => x.retryId)) {
     if (await hookFailure(client, r.retryId)) continue;
     r.outcome = 'ok';
@@ -269,19 +353,20 @@ async function main() {
     // `--packages woocommerce` means Pipedream's package of that app.
     for (const name of names) apps.push({ name: name.startsWith('@') ? name : `@pipedream/${name}`, fetch: true });
   }
+  const selected = selectApps(apps, option('apps'), Number(option('sample', '1')) || 1);
   const system = await startSystem({ RUN_TIMEOUT_MS: String(HOOK_TIMEOUT_MS), SANDBOX_THREADS_PER_ACCOUNT: '2', TIMER_MIN_INTERVAL_SECONDS: '60' });
   const user = createUser(system);
   const client = api(system, user.apiKey);
   const results = [];
   let count = 0;
   try {
-    for (const app of apps) {
+    for (const app of selected) {
       if (count >= limit) break;
       let dir = app.dir;
       try {
-        if (app.fetch) dir = fetchPackage(app.name);
+        dir = app.fetch ? fetchPackage(app.name) : copyApp(app);
       } catch (e) {
-        console.log(`  ${app.name}: npm pack failed: ${e.message.slice(0, 200)}`);
+        console.log(`  ${app.name}: ${app.fetch ? 'npm pack' : 'copy'} failed: ${e.message.slice(0, 200)}`);
         continue;
       }
       const files = sourceFiles(dir).slice(0, limit - count);
@@ -327,10 +412,11 @@ async function main() {
         deployed.push(r);
       });
       await hooksSettle(system, 5000, HOOK_TIMEOUT_MS + 10_000);
+      fs.rmSync(app.fetch ? path.dirname(dir) : path.join(work, 'apps'), { recursive: true, force: true });
       console.log(`  ${app.name}: ${files.length} sources (${Math.round((Date.now() - started) / 1000)} s)`);
     }
     // Late hooks (up to the 90 s timeout) report their errors too.
-    await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000);
+    await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000, true);
     for (const r of results.filter((x) => x.sourceId)) {
       const bad = await hookFailure(client, r.sourceId);
       if (bad) [r.outcome, r.detail] = bad;
@@ -340,7 +426,22 @@ async function main() {
   } finally {
     await system.stop();
   }
-  report(results, Date.now() - started, componentsDir ? `components folder ${componentsDir}` : `${apps.length} @pipedream/* npm packages`);
+  const sampled = selected.length < apps.length ? `${selected.length} of ${apps.length} apps (${sampleNote(option('apps'), option('sample'))}) of ` : '';
+  report(results, Date.now() - started, `${sampled}${componentsDir ? `components folder ${componentsDir}` : `${apps.length} @pipedream/* npm packages`}`);
+}
+
+/** The apps a run sweeps: those named with --apps, else every n-th of them sorted by name (all for n = 1). */
+function selectApps(apps, named, every) {
+  if (named) {
+    const want = new Set(named.split(',').map((s) => s.trim()).filter(Boolean));
+    return apps.filter((a) => want.has(a.name) || want.has(a.name.replace(/^@pipedream\//, '')));
+  }
+  const sorted = [...apps].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return sorted.filter((_, i) => i % every === 0);
+}
+
+function sampleNote(named, every) {
+  return named ? `--apps ${named}` : `every ${every}th app by name`;
 }
 
 function report(results, ms, what) {

@@ -4,6 +4,7 @@
 // per app: every field it reads has a value, and `key` is an API key unless the app reads TLS material.
 const fs = require('node:fs');
 const path = require('node:path');
+const { generateKeyPairSync } = require('node:crypto');
 
 // Fields apps commonly read, with plausible values (also those an app reads in ways not seen below).
 const COMMON = {
@@ -42,16 +43,13 @@ function codeFiles(dir, out = []) {
 
 /**
  * The `$auth` fields an app folder's code reads: `$auth.x`, `$auth?.x`, `$auth["x"]`, and the names
- * destructured from it (`const { host, key, ssl_verification_mode: mode } = this.$auth`). `urls` gets
- * those the code puts at the start of a URL (`` `${this.$auth.api_domain}/api/v1` ``: Pipedrive's
- * account holds its company's address there).
+ * destructured from it (`const { host, key, ssl_verification_mode: mode } = this.$auth`).
  */
-function authFields(appDir, urls = new Set()) {
+function authFields(appDir) {
   const fields = new Set();
   for (const file of codeFiles(appDir)) {
     const text = fs.readFileSync(file, 'utf8');
     for (const m of text.matchAll(/\$auth\??\.([A-Za-z_$][\w$]*)|\$auth\[\s*["'`]([^"'`]+)["'`]\s*\]/g)) fields.add(m[1] ?? m[2]);
-    for (const m of text.matchAll(/`\$\{[\w$.]*\$auth\??\.([A-Za-z_$][\w$]*)\}\//g)) urls.add(m[1]);
     for (const m of text.matchAll(/\{([^{}]*)\}\s*=\s*(?:this\.)?(?:[\w$]+\.)?\$auth\b(?!\s*\.)/g)) {
       for (const part of m[1].split(',')) {
         const name = part.trim().split(/[:=]/)[0].trim();
@@ -62,14 +60,26 @@ function authFields(appDir, urls = new Set()) {
   return fields;
 }
 
+// A private key is parsed before any request (Snowflake's key-pair login, Google's service account).
+const PRIVATE_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' });
+const SERVICE_ACCOUNT = JSON.stringify({ type: 'service_account', project_id: 'placeholder', private_key_id: 'placeholder', private_key: PRIVATE_KEY, client_email: 'placeholder@placeholder.iam.gserviceaccount.com', client_id: '0' });
+
+/** Fields an app puts first in a URL (`${this.$auth.api_domain}/api`): a URL, whatever their name says. */
+function urlBaseFields(appDir) {
+  const fields = new Set();
+  for (const file of codeFiles(appDir)) {
+    const text = fs.readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/`\$\{(?:this\.)?\$auth\??\.([A-Za-z_$][\w$]*)(\.replace\([^`]*?\))?\}(\/?)/g)) if ((m[2] || m[3]) && !/(^|_)id$/i.test(m[1])) fields.add(m[1]);
+  }
+  return fields;
+}
+
 /** The placeholder `$auth` for the app whose code is in `appDir`. */
 function placeholderAuth(appDir) {
-  const urls = new Set();
-  const fields = authFields(appDir, urls);
-  const auth = { ...COMMON };
+  const fields = authFields(appDir);
+  const auth = { ...COMMON, private_key: PRIVATE_KEY, key_json: SERVICE_ACCOUNT };
   for (const f of fields) if (!(f in auth)) auth[f] = valueByName(f);
-  // A field the code starts a URL with is an address, whatever its name.
-  for (const f of urls) auth[f] = 'https://example.com';
+  for (const f of urlBaseFields(appDir)) auth[f] = 'https://example.com';
   // TLS material of a database connection (`ca`, `cert`, and `key` beside them) is left empty, as a user
   // who connects without client certificates leaves it; in an app that reads no `ca`/`cert`, `key` is an API key.
   const tls = fields.has('ca') || fields.has('cert');
@@ -79,4 +89,4 @@ function placeholderAuth(appDir) {
   return auth;
 }
 
-module.exports = { placeholderAuth, authFields };
+module.exports = { placeholderAuth, authFields, codeFiles };
