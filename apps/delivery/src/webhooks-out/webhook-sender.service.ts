@@ -249,9 +249,10 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       return;
     }
     if (status === 410) {
+      // The attempt is in the log before the webhook shows as disabled: a client that sees `active: false` finds its cause.
+      await this.log.record({ ...record, status: 'disabled' });
       await this.disable(hook, `the endpoint answered 410 Gone at ${now.toISOString()}`);
       await this.retries.drop(hook.id);
-      await this.log.record({ ...record, status: 'disabled' });
       m.term(); // webhook disabled by 410
       this.metrics.webhookAttempts.inc({ outcome: 'disabled' });
       return;
