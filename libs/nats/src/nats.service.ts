@@ -15,7 +15,7 @@ import {
   StreamConfig,
 } from 'nats';
 import { AppConfig, natsUrlForDisplay } from '@app/config';
-import { Names } from '@app/contracts';
+import { encodeJson, InvocationMessage, Names, partitionOf } from '@app/contracts';
 import { installationStreams, kvStream, objStream } from './nats-permissions';
 import { StreamPublisher } from './stream-publisher';
 import { coalesceNatsWrites } from './write-coalescing';
@@ -160,6 +160,12 @@ export class NatsService {
    */
   async ensureConnected(): Promise<void> {
     if (!(await this.waitConnected())) throw natsUnavailableError();
+  }
+
+  /** Publishes an invocation to its source's (or workflow's) mailbox, stored once per invocation id; 503 while NATS is away. */
+  async publishInvocation(msg: InvocationMessage): Promise<void> {
+    await this.ensureConnected();
+    await this.js.publish(this.names.invocation(partitionOf(msg.sourceId, this.config.partitions), msg.sourceId), encodeJson(msg), { msgID: msg.invocationId });
   }
 
   async stop(): Promise<void> {

@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Inject, Param, Post, Query } from '@nestjs/
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { AppHookMeta, ComponentMeta } from '@app/component-model';
-import { BadRequestError, ConflictError, encodeJson, InvocationMessage, newId, partitionOf, PayloadTooLargeError } from '@app/contracts';
+import { BadRequestError, ConflictError, InvocationMessage, newId, PayloadTooLargeError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { NatsService } from '@app/nats';
 import { assertAccess, Auth, AuthContext, namespaceOf } from '../auth/auth.context';
@@ -93,8 +93,7 @@ export class AppHooksController {
   private async deliver(source: Source, event: unknown): Promise<string> {
     const invocationId = newId('invocation');
     const msg: InvocationMessage = { invocationId, sourceId: source.id, kind: 'apphook', event, createdAtMs: Date.now() };
-    await this.nats.ensureConnected();
-    await this.nats.js.publish(this.nats.names.invocation(partitionOf(source.id, this.config.partitions), source.id), encodeJson(msg), { msgID: invocationId });
+    await this.nats.publishInvocation(msg);
     return invocationId;
   }
 }

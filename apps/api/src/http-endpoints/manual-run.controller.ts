@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ConflictError, encodeJson, InvocationMessage, newId, partitionOf, PayloadTooLargeError } from '@app/contracts';
+import { ConflictError, InvocationMessage, newId, PayloadTooLargeError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { readTimerSchedule, timerEvent } from '@app/component-model';
 import { NatsService } from '@app/nats';
@@ -38,8 +38,7 @@ export class ManualRunController {
       event: input.event !== undefined ? input.event : await this.defaultEvent(source),
       createdAtMs: Date.now(),
     };
-    await this.nats.ensureConnected();
-    await this.nats.js.publish(this.nats.names.invocation(partitionOf(source.id, this.config.partitions), source.id), encodeJson(msg), { msgID: invocationId });
+    await this.nats.publishInvocation(msg);
     return { data: { invocation_id: invocationId } };
   }
 

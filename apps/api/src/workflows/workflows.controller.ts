@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Query } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ConflictError, encodeJson, InvocationMessage, newId, NotFoundError, partitionOf, PayloadTooLargeError } from '@app/contracts';
+import { ConflictError, InvocationMessage, newId, NotFoundError, PayloadTooLargeError } from '@app/contracts';
 import { Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
@@ -93,8 +93,7 @@ export class WorkflowsController {
     }
     const invocationId = newId('invocation');
     const msg: InvocationMessage = { invocationId, sourceId: w.id, kind: 'manual', event, createdAtMs: Date.now() };
-    await this.nats.ensureConnected();
-    await this.nats.js.publish(this.nats.names.invocation(partitionOf(w.id, this.config.partitions), w.id), encodeJson(msg), { msgID: invocationId });
+    await this.nats.publishInvocation(msg);
     return invocationId;
   }
 
