@@ -1,6 +1,6 @@
 'use strict';
 // Compatibility sweep over Pipedream's registry:
-//   `npm run bench -- registry [--packages a,b] [--components <dir>] [--sample n] [--apps a,b] [--limit n]`.
+//   `npm run bench -- registry [--packages a,b] [--components <dir>] [--sample n] [--apps a,b] [--limit n] [--lanes n]`.
 //
 // Each source component is bundled the way `pd deploy` bundles (local imports inlined, npm packages
 // external), saved with POST /v1/components, and deployed with POST /v1/sources with plausible prop
@@ -19,6 +19,8 @@
 // those with sources (the 1st, the n+1-th, …), so the same n picks the same apps on every run; `--apps a,b`
 // takes only the named apps (folder names with --components, package names otherwise), to re-run them
 // after a fix. `--limit n` stops after n sources.
+// Apps are swept `--lanes n` at a time (3), each lane as its own account (so its own sandbox process and
+// threads): an app waits only while the runner has more than a few tasks per lane running or queued.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -37,6 +39,7 @@ function option(name, fallback) {
 
 const HOOK_TIMEOUT_MS = 90_000;
 const CONCURRENCY = Number(option('concurrency', '3'));
+const LANES = Math.max(1, Number(option('lanes', '3')) || 3);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ess-registry-'));
 
 /** Source files of an app folder: `sources/<name>/<file>` (JavaScript or TypeScript), shared `common` code left out. */
@@ -279,22 +282,56 @@ async function hookFailure(client, sourceId) {
   return bad ? [bad[0], `${bad[1]?.name}: ${bad[1]?.message}`.slice(0, 200)] : undefined;
 }
 
+/** Runs `fn(item, index, lane)` over the items, `n` at a time; `lane` (0 … n-1) is the worker running it. */
 async function pool(items, n, fn) {
   let i = 0;
   await Promise.all(
-    Array.from({ length: Math.min(n, items.length) }, async () => {
+    Array.from({ length: Math.min(n, items.length) }, async (_, lane) => {
       while (i < items.length) {
         const k = i++;
-        await fn(items[k], k);
+        await fn(items[k], k, lane);
       }
     }),
   );
 }
 
+/** Bundles, saves and deploys one source; `r` gets its outcome when it is not deployed, its source id when it is. */
+async function sweepSource(r, file, appDir, want, auth) {
+  let code;
+  try {
+    code = (await bundleComponent(file, appDir)).code;
+  } catch (e) {
+    r.outcome = 'not bundlable (local import missing)';
+    r.detail = e.message.slice(0, 200);
+    return;
+  }
+  const saved = await r.client.post('/components', { component_code: code });
+  if (saved.status !== 200) {
+    [r.outcome, r.detail] = classifySave(saved);
+    return;
+  }
+  const props = saved.body.data.configurable_props;
+  r.propsExact = Array.isArray(want) && JSON.stringify(props.map((p) => p.name).sort()) === JSON.stringify(want);
+  if (!Array.isArray(want)) r.truthError = want?.error ?? 'not imported by Node here (TypeScript, or the import timed out)';
+  Object.assign(r, { componentId: saved.body.data.id, props, auth });
+  const src = await deploy(r.client, r.componentId, props, auth, false);
+  if (src.status !== 200) {
+    const why = src.body?.error ?? '';
+    r.outcome = /is not one of the options/.test(why)
+      ? 'prop value refused against `options`'
+      : /^additionalProps\(\) failed/.test(why) && OFFLINE.test(why)
+        ? ADDITIONAL_PROPS_OFFLINE
+        : 'deploy refused';
+    r.detail = why || String(src.status);
+    return;
+  }
+  r.sourceId = src.body.data.id;
+}
+
 /** Hooks run so far, and whether the runner still has work: a task in the sandbox or a job in a mailbox. */
 async function runnerState(system) {
   const m = await scrape(system.ports.runner);
-  return { hooks: total(m, 'runner_hooks_total'), busy: total(m, 'runner_sandbox_tasks') + total(m, 'runner_mailbox_depth') > 0 };
+  return { hooks: total(m, 'runner_hooks_total'), busy: total(m, 'runner_sandbox_tasks') + total(m, 'runner_mailbox_depth') };
 }
 
 /**
@@ -313,8 +350,14 @@ async function hooksSettle(system, quietMs, capMs, idle = false) {
       last = now.hooks;
       since = Date.now();
     }
-    if ((Date.now() - since >= quietMs && !(idle && now.busy)) || Date.now() - start >= capMs) return;
+    if ((Date.now() - since >= quietMs && !(idle && now.busy > 0)) || Date.now() - start >= capMs) return;
   }
+}
+
+/** Waits (at most `capMs`) until the runner has fewer than `n` tasks running or queued, before a lane starts its next app. */
+async function runnerBelow(system, n, capMs) {
+  const start = Date.now();
+  while ((await runnerState(system)).busy >= n && Date.now() - start < capMs) await new Promise((r) => setTimeout(r, 500));
 }
 
 /**
@@ -322,15 +365,15 @@ async function hooksSettle(system, quietMs, capMs, idle = false) {
  * as a user reading the error would: some sources need one of several optional props (AWS's
  * new-sns-messages: an existing topic or a new topic's name), which only their code says.
  */
-async function retryWithOptional(system, client, failed) {
+async function retryWithOptional(system, failed) {
   if (!failed.length) return;
   await pool(failed, CONCURRENCY, async (r) => {
-    const src = await deploy(client, r.componentId, r.props, r.auth, true);
+    const src = await deploy(r.client, r.componentId, r.props, r.auth, true);
     if (src.status === 200) r.retryId = src.body.data.id;
   });
   await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000, true);
   for (const r of failed.filter((x) => x.retryId)) {
-    if (await hookFailure(client, r.retryId)) continue;
+    if (await hookFailure(r.client, r.retryId)) continue;
     r.outcome = 'ok';
     r.withOptional = `without its optional props: ${r.detail}`;
   }
@@ -355,76 +398,47 @@ async function main() {
   }
   const selected = selectApps(apps, option('apps'), Number(option('sample', '1')) || 1);
   const system = await startSystem({ RUN_TIMEOUT_MS: String(HOOK_TIMEOUT_MS), SANDBOX_THREADS_PER_ACCOUNT: '2', TIMER_MIN_INTERVAL_SECONDS: '60' });
-  const user = createUser(system);
-  const client = api(system, user.apiKey);
+  const clients = Array.from({ length: LANES }, (_, lane) => api(system, createUser(system, `lane${lane}`).apiKey));
   const results = [];
   let count = 0;
   try {
-    for (const app of selected) {
-      if (count >= limit) break;
-      let dir = app.dir;
-      try {
-        dir = app.fetch ? fetchPackage(app.name) : copyApp(app);
-      } catch (e) {
-        console.log(`  ${app.name}: ${app.fetch ? 'npm pack' : 'copy'} failed: ${e.message.slice(0, 200)}`);
-        continue;
-      }
-      const files = sourceFiles(dir).slice(0, limit - count);
-      count += files.length;
-      const auth = placeholderAuth(dir);
-      const truth = await nodeProps(dir, files);
-      const deployed = [];
-      await pool(files, CONCURRENCY, async (file) => {
-        const rel = `${app.name}/${path.relative(dir, file)}`;
-        const r = { source: rel, outcome: undefined, detail: '', propsExact: false };
-        results.push(r);
-        let code;
-        try {
-          code = (await bundleComponent(file, dir)).code;
-        } catch (e) {
-          r.outcome = 'not bundlable (local import missing)';
-          r.detail = e.message.slice(0, 200);
-          return;
-        }
-        const saved = await client.post('/components', { component_code: code });
-        if (saved.status !== 200) {
-          [r.outcome, r.detail] = classifySave(saved);
-          return;
-        }
-        const props = saved.body.data.configurable_props;
-        const want = truth[file];
-        r.propsExact = Array.isArray(want) && JSON.stringify(props.map((p) => p.name).sort()) === JSON.stringify(want);
-        if (!Array.isArray(want)) r.truthError = want?.error ?? 'not imported by Node here (TypeScript, or the import timed out)';
-        r.appHook = props.some((p) => p.type === '$.interface.apphook');
-        Object.assign(r, { componentId: saved.body.data.id, props, auth });
-        const src = await deploy(client, r.componentId, props, auth, false);
-        if (src.status !== 200) {
-          const why = src.body?.error ?? '';
-          r.outcome = /is not one of the options/.test(why)
-            ? 'prop value refused against `options`'
-            : /^additionalProps\(\) failed/.test(why) && OFFLINE.test(why)
-              ? ADDITIONAL_PROPS_OFFLINE
-              : 'deploy refused';
-          r.detail = src.body?.error ?? String(src.status);
-          return;
-        }
-        r.sourceId = src.body.data.id;
-        deployed.push(r);
-      });
-      await hooksSettle(system, 5000, HOOK_TIMEOUT_MS + 10_000);
-      fs.rmSync(app.fetch ? path.dirname(dir) : path.join(work, 'apps'), { recursive: true, force: true });
-      console.log(`  ${app.name}: ${files.length} sources (${Math.round((Date.now() - started) / 1000)} s)`);
-    }
+    await pool(selected, LANES, async (app, _k, lane) => {
+      if (count >= limit) return;
+      await runnerBelow(system, 4 * LANES, HOOK_TIMEOUT_MS + 10_000);
+      await sweepApp(app, clients[lane], path.join(work, `lane${lane}`));
+    });
     // Late hooks (up to the 90 s timeout) report their errors too.
     await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000, true);
     for (const r of results.filter((x) => x.sourceId)) {
-      const bad = await hookFailure(client, r.sourceId);
+      const bad = await hookFailure(r.client, r.sourceId);
       if (bad) [r.outcome, r.detail] = bad;
       else r.outcome = 'ok';
     }
-    await retryWithOptional(system, client, results.filter((r) => r.outcome === HOOK_FAILED));
+    await retryWithOptional(system, results.filter((r) => r.outcome === HOOK_FAILED));
   } finally {
     await system.stop();
+  }
+
+  /** Copies (or fetches) one app, reads its props as Node sees them, then saves and deploys each of its sources. */
+  async function sweepApp(app, client, into) {
+    let dir = app.dir;
+    try {
+      dir = app.fetch ? fetchPackage(app.name) : copyApp(app, path.dirname(app.dir), into);
+    } catch (e) {
+      console.log(`  ${app.name}: ${app.fetch ? 'npm pack' : 'copy'} failed: ${e.message.slice(0, 200)}`);
+      return;
+    }
+    const files = sourceFiles(dir).slice(0, Math.max(0, limit - count));
+    count += files.length;
+    const auth = placeholderAuth(dir);
+    const truth = await nodeProps(dir, files);
+    await pool(files, CONCURRENCY, async (file) => {
+      const r = { source: `${app.name}/${path.relative(dir, file)}`, outcome: undefined, detail: '', propsExact: false, client };
+      results.push(r);
+      await sweepSource(r, file, dir, truth[file], auth);
+    });
+    fs.rmSync(app.fetch ? path.dirname(dir) : into, { recursive: true, force: true });
+    console.log(`  ${app.name}: ${files.length} sources (${Math.round((Date.now() - started) / 1000)} s)`);
   }
   const sampled = selected.length < apps.length ? `${selected.length} of ${apps.length} apps (${sampleNote(option('apps'), option('sample'))}) of ` : '';
   report(results, Date.now() - started, `${sampled}${componentsDir ? `components folder ${componentsDir}` : `${apps.length} @pipedream/* npm packages`}`);

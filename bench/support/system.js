@@ -132,8 +132,9 @@ async function startSystem(env = {}, { apps = ['api', 'runner', 'delivery'] } = 
   return system;
 }
 
-function createUser(system) {
-  const username = `bench${Date.now() % 1e8}`;
+/** A paid user of the system; `suffix` tells apart users created within the same millisecond. */
+function createUser(system, suffix = '') {
+  const username = `bench${Date.now() % 1e8}${suffix}`;
   const r = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'admin.js'), 'users', 'create', '--username', username, '--email', `${username}@example.com`, '--plan', 'paid'], {
     env: { ...process.env, DATABASE_URL: system.env.DATABASE_URL, DATA_DIR: system.env.DATA_DIR },
     encoding: 'utf8',
