@@ -157,9 +157,19 @@ function api(system, apiKey) {
   return { get: (p) => call('GET', p), post: (p, b) => call('POST', p, b), put: (p, b) => call('PUT', p, b), del: (p) => call('DELETE', p) };
 }
 
-/** Prometheus text → { name{labels}: value }. */
-async function scrape(port) {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+/**
+ * Prometheus text → { name{labels}: value }. A scrape on a kept-alive connection the server closed at that
+ * moment fails once ("other side closed"): it is tried up to three times.
+ */
+async function scrape(port, attempts = 3) {
+  let text;
+  try {
+    text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  } catch (e) {
+    if (attempts <= 1) throw e;
+    await new Promise((r) => setTimeout(r, 250));
+    return scrape(port, attempts - 1);
+  }
   const out = {};
   for (const line of text.split('\n')) {
     if (!line || line.startsWith('#')) continue;
