@@ -45,6 +45,14 @@ module.exports = {
     if (p === "db") { JSON.stringify = () => "1"; JSON.parse = () => 1n; this.db.set("k", 1); }
     if (p === "bigint" || p === "cycle" || p === "huge") this.$emit({ small: true });
     if (p === "fine") this.$emit({ fine: event.body.n });
+    if (p === "stall") {
+      // The pool's table of task start times is shared with every worker: "still queued" (0) for every task, then block.
+      const table = new BigInt64Array(require("worker_threads").workerData.startTable);
+      for (let i = 0; i < table.length; i++) Atomics.store(table, i, 0n);
+      this.http.respond({ status: 200, body: "stalling" });
+      await new Promise((r) => setTimeout(r, 20));
+      for (;;) {}
+    }
     this.http.respond({ status: 200, body: "ok " + p });
   },
 };`;
@@ -73,7 +81,7 @@ describe("the app against what a hostile tenant's sandbox sends back", () => {
   };
 
   beforeAll(async () => {
-    system = await startSystem({ HTTP_RATE_PER_SEC: '0', HTTP_RESPONSE_TIMEOUT_MS: '15000', LOG_LEVEL: 'warn' });
+    system = await startSystem({ HTTP_RATE_PER_SEC: '0', HTTP_RESPONSE_TIMEOUT_MS: '15000', RUN_TIMEOUT_MS: '3000', LOG_LEVEL: 'warn' });
     a = createUser(system);
     b = createUser(system);
     responder = (await deploy(b, RESPONDER)).url;
@@ -117,6 +125,19 @@ describe("the app against what a hostile tenant's sandbox sends back", () => {
     const forged = system.logs('runner').split('FORGED-LINE').length - 1;
     expect(forged).toBeGreaterThan(0);
     expect(forged).toBeLessThanOrEqual(100);
+    await platformUp();
+  });
+
+  it("times a run out though it rewrote the worker pool's shared table of start times", async () => {
+    const probe = await deploy(a, PROBE);
+    await ready(probe.url);
+    const started = Date.now();
+    expect(await (await send(probe.url, { probe: 'stall' })).text()).toBe('stalling');
+    // Before: no TimeoutError ever came, and the source answered 504 from then on (its worker held for good).
+    const e = await eventually(async () => (await events(probe.id, '$errors')).find((x: { error?: { name: string } }) => x.error?.name === 'TimeoutError'), { what: 'a TimeoutError', timeoutMs: 30_000 });
+    expect(e.error.message).toMatch(/timed out after 3000 ms \(its worker was stopped\)/);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(await (await send(probe.url, { probe: 'fine', n: 2 })).text()).toBe('ok fine');
     await platformUp();
   });
 
