@@ -45,6 +45,7 @@ module.exports = {
     if (p === "db") { JSON.stringify = () => "1"; JSON.parse = () => 1n; this.db.set("k", 1); }
     if (p === "bigint" || p === "cycle" || p === "huge") this.$emit({ small: true });
     if (p === "fine") this.$emit({ fine: event.body.n });
+    if (p === "deep") { let v = 1; for (let i = 0; i < 3000; i++) v = [v]; this.$emit({ deep: v }); }
     if (p === "stall") {
       // The pool's table of task start times is shared with every worker: "still queued" (0) for every task, then block.
       const table = new BigInt64Array(require("worker_threads").workerData.startTable);
@@ -125,6 +126,17 @@ describe("the app against what a hostile tenant's sandbox sends back", () => {
     const forged = system.logs('runner').split('FORGED-LINE').length - 1;
     expect(forged).toBeGreaterThan(0);
     expect(forged).toBeLessThanOrEqual(100);
+    await platformUp();
+  });
+
+  it('fails a result nested too deeply to send back, without ending the sandbox', async () => {
+    const probe = await deploy(a, PROBE);
+    await ready(probe.url);
+    // 3,000 levels pass the sandbox's JSON, but not the serializer of the channel: it threw in the host, which died.
+    expect(await (await send(probe.url, { probe: 'deep' })).text()).toBe('ok deep');
+    const e = await eventually(async () => (await events(probe.id, '$errors')).find((x: { error?: { name: string } }) => x.error?.name), { what: 'a $errors event', timeoutMs: 30_000 });
+    expect([e.error.name, e.error.message]).toEqual(['ResultSizeLimitError', expect.stringMatching(/cannot be sent back: .*call stack/)]);
+    expect(await (await send(probe.url, { probe: 'fine', n: 3 })).text()).toBe('ok fine');
     await platformUp();
   });
 

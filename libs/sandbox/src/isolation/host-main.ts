@@ -6,9 +6,9 @@
  */
 import { Socket } from 'node:net';
 import type { ResponseMessage } from '../worker-protocol';
-import { WorkerPool } from '../worker-pool';
+import { sandboxError, WorkerPool } from '../worker-pool';
 import { HOST_CHANNEL_FD, type FromHost, type HostConfig, type ToHost } from './host-protocol';
-import { encodeFrames, FrameReader } from './frame-channel';
+import { encodeFrame, FrameReader } from './frame-channel';
 import { IpcBatch } from './ipc-batch';
 import { boundedOutcome, responseFits } from './result-bounds';
 
@@ -16,10 +16,17 @@ const config = JSON.parse(process.argv[2] ?? '{}') as HostConfig;
 
 /** The app's end of the channel (fd 3, a socket pair): framed messages both ways (frame-channel.ts). */
 const channel = new Socket({ fd: HOST_CHANNEL_FD, readable: true, writable: true });
-const out = new IpcBatch<FromHost>((batch) => {
-  if (channel.writable) channel.write(encodeFrames(batch));
+const out = new IpcBatch<Buffer>((frames) => {
+  if (channel.writable) channel.write(Buffer.concat(frames));
 });
-const send = (m: FromHost): void => out.push(m);
+/** Encodes a message at once (one that cannot be encoded never reaches a batch: an answer then fails, a log line is dropped). */
+const send = (m: FromHost): void => {
+  try {
+    out.push(encodeFrame(m));
+  } catch (e) {
+    if (m.t === 'done') out.push(encodeFrame({ t: 'done', id: m.id, out: { failed: sandboxError('ResultSizeLimitError', `the answer cannot be sent back: ${(e as Error).message}`) } }));
+  }
+};
 
 const logger = {
   info: (obj: object, msg?: string) => send({ t: 'log', level: 'info', obj, msg }),
