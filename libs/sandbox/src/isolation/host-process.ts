@@ -8,6 +8,7 @@ import { encodeFrames, FrameReader, type FrameError } from './frame-channel';
 import type { FromHost, ToHost } from './host-protocol';
 import { IpcBatch } from './ipc-batch';
 import { FRAME_ENVELOPE_BYTES, checkedFromHost, frameCapBytes } from './host-messages';
+import { RESULT_MAX_BYTES } from './result-bounds';
 import { treeRssBytes } from './process-memory';
 
 const START_TIMEOUT_MS = 30_000;
@@ -153,7 +154,11 @@ export class HostProcess {
    */
   private frameCap(): number {
     let cap = 0;
-    for (const p of this.pending.values()) cap = Math.max(cap, frameCapBytes(p.task));
+    for (const p of this.pending.values()) {
+      cap = Math.max(cap, frameCapBytes(p.task));
+      // Runs have the largest bound there is: no need to look further (thousands may be in flight).
+      if (cap >= RESULT_MAX_BYTES) break;
+    }
     return cap + FRAME_ENVELOPE_BYTES;
   }
 
