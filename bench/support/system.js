@@ -67,8 +67,6 @@ async function startSystem(env = {}, { apps = ['api', 'runner', 'delivery'] } = 
     HOST: '127.0.0.1',
     PUBLIC_URL: `http://127.0.0.1:${port}`,
     ALLOW_LOOPBACK: 'true',
-    // As in the tests: component code reaches the benchmarks' local servers.
-    SANDBOX_ALLOW_LOOPBACK: 'true',
     LOG_LEVEL: 'warn',
     // BENCH_ISOLATION=none measures the in-process pool (SANDBOX_ISOLATION=none) for comparison.
     ...(process.env.BENCH_ISOLATION ? { SANDBOX_ISOLATION: process.env.BENCH_ISOLATION } : {}),

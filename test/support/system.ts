@@ -167,8 +167,6 @@ export async function startSystem(env: Record<string, string> = {}, { apps = ['a
     HOST: '127.0.0.1',
     PUBLIC_URL: `http://127.0.0.1:${port}`,
     ALLOW_LOOPBACK: 'true',
-    // Component code under test reaches the tests' local servers (mock APIs, receivers); npm start leaves it off.
-    SANDBOX_ALLOW_LOOPBACK: 'true',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
     PARTITIONS: '8',
     // JetStream reserves EMITS_MAX_BYTES per stream up front: dozens of systems at 1 GiB each exhaust the server.

@@ -60,7 +60,6 @@ export const SETTINGS = {
   sandboxUidBase: int('SANDBOX_UID_BASE', 200_000, 'first uid of the 100,000 the sandboxes run as when the app runs as root (one per account, derived from its id)', 1000, 2_000_000_000),
   sandboxEgressAllow: str('SANDBOX_EGRESS_ALLOW', '', 'comma-separated ip, cidr, ip:port or cidr:port that component code may connect to whatever ALLOW_LOOPBACK / ALLOW_PRIVATE_ADDRESSES say'),
   sandboxEgressDeny: str('SANDBOX_EGRESS_DENY', '', 'comma-separated ip, cidr, ip:port or cidr:port component code may never connect to (added to the platform\'s own: NATS, Postgres, the runner\'s and delivery\'s ops ports)'),
-  sandboxAllowLoopback: bool('SANDBOX_ALLOW_LOOPBACK', false, 'let component code (through the sandbox egress) reach this machine — loopback and its interface addresses — when ALLOW_LOOPBACK=true too; off, ALLOW_LOOPBACK opens loopback to the platform\'s own requests (webhooks, component_url) only, and component code reaches this machine only at the api\'s PORT and what SANDBOX_EGRESS_ALLOW lists (a local Redis, MariaDB or RabbitMQ answered any tenant under npm start)'),
   sandboxEgressMaxConnections: int('SANDBOX_EGRESS_MAX_CONNECTIONS', 256, 'outbound connections one account\'s sandbox may have open (or be opening) at once through the app\'s egress proxy; more are refused (ECONNREFUSED)', 1, 100_000),
   dbMaxBytes: int('DB_MAX_BYTES', 1024 * 1024, '$.service.db size cap per source', 1024),
   eventMaxBytes: int('EVENT_MAX_BYTES', 512 * 1024, 'largest emitted event', 1024),

@@ -35,8 +35,8 @@ describe('egress rules', () => {
 describe('EgressJudge and this machine', () => {
   const own = interfaceAddress();
   it("treats this machine's interface addresses as this machine, however public they look", () => {
-    const closed = new EgressJudge({ policy: { allowLoopback: false, allowPrivate: true }, allow: [], deny: [], machineNeeds: 'SANDBOX_ALLOW_LOOPBACK=true' });
-    expect(closed.refuse(own, 6379)).toMatch(/an address of this machine \(component code reaches this machine only with SANDBOX_ALLOW_LOOPBACK=true\)/);
+    const closed = new EgressJudge({ policy: { allowLoopback: false, allowPrivate: true }, allow: [], deny: [] });
+    expect(closed.refuse(own, 6379)).toMatch(/an address of this machine \(component code reaches this machine only with ALLOW_LOOPBACK=true\)/);
     expect(closed.refuse(`::ffff:${own}`, 6379)).toMatch(/an address of this machine/);
     expect(closed.refuse('127.0.0.1', 6379)).toMatch(/a loopback address/);
     const open = new EgressJudge({ policy: { allowLoopback: true, allowPrivate: true }, allow: [], deny: [] });

@@ -13,8 +13,6 @@ interface Rule {
 export interface EgressRules {
   /** `allowLoopback` here: whether component code may reach this machine (loopback and its interface addresses). */
   policy: AddressPolicy;
-  /** The settings that open this machine to component code, for the refusal's message. */
-  machineNeeds?: string;
   /** Always allowed (SANDBOX_EGRESS_ALLOW), unless denied. */
   allow: string[];
   /** Always refused (SANDBOX_EGRESS_DENY and the platform's own services). */
@@ -77,7 +75,7 @@ export class EgressJudge {
     const cls = classifyAddress(ip);
     if (!this.rules.policy.allowLoopback && (cls === 'loopback' || ((cls === 'public' || cls === 'private') && isLocalAddress(ip)))) {
       const what = cls === 'loopback' ? 'a loopback address' : 'an address of this machine';
-      return `${ip} is ${what} (component code reaches this machine only with ${this.rules.machineNeeds ?? 'ALLOW_LOOPBACK=true'}); SANDBOX_EGRESS_ALLOW can allow it`;
+      return `${ip} is ${what} (component code reaches this machine only with ALLOW_LOOPBACK=true); SANDBOX_EGRESS_ALLOW can allow it`;
     }
     const reason = refusalReason(ip, this.rules.policy);
     return reason ? `${reason}; SANDBOX_EGRESS_ALLOW can allow it` : undefined;

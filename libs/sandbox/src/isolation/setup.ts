@@ -18,10 +18,6 @@ export interface IsolationSettings {
   sandboxEgressDeny: string;
   sandboxEgressMaxConnections: number;
   allowLoopback: boolean;
-  /** Component code reaches this machine (loopback, its interface addresses) only when this and allowLoopback are both on. */
-  sandboxAllowLoopback?: boolean;
-  /** The api's port: public, so open to component code on this machine's addresses whenever allowLoopback is on. */
-  port?: number;
   allowPrivateAddresses: boolean;
   natsUrl: string;
   /** The platform's Postgres (api, delivery); the runner is not told it, so its standard port is refused on this machine's addresses. */
@@ -57,15 +53,6 @@ function checked(env: string, entries: string[]): string[] {
   }
   return entries;
 }
-
-const parses = (r: string): boolean => {
-  try {
-    parseRule(r);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** Standard ports of the platform's own servers (Postgres, NATS): refused on this machine's addresses even to an app not told where they are. */
 const STANDARD_PLATFORM_PORTS = [5432, 4222];
@@ -142,15 +129,9 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
       `SANDBOX_ISOLATION=namespaces: bubblewrap cannot create the sandbox here (${failure}). Run the app as root, or allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; in a container: --cap-add SYS_ADMIN with seccomp/apparmor unconfined), or set SANDBOX_ISOLATION=none (one trusted team only)`,
     );
   }
-  // ALLOW_LOOPBACK opens loopback to the platform's own requests (local webhook receivers under npm start); component
-  // code gets this machine only with SANDBOX_ALLOW_LOOPBACK too — else any tenant talked to a local Redis or MariaDB.
-  const machine = s.allowLoopback && !!s.sandboxAllowLoopback;
-  // The api's port is public (sources' endpoints): a hook may call its own endpoint at a loopback PUBLIC_URL.
-  const apiPort = s.allowLoopback && !machine && s.port ? localAddresses().map((a) => rule(a, s.port!)) : [];
   const egress: EgressRules = {
-    policy: { allowLoopback: machine, allowPrivate: s.allowPrivateAddresses },
-    machineNeeds: s.allowLoopback ? 'SANDBOX_ALLOW_LOOPBACK=true' : 'ALLOW_LOOPBACK=true and SANDBOX_ALLOW_LOOPBACK=true',
-    allow: [...checked('SANDBOX_EGRESS_ALLOW', list(s.sandboxEgressAllow)), ...apiPort.filter(parses)],
+    policy: { allowLoopback: s.allowLoopback, allowPrivate: s.allowPrivateAddresses },
+    allow: checked('SANDBOX_EGRESS_ALLOW', list(s.sandboxEgressAllow)),
     deny: [...checked('SANDBOX_EGRESS_DENY', list(s.sandboxEgressDeny)), ...(await platformServices(s))],
   };
   const options: SandboxIsolationOptions = {
