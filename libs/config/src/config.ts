@@ -87,6 +87,7 @@ export const SETTINGS = {
   summaryTruncateBytes: int('SUMMARY_TRUNCATE_BYTES', 1024, 'event data above this is truncated in summaries unless expand=event', 64),
   emitsMaxAgeSeconds: int('EMITS_MAX_AGE_SECONDS', 7 * 24 * 3600, 'how long the EMITS stream keeps events', 60),
   emitsMaxBytes: int('EMITS_MAX_BYTES', 1024 * 1024 * 1024, "size cap of the EMITS stream, reserved from the NATS server's JetStream storage at start; the oldest events go first above it (0 = no cap)", 0),
+  sseMaxStreamsPerKey: int('SSE_MAX_STREAMS_PER_KEY', 64, 'event streams (SSE) one user\'s API key may have open at once on one api replica; more answer 429 (0: no limit). Each holds a socket of the api, a JetStream consumer and a Postgres query per SSE_KEEPALIVE_MS', 0),
   sseKeepaliveMs: int('SSE_KEEPALIVE_MS', 15_000, 'interval of the :sse-handshake comment that keeps SSE streams alive', 100),
   webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 'per-attempt webhook timeout', 100),
   webhookRetrySchedule: str('WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h', 'delays between webhook attempts'),

@@ -2,6 +2,7 @@ import { ADDITIONAL_PROPS_MAX_BYTES, ADDITIONAL_PROPS_MAX_COUNT, OPTIONS_MAX_BYT
 import { defaultFetchText } from './bundler';
 import { IsolatedRunner, type SandboxIsolationOptions } from './isolation/isolated-runner';
 import { ComponentPreparer, prepareKey, type PreparedComponent } from './preparer';
+import { checkedExecuteResult, checkedResponse } from './result-check';
 import type {
   AdditionalPropsResult,
   DescribeOptions,
@@ -132,8 +133,9 @@ export class SandboxPool {
       limits: task.limits,
     };
     let delivered = false;
-    const deliver = (r: HttpResponsePayload) => {
-      if (delivered || !options.onResponse) return;
+    const deliver = (raw: HttpResponsePayload) => {
+      const r = checkedResponse(raw);
+      if (delivered || !options.onResponse || !r) return;
       delivered = true;
       try {
         options.onResponse(r);
@@ -144,8 +146,9 @@ export class SandboxPool {
     const onMessage = options.onResponse ? (m: ResponseMessage) => !('i' in m) && deliver(m) : undefined;
     const out = await this.runner.run<ExecuteResult>(task.account ?? NO_ACCOUNT, wt, task.timeoutMs, onMessage);
     if ('failed' in out) return fail(out.failed);
-    if (out.value.response) deliver(out.value.response);
-    return out.value;
+    const result = checkedExecuteResult(out.value, task.limits);
+    if (result.response) deliver(result.response);
+    return result;
   }
 
   /**
@@ -174,8 +177,9 @@ export class SandboxPool {
     };
     const { onResponse } = options;
     const delivered = new Set<number>();
-    const deliver = (i: number, r: HttpResponsePayload) => {
-      if (!onResponse || delivered.has(i)) return;
+    const deliver = (i: number, raw: HttpResponsePayload) => {
+      const r = checkedResponse(raw);
+      if (!onResponse || delivered.has(i) || !r) return;
       delivered.add(i);
       try {
         onResponse(i, r);
@@ -187,8 +191,10 @@ export class SandboxPool {
     // Each item has its own deadline inside the worker; the task as a whole may take all of them.
     const out = await this.runner.run<ExecuteResult[]>(task.account ?? NO_ACCOUNT, wt, task.timeoutMs * task.items.length, onMessage);
     if ('failed' in out) return out;
-    out.value.forEach((r, i) => r.response && deliver(i, r.response));
-    return { results: out.value };
+    if (!Array.isArray(out.value)) return { failed: err('SandboxProtocolError', 'the sandbox answered a batch of runs with something that is not a list of results') };
+    const results = out.value.map((r) => checkedExecuteResult(r, task.limits));
+    results.forEach((r, i) => r.response && deliver(i, r.response));
+    return { results };
   }
 
   /** Calls a prop's async `options({ page, prevContext })` (its own or its app propDefinition's). */

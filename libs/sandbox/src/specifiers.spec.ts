@@ -30,7 +30,7 @@ describe('version pins in import strings', () => {
     });
   });
 
-  it.each(['x@github:user/repo', 'x@npm:@scope/y@1.0.0', 'x@npm:y@1', 'x@https://host.test/x.tgz', 'x@1.2.3#deadbeef', 'x@file:../y', '@s/p@git+https://host.test/p.git'])(
+  it.each(['x@github:user/repo', 'x@npm:@scope/y@1.0.0', 'x@npm:y@1', 'x@https://host.test/x.tgz', 'x@1.2.3#deadbeef', 'x@file:../y', '@s/p@git+https://host.test/p.git', 'x@..', 'x@.', 'x@.git', 'x@..%2f..', '@s/p@..'])(
     'refuses %s, which the npm registry cannot install, with a clear message',
     (spec) => {
       expect(pinProblem(spec)).toMatch(/a version in an import must be an npm version, range or dist-tag/);

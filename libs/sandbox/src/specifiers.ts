@@ -42,7 +42,9 @@ export function pinProblem(raw: string): string | undefined {
   const rest = raw.slice(at + 1);
   if (rest === '' || rest.startsWith('/')) return `import "${raw}" has an empty version after "@"`;
   const pin = parseBareSpecifier(raw)?.version ?? rest;
-  if (/[:#]/.test(pin) || /^[^/]*:/.test(rest)) {
+  // A pin that starts with `.` (`x@..`, `x@.`, `x@.git`) is a path to npm: it linked a directory of the server's npm cache
+  // as the package (and its error named the server's paths); no npm version, range or tag starts with one.
+  if (/[:#]/.test(pin) || /^[^/]*:/.test(rest) || pin.startsWith('.') || pin.startsWith('~/')) {
     return `import "${raw}": a version in an import must be an npm version, range or dist-tag (for example axios@0.19.2, axios@^1.6, axios@latest); git, URL, file and npm: alias specs are not installed`;
   }
   return undefined;

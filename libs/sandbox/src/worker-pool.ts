@@ -8,6 +8,12 @@ import type { ResponseMessage, WorkerData, WorkerTask } from './worker-protocol'
 const GRACE_MS = 1000;
 /** Tasks in flight whose start time is tracked (more are timed from submission). */
 const START_SLOTS = 65_536;
+/**
+ * How long after its hand-over to Piscina a task may take to start (a worker being started or replaced).
+ * Tasks are handed over only when a worker has room, so they start at once or after a worker's start-up;
+ * the start a worker reports is believed only within this window (see `run`).
+ */
+const START_WINDOW_MS = 5000;
 
 export interface WorkerPoolOptions {
   threads: number;
@@ -44,9 +50,14 @@ export class WorkerPool {
   private readonly freeSlots: number[];
   /** Bundles that hung a worker (bounded): their tasks run under vm's timeout in 'adaptive' mode. */
   private readonly guarded = new Set<string>();
+  /** Tasks handed to Piscina and not finished; at most `capacity`, the rest wait in `waiting` (this thread's own queue). */
+  private running = 0;
+  private readonly capacity: number;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(private readonly opts: WorkerPoolOptions) {
     const threads = Math.max(1, Math.floor(opts.threads));
+    this.capacity = threads * Math.max(1, Math.floor(opts.concurrentTasksPerWorker));
     const startBuffer = new SharedArrayBuffer(8 * START_SLOTS);
     this.startTable = new BigInt64Array(startBuffer);
     this.freeSlots = Array.from({ length: START_SLOTS }, (_, i) => START_SLOTS - 1 - i);
@@ -69,7 +80,7 @@ export class WorkerPool {
   stats(): SandboxPoolStats {
     return {
       threads: this.piscina.threads.length,
-      queueSize: this.piscina.queueSize,
+      queueSize: this.piscina.queueSize + this.waiting.length,
       completed: this.piscina.completed,
       utilization: this.piscina.utilization,
       guardedBundles: this.guarded.size,
@@ -79,6 +90,32 @@ export class WorkerPool {
   /** Runs one worker task; `onResponse` receives an execute task's `respond()` payload as soon as it is called. */
   async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
     if (this.closed) return { failed: sandboxError('PoolClosedError', 'the sandbox pool is closed') };
+    await this.admit();
+    try {
+      if (this.closed) return { failed: sandboxError('PoolClosedError', 'the sandbox pool is closed') };
+      return await this.runAdmitted<T>(task, timeoutMs, onResponse);
+    } finally {
+      this.release();
+    }
+  }
+
+  /** Waits until a worker has room for one more task (this thread's queue: Piscina's would hide when a task starts). */
+  private admit(): Promise<void> {
+    if (this.running < this.capacity) {
+      this.running++;
+      return Promise.resolve();
+    }
+    // The releasing task hands its place over (`running` stays as it is).
+    return new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.running--;
+  }
+
+  private async runAdmitted<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
     let channel: MessageChannel | undefined;
     if (onResponse && (task.kind === 'execute' || task.kind === 'executeBatch')) {
       channel = new MessageChannel();
@@ -94,12 +131,18 @@ export class WorkerPool {
     if (this.guarded.size && this.guarded.has(task.bundle.key)) task.guard = true;
     const submitted = Date.now();
     let timer: NodeJS.Timeout;
+    // The worker writes when it starts the task into the shared table, but component code in any worker can write
+    // any slot (0 = "still queued" forever, or a start far ahead: a run then never timed out and held its worker
+    // for good). The task was handed over with a worker free for it, so it started between its hand-over and the
+    // end of START_WINDOW_MS: the reported start is believed only within that window.
+    const latest = submitted + START_WINDOW_MS;
     const check = () => {
-      const at = slot === undefined ? submitted : Number(Atomics.load(this.startTable, slot));
-      if (at === 0) {
-        timer = setTimeout(check, Math.min(1000, timeoutMs));
+      const reported = slot === undefined ? submitted : Number(Atomics.load(this.startTable, slot));
+      if (reported === 0 && Date.now() < latest) {
+        timer = setTimeout(check, Math.max(1, Math.min(1000, timeoutMs, latest - Date.now())));
         return;
       }
+      const at = reported === 0 ? latest : Math.min(Math.max(reported, submitted), latest);
       const due = at + timeoutMs + GRACE_MS - Date.now();
       if (due <= 0) ac.abort();
       else timer = setTimeout(check, due);
@@ -124,6 +167,8 @@ export class WorkerPool {
   async close(graceMs = 2000): Promise<void> {
     if (this.closed) return this.closing;
     this.closed = true;
+    // Tasks waiting for a worker fail at once (each finds the pool closed when admitted).
+    for (const next of this.waiting.splice(0)) next();
     this.closing = (async () => {
       let timer: NodeJS.Timeout | undefined;
       const graceful = this.piscina.close({ force: true }).then(() => true);

@@ -29,8 +29,14 @@ import { dependencyError, describeCause } from '../common/dependency-errors';
 
 /** Headers a relayed custom response may not set (the server computes them). */
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
-/** Headers that would act on the whole origin the dashboard shares: a service worker over `/`, wiping its storage. */
-const ORIGIN_WIDE = new Set(['service-worker-allowed', 'clear-site-data']);
+/**
+ * Headers that would act on the whole origin (host) the dashboard and every endpoint share, not on the one answer:
+ * a service worker over `/`, wiping its storage, HSTS for the host and its subdomains, an alternative service the
+ * browser would use for every later request to the host, Network Error Logging (with `Report-To`: the browser
+ * reports every request to the origin — other users' URLs, addresses, timings — to a collector of the tenant's),
+ * client hints the browser keeps sending to the origin.
+ */
+const ORIGIN_WIDE = new Set(['service-worker-allowed', 'clear-site-data', 'strict-transport-security', 'alt-svc', 'nel', 'report-to', 'accept-ch', 'critical-ch', 'origin-agent-cluster']);
 /**
  * Every answer of `/e/…` is tenant content served from the dashboard's origin (unless ENDPOINT_DOMAIN gives
  * each endpoint its own): a browser shows it in an opaque origin, so its scripts can still run but cannot

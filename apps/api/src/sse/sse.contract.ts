@@ -10,7 +10,8 @@ const STREAM = {
   query: Type.Object({ expand: Type.Optional(Expand) }),
   description: 'Server-sent events: one unnamed message per event (data = the event summary JSON, id = the event id); `Last-Event-ID` resumes after that event.',
   responses: { 200: 'sse' as const },
-  errors: [404],
+  // 429: SSE_MAX_STREAMS_PER_KEY streams already open with the key.
+  errors: [404, 429],
 };
 
 export const SSE_ROUTES: RouteContract[] = [

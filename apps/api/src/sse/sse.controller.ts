@@ -52,6 +52,6 @@ export class SseController {
         return false;
       }
     };
-    await this.sse.stream(reply, id, kind, after, summary, stillAllowed);
+    await this.sse.stream(reply, id, kind, after, summary, stillAllowed, auth.userId);
   }
 }

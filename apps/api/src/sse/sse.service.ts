@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/c
 import { FastifyReply } from 'fastify';
 import { ConsumerMessages, DeliverPolicy } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { decodeJson, EmittedEvent } from '@app/contracts';
+import { decodeJson, EmittedEvent, RateLimitedError } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { parseEventId, summaryOfEmit } from '../events/event-summary.dto';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
@@ -38,6 +38,8 @@ const belongs = (kind: StreamKind, name: string): boolean => (kind === 'observat
 export class SseService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('SseService');
   private readonly open = new Set<() => void>();
+  /** Streams open (or opening) per holder of an API key. */
+  private readonly perHolder = new Map<string, number>();
 
   constructor(private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
@@ -46,8 +48,43 @@ export class SseService implements BeforeApplicationShutdown {
     for (const close of [...this.open]) close();
   }
 
-  async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, stillAllowed: () => Promise<boolean>): Promise<void> {
+  /**
+   * Counts a stream of `holder` (the user whose key opened it), or refuses it (429) when they have
+   * SSE_MAX_STREAMS_PER_KEY open: a stream is not a request (API_MAX_CONCURRENT_PER_KEY does not
+   * count it) and holds a socket of the api, an ordered JetStream consumer on the NATS server and a
+   * Postgres query every SSE_KEEPALIVE_MS for as long as it stays open — one key opened thousands.
+   * Returns the release (idempotent).
+   */
+  private admit(holder: string): () => void {
+    const max = this.config.sseMaxStreamsPerKey;
+    const n = this.perHolder.get(holder) ?? 0;
+    if (max > 0 && n >= max) {
+      throw new RateLimitedError(`too many event streams open with this API key: at most ${max} at once (SSE_MAX_STREAMS_PER_KEY); close one, or retry after 5 s`, 5);
+    }
+    this.perHolder.set(holder, n + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.perHolder.get(holder) ?? 1) - 1;
+      if (left > 0) this.perHolder.set(holder, left);
+      else this.perHolder.delete(holder);
+    };
+  }
+
+  async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, stillAllowed: () => Promise<boolean>, holder = ''): Promise<void> {
     if (answeredHead(reply)) return;
+    const release = this.admit(holder);
+    let handedOver = false;
+    try {
+      await this.openStream(reply, sourceId, kind, after, expandSummary, stillAllowed, release);
+      handedOver = true;
+    } finally {
+      if (!handedOver) release();
+    }
+  }
+
+  private async openStream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, stillAllowed: () => Promise<boolean>, release: () => void): Promise<void> {
     await this.nats.ensureConnected();
     const consumer = await this.nats.js.consumers.get(this.nats.names.emitsStream, {
       filterSubjects: this.nats.names.emit(sourceId),
@@ -70,6 +107,7 @@ export class SseService implements BeforeApplicationShutdown {
     const close = (): void => {
       if (closed) return;
       closed = true;
+      release();
       clearInterval(timer);
       messages.stop();
       this.open.delete(close);

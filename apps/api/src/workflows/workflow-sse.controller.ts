@@ -93,6 +93,6 @@ export class WorkflowSseController implements BeforeApplicationShutdown {
     await this.events.assertWorkflow(auth, id);
     const after = lastId ? parseEventId(lastId) : undefined;
     if (lastId && !after) throw new BadRequestError('Last-Event-ID must be an event id like 1700000000000-0', { header: 'last-event-id' });
-    await this.sse.stream(reply, id, kind, after, summary, this.access(authorization, id));
+    await this.sse.stream(reply, id, kind, after, summary, this.access(authorization, id), auth.userId);
   }
 }

@@ -94,7 +94,7 @@ export const WORKFLOW_ROUTES: RouteContract[] = [
     params: WorkflowId,
     query: Type.Object({ expand: Type.Optional(Expand) }),
     responses: { 200: 'sse' },
-    errors: [404],
+    errors: [404, 429],
   })),
   {
     method: 'GET',
@@ -105,6 +105,6 @@ export const WORKFLOW_ROUTES: RouteContract[] = [
     description: 'One message per `$.send.sse({ channel, payload })` of a successful run, sent live (not kept): `event:` the channel, `data:` the payload JSON.',
     params: WorkflowId,
     responses: { 200: 'sse' },
-    errors: [404],
+    errors: [404, 429],
   },
 ];

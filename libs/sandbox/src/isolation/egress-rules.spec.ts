@@ -1,4 +1,5 @@
 import { EgressJudge, parseRule } from './egress-rules';
+import { interfaceAddress } from '../../../net/src/test-support/interface-address';
 
 describe('egress rules', () => {
   it('parses ip, cidr, ip:port, cidr:port and bracketed IPv6', () => {
@@ -28,5 +29,17 @@ describe('egress rules', () => {
     expect(j.refuse('10.0.0.7', 5433)).toMatch(/private/);
     expect(j.refuse('10.0.0.9', 5432)).toMatch(/service of the platform/);
     expect(judge({ policy: { allowLoopback: true, allowPrivate: true }, deny: ['127.0.0.0/8:4222'] }).refuse('127.0.0.2', 4222)).toMatch(/service of the platform/);
+  });
+});
+
+describe('EgressJudge and this machine', () => {
+  const own = interfaceAddress();
+  it("treats this machine's interface addresses as this machine, however public they look", () => {
+    const closed = new EgressJudge({ policy: { allowLoopback: false, allowPrivate: true }, allow: [], deny: [] });
+    expect(closed.refuse(own, 6379)).toMatch(/an address of this machine \(component code reaches this machine only with ALLOW_LOOPBACK=true\)/);
+    expect(closed.refuse(`::ffff:${own}`, 6379)).toMatch(/an address of this machine/);
+    expect(closed.refuse('127.0.0.1', 6379)).toMatch(/a loopback address/);
+    const open = new EgressJudge({ policy: { allowLoopback: true, allowPrivate: true }, allow: [], deny: [] });
+    expect([open.refuse(own, 6379), open.refuse('127.0.0.1', 6379)]).toEqual([undefined, undefined]);
   });
 });

@@ -1,6 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { refusalReason, type AddressPolicy } from '@app/net';
+import { classifyAddress, refusalReason, type AddressPolicy } from '@app/net';
 
 /** One `ip`, `cidr`, `ip:port` or `cidr:port` entry (IPv6 in brackets when a port follows: `[::1]:5432`). */
 interface Rule {
@@ -11,6 +11,7 @@ interface Rule {
 
 /** What code in a sandbox may connect to (TCP), decided per resolved address and port. */
 export interface EgressRules {
+  /** `allowLoopback` here: whether component code may reach this machine (loopback and its interface addresses). */
   policy: AddressPolicy;
   /** Always allowed (SANDBOX_EGRESS_ALLOW), unless denied. */
   allow: string[];
@@ -69,6 +70,13 @@ export class EgressJudge {
     const denied = this.deny.find((r) => matches(r, ip, port));
     if (denied) return `${ip}:${port} is a service of the platform (refused to sandboxed code)`;
     if (this.allow.some((r) => matches(r, ip, port))) return undefined;
+    // An interface address of this machine is this machine: a service bound to 0.0.0.0 answers there as on
+    // 127.0.0.1, however public or private the address looks.
+    const cls = classifyAddress(ip);
+    if (!this.rules.policy.allowLoopback && (cls === 'loopback' || ((cls === 'public' || cls === 'private') && isLocalAddress(ip)))) {
+      const what = cls === 'loopback' ? 'a loopback address' : 'an address of this machine';
+      return `${ip} is ${what} (component code reaches this machine only with ALLOW_LOOPBACK=true); SANDBOX_EGRESS_ALLOW can allow it`;
+    }
     const reason = refusalReason(ip, this.rules.policy);
     return reason ? `${reason}; SANDBOX_EGRESS_ALLOW can allow it` : undefined;
   }

@@ -1,20 +1,30 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:os';
+import type { Socket } from 'node:net';
 import type { SandboxError, SandboxLogger } from '../types';
 import { sandboxError, type TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
+import { encodeFrames, FrameReader, type FrameError } from './frame-channel';
 import type { FromHost, ToHost } from './host-protocol';
 import { IpcBatch } from './ipc-batch';
+import { FRAME_ENVELOPE_BYTES, checkedFromHost, frameCapBytes } from './host-messages';
+import { RESULT_MAX_BYTES } from './result-bounds';
 import { treeRssBytes } from './process-memory';
 
 const START_TIMEOUT_MS = 30_000;
 const MEMORY_CHECK_MS = 100;
 const STDERR_KEEP = 4096;
+/** Log lines a sandbox host may send per window (more are dropped). */
+const LOG_WINDOW_MS = 10_000;
+const LOG_LINES_PER_WINDOW = 100;
 
 interface Pending {
   resolve: (out: TaskOutcome<unknown>) => void;
   onResponse?: (r: ResponseMessage) => void;
   what: string;
+  task: WorkerTask;
+  /** `response` messages seen for this task. */
+  responses?: number;
 }
 
 export interface HostProcessOptions {
@@ -36,16 +46,19 @@ const signalName = (n: number): string => Object.entries(constants.signals).find
  */
 export class HostProcess {
   private child: ChildProcess | undefined;
+  /** The channel to the host (its fd 3): framed messages, read as untrusted input (frame-channel.ts). */
+  private channel: Socket | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private ready!: Promise<void>;
   private watchdog: NodeJS.Timeout | undefined;
   private stopReason: SandboxError | undefined;
   private stderr = '';
+  private logWindow = { startMs: 0, lines: 0 };
   /** Tasks to the host, one write per turn of the event loop; a failed write fails the tasks it carried. */
   private readonly out = new IpcBatch<ToHost>((batch) => {
-    if (!this.child?.connected) return this.failSent(batch, 'the sandbox process is gone');
-    this.child.send(batch, (e) => e && this.failSent(batch, e.message));
+    if (!this.channel?.writable) return this.failSent(batch, 'the sandbox process is gone');
+    this.channel.write(encodeFrames(batch), (e) => e && this.failSent(batch, e.message));
   });
   exited = false;
   lastUsedMs = Date.now();
@@ -58,21 +71,30 @@ export class HostProcess {
   }
 
   start(): void {
-    const child = spawn(this.opts.command, this.opts.args, { env: this.opts.env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'advanced' });
+    // Not Node's IPC channel ('ipc'): its reader trusts the length a frame announces (see frame-channel.ts).
+    const child = spawn(this.opts.command, this.opts.args, { env: this.opts.env, stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
     this.child = child;
+    const channel = child.stdio[3] as Socket;
+    this.channel = channel;
+    channel.on('error', () => undefined);
     child.stderr?.on('data', (d: Buffer) => {
       this.stderr = (this.stderr + d.toString('utf8')).slice(-STDERR_KEEP);
     });
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the sandbox process did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
-      child.on('message', (batch: FromHost[]) => {
-        for (const m of batch) {
+      const reader = new FrameReader(
+        () => this.frameCap(),
+        (raw, bytes) => {
+          const m = checkedFromHost(raw);
+          if (typeof m === 'string') return this.violation(m);
           if (m.t === 'ready') {
             clearTimeout(timer);
             resolve();
-          } else this.onMessage(m);
-        }
-      });
+          } else this.onMessage(m, bytes);
+        },
+        (e: FrameError) => this.violation(e.message),
+      );
+      channel.on('data', (d: Buffer) => reader.push(d));
       child.once('exit', () => {
         clearTimeout(timer);
         reject(new Error(`the sandbox process could not start: ${this.stderr.trim().slice(-1000) || 'no output'}`));
@@ -92,11 +114,11 @@ export class HostProcess {
     } catch (e) {
       return { failed: sandboxError('SandboxStartError', (e as Error).message) };
     }
-    if (this.exited || !this.child?.connected) return { failed: this.deathError(what, null, null) };
+    if (this.exited || !this.channel?.writable) return { failed: this.deathError(what, null, null) };
     this.lastUsedMs = Date.now();
     const id = this.nextId++;
     return new Promise<TaskOutcome<T>>((resolve) => {
-      this.pending.set(id, { resolve: resolve as (o: TaskOutcome<unknown>) => void, onResponse, what });
+      this.pending.set(id, { resolve: resolve as (o: TaskOutcome<unknown>) => void, onResponse, what, task });
       this.out.push({ t: 'run', id, task, timeoutMs, respond: !!onResponse });
     });
   }
@@ -107,7 +129,7 @@ export class HostProcess {
     if (!child || this.exited) return;
     this.stopReason ??= sandboxError('PoolClosedError', 'the sandbox pool is closed');
     const gone = new Promise<void>((r) => child.once('exit', () => r()));
-    if (child.connected) child.send([{ t: 'close', graceMs }] satisfies ToHost[], () => undefined);
+    if (this.channel?.writable) this.channel.write(encodeFrames([{ t: 'close', graceMs }] satisfies ToHost[]), () => undefined);
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs + 1000);
     await gone;
     clearTimeout(timer);
@@ -126,16 +148,52 @@ export class HostProcess {
     this.child?.kill('SIGKILL');
   }
 
-  private onMessage(m: FromHost): void {
+  /**
+   * The largest frame the host may send now: the largest answer one of its tasks in flight may have
+   * (result-bounds.ts), plus room for the envelope; a log line or `ready` when none is in flight.
+   */
+  private frameCap(): number {
+    let cap = 0;
+    for (const p of this.pending.values()) {
+      cap = Math.max(cap, frameCapBytes(p.task));
+      // Runs have the largest bound there is: no need to look further (thousands may be in flight).
+      if (cap >= RESULT_MAX_BYTES) break;
+    }
+    return cap + FRAME_ENVELOPE_BYTES;
+  }
+
+  /**
+   * The host broke the protocol — an oversized or malformed frame, an answer of the wrong size or
+   * to no task: code in its worker threads wrote to the channel. Its sandbox is stopped; its tasks fail.
+   */
+  private violation(why: string): void {
+    if (this.exited) return;
+    this.opts.logger?.warn({ account: this.opts.account, reason: why }, 'sandbox process broke the channel protocol: stopped');
+    this.kill(sandboxError('SandboxProtocolError', `the account's sandbox process broke the protocol of its channel to the app (${why}); it was stopped`));
+  }
+
+  private onMessage(m: FromHost, bytes: number): void {
     if (m.t === 'done') {
       const p = this.pending.get(m.id);
-      if (!p) return;
+      if (!p) return this.violation(`an answer to task ${m.id}, which is not in flight`);
+      if (bytes > frameCapBytes(p.task) + FRAME_ENVELOPE_BYTES) return this.violation(`an answer of ${bytes} bytes to a ${p.task.kind} task, over its bound`);
       this.pending.delete(m.id);
       this.lastUsedMs = Date.now();
       p.resolve(m.out);
     } else if (m.t === 'response') {
-      this.pending.get(m.id)?.onResponse?.(m.payload);
+      // Late ones (after the task's answer) are dropped; more than the task can have are a violation.
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      p.responses = (p.responses ?? 0) + 1;
+      const most = p.task.kind === 'executeBatch' ? p.task.items.length : 1;
+      if (p.responses > most) return this.violation(`${p.responses} responses to a task that may have ${most}`);
+      p.onResponse?.(m.payload);
     } else if (m.t === 'log') {
+      if (bytes > FRAME_ENVELOPE_BYTES) return this.violation(`a log line of ${bytes} bytes`);
+      // The host logs a few lines per failed task: more are dropped, so the channel cannot flood the app's log.
+      const now = Date.now();
+      if (now - this.logWindow.startMs >= LOG_WINDOW_MS) this.logWindow = { startMs: now, lines: 0 };
+      if (++this.logWindow.lines > LOG_LINES_PER_WINDOW) return;
       this.opts.logger?.[m.level]?.({ ...m.obj, account: this.opts.account }, m.msg);
     }
   }

@@ -1,9 +1,13 @@
 /**
  * Messages between an app (runner, api) and one account's sandbox host process,
- * over the child process's IPC channel (structured clone), in arrays (IpcBatch).
+ * as frames (frame-channel.ts: length-prefixed `v8.serialize`) over a socket pair
+ * at the host's fd 3; several per write (IpcBatch).
  */
 import type { TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
+
+/** The host's end of the channel to its app. */
+export const HOST_CHANNEL_FD = 3;
 
 /** What the app tells the host when it starts it (argv[2], JSON). */
 export interface HostConfig {

@@ -21,4 +21,10 @@ describe('result bounds (host side)', () => {
     const out = { value: { options: Array.from({ length: 100 }, () => s) } };
     expect(boundedOutcome(optionsTask, out)).toEqual({ failed: { name: 'ResultSizeLimitError', message: expect.stringMatching(/^the answer of options\(\) is \d+ bytes, over the 67584 bytes/) } });
   });
+
+  it('fails an answer nested too deeply to serialize instead of throwing (it ended the sandbox process)', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    expect(boundedOutcome(optionsTask, { value: { options: [deep] } })).toEqual({ failed: { name: 'ResultSizeLimitError', message: expect.stringMatching(/^the answer of options\(\) cannot be sent back: .*call stack/) } });
+  });
 });

