@@ -41,6 +41,7 @@ async function main() {
     const throughput = Math.round((receiver.receipts.size / (last - sent.startedAt)) * 1000);
     console.log(`HTTP ingest → signed POST: ${receiver.receipts.size}/${EVENTS} events in ${last - sent.startedAt} ms = ${throughput} events/s (ingest ${Math.round((EVENTS / (sent.endedAt - sent.startedAt)) * 1000)} req/s, ${failed} requests failed)${complete ? '' : ' INCOMPLETE'}`);
     console.log(`  CPU during the run: ${cpu}`);
+    console.log(`  webhook deliveries: ${await webhookRoutes(system)}`);
     receiver.reset();
 
     // 2. Latency at a steady rate: request sent → signed POST received.
@@ -57,6 +58,13 @@ async function main() {
     await receiver.close();
     await system.stop();
   }
+}
+
+/** How the delivery app routed webhook deliveries so far: POSTed straight from the router, or through DELIVERIES. */
+async function webhookRoutes(system) {
+  const text = await fetch(`http://127.0.0.1:${system.ports.delivery}/metrics`).then((r) => r.text(), () => '');
+  const count = (path) => Number(new RegExp(`delivery_webhook_routes_total\\{path="${path}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+  return `${count('direct')} direct, ${count('queue')} through DELIVERIES`;
 }
 
 main().catch((e) => {
