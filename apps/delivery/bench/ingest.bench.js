@@ -4,7 +4,7 @@
 // webhook receiver. Figures: sustained events/s, and emit→receipt latency at a
 // steady request rate. Knobs: BENCH_EVENTS (20000), BENCH_RATE (1000),
 // BENCH_SECONDS (10), BENCH_ENDPOINTS (20), BENCH_CONCURRENCY (128),
-// BENCH_PROFILE_APP=api,runner,delivery (CPU profiles into /tmp/prof).
+// BENCH_PROFILE_APP=api,runner,delivery (CPU profiles into /tmp/prof), BENCH_BACKPRESSURE=1 (ingest bounds on).
 // The load generator and receiver are the ones `npm run bench -- peers` uses.
 const path = require('node:path');
 const ROOT = path.join(__dirname, '..', '..', '..');
@@ -25,7 +25,9 @@ const FORWARDER = `module.exports = {
 };`;
 
 async function main() {
-  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', INGEST_MAX_PENDING_PER_SOURCE: '0', INGEST_MAX_PENDING: '0', INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT: '0' });
+  // BENCH_BACKPRESSURE=1 keeps the ingest bounds at their defaults (429 with Retry-After, as `npm run bench -- peers` runs).
+  const bounds = process.env.BENCH_BACKPRESSURE === '1' ? {} : { INGEST_MAX_PENDING_PER_SOURCE: '0', INGEST_MAX_PENDING: '0', INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT: '0' };
+  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', ...bounds });
   const receiver = await startReceiver();
   try {
     const { urls } = await deployPipeline(system, receiver, { count: ENDPOINTS, code: FORWARDER, name: 'f' });

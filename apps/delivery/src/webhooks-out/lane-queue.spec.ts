@@ -9,12 +9,13 @@ describe('LaneQueue', () => {
 
   it('keeps each queue in order and gives direct events DIRECT_SHARE of every DIRECT_SHARE + 1 slots while both wait', () => {
     const q = new LaneQueue<string>();
-    for (let i = 0; i < 8; i++) q.push(`d${i}`, true);
-    for (let i = 0; i < 3; i++) q.push(`s${i}`, false);
-    expect(q.length).toBe(11);
-    expect(q.directLength).toBe(8);
+    const directs = Array.from({ length: 2 * DIRECT_SHARE + 2 }, (_, i) => `d${i}`);
+    directs.forEach((d) => q.push(d, true));
+    ['s0', 's1', 's2'].forEach((s) => q.push(s, false));
+    expect(q.length).toBe(directs.length + 3);
+    expect(q.directLength).toBe(directs.length);
     const order = takeAll(q);
-    expect(order.filter((x) => x.startsWith('d'))).toEqual(['d0', 'd1', 'd2', 'd3', 'd4', 'd5', 'd6', 'd7']);
+    expect(order.filter((x) => x.startsWith('d'))).toEqual(directs);
     expect(order.filter((x) => x.startsWith('s'))).toEqual(['s0', 's1', 's2']);
     // A message is never passed over by more than DIRECT_SHARE direct events.
     expect(order.indexOf('s0')).toBe(DIRECT_SHARE);

@@ -2,12 +2,15 @@
  * A webhook's deliveries waiting for one of its request slots, in two FIFO queues: events
  * the router handed over directly (their emits wait unacknowledged) and DELIVERIES messages.
  * While both hold work, `DIRECT_SHARE` of every `DIRECT_SHARE + 1` slots go to direct events,
- * the rest to messages, so neither starves. Why two queues: under a sustained load a single
- * queue filled with DELIVERIES messages once the router had to queue some there, which kept
- * the webhook "busy" and sent every later event through DELIVERIES too (an extra JetStream
- * store, delivery and acknowledgement per event at exactly the moment CPU is short).
+ * the rest to messages, so messages never starve. Why two queues: under a sustained load a
+ * single queue filled with DELIVERIES messages once the router had to queue some there, which
+ * kept the webhook "busy" and sent every later event through DELIVERIES too (an extra JetStream
+ * store, delivery and acknowledgement per event at exactly the moment CPU is short). Why
+ * direct events first: every slot a message takes while direct events wait makes room for one
+ * more message (the router queues the event it cannot hand over), so an even split would keep
+ * a share of every later event on the longer path for as long as the load lasts.
  */
-export const DIRECT_SHARE = 3;
+export const DIRECT_SHARE = 15;
 
 export class LaneQueue<T> {
   private readonly direct: T[] = [];
