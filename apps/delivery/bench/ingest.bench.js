@@ -4,7 +4,7 @@
 // webhook receiver. Figures: sustained events/s, and emit→receipt latency at a
 // steady request rate. Knobs: BENCH_EVENTS (20000), BENCH_RATE (1000),
 // BENCH_SECONDS (10), BENCH_ENDPOINTS (20), BENCH_CONCURRENCY (128),
-// BENCH_PROFILE_APP=api,runner,delivery (CPU profiles into /tmp/prof).
+// BENCH_PROFILE_APP=api,runner,delivery (CPU profiles into /tmp/prof), BENCH_BACKPRESSURE=1 (ingest bounds on).
 // The load generator and receiver are the ones `npm run bench -- peers` uses.
 const path = require('node:path');
 const ROOT = path.join(__dirname, '..', '..', '..');
@@ -25,7 +25,9 @@ const FORWARDER = `module.exports = {
 };`;
 
 async function main() {
-  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', INGEST_MAX_PENDING_PER_SOURCE: '0', INGEST_MAX_PENDING: '0', INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT: '0' });
+  // BENCH_BACKPRESSURE=1 keeps the ingest bounds at their defaults (429 with Retry-After, as `npm run bench -- peers` runs).
+  const bounds = process.env.BENCH_BACKPRESSURE === '1' ? {} : { INGEST_MAX_PENDING_PER_SOURCE: '0', INGEST_MAX_PENDING: '0', INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT: '0' };
+  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', ...bounds });
   const receiver = await startReceiver();
   try {
     const { urls } = await deployPipeline(system, receiver, { count: ENDPOINTS, code: FORWARDER, name: 'f' });
@@ -41,6 +43,7 @@ async function main() {
     const throughput = Math.round((receiver.receipts.size / (last - sent.startedAt)) * 1000);
     console.log(`HTTP ingest → signed POST: ${receiver.receipts.size}/${EVENTS} events in ${last - sent.startedAt} ms = ${throughput} events/s (ingest ${Math.round((EVENTS / (sent.endedAt - sent.startedAt)) * 1000)} req/s, ${failed} requests failed)${complete ? '' : ' INCOMPLETE'}`);
     console.log(`  CPU during the run: ${cpu}`);
+    console.log(`  webhook deliveries: ${await webhookRoutes(system)}`);
     receiver.reset();
 
     // 2. Latency at a steady rate: request sent → signed POST received.
@@ -57,6 +60,13 @@ async function main() {
     await receiver.close();
     await system.stop();
   }
+}
+
+/** How the delivery app routed webhook deliveries so far: POSTed straight from the router, or through DELIVERIES. */
+async function webhookRoutes(system) {
+  const text = await fetch(`http://127.0.0.1:${system.ports.delivery}/metrics`).then((r) => r.text(), () => '');
+  const count = (path) => Number(new RegExp(`delivery_webhook_routes_total\\{path="${path}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+  return `${count('direct')} direct, ${count('queue')} through DELIVERIES`;
 }
 
 main().catch((e) => {

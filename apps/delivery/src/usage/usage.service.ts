@@ -7,6 +7,7 @@ import { ensureDurable, NatsService } from '@app/nats';
 import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
+import { inTransaction } from '../common/transaction';
 
 const DURABLE = 'usage';
 /** How often `usage_seen` drops the records that can no longer be redelivered. */
@@ -66,7 +67,7 @@ export class UsageService implements OnApplicationBootstrap, OnApplicationShutdo
       else byKey.set(key, { r, key, seq: m.seq });
     }
     if (byKey.size) {
-      await this.em.fork().transactional(async (tx) => {
+      await inTransaction(this.em, async (tx) => {
         // Rows are written in key order so that replicas sharing keys cannot deadlock.
         const items = [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
         const fresh = await this.markSeen(tx, items);

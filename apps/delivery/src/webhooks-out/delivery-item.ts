@@ -10,6 +10,8 @@ import { decodeJson, type DeliveryMessage } from '@app/contracts';
  */
 export interface DeliveryItem {
   readonly webhookId: string;
+  /** Handed over by the router (its emit waits unacknowledged), not a DELIVERIES message. */
+  readonly direct: boolean;
   /** Deliveries of the message (or, direct, of the emit) so far: above 1 means an attempt may have been made already. */
   readonly deliveryCount: number;
   /** The delivery; throws for a message that is not JSON. */
@@ -24,6 +26,7 @@ export interface DeliveryItem {
 export function streamItem(m: JsMsg): DeliveryItem {
   return {
     webhookId: m.subject.slice(m.subject.lastIndexOf('.') + 1),
+    direct: false,
     deliveryCount: m.info.redeliveryCount,
     read: () => decodeJson<DeliveryMessage>(m.data),
     ack: () => m.ack(),
@@ -42,6 +45,7 @@ export function directItem(msg: DeliveryMessage, deliveryCount: number): { item:
   const outcome = new Promise<DirectOutcome>((r) => (settle = r));
   const item: DeliveryItem = {
     webhookId: msg.webhookId,
+    direct: true,
     deliveryCount,
     read: () => msg,
     ack: () => settle('done'),

@@ -4,6 +4,7 @@ import type { Logger } from '@app/config';
 import type { NatsService } from '@app/nats';
 import { BatchWriter } from '../common/batch-writer';
 import { fromExactJson, pgExactJson } from '../common/pg-text';
+import { inTransaction } from '../common/transaction';
 
 export interface WaitingRetry {
   /** The attempt the retry will be: 2 for the first retry. */
@@ -105,7 +106,7 @@ export class RetryQueue {
   /** Republishes one batch of due retries; returns the wait before the next poll. */
   private async poll(): Promise<number> {
     const names = this.nats.names;
-    const full = await this.em.fork().transactional(async (tx) => {
+    const full = await inTransaction(this.em, async (tx) => {
       const rows = (await tx.execute(
         `select id, attempt, message from webhook_retries where due_at_ms <= ? order by due_at_ms limit ${POLL_BATCH} for update skip locked`,
         [Date.now()],

@@ -14,12 +14,13 @@ import { Sent, SignedPost } from './signed-post';
 import { nextDelayMs } from './retry-policy';
 import { RetryQueue } from './retry-queue';
 import { RetryCatchUp } from './retry-catch-up';
+import { LaneQueue } from './lane-queue';
 
 const DURABLE = 'webhook-sender';
 /** Requests in flight per webhook: a slow endpoint holds at most this many connections. */
 const PER_WEBHOOK_CONCURRENCY = 32;
 /**
- * Messages held by the process at most. Above it the pull loop pauses
+ * DELIVERIES messages held by the process at most. Above it the pull loop pauses
  * (backpressure), after pushing back the excess of slow webhooks: a webhook
  * whose requests take over SLOW_REQUEST_MS (or make no progress for that long)
  * keeps LANE_QUEUE_MAX messages and returns the rest to the stream until its
@@ -34,11 +35,16 @@ const SLOW_REQUEST_MS = 5_000;
 const DIRECT_AFTER_FAILURE_MS = 60_000;
 /** …answers faster than this on average… */
 const DIRECT_LATENCY_MAX_MS = 1000;
-/** …and has fewer than this many deliveries waiting or in flight here. */
-const DIRECT_LANE_MAX = PER_WEBHOOK_CONCURRENCY * 4;
+/**
+ * …and has fewer than this many direct events waiting here (DELIVERIES messages waiting beside them do not
+ * count: they take a share of the webhook's request slots, see LaneQueue). Two router batches (500 each).
+ */
+const DIRECT_LANE_MAX = 1000;
+/** Direct events held by the process at most (their emits wait unacknowledged), apart from HELD_MAX. */
+const DIRECT_HELD_MAX = HELD_MAX / 2;
 
 interface Lane {
-  queue: DeliveryItem[];
+  queue: LaneQueue<DeliveryItem>;
   active: number;
   /** Moving average of request durations. */
   avgLatencyMs: number;
@@ -64,6 +70,8 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private inFlight = 0;
   /** Deliveries taken and not yet settled: stream messages are kept alive so a crash hands them over after one ack wait. */
   private readonly held = new Set<DeliveryItem>();
+  /** How many of `held` are direct events (the rest are DELIVERIES messages). */
+  private heldDirect = 0;
   private keepAlive?: NodeJS.Timeout;
   private pruner?: NodeJS.Timeout;
   private resume?: () => void;
@@ -106,8 +114,8 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     void (async () => {
       for await (const m of this.messages!) {
         this.dispatch(streamItem(m));
-        if (this.held.size >= HELD_MAX) this.pushBackSlowLanes();
-        if (this.held.size >= HELD_MAX) await new Promise<void>((r) => (this.resume = r));
+        if (this.heldMessages() >= HELD_MAX) this.pushBackSlowLanes();
+        if (this.heldMessages() >= HELD_MAX) await new Promise<void>((r) => (this.resume = r));
       }
     })().catch((e: Error) => this.logger.error({ err: e.message }, 'webhook consumer stopped'));
   }
@@ -118,7 +126,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.catchUp.stop();
     clearInterval(this.keepAlive);
     clearInterval(this.pruner);
-    for (const lane of this.lanes.values()) for (const m of lane.queue.splice(0)) m.nak();
+    for (const lane of this.lanes.values()) for (const m of lane.queue.drain()) m.nak();
     const deadline = Date.now() + 5_000;
     while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await this.retries.stop();
@@ -138,29 +146,52 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
    * attempt durably queued, or dropped), `handoff` (not attempted: publish it).
    */
   offer(msg: DeliveryMessage, deliveryCount: number): Promise<DirectOutcome> | undefined {
-    if (this.stopping || this.held.size >= HELD_MAX) return undefined;
+    if (this.stopping || this.heldDirect >= DIRECT_HELD_MAX) return undefined;
     const lane = this.lanes.get(msg.webhookId);
-    if (lane && (lane.queue.length + lane.active >= DIRECT_LANE_MAX || lane.avgLatencyMs > DIRECT_LATENCY_MAX_MS)) return undefined;
-    const failedAtMs = this.catchUp.failedAtMs(msg.webhookId);
-    if (failedAtMs && Date.now() - failedAtMs < DIRECT_AFTER_FAILURE_MS) return undefined;
+    if (lane && lane.queue.directLength >= DIRECT_LANE_MAX) return undefined;
+    if (!this.healthy(msg.webhookId, lane)) return undefined;
     const { item, outcome } = directItem(msg, deliveryCount);
     this.dispatch(item);
     return outcome;
   }
 
+  /** Whether the webhook takes direct events: no failure seen here lately, fast on average, not stalled. */
+  private healthy(webhookId: string, lane: Lane | undefined): boolean {
+    const now = Date.now();
+    if (lane && (lane.avgLatencyMs > DIRECT_LATENCY_MAX_MS || (lane.active > 0 && now - lane.lastProgressMs > DIRECT_LATENCY_MAX_MS))) return false;
+    const failedAtMs = this.catchUp.failedAtMs(webhookId);
+    return !(failedAtMs && now - failedAtMs < DIRECT_AFTER_FAILURE_MS);
+  }
+
+  private heldMessages(): number {
+    return this.held.size - this.heldDirect;
+  }
+
   private dispatch(m: DeliveryItem): void {
     const webhookId = m.webhookId;
     let lane = this.lanes.get(webhookId);
-    if (!lane) this.lanes.set(webhookId, (lane = { queue: [], active: 0, avgLatencyMs: 0, lastProgressMs: Date.now() }));
+    if (!lane) this.lanes.set(webhookId, (lane = { queue: new LaneQueue(), active: 0, avgLatencyMs: 0, lastProgressMs: Date.now() }));
     this.held.add(m);
+    if (m.direct) this.heldDirect++;
     if (lane.active === 0 && lane.queue.length === 0) lane.lastProgressMs = Date.now();
-    lane.queue.push(m);
+    lane.queue.push(m, m.direct);
     this.pump(webhookId, lane);
+  }
+
+  /** Forgets a settled (or returned) delivery. */
+  private release(m: DeliveryItem): void {
+    if (this.held.delete(m) && m.direct) this.heldDirect--;
   }
 
   private pump(webhookId: string, lane: Lane): void {
     while (lane.active < PER_WEBHOOK_CONCURRENCY && lane.queue.length) {
       const m = lane.queue.shift()!;
+      if (m.direct && !this.healthy(webhookId, lane)) {
+        // The webhook failed or slowed down since the router handed this over: not attempted here, it goes to DELIVERIES.
+        this.release(m);
+        m.nak();
+        continue;
+      }
       lane.active++;
       this.inFlight++;
       const started = Date.now();
@@ -170,7 +201,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
           m.nak(1000);
         })
         .finally(() => {
-          this.held.delete(m);
+          this.release(m);
           this.countDone(lane, Date.now() - started);
           lane.active--;
           this.inFlight--;
@@ -187,8 +218,8 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       if (lane.queue.length <= LANE_QUEUE_MAX || (lane.avgLatencyMs <= SLOW_REQUEST_MS && !stalled)) continue;
       const perRequestMs = Math.max(lane.avgLatencyMs, now - lane.lastProgressMs, SLOW_REQUEST_MS);
       const drainMs = (lane.queue.length / PER_WEBHOOK_CONCURRENCY) * perRequestMs;
-      for (const m of lane.queue.splice(LANE_QUEUE_MAX)) {
-        this.held.delete(m);
+      for (const m of lane.queue.excess(LANE_QUEUE_MAX)) {
+        this.release(m);
         m.nak(Math.round(Math.min(30_000, drainMs) * (0.8 + 0.4 * Math.random())));
       }
     }
@@ -197,7 +228,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private countDone(lane: Lane, latencyMs: number): void {
     lane.avgLatencyMs = lane.avgLatencyMs === 0 ? latencyMs : lane.avgLatencyMs * 0.9 + latencyMs * 0.1;
     lane.lastProgressMs = Date.now();
-    if (this.held.size < HELD_MAX * 0.8 && this.resume) {
+    if (this.heldMessages() < HELD_MAX * 0.8 && this.resume) {
       this.resume();
       this.resume = undefined;
     }
