@@ -6,6 +6,7 @@ import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
 import { parseEventId, parseExpand } from '../events/event-summary.dto';
 import { SseService, StreamKind } from './sse.service';
+import { keepAliveAccess } from './keep-alive-access';
 
 /**
  * Live streams of a source: `emits` (default and custom channels) and
@@ -44,14 +45,7 @@ export class SseController {
     if (lastId && !after) throw new BadRequestError('Last-Event-ID must be an event id like 1700000000000-0', { header: 'last-event-id' });
     // Access is checked again at every keep-alive: a revoked key or a removed member loses the stream too.
     const key = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] ?? '';
-    const stillAllowed = async (): Promise<boolean> => {
-      try {
-        await this.events.assertSource(await this.guard.authenticate(key), id);
-        return true;
-      } catch {
-        return false;
-      }
-    };
+    const stillAllowed = keepAliveAccess(async () => this.events.assertSource(await this.guard.authenticate(key), id));
     await this.sse.stream(reply, id, kind, after, summary, stillAllowed, auth.userId);
   }
 }

@@ -9,6 +9,7 @@ import { EventsService } from '../events/events.service';
 import { parseEventId, parseExpand } from '../events/event-summary.dto';
 import { answeredHead, SseService, StreamKind } from '../sse/sse.service';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
+import { keepAliveAccess } from '../sse/keep-alive-access';
 
 /**
  * Live streams of a workflow: `emits` ($.send.emit) and `observations` ($logs
@@ -78,14 +79,7 @@ export class WorkflowSseController implements BeforeApplicationShutdown {
 
   private access(authorization: string, id: string): () => Promise<boolean> {
     const key = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] ?? '';
-    return async () => {
-      try {
-        await this.events.assertWorkflow(await this.guard.authenticate(key), id);
-        return true;
-      } catch {
-        return false;
-      }
-    };
+    return keepAliveAccess(async () => this.events.assertWorkflow(await this.guard.authenticate(key), id));
   }
 
   private async stream(auth: AuthContext, authorization: string, id: string, kind: StreamKind, lastId: string | undefined, expand: unknown, reply: FastifyReply): Promise<void> {
