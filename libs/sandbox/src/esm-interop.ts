@@ -8,10 +8,13 @@ import { Parser, type Node as AcornNode } from 'acorn';
  * (`.mjs`). Node itself binds `module.exports`, whatever `__esModule` says, and a
  * real ES module (`require(esm)` gives its namespace) keeps its own `default`.
  * Components run on Pipedream as Node ES modules, so every import follows Node's rule.
+ * A real namespace is told by `util.types.isModuleNamespaceObject`, not by its
+ * `Symbol.toStringTag`: CommonJS built by webpack or rolldown sets `"Module"` on its
+ * plain `module.exports` (salesforce-webhooks), and Node still binds that object.
  */
+const IS_NAMESPACE = 'require("node:util").types.isModuleNamespaceObject(mod)';
 const ESBUILD_TO_ESM = 'var __toESM = (mod, isNodeMode, target) => (target =';
-const NODE_TO_ESM =
-  'var __toESM = (mod, isNodeMode, target) => mod != null && typeof mod === "object" && mod[Symbol.toStringTag] === "Module" ? mod : (isNodeMode = 1, target =';
+const NODE_TO_ESM = `var __toESM = (mod, isNodeMode, target) => mod != null && typeof mod === "object" && ${IS_NAMESPACE} ? mod : (isNodeMode = 1, target =`;
 
 export function withNodeImportRules(code: string): string {
   return code.includes(ESBUILD_TO_ESM) ? code.replace(ESBUILD_TO_ESM, NODE_TO_ESM) : code;
@@ -19,7 +22,7 @@ export function withNodeImportRules(code: string): string {
 
 /** The helper an async module body uses for `import` (same rule as above, standalone). */
 const ASYNC_HEAD =
-  'return (async () => { const __essToESM = (mod) => { if (mod != null && typeof mod === "object" && mod[Symbol.toStringTag] === "Module") return mod; ' +
+  `return (async () => { const __essToESM = (mod) => { if (mod != null && typeof mod === "object" && ${IS_NAMESPACE}) return mod; ` +
   'const ns = Object.create(null); if (mod && (typeof mod === "object" || typeof mod === "function")) for (const k of Object.keys(mod)) ns[k] = mod[k]; ns.default = mod; return ns; }; ';
 
 interface ImportSpec {

@@ -79,6 +79,28 @@ describe('SandboxPool: Node module semantics', () => {
     expect(r.emits[0].event).toEqual({ cjs: { __esModule: true, answer: 42 }, esm: { kind: 'esm default' }, n: 1 });
   });
 
+  it('binds module.exports of CommonJS whose exports object carries Symbol.toStringTag "Module" (webpack, rolldown output)', async () => {
+    // salesforce-webhooks' dist is webpack output: its module.exports has toStringTag "Module" and __esModule but
+    // no default; Node binds module.exports. The import sits in a local file, as in Pipedream's salesforce_rest_api.
+    const files: Record<string, string> = {
+      'https://c.test/w/webpacked.js':
+        'Object.defineProperty(exports, Symbol.toStringTag, { value: "Module" }); Object.defineProperty(exports, "__esModule", { value: true }); exports.Client = class Client {};',
+      'https://c.test/w/common.mjs': 'import webpacked from "./webpacked.js"; const { Client } = webpacked; export default { client: typeof Client };',
+      'https://c.test/w/tla.mjs': 'import webpacked from "./webpacked.js"; export const viaTla = await Promise.resolve(typeof webpacked.Client);',
+    };
+    for (const withTla of [false, true]) {
+      const code = `
+        import common from "./common.mjs";
+        ${withTla ? 'import { viaTla } from "./tla.mjs";' : 'const viaTla = "function";'}
+        export default { name: "webpacked", version: "1", run() { this.$emit({ ...common, viaTla }) } };`;
+      const d = await pool.describe(code, { baseUrl: 'https://c.test/w/entry.mjs', timeoutMs: 30_000, fetchText: async (u) => files[u] ?? null });
+      expect(d.error).toBeUndefined();
+      const r = await pool.execute(task(d.bundle!));
+      expect(r.error).toBeUndefined();
+      expect(r.emits[0].event).toEqual({ client: 'function', viaTla: 'function' });
+    }
+  });
+
   it('runs a component with top-level await, also in a module it imports', async () => {
     const files: Record<string, string> = {
       'https://c.test/t/config.mjs': 'export const settings = await Promise.resolve({ region: "eu" }); export default await Promise.resolve("cfg");',
