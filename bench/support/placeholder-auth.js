@@ -19,6 +19,8 @@ const COMMON = {
 
 /** A plausible value for a field the app reads that COMMON does not have, by its name. */
 function valueByName(field) {
+  // Ghost's Admin API key is `<id>:<hex secret>`, split and hex-decoded before any request.
+  if (/admin_api_key/i.test(field)) return `${'0'.repeat(24)}:${'0'.repeat(64)}`;
   if (/url|uri|endpoint/i.test(field)) return 'https://example.com';
   if (/host/i.test(field)) return 'example.com';
   if (/email/i.test(field)) return 'placeholder@example.com';
@@ -89,4 +91,15 @@ function placeholderAuth(appDir) {
   return auth;
 }
 
-module.exports = { placeholderAuth, authFields, codeFiles };
+/**
+ * The account as a user whose hooks failed with "Invalid URL" would fill it in: every field that is no
+ * credential or id an address (an app may take its `domain`, `region` or `environment` for the start of
+ * its API's URL, which only its code says).
+ */
+function urlShapedAuth(auth) {
+  const out = { ...auth };
+  for (const [k, v] of Object.entries(auth)) if (typeof v === 'string' && v && !/token|key|secret|password|sid|(^|_)id$/i.test(k)) out[k] = 'https://example.com';
+  return out;
+}
+
+module.exports = { placeholderAuth, urlShapedAuth, authFields, codeFiles };
