@@ -40,4 +40,24 @@ describe('bundling a local component', () => {
     await expect(bundleComponent(join(dir, 'broken.mjs'))).rejects.toThrow(/broken\.mjs:1:15: Could not resolve "\.\/missing\.mjs"/);
     await expect(bundleComponent(join(dir, 'nope.mjs'))).rejects.toThrow(/file not found/);
   });
+
+  it('pins unpinned npm imports to the nearest package.json dependencies, as Node would load them', async () => {
+    const app = join(dir, 'pinned-app');
+    mkdirSync(join(app, 'sources'), { recursive: true });
+    const deps = { '@polar-sh/sdk': '^0.44.0', lodash: '4.17.21', '@pipedream/platform': '^1.6.8', fs: '^0.0.1-security', local: 'file:../x', axios: '1.x' };
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: '@pipedream/pinned', dependencies: deps }));
+    const code = 'import { Polar } from "@polar-sh/sdk";\nimport get from "lodash/get.js";\nimport { axios } from "@pipedream/platform";\nimport fs from "fs";\nimport l from "local";\nimport a from "axios@0.19.2";\nexport default { name: "P", version: "1", async run() { return [Polar, get, axios, fs, l, a]; } };\n';
+    writeFileSync(join(app, 'sources', 'single.mjs'), code);
+    const b = await bundleComponent(join(app, 'sources', 'single.mjs'));
+    expect(b.bundled).toBe(true);
+    expect(b.code).toContain('from "@polar-sh/sdk@^0.44.0"');
+    expect(b.code).toContain('from "lodash@4.17.21/get.js"');
+    // The runtime's own platform, a builtin, a file: range and an import with its own pin are left as written.
+    expect(b.code).toContain('from "@pipedream/platform"');
+    expect(b.code).toContain('from "fs"');
+    expect(b.code).toContain('from "local"');
+    expect(b.code).toContain('from "axios@0.19.2"');
+    // Without a package.json, a single file is sent as written.
+    expect((await bundleComponent(join(dir, 'single.js'))).bundled).toBe(false);
+  });
 });

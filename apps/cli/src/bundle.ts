@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { build, BuildFailure, Message, Metafile } from 'esbuild';
 import { CliError } from './errors';
+import { packagePins, pinImports } from './package-pins';
 
 export interface Bundle {
   /** The code sent as `component_code`. */
@@ -19,25 +20,30 @@ const RESOLVE_EXTENSIONS = ['.mjs', '.js', '.cjs', '.ts', '.mts', '.cts', '.json
 /**
  * Bundles a local component: relative imports are inlined, npm packages (and
  * node builtins) stay external so the server installs them with their version
- * pins, and the entry's module format (ESM or CommonJS) is kept. A component
- * without local imports is sent as written.
+ * pins, and the entry's module format (ESM or CommonJS) is kept. An npm import
+ * without a pin gets the range of the nearest package.json's `dependencies`
+ * (package-pins.ts), as Node would load the version installed from it. A
+ * component without local imports or such pins is sent as written.
  */
 export async function bundleComponent(file: string, cwd = process.cwd()): Promise<Bundle> {
   const entry = resolve(cwd, file);
   if (!existsSync(entry) || !statSync(entry).isFile()) throw new CliError(`file not found: ${file}`);
   // Paths in the bundle's comments are relative to the entry's folder, not to where pd runs.
   const base = dirname(entry);
-  const first = await runBuild(entry, 'esm', base);
+  const pins = packagePins(base);
+  const first = await runBuild(entry, 'esm', base, pins);
   const format = entryFormat(first.metafile, entry, base);
   const inputs = localInputs(first.metafile, base, entry);
-  if (inputs.length === 1) return { code: readFileSync(entry, 'utf8'), format, inputs, bundled: false };
-  const result = format === 'esm' ? first : await runBuild(entry, 'cjs', base);
+  if (inputs.length === 1 && !first.pinned) return { code: readFileSync(entry, 'utf8'), format, inputs, bundled: false };
+  const result = format === 'esm' ? first : await runBuild(entry, 'cjs', base, pins);
   return { code: result.code, format, inputs, bundled: true };
 }
 
-async function runBuild(entry: string, format: 'esm' | 'cjs', cwd: string): Promise<{ code: string; metafile: Metafile }> {
+async function runBuild(entry: string, format: 'esm' | 'cjs', cwd: string, pins: Map<string, string>): Promise<{ code: string; metafile: Metafile; pinned: number }> {
+  const pinned = { count: 0 };
   try {
     const result = await build({
+      plugins: [pinImports(pins, pinned)],
       entryPoints: [entry],
       absWorkingDir: cwd,
       bundle: true,
@@ -54,7 +60,7 @@ async function runBuild(entry: string, format: 'esm' | 'cjs', cwd: string): Prom
       outfile: 'component.js',
     });
     const code = result.outputFiles.find((f) => f.path.endsWith('.js'))?.text ?? '';
-    return { code, metafile: result.metafile };
+    return { code, metafile: result.metafile, pinned: pinned.count };
   } catch (e) {
     throw new CliError(`cannot bundle ${entry}: ${describeBuildError(e)}`);
   }
