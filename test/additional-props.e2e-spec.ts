@@ -231,4 +231,45 @@ describe('additionalProps(): props that depend on configured values', () => {
       expect(res.body.error).toMatch(message);
     }
   });
+
+  it('runs a source on the timer additionalProps() adds (the component declares none), and stops when an update takes it away', async () => {
+    // As Trello's card-due-date-reminder: the schedule exists only once the time before a reminder is chosen.
+    const code = `export default {
+      name: "Reminder", version: "0.0.1", type: "source",
+      props: { every: { type: "integer", optional: true, reloadProps: true } },
+      async additionalProps() { return this.every ? { timer: { type: "$.interface.timer", default: { intervalSeconds: this.every } } } : {}; },
+      async run(event) { this.$emit({ timer: this.timer, timestamp: event.timestamp }); },
+    };`;
+    const saved = await api.post('/components', { component_code: code });
+    expect(saved.status).toBe(200);
+    const res = await api.post('/sources', { component_id: saved.body.data.id, configured_props: { every: 1 } });
+    expect(res.status).toBe(200);
+    const id = res.body.data.id;
+    expect(res.body.data.configurable_props).toEqual([
+      { name: 'every', type: 'integer', optional: true, reloadProps: true },
+      { name: 'timer', type: '$.interface.timer', default: { intervalSeconds: 1 } },
+    ]);
+    // Stored in the API's form, as a declared timer's value is.
+    const timer = { cron: null, interval_seconds: 1 };
+    expect(res.body.data.configured_props.timer).toEqual(timer);
+    const events = async () => ((await api.get(`/sources/${id}/event_summaries?limit=100&expand=event`)).body.data as { event: unknown }[]).map((s) => s.event);
+    const fired = await eventually(async () => ((await events()).length >= 3 ? events() : undefined), { timeoutMs: 30_000, intervalMs: 500, what: 'three timer events' });
+    // `this.timer` is the component's own form, as for a declared timer.
+    for (const e of fired) expect(e).toEqual({ timer: { intervalSeconds: 1 }, timestamp: expect.any(Number) });
+
+    // A value given for the added timer is checked like a static one (TIMER_MIN_INTERVAL_SECONDS).
+    const componentId = saved.body.data.id;
+    const tooOften = await api.put(`/sources/${id}`, { component_id: componentId, configured_props: { every: 1, timer: { intervalSeconds: 1 } } });
+    expect(tooOften.status).toBe(400);
+    expect(tooOften.body.error).toMatch(/configured_props\.timer: intervalSeconds must be at least 15/);
+
+    const updated = await api.put(`/sources/${id}`, { component_id: componentId, configured_props: {} });
+    expect(updated.status).toBe(200);
+    expect(updated.body.data.configurable_props.map((p: { name: string }) => p.name)).toEqual(['every']);
+    // Once the update is applied the timer stops: at most one more event (one already under way), then none for 4 s.
+    await new Promise((r) => setTimeout(r, 3000));
+    const settled = (await events()).length;
+    await new Promise((r) => setTimeout(r, 4000));
+    expect((await events()).length).toBe(settled);
+  });
 });

@@ -47,7 +47,7 @@ describe('analyzeAdditionalProps', () => {
   });
 
   it('refuses services, names every object has, NUL characters and oversized answers', () => {
-    for (const type of ['$.service.db', 'dir', '$.interface.timer', '$.interface.apphook']) {
+    for (const type of ['$.service.db', 'dir', '$.interface.apphook']) {
       expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'x', type }]))).toBe(`additionalProps(): prop "x": ${type} cannot be added by additionalProps(), only declared in props`);
     }
     for (const name of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
@@ -58,5 +58,15 @@ describe('analyzeAdditionalProps', () => {
     expect(message(() => analyzeAdditionalProps(staticProps, many))).toBe('additionalProps() failed: it returned 201 props; at most 200 may be added');
     expect(message(() => analyzeAdditionalProps(staticProps, [{ name: 'x', type: 'string', description: 'x'.repeat(ADDITIONAL_PROPS_MAX_BYTES) }]))).toMatch(/at most 262144 may be added$/);
     expect(analyzeAdditionalProps(staticProps, many.slice(0, ADDITIONAL_PROPS_MAX_COUNT))).toHaveLength(ADDITIONAL_PROPS_MAX_COUNT);
+  });
+
+  it('adds one schedule to a component that declares none, checked like a static timer', () => {
+    const timer = { name: 'timer', type: '$.interface.timer', default: { intervalSeconds: 300 } };
+    expect(analyzeAdditionalProps(staticProps, [timer])).toEqual([timer]);
+    const twice = [timer, { ...timer, name: 'other' }];
+    expect(message(() => analyzeAdditionalProps(staticProps, twice))).toBe('additionalProps(): prop "other": $.interface.timer cannot be added by additionalProps(), only declared in props');
+    const declared: ConfigurableProp[] = [...staticProps, { name: 'poll', type: '$.interface.timer' }];
+    expect(message(() => analyzeAdditionalProps(declared, [timer]))).toBe('additionalProps(): prop "timer": $.interface.timer cannot be added by additionalProps(), only declared in props');
+    expect(message(() => analyzeAdditionalProps(staticProps, [{ ...timer, default: { intervalSeconds: -5 } }]))).toMatch(/^additionalProps\(\): .*timer/);
   });
 });

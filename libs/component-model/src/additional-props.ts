@@ -3,7 +3,7 @@ import type { ConfigurableProp } from './analyze-component';
 import { checkProp, toConfigurable } from './analyze-component';
 import type { PropDescriptor } from './descriptor';
 import { ADDITIONAL_PROPS_MAX_BYTES, ADDITIONAL_PROPS_MAX_COUNT } from './form-limits';
-import { isServiceType } from './prop-types';
+import { INTERFACE_TIMER, isServiceType } from './prop-types';
 
 function fail(message: string, details: Record<string, unknown>): never {
   throw new BadRequestError(`additionalProps(): ${message}`, details, 'invalid_props');
@@ -35,9 +35,10 @@ function checkSize(added: PropDescriptor[]): void {
 /**
  * Checks the props a source's `additionalProps()` returned (as the sandbox described them) like
  * static ones and returns their `configurable_props`. The sandbox has already merged an app's
- * propDefinition into each prop and left out props named like static ones. Interfaces
- * (`$.interface.*`) and services (`$.service.db`, `dir`) are refused: a source's endpoint, schedule
- * and storage are fixed by its component.
+ * propDefinition into each prop and left out props named like static ones. A source's schedule may be
+ * added: one `$.interface.timer` when the component declares none (Trello's card-due-date-reminder
+ * polls only once a reminder time is chosen). Other interfaces (`$.interface.http`, `apphook`) and
+ * services (`$.service.db`, `dir`) are refused: a source's endpoint and storage are fixed by its component.
  */
 export function analyzeAdditionalProps(staticProps: ConfigurableProp[], added: PropDescriptor[]): ConfigurableProp[] {
   checkSize(added);
@@ -45,13 +46,17 @@ export function analyzeAdditionalProps(staticProps: ConfigurableProp[], added: P
   const appSlugs = new Set(
     [...staticProps, ...added].filter((p) => p.type === 'app').flatMap((p) => [p.name, ...(typeof p.app === 'string' && p.app ? [p.app] : [])]),
   );
+  const hasStaticTimer = staticProps.some((p) => p.type === INTERFACE_TIMER);
+  let timers = 0;
   return added.map((raw) => {
     if (typeof raw.name !== 'string' || raw.name === '') fail('a prop has no name', { field: 'props' });
     if (seen.has(raw.name)) fail(`prop "${raw.name}" is returned twice`, { prop: raw.name });
     seen.add(raw.name);
     const { propDefinition: _merged, ...prop } = raw;
     void _merged;
-    if (typeof prop.type === 'string' && isServiceType(prop.type)) {
+    // The one schedule of a component that declares none is checked like a static timer below.
+    const addsSchedule = prop.type === INTERFACE_TIMER && timers++ === 0 && !hasStaticTimer;
+    if (typeof prop.type === 'string' && isServiceType(prop.type) && !addsSchedule) {
       fail(`prop "${prop.name}": ${prop.type} cannot be added by additionalProps(), only declared in props`, { prop: prop.name, type: prop.type });
     }
     try {
@@ -62,4 +67,11 @@ export function analyzeAdditionalProps(staticProps: ConfigurableProp[], added: P
     }
     return toConfigurable(prop);
   });
+}
+
+/** The name of the `$.interface.timer` prop among those `additionalProps()` added for a source (stored with it), if any. */
+export function addedTimerProp(additional: unknown): string | undefined {
+  if (!Array.isArray(additional)) return undefined;
+  const timer = (additional as { name?: unknown; type?: unknown }[]).find((p) => p?.type === INTERFACE_TIMER && typeof p.name === 'string');
+  return timer?.name as string | undefined;
 }

@@ -19,6 +19,8 @@ export interface DesiredSourceState {
   endpointUrl?: string;
   runTimeoutMs: number;
   updatedAtMs: number;
+  /** A `$.interface.timer` prop that `additionalProps()` added (the component declares none): the source's schedule. */
+  timerProp?: string;
   /** npm versions resolved when the component was saved (name → exact version), so every replica installs the same ones. */
   dependencyVersions?: Record<string, string>;
 }

@@ -4,7 +4,7 @@ import { Inject } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { ConflictError, InvocationMessage, newId, PayloadTooLargeError } from '@app/contracts';
 import { Component, Source } from '@app/db';
-import { readTimerSchedule, timerEvent } from '@app/component-model';
+import { addedTimerProp, readTimerSchedule, timerEvent } from '@app/component-model';
 import { NatsService } from '@app/nats';
 import { assertAccess, Auth, AuthContext } from '../auth/auth.context';
 
@@ -45,7 +45,7 @@ export class ManualRunController {
   private async defaultEvent(source: Source): Promise<Record<string, unknown>> {
     const now = Date.now();
     const component = await this.em.fork().findOne(Component, { id: source.componentId });
-    const timerProp = (component?.meta.timerProps as string[] | undefined)?.[0];
+    const timerProp = (component?.meta.timerProps as string[] | undefined)?.[0] ?? addedTimerProp(source.additionalProps);
     if (component && timerProp) {
       const declared = (component.configurableProps as { name: string; default?: unknown }[]).find((p) => p.name === timerProp);
       const spec = readTimerSchedule(source.configuredProps[timerProp]) ?? readTimerSchedule(declared?.default);

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
+import { addedTimerProp } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { DesiredSourceState, partitionOf } from '@app/contracts';
 import { Component, Source } from '@app/db';
@@ -33,6 +34,7 @@ export class SourcePublisher {
 
   stateOf(source: Source, component: Component): DesiredSourceState {
     const dependencyVersions = (component.meta as { dependencyVersions?: Record<string, string> }).dependencyVersions;
+    const timerProp = addedTimerProp(source.additionalProps);
     return {
       sourceId: source.id,
       ownerId: source.ownerId,
@@ -46,6 +48,7 @@ export class SourcePublisher {
       runTimeoutMs: Math.min(source.runTimeoutMs ?? this.config.runTimeoutMs, this.config.maxRunTimeoutMs),
       updatedAtMs: Date.now(),
       ...(dependencyVersions ? { dependencyVersions } : {}),
+      ...(timerProp ? { timerProp } : {}),
     };
   }
 

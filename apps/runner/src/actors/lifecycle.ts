@@ -29,7 +29,7 @@ export function planLifecycle(state: ActorState, desired: DesiredSourceState): H
 export async function timerFor(sourceId: string, desired: DesiredSourceState, state: ActorState, components: ComponentCache, now: () => number): Promise<{ spec: TimerSpec; state: TimerState } | undefined> {
   if (!desired.active || !state.active || !state.codeHash) return undefined;
   const component = await components.get(state.codeHash, desired.ownerId);
-  const spec = timerSpecOf(state.configuredProps ?? {}, component.descriptor.props);
+  const spec = timerSpecOf(state.configuredProps ?? {}, component.descriptor.props, desired.timerProp);
   if (!spec) return undefined;
   if (state.timer && state.timer.specKey === specKey(spec)) return { spec, state: state.timer };
   const phase = 'intervalSeconds' in spec ? fnv1a(sourceId) % (spec.intervalSeconds * 1000) : 0;

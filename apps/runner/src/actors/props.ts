@@ -27,10 +27,11 @@ export type TimerSpec = TimerSchedule;
 /**
  * The schedule of a source's first `$.interface.timer` prop: its configured value
  * (`{ intervalSeconds }`, `{ cron, timezone }` or the API's `{ cron, interval_seconds }` form),
- * else the prop's default. Undefined when the source has no usable timer.
+ * else the prop's default; without one, the value of the timer `additionalProps()` added
+ * (`added`: its name; the API stored its default as the value). Undefined when the source has no usable timer.
  */
-export function timerSpecOf(configured: Record<string, unknown>, props: PropDescriptor[]): TimerSpec | undefined {
+export function timerSpecOf(configured: Record<string, unknown>, props: PropDescriptor[], added?: string): TimerSpec | undefined {
   const prop = props.find((p) => p.type === '$.interface.timer');
-  if (!prop) return undefined;
+  if (!prop) return added ? readTimerSchedule(configured[added]) : undefined;
   return readTimerSchedule(configured[prop.name]) ?? readTimerSchedule(prop.default);
 }
