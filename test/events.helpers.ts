@@ -4,7 +4,7 @@ import { natsAdmin } from './support/env';
 import { Client } from 'pg';
 import { EmittedEvent, encodeJson, Names, newId } from '@app/contracts';
 import { HTTP_SOURCE } from './support/components';
-import { System } from './support/system';
+import { eventually, System } from './support/system';
 
 /**
  * Helpers for the events, subscriptions, webhooks, delivery and SSE tests:
@@ -153,4 +153,10 @@ export async function httpSourceToWebhook(
   if (subscribed.status !== 200) throw new Error(`POST /subscriptions answered ${subscribed.status}`);
   await subscriptionsLoaded(system);
   return { src: created.body.data.id, componentId: created.body.data.component_id, url: created.body.data.configured_props.http.endpoint_url, wh };
+}
+
+/** Posts `{"i":-1}` to a source's endpoint until it answers 200 and the receiver has an event: the path is live end to end. */
+export async function firstDelivered(url: string, receiver: { received: unknown[] }): Promise<void> {
+  const post = (): Promise<Response> => fetch(url, { method: 'POST', body: '{"i":-1}', headers: { 'content-type': 'application/json' } });
+  await eventually(async () => (await post()).status === 200 && receiver.received.length > 0, { what: 'the first event delivered', timeoutMs: 30_000, intervalMs: 500 });
 }

@@ -3,7 +3,7 @@ import { decodeJson, DesiredSourceState, Names, partitionOf } from '@app/contrac
 import { client, createUser } from './support/accounts';
 import { OwnNats, startOwnNats } from './support/own-nats';
 import { eventually, freePort, startSystem, System } from './support/system';
-import { httpSourceToWebhook, Receiver, sql } from './events.helpers';
+import { firstDelivered, httpSourceToWebhook, Receiver, sql } from './events.helpers';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -60,7 +60,7 @@ describe('the NATS server restarting under load', () => {
     const api = client(system, user.apiKey);
     const { src, componentId, url } = await httpSourceToWebhook(system, api, receiver.url);
     const send = (i: number): Promise<Response> => fetch(url, { method: 'POST', body: JSON.stringify({ i }), headers: { 'content-type': 'application/json' } });
-    await eventually(async () => (await send(-1)).status === 200 && receiver.received.length > 0, { what: 'the first event delivered', timeoutMs: 30_000, intervalMs: 500 });
+    await firstDelivered(url, receiver);
     const streams = new AbortController();
     const openStream = (): Promise<Response> => fetch(`${system.origin}/sse/dc/${src}/emits`, { headers: { authorization: `Bearer ${user.apiKey}` }, signal: streams.signal });
     const stream = readStream(await openStream());

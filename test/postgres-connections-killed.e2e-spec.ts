@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { client, createUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
-import { httpSourceToWebhook, Receiver } from './events.helpers';
+import { firstDelivered, httpSourceToWebhook, Receiver } from './events.helpers';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -51,11 +51,7 @@ describe('Postgres connections terminated under load', () => {
     const user = createUser(system);
     const api = client(system, user.apiKey);
     const { src, url, wh } = await httpSourceToWebhook(system, api, receiver.url);
-    await eventually(async () => (await fetch(url, { method: 'POST', body: '{"i":-1}', headers: { 'content-type': 'application/json' } })).status === 200 && receiver.received.length > 0, {
-      what: 'the first event delivered',
-      timeoutMs: 30_000,
-      intervalMs: 500,
-    });
+    await firstDelivered(url, receiver);
 
     const tally = new Tally();
     const accepted: number[] = [];
