@@ -64,9 +64,10 @@ describe('analyzeAdditionalProps', () => {
     const timer = { name: 'timer', type: '$.interface.timer', default: { intervalSeconds: 300 } };
     expect(analyzeAdditionalProps(staticProps, [timer])).toEqual([timer]);
     const twice = [timer, { ...timer, name: 'other' }];
-    expect(message(() => analyzeAdditionalProps(staticProps, twice))).toBe('additionalProps(): prop "other": $.interface.timer cannot be added by additionalProps(), only declared in props');
+    const one = 'a source has one schedule; additionalProps() may add a $.interface.timer only to a component that declares none, and only one';
+    expect(message(() => analyzeAdditionalProps(staticProps, twice))).toBe(`additionalProps(): prop "other": ${one}`);
     const declared: ConfigurableProp[] = [...staticProps, { name: 'poll', type: '$.interface.timer' }];
-    expect(message(() => analyzeAdditionalProps(declared, [timer]))).toBe('additionalProps(): prop "timer": $.interface.timer cannot be added by additionalProps(), only declared in props');
+    expect(message(() => analyzeAdditionalProps(declared, [timer]))).toBe(`additionalProps(): prop "timer": ${one}`);
     expect(message(() => analyzeAdditionalProps(staticProps, [{ ...timer, default: { intervalSeconds: -5 } }]))).toMatch(/^additionalProps\(\): .*timer/);
   });
 });

@@ -55,8 +55,10 @@ export function analyzeAdditionalProps(staticProps: ConfigurableProp[], added: P
     const { propDefinition: _merged, ...prop } = raw;
     void _merged;
     // The one schedule of a component that declares none is checked like a static timer below.
-    const addsSchedule = prop.type === INTERFACE_TIMER && timers++ === 0 && !hasStaticTimer;
-    if (typeof prop.type === 'string' && isServiceType(prop.type) && !addsSchedule) {
+    if (prop.type === INTERFACE_TIMER && (timers++ > 0 || hasStaticTimer)) {
+      fail(`prop "${prop.name}": a source has one schedule; additionalProps() may add a $.interface.timer only to a component that declares none, and only one`, { prop: prop.name, type: prop.type });
+    }
+    if (typeof prop.type === 'string' && isServiceType(prop.type) && prop.type !== INTERFACE_TIMER) {
       fail(`prop "${prop.name}": ${prop.type} cannot be added by additionalProps(), only declared in props`, { prop: prop.name, type: prop.type });
     }
     try {
