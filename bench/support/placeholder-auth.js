@@ -22,7 +22,8 @@ function valueByName(field) {
   // Ghost's Admin API key is `<id>:<hex secret>`, split and hex-decoded before any request.
   if (/admin_api_key/i.test(field)) return `${'0'.repeat(24)}:${'0'.repeat(64)}`;
   if (/url|uri|endpoint/i.test(field)) return 'https://example.com';
-  if (/host/i.test(field)) return 'example.com';
+  // Three labels, as a real server's name has: MongoDB's driver refuses an SRV host without a subdomain.
+  if (/host/i.test(field)) return 'db.example.com';
   if (/email/i.test(field)) return 'placeholder@example.com';
   if (/secret/i.test(field)) return 'placeholder-secret';
   if (/key/i.test(field)) return 'placeholder-key';
