@@ -292,8 +292,15 @@ function classifySave(res) {
 const HOOK_FAILED = 'hook failed (not network)';
 const ETARGET = 'npm install `ETARGET` for a pinned version';
 
-function classifyHookError(e) {
+/**
+ * SDKs whose error for a request that got no answer carries no message, checked one by one with plain Node
+ * offline (`<name>: undefined` here): mailgun.js 3 (the `^3.5.2` of Mailgun's package.json) and Coinbase's CDP SDK.
+ */
+const MESSAGELESS_OFFLINE = { mailgun: /^Error: undefined$/, coinbase_developer_platform: /^APIError: undefined$/ };
+
+function classifyHookError(e, app) {
   const text = `${e?.name ?? ''}: ${e?.message ?? ''}`;
+  if (MESSAGELESS_OFFLINE[app]?.test(text)) return undefined;
   if (/TimeoutError/.test(text)) return 'hooks unfinished after 90 s';
   if (/WebSocket is not defined/.test(text)) return 'no global `WebSocket`';
   if (/ERR_REQUIRE_ASYNC_MODULE|top-level await/.test(text)) return 'top-level `await` in an ESM module graph';
@@ -314,10 +321,10 @@ async function deploy(client, componentId, props, auth, withOptional) {
  * may fall within the sweep, at a random phase), which the sweep does not read: after a hook failed
  * offline, the run fails on the state the hook never stored.
  */
-async function hookFailure(client, sourceId) {
+async function hookFailure(client, sourceId, app) {
   const errs = await client.get(`/sources/${sourceId}/event_summaries?event_name=%24errors&expand=event&limit=20`);
   const hooks = (errs.body?.data ?? []).filter((s) => s.event?.original_event === null || s.event?.original_event === undefined);
-  const bad = hooks.map((s) => [classifyHookError(s.event?.error), s.event?.error]).find(([c]) => c);
+  const bad = hooks.map((s) => [classifyHookError(s.event?.error, app), s.event?.error]).find(([c]) => c);
   return bad ? [bad[0], `${bad[1]?.name}: ${bad[1]?.message}`.slice(0, 200)] : undefined;
 }
 
@@ -424,7 +431,7 @@ async function retryWithOptional(system, failed) {
   });
   await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000, true);
   for (const r of failed.filter((x) => x.retryId)) {
-    if (await hookFailure(r.client, r.retryId)) continue;
+    if (await hookFailure(r.client, r.retryId, r.app)) continue;
     r.outcome = 'ok';
     r.withOptional = `${/Invalid URL/.test(r.detail) ? 'with a placeholder account of addresses and ' : ''}without its optional props: ${r.detail}`;
   }
@@ -461,7 +468,7 @@ async function main() {
     // Late hooks (up to the 90 s timeout) report their errors too.
     await hooksSettle(system, 15_000, HOOK_TIMEOUT_MS + 10_000, true);
     for (const r of results.filter((x) => x.sourceId)) {
-      const bad = await hookFailure(r.client, r.sourceId);
+      const bad = await hookFailure(r.client, r.sourceId, r.app);
       if (bad) [r.outcome, r.detail] = bad;
       else r.outcome = 'ok';
     }
@@ -484,7 +491,7 @@ async function main() {
     const auth = placeholderAuth(dir);
     const truth = await nodeProps(dir, files);
     await pool(files, CONCURRENCY, async (file) => {
-      const r = { source: `${app.name}/${path.relative(dir, file)}`, outcome: undefined, detail: '', propsExact: false, client };
+      const r = { source: `${app.name}/${path.relative(dir, file)}`, app: app.name, outcome: undefined, detail: '', propsExact: false, client };
       results.push(r);
       await sweepSource(r, file, dir, truth[file], auth);
     });
