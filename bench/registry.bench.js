@@ -246,6 +246,7 @@ const NETWORK_WRAPPED = /Unexpected error \(status code: 500\):\s*undefined\s*$|
 // The app's own checks of the placeholder input (props left empty, an account that is not real).
 const PLACEHOLDER_INPUT = /^ConfigurationError|Missing required parameters/;
 const ADDITIONAL_PROPS_OFFLINE = 'additionalProps() failed on the network (offline)';
+const ETARGET = 'npm install `ETARGET` for a pinned version';
 
 /**
  * Sources that fail because of the repository itself, read one by one (bench/registry-upstream.txt: the source,
@@ -256,10 +257,15 @@ function upstreamList() {
   return new Map(text.split('\n').map((l) => l.trim()).filter(Boolean).map((l) => [l.split(/\s+/)[0], l.replace(/^\S+\s+/, '')]));
 }
 
-/** Whether the npm registry reached here has a version of `name` matching `range` (`npm view`, nothing installed). */
+/** Whether the npm registry reached here has a version of `name` matching `range` (`npm view`, nothing installed; asked once per pair). */
+const registryAnswers = new Map();
 function registryHas(name, range) {
-  const r = spawnSync('npm', ['view', `${name}@${range}`, 'version', '--json'], { encoding: 'utf8' });
-  return r.status === 0 && r.stdout.trim() !== '' && r.stdout.trim() !== '[]';
+  const spec = `${name}@${range}`;
+  if (!registryAnswers.has(spec)) {
+    const r = spawnSync('npm', ['view', spec, 'version', '--json'], { encoding: 'utf8' });
+    registryAnswers.set(spec, r.status === 0 && r.stdout.trim() !== '' && r.stdout.trim() !== '[]');
+  }
+  return registryAnswers.get(spec);
 }
 
 /**
@@ -290,7 +296,6 @@ function classifySave(res) {
 }
 
 const HOOK_FAILED = 'hook failed (not network)';
-const ETARGET = 'npm install `ETARGET` for a pinned version';
 
 /**
  * SDKs whose error for a request that got no answer carries no message, checked one by one with plain Node

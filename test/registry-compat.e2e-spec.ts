@@ -31,13 +31,15 @@ describe('registry sources as Pipedream runs them', () => {
     packages.set(spec, join(dir, 'package'));
     return join(dir, 'package');
   };
-  const save = async (spec: string, source: string) => {
-    const dir = pkg(spec);
-    const { code } = await bundleComponent(join('sources', source, `${source}.mjs`), dir);
+  /** Bundles `entry` (relative to `dir`) as `pd deploy` does and saves it. */
+  const saveBundled = async (dir: string, entry: string) => {
+    const { code } = await bundleComponent(entry, dir);
     const res = await api.post('/components', { component_code: code });
+    expect(res.body.error).toBeUndefined();
     expect(res.status).toBe(200);
     return res.body.data as { id: string; configurable_props: Record<string, unknown>[] };
   };
+  const save = (spec: string, source: string) => saveBundled(pkg(spec), join('sources', source, `${source}.mjs`));
   const deploy = async (componentId: string, props: Record<string, unknown>) => {
     const res = await api.post('/sources', { component_id: componentId, configured_props: props });
     expect(res.status).toBe(200);
@@ -144,6 +146,19 @@ describe('registry sources as Pipedream runs them', () => {
     expect(err.event.error?.message).not.toMatch(/undefined|not a constructor|not a function/);
     expect(err.event.error?.message).toMatch(/ENOTFOUND|EAI_AGAIN|ECONNREFUSED|fetch failed|getaddrinfo|request to .* failed|connect/i);
   });
+
+  it('imports in local files follow Node: a default import of webpack CommonJS binds module.exports, a named import of a dual package gives its class', async () => {
+    // test/fixtures/module-interop: the import lines of Pipedream's salesforce_rest_api (salesforce-webhooks, whose
+    // module.exports carries Symbol.toStringTag "Module") and polar (@polar-sh/sdk, ESM with a CommonJS build),
+    // in local files of the source, with the real packages installed by the service from the npm registry.
+    const c = await saveBundled(join(__dirname, 'fixtures', 'module-interop'), join('sources', 'hooked', 'hooked.mjs'));
+    const src = await deploy(c.id, { app: { $auth: {} } });
+    // The deploy hook reports what it got as its error's message.
+    const [err] = await summaries(src.id, '$errors', 1, 'the deploy hook report');
+    const message = err.event.error?.message ?? '';
+    expect(message).toMatch(/^bindings /);
+    expect(JSON.parse(message.slice('bindings '.length))).toEqual({ salesforceCreate: 'function', polar: 'Polar' });
+  }, 300_000);
 
   it('a dir prop (File Stash) is accepted and takes no value (microsoft_outlook: new attachment received)', async () => {
     const c = await save('@pipedream/microsoft_outlook@1.7.5', 'new-attachment-received');

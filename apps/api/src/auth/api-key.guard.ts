@@ -28,6 +28,11 @@ interface AuthRow {
   org_ids: string[];
 }
 
+/** The API key of an `Authorization: Bearer <API_KEY>` header, or undefined when there is none or it is malformed. */
+export function bearerKey(header: string | undefined): string | undefined {
+  return header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+}
+
 /** `Authorization: Bearer <API_KEY>` on every route not marked `@Public()`. */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -37,9 +42,9 @@ export class ApiKeyGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [context.getHandler(), context.getClass()])) return true;
     const req = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined>; auth?: AuthContext }>();
     const header = req.headers.authorization;
-    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match) throw new UnauthorizedError(header ? 'malformed Authorization header: expected "Bearer <API_KEY>"' : 'missing API key: send Authorization: Bearer <API_KEY>');
-    req.auth = await this.authenticate(match[1]);
+    const key = bearerKey(header);
+    if (!key) throw new UnauthorizedError(header ? 'malformed Authorization header: expected "Bearer <API_KEY>"' : 'missing API key: send Authorization: Bearer <API_KEY>');
+    req.auth = await this.authenticate(key);
     return true;
   }
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { sha256Hex } from '@app/contracts';
+import { bearerKey } from '../auth/api-key.guard';
 
 /** Requests of one key waiting for a turn at most; more are refused at once. */
 const MAX_WAITING_PER_KEY = 1_000;
@@ -70,8 +71,8 @@ export function registerKeyConcurrency(fastify: FastifyInstance, limiter: KeyCon
   if (limiter.limit <= 0) return;
   fastify.addHook('onRequest', async (req, reply) => {
     if (!req.url.startsWith('/v1/')) return;
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(String(req.headers.authorization ?? ''));
-    const release = await limiter.acquire(match ? sha256Hex(match[1]) : '');
+    const key = bearerKey(req.headers.authorization);
+    const release = await limiter.acquire(key ? sha256Hex(key) : '');
     if (!release) {
       return reply
         .status(429)

@@ -1,7 +1,7 @@
 import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 import { BadRequestError } from '@app/contracts';
-import { ApiKeyGuard } from '../auth/api-key.guard';
+import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
 import { parseEventId, parseExpand } from '../events/event-summary.dto';
@@ -44,7 +44,7 @@ export class SseController {
     const after = lastId ? parseEventId(lastId) : undefined;
     if (lastId && !after) throw new BadRequestError('Last-Event-ID must be an event id like 1700000000000-0', { header: 'last-event-id' });
     // Access is checked again at every keep-alive: a revoked key or a removed member loses the stream too.
-    const key = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] ?? '';
+    const key = bearerKey(authorization) ?? '';
     const stillAllowed = keepAliveAccess(async () => this.events.assertSource(await this.guard.authenticate(key), id));
     await this.sse.stream(reply, id, kind, after, summary, stillAllowed, auth.userId);
   }

@@ -3,7 +3,7 @@ import { FastifyReply } from 'fastify';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, decodeJson, WorkflowSseMessage } from '@app/contracts';
 import { NatsService } from '@app/nats';
-import { ApiKeyGuard } from '../auth/api-key.guard';
+import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
 import { parseEventId, parseExpand } from '../events/event-summary.dto';
@@ -78,7 +78,7 @@ export class WorkflowSseController implements BeforeApplicationShutdown {
   }
 
   private access(authorization: string, id: string): () => Promise<boolean> {
-    const key = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] ?? '';
+    const key = bearerKey(authorization) ?? '';
     return keepAliveAccess(async () => this.events.assertWorkflow(await this.guard.authenticate(key), id));
   }
 
