@@ -6,6 +6,8 @@ import { ComponentPreparer } from './preparer';
 import { WorkerPool } from './worker-pool';
 import type { BundleRef } from './worker-protocol';
 
+const RESPONDS = `module.exports = { name: 'responds', version: '1', props: { http: { type: '$.interface.http', customResponse: true } },
+  run(event) { this.http.respond({ status: 200, body: String(event.n) }); return { nested: JSON.parse('['.repeat(event.depth) + ']'.repeat(event.depth)) }; } };`;
 const LOOP = `module.exports = { name: 'loop', version: '1', props: {}, async additionalProps() { for (;;) {} }, run() {} };`;
 
 /**
@@ -28,4 +30,34 @@ describe('WorkerPool started on use', () => {
     const outcomes = await Promise.all([run(), run(), run()]);
     expect(outcomes).toEqual([1, 2, 3].map(() => ({ failed: { name: 'TimeoutError', message: 'additionalProps timed out after 300 ms (its worker was stopped)' } })));
   }, 20_000);
+});
+
+/**
+ * `respond()` goes to the pool on a port of its own, beside the task's result: a run that answers and
+ * returns at once still has its answer delivered before `run()` resolves, whichever message arrives first.
+ * (The result carries the answer too, but not when it fails to be sent back: a result nested too deeply
+ * for the channel then lost the answer the client was waiting for.)
+ */
+describe('WorkerPool: respond() beside the result', () => {
+  let pool: WorkerPool;
+  let bundle: BundleRef;
+  beforeAll(async () => {
+    const preparer = new ComponentPreparer({ npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-sbx-')), installTimeoutMs: 10_000 });
+    bundle = (await preparer.prepare({ code: RESPONDS, fetchText: defaultFetchText() })).ref;
+    pool = new WorkerPool({ threads: 2, heapMb: 64, vmTimeout: 'always', concurrentTasksPerWorker: 4, idleTimeoutMs: 60_000 });
+  });
+  afterAll(() => pool.close(100));
+
+  it('delivers every answer before its run resolves, also when the result is large', async () => {
+    const lost: number[] = [];
+    await Promise.all(
+      Array.from({ length: 200 }, async (_, n) => {
+        const answers: unknown[] = [];
+        const task = { kind: 'execute' as const, sourceId: 'dc_t', invocationId: `inv_${n}`, method: 'run' as const, props: {}, db: {}, event: { n, depth: n % 2 ? 2000 : 1 }, timeoutMs: 5000, bundle, limits: { dbMaxBytes: 1 << 20, eventMaxBytes: 1 << 20, emitsPerInvocation: 10 } };
+        await pool.run(task, 5000, (r) => answers.push(r));
+        if (answers.length !== 1) lost.push(n);
+      }),
+    );
+    expect(lost).toEqual([]);
+  }, 60_000);
 });

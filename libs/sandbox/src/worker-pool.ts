@@ -1,4 +1,4 @@
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { SandboxError, SandboxLogger, SandboxPoolStats } from './types';
 import { resolveWorkerFile } from './worker-file';
@@ -156,7 +156,11 @@ export class WorkerPool {
     } finally {
       clearTimeout(timer!);
       if (slot !== undefined) this.freeSlots.push(slot);
-      channel?.port1.close();
+      if (channel) {
+        // The result may arrive before the port's message event: answers already posted are taken now, not dropped with the port.
+        for (let m = receiveMessageOnPort(channel.port1); m; m = receiveMessageOnPort(channel.port1)) onResponse!(m.message as ResponseMessage);
+        channel.port1.close();
+      }
     }
   }
 
