@@ -10,6 +10,10 @@ const RESPONDS = `module.exports = { name: 'responds', version: '1', props: { ht
   run(event) { this.http.respond({ status: 200, body: String(event.n) }); return { nested: JSON.parse('['.repeat(event.depth) + ']'.repeat(event.depth)) }; } };`;
 const LOOP = `module.exports = { name: 'loop', version: '1', props: {}, async additionalProps() { for (;;) {} }, run() {} };`;
 
+/** A component's bundle as the sandbox runs it. */
+const prepared = async (code: string): Promise<BundleRef> =>
+  (await new ComponentPreparer({ npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-sbx-')), installTimeoutMs: 10_000 }).prepare({ code, fetchText: defaultFetchText() })).ref;
+
 /**
  * The pool of an account's sandbox starts its workers on use (`idleTimeoutMs`, as the sandbox host
  * does): a task queued behind tasks whose workers were stopped at their deadline still runs.
@@ -18,8 +22,7 @@ describe('WorkerPool started on use', () => {
   let pool: WorkerPool;
   let bundle: BundleRef;
   beforeAll(async () => {
-    const preparer = new ComponentPreparer({ npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-sbx-')), installTimeoutMs: 10_000 });
-    bundle = (await preparer.prepare({ code: LOOP, fetchText: defaultFetchText() })).ref;
+    bundle = await prepared(LOOP);
     pool = new WorkerPool({ threads: 2, heapMb: 48, vmTimeout: 'never', concurrentTasksPerWorker: 1, idleTimeoutMs: 60_000 });
   });
   afterAll(() => pool.close(100));
@@ -42,8 +45,7 @@ describe('WorkerPool: respond() beside the result', () => {
   let pool: WorkerPool;
   let bundle: BundleRef;
   beforeAll(async () => {
-    const preparer = new ComponentPreparer({ npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-sbx-')), installTimeoutMs: 10_000 });
-    bundle = (await preparer.prepare({ code: RESPONDS, fetchText: defaultFetchText() })).ref;
+    bundle = await prepared(RESPONDS);
     pool = new WorkerPool({ threads: 2, heapMb: 64, vmTimeout: 'always', concurrentTasksPerWorker: 4, idleTimeoutMs: 60_000 });
   });
   afterAll(() => pool.close(100));
