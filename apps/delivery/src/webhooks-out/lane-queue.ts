@@ -12,6 +12,23 @@
  */
 export const DIRECT_SHARE = 15;
 
+/** A lane's room for direct events: at least two router batches (500 each)… */
+export const DIRECT_LANE_MIN = 1000;
+/** …or what the webhook drains in this long at its average latency, whichever is more. */
+export const DIRECT_LANE_DRAIN_MS = 1000;
+
+/**
+ * How many direct events a webhook's lane may hold (DELIVERIES messages waiting beside them do not count):
+ * DIRECT_LANE_MIN, or more for a fast webhook, up to `max`. A fast webhook under a sustained load so keeps
+ * every event on the direct path, in order; with a fixed 1,000 its overflow went through DELIVERIES, waited
+ * there behind the direct events (1 request slot in DIRECT_SHARE + 1), and made the tail of the latency
+ * seconds long (p99 2.5–3.2 s instead of 0.4 s for one hot source, docs/benchmarks.md).
+ */
+export function directLaneMax(avgLatencyMs: number, concurrency: number, max: number): number {
+  const drained = (concurrency * DIRECT_LANE_DRAIN_MS) / Math.max(1, avgLatencyMs);
+  return Math.round(Math.min(max, Math.max(DIRECT_LANE_MIN, drained)));
+}
+
 export class LaneQueue<T> {
   private readonly direct: T[] = [];
   private readonly stream: T[] = [];

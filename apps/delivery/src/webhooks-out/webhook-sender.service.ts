@@ -14,7 +14,7 @@ import { Sent, SignedPost } from './signed-post';
 import { nextDelayMs } from './retry-policy';
 import { RetryQueue } from './retry-queue';
 import { RetryCatchUp } from './retry-catch-up';
-import { LaneQueue } from './lane-queue';
+import { directLaneMax, LaneQueue } from './lane-queue';
 
 const DURABLE = 'webhook-sender';
 /** Requests in flight per webhook: a slow endpoint holds at most this many connections. */
@@ -31,17 +31,12 @@ const HELD_MAX = 10_000;
 const LANE_QUEUE_MAX = 1000;
 const SLOW_REQUEST_MS = 5_000;
 
-/** Direct deliveries (from the router, no DELIVERIES hop) a webhook takes only while it is healthy: no failure seen for this long… */
-const DIRECT_AFTER_FAILURE_MS = 60_000;
-/** …answers faster than this on average… */
-const DIRECT_LATENCY_MAX_MS = 1000;
-/**
- * …and has fewer than this many direct events waiting here (DELIVERIES messages waiting beside them do not
- * count: they take a share of the webhook's request slots, see LaneQueue). Two router batches (500 each).
- */
-const DIRECT_LANE_MAX = 1000;
 /** Direct events held by the process at most (their emits wait unacknowledged), apart from HELD_MAX. */
 const DIRECT_HELD_MAX = HELD_MAX / 2;
+/** Direct deliveries (from the router, no DELIVERIES hop) a webhook takes only while it is healthy: no failure seen for this long… */
+const DIRECT_AFTER_FAILURE_MS = 60_000;
+/** …answers faster than this on average, and has room in its lane for direct events (`directLaneMax`). */
+const DIRECT_LATENCY_MAX_MS = 1000;
 
 interface Lane {
   queue: LaneQueue<DeliveryItem>;
@@ -148,7 +143,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   offer(msg: DeliveryMessage, deliveryCount: number): Promise<DirectOutcome> | undefined {
     if (this.stopping || this.heldDirect >= DIRECT_HELD_MAX) return undefined;
     const lane = this.lanes.get(msg.webhookId);
-    if (lane && lane.queue.directLength >= DIRECT_LANE_MAX) return undefined;
+    if (lane && lane.queue.directLength >= directLaneMax(lane.avgLatencyMs, PER_WEBHOOK_CONCURRENCY, DIRECT_HELD_MAX)) return undefined;
     if (!this.healthy(msg.webhookId, lane)) return undefined;
     const { item, outcome } = directItem(msg, deliveryCount);
     this.dispatch(item);
