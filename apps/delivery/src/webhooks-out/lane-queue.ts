@@ -15,7 +15,7 @@ export const DIRECT_SHARE = 15;
 /** A lane's room for direct events: at least two router batches (500 each)… */
 export const DIRECT_LANE_MIN = 1000;
 /** …or what the webhook drains in this long at its average latency, whichever is more. */
-export const DIRECT_LANE_DRAIN_MS = 1000;
+export const DIRECT_LANE_DRAIN_MS = 5000;
 
 /**
  * How many direct events a webhook's lane may hold (DELIVERIES messages waiting beside them do not count):
