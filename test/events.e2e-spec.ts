@@ -69,6 +69,17 @@ describe('event summaries', () => {
     expect(rest.body.data.map((d: { event: { n: number } }) => d.event.n)).toEqual([4]);
   });
 
+  it('trims the stored summaries of each class to EVENT_RETENTION, keeping the newest', async () => {
+    const src = await insertSource(system, user.id);
+    const stored = async (cls: string): Promise<number> => (await sql<{ n: number }>(system, `select count(*)::int as n from event_summaries where emitter_id = $1 and channel_class = $2`, [src, cls]))[0].n;
+    const sent: EmittedEvent[] = [];
+    for (let i = 0; i < 12; i++) sent.push(await emitter.emit(src, user.id, { n: i }));
+    for (let i = 0; i < 7; i++) await emitter.emit(src, user.id, { msg: `line ${i}` }, { name: '$logs' });
+    await eventually(async () => ((await stored('emits')) === 5 && (await stored('$logs')) === 5 ? true : undefined), { what: 'both classes trimmed to 5 rows' });
+    const kept = await sql<{ id: string }>(system, `select id from event_summaries where emitter_id = $1 and channel_class = 'emits' order by id_ms, id_seq`, [src]);
+    expect(kept.map((r) => r.id)).toEqual(sent.slice(7).map((e) => e.id));
+  });
+
   it('pages with limit and cursors and filters custom channels', async () => {
     const src = await insertSource(system, user.id);
     expect((await summaries(src)).body).toEqual({ page_info: { total_count: 0, count: 0, start_cursor: '', end_cursor: '' }, data: [] });

@@ -14,12 +14,19 @@ import { SummaryWriter, TrimGroup } from './summary-writer';
 const LEGACY_DURABLE = 'indexer';
 const LEGACY_CHECK_MS = 10_000;
 /**
- * Trims run at most this often: the groups touched meanwhile are trimmed together. Trimming after
+ * Trims run at most this often: the groups due meanwhile are trimmed together. Trimming after
  * every batch (a statement per group, each reading the group's newest EVENT_RETENTION rows to find
- * its cut) cost Postgres more than the inserts at moderate rates; an emitter may hold a few more
- * summaries than EVENT_RETENTION for this long.
+ * its cut) cost Postgres more than the inserts at moderate rates.
  */
 const TRIM_INTERVAL_MS = 50;
+/**
+ * A group is trimmed this long after the first insert it got since its last trim, so one trim covers
+ * all the summaries a busy source wrote meanwhile: each trim is a statement planned on its own and a
+ * read of the group's newest EVENT_RETENTION index entries, which with many busy sources every 50 ms
+ * cost Postgres more per event than with one (20 sources: 400 trims/s). An emitter may hold more
+ * summaries than EVENT_RETENTION for this long; the api lists only the newest EVENT_RETENTION.
+ */
+export const TRIM_GROUP_DELAY_MS = 1000;
 
 /**
  * Indexes emitted events (also `$errors` and `$logs`) into `event_summaries`,
@@ -33,8 +40,8 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
   private deleteSub?: Subscription;
   private legacy?: BatchConsumer;
   private legacyCheck?: NodeJS.Timeout;
-  /** Groups touched since the last trim started; trims run one at a time, off the routing path. */
-  private readonly toTrim = new Map<string, TrimGroup>();
+  /** Groups touched since their last trim, with when each is due (insertion order = due order); trims run one at a time, off the routing path. */
+  private readonly toTrim = new Map<string, { group: TrimGroup; dueMs: number }>();
   private trimming?: Promise<void>;
   private closing = false;
 
@@ -78,7 +85,8 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
   async index(events: EmittedEvent[]): Promise<Set<EmittedEvent>> {
     const written = await new SummaryWriter(this.em.fork(), this.config.eventRetention).write(events);
     const rejected = new Set(written.rejected);
-    for (const g of written.touched) this.toTrim.set(`${g.e}\u0000${g.c}`, g);
+    const dueMs = Date.now() + TRIM_GROUP_DELAY_MS;
+    for (const g of written.touched) this.keepForTrim(g, dueMs);
     this.trimming ??= this.trimLoop();
     this.metrics.indexBatch.observe(events.length);
     for (const e of events) {
@@ -88,16 +96,32 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
     return rejected;
   }
 
+  /** A group already waiting keeps its due time (and its place): a busy group is trimmed once per TRIM_GROUP_DELAY_MS. */
+  private keepForTrim(g: TrimGroup, dueMs: number): void {
+    const key = `${g.e}\u0000${g.c}`;
+    if (!this.toTrim.has(key)) this.toTrim.set(key, { group: g, dueMs });
+  }
+
   private async trimLoop(): Promise<void> {
     try {
       while (this.toTrim.size) {
-        if (!this.closing) await new Promise((r) => setTimeout(r, TRIM_INTERVAL_MS));
-        const groups = [...this.toTrim.values()];
-        this.toTrim.clear();
-        await new SummaryWriter(this.em.fork(), this.config.eventRetention).trim(groups).catch((e: Error) => {
+        if (!this.closing) {
+          const first = this.toTrim.values().next().value!;
+          await new Promise((r) => setTimeout(r, Math.max(TRIM_INTERVAL_MS, first.dueMs - Date.now())));
+        }
+        // Closing: everything touched is trimmed now, not left to the next batch after a restart.
+        const now = this.closing ? Infinity : Date.now();
+        const due: TrimGroup[] = [];
+        for (const [key, t] of this.toTrim) {
+          if (t.dueMs > now) break;
+          due.push(t.group);
+          this.toTrim.delete(key);
+        }
+        if (!due.length) continue;
+        await new SummaryWriter(this.em.fork(), this.config.eventRetention).trim(due).catch((e: Error) => {
           // Kept for the next round: retention is enforced late, never skipped (the next batch that touches a group trims it after a restart).
-          if (!this.closing) for (const g of groups) this.toTrim.set(`${g.e}\u0000${g.c}`, g);
-          this.logger.warn({ err: e.message, groups: groups.length }, 'trimming event summaries failed; retrying');
+          if (!this.closing) for (const g of due) this.keepForTrim(g, Date.now() + TRIM_GROUP_DELAY_MS);
+          this.logger.warn({ err: e.message, groups: due.length }, 'trimming event summaries failed; retrying');
           return new Promise((r) => setTimeout(r, 1000));
         });
       }
