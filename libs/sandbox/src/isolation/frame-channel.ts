@@ -16,12 +16,17 @@ import { deserialize, serialize } from 'node:v8';
  */
 export const FRAME_HEADER_BYTES = 4;
 
+/** The header of a frame whose body (one serialized message) is `bodyBytes` long. */
+export function frameHeader(bodyBytes: number): Buffer {
+  const head = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+  head.writeUInt32BE(bodyBytes, 0);
+  return head;
+}
+
 /** One message as a frame. */
 export function encodeFrame(message: unknown): Buffer {
   const body = serialize(message);
-  const head = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
-  head.writeUInt32BE(body.byteLength, 0);
-  return Buffer.concat([head, body]);
+  return Buffer.concat([frameHeader(body.byteLength), body]);
 }
 
 /** Messages as frames, one after the other in one buffer (one write). */

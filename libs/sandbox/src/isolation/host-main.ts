@@ -5,26 +5,33 @@
  * Nothing here trusts the components: they run in the pool's worker threads.
  */
 import { Socket } from 'node:net';
+import { serialize } from 'node:v8';
 import type { ResponseMessage } from '../worker-protocol';
-import { sandboxError, WorkerPool } from '../worker-pool';
+import { WorkerPool } from '../worker-pool';
 import { HOST_CHANNEL_FD, type FromHost, type HostConfig, type ToHost } from './host-protocol';
-import { encodeFrame, FrameReader } from './frame-channel';
+import { FrameReader, frameHeader } from './frame-channel';
 import { IpcBatch } from './ipc-batch';
-import { boundedOutcome, responseFits } from './result-bounds';
+import { doneBody, responseBody } from './result-bounds';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as HostConfig;
 
 /** The app's end of the channel (fd 3, a socket pair): framed messages both ways (frame-channel.ts). */
 const channel = new Socket({ fd: HOST_CHANNEL_FD, readable: true, writable: true });
-const out = new IpcBatch<Buffer>((frames) => {
-  if (channel.writable) channel.write(Buffer.concat(frames));
+/** Frames to the app, as headers and bodies, joined into one write per turn of the event loop. */
+const out = new IpcBatch<Buffer>((parts) => {
+  if (channel.writable) channel.write(Buffer.concat(parts));
 });
-/** Encodes a message at once (one that cannot be encoded never reaches a batch: an answer then fails, a log line is dropped). */
-const send = (m: FromHost): void => {
+/** Sends one serialized message (a frame body). */
+const sendBody = (body: Buffer): void => {
+  out.push(frameHeader(body.byteLength));
+  out.push(body);
+};
+/** Sends a message of the host's own; one that cannot be encoded (a log line's object) is dropped. */
+const send = (m: Exclude<FromHost, { t: 'done' | 'response' }>): void => {
   try {
-    out.push(encodeFrame(m));
-  } catch (e) {
-    if (m.t === 'done') out.push(encodeFrame({ t: 'done', id: m.id, out: { failed: sandboxError('ResultSizeLimitError', `the answer cannot be sent back: ${(e as Error).message}`) } }));
+    sendBody(serialize(m));
+  } catch {
+    // dropped
   }
 };
 
@@ -39,8 +46,13 @@ const pool = new WorkerPool({ ...config, logger });
 
 function handle(m: ToHost): void {
   if (m.t === 'run') {
-    const onResponse = m.respond ? (payload: ResponseMessage) => responseFits(payload) && send({ t: 'response', id: m.id, payload }) : undefined;
-    void pool.run(m.task, m.timeoutMs, onResponse).then((result) => send({ t: 'done', id: m.id, out: boundedOutcome(m.task, result) }));
+    const onResponse = m.respond
+      ? (payload: ResponseMessage) => {
+          const body = responseBody(m.id, payload);
+          if (body) sendBody(body);
+        }
+      : undefined;
+    void pool.run(m.task, m.timeoutMs, onResponse).then((result) => sendBody(doneBody(m.id, m.task, result)));
   } else if (m.t === 'close') {
     void pool.close(m.graceMs).then(() => {
       out.flush();

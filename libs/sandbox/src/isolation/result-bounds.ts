@@ -17,30 +17,45 @@ export function resultCapBytes(task: WorkerTask): number {
 const what = (task: WorkerTask): string =>
   task.kind === 'describe' ? "the component's description" : task.kind === 'execute' ? `the result of ${task.method}` : task.kind === 'executeBatch' ? 'the result of run' : `the answer of ${task.kind}()`;
 
+const NULL_BYTES = serialize(null).byteLength;
+
 /**
- * The outcome as the host sends it to the app, or a ResultSizeLimitError when it is larger than the
- * task's cap. Measured in the host's main thread, which no component code can reach (the checks in
- * the worker share the component's realm, whose JSON and Buffer it may have replaced), so that no
- * account can make an app hold an answer of any size: a string repeated by reference is small in
- * the sandbox and large once serialized.
+ * `message` serialized once (the frame body the host sends), and how many bytes of it its field `key` takes:
+ * as many as `serialize(message[key])` would give (the envelope's own bytes, measured with the field null, are
+ * taken off), so the bound does not depend on the envelope.
  */
-export function boundedOutcome(task: WorkerTask, out: TaskOutcome<unknown>, cap = resultCapBytes(task)): TaskOutcome<unknown> {
-  let bytes: number;
-  try {
-    bytes = serialize(out).byteLength;
-  } catch (e) {
-    // Nested too deeply for the serializer (an emit of [[[…]]] 3,000 levels deep): thrown here, it ended the sandbox process.
-    return { failed: sandboxError('ResultSizeLimitError', `${what(task)} cannot be sent back: ${(e as Error).message}`) };
-  }
-  if (bytes <= cap) return out;
-  return { failed: sandboxError('ResultSizeLimitError', `${what(task)} is ${bytes} bytes, over the ${cap} bytes a sandbox may send back`) };
+function serializedWith(message: Record<string, unknown>, key: string): { body: Buffer; bytes: number } {
+  const body = serialize(message);
+  const envelope = serialize({ ...message, [key]: null }).byteLength - NULL_BYTES;
+  return { body, bytes: body.byteLength - envelope };
 }
 
-/** Whether a `respond()` payload may go to the app (an oversized one fails its run through `boundedOutcome`). */
-export function responseFits(payload: ResponseMessage, cap = RESULT_MAX_BYTES): boolean {
+/**
+ * The `done` message of task `id` as the host sends it to the app (serialized once, the frame's body), carrying a
+ * ResultSizeLimitError instead of the outcome when that is larger than the task's cap or cannot be serialized.
+ * Measured in the host's main thread, which no component code can reach (the checks in the worker share the
+ * component's realm, whose JSON and Buffer it may have replaced), so that no account can make an app hold an
+ * answer of any size: a string repeated by reference is small in the sandbox and large once serialized.
+ */
+export function doneBody(id: number, task: WorkerTask, out: TaskOutcome<unknown>, cap = resultCapBytes(task)): Buffer {
+  const refused = (message: string): Buffer => serialize({ t: 'done', id, out: { failed: sandboxError('ResultSizeLimitError', message) } });
+  let sized: { body: Buffer; bytes: number };
   try {
-    return serialize(payload).byteLength <= cap;
+    sized = serializedWith({ t: 'done', id, out }, 'out');
+  } catch (e) {
+    // Nested too deeply for the serializer (an emit of [[[…]]] 3,000 levels deep): thrown here, it ended the sandbox process.
+    return refused(`${what(task)} cannot be sent back: ${(e as Error).message}`);
+  }
+  if (sized.bytes <= cap) return sized.body;
+  return refused(`${what(task)} is ${sized.bytes} bytes, over the ${cap} bytes a sandbox may send back`);
+}
+
+/** The `response` message of task `id` (serialized once), or undefined when the payload cannot go to the app (an oversized one fails its run through `doneBody`). */
+export function responseBody(id: number, payload: ResponseMessage, cap = RESULT_MAX_BYTES): Buffer | undefined {
+  try {
+    const sized = serializedWith({ t: 'response', id, payload }, 'payload');
+    return sized.bytes <= cap ? sized.body : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
