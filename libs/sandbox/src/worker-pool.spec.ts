@@ -10,25 +10,30 @@ const RESPONDS = `module.exports = { name: 'responds', version: '1', props: { ht
   run(event) { this.http.respond({ status: 200, body: String(event.n) }); return { nested: JSON.parse('['.repeat(event.depth) + ']'.repeat(event.depth)) }; } };`;
 const LOOP = `module.exports = { name: 'loop', version: '1', props: {}, async additionalProps() { for (;;) {} }, run() {} };`;
 
-/** A component's bundle as the sandbox runs it. */
-const prepared = async (code: string): Promise<BundleRef> =>
-  (await new ComponentPreparer({ npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-sbx-')), installTimeoutMs: 10_000 }).prepare({ code, fetchText: defaultFetchText() })).ref;
+type PoolOptions = Pick<ConstructorParameters<typeof WorkerPool>[0], 'heapMb' | 'vmTimeout' | 'concurrentTasksPerWorker'>;
 
 /**
- * The pool of an account's sandbox starts its workers on use (`idleTimeoutMs`, as the sandbox host
- * does): a task queued behind tasks whose workers were stopped at their deadline still runs.
+ * For the enclosing describe: `code` prepared as the sandbox runs it, and a pool of two threads started on
+ * use (`idleTimeoutMs`, as the sandbox host does), closed after the suite.
+ */
+function poolRunning(code: string, options: PoolOptions): { pool: WorkerPool; bundle: BundleRef } {
+  const ctx = {} as { pool: WorkerPool; bundle: BundleRef };
+  beforeAll(async () => {
+    ctx.bundle = (await new ComponentPreparer({ npmCacheDir: mkdtempSync(join(tmpdir(), 'ess-sbx-')), installTimeoutMs: 10_000 }).prepare({ code, fetchText: defaultFetchText() })).ref;
+    ctx.pool = new WorkerPool({ threads: 2, idleTimeoutMs: 60_000, ...options });
+  });
+  afterAll(() => ctx.pool.close(100));
+  return ctx;
+}
+
+/**
+ * The pool of an account's sandbox starts its workers on use: a task queued behind tasks whose workers were stopped at their deadline still runs.
  */
 describe('WorkerPool started on use', () => {
-  let pool: WorkerPool;
-  let bundle: BundleRef;
-  beforeAll(async () => {
-    bundle = await prepared(LOOP);
-    pool = new WorkerPool({ threads: 2, heapMb: 48, vmTimeout: 'never', concurrentTasksPerWorker: 1, idleTimeoutMs: 60_000 });
-  });
-  afterAll(() => pool.close(100));
+  const ctx = poolRunning(LOOP, { heapMb: 48, vmTimeout: 'never', concurrentTasksPerWorker: 1 });
 
   it('runs a task queued behind endless loops once their workers are stopped', async () => {
-    const run = () => pool.run({ kind: 'additionalProps', bundle, configuredProps: {}, timeoutMs: 300, maxProps: 10, maxBytes: 1024 }, 300);
+    const run = () => ctx.pool.run({ kind: 'additionalProps', bundle: ctx.bundle, configuredProps: {}, timeoutMs: 300, maxProps: 10, maxBytes: 1024 }, 300);
     // Two loops take both threads; the third waits in the queue and must still reach its own deadline.
     const outcomes = await Promise.all([run(), run(), run()]);
     expect(outcomes).toEqual([1, 2, 3].map(() => ({ failed: { name: 'TimeoutError', message: 'additionalProps timed out after 300 ms (its worker was stopped)' } })));
@@ -42,21 +47,15 @@ describe('WorkerPool started on use', () => {
  * for the channel then lost the answer the client was waiting for.)
  */
 describe('WorkerPool: respond() beside the result', () => {
-  let pool: WorkerPool;
-  let bundle: BundleRef;
-  beforeAll(async () => {
-    bundle = await prepared(RESPONDS);
-    pool = new WorkerPool({ threads: 2, heapMb: 64, vmTimeout: 'always', concurrentTasksPerWorker: 4, idleTimeoutMs: 60_000 });
-  });
-  afterAll(() => pool.close(100));
+  const ctx = poolRunning(RESPONDS, { heapMb: 64, vmTimeout: 'always', concurrentTasksPerWorker: 4 });
 
   it('delivers every answer before its run resolves, also when the result is large', async () => {
     const lost: number[] = [];
     await Promise.all(
       Array.from({ length: 200 }, async (_, n) => {
         const answers: unknown[] = [];
-        const task = { kind: 'execute' as const, sourceId: 'dc_t', invocationId: `inv_${n}`, method: 'run' as const, props: {}, db: {}, event: { n, depth: n % 2 ? 2000 : 1 }, timeoutMs: 5000, bundle, limits: { dbMaxBytes: 1 << 20, eventMaxBytes: 1 << 20, emitsPerInvocation: 10 } };
-        await pool.run(task, 5000, (r) => answers.push(r));
+        const task = { kind: 'execute' as const, sourceId: 'dc_t', invocationId: `inv_${n}`, method: 'run' as const, props: {}, db: {}, event: { n, depth: n % 2 ? 2000 : 1 }, timeoutMs: 5000, bundle: ctx.bundle, limits: { dbMaxBytes: 1 << 20, eventMaxBytes: 1 << 20, emitsPerInvocation: 10 } };
+        await ctx.pool.run(task, 5000, (r) => answers.push(r));
         if (answers.length !== 1) lost.push(n);
       }),
     );

@@ -26,7 +26,7 @@ const TRIM_INTERVAL_MS = 50;
  * cost Postgres more per event than with one (20 sources: 400 trims/s). An emitter may hold more
  * summaries than EVENT_RETENTION for this long; the api lists only the newest EVENT_RETENTION.
  */
-export const TRIM_GROUP_DELAY_MS = 1000;
+const TRIM_GROUP_DELAY_MS = 1000;
 
 /**
  * Indexes emitted events (also `$errors` and `$logs`) into `event_summaries`,
