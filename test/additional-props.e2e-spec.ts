@@ -75,7 +75,8 @@ describe('additionalProps(): props that depend on configured values', () => {
   let componentId: string;
 
   beforeAll(async () => {
-    system = await startSystem({ COMPONENT_READ_TIMEOUT_MS: '8000' });
+    // A 2 s minimum: the timer test sees a component's 1 s schedule raised to it, and several firings in a few seconds.
+    system = await startSystem({ COMPONENT_READ_TIMEOUT_MS: '8000', TIMER_MIN_INTERVAL_SECONDS: '2' });
     user = createUser(system);
     api = client(system, user.apiKey);
     const res = await api.post('/components', { component_code: DYNAMIC });
@@ -249,19 +250,22 @@ describe('additionalProps(): props that depend on configured values', () => {
       { name: 'every', type: 'integer', optional: true, reloadProps: true },
       { name: 'timer', type: '$.interface.timer', default: { intervalSeconds: 1 } },
     ]);
-    // Stored in the API's form, as a declared timer's value is.
-    const timer = { cron: null, interval_seconds: 1 };
+    // Stored in the API's form, as a declared timer's value is, and raised to TIMER_MIN_INTERVAL_SECONDS:
+    // the component's own default is not refused, but it cannot run the source more often than the operator allows.
+    const timer = { cron: null, interval_seconds: 2 };
     expect(res.body.data.configured_props.timer).toEqual(timer);
     const events = async () => ((await api.get(`/sources/${id}/event_summaries?limit=100&expand=event`)).body.data as { event: unknown }[]).map((s) => s.event);
     const fired = await eventually(async () => ((await events()).length >= 3 ? events() : undefined), { timeoutMs: 30_000, intervalMs: 500, what: 'three timer events' });
     // `this.timer` is the component's own form, as for a declared timer.
-    for (const e of fired) expect(e).toEqual({ timer: { intervalSeconds: 1 }, timestamp: expect.any(Number) });
+    for (const e of fired) expect(e).toEqual({ timer: { intervalSeconds: 2 }, timestamp: expect.any(Number) });
+    const stamps = fired.map((e) => (e as { timestamp: number }).timestamp).sort((a, b) => a - b);
+    for (let i = 1; i < stamps.length; i++) expect(stamps[i] - stamps[i - 1]).toBeGreaterThanOrEqual(2);
 
     // A value given for the added timer is checked like a static one (TIMER_MIN_INTERVAL_SECONDS).
     const componentId = saved.body.data.id;
     const tooOften = await api.put(`/sources/${id}`, { component_id: componentId, configured_props: { every: 1, timer: { intervalSeconds: 1 } } });
     expect(tooOften.status).toBe(400);
-    expect(tooOften.body.error).toMatch(/configured_props\.timer: intervalSeconds must be at least 15/);
+    expect(tooOften.body.error).toMatch(/configured_props\.timer: intervalSeconds must be at least 2/);
 
     const updated = await api.put(`/sources/${id}`, { component_id: componentId, configured_props: {} });
     expect(updated.status).toBe(200);

@@ -69,8 +69,19 @@ describe('validateConfiguredProps', () => {
     const props: ConfigurableProp[] = [{ name: 'timer', type: '$.interface.timer', static: { intervalSeconds: 82800 }, hidden: true }, { name: 's', type: 'string' }];
     expect(check(props, { s: 'x' })).toEqual({ s: 'x', timer: { intervalSeconds: 82800 } });
     expect(check(props, { s: 'x', timer: { intervalSeconds: 900 } }).timer).toEqual({ intervalSeconds: 82800 });
-    // Below TIMER_MIN_INTERVAL_SECONDS, as a default may be: the component chose it.
-    expect(check([{ name: 't', type: '$.interface.timer', static: { intervalSeconds: 5 } }], {}).t).toEqual({ intervalSeconds: 5 });
+  });
+
+  it('raises a static or default interval under TIMER_MIN_INTERVAL_SECONDS to the minimum instead of refusing the source', () => {
+    for (const own of ['static', 'default'] as const) {
+      const props: ConfigurableProp[] = [{ name: 't', type: '$.interface.timer', [own]: { intervalSeconds: 1 } }];
+      expect(check(props, {}).t).toEqual({ intervalSeconds: 15 });
+      expect(validateConfiguredProps(props, {}, { ...limits, timerMinIntervalSeconds: 3600 }).t).toEqual({ intervalSeconds: 3600 });
+    }
+    // At or over the minimum, and cron schedules, are kept as the component wrote them.
+    expect(check([{ name: 't', type: '$.interface.timer', default: { intervalSeconds: 15 } }], {}).t).toEqual({ intervalSeconds: 15 });
+    expect(check([{ name: 't', type: '$.interface.timer', default: { cron: '*/5 * * * *' } }], {}).t).toEqual({ cron: '*/5 * * * *' });
+    // A value the client gives under the minimum is still refused.
+    expect(error([{ name: 't', type: '$.interface.timer', default: { intervalSeconds: 60 } }], { t: { intervalSeconds: 1 } }).status).toBe(400);
   });
 
   it('accepts cron timers with a timezone', () => {

@@ -69,6 +69,16 @@ function timerValue(name: string, raw: unknown, limits: ConfiguredPropsLimits): 
   return { intervalSeconds: interval as number };
 }
 
+/**
+ * A timer's schedule chosen by its component (`static` or `default`), not by the client: an interval under
+ * `TIMER_MIN_INTERVAL_SECONDS` is not refused (the source could not be deployed without a value) but raised
+ * to the minimum, so no component code runs a source more often than the operator allows.
+ */
+function ownSchedule(prop: ConfigurableProp, schedule: unknown, limits: ConfiguredPropsLimits): unknown {
+  const v = value(prop, schedule, { ...limits, timerMinIntervalSeconds: 1 }) as TimerValue;
+  return 'intervalSeconds' in v && v.intervalSeconds < limits.timerMinIntervalSeconds ? { intervalSeconds: limits.timerMinIntervalSeconds } : v;
+}
+
 function scalar(prop: ConfigurableProp, base: string, v: unknown, where: string): unknown {
   switch (base) {
     case 'boolean':
@@ -214,11 +224,11 @@ export function validateConfiguredProps(props: ConfigurableProp[], input: unknow
     }
     if (prop.type === INTERFACE_TIMER && prop.static !== undefined) {
       // A static timer is the component's own schedule (Pipedream's forms do not show it): a value given is not used.
-      out[prop.name] = value(prop, prop.static, { ...limits, timerMinIntervalSeconds: 1 });
+      out[prop.name] = ownSchedule(prop, prop.static, limits);
       continue;
     }
     if (raw === undefined || raw === null) {
-      if (prop.default !== undefined) out[prop.name] = value(prop, prop.default, { ...limits, timerMinIntervalSeconds: 1 });
+      if (prop.default !== undefined) out[prop.name] = prop.type === INTERFACE_TIMER ? ownSchedule(prop, prop.default, limits) : value(prop, prop.default, limits);
       else if (prop.type === 'app') out[prop.name] = { $auth: {} };
       else if (!prop.optional) fail(prop.name, `is required (type ${prop.type})`);
       continue;
