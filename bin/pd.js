@@ -12,10 +12,12 @@ if (!existsSync(entry)) {
   process.stderr.write(`Error: the pd CLI is not built yet: run \`${steps}\` in ${root} (npm start also does it)\n`);
   process.exit(1);
 }
-require(entry)
+const cli = require(entry);
+// Exits once the output has left the process: `pd list sources --json | jq` gets all of it.
+cli
   .main(process.argv.slice(2))
-  .then((code) => process.exit(code))
+  .then(cli.exitAfterOutput)
   .catch((e) => {
     process.stderr.write(`Error: ${e && e.message ? e.message : String(e)}\n`);
-    process.exit(1);
+    cli.exitAfterOutput(1);
   });

@@ -160,6 +160,25 @@ describe('additionalProps(): props that depend on configured values', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe('configured_props.kind: must be a string, got 5');
 
+    // A component without additionalProps() answers its own props, after checking the values given as a deploy does.
+    const plain = await api.post('/components', { component_code: `export default { name: "Plain", version: "0.0.1", props: { n: { type: "integer", max: 5 }, color: { type: "string", options: ["red", "blue"] } }, async run() {} };` });
+    expect(plain.status).toBe(200);
+    const reloadPlain = (configured: Record<string, unknown>) => api.post(`/components/${plain.body.data.id}/props/reload`, { configured_props: configured });
+    const fine = await reloadPlain({ n: 3 });
+    expect(fine.status).toBe(200);
+    expect(names(fine.body.data.configurable_props)).toEqual(['n', 'color']);
+    for (const [given, message] of [
+      [{ n: 99 }, 'configured_props.n: must be at most 5, got 99'],
+      [{ n: 'abc' }, 'configured_props.n: must be an integer, got "abc"'],
+      [{ color: 'green' }, /configured_props\.color/],
+      [{ zz: 1 }, /unknown prop zz/],
+    ] as [Record<string, unknown>, string | RegExp][]) {
+      const refused = await reloadPlain(given);
+      expect(refused.status).toBe(400);
+      expect(refused.body.code).toBe('invalid_props');
+      expect(refused.body.error).toMatch(message);
+    }
+
     const opts = await api.post(`/components/${componentId}/props/assignee/options`, { configured_props: { kind: 'issues' }, page: 1 });
     expect(opts.status).toBe(200);
     expect(opts.body.data.options).toEqual(['issues-1']);

@@ -1,10 +1,11 @@
+import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { admin, createUser, TestUser } from './support/accounts';
-import { pd, PD_BIN, pdAt, pdSpawn, tempHome } from './support/pd';
+import { pd, PD_BIN, pdAt, pdEnv, pdSpawn, tempHome } from './support/pd';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { sql } from './events.helpers';
 
@@ -245,6 +246,19 @@ describe('pd command-line tool', () => {
     const human = await pd(['events', '-n', '1', sourceId], home);
     expect(human.stdout).toContain('"message": "HELLO!"');
     expect(human.stdout).toContain(events[0].id);
+  });
+
+  it('writes all of a long output to a pipe before it exits, however slowly the pipe is read (pd events --json | jq)', async () => {
+    const big = 'x'.repeat(40_000);
+    for (let n = 0; n < 3; n++) expect((await post(endpoint, { n, big })).status).toBe(200);
+    await eventually(async () => /"n":\s*2\b/.test((await pd(['events', '-n', '1', sourceId, '--json'], home)).stdout), { what: 'the last large event', timeoutMs: 60_000, intervalMs: 500 });
+    // Through a shell pipe (64 KiB) whose reader starts a second late, as `jq` may: the pipe fills before pd is done writing.
+    const shell = spawn('sh', ['-c', `"${process.execPath}" "${PD_BIN}" events -n 3 ${sourceId} --json | (sleep 1; cat)`], { env: pdEnv(home), stdio: ['ignore', 'pipe', 'inherit'] });
+    const chunks: Buffer[] = [];
+    shell.stdout.on('data', (d: Buffer) => chunks.push(d));
+    expect(await new Promise<number | null>((resolve) => shell.on('close', resolve))).toBe(0);
+    const list = json<Summary[]>(Buffer.concat(chunks).toString());
+    expect(list.map((e) => (e.event as { body: { n: number; big: string } }).body)).toEqual([0, 1, 2].map((n) => ({ n, big })));
   });
 
   it('shows logs and runs the source manually (with and without an event)', async () => {

@@ -114,6 +114,10 @@ describe('SSE streams of a source', () => {
     const rest = [sent[3].id, sent[4].id];
     await eventually(async () => JSON.stringify(await replayed(src, sent[0].id, sent)) === JSON.stringify(rest), { what: 'a resumed stream without the deleted range', timeoutMs: 20_000 });
 
+    // An open-ended range too: everything up to `end_id` (the scan starts at the stream's first message).
+    expect((await api.del(`/sources/${src}/events?end_id=${sent[3].id}`)).status).toBe(202);
+    await eventually(async () => JSON.stringify(await replayed(src, `${sent[0].ts - 1}-0`, sent)) === JSON.stringify([sent[4].id]), { what: 'a resumed stream without the events up to end_id', timeoutMs: 20_000 });
+
     expect((await api.del(`/sources/${src}/events`)).status).toBe(202);
     await eventually(async () => (await replayed(src, sent[0].id, sent)).length === 0, { what: 'a resumed stream with nothing to replay', timeoutMs: 20_000 });
     // Another source's events are untouched.

@@ -59,6 +59,8 @@ describe('subscriptions and auto-subscriptions', () => {
       [{ emitter_id: src, listener_id: 'sc_1' }, 400],
       [{ emitter_id: src, listener_id: wh, event_name: '$bogus' }, 400],
       [{ emitter_id: src, listener_id: src }, 400],
+      [{ emitter_id: 'dc_*', listener_id: 'dc_*' }, 400],
+      [{ emitter_id: src, listener_id: 'dc_*' }, 400],
       [{ emitter_id: src, listener_id: wh, extra: '1' }, 400],
       [{ emitter_id: foreignSrc, listener_id: wh }, 404],
       [{ emitter_id: src, listener_id: foreignWh }, 404],

@@ -119,6 +119,19 @@ function fail(message: string, code: number): number {
   return code;
 }
 
+/**
+ * Exits once everything written to stdout and stderr has left the process. Writes to a pipe are
+ * asynchronous: exiting at once cut `pd list sources --json | jq` off at the pipe's 64 KiB.
+ */
+export function exitAfterOutput(code: number): void {
+  let waiting = 2;
+  const done = (): void => {
+    if (--waiting === 0) process.exit(code);
+  };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
+}
+
 if (require.main === module) {
-  void main(process.argv.slice(2)).then((code) => process.exit(code));
+  void main(process.argv.slice(2)).then(exitAfterOutput);
 }

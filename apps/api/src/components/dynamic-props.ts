@@ -45,11 +45,14 @@ export async function addedProps(reader: ComponentReader, config: AppConfig, com
  */
 export async function reloadProps(reader: ComponentReader, config: AppConfig, component: Component, given: Record<string, unknown>, base: PropsBase): Promise<ConfigurableProp[]> {
   const props = component.configurableProps as ConfigurableProp[];
-  if (!hasDynamicProps(component)) return props;
+  const dynamic = hasDynamicProps(component);
   const names = new Set(props.map((p) => p.name));
   const partial = props.map((p) => ({ ...p, optional: true }));
   const limits = { timerMinIntervalSeconds: config.timerMinIntervalSeconds, propsMaxBytes: config.propsMaxBytes, propsDocumentMaxBytes: config.propsDocumentMaxBytes };
-  const values = validateConfiguredProps(partial, Object.fromEntries(Object.entries(given).filter(([k]) => names.has(k))), limits);
+  // A value for a prop `additionalProps()` may add is checked once it is added (deploy, update); a component
+  // without `additionalProps()` has no other props, so an unknown name is refused as its deploy would refuse it.
+  const values = validateConfiguredProps(partial, dynamic ? Object.fromEntries(Object.entries(given).filter(([k]) => names.has(k))) : given, limits);
+  if (!dynamic) return props;
   return [...props, ...(await addedProps(reader, config, component, values, base))];
 }
 

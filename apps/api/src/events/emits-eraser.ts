@@ -33,9 +33,11 @@ export class EmitsEraser {
     // Events emitted after the request are not the ones it deleted: the scan stops at the stream's end as of now.
     const lastSeq = (await this.nats.jsm.streams.info(stream)).state.last_seq;
     if (!start && !end) return (await this.nats.jsm.streams.purge(stream, { filter: subject, seq: lastSeq + 1 })).purged;
+    // Without `start_id` the scan starts at the stream's first message: the ordered consumer's own default
+    // (from sequence 1). `DeliverPolicy.All` would be refused, as the client also sends a start sequence.
     const consumer = await this.nats.js.consumers.get(stream, {
       filterSubjects: subject,
-      ...(start ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, start.ms - SCAN_SLACK_MS)).toISOString() } : { deliver_policy: DeliverPolicy.All }),
+      ...(start ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, start.ms - SCAN_SLACK_MS)).toISOString() } : {}),
     });
     let erased = 0;
     for (;;) {

@@ -18,6 +18,7 @@ export async function resolveEmitter(em: EntityManager, auth: AuthContext, id: s
 }
 
 export async function resolveListener(em: EntityManager, auth: AuthContext, id: string): Promise<{ ownerId: string }> {
+  if (id.includes('*')) throw new BadRequestError('listener_id must be one source (dc_…), workflow (p_…) or webhook (wh_…) id; a glob is only an emitter_id', { field: 'listener_id', value: id });
   if (id.startsWith('dc_')) return { ownerId: assertAccess(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id).ownerId };
   if (id.startsWith('wh_')) return { ownerId: assertAccess(auth, await em.findOne(Webhook, { id }), 'webhook', id).ownerId };
   if (id.startsWith('p_')) return { ownerId: assertAccess(auth, await em.findOne(Workflow, { id, deletedAt: null }), 'workflow', id).ownerId };

@@ -32,9 +32,10 @@ export class SubscriptionsService {
 
   async create(auth: AuthContext, orgId: unknown, emitterId: string, listenerId: string, eventName: string): Promise<SubscriptionDto> {
     const em = this.em.fork();
-    if (emitterId === listenerId) throw new BadRequestError('a source cannot subscribe to itself', { emitter_id: emitterId });
     await resolveEmitter(em, auth, emitterId);
+    // Checked after both ids resolved: a glob as listener is "an id with another prefix", not a loop.
     const listener = await resolveListener(em, auth, listenerId);
+    if (emitterId === listenerId) throw new BadRequestError('a source cannot subscribe to itself', { emitter_id: emitterId });
     const ownerId = orgId ? namespaceOf(auth, orgId) : listener.ownerId;
     const key = { ownerId, emitterId, listenerId, eventName };
     const existing = await em.findOne(Subscription, key);
