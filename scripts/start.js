@@ -78,9 +78,16 @@ async function main() {
     // Loopback is open (local webhook receivers), but component code never reaches this Postgres.
     SANDBOX_EGRESS_DENY: [process.env.SANDBOX_EGRESS_DENY, ...postgresAddresses(pg.url)].filter(Boolean).join(','),
   };
-  // Validate the configuration once, before anything starts.
-  const { loadConfigOrExit } = require('../dist/libs/config/src/config.js');
-  const config = loadConfigOrExit(env);
+  // Validate the configuration once, before any app starts; a bad one stops the Postgres and NATS started above too.
+  const { loadConfig, ConfigError } = require('../dist/libs/config/src/config.js');
+  let config;
+  try {
+    config = loadConfig(env);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`configuration error: ${e.message}\n`);
+    return shutdown(78);
+  }
   const { migrate } = require('../dist/libs/db/src/migrate.js');
   const applied = await migrate(pg.url);
   if (applied.length) log(`migrations applied: ${applied.join(', ')}`);

@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { client } from './support/accounts';
@@ -200,6 +200,38 @@ describe('npm start with an app that cannot start', () => {
       }
     } finally {
       squatter.close();
+    }
+  });
+  it('a configuration error stops it before any app starts, and the nats-server it started too', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'npm-start-config-'));
+    try {
+      // No NATS_URL: npm start runs its own nats-server (under DATA_DIR/nats), as on a fresh machine.
+      const { NATS_URL: _url, ...rest } = system.env;
+      void _url;
+      const env = { ...rest, DATA_DIR: dir, REGISTRY_DIR: 'off', HTTP_MAX_BODY_BYTES: '1000' };
+      const proc = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      const code = await new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
+      expect(stderr).toMatch(/^configuration error: HTTP_MAX_BODY_BYTES must be at least 1024, got 1000$/m);
+      expect(code).toBe(78);
+      // The nats-server it started (its config under DATA_DIR/nats) is gone.
+      const natsOfDir = (): number[] =>
+        readdirSync('/proc')
+          .filter((p) => /^\d+$/.test(p))
+          .filter((p) => {
+            try {
+              return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(join(dir, 'nats'));
+            } catch {
+              return false;
+            }
+          })
+          .map(Number);
+      expect(stderr).toMatch(/^nats: nats-server /m);
+      await eventually(async () => natsOfDir().length === 0, { what: 'its nats-server to stop', timeoutMs: 15_000 });
+      expect(stderr).not.toMatch(/ started \(pid/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -104,9 +104,16 @@ describe('tenant isolation of workflows, subscriptions, app hooks and usage', ()
       const res = await as(a).post('/workflows', body);
       expect([what, res.status, res.body?.code, res.body?.details?.path]).toEqual([what, 400, 'invalid_workflow', path]);
     }
-    // Not planted by a later deploy either.
+    // A refused definition is not stored: A still has only its own workflow, and a retry is refused the same way (not 409).
+    expect((await as(a).get('/users/me/workflows')).body.data.map((w: { id: string }) => w.id)).toEqual([wfA.id]);
+    expect((await as(a).post('/workflows', cases[1][1])).status).toBe(400);
+    // Not planted by a later deploy either, and the refused deploy leaves the stored definition as it was.
+    const before = (await as(a).get(`/workflows/${wfA.id}`)).body.data;
     const put = await as(a).put(`/workflows/${wfA.id}`, { ...workflow('a-flow'), trigger: { events: { emitter_id: wfB.id } } });
     expect([put.status, put.body.details]).toEqual([400, { path: 'trigger.events.emitter_id' }]);
+    const putSource = await as(a).put(`/workflows/${wfA.id}`, { ...workflow('a-flow'), trigger: { source: sourceB } });
+    expect([putSource.status, putSource.body.details]).toEqual([400, { path: 'trigger.source' }]);
+    expect((await as(a).get(`/workflows/${wfA.id}`)).body.data).toEqual(before);
     expect((await as(b).get('/users/me/subscriptions')).body.data).toEqual([]);
   });
 

@@ -125,13 +125,16 @@ describe('webhook retry queue: bounded consumer, catch-up, attempts', () => {
     // Retry-After: 0 makes each retry due at once, so the three attempts (the first and the schedule's two) happen now.
     r.respond = () => ({ status: 503, headers: { 'retry-after': '0' } });
     const { src, wh } = await wire(r);
-    const ev = await emitter.emit(src, user.id, { doomed: true });
+    // Keys out of order, nested, and a U+0000: every attempt's body is the emitted JSON byte for byte (a jsonb column would reorder the keys).
+    const data = { zeta: 1, alpha: [2, { y: 1, b: 2 }], doomed: true, nul: 'a\u0000b' };
+    const ev = await emitter.emit(src, user.id, data);
     await eventually(async () => (await deliveries(wh)).some((a) => a.status === 'exhausted'), { what: 'exhausted attempts' });
     const log = (await deliveries(wh)).reverse();
     expect(log.map((a) => [a.attempt, a.status])).toEqual([[1, 'failed'], [2, 'failed'], [3, 'exhausted']]);
     expect(log[0].next_attempt_at_ms).toEqual(expect.any(Number));
     expect(log[2].next_attempt_at_ms).toBeNull();
     expect(r.received.every((x) => x.headers['webhook-id'] === ev.id)).toBe(true);
+    expect(r.received.map((x) => x.body)).toEqual(Array(r.received.length).fill(JSON.stringify(data)));
     expect(await waiting(wh)).toBe(0);
     // The exhausted message left the consumer (not redelivered after the 3 s ack wait, so no fourth attempt).
     await eventually(async () => (await consumerPending()) === 0, { what: 'the exhausted message off the consumer' });

@@ -27,7 +27,8 @@ export interface GcStats {
   rounds: number;
   removed: number;
   restored: number;
-  last_round_at?: number;
+  /** When this replica's last round ended (epoch ms); null before its first. */
+  last_round_at: number | null;
 }
 
 /**
@@ -57,7 +58,7 @@ export class ComponentGc implements OnApplicationBootstrap, OnApplicationShutdow
     private readonly components: ComponentsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
-    this.stats = { interval_ms: config.componentGcIntervalMs, grace_ms: config.componentGcGraceMs, rounds: 0, removed: 0, restored: 0 };
+    this.stats = { interval_ms: config.componentGcIntervalMs, grace_ms: config.componentGcGraceMs, rounds: 0, removed: 0, restored: 0, last_round_at: null };
   }
 
   onApplicationBootstrap(): void {

@@ -124,8 +124,13 @@ export class WorkflowsService {
     try {
       const ref: ComponentRef = inline.component_id ? { componentId: inline.component_id } : inline.key ? { componentId: await this.keyToId(auth, ownerId, inline.key) } : { code: inline.code };
       if (managed) {
-        const { source } = await this.sources.update(auth, managed, { ref, configuredProps: inline.props, active: true });
-        return { source: source.id, managed: true };
+        try {
+          const { source } = await this.sources.update(auth, managed, { ref, configuredProps: inline.props, active: true });
+          return { source: source.id, managed: true };
+        } catch (e) {
+          // Deleted by hand (DELETE /v1/sources/{id}): this deploy makes a new one.
+          if (!(e instanceof NotFoundError && (e.details as { id?: unknown } | undefined)?.id === managed)) throw e;
+        }
       }
       const { source } = await this.sources.create(auth, ownerId, ref, `${def.name} trigger`, inline.props);
       return { source: source.id, managed: true };
@@ -160,6 +165,7 @@ export class WorkflowsService {
     }
     const secrets = this.secrets(def, body.secrets, {});
     const { rows } = await resolveSteps(this.components, em, auth, ownerId, def.steps, this.config.secretsKey);
+    await this.checkTriggerEmitter(auth, ownerId, def.trigger);
     const trigger = await this.triggerRow(auth, ownerId, def);
     const w = Object.assign(new Workflow(), {
       id: newId('workflow'),
@@ -207,6 +213,7 @@ export class WorkflowsService {
     const secrets = this.secrets(def, body.secrets, w.secrets);
     const { rows } = await resolveSteps(this.components, em, auth, w.ownerId, def.steps, this.config.secretsKey, w.steps);
     const endpointKey = 'http' in def.trigger ? (w.endpointKey ?? newEndpointKey()) : null;
+    await this.checkTriggerEmitter(auth, w.ownerId, def.trigger);
     const trigger = await this.triggerRow(auth, w.ownerId, def, w);
     const updated = await em.nativeUpdate(
       Workflow,
@@ -238,18 +245,6 @@ export class WorkflowsService {
     else if (t.events) wanted = { emitterId: t.events.emitter_id, eventName: t.events.event_name };
     const current = w.triggerSubscriptionId ? await em.findOne(Subscription, { id: w.triggerSubscriptionId }) : null;
     if (current && wanted && current.emitterId === wanted.emitterId && current.eventName === wanted.eventName) return;
-    if (wanted) {
-      try {
-        const emitter = await resolveEmitter(em, auth, wanted.emitterId);
-        if (emitter.ownerId && emitter.ownerId !== w.ownerId) throw new NotFoundError(`emitter ${wanted.emitterId} not found`, { id: wanted.emitterId });
-      } catch (e) {
-        if (e instanceof NotFoundError || e instanceof BadRequestError) {
-          const path = t.source ? 'trigger.source' : 'trigger.events.emitter_id';
-          throw new BadRequestError(`${path}: ${e.message}`, { path }, 'invalid_workflow');
-        }
-        throw e;
-      }
-    }
     if (current) await em.nativeDelete(Subscription, { id: current.id });
     let subscriptionId: string | null = null;
     if (wanted) {
@@ -259,6 +254,23 @@ export class WorkflowsService {
     }
     await em.nativeUpdate(Workflow, { id: w.id }, { triggerSubscriptionId: subscriptionId });
     this.nats.nc.publish(this.nats.names.changed('subscriptions'));
+  }
+
+  /**
+   * The emitter a `source` (by id) or `events` trigger names must be the owner's: checked before anything is
+   * stored, so a refused definition (400) leaves no workflow behind.
+   */
+  private async checkTriggerEmitter(auth: AuthContext, ownerId: string, trigger: WorkflowDefinition['trigger']): Promise<void> {
+    const t = trigger as { source?: unknown; events?: { emitter_id: string } };
+    const [path, emitterId] = typeof t.source === 'string' ? ['trigger.source', t.source] : t.events ? ['trigger.events.emitter_id', t.events.emitter_id] : [];
+    if (!path || !emitterId) return;
+    try {
+      const emitter = await resolveEmitter(this.em.fork(), auth, emitterId);
+      if (emitter.ownerId && emitter.ownerId !== ownerId) throw new NotFoundError(`emitter ${emitterId} not found`, { id: emitterId });
+    } catch (e) {
+      if (e instanceof NotFoundError || e instanceof BadRequestError) throw new BadRequestError(`${path}: ${e.message}`, { path }, 'invalid_workflow');
+      throw e;
+    }
   }
 
   /** Subscribes the owner's auto-subscription listeners to a new workflow. */

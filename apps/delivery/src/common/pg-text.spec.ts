@@ -1,4 +1,4 @@
-import { fromExactJson, pgExactJson, pgJson, pgText } from './pg-text';
+import { fromExactJson, pgJson, pgText } from './pg-text';
 
 describe('text for Postgres', () => {
   it('replaces U+0000 in strings, JSON values and keys, and leaves an escaped backslash before "u0000" alone', () => {
@@ -9,10 +9,9 @@ describe('text for Postgres', () => {
     expect(JSON.parse(pgJson({ text: '\\\u0000' }))).toEqual({ text: '\\\ufffd' });
   });
 
-  it('keeps a value with U+0000 exactly when asked to (base64 of its JSON)', () => {
+  it('reads a waiting retry written as base64 of its JSON (before the json column) and one written as itself', () => {
     const value = { event: { text: 'a\u0000b' }, n: 1 };
-    expect(fromExactJson(JSON.parse(pgExactJson(value)))).toEqual(value);
-    expect(pgExactJson({ plain: true })).toBe('{"plain":true}');
+    expect(fromExactJson({ $json64: Buffer.from(JSON.stringify(value)).toString('base64') })).toEqual(value);
     expect(fromExactJson({ plain: true })).toEqual({ plain: true });
   });
 });

@@ -12,13 +12,10 @@ export function pgText(s: string | null): string | null {
   return s !== null && s.includes('\u0000') ? s.replaceAll('\u0000', REPLACEMENT) : s;
 }
 
-/** A value stored to be used again exactly (a waiting retry's message): as JSON, or as base64 of its JSON when that holds U+0000. */
-export function pgExactJson(value: unknown): string {
-  const json = JSON.stringify(value);
-  return pgJson(value) === json ? json : JSON.stringify({ $json64: Buffer.from(json).toString('base64') });
-}
-
-/** The value pgExactJson stored. */
+/**
+ * A waiting retry's message as read back: rows written while the column was jsonb hold a message with
+ * U+0000 as base64 of its JSON (`{ $json64 }`); others (json since Migration20261127000000) the message itself.
+ */
 export function fromExactJson<T>(stored: unknown): T {
   const wrapped = stored as { $json64?: unknown } | null;
   return (wrapped && typeof wrapped === 'object' && typeof wrapped.$json64 === 'string' ? JSON.parse(Buffer.from(wrapped.$json64, 'base64').toString('utf8')) : stored) as T;

@@ -3,7 +3,7 @@ import { DeliveryMessage, encodeJson, newId } from '@app/contracts';
 import type { Logger } from '@app/config';
 import type { NatsService } from '@app/nats';
 import { BatchWriter } from '../common/batch-writer';
-import { fromExactJson, pgExactJson } from '../common/pg-text';
+import { fromExactJson } from '../common/pg-text';
 import { inTransaction } from '../common/transaction';
 
 export interface WaitingRetry {
@@ -58,8 +58,9 @@ export class RetryQueue {
     const now = Date.now();
     // Sorted so that replicas writing the same keys cannot deadlock.
     const values = [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => {
-      params.push(newId('retry'), r.message.webhookId, r.message.event.emitterId, r.message.event.id, r.attempt, r.dueAtMs, pgExactJson(r.message), now);
-      return '(?, ?, ?, ?, ?, ?, ?::jsonb, ?)';
+      // A json column keeps the text as written: each attempt's body is the emitted JSON byte for byte.
+      params.push(newId('retry'), r.message.webhookId, r.message.event.emitterId, r.message.event.id, r.attempt, r.dueAtMs, JSON.stringify(r.message), now);
+      return '(?, ?, ?, ?, ?, ?, ?::json, ?)';
     });
     await this.em.fork().getConnection().execute(
       `insert into webhook_retries (id, webhook_id, emitter_id, event_id, attempt, due_at_ms, message, created_at_ms) values ${values.join(', ')}
