@@ -111,6 +111,20 @@ describe('event summaries', () => {
     expect((await summaries(src, '?expand=event')).body.data[0].event).toEqual(big);
   });
 
+  it('drops an event whose channel name is too long to index, and goes on indexing every account\'s events', async () => {
+    // The runner refuses such a name; an event that reaches EMITS anyway must not hold the router's batches.
+    const hostile = await insertSource(system, user.id);
+    const other = createUser(system);
+    const victim = await insertSource(system, other.id);
+    await emitter.emit(hostile, user.id, { poison: true }, { name: 'c'.repeat(300) });
+    const fine = await emitter.emit(hostile, user.id, { fine: true }, { name: 'c'.repeat(255) });
+    const theirs = await emitter.emit(victim, other.id, { theirs: true });
+    const rows = async (id: string): Promise<{ id: string; name: string }[]> => sql(system, 'select id, name from event_summaries where emitter_id = $1 order by id', [id]);
+    await eventually(async () => (await rows(victim)).length === 1 && (await rows(hostile)).length === 1, { what: 'both good events indexed' });
+    expect(await rows(victim)).toEqual([{ id: theirs.id, name: '' }]);
+    expect(await rows(hostile)).toEqual([{ id: fine.id, name: 'c'.repeat(255) }]);
+  });
+
   it('returns 404 for a source that is not yours or does not exist', async () => {
     const other = createUser(system);
     const src = await insertSource(system, other.id);

@@ -1,4 +1,5 @@
 export * from './ids';
+export * from './channels';
 export * from './partition';
 export * from './subjects';
 export * from './messages';

@@ -23,6 +23,19 @@ describe('checkedExecuteResult (the app checks a run again with its own JSON)', 
     expect(r.error).toEqual({ name: 'TypeError', message: expect.stringMatching(message) });
   });
 
+  it.each([
+    ['a channel name over 255 characters', 'c'.repeat(256), /at most 255 characters, got 256/],
+    ['the $errors channel', '$errors', /must not start with \$/],
+    ['the $logs channel', '$logs', /must not start with \$/],
+    ['a reserved $ channel', '$custom', /must not start with \$/],
+    ['a channel name that is not a string', 5, /must be a string, got number/],
+  ])('drops an emit on %s (and later ones): only the platform writes $ channels, and a name must fit its column', (_what, name, message) => {
+    const big = { ...limits, eventMaxBytes: 1000 };
+    const r = checkedExecuteResult({ ...base, emits: [{ event: 1, meta: { name: 'c'.repeat(255) } }, { event: 2, meta: { name } }, { event: 3, meta: {} }] }, big);
+    expect(r.emits).toEqual([{ event: 1, meta: { name: 'c'.repeat(255) } }]);
+    expect(r.error).toEqual({ name: 'TypeError', message: expect.stringMatching(message) });
+  });
+
   it('enforces the event size (with meta) and the emit count', () => {
     expect(checkedExecuteResult({ ...base, emits: [{ event: { s: 'x'.repeat(200) }, meta: {} }] }, limits).error?.name).toBe('EventSizeLimitError');
     expect(checkedExecuteResult({ ...base, emits: [{ event: 1, meta: { summary: 'x'.repeat(200) } }] }, limits).error?.name).toBe('EventSizeLimitError');

@@ -1,4 +1,5 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { channelNameProblem } from '@app/contracts';
 import type { EmitRecord, ExecuteResult, ExecuteTask, HttpResponsePayload, LogRecord, SandboxError, SendRecord } from './types';
 
 /**
@@ -86,6 +87,11 @@ export function checkedExecuteResult(value: unknown, limits: Limits): ExecuteRes
     }
     if (bytes > limits.eventMaxBytes) {
       fail('EventSizeLimitError', `event too large: ${bytes} bytes with its meta, the limit is ${limits.eventMaxBytes} bytes`);
+      break;
+    }
+    const channel = channelNameProblem((meta as EmitRecord['meta']).name);
+    if (channel) {
+      fail('TypeError', `$emit(event, meta): meta.name (the channel) ${channel}`);
       break;
     }
     emits.push({ event: (record as EmitRecord).event, meta: meta as EmitRecord['meta'] });

@@ -79,7 +79,7 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
   /**
    * Writes the summaries of a batch (multi-row, idempotent) and resolves once
    * they are committed. Returns the events that cannot be indexed (a malformed
-   * id): the caller drops them. Trimming to EVENT_RETENTION follows in the
+   * id, a field over 255 characters): the caller drops them. Trimming to EVENT_RETENTION follows in the
    * background (coalesced across batches), so routing never waits for it.
    */
   async index(events: EmittedEvent[]): Promise<Set<EmittedEvent>> {
@@ -90,7 +90,7 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
     this.trimming ??= this.trimLoop();
     this.metrics.indexBatch.observe(events.length);
     for (const e of events) {
-      if (rejected.has(e)) this.logger.warn({ emitter_id: e?.emitterId, id: e?.id }, 'dropping an emit with a malformed id');
+      if (rejected.has(e)) this.logger.warn({ emitter_id: e?.emitterId, id: e?.id }, 'dropping an emit that cannot be indexed (a malformed id, or a field over 255 characters)');
       else this.metrics.eventsIndexed.inc({ channel_class: channelClassOf(e.name ?? '') });
     }
     return rejected;

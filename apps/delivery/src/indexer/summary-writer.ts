@@ -1,5 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { EmittedEvent } from '@app/contracts';
+import { CHANNEL_NAME_MAX_CHARS, EmittedEvent } from '@app/contracts';
 import { channelClassOf, parseEventId } from './event-ids';
 import { pgJson, pgText } from '../common/pg-text';
 import { insertRows, RowColumn } from '../common/pg-rows';
@@ -27,6 +27,14 @@ const COLUMNS: RowColumn[] = [
   { name: 'indexed_at_ms', type: 'int8' },
 ];
 
+/**
+ * Whether the event's short fields fit their columns (varchar(255)). The runner refuses a longer channel name,
+ * but one event Postgres refuses would fail its whole batch again and again, holding every account's events.
+ */
+function fitsColumns(e: EmittedEvent): boolean {
+  return [e.emitterId, e.id, e.name ?? '', e.ownerId ?? '', e.emitId ?? e.id].every((s) => typeof s === 'string' && s.length <= CHANNEL_NAME_MAX_CHARS);
+}
+
 /** An emitter's channel class, whose rows `trim` keeps to the retention count. */
 export interface TrimGroup {
   e: string;
@@ -46,7 +54,7 @@ export class SummaryWriter {
     const rejected: EmittedEvent[] = [];
     for (const event of events) {
       const parts = typeof event?.id === 'string' && typeof event.emitterId === 'string' ? parseEventId(event.id) : undefined;
-      if (!parts) rejected.push(event);
+      if (!parts || !fitsColumns(event)) rejected.push(event);
       else rows.push({ event, ...parts, json: pgJson(event.event ?? null) });
     }
     const now = Date.now();

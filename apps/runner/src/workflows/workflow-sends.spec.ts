@@ -3,6 +3,7 @@ import { sendProblem } from './workflow-sends';
 const settings = { smtpUrl: 'smtp://127.0.0.1:2525', s3Endpoint: 'http://127.0.0.1:9000' };
 const s3 = (payload: unknown) => sendProblem({ kind: 's3', payload } as Parameters<typeof sendProblem>[0], settings);
 const sse = (payload: unknown) => sendProblem({ kind: 'sse', payload } as Parameters<typeof sendProblem>[0], settings);
+const emit = (payload: unknown) => sendProblem({ kind: 'emit', payload } as Parameters<typeof sendProblem>[0], settings);
 
 describe('$.send checks made when a step calls them', () => {
   it('keeps $.send.s3 inside the bucket it names', () => {
@@ -14,5 +15,12 @@ describe('$.send checks made when a step calls them', () => {
   it('refuses a $.send.sse channel that could break the stream into forged fields', () => {
     expect(sse({ channel: 'orders', payload: 1 })).toBeUndefined();
     for (const channel of ['a\ndata: forged', 'a\r\nid: 1', '', 'x'.repeat(65)]) expect(sse({ channel, payload: 1 })).toMatch(/channel of letters/);
+  });
+
+  it('refuses a $.send.emit channel the platform reserves or could not index', () => {
+    for (const payload of [{ raw_event: 1 }, { raw_event: 1, name: 'orders' }, { raw_event: 1, name: 'c'.repeat(255) }, 'plain', { no_raw_event: true, name: '$errors' }]) expect(emit(payload)).toBeUndefined();
+    expect(emit({ raw_event: 1, name: 'c'.repeat(256) })).toMatch(/^\$\.send\.emit\(\): name \(the channel\) must be at most 255 characters/);
+    for (const name of ['$errors', '$logs', '$x']) expect(emit({ raw_event: 1, name })).toMatch(/must not start with \$/);
+    expect(emit({ raw_event: 1, name: 7 })).toMatch(/must be a string/);
   });
 });

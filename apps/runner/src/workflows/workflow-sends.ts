@@ -1,4 +1,4 @@
-import { encodeJson, type SendMessage, type WorkflowSseMessage } from '@app/contracts';
+import { channelNameProblem, encodeJson, type SendMessage, type WorkflowSseMessage } from '@app/contracts';
 import type { NatsService } from '@app/nats';
 import type { SendRecord } from '@app/sandbox';
 
@@ -37,8 +37,10 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export function sendProblem(send: SendRecord, settings: SendSettings): string | undefined {
   const p = send.payload;
   switch (send.kind) {
-    case 'emit':
-      return undefined;
+    case 'emit': {
+      const channel = isObject(p) && 'raw_event' in p ? channelNameProblem(p.name) : undefined;
+      return channel ? `$.send.emit(): name (the channel) ${channel}` : undefined;
+    }
     case 'sse':
       if (!isObject(p) || typeof p.channel !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(p.channel)) return '$.send.sse() needs { channel, payload } with a channel of letters, digits, _ . - (at most 64)';
       return undefined;

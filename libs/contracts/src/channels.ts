@@ -1,0 +1,15 @@
+/** Longest channel name an event may have: `event_summaries.name`, and a subscription's `event_name`. */
+export const CHANNEL_NAME_MAX_CHARS = 255;
+
+/**
+ * Why component code cannot emit on channel `name` (`$emit(e, { name })`, `$.send.emit({ name })`), or
+ * undefined when it can: absent, or a string of at most 255 characters not starting with `$` (`$errors` and
+ * `$logs` are written by the platform; other `$` names are reserved and could not be subscribed to).
+ */
+export function channelNameProblem(name: unknown): string | undefined {
+  if (name === undefined || name === null) return undefined;
+  if (typeof name !== 'string') return `must be a string, got ${Array.isArray(name) ? 'an array' : typeof name}`;
+  if (name.length > CHANNEL_NAME_MAX_CHARS) return `must be at most ${CHANNEL_NAME_MAX_CHARS} characters, got ${name.length}`;
+  if (name.startsWith('$')) return 'must not start with $ ($errors and $logs are written by the platform; other $ names are reserved)';
+  return undefined;
+}
