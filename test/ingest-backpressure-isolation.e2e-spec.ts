@@ -11,7 +11,10 @@ import { Receiver, subscriptionsLoaded } from './events.helpers';
  */
 const ID = /\b(sc|dc|p|wh|sub|u|o|d|c|key|asub|dlv|inv|rty)_[a-z0-9]{20}\b|\ben[a-z0-9]{22}\b/;
 const HEALTH_KEYS = ['component_gc', 'ingest', 'isolation', 'registry', 'status'];
-const INGEST_KEYS = ['deliveries_pending', 'events_unrouted', 'invocations_pending', 'max_pending', 'max_pending_deliveries_per_account', 'max_pending_per_source', 'refused_total'];
+const INGEST_KEYS = ['deliveries_pending', 'events_unrouted', 'invocations_pending', 'max_pending', 'max_pending_deliveries_per_account', 'max_pending_per_account', 'max_pending_per_source', 'refused_total'];
+
+/** An HTTP source whose runs never end (within the test): its later invocations wait in INVOCATIONS. */
+const SLEEPER = 'module.exports = { name: "Sleeper", version: "0.0.1", props: { http: "$.interface.http" }, async run() { await new Promise((r) => setTimeout(r, 600000)); } };';
 
 type Answer = { status: number; text: string; body: { code?: string; details?: Record<string, unknown> }; headers: Headers };
 
@@ -56,6 +59,7 @@ describe('back-pressure answers and /healthz show no other account', () => {
       {
         HTTP_RATE_PER_SEC: '0',
         INGEST_MAX_PENDING_PER_SOURCE: '3',
+        INGEST_MAX_PENDING_PER_ACCOUNT: '4',
         INGEST_MAX_PENDING: '5',
         INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT: '5',
         INGEST_BACKLOG_POLL_MS: '50',
@@ -133,5 +137,28 @@ describe('back-pressure answers and /healthz show no other account', () => {
     expect((await healthShowsNoAccount()).deliveries_pending).toBeGreaterThanOrEqual(5);
     held.splice(0).forEach((answer) => answer());
     receiver.respond = () => ({ status: 200 });
+  });
+  it("counts an account's stuck invocations in the service's bound only up to its own: runs that never end refuse that account, not B", async () => {
+    // A third account (its webhooks hold nothing back) queues runs that never end: manual runs, which no ingest bound refuses.
+    const c = createUser(system);
+    const api = client(system, c.apiKey);
+    const sources: { id: string; url: string }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await api.post('/sources', { component_code: SLEEPER, name: `sleeper${i}` });
+      expect(res.status).toBe(200);
+      sources.push({ id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url });
+    }
+    const bystander = await deploy(b, 'b-after-sleepers');
+    await eventually(async () => (await health()).body.ingest.invocations_pending === 0, { what: 'an empty backlog', timeoutMs: 60_000 });
+    for (const s of sources.slice(0, 2)) for (let n = 0; n < 4; n++) expect((await api.post(`/sources/${s.id}/run`, { event: { n } })).status).toBe(202);
+    // 8 invocations of one account wait behind runs that never end: more than the service's bound (5).
+    await eventually(async () => (await health()).body.ingest.invocations_pending >= 8, { what: "the sleepers' backlog read" });
+    const refused = await post(sources[2].url, 0);
+    expect([refused.status, refused.body.code, refused.body.details?.scope, refused.body.details?.limit]).toEqual([429, 'backlog_full', 'account', 4]);
+    expect(refused.text).toMatch(/this account's sources have \d+ invocations waiting to run \(limit 4\)/);
+    // The service's bound counts 4 of them: B is served.
+    const okB = await post(bystander.url, 0);
+    expect(okB.status).toBe(200);
+    showsNothingOfA("B's request beside the sleepers", okB.text, okB.headers);
   });
 });

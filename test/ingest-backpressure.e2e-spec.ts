@@ -63,7 +63,7 @@ describe('HTTP ingress back-pressure (INGEST_MAX_PENDING_PER_SOURCE, INGEST_MAX_
     expect(systemFull.status).toBe(429);
     expect(await systemFull.json()).toMatchObject({ code: 'backlog_full', details: { scope: 'system', pending: 8, limit: 8 } });
     const h = await health();
-    expect(h.ingest).toEqual({ invocations_pending: 8, events_unrouted: 0, deliveries_pending: 0, max_pending: 8, max_pending_per_source: 5, max_pending_deliveries_per_account: 2000, refused_total: 2 });
+    expect(h.ingest).toEqual({ invocations_pending: 8, events_unrouted: 0, deliveries_pending: 0, max_pending: 8, max_pending_per_source: 5, max_pending_per_account: 2000, max_pending_deliveries_per_account: 2000, refused_total: 2 });
 
     // A runner drains the backlog: every accepted request becomes an event, and the endpoints accept again.
     await system.startApp('runner', 'runner');

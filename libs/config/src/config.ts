@@ -78,6 +78,7 @@ export const SETTINGS = {
   httpRatePerSec: int('HTTP_RATE_PER_SEC', 10, 'average requests per second per HTTP source endpoint (0 = unlimited)', 0),
   ingestMaxPendingPerSource: int('INGEST_MAX_PENDING_PER_SOURCE', 1000, "invocations of one source waiting in INVOCATIONS above which its HTTP endpoint answers 429 with Retry-After (0 = no bound)", 0),
   ingestMaxPending: int('INGEST_MAX_PENDING', 5_000, 'invocations waiting in INVOCATIONS plus emitted events the delivery app has not yet routed, above which every HTTP endpoint answers 429 with Retry-After (0 = no bound)', 0),
+  ingestMaxPendingPerAccount: int('INGEST_MAX_PENDING_PER_ACCOUNT', 2_000, "invocations of one account's sources and workflows waiting in INVOCATIONS above which that account's HTTP endpoints answer 429 with Retry-After; an account's invocations count in INGEST_MAX_PENDING up to this bound only, so one account's backlog never refuses another's requests (0 = no bound)", 0),
   ingestMaxPendingDeliveriesPerAccount: int('INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT', 2_000, "deliveries to one account's webhooks waiting in DELIVERIES (routed, not yet sent), above which the HTTP endpoints of that account's sources answer 429 with Retry-After; other accounts are not held back (0 = no bound)", 0),
   ingestBacklogPollMs: int('INGEST_BACKLOG_POLL_MS', 250, 'how often each api replica reads the INVOCATIONS backlog for back-pressure', 50, 10_000),
   httpBurst: int('HTTP_BURST', 50, 'burst allowance per HTTP source endpoint', 1),

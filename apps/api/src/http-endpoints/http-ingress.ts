@@ -129,7 +129,9 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
         full.scope === 'source'
           ? `this source has ${full.pending} invocations waiting to run`
           : full.scope === 'account'
-            ? `this account's webhooks have ${full.pending} deliveries waiting to be sent`
+            ? full.waiting === 'deliveries'
+              ? `this account's webhooks have ${full.pending} deliveries waiting to be sent`
+              : `this account's sources have ${full.pending} invocations waiting to run`
             : `the service has ${full.pending} invocations waiting to run`;
       return reply
         .status(429)

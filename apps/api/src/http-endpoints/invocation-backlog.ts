@@ -7,6 +7,8 @@ import type { EndpointTarget } from './endpoint-lookup';
 /** Why an HTTP request is refused with 429: whose backlog is full, how full, and when to come back. */
 export interface BacklogRefusal {
   scope: 'source' | 'account' | 'system';
+  /** What waits: invocations to run, or (scope `account`) deliveries to the account's webhooks. */
+  waiting: 'invocations' | 'deliveries';
   pending: number;
   limit: number;
   retryAfterSeconds: number;
@@ -18,14 +20,15 @@ export interface IngestStats {
   deliveries_pending: number;
   max_pending: number;
   max_pending_per_source: number;
+  max_pending_per_account: number;
   max_pending_deliveries_per_account: number;
   refused_total: number;
 }
 
 const RETRY_AFTER_MAX_SECONDS = 30;
-/** Webhook owners remembered (a webhook's owner never changes); past this many the memory starts over. */
+/** Owners remembered per kind (a webhook's, source's or workflow's owner never changes); past this many the memory starts over. */
 const OWNERS_CACHED_MAX = 100_000;
-/** Webhook ids per owner look-up query. */
+/** Ids per owner look-up query. */
 const OWNER_QUERY_IDS = 1000;
 
 /** The delivery app's consumer of EMITS: what it has not acknowledged is not yet indexed and routed. */
@@ -33,12 +36,15 @@ const ROUTER_DURABLE = 'router';
 
 /**
  * Back-pressure for HTTP ingress: how many invocations wait in INVOCATIONS
- * (a work queue: stored and not yet acknowledged by a runner), per source and
- * in all, and how many emitted events wait for the delivery app, read every
- * INGEST_BACKLOG_POLL_MS. A request to a source whose invocations reach
- * INGEST_MAX_PENDING_PER_SOURCE, or while invocations and unrouted events
- * together reach INGEST_MAX_PENDING, is refused (429 with Retry-After) instead
- * of queueing behind minutes of work. So is a request to a source whose owner's
+ * (a work queue: stored and not yet acknowledged by a runner), per source, per
+ * account and in all, and how many emitted events wait for the delivery app, read
+ * every INGEST_BACKLOG_POLL_MS. A request to a source whose invocations reach
+ * INGEST_MAX_PENDING_PER_SOURCE, whose account's reach INGEST_MAX_PENDING_PER_ACCOUNT,
+ * or while invocations and unrouted events together reach INGEST_MAX_PENDING, is
+ * refused (429 with Retry-After) instead of queueing behind minutes of work. An
+ * account's invocations count in that total up to its own bound only: runs that
+ * never end, in sources enough to pass every per-source bound, hold back their
+ * own account, not the service. So is a request to a source whose owner's
  * webhooks have INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT deliveries waiting in
  * DELIVERIES (routed, not yet sent: a slow receiver, or more events than the
  * delivery app can send): that backlog holds back its own account only, so a
@@ -53,9 +59,13 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   private total = 0;
   private unrouted = 0;
   private bySource = new Map<string, number>();
+  private byAccount = new Map<string, number>();
+  /** What the service's bound compares: invocations, each account's up to its own bound, plus unrouted events. */
+  private counted = 0;
   private deliveries = 0;
   private deliveriesByOwner = new Map<string, number>();
   private readonly webhookOwners = new Map<string, string>();
+  private readonly emitterOwners = new Map<string, string>();
   /** Invocations drained per second (all sources), from the last two reads and the requests accepted between them. */
   private drainPerSecond = 0;
   private acceptedSinceRead = 0;
@@ -77,6 +87,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
       deliveries_pending: this.deliveries,
       max_pending: this.config.ingestMaxPending,
       max_pending_per_source: this.config.ingestMaxPendingPerSource,
+      max_pending_per_account: this.config.ingestMaxPendingPerAccount,
       max_pending_deliveries_per_account: this.config.ingestMaxPendingDeliveriesPerAccount,
       refused_total: this.refused,
     };
@@ -84,7 +95,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
 
   get enabled(): boolean {
     const c = this.config;
-    return c.ingestMaxPending > 0 || c.ingestMaxPendingPerSource > 0 || c.ingestMaxPendingDeliveriesPerAccount > 0;
+    return c.ingestMaxPending > 0 || c.ingestMaxPendingPerSource > 0 || c.ingestMaxPendingPerAccount > 0 || c.ingestMaxPendingDeliveriesPerAccount > 0;
   }
 
   onModuleInit(): void {
@@ -99,12 +110,14 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
 
   /** Undefined when the source may take one more invocation; else why not. */
   check(target: Pick<EndpointTarget, 'sourceId' | 'ownerId'>): BacklogRefusal | undefined {
-    const { ingestMaxPending: systemLimit, ingestMaxPendingPerSource: sourceLimit, ingestMaxPendingDeliveriesPerAccount: accountLimit } = this.config;
+    const { ingestMaxPending: systemLimit, ingestMaxPendingPerSource: sourceLimit, ingestMaxPendingPerAccount: queuedLimit, ingestMaxPendingDeliveriesPerAccount: accountLimit } = this.config;
     const mine = this.bySource.get(target.sourceId) ?? 0;
-    if (sourceLimit > 0 && mine >= sourceLimit) return this.refusal('source', mine, sourceLimit);
+    if (sourceLimit > 0 && mine >= sourceLimit) return this.refusal('source', 'invocations', mine, sourceLimit);
+    const queued = this.byAccount.get(target.ownerId) ?? 0;
+    if (queuedLimit > 0 && queued >= queuedLimit) return this.refusal('account', 'invocations', queued, queuedLimit);
     const owed = this.deliveriesByOwner.get(target.ownerId) ?? 0;
-    if (accountLimit > 0 && owed >= accountLimit) return this.refusal('account', owed, accountLimit);
-    if (systemLimit > 0 && this.total + this.unrouted >= systemLimit) return this.refusal('system', this.total + this.unrouted, systemLimit);
+    if (accountLimit > 0 && owed >= accountLimit) return this.refusal('account', 'deliveries', owed, accountLimit);
+    if (systemLimit > 0 && this.counted >= systemLimit) return this.refusal('system', 'invocations', this.counted, systemLimit);
     return undefined;
   }
 
@@ -113,12 +126,12 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
     this.acceptedSinceRead++;
   }
 
-  private refusal(scope: BacklogRefusal['scope'], pending: number, limit: number): BacklogRefusal {
+  private refusal(scope: BacklogRefusal['scope'], waiting: BacklogRefusal['waiting'], pending: number, limit: number): BacklogRefusal {
     this.refused++;
     // Long enough for the excess over 90 % of the bound to drain at the rate seen, within [1, 30] s.
     const excess = pending - Math.floor(limit * 0.9);
     const seconds = this.drainPerSecond > 0 ? Math.ceil(excess / this.drainPerSecond) : 1;
-    return { scope, pending, limit, retryAfterSeconds: Math.min(RETRY_AFTER_MAX_SECONDS, Math.max(1, seconds)) };
+    return { scope, waiting, pending, limit, retryAfterSeconds: Math.min(RETRY_AFTER_MAX_SECONDS, Math.max(1, seconds)) };
   }
 
   private async read(): Promise<void> {
@@ -133,11 +146,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
         this.nats.jsm.streams.info(names.deliveriesStream, { subjects_filter: names.allDeliveries }),
       ]);
       this.unrouted = router ? router.num_pending + router.num_ack_pending : 0;
-      const bySource = new Map<string, number>();
-      for (const [subject, count] of Object.entries(info.state.subjects ?? {})) {
-        const sourceId = subject.slice(subject.lastIndexOf('.') + 1);
-        bySource.set(sourceId, (bySource.get(sourceId) ?? 0) + count);
-      }
+      const bySource = subjectCounts(info.state.subjects ?? {});
       const now = Date.now();
       const total = info.state.messages;
       if (this.lastReadAtMs) {
@@ -149,7 +158,9 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
       this.bySource = bySource;
       this.deliveries = deliveries.state.messages;
       // Postgres unreachable for a moment: the owners' figures stay as last read, the others move on.
-      this.deliveriesByOwner = await this.byOwner(deliveries.state.subjects ?? {}).catch(() => this.deliveriesByOwner);
+      this.byAccount = await this.perOwner(this.emitterOwners, EMITTER_OWNERS, bySource).catch(() => this.byAccount);
+      this.deliveriesByOwner = await this.perOwner(this.webhookOwners, WEBHOOK_OWNERS, subjectCounts(deliveries.state.subjects ?? {})).catch(() => this.deliveriesByOwner);
+      this.counted = this.unrouted + this.countedInvocations();
       this.acceptedSinceRead = 0;
       this.lastReadAtMs = now;
     } catch (e) {
@@ -159,26 +170,58 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  /** Deliveries waiting per webhook owner (DELIVERIES subjects end with the webhook id). */
-  private async byOwner(subjects: Record<string, number>): Promise<Map<string, number>> {
-    const byWebhook = Object.entries(subjects).map(([subject, count]) => [subject.slice(subject.lastIndexOf('.') + 1), count] as const);
-    const unknown = byWebhook.map(([id]) => id).filter((id) => !this.webhookOwners.has(id));
+  /** Invocations as the service's bound counts them: each account's up to INGEST_MAX_PENDING_PER_ACCOUNT. */
+  private countedInvocations(): number {
+    const cap = this.config.ingestMaxPendingPerAccount;
+    if (cap <= 0) return this.total;
+    let owned = 0;
+    let counted = 0;
+    for (const n of this.byAccount.values()) {
+      owned += n;
+      counted += Math.min(n, cap);
+    }
+    // Invocations of no known owner (a source deleted meanwhile) count in full.
+    return counted + Math.max(0, this.total - owned);
+  }
+
+  /**
+   * Counts per id (a source, workflow or webhook) summed per owner, the owners read from Postgres once
+   * (`query` with `:ids` standing for the ids) and remembered in `owners`.
+   */
+  private async perOwner(owners: Map<string, string>, query: string, counts: Map<string, number>): Promise<Map<string, number>> {
+    const unknown = [...counts.keys()].filter((id) => !owners.has(id));
     if (unknown.length) {
-      if (this.webhookOwners.size + unknown.length > OWNERS_CACHED_MAX) this.webhookOwners.clear();
+      if (owners.size + unknown.length > OWNERS_CACHED_MAX) owners.clear();
       const conn = this.em.fork().getConnection();
       for (let i = 0; i < unknown.length; i += OWNER_QUERY_IDS) {
         const ids = unknown.slice(i, i + OWNER_QUERY_IDS);
-        const rows = (await conn.execute(`select id, owner_id from webhooks where id in (${ids.map(() => '?').join(', ')})`, ids)) as { id: string; owner_id: string }[];
-        // A webhook deleted meanwhile has no owner any more (its deliveries are dropped): '' keeps it from being asked again.
-        for (const id of ids) this.webhookOwners.set(id, '');
-        for (const r of rows) this.webhookOwners.set(r.id, r.owner_id);
+        const parts = query.split(':ids');
+        const rows = (await conn.execute(parts.join(ids.map(() => '?').join(', ')), parts.slice(1).flatMap(() => ids))) as { id: string; owner_id: string }[];
+        // One deleted meanwhile has no owner any more: '' keeps it from being asked again.
+        for (const id of ids) owners.set(id, '');
+        for (const r of rows) owners.set(r.id, r.owner_id);
       }
     }
     const out = new Map<string, number>();
-    for (const [id, count] of byWebhook) {
-      const owner = this.webhookOwners.get(id);
+    for (const [id, count] of counts) {
+      const owner = owners.get(id);
       if (owner) out.set(owner, (out.get(owner) ?? 0) + count);
     }
     return out;
   }
+}
+
+/** The owners of sources and workflows (an INVOCATIONS subject ends with one's id). */
+const EMITTER_OWNERS = 'select id, owner_id from sources where id in (:ids) union all select id, owner_id from workflows where id in (:ids)';
+/** The owners of webhooks (a DELIVERIES subject ends with one's id). */
+const WEBHOOK_OWNERS = 'select id, owner_id from webhooks where id in (:ids)';
+
+/** Counts per subject summed per last subject token (the id it ends with). */
+function subjectCounts(subjects: Record<string, number>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [subject, count] of Object.entries(subjects)) {
+    const id = subject.slice(subject.lastIndexOf('.') + 1);
+    out.set(id, (out.get(id) ?? 0) + count);
+  }
+  return out;
 }
