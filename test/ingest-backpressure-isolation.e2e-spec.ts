@@ -13,8 +13,10 @@ const ID = /\b(sc|dc|p|wh|sub|u|o|d|c|key|asub|dlv|inv|rty)_[a-z0-9]{20}\b|\ben[
 const HEALTH_KEYS = ['component_gc', 'ingest', 'isolation', 'registry', 'status'];
 const INGEST_KEYS = ['deliveries_pending', 'events_unrouted', 'invocations_pending', 'max_pending', 'max_pending_deliveries_per_account', 'max_pending_per_account', 'max_pending_per_source', 'refused_total'];
 
-/** An HTTP source whose runs never end (within the test): its later invocations wait in INVOCATIONS. */
+/** A source whose runs never end (within the test): its later invocations wait in INVOCATIONS. */
 const SLEEPER = 'module.exports = { name: "Sleeper", version: "0.0.1", props: { http: "$.interface.http" }, async run() { await new Promise((r) => setTimeout(r, 600000)); } };';
+/** An HTTP source that emits 10 events per run. */
+const FAN_OUT = 'module.exports = { name: "FanOut", version: "0.0.1", props: { http: "$.interface.http" }, async run() { for (let i = 0; i < 10; i++) this.$emit({ i }); } };';
 
 type Answer = { status: number; text: string; body: { code?: string; details?: Record<string, unknown> }; headers: Headers };
 
@@ -139,24 +141,26 @@ describe('back-pressure answers and /healthz show no other account', () => {
     receiver.respond = () => ({ status: 200 });
   });
   it("counts an account's stuck invocations in the service's bound only up to its own: runs that never end refuse that account, not B", async () => {
-    // A third account (its webhooks hold nothing back) queues runs that never end: manual runs, which no ingest bound refuses.
+    // A third account (its webhooks hold nothing back): one run of its fan-out source gives its sleeper, subscribed
+    // to it, 10 invocations that wait behind runs that never end. Listener invocations pass no ingest bound.
     const c = createUser(system);
     const api = client(system, c.apiKey);
-    const sources: { id: string; url: string }[] = [];
-    for (let i = 0; i < 3; i++) {
-      const res = await api.post('/sources', { component_code: SLEEPER, name: `sleeper${i}` });
-      expect(res.status).toBe(200);
-      sources.push({ id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url });
-    }
+    const fanOut = (await api.post('/sources', { component_code: FAN_OUT, name: 'fan-out' })).body.data;
+    const sleeper = (await api.post('/sources', { component_code: SLEEPER, name: 'sleeper' })).body.data;
+    expect((await api.post('/subscriptions', { emitter_id: fanOut.id, listener_id: sleeper.id })).status).toBe(200);
+    await subscriptionsLoaded(system);
     const bystander = await deploy(b, 'b-after-sleepers');
     await eventually(async () => (await health()).body.ingest.invocations_pending === 0, { what: 'an empty backlog', timeoutMs: 60_000 });
-    for (const s of sources.slice(0, 2)) for (let n = 0; n < 4; n++) expect((await api.post(`/sources/${s.id}/run`, { event: { n } })).status).toBe(202);
-    // 8 invocations of one account wait behind runs that never end: more than the service's bound (5).
-    await eventually(async () => (await health()).body.ingest.invocations_pending >= 8, { what: "the sleepers' backlog read" });
-    const refused = await post(sources[2].url, 0);
+    expect((await api.post(`/sources/${fanOut.id}/run`, {})).status).toBe(202);
+    // 10 invocations of one account wait: more than the service's bound (5), which counts 4 of them (the account's bound).
+    await eventually(async () => (await health()).body.ingest.invocations_pending >= 10, { what: "the sleeper's backlog read", timeoutMs: 30_000 });
+    const refused = await post(fanOut.configured_props.http.endpoint_url, 0);
     expect([refused.status, refused.body.code, refused.body.details?.scope, refused.body.details?.limit]).toEqual([429, 'backlog_full', 'account', 4]);
     expect(refused.text).toMatch(/this account's sources have \d+ invocations waiting to run \(limit 4\)/);
-    // The service's bound counts 4 of them: B is served.
+    // Runs queued by hand are refused by the same bound.
+    const manual = await api.post(`/sources/${fanOut.id}/run`, {});
+    expect([manual.status, manual.body.code, manual.body.details?.scope, manual.headers.get('retry-after') !== null]).toEqual([429, 'backlog_full', 'account', true]);
+    // B is served.
     const okB = await post(bystander.url, 0);
     expect(okB.status).toBe(200);
     showsNothingOfA("B's request beside the sleepers", okB.text, okB.headers);

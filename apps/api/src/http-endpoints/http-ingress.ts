@@ -21,7 +21,7 @@ import {
 import type { Subscription } from 'nats';
 import { NatsService } from '@app/nats';
 import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
-import { InvocationBacklog } from './invocation-backlog';
+import { describeRefusal, InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';
 import { endpointUrlOf } from './endpoint-urls';
 import { scopeSetCookies } from './endpoint-cookies';
@@ -125,22 +125,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     }
     const full = this.backlog.check(target);
     if (full) {
-      const waiting =
-        full.scope === 'source'
-          ? `this source has ${full.pending} invocations waiting to run`
-          : full.scope === 'account'
-            ? full.waiting === 'deliveries'
-              ? `this account's webhooks have ${full.pending} deliveries waiting to be sent`
-              : `this account's sources have ${full.pending} invocations waiting to run`
-            : `the service has ${full.pending} invocations waiting to run`;
-      return reply
-        .status(429)
-        .header('retry-after', String(full.retryAfterSeconds))
-        .send({
-          error: `${waiting} (limit ${full.limit}): retry after ${full.retryAfterSeconds} s`,
-          code: 'backlog_full',
-          details: { scope: full.scope, pending: full.pending, limit: full.limit, retry_after_seconds: full.retryAfterSeconds },
-        });
+      const { error, details } = describeRefusal(full);
+      return reply.status(429).header('retry-after', String(full.retryAfterSeconds)).send({ error, code: 'backlog_full', details });
     }
     const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
     if (isJsonContentType(String(req.headers['content-type'] ?? '')) && jsonTextProblem(raw, HTTP_BODY_MAX_JSON_DEPTH) === 'depth') {

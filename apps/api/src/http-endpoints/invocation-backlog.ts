@@ -25,6 +25,22 @@ export interface IngestStats {
   refused_total: number;
 }
 
+/** A refusal as the 429 `backlog_full` body gives it: the message and the details. */
+export function describeRefusal(full: BacklogRefusal): { error: string; details: Record<string, unknown> } {
+  const waiting =
+    full.scope === 'source'
+      ? `this source has ${full.pending} invocations waiting to run`
+      : full.scope === 'account'
+        ? full.waiting === 'deliveries'
+          ? `this account's webhooks have ${full.pending} deliveries waiting to be sent`
+          : `this account's sources have ${full.pending} invocations waiting to run`
+        : `the service has ${full.pending} invocations waiting to run`;
+  return {
+    error: `${waiting} (limit ${full.limit}): retry after ${full.retryAfterSeconds} s`,
+    details: { scope: full.scope, pending: full.pending, limit: full.limit, retry_after_seconds: full.retryAfterSeconds },
+  };
+}
+
 const RETRY_AFTER_MAX_SECONDS = 30;
 /** Owners remembered per kind (a webhook's, source's or workflow's owner never changes); past this many the memory starts over. */
 const OWNERS_CACHED_MAX = 100_000;
@@ -110,15 +126,25 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
 
   /** Undefined when the source may take one more invocation; else why not. */
   check(target: Pick<EndpointTarget, 'sourceId' | 'ownerId'>): BacklogRefusal | undefined {
-    const { ingestMaxPending: systemLimit, ingestMaxPendingPerSource: sourceLimit, ingestMaxPendingPerAccount: queuedLimit, ingestMaxPendingDeliveriesPerAccount: accountLimit } = this.config;
+    const { ingestMaxPending: systemLimit, ingestMaxPendingPerSource: sourceLimit, ingestMaxPendingDeliveriesPerAccount: accountLimit } = this.config;
     const mine = this.bySource.get(target.sourceId) ?? 0;
     if (sourceLimit > 0 && mine >= sourceLimit) return this.refusal('source', 'invocations', mine, sourceLimit);
-    const queued = this.byAccount.get(target.ownerId) ?? 0;
-    if (queuedLimit > 0 && queued >= queuedLimit) return this.refusal('account', 'invocations', queued, queuedLimit);
+    const queued = this.checkAccount(target.ownerId);
+    if (queued) return queued;
     const owed = this.deliveriesByOwner.get(target.ownerId) ?? 0;
     if (accountLimit > 0 && owed >= accountLimit) return this.refusal('account', 'deliveries', owed, accountLimit);
     if (systemLimit > 0 && this.counted >= systemLimit) return this.refusal('system', 'invocations', this.counted, systemLimit);
     return undefined;
+  }
+
+  /**
+   * The account bound alone, for invocations no other ingest bound refuses (manual runs): undefined while the
+   * owner's sources and workflows have fewer than INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting.
+   */
+  checkAccount(ownerId: string): BacklogRefusal | undefined {
+    const limit = this.config.ingestMaxPendingPerAccount;
+    const queued = this.byAccount.get(ownerId) ?? 0;
+    return limit > 0 && queued >= limit ? this.refusal('account', 'invocations', queued, limit) : undefined;
   }
 
   /** Counts an accepted invocation (for the drain rate). */

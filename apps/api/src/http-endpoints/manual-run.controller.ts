@@ -2,22 +2,30 @@ import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ConflictError, InvocationMessage, newId, PayloadTooLargeError } from '@app/contracts';
+import { ApiError, ConflictError, InvocationMessage, newId, PayloadTooLargeError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { addedTimerProp, readTimerSchedule, timerEvent } from '@app/component-model';
 import { NatsService } from '@app/nats';
 import { assertAccess, Auth, AuthContext } from '../auth/auth.context';
+import { describeRefusal, InvocationBacklog } from './invocation-backlog';
 
 /**
  * `POST /v1/sources/{id}/run` (an extension): runs a source now. The optional
  * body `{ "event": {...} }` is passed to `run`; by default a timer source gets
  * the event its timer would pass (`{ timestamp, interval_seconds }` or
  * `{ timestamp, cron }`), any other source `{ timestamp: <epoch s>, manual: true }`.
- * Answers 202 once the invocation is stored.
+ * Answers 202 once the invocation is stored; 429 `backlog_full` (scope `account`) while the owner's
+ * sources and workflows have INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting, so runs queued by hand
+ * cannot grow the invocation stream without bound.
  */
 @Controller('v1')
 export class ManualRunController {
-  constructor(private readonly em: EntityManager, private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(
+    private readonly em: EntityManager,
+    private readonly nats: NatsService,
+    private readonly backlog: InvocationBacklog,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   @Post('sources/:id/run')
   @HttpCode(202)
@@ -29,6 +37,11 @@ export class ManualRunController {
     // Like a request to an HTTP source: an event over the HTTP body limit would not fit the invocation stream's messages.
     if (input.event !== undefined && Buffer.byteLength(JSON.stringify(input.event) ?? '') > this.config.httpMaxBodyBytes) {
       throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { max_bytes: this.config.httpMaxBodyBytes });
+    }
+    const full = this.backlog.checkAccount(source.ownerId);
+    if (full) {
+      const { error, details } = describeRefusal(full);
+      throw new ApiError(429, 'backlog_full', error, details, { 'retry-after': String(full.retryAfterSeconds) });
     }
     const invocationId = newId('invocation');
     const msg: InvocationMessage = {

@@ -76,7 +76,7 @@ export const SOURCE_ROUTES: RouteContract[] = [
     tag: 'sources',
     extension: true,
     summary: 'Run a source now',
-    description: 'The optional body `{ "event": … }` is passed to run(); stored as an invocation before the 202.',
+    description: 'The optional body `{ "event": … }` is passed to run(); stored as an invocation before the 202. 429 `backlog_full` (scope `account`) while the account has INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting.',
     params: SourceId,
     bodyOnly: true,
     body: Type.Object({ event: Type.Optional(Type.Unknown({ description: 'the event passed to run()' })) }),
