@@ -160,6 +160,10 @@ describe('back-pressure answers and /healthz show no other account', () => {
     // Runs queued by hand are refused by the same bound.
     const manual = await api.post(`/sources/${fanOut.id}/run`, {});
     expect([manual.status, manual.body.code, manual.body.details?.scope, manual.headers.get('retry-after') !== null]).toEqual([429, 'backlog_full', 'account', true]);
+    const flow = await api.post('/workflows', { name: 'c-flow', trigger: { manual: {} }, steps: [{ name: 's', code: 'export default defineComponent({ async run() { return 1; } });' }] });
+    expect(flow.status).toBe(200);
+    const flowRun = await api.post(`/workflows/${flow.body.data.id}/run`, {});
+    expect([flowRun.status, flowRun.body.code, flowRun.body.details?.scope]).toEqual([429, 'backlog_full', 'account']);
     // B is served.
     const okB = await post(bystander.url, 0);
     expect(okB.status).toBe(200);

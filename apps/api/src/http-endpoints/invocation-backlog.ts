@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
+import { ApiError } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import type { EndpointTarget } from './endpoint-lookup';
 
@@ -145,6 +146,14 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
     const limit = this.config.ingestMaxPendingPerAccount;
     const queued = this.byAccount.get(ownerId) ?? 0;
     return limit > 0 && queued >= limit ? this.refusal('account', 'invocations', queued, limit) : undefined;
+  }
+
+  /** Throws `429 backlog_full` (scope `account`, with Retry-After) when `checkAccount` refuses: for the /v1 routes that run something now. */
+  assertAccountRoom(ownerId: string): void {
+    const full = this.checkAccount(ownerId);
+    if (!full) return;
+    const { error, details } = describeRefusal(full);
+    throw new ApiError(429, 'backlog_full', error, details, { 'retry-after': String(full.retryAfterSeconds) });
   }
 
   /** Counts an accepted invocation (for the drain rate). */

@@ -2,12 +2,12 @@ import { Body, Controller, HttpCode, Param, Post } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Inject } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ApiError, ConflictError, InvocationMessage, newId, PayloadTooLargeError } from '@app/contracts';
+import { ConflictError, InvocationMessage, newId, PayloadTooLargeError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { addedTimerProp, readTimerSchedule, timerEvent } from '@app/component-model';
 import { NatsService } from '@app/nats';
 import { assertAccess, Auth, AuthContext } from '../auth/auth.context';
-import { describeRefusal, InvocationBacklog } from './invocation-backlog';
+import { InvocationBacklog } from './invocation-backlog';
 
 /**
  * `POST /v1/sources/{id}/run` (an extension): runs a source now. The optional
@@ -38,11 +38,7 @@ export class ManualRunController {
     if (input.event !== undefined && Buffer.byteLength(JSON.stringify(input.event) ?? '') > this.config.httpMaxBodyBytes) {
       throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { max_bytes: this.config.httpMaxBodyBytes });
     }
-    const full = this.backlog.checkAccount(source.ownerId);
-    if (full) {
-      const { error, details } = describeRefusal(full);
-      throw new ApiError(429, 'backlog_full', error, details, { 'retry-after': String(full.retryAfterSeconds) });
-    }
+    this.backlog.assertAccountRoom(source.ownerId);
     const invocationId = newId('invocation');
     const msg: InvocationMessage = {
       invocationId,

@@ -6,6 +6,7 @@ import { Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { finishPage, keysetClause, Page, parsePageQuery } from '../common/pagination';
+import { InvocationBacklog } from '../http-endpoints/invocation-backlog';
 import { WorkflowDto, WorkflowsService } from './workflows.service';
 
 @Controller('v1')
@@ -14,6 +15,7 @@ export class WorkflowsController {
     private readonly workflows: WorkflowsService,
     private readonly em: EntityManager,
     private readonly nats: NatsService,
+    private readonly backlog: InvocationBacklog,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -91,6 +93,7 @@ export class WorkflowsController {
     if (Buffer.byteLength(JSON.stringify(event) ?? '') > this.config.httpMaxBodyBytes) {
       throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { max_bytes: this.config.httpMaxBodyBytes });
     }
+    this.backlog.assertAccountRoom(w.ownerId);
     const invocationId = newId('invocation');
     const msg: InvocationMessage = { invocationId, sourceId: w.id, kind: 'manual', event, createdAtMs: Date.now() };
     await this.nats.publishInvocation(msg);

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ComponentsModule } from '../components/components.module';
 import { EventsModule } from '../events/events.module';
+import { HttpEndpointsModule } from '../http-endpoints/http-endpoints.module';
 import { SourcesModule } from '../sources/sources.module';
 import { SseModule } from '../sse/sse.module';
 import { WorkflowSseController } from './workflow-sse.controller';
@@ -9,7 +10,7 @@ import { WorkflowsController } from './workflows.controller';
 import { WorkflowsService } from './workflows.service';
 
 @Module({
-  imports: [ComponentsModule, EventsModule, SseModule, SourcesModule],
+  imports: [ComponentsModule, EventsModule, HttpEndpointsModule, SseModule, SourcesModule],
   controllers: [WorkflowsController, WorkflowSseController],
   providers: [WorkflowsService, WorkflowPublisher],
   exports: [WorkflowsService],
