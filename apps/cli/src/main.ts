@@ -131,7 +131,3 @@ export function exitAfterOutput(code: number): void {
   process.stdout.write('', done);
   process.stderr.write('', done);
 }
-
-if (require.main === module) {
-  void main(process.argv.slice(2)).then(exitAfterOutput);
-}

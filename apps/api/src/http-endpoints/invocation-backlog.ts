@@ -221,17 +221,17 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
 
   /**
    * Counts per id (a source, workflow or webhook) summed per owner, the owners read from Postgres once
-   * (`query` with `:ids` standing for the ids) and remembered in `owners`.
+   * (`ownersOf`) and remembered in `owners`.
    */
-  private async perOwner(owners: Map<string, string>, query: string, counts: Map<string, number>): Promise<Map<string, number>> {
+  private async perOwner(owners: Map<string, string>, ownersOf: OwnerQuery, counts: Map<string, number>): Promise<Map<string, number>> {
     const unknown = [...counts.keys()].filter((id) => !owners.has(id));
     if (unknown.length) {
       if (owners.size + unknown.length > OWNERS_CACHED_MAX) owners.clear();
       const conn = this.em.fork().getConnection();
       for (let i = 0; i < unknown.length; i += OWNER_QUERY_IDS) {
         const ids = unknown.slice(i, i + OWNER_QUERY_IDS);
-        const parts = query.split(':ids');
-        const rows = (await conn.execute(parts.join(ids.map(() => '?').join(', ')), parts.slice(1).flatMap(() => ids))) as { id: string; owner_id: string }[];
+        const [sql, params] = ownersOf(ids);
+        const rows = (await conn.execute(sql, params)) as { id: string; owner_id: string }[];
         // One deleted meanwhile has no owner any more: '' keeps it from being asked again.
         for (const id of ids) owners.set(id, '');
         for (const r of rows) owners.set(r.id, r.owner_id);
@@ -246,10 +246,13 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   }
 }
 
+/** The query (and its parameters) that reads the owners of `ids`. */
+type OwnerQuery = (ids: string[]) => [string, string[]];
+const marks = (ids: string[]): string => ids.map(() => '?').join(', ');
 /** The owners of sources and workflows (an INVOCATIONS subject ends with one's id). */
-const EMITTER_OWNERS = 'select id, owner_id from sources where id in (:ids) union all select id, owner_id from workflows where id in (:ids)';
+const EMITTER_OWNERS: OwnerQuery = (ids) => [`select id, owner_id from sources where id in (${marks(ids)}) union all select id, owner_id from workflows where id in (${marks(ids)})`, [...ids, ...ids]];
 /** The owners of webhooks (a DELIVERIES subject ends with one's id). */
-const WEBHOOK_OWNERS = 'select id, owner_id from webhooks where id in (:ids)';
+const WEBHOOK_OWNERS: OwnerQuery = (ids) => [`select id, owner_id from webhooks where id in (${marks(ids)})`, ids];
 
 /** Counts per subject summed per last subject token (the id it ends with). */
 function subjectCounts(subjects: Record<string, number>): Map<string, number> {
