@@ -107,6 +107,8 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             // Deleted events leave EMITS too (DELETE /sources/{id}/events): a purge of the source's subject, or one message at a time.
             `$JS.API.STREAM.PURGE.${n.emitsStream}`,
             `$JS.API.STREAM.MSG.DELETE.${n.emitsStream}`,
+            // Back-pressure reads a sample of the events waiting for the router, to tell whose they are.
+            `$JS.API.STREAM.MSG.GET.${n.emitsStream}`,
             `$JS.API.STREAM.PURGE.${objStream(n.componentsStore)}`,
             ...readStream(kvStream(n.sourcesBucket)),
             ...readStream(kvStream(n.leasesBucket)),

@@ -3,13 +3,14 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { ApiError } from '@app/contracts';
 import { NatsService } from '@app/nats';
+import type { ConsumerInfo } from 'nats';
 import type { EndpointTarget } from './endpoint-lookup';
 
 /** Why an HTTP request is refused with 429: whose backlog is full, how full, and when to come back. */
 export interface BacklogRefusal {
   scope: 'source' | 'account' | 'system';
-  /** What waits: invocations to run, or (scope `account`) deliveries to the account's webhooks. */
-  waiting: 'invocations' | 'deliveries';
+  /** What waits: invocations to run, or (scope `account`) events of the account to route or deliveries to its webhooks. */
+  waiting: 'invocations' | 'events' | 'deliveries';
   pending: number;
   limit: number;
   retryAfterSeconds: number;
@@ -34,7 +35,9 @@ export function describeRefusal(full: BacklogRefusal): { error: string; details:
       : full.scope === 'account'
         ? full.waiting === 'deliveries'
           ? `this account's webhooks have ${full.pending} deliveries waiting to be sent`
-          : `this account's sources have ${full.pending} invocations waiting to run`
+          : full.waiting === 'events'
+            ? `this account's sources have ${full.pending} emitted events waiting to be routed`
+            : `this account's sources have ${full.pending} invocations waiting to run`
         : `the service has ${full.pending} invocations waiting to run`;
   return {
     error: `${waiting} (limit ${full.limit}): retry after ${full.retryAfterSeconds} s`,
@@ -50,6 +53,8 @@ const OWNER_QUERY_IDS = 1000;
 
 /** The delivery app's consumer of EMITS: what it has not acknowledged is not yet indexed and routed. */
 const ROUTER_DURABLE = 'router';
+/** EMITS messages read, evenly over the router's backlog, to tell whose events it holds. */
+const UNROUTED_SAMPLES = 32;
 
 /**
  * Back-pressure for HTTP ingress: how many invocations wait in INVOCATIONS
@@ -61,7 +66,11 @@ const ROUTER_DURABLE = 'router';
  * refused (429 with Retry-After) instead of queueing behind minutes of work. An
  * account's invocations count in that total up to its own bound only: runs that
  * never end, in sources enough to pass every per-source bound, hold back their
- * own account, not the service. So is a request to a source whose owner's
+ * own account, not the service. So do its unrouted events: whose they are is
+ * estimated from EMITS messages read evenly over the router's backlog (once that
+ * backlog could hold an account's bound), and an account whose share reaches
+ * INGEST_MAX_PENDING is refused alone, so a flood of emits holds back the account
+ * that emits it. So is a request to a source whose owner's
  * webhooks have INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT deliveries waiting in
  * DELIVERIES (routed, not yet sent: a slow receiver, or more events than the
  * delivery app can send): that backlog holds back its own account only, so a
@@ -77,7 +86,9 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   private unrouted = 0;
   private bySource = new Map<string, number>();
   private byAccount = new Map<string, number>();
-  /** What the service's bound compares: invocations, each account's up to its own bound, plus unrouted events. */
+  /** Unrouted events per owner, estimated from a sample of the router's backlog (empty while it is small). */
+  private unroutedByAccount = new Map<string, number>();
+  /** What the service's bound compares: invocations and unrouted events, each account's up to its own bound. */
   private counted = 0;
   private deliveries = 0;
   private deliveriesByOwner = new Map<string, number>();
@@ -143,9 +154,12 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
    * owner's sources and workflows have fewer than INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting.
    */
   checkAccount(ownerId: string): BacklogRefusal | undefined {
-    const limit = this.config.ingestMaxPendingPerAccount;
+    const { ingestMaxPendingPerAccount: limit, ingestMaxPending: systemLimit } = this.config;
     const queued = this.byAccount.get(ownerId) ?? 0;
-    return limit > 0 && queued >= limit ? this.refusal('account', 'invocations', queued, limit) : undefined;
+    if (limit > 0 && queued >= limit) return this.refusal('account', 'invocations', queued, limit);
+    // An account's own events would fill the service's bound alone: it is refused, the others count it up to its bound.
+    const events = this.unroutedByAccount.get(ownerId) ?? 0;
+    return systemLimit > 0 && events >= systemLimit ? this.refusal('account', 'events', events, systemLimit) : undefined;
   }
 
   /** Throws `429 backlog_full` (scope `account`, with Retry-After) when `checkAccount` refuses: for the /v1 routes that run something now. */
@@ -195,7 +209,9 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
       // Postgres unreachable for a moment: the owners' figures stay as last read, the others move on.
       this.byAccount = await this.perOwner(this.emitterOwners, EMITTER_OWNERS, bySource).catch(() => this.byAccount);
       this.deliveriesByOwner = await this.perOwner(this.webhookOwners, WEBHOOK_OWNERS, subjectCounts(deliveries.state.subjects ?? {})).catch(() => this.deliveriesByOwner);
-      this.counted = this.unrouted + this.countedInvocations();
+      const cap = this.config.ingestMaxPendingPerAccount;
+      this.unroutedByAccount = router && cap > 0 && this.unrouted >= cap ? await this.unroutedOwners(router).catch(() => this.unroutedByAccount) : new Map();
+      this.counted = capped(this.unrouted, this.unroutedByAccount, cap) + capped(this.total, this.byAccount, cap);
       this.acceptedSinceRead = 0;
       this.lastReadAtMs = now;
     } catch (e) {
@@ -205,18 +221,24 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  /** Invocations as the service's bound counts them: each account's up to INGEST_MAX_PENDING_PER_ACCOUNT. */
-  private countedInvocations(): number {
-    const cap = this.config.ingestMaxPendingPerAccount;
-    if (cap <= 0) return this.total;
-    let owned = 0;
-    let counted = 0;
-    for (const n of this.byAccount.values()) {
-      owned += n;
-      counted += Math.min(n, cap);
-    }
-    // Invocations of no known owner (a source deleted meanwhile) count in full.
-    return counted + Math.max(0, this.total - owned);
+  /**
+   * Unrouted events per owner: the subjects of UNROUTED_SAMPLES messages evenly over the sequences the router has
+   * not acknowledged, each standing for its share of the backlog.
+   */
+  private async unroutedOwners(router: ConsumerInfo): Promise<Map<string, number>> {
+    const first = router.ack_floor.stream_seq + 1;
+    const span = router.delivered.stream_seq + router.num_pending - first + 1;
+    const step = span / Math.min(UNROUTED_SAMPLES, Math.max(1, span));
+    const seqs = [...new Set(Array.from({ length: Math.min(UNROUTED_SAMPLES, Math.max(0, span)) }, (_, i) => first + Math.floor(i * step + step / 2)))];
+    // A message erased meanwhile is no sample.
+    const subjects = await Promise.all(seqs.map((seq) => this.nats.jsm.streams.getMessage(this.nats.names.emitsStream, { seq }).then((m) => m.subject, () => undefined)));
+    const found = subjects.filter((s): s is string => s !== undefined);
+    if (!found.length) return new Map();
+    const bySubject: Record<string, number> = {};
+    for (const subject of found) bySubject[subject] = (bySubject[subject] ?? 0) + 1;
+    const perOwner = await this.perOwner(this.emitterOwners, EMITTER_OWNERS, subjectCounts(bySubject));
+    const each = this.unrouted / found.length;
+    return new Map([...perOwner].map(([owner, n]) => [owner, Math.round(n * each)]));
   }
 
   /**
@@ -253,6 +275,21 @@ const marks = (ids: string[]): string => ids.map(() => '?').join(', ');
 const EMITTER_OWNERS: OwnerQuery = (ids) => [`select id, owner_id from sources where id in (${marks(ids)}) union all select id, owner_id from workflows where id in (${marks(ids)})`, [...ids, ...ids]];
 /** The owners of webhooks (a DELIVERIES subject ends with one's id). */
 const WEBHOOK_OWNERS: OwnerQuery = (ids) => [`select id, owner_id from webhooks where id in (${marks(ids)})`, ids];
+
+/**
+ * A backlog of `total` as the service's bound counts it: each owner's part up to `cap` (0: no cap); a part of no known
+ * owner (a source deleted meanwhile, messages not sampled) counts in full.
+ */
+function capped(total: number, byOwner: Map<string, number>, cap: number): number {
+  if (cap <= 0) return total;
+  let owned = 0;
+  let counted = 0;
+  for (const n of byOwner.values()) {
+    owned += n;
+    counted += Math.min(n, cap);
+  }
+  return counted + Math.max(0, total - owned);
+}
 
 /** Counts per subject summed per last subject token (the id it ends with). */
 function subjectCounts(subjects: Record<string, number>): Map<string, number> {
