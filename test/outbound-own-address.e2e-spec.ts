@@ -97,3 +97,47 @@ describe('a workflow $.send.http to an address of this machine', () => {
     expect(hits).toEqual([]);
   });
 });
+
+describe("the platform's own ports with ALLOW_LOOPBACK=true (npm start's default)", () => {
+  let system: System;
+  let emitter: Emitter;
+  let internal: Server;
+  let metricsPort = 0;
+
+  beforeAll(async () => {
+    internal = createServer((_req, res) => res.end(COMPONENT));
+    await new Promise<void>((r) => internal.listen(0, '127.0.0.1', r));
+    metricsPort = await freePort();
+    system = await startSystem({ ALLOW_LOOPBACK: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms', DELIVERY_METRICS_PORT: String(metricsPort) }, { apps: ['api', 'delivery'] });
+    emitter = await Emitter.connect(system);
+  });
+  afterAll(async () => {
+    await emitter?.close();
+    await system?.stop();
+    internal?.closeAllConnections();
+    await new Promise<void>((r) => (internal ? internal.close(() => r()) : r()));
+  });
+
+  it("refuse webhooks and component_url to the delivery app's metrics, while another local port is served", async () => {
+    const user = createUser(system);
+    const api = client(system, user.apiKey);
+    const refused = new RegExp(`:${metricsPort} is a port of this platform's own services on this machine`);
+    // Loopback is allowed: a local server's code is fetched.
+    expect((await api.post('/components', { component_url: `http://127.0.0.1:${(internal.address() as AddressInfo).port}/c.mjs` })).status).toBe(200);
+    const component = await api.post('/components', { component_url: `http://localhost:${metricsPort}/metrics` });
+    expect([component.status, component.body.code]).toEqual([400, 'invalid_request']);
+    expect(component.body.error).toMatch(refused);
+
+    const src = await insertSource(system, user.id);
+    const wh = (await api.post('/webhooks', { url: `http://127.0.0.1:${metricsPort}/metrics` })).body.data.id;
+    await api.post('/subscriptions', { emitter_id: src, listener_id: wh });
+    await subscriptionsLoaded(system);
+    await emitter.emit(src, user.id, { probe: 'metrics' });
+    const log = await eventually(async () => {
+      const d = (await api.get(`/webhooks/${wh}/deliveries`)).body.data;
+      return d.some((x: { status: string }) => x.status === 'exhausted') ? d : undefined;
+    }, { what: 'attempts to the metrics port exhausted' });
+    expect(log.every((x: { response_code: number | null; response_body?: string | null }) => x.response_code === null && !x.response_body)).toBe(true);
+    expect(log[0].error).toMatch(refused);
+  });
+});

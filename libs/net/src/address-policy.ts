@@ -11,6 +11,13 @@ export interface AddressPolicy {
   allowLoopback: boolean;
   /** RFC 1918, carrier-grade NAT, unique-local IPv6. */
   allowPrivate: boolean;
+  /**
+   * Ports of the platform's own services (NATS, Postgres, the runner's and delivery's ops ports): refused on
+   * this machine's addresses (loopback and its interfaces) whatever `allowLoopback` says.
+   */
+  platformPorts?: ReadonlySet<number>;
+  /** Set (by `policyForUrl`) on the policy of one request to one of `platformPorts`. */
+  platformPort?: number;
 }
 
 export type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'metadata' | 'unspecified' | 'multicast' | 'reserved' | 'invalid';
@@ -153,7 +160,39 @@ export function refusalReason(ip: string, policy: AddressPolicy): string | undef
   }
 }
 
-/** The policy an app's settings (ALLOW_LOOPBACK, ALLOW_PRIVATE_ADDRESSES) describe. */
-export function policyFromConfig(config: { allowLoopback: boolean; allowPrivateAddresses: boolean }): AddressPolicy {
-  return { allowLoopback: config.allowLoopback, allowPrivate: config.allowPrivateAddresses };
+/** NATS (clients, cluster routes, monitoring) and Postgres on their standard ports. */
+const STANDARD_PLATFORM_PORTS = [4222, 6222, 8222, 5432];
+
+export interface PlatformSettings {
+  allowLoopback: boolean;
+  allowPrivateAddresses: boolean;
+  natsUrl: string;
+  databaseUrl?: string;
+  runnerMetricsPort: number;
+  deliveryMetricsPort: number;
+}
+
+/**
+ * The policy an app's settings describe: ALLOW_LOOPBACK, ALLOW_PRIVATE_ADDRESSES, and the platform's own ports
+ * (NATS_URL's and DATABASE_URL's, the standard NATS and Postgres ports, RUNNER_METRICS_PORT, DELIVERY_METRICS_PORT).
+ * The api's own port is not one of them: a source's endpoint is public by design.
+ */
+export function policyFromConfig(config: PlatformSettings): AddressPolicy {
+  const ports = new Set([...STANDARD_PLATFORM_PORTS, config.runnerMetricsPort, config.deliveryMetricsPort]);
+  const servers = [...config.natsUrl.split(',').map((s) => [s.trim(), 4222] as const), ...(config.databaseUrl ? [[config.databaseUrl, 5432] as const] : [])];
+  for (const [server, standard] of servers) {
+    try {
+      ports.add(Number(new URL(server).port || standard));
+    } catch {
+      // Checked when the settings were read.
+    }
+  }
+  ports.delete(0);
+  return { allowLoopback: config.allowLoopback, allowPrivate: config.allowPrivateAddresses, platformPorts: ports };
+}
+
+/** The policy of one request to `url`: marked when its port is one of the platform's own. */
+export function policyForUrl(url: URL, policy: AddressPolicy): AddressPolicy {
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  return policy.platformPorts?.has(port) ? { ...policy, platformPort: port } : policy;
 }

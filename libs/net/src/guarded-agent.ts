@@ -1,6 +1,6 @@
 import { IncomingHttpHeaders } from 'node:http';
 import { Agent, Dispatcher } from 'undici';
-import { AddressPolicy } from './address-policy';
+import { AddressPolicy, policyForUrl } from './address-policy';
 import { incomingHeaders } from './incoming-headers';
 import { guardedLookup, literalHostRefusal, OutboundError } from './outbound-guard';
 import { parseHttpUrl, SafeResponse } from './safe-fetch';
@@ -22,8 +22,10 @@ export interface GuardedRequest {
  */
 export class GuardedAgent {
   private readonly agent: Agent;
+  /** Agents of requests to the platform's own ports (`AddressPolicy.platformPorts`), one per port: their lookups refuse this machine. */
+  private readonly platformAgents = new Map<number, Agent>();
 
-  constructor(private readonly policy: AddressPolicy, connectionsPerOrigin = 64) {
+  constructor(private readonly policy: AddressPolicy, private readonly connectionsPerOrigin = 64) {
     this.agent = new Agent({ connections: connectionsPerOrigin, connect: { lookup: guardedLookup(policy) } });
   }
 
@@ -33,13 +35,21 @@ export class GuardedAgent {
       const refused = literalHostRefusal(url, this.policy);
       if (refused) return reject(refused);
       const handler = new CappedResponse(url, req, resolve, reject);
-      this.agent.dispatch({ origin: url.origin, path: url.pathname + url.search, method: req.method as Dispatcher.HttpMethod, headers: withUserinfo(url, req.headers), body: req.body }, handler);
+      this.agentFor(url).dispatch({ origin: url.origin, path: url.pathname + url.search, method: req.method as Dispatcher.HttpMethod, headers: withUserinfo(url, req.headers), body: req.body }, handler);
     });
   }
 
-  /** Closes the agent; requests still in flight fail. */
-  close(): Promise<void> {
-    return this.agent.destroy();
+  private agentFor(url: URL): Agent {
+    const policy = policyForUrl(url, this.policy);
+    if (policy.platformPort === undefined) return this.agent;
+    let agent = this.platformAgents.get(policy.platformPort);
+    if (!agent) this.platformAgents.set(policy.platformPort, (agent = new Agent({ connections: this.connectionsPerOrigin, connect: { lookup: guardedLookup(policy) } })));
+    return agent;
+  }
+
+  /** Closes the agents; requests still in flight fail. */
+  async close(): Promise<void> {
+    await Promise.all([this.agent, ...this.platformAgents.values()].map((a) => a.destroy()));
   }
 }
 

@@ -1,6 +1,7 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { GuardedAgent } from './guarded-agent';
+import { policyFromConfig } from './address-policy';
 import { outboundRefusal } from './outbound-guard';
 import { createAgents, safeFetch } from './safe-fetch';
 import { interfaceAddress } from './test-support/interface-address';
@@ -63,6 +64,35 @@ describe('the outbound guard against a listener on this machine', () => {
       expect(hits.filter((h) => h.endsWith(' /x'))).toEqual([]);
     } finally {
       await agent.close();
+    }
+  });
+
+  it("refuses the platform's own ports on this machine whatever ALLOW_LOOPBACK says, by every spelling and through redirects", async () => {
+    // The listener stands for the delivery app's ops port (its /metrics).
+    const policy = policyFromConfig({ allowLoopback: true, allowPrivateAddresses: true, natsUrl: 'nats://127.0.0.1:4222', runnerMetricsPort: 9464, deliveryMetricsPort: port });
+    expect([...(policy.platformPorts ?? [])].sort((x, y) => x - y)).toEqual([4222, 5432, 6222, 8222, 9464, port].sort((x, y) => x - y));
+    const agent = new GuardedAgent(policy);
+    const agents = createAgents(policy);
+    const redirector = createServer((_req, res) => void res.writeHead(302, { location: `http://127.0.0.1:${port}/metrics` }).end());
+    await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', r));
+    const before = hits.length;
+    try {
+      for (const host of ['127.0.0.1', 'localhost', '[::1]', '0x7f.1', interfaceAddress()]) {
+        const url = `http://${host}:${port}/metrics`;
+        const refused = { code: 'blocked', message: expect.stringMatching(new RegExp(`:${port} is a port of this platform's own services on this machine`)) };
+        await expect(agent.request(url, post)).rejects.toMatchObject(refused);
+        await expect(safeFetch(url, { policy, agents, timeoutMs: 1500, maxBytes: 100 })).rejects.toMatchObject(refused);
+        await expect(safeFetch(url, { policy, timeoutMs: 1500, maxBytes: 100 })).rejects.toMatchObject(refused);
+      }
+      await expect(safeFetch(`http://127.0.0.1:${(redirector.address() as AddressInfo).port}/`, { policy, agents, timeoutMs: 1500, maxBytes: 100, maxRedirects: 2 })).rejects.toMatchObject({ code: 'blocked' });
+      expect(hits.slice(before)).toEqual([]);
+      // Any other port of this machine is loopback, allowed here: the redirector answered.
+      const other = await agent.request(`http://localhost:${(redirector.address() as AddressInfo).port}/`, post);
+      expect(other.status).toBe(302);
+    } finally {
+      await agent.close();
+      agents.http.destroy();
+      redirector.close();
     }
   });
 });

@@ -1,6 +1,6 @@
 import { lookup as dnsLookup, LookupAddress, LookupOptions } from 'node:dns';
 import { isIP, LookupFunction } from 'node:net';
-import { AddressPolicy, isOwnAddress, refusalReason } from './address-policy';
+import { AddressPolicy, classifyAddress, isOwnAddress, policyForUrl, refusalReason } from './address-policy';
 
 export class OutboundError extends Error {
   constructor(message: string, readonly code: 'blocked' | 'timeout' | 'too_large' | 'bad_url' | 'too_many_redirects' | 'network') {
@@ -14,12 +14,19 @@ export class OutboundError extends Error {
  * 0.0.0.0 answers on every interface). Component code's egress keeps its own rules (`@app/sandbox`).
  */
 export function outboundRefusal(ip: string, policy: AddressPolicy): string | undefined {
+  if (policy.platformPort !== undefined && (classifyAddress(ip) === 'loopback' || isOwnAddress(ip))) {
+    return `${ip}:${policy.platformPort} is a port of this platform's own services on this machine (NATS, Postgres, ops ports), refused whatever ALLOW_LOOPBACK says`;
+  }
   const reason = ipRefusal(ip, policy);
   if (reason || policy.allowLoopback || !isOwnAddress(ip)) return reason;
   return `${ip} is an address of this machine (allowed only with ALLOW_LOOPBACK=true)`;
 }
 
-/** A `dns.lookup` replacement that refuses addresses the policy forbids (checked after resolution). */
+/**
+ * A `dns.lookup` replacement that refuses addresses the policy forbids (checked after resolution). A lookup of a
+ * request to one of the platform's ports gets that request's policy (`policyForUrl`): the lookup itself is not told
+ * the port.
+ */
 export function guardedLookup(policy: AddressPolicy): LookupFunction {
   return ((hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
     dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
@@ -57,6 +64,6 @@ function ipRefusal(host: string, policy: AddressPolicy): string | undefined {
 export function literalHostRefusal(url: URL, policy: AddressPolicy): OutboundError | undefined {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (!isIP(host)) return undefined;
-  const reason = outboundRefusal(host, policy);
+  const reason = outboundRefusal(host, policyForUrl(url, policy));
   return reason ? new OutboundError(`refused to connect to ${host}: ${reason}`, 'blocked') : undefined;
 }

@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { AddressPolicy } from './address-policy';
+import { AddressPolicy, policyForUrl } from './address-policy';
 import { guardedLookup, literalHostRefusal, OutboundError } from './outbound-guard';
 
 export interface Agents {
@@ -59,7 +59,9 @@ function once(url: URL, opts: SafeFetchOptions): Promise<SafeResponse> {
   if (refused) return Promise.reject(refused);
   const isHttps = url.protocol === 'https:';
   const request = isHttps ? httpsRequest : httpRequest;
-  const agent = opts.agents ? (isHttps ? opts.agents.https : opts.agents.http) : undefined;
+  // A request to one of the platform's ports connects on its own, through a lookup that refuses this machine.
+  const policy = policyForUrl(url, opts.policy);
+  const agent = opts.agents && policy.platformPort === undefined ? (isHttps ? opts.agents.https : opts.agents.http) : undefined;
   return new Promise((resolve, reject) => {
     let settled = false;
     const settle = (fn: () => void): void => {
@@ -79,7 +81,7 @@ function once(url: URL, opts: SafeFetchOptions): Promise<SafeResponse> {
         headers: opts.headers,
         // Without shared agents, no pooling: each request resolves and connects through the guarded lookup.
         agent: agent ?? false,
-        lookup: agent ? undefined : guardedLookup(opts.policy),
+        lookup: agent ? undefined : guardedLookup(policy),
       },
       (res) => {
         const chunks: Buffer[] = [];
