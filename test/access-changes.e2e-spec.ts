@@ -77,6 +77,11 @@ describe('access changes take effect at once on every api replica', () => {
     const user = createUser(system);
     expect(() => admin(system, ['orgs', 'remove-member', '--org', 'o_nope', '--user', user.id])).toThrow(/org o_nope not found/);
     expect(() => admin(system, ['orgs', 'remove-member', '--org', 'o_nope'])).toThrow(/--user is required/);
+    // Values the database could not store are refused in words, not with its SQL.
+    expect(() => admin(system, ['orgs', 'create', '--name', 'n'.repeat(300), '--orgname', 'too-long-name'])).toThrow(/name must be 1-255 characters, without control characters\n$/);
+    expect(() => admin(system, ['orgs', 'create', '--name', 'a\u0001b', '--orgname', 'control-name'])).toThrow(/name must be 1-255 characters/);
+    expect(() => admin(system, ['orgs', 'create', '--name', 'Mail', '--orgname', 'bad-mail', '--email', 'notanemail'])).toThrow(/email must be an email address/);
+    expect(() => admin(system, ['users', 'create', '--username', 'longmail', '--email', `a@${'b'.repeat(300)}`])).toThrow(/email must be an email address of at most 255 characters\n$/);
   });
 
   it('an open SSE stream ends once its key is rotated', async () => {

@@ -58,6 +58,29 @@ describe('API input hardening: client-chosen input is a 4xx, never a 500', () =>
     expect(res.body.error).toMatch(/NUL/);
   });
 
+  it('refuses a lone UTF-16 surrogate in a JSON body string (Postgres would keep U+FFFD, not what was answered), and keeps a whole pair', async () => {
+    for (const name of ['\udfff', 'a\ud800', '\ud800\u0041']) {
+      const res = await api.post('/webhooks', { url: 'https://example.com/h', name });
+      expect([res.status, res.body.code, res.body.details?.reason]).toEqual([400, 'invalid_request', 'lone_surrogate']);
+    }
+    const put = await api.put(`/sources/${sourceId}`, { name: '\ud800' });
+    expect([put.status, put.body.details?.reason]).toEqual([400, 'lone_surrogate']);
+    const pair = await api.post('/webhooks', { url: 'https://example.com/h', name: 'smile \ud83d\ude00' });
+    expect(pair.status).toBe(200);
+    expect((await api.get(`/webhooks/${pair.body.data.id}`)).body.data.name).toBe('smile \u{1F600}');
+  });
+
+  it('reads a number in the query string only when written in digits, and a parameter given twice says so', async () => {
+    for (const days of ['%2B1', '%201', '1%20', '%E2%80%AF1', '1e0', '0x1', '1.0']) {
+      const res = await api.get(`/users/me/usage?days=${days}`);
+      expect([days, res.status, res.body.code, res.body.details?.field]).toEqual([days, 400, 'invalid_request', 'days']);
+    }
+    expect((await api.get('/users/me/usage?days=7')).status).toBe(200);
+    const twice = await api.get('/users/me/usage?days=1&days=2');
+    expect([twice.status, twice.body.error]).toEqual([400, 'days was given more than once']);
+    expect((await api.get(`/sources/${sourceId}/event_summaries?limit=%2B5`)).status).toBe(400);
+  });
+
   it('refuses a component whose name or props carry a NUL character, and keeps one that only writes the escape', async () => {
     const named = await api.post('/components', { component_code: 'module.exports = { name: "a\\u0000b", version: "1", async run() {} };' });
     expect(named.status).toBe(400);

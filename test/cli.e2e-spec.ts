@@ -106,6 +106,8 @@ describe('pd command-line tool', () => {
     const unknown = await pd(['frobnicate'], home);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/unknown command "frobnicate"/);
+    const unknownList = await pd(['list', 'bogus'], home);
+    expect([unknownList.code, unknownList.stderr.trim()]).toEqual([2, 'Error: pd list needs what to list: pd list sources, pd list streams or pd list workflows (not "bogus")']);
   });
 
   it('says how to build it when run from a fresh clone', async () => {
@@ -170,6 +172,16 @@ describe('pd command-line tool', () => {
     expect(set.code).toBe(0);
     expect((await pd(['config', 'get', 'org_id', '--profile', 'other'], home)).stdout.trim()).toBe('o_example');
     expect(readFileSync(join(home, '.config', 'pipedream', 'config'), 'utf8')).toMatch(/\[other\]\norg_id = o_example/);
+    // A value that would write other lines of the file, or a base URL the CLI cannot call, is refused and nothing is saved.
+    const before = readFileSync(join(home, '.config', 'pipedream', 'config'), 'utf8');
+    const injected = await pd(['config', 'set', 'api_key', 'pd_x\n[evil]\napi_base_url = http://evil', '--profile', 'inj'], home);
+    expect([injected.code, injected.stderr.trim()]).toEqual([1, 'Error: api_key may not contain line breaks or other control characters: nothing was saved']);
+    for (const url of ['ftp://x', 'http://a b', 'not a url']) {
+      const bad = await pd(['config', 'set', 'api_base_url', url, '--profile', 'inj'], home);
+      expect([url, bad.code, bad.stderr]).toEqual([url, 1, expect.stringContaining('api_base_url must be an http or https URL')]);
+    }
+    expect((await pd(['config', 'set', 'org_id', 'o_x', '--profile', 'a]\n[b'], home)).code).toBe(1);
+    expect(readFileSync(join(home, '.config', 'pipedream', 'config'), 'utf8')).toBe(before);
     // XDG_CONFIG_HOME moves the file.
     const elsewhere = await pd(['config', 'path'], home, { XDG_CONFIG_HOME: '/tmp/xdg-elsewhere' });
     expect(elsewhere.stdout.trim()).toBe('/tmp/xdg-elsewhere/pipedream/config');

@@ -124,6 +124,12 @@ export function resolveConfig(overrides: ConfigOverrides, env: NodeJS.ProcessEnv
 
 /** Sets (or, with `undefined`, removes) keys of one profile and saves the file. */
 export function updateProfile(path: string, profile: string, changes: Profile): void {
+  // The file is line-based: a line break (or any control character) in a value or profile name would write other lines.
+  if (/[\u0000-\u001f\u007f\]\[]/.test(profile)) throw new CliError(`profile name "${JSON.stringify(profile).slice(1, -1)}" may not contain control characters or brackets`);
+  for (const [k, v] of Object.entries(changes)) {
+    if (v !== undefined && /[\u0000-\u001f\u007f]/.test(v)) throw new CliError(`${k} may not contain line breaks or other control characters: nothing was saved`);
+    if (k === 'api_base_url' && v) assertHttpUrl(v);
+  }
   const file = readConfigFile(path);
   const values = { ...(file.get(profile) ?? {}) };
   for (const [k, v] of Object.entries(changes)) {
@@ -132,6 +138,19 @@ export function updateProfile(path: string, profile: string, changes: Profile): 
   }
   file.set(profile, values);
   writeConfigFile(path, file);
+}
+
+/** An API base URL the CLI can call: http or https, with a host, nothing to escape. */
+function assertHttpUrl(value: string): void {
+  let u: URL | undefined;
+  try {
+    u = new URL(value);
+  } catch {
+    u = undefined;
+  }
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || !u.hostname || /\s/.test(value)) {
+    throw new CliError(`api_base_url must be an http or https URL such as ${DEFAULT_API_BASE_URL}, got "${value}": nothing was saved`);
+  }
 }
 
 export function isConfigKey(key: string): key is ConfigKey {

@@ -50,4 +50,12 @@ describe('jsonTextProblem', () => {
     expect(jsonTextProblem(raw, 10, true)).toBe('nul');
     expect(jsonTextProblem('{"a":"x\\\\u0000"}', 10, true)).toBeUndefined();
   });
+
+  it('finds lone UTF-16 surrogate escapes when asked, and passes whole pairs and escaped backslashes', () => {
+    expect(jsonTextProblem('{"a":"\\ud800"}', 10, true)).toBe('surrogate');
+    expect(jsonTextProblem('{"a":"\\udfff x"}', 10, true)).toBe('surrogate');
+    expect(jsonTextProblem('{"a":"\\uD800\\u0041"}', 10, true)).toBe('surrogate');
+    expect(jsonTextProblem('{"a":"\\ud83d\\ude00 \\u00e9 \\\\ud800"}', 10, true)).toBeUndefined();
+    expect(jsonTextProblem('{"a":"\\ud800"}', 10)).toBeUndefined();
+  });
 });

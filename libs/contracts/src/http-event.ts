@@ -26,16 +26,29 @@ export function isJsonContentType(contentType: string): boolean {
 /**
  * The first limit JSON text breaks, found in one pass without recursion before it is parsed: arrays
  * and objects nested deeper than `maxDepth`, or (with `refuseNul`) a NUL character in a string —
- * raw or as `\u0000` — which Postgres text and jsonb cannot store. Undefined when it breaks none.
+ * raw or as `\u0000` — which Postgres text and jsonb cannot store, or a lone UTF-16 surrogate escape
+ * (`\ud800` with no low half after it), which Postgres stores as U+FFFD: what was answered would not
+ * be what was kept. Undefined when it breaks none.
  */
-export function jsonTextProblem(text: string, maxDepth: number, refuseNul = false): 'depth' | 'nul' | undefined {
+export function jsonTextProblem(text: string, maxDepth: number, refuseNul = false): 'depth' | 'nul' | 'surrogate' | undefined {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
     if (inString) {
       if (ch === 0x5c /* \ */) {
-        if (refuseNul && text.startsWith('u0000', i + 1)) return 'nul';
+        if (refuseNul && text.charCodeAt(i + 1) === 0x75 /* u */) {
+          const unit = parseInt(text.slice(i + 2, i + 6), 16);
+          if (unit === 0) return 'nul';
+          if (unit >= 0xdc00 && unit <= 0xdfff) return 'surrogate';
+          if (unit >= 0xd800 && unit <= 0xdbff) {
+            const low = text.charCodeAt(i + 6) === 0x5c && text.charCodeAt(i + 7) === 0x75 ? parseInt(text.slice(i + 8, i + 12), 16) : NaN;
+            if (!(low >= 0xdc00 && low <= 0xdfff)) return 'surrogate';
+            i += 6;
+          }
+          i += 5;
+          continue;
+        }
         i++;
       } else if (ch === 0x22 /* " */) inString = false;
       else if (refuseNul && ch === 0) return 'nul';

@@ -3,3 +3,4 @@ export * from './orm.config';
 export * from './db.module';
 export * from './with-orm';
 export * from './db-errors';
+export * from './access-changes';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { BadRequestError, ConflictError, newId, NotFoundError, sha256Hex } from '@app/contracts';
-import { ApiKey, Org, OrgMember, Plan, UsageDaily, User } from '@app/db';
+import { ApiKey, notifyAccessChanged, Org, OrgMember, Plan, UsageDaily, User } from '@app/db';
 
 /** Account operations shared by the admin CLI and the api. */
 export class AccountsService {
@@ -17,7 +17,7 @@ export class AccountsService {
 
   async createUser(input: { username: string; email: string; plan?: string }): Promise<{ user: User; apiKey: string }> {
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(input.username ?? '')) throw new BadRequestError('username must be 1-64 letters, digits, ".", "_" or "-"');
-    if (!/^[^@\s]+@[^@\s]+$/.test(input.email ?? '')) throw new BadRequestError('email must be an email address');
+    assertEmail(input.email);
     const plan = parsePlan(input.plan ?? 'free');
     if (await this.em.findOne(User, { username: input.username })) throw new ConflictError(`username ${input.username} is taken`);
     const user = Object.assign(new User(), { id: newId('user'), username: input.username, email: input.email, plan });
@@ -30,18 +30,22 @@ export class AccountsService {
   async rotateKey(userId: string): Promise<string> {
     await this.getUser(userId);
     await this.em.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) });
-    return this.issueKey(userId);
+    const key = await this.issueKey(userId);
+    await notifyAccessChanged(this.em);
+    return key;
   }
 
   async setPlan(userId: string, plan: string): Promise<User> {
     const user = await this.getUser(userId);
     user.plan = parsePlan(plan);
     await this.em.flush();
+    await notifyAccessChanged(this.em);
     return user;
   }
 
   async createOrg(input: { name: string; orgname: string; email?: string }): Promise<Org> {
-    if (!input.name) throw new BadRequestError('--name is required');
+    if (!input.name || input.name.length > 255 || /[\u0000-\u001f\u007f]/.test(input.name)) throw new BadRequestError('name must be 1-255 characters, without control characters');
+    if (input.email !== undefined) assertEmail(input.email);
     if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(input.orgname ?? '')) throw new BadRequestError('orgname must be 1-64 lowercase letters, digits or "-"');
     if (await this.em.findOne(Org, { orgname: input.orgname })) throw new ConflictError(`orgname ${input.orgname} is taken`);
     const org = Object.assign(new Org(), { id: newId('org'), name: input.name, orgname: input.orgname, email: input.email ?? '' });
@@ -56,6 +60,7 @@ export class AccountsService {
     if (existing) return existing;
     const member = Object.assign(new OrgMember(), { orgId, userId });
     await this.em.persist(member).flush();
+    await notifyAccessChanged(this.em);
     return member;
   }
 
@@ -64,6 +69,7 @@ export class AccountsService {
     if (!(await this.em.findOne(Org, { id: orgId }))) throw new NotFoundError(`org ${orgId} not found`);
     await this.getUser(userId);
     const removed = await this.em.nativeDelete(OrgMember, { orgId, userId });
+    if (removed > 0) await notifyAccessChanged(this.em);
     return { removed: removed > 0 };
   }
 
@@ -109,4 +115,9 @@ function parsePlan(plan: string): Plan {
 /** `YYYY-MM-DD` of a UTC date. */
 export function utcDay(d: Date): string {
   return d.toISOString().slice(0, 10);
+}
+
+/** An email address as accounts store it: one `@`, no spaces or control characters, at most 255 characters. */
+function assertEmail(email: string | undefined): void {
+  if (!/^[^@\s\u0000-\u001f\u007f]+@[^@\s\u0000-\u001f\u007f]+$/.test(email ?? '') || email!.length > 255) throw new BadRequestError('email must be an email address of at most 255 characters');
 }

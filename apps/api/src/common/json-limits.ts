@@ -10,6 +10,7 @@ export const JSON_MAX_DEPTH = 100;
 export function assertJsonTextLimits(text: string, what = 'the request body', maxDepth = JSON_MAX_DEPTH): void {
   const problem = jsonTextProblem(text, maxDepth, true);
   if (problem === 'nul') throw nulError(what);
+  if (problem === 'surrogate') throw new BadRequestError(`${what} contains a lone UTF-16 surrogate (a \\ud800–\\udfff escape without its other half), which is not accepted`, { reason: 'lone_surrogate' });
   if (problem === 'depth') throw new BadRequestError(`${what} is nested deeper than ${maxDepth} levels`, { max_depth: maxDepth });
 }
 

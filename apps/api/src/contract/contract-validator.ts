@@ -33,9 +33,9 @@ export class RouteValidator {
 
   /** Throws the 400 a client gets for input the declaration does not allow. */
   validate(params: unknown, query: unknown, body: unknown): void {
-    if (this.params) check(this.params, structuredClone(params ?? {}), 'path');
+    if (this.params) checkText(this.params, structuredClone((params ?? {}) as Record<string, unknown>), 'path');
     const q = (query ?? {}) as Record<string, unknown>;
-    check(this.query, structuredClone(q), 'query');
+    checkText(this.query, structuredClone(q), 'query');
     if (!this.body) return;
     if (body === undefined) {
       if (this.route.bodyRequired) throw new BadRequestError('a JSON object body is required', { in: 'body' });
@@ -46,6 +46,29 @@ export class RouteValidator {
     const missing = this.requiredBodyFields.filter((f) => b[f] === undefined && q[f] === undefined);
     if (missing.length) throw new BadRequestError(`${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} required`, { in: 'body', fields: missing });
   }
+}
+
+/** A number as a query string or path writes it: digits, with a sign and a fraction only where the declaration allows them. */
+const INTEGER_TEXT = /^-?\d+$/;
+const NUMBER_TEXT = /^-?\d+(\.\d+)?$/;
+
+/**
+ * Text checked as what it names: before coercion, a declared number must be written as one (Ajv would take
+ * `+1`, `01.0`, ` 1` or `1\u202f` as 1), and a parameter declared once must be given once.
+ */
+function checkText(validate: ValidateFunction, data: Record<string, unknown>, where: Where): void {
+  const declared = ((validate.schema as TObject).properties ?? {}) as Record<string, { type?: unknown }>;
+  for (const [name, value] of Object.entries(data)) {
+    const type = Object.prototype.hasOwnProperty.call(declared, name) ? declared[name].type : undefined;
+    if (type === undefined) continue;
+    if (Array.isArray(value) && type !== 'array') throw new BadRequestError(`${name} was given more than once`, { in: where, field: name });
+    // Text that is no number at all is left to the declaration's own message.
+    if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(Number(value))) continue;
+    if ((type === 'integer' && !INTEGER_TEXT.test(value)) || (type === 'number' && !NUMBER_TEXT.test(value))) {
+      throw new BadRequestError(`${name} must be ${type === 'integer' ? 'an integer' : 'a number'} written in digits`, { in: where, field: name, value });
+    }
+  }
+  check(validate, data, where);
 }
 
 /** Unknown names an error lists, and how much of each: a body of 400,000 unknown keys is answered in a few hundred bytes. */

@@ -6,6 +6,7 @@ import { decodeJson, EmittedEvent, RateLimitedError } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { parseEventId, summaryOfEmit } from '../events/event-summary.dto';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
+import { AccessChangeListener } from '../auth/access-change-listener';
 
 export type StreamKind = 'emits' | 'observations';
 
@@ -38,10 +39,18 @@ const belongs = (kind: StreamKind, name: string): boolean => (kind === 'observat
 export class SseService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('SseService');
   private readonly open = new Set<() => void>();
+  /** Each open stream's check of its access now (on an access change). */
+  private readonly rechecks = new Set<() => void>();
   /** Streams open (or opening) per holder of an API key. */
   private readonly perHolder = new Map<string, number>();
 
-  constructor(private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(
+    private readonly nats: NatsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    access: AccessChangeListener,
+  ) {
+    access.onChange(() => this.rechecks.forEach((recheck) => recheck()));
+  }
 
   /** Ends every open stream before the HTTP server closes, which would otherwise wait on them forever. */
   beforeApplicationShutdown(): void {
@@ -96,6 +105,16 @@ export class SseService implements BeforeApplicationShutdown {
     res.writeHead(200, SSE_RESPONSE_HEADERS);
     res.write(':sse-handshake\n\n');
     let closed = false;
+    // On an access change (a key rotated, a membership ended) no event is written until the caller's access is checked again.
+    let gate: Promise<boolean> | undefined;
+    const recheck = (): void => {
+      const current: Promise<boolean> = stillAllowed().then((ok) => {
+        if (!ok) close();
+        if (gate === current) gate = undefined;
+        return ok;
+      });
+      gate = current;
+    };
     // Each keep-alive first checks that the caller may still read the source (key not revoked, still a member).
     const timer = setInterval(() => {
       void stillAllowed().then((ok) => {
@@ -111,17 +130,21 @@ export class SseService implements BeforeApplicationShutdown {
       clearInterval(timer);
       messages.stop();
       this.open.delete(close);
+      this.rechecks.delete(recheck);
       res.end();
     };
     this.open.add(close);
+    this.rechecks.add(recheck);
     res.on('close', close);
-    void this.pump(messages, res, sourceId, kind, after, expandSummary, () => closed).finally(close);
+    void this.pump(messages, res, sourceId, kind, after, expandSummary, () => closed, () => gate).finally(close);
   }
 
-  private async pump(messages: ConsumerMessages, res: FastifyReply['raw'], sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, isClosed: () => boolean): Promise<void> {
+  private async pump(messages: ConsumerMessages, res: FastifyReply['raw'], sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, isClosed: () => boolean, accessCheck: () => Promise<boolean> | undefined): Promise<void> {
     try {
       for await (const m of messages) {
         if (isClosed()) break;
+        const pending = accessCheck();
+        if (pending && !(await pending)) break;
         let e: EmittedEvent;
         try {
           e = decodeJson<EmittedEvent>(m.data);

@@ -90,7 +90,7 @@ export const listCommand: Command = {
       return out(table(['ID', 'NAME', 'TRIGGER', 'STEPS', 'ACTIVE', 'ENDPOINT'], workflows.map((w) => [w.id, w.name, triggerText(w), String(w.steps.length), w.active ? 'true' : 'false', w.trigger.endpoint_url ?? ''])));
     }
     if (!what || !['sources', 'source', 'src', 'so'].includes(what)) {
-      throw new CliError(`pd list needs what to list: pd list sources, pd list streams or pd list workflows${what ? ` (not "${what}")` : ''}`);
+      throw new CliError(`pd list needs what to list: pd list sources, pd list streams or pd list workflows${what ? ` (not "${what}")` : ''}`, 2);
     }
     const sources = await withSpinner('Listing sources', () => listSources(ctx.client, orgOf(ctx, values)));
     if (ctx.json) return printJson(sources);
