@@ -27,6 +27,8 @@ export const onUnauthorized = (f: () => void): (() => void) => {
   unauthorized.add(f);
   return () => unauthorized.delete(f);
 };
+/** Tells the listeners the key was refused (a request, or an event stream, answered 401). */
+export const keyRefused = (): void => unauthorized.forEach((f) => f());
 
 function url(path: string, query: Query = {}, withOrg = true): string {
   const params = new URLSearchParams();
@@ -55,7 +57,7 @@ async function call<T>(method: string, path: string, { query, body, withOrg = tr
   }
   if (!res.ok) {
     const e = (json ?? {}) as { error?: string; code?: string; details?: Record<string, unknown> };
-    if (res.status === 401 && !key) unauthorized.forEach((f) => f());
+    if (res.status === 401 && !key) keyRefused();
     throw new ApiError(res.status, e.code ?? 'http_error', e.error ?? `HTTP ${res.status}`, e.details);
   }
   return json as T;

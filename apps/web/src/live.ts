@@ -1,3 +1,4 @@
+import { keyRefused } from './api';
 import { session } from './session';
 import type { EventSummary } from './types';
 
@@ -66,7 +67,8 @@ export function follow(emitterId: string, kind: 'emits' | 'observations', onEven
       } catch (e) {
         if (closed) break;
         const status = (e as { status?: number }).status;
-        // 401/404: the key, the source or the workflow is gone; retrying cannot help.
+        // 401/404: the key, the source or the workflow is gone; retrying cannot help. A refused key signs out, as any 401 does.
+        if (status === 401) keyRefused();
         if (status === 401 || status === 404) break;
       }
       if (closed) break;

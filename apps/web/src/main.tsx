@@ -34,10 +34,19 @@ function App() {
     navigate('/', true);
   };
   useEffect(() => onUnauthorized(signOut), []);
+  // Read again on every page: a workspace the user no longer belongs to (removed from the org) is dropped
+  // for their own, instead of every page answering that the org is not found.
   useEffect(() => {
     if (!signedIn) return;
-    api.me().then(setMe, () => undefined);
-  }, [signedIn]);
+    api.me().then((m) => {
+      setMe(m);
+      const chosen = session.org();
+      if (chosen && !(m.orgs ?? []).some((o) => o.id === chosen)) {
+        session.setOrg(null);
+        setOrg(null);
+      }
+    }, () => undefined);
+  }, [signedIn, path]);
 
   if (!signedIn)
     return (

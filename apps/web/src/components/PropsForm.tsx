@@ -1,7 +1,11 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api';
 import type { ConfigurableProp, PropOption } from '../types';
+import { clip } from '../format';
 import { ErrorNote } from './ui';
+
+const LABEL_CHARS = 200;
+const DESCRIPTION_CHARS = 2000;
 import { isArray, MASK, optionLabel, optionValue, Raw, takesNoValue, TimerRaw, toConfigured } from './props-values';
 
 interface Props {
@@ -29,8 +33,9 @@ export function PropsForm({ componentId, sourceId, props, raw, onChange, errors 
 
 function PropField({ componentId, sourceId, prop: p, value, onChange, error, all, raw }: { componentId: string; sourceId?: string; prop: ConfigurableProp; value: Raw; onChange: (v: Raw) => void; error?: string; all: ConfigurableProp[]; raw: Record<string, Raw> }) {
   const id = `prop-${p.name}`;
-  const label = p.label ?? p.name;
-  const help = [p.description, p.optional ? 'Optional.' : '', p.secret ? 'Secret: stored encrypted, never shown again.' : ''].filter(Boolean).join(' ');
+  // A component's label and description are its author's text of any length: cut, so the form stays a form.
+  const label = clip(p.label ?? p.name, LABEL_CHARS);
+  const help = [p.description === undefined ? undefined : clip(p.description, DESCRIPTION_CHARS), p.optional ? 'Optional.' : '', p.secret ? 'Secret: stored encrypted, never shown again.' : ''].filter(Boolean).join(' ');
   const describedBy = [help ? `${id}-help` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
   const common = { id, 'aria-describedby': describedBy, 'aria-invalid': error ? true : undefined };
   const note = (

@@ -42,6 +42,8 @@ export function NewSourcePage({ editId }: { editId?: string }) {
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
+  /** Editing a source that cannot be read (gone, another account's): the error alone, never an empty "New source" form. */
+  const [unreadable, setUnreadable] = useState<unknown>();
   const dynamic = useDynamicProps(component?.id, component?.configurable_props ?? [], raw, setRaw, source?.id);
   const props = dynamic.props;
 
@@ -69,7 +71,7 @@ export function NewSourcePage({ editId }: { editId?: string }) {
       setName(s.name);
       setCode(c.code);
       adopt(c, c.code, s.configured_props, s.configurable_props);
-    })().catch(setError);
+    })().catch(setUnreadable);
   }, [editId]);
 
   const run = async (f: () => Promise<void>) => {
@@ -114,6 +116,8 @@ export function NewSourcePage({ editId }: { editId?: string }) {
       navigate(`/sources/${encodeURIComponent(saved.id)}`);
     });
 
+  if (unreadable) return <ErrorNote error={unreadable} />;
+  if (editId && !source) return <p aria-live="polite">Loading…</p>;
   return (
     <section aria-labelledby="new-title">
       <div class="page-head">

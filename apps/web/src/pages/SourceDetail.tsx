@@ -5,7 +5,8 @@ import { navigate, BASE } from '../router';
 import { EventList, KEEP, useEvents } from '../components/events';
 import { ConfirmButton, CopyButton, ErrorNote, JsonText, Status, useLoad } from '../components/ui';
 
-const history = (id: string) => (channel: string | undefined) => api.events(id, { limit: KEEP, expand: 'summary', event_name: channel });
+/** The retained events, whole (`expand=event`): an event over 1 KB would otherwise show only its truncation marker. */
+const history = (id: string) => (channel: string | undefined) => api.events(id, { limit: KEEP, expand: 'event,summary', event_name: channel });
 
 export function SourceDetailPage({ id }: { id: string }) {
   const src = useLoad(() => api.source(id), [id]);

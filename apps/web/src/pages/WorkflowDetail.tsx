@@ -13,7 +13,7 @@ type Tab = 'runs' | 'events' | 'logs';
 const TABS: Tab[] = ['runs', 'events', 'logs'];
 
 const history = (id: string) => (channel: string | undefined) =>
-  channel === '$errors' ? api.workflowErrors(id, { limit: KEEP, expand: 'summary' }) : api.workflowEvents(id, { limit: KEEP, expand: 'summary', event_name: channel });
+  channel === '$errors' ? api.workflowErrors(id, { limit: KEEP, expand: 'event,summary' }) : api.workflowEvents(id, { limit: KEEP, expand: 'event,summary', event_name: channel });
 
 export function WorkflowDetailPage({ id }: { id: string }) {
   const wf = useLoad(() => api.workflow(id), [id]);
