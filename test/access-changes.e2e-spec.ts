@@ -62,6 +62,17 @@ describe('access changes take effect at once on every api replica', () => {
     expect(await statuses(rotated.api_key, '/users/me')).toEqual([200, 200, 200, 200]);
   });
 
+  it('a revoked user is locked out on the next request until a rotation issues a new key', async () => {
+    const user = createUser(system);
+    expect(await statuses(user.apiKey, '/users/me')).toEqual([200, 200, 200, 200]);
+    expect(admin(system, ['keys', 'revoke', '--user', user.id])).toEqual({ id: user.id, revoked: 1 });
+    expect(await statuses(user.apiKey, '/users/me')).toEqual([401, 401, 401, 401]);
+    expect(admin(system, ['keys', 'revoke', '--user', user.id]).revoked).toBe(0);
+    const rotated = admin(system, ['keys', 'rotate', '--user', user.id]);
+    expect(await statuses(rotated.api_key, '/users/me')).toEqual([200, 200, 200, 200]);
+    expect(() => admin(system, ['keys', 'revoke', '--user', 'u_nope'])).toThrow(/not found/);
+  });
+
   it('a plan change shows on the next request', async () => {
     const user = createUser(system);
     for (const r of replicas) expect((await client(r, user.apiKey).get('/users/me')).body.data.daily_invocations_quota).toEqual(expect.any(Number));

@@ -35,6 +35,14 @@ export class AccountsService {
     return key;
   }
 
+  /** Revokes every key of the user and issues none: the user is locked out until a `rotateKey`. Returns how many were revoked. */
+  async revokeKeys(userId: string): Promise<number> {
+    await this.getUser(userId);
+    const revoked = await this.em.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) });
+    if (revoked > 0) await notifyAccessChanged(this.em);
+    return revoked;
+  }
+
   async setPlan(userId: string, plan: string): Promise<User> {
     const user = await this.getUser(userId);
     user.plan = parsePlan(plan);

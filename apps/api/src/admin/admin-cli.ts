@@ -30,6 +30,10 @@ export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
     const userId = required(f, 'user');
     return { id: userId, api_key: await new AccountsService(em).rotateKey(userId) };
   },
+  'keys revoke': async (f, em) => {
+    const userId = required(f, 'user');
+    return { id: userId, revoked: await new AccountsService(em).revokeKeys(userId) };
+  },
   'orgs create': async (f, em) => {
     const org = await new AccountsService(em).createOrg({ name: required(f, 'name'), orgname: required(f, 'orgname'), email: f.email });
     return { id: org.id, name: org.name, orgname: org.orgname, email: org.email };
@@ -52,6 +56,7 @@ const USAGE = `usage: npm run --silent admin -- <command> [flags]
   users create --username <u> --email <e> [--plan free|paid]
   users set-plan --user <u_id> --plan free|paid
   keys rotate --user <u_id>
+  keys revoke --user <u_id>
   orgs create --name <name> --orgname <slug> [--email <e>]
   orgs add-member --org <o_id> --user <u_id>
   orgs remove-member --org <o_id> --user <u_id>
