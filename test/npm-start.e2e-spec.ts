@@ -235,3 +235,61 @@ describe('npm start with an app that cannot start', () => {
     }
   });
 });
+
+describe('a second runner beside npm start (npm run start:runner, as README writes it)', () => {
+  let system: System;
+  let dataDir: string;
+  const procs: ChildProcess[] = [];
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: [] });
+    dataDir = mkdtempSync(join(tmpdir(), 'npm-start-replica-'));
+  });
+  afterAll(async () => {
+    for (const p of procs.reverse()) {
+      if (p.exitCode !== null || p.signalCode !== null) continue;
+      await new Promise<void>((r) => {
+        p.once('exit', () => r());
+        p.kill('SIGTERM');
+      });
+    }
+    await system?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("joins npm start's own nats-server as the runner's NATS user, and the partitions are split between the two runners", async () => {
+    // No NATS_URL: npm start runs its own nats-server with a user per app, as on a fresh machine.
+    const { NATS_URL: _url, ...rest } = system.env;
+    void _url;
+    const port = await freePort();
+    const firstRunner = await freePort();
+    const env = { ...rest, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, RUNNER_METRICS_PORT: String(firstRunner), DELIVERY_METRICS_PORT: String(await freePort()), DATA_DIR: dataDir, REGISTRY_DIR: 'off', LEASE_TTL_MS: '3000' };
+    const start = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    procs.push(start);
+    let stdout = '';
+    start.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    start.stderr!.resume();
+    await eventually(async () => /^ready /m.test(stdout), { what: 'npm start to be ready', timeoutMs: 90_000 });
+
+    const second = await freePort();
+    const { NATS_USER: _u, NATS_PASSWORD: _p, NATS_INBOX_PREFIX: _i, ...plain } = rest;
+    void [_u, _p, _i];
+    const runner = spawn('npm', ['run', '--silent', 'start:runner'], { cwd: join(__dirname, '..'), env: { ...plain, DATA_DIR: dataDir, RUNNER_METRICS_PORT: String(second), LEASE_TTL_MS: '3000' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    procs.push(runner);
+    let said = '';
+    runner.stderr!.on('data', (d: Buffer) => (said += d.toString()));
+    runner.stdout!.resume();
+    await eventually(async () => /^runner: joining npm start's installation: NATS nats:\/\/127\.0\.0\.1:\d+ as user runner/m.test(said), { what: 'the runner to say whose NATS it joins' });
+    const total = Number(rest.PARTITIONS ?? 32);
+    const partitions = async (metricsPort: number): Promise<number> => {
+      const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => '');
+      return Number(/^runner_partitions_owned (\d+)/m.exec(text)?.[1] ?? -1);
+    };
+    await eventually(
+      async () => {
+        const [a, b] = [await partitions(firstRunner), await partitions(second)];
+        return a > 0 && b > 0 && a + b === total;
+      },
+      { what: 'the partitions split between both runners', timeoutMs: 60_000 },
+    );
+  });
+});

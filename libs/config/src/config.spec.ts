@@ -76,4 +76,11 @@ describe('configuration', () => {
     const missing = Object.values(SETTINGS).map((s) => s.env).filter((env) => !readme.includes(`\`${env}\``));
     expect(missing).toEqual([]);
   });
+
+  it("has the README's configuration table as the settings declare it (scripts/update-readme.js writes it)", () => {
+    const readme = readFileSync(join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
+    const table = /<!-- config-table:start -->\n([\s\S]*?)<!-- config-table:end -->/.exec(readme)?.[1] ?? '';
+    const rows = Object.values(SETTINGS).map((s) => `| \`${s.env}\` | ${s.default === undefined ? '—' : `\`${s.default}\``} | ${s.doc} |`);
+    expect(table.trim().split('\n').slice(2)).toEqual(rows);
+  });
 });

@@ -12,6 +12,16 @@ export type StreamKind = 'emits' | 'observations';
 
 /** Replay starts this much before the resume id's time, so clock skew between emitters cannot skip events. */
 const REPLAY_SLACK_MS = 5_000;
+/**
+ * What one stream takes from JetStream at a time: events of at most this many bytes (2 MiB holds the largest
+ * event NATS carries, 1 MiB by default), each written as it arrives, the next batch only once the client has
+ * read this one. A reader that does not read so holds at most one batch of the api's memory, and never makes
+ * the api's NATS connection fall behind (the server cuts a connection whose unread messages pass 64 MiB, and
+ * every stream and request on it with it). `consume()` pulls on whatever the reader does.
+ */
+const BATCH_BYTES = 2 * 1024 * 1024;
+/** How long one fetch waits for events before the next is asked for. */
+const BATCH_WAIT_MS = 5_000;
 
 /**
  * A HEAD request to a stream gets the stream's head and ends: Node never sends the head of a HEAD answer
@@ -99,12 +109,13 @@ export class SseService implements BeforeApplicationShutdown {
       filterSubjects: this.nats.names.emit(sourceId),
       ...(after ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, after.ms - REPLAY_SLACK_MS)).toISOString() } : { deliver_policy: DeliverPolicy.New }),
     });
-    const messages: ConsumerMessages = await consumer.consume({ max_messages: 256 });
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, SSE_RESPONSE_HEADERS);
     res.write(':sse-handshake\n\n');
     let closed = false;
+    /** The batch of events being written (one at a time: the next is fetched once the client has read this one). */
+    let batch: ConsumerMessages | undefined;
     // On an access change (a key rotated, a membership ended) no event is written until the caller's access is checked again.
     let gate: Promise<boolean> | undefined;
     const recheck = (): void => {
@@ -128,7 +139,7 @@ export class SseService implements BeforeApplicationShutdown {
       closed = true;
       release();
       clearInterval(timer);
-      messages.stop();
+      batch?.stop();
       this.open.delete(close);
       this.rechecks.delete(recheck);
       res.end();
@@ -136,28 +147,51 @@ export class SseService implements BeforeApplicationShutdown {
     this.open.add(close);
     this.rechecks.add(recheck);
     res.on('close', close);
-    void this.pump(messages, res, sourceId, kind, after, expandSummary, () => closed, () => gate).finally(close);
+    const batches = async (): Promise<ConsumerMessages | undefined> => {
+      batch = closed ? undefined : await consumer.fetch({ max_bytes: BATCH_BYTES, expires: BATCH_WAIT_MS });
+      return batch;
+    };
+    void this.pump(batches, res, sourceId, kind, after, expandSummary, () => closed, () => gate).finally(close);
   }
 
-  private async pump(messages: ConsumerMessages, res: FastifyReply['raw'], sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, isClosed: () => boolean, accessCheck: () => Promise<boolean> | undefined): Promise<void> {
+  private async pump(
+    nextBatch: () => Promise<ConsumerMessages | undefined>,
+    res: FastifyReply['raw'],
+    sourceId: string,
+    kind: StreamKind,
+    after: { ms: number; seq: number } | undefined,
+    expandSummary: boolean,
+    isClosed: () => boolean,
+    accessCheck: () => Promise<boolean> | undefined,
+  ): Promise<void> {
     try {
-      for await (const m of messages) {
-        if (isClosed()) break;
-        const pending = accessCheck();
-        if (pending && !(await pending)) break;
-        let e: EmittedEvent;
-        try {
-          e = decodeJson<EmittedEvent>(m.data);
-        } catch {
-          continue;
+      for (let batch = await nextBatch(); batch && !isClosed(); batch = await nextBatch()) {
+        for await (const m of batch) {
+          if (isClosed()) return;
+          const pending = accessCheck();
+          if (pending && !(await pending)) return;
+          let e: EmittedEvent;
+          try {
+            e = decodeJson<EmittedEvent>(m.data);
+          } catch {
+            continue;
+          }
+          if (!belongs(kind, e.name ?? '')) continue;
+          const id = parseEventId(e.id);
+          if (after && id && (id.ms < after.ms || (id.ms === after.ms && id.seq <= after.seq))) continue;
+          res.write(`id: ${e.id}\ndata: ${JSON.stringify(summaryOfEmit(e, expandSummary))}\n\n`);
         }
-        if (!belongs(kind, e.name ?? '')) continue;
-        const id = parseEventId(e.id);
-        if (after && id && (id.ms < after.ms || (id.ms === after.ms && id.seq <= after.seq))) continue;
-        if (!res.write(`id: ${e.id}\ndata: ${JSON.stringify(summaryOfEmit(e, expandSummary))}\n\n`)) {
+        // The next batch once the client has read this one. Not waited for inside the batch: a fetch that expires
+        // while its messages wait unread drops them (the ordered consumer does not ask for them again).
+        if (res.writableNeedDrain) {
           await new Promise<void>((r) => {
-            res.once('drain', r);
-            res.once('close', r);
+            const done = (): void => {
+              res.off('drain', done);
+              res.off('close', done);
+              r();
+            };
+            res.on('drain', done);
+            res.on('close', done);
           });
         }
       }
