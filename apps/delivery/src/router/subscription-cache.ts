@@ -13,6 +13,7 @@ export interface RouteTarget {
 
 export interface WebhookTarget {
   id: string;
+  ownerId: string;
   url: string;
   /** Undefined when SECRETS_KEY cannot decrypt it. */
   secret: string | undefined;
@@ -119,7 +120,7 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
   private async load(): Promise<void> {
     const conn = this.em.fork().getConnection();
     const rows = (await conn.execute(ROUTABLE_SUBSCRIPTIONS)) as SubRow[];
-    const hooks = (await conn.execute(`select id, url, secret, active from webhooks`)) as { id: string; url: string; secret: EncryptedValue; active: boolean }[];
+    const hooks = (await conn.execute(`select id, owner_id, url, secret, active from webhooks`)) as { id: string; owner_id: string; url: string; secret: EncryptedValue; active: boolean }[];
     const exact = new Map<string, SubRow[]>();
     const globs = new Map<string, SubRow[]>();
     for (const r of rows) {
@@ -137,14 +138,14 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
   }
 
   /** A secret this SECRETS_KEY cannot decrypt leaves `secret` undefined: that webhook's attempts fail (and retry), nothing else stops. */
-  private toTarget(h: { id: string; url: string; secret: EncryptedValue; active: boolean }): WebhookTarget {
+  private toTarget(h: { id: string; owner_id: string; url: string; secret: EncryptedValue; active: boolean }): WebhookTarget {
     let secret: string | undefined;
     try {
       secret = decryptValue<string>(this.config.secretsKey, h.secret);
     } catch {
       this.logger.error({ webhook_id: h.id }, 'the signing secret of this webhook cannot be decrypted with SECRETS_KEY (was the key changed?): its deliveries fail and are retried until the key is right');
     }
-    return { id: h.id, url: h.url, active: h.active, secret };
+    return { id: h.id, ownerId: h.owner_id, url: h.url, active: h.active, secret };
   }
 
   /** One target per listener (the first matching subscription by id), so a listener never gets an event twice. */
@@ -160,11 +161,16 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
     return [...out.values()];
   }
 
+  /** The owner of a webhook as last loaded (undefined for one created since): what the sender's per-account shares count by. */
+  ownerOf(webhookId: string): string | undefined {
+    return this.webhooks.get(webhookId)?.ownerId;
+  }
+
   /** The webhook as last loaded; a miss (created since the last refresh) reads the database. */
   async webhook(id: string): Promise<WebhookTarget | undefined> {
     const hit = this.webhooks.get(id);
     if (hit) return hit;
-    const [row] = (await this.em.fork().getConnection().execute(`select id, url, secret, active from webhooks where id = ?`, [id])) as { id: string; url: string; secret: EncryptedValue; active: boolean }[];
+    const [row] = (await this.em.fork().getConnection().execute(`select id, owner_id, url, secret, active from webhooks where id = ?`, [id])) as { id: string; owner_id: string; url: string; secret: EncryptedValue; active: boolean }[];
     if (!row) return undefined;
     const target = this.toTarget(row);
     this.webhooks.set(id, target);

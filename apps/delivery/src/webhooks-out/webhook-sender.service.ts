@@ -33,6 +33,14 @@ const SLOW_REQUEST_MS = 5_000;
 
 /** Direct events held by the process at most (their emits wait unacknowledged), apart from HELD_MAX. */
 const DIRECT_HELD_MAX = HELD_MAX / 2;
+/**
+ * The share of HELD_MAX and of DIRECT_HELD_MAX the webhooks of one account may hold. Past it, the account's
+ * DELIVERIES messages go back to the stream (due again in OWNER_FULL_DELAY_MS) and its direct events to
+ * DELIVERIES: many slow or silent webhooks of one account (each holding its requests until WEBHOOK_TIMEOUT_MS)
+ * filled the process, and every other account's deliveries waited behind them for minutes.
+ */
+const OWNER_SHARE = 1 / 4;
+const OWNER_FULL_DELAY_MS = 10_000;
 /** Direct deliveries (from the router, no DELIVERIES hop) a webhook takes only while it is healthy: no failure seen for this long… */
 const DIRECT_AFTER_FAILURE_MS = 60_000;
 /** …answers faster than this on average, and has room in its lane for direct events (`directLaneMax`). */
@@ -65,6 +73,9 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private inFlight = 0;
   /** Deliveries taken and not yet settled: stream messages are kept alive so a crash hands them over after one ack wait. */
   private readonly held = new Set<DeliveryItem>();
+  /** The owner each held item counts for, and how many each owner holds (DELIVERIES messages and direct events apart). */
+  private readonly heldOwner = new Map<DeliveryItem, string>();
+  private readonly ownerHeld = new Map<string, { stream: number; direct: number }>();
   /** How many of `held` are direct events (the rest are DELIVERIES messages). */
   private heldDirect = 0;
   private keepAlive?: NodeJS.Timeout;
@@ -108,7 +119,12 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.pruner = setInterval(() => void this.log.prune(Date.now() - this.config.emitsMaxAgeSeconds * 1000).catch((e: Error) => this.logger.warn({ err: e.message }, 'pruning webhook_deliveries failed')), 600_000);
     void (async () => {
       for await (const m of this.messages!) {
-        this.dispatch(streamItem(m));
+        const item = streamItem(m);
+        if (this.ownerFull(item.webhookId, false)) {
+          m.nak(Math.round(OWNER_FULL_DELAY_MS * (0.5 + Math.random())));
+          continue;
+        }
+        this.dispatch(item);
         if (this.heldMessages() >= HELD_MAX) this.pushBackSlowLanes();
         if (this.heldMessages() >= HELD_MAX) await new Promise<void>((r) => (this.resume = r));
       }
@@ -144,7 +160,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     if (this.stopping || this.heldDirect >= DIRECT_HELD_MAX) return undefined;
     const lane = this.lanes.get(msg.webhookId);
     if (lane && lane.queue.directLength >= directLaneMax(lane.avgLatencyMs, PER_WEBHOOK_CONCURRENCY, DIRECT_HELD_MAX)) return undefined;
-    if (!this.healthy(msg.webhookId, lane)) return undefined;
+    if (!this.healthy(msg.webhookId, lane) || this.ownerFull(msg.webhookId, true)) return undefined;
     const { item, outcome } = directItem(msg, deliveryCount);
     this.dispatch(item);
     return outcome;
@@ -162,12 +178,28 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     return this.held.size - this.heldDirect;
   }
 
+  /** Whether the webhook's owner holds its share of the process already (an owner not loaded yet holds none). */
+  private ownerFull(webhookId: string, direct: boolean): boolean {
+    const owner = this.cache.ownerOf(webhookId);
+    const n = owner ? this.ownerHeld.get(owner) : undefined;
+    if (!n) return false;
+    return direct ? n.direct >= DIRECT_HELD_MAX * OWNER_SHARE : n.stream >= HELD_MAX * OWNER_SHARE;
+  }
+
   private dispatch(m: DeliveryItem): void {
     const webhookId = m.webhookId;
     let lane = this.lanes.get(webhookId);
     if (!lane) this.lanes.set(webhookId, (lane = { queue: new LaneQueue(), active: 0, avgLatencyMs: 0, lastProgressMs: Date.now() }));
     this.held.add(m);
     if (m.direct) this.heldDirect++;
+    const owner = this.cache.ownerOf(webhookId);
+    if (owner) {
+      const n = this.ownerHeld.get(owner) ?? { stream: 0, direct: 0 };
+      if (m.direct) n.direct++;
+      else n.stream++;
+      this.ownerHeld.set(owner, n);
+      this.heldOwner.set(m, owner);
+    }
     if (lane.active === 0 && lane.queue.length === 0) lane.lastProgressMs = Date.now();
     lane.queue.push(m, m.direct);
     this.pump(webhookId, lane);
@@ -175,7 +207,15 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
 
   /** Forgets a settled (or returned) delivery. */
   private release(m: DeliveryItem): void {
-    if (this.held.delete(m) && m.direct) this.heldDirect--;
+    if (!this.held.delete(m)) return;
+    if (m.direct) this.heldDirect--;
+    const owner = this.heldOwner.get(m);
+    if (owner === undefined) return;
+    this.heldOwner.delete(m);
+    const n = this.ownerHeld.get(owner)!;
+    if (m.direct) n.direct--;
+    else n.stream--;
+    if (n.direct === 0 && n.stream === 0) this.ownerHeld.delete(owner);
   }
 
   private pump(webhookId: string, lane: Lane): void {

@@ -1,0 +1,59 @@
+import { client, createUser } from './support/accounts';
+import { eventually, freePort, startSystem, System } from './support/system';
+import { firstDelivered, httpSourceToWebhook, Receiver, subscriptionsLoaded } from './events.helpers';
+
+/** An HTTP source whose run emits `body.n` small events. */
+const FLOOD = 'module.exports = { name: "Flood", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { for (let i = 0; i < e.body.n; i++) this.$emit({ i }); } };';
+const WEBHOOKS = 16;
+const EVENTS = 1250;
+
+/**
+ * One account's many silent webhooks against another account's deliveries. M's 16 webhooks point at a receiver
+ * that never answers (each request held until WEBHOOK_TIMEOUT_MS, 60 s here), and one run gives them 20,000
+ * deliveries. Before, M's lanes filled the delivery app's direct path (5,000) and its DELIVERIES share (10,000,
+ * 1,000 kept per slow webhook), and V's next event waited behind them until M's requests timed out. Now one
+ * account holds at most a quarter of each: V's event is delivered while M's requests still hang.
+ */
+describe("one account's silent webhooks do not hold back another account's deliveries", () => {
+  let system: System;
+  let silent: Receiver;
+  let fast: Receiver;
+
+  beforeAll(async () => {
+    system = await startSystem({ HTTP_RATE_PER_SEC: '0', WEBHOOK_TIMEOUT_MS: '60000', DELIVERY_METRICS_PORT: String(await freePort()) });
+    // On every loopback address: each webhook its own origin (the delivery app pools connections per origin).
+    silent = await new Receiver().start('0.0.0.0');
+    silent.respond = () => new Promise<undefined>(() => undefined);
+    fast = await new Receiver().start();
+  });
+  afterAll(async () => {
+    await silent?.stop();
+    await fast?.stop();
+    await system?.stop();
+  });
+
+  it("delivers V's event while M's 20,000 deliveries wait on receivers that never answer", async () => {
+    const m = createUser(system);
+    const v = createUser(system);
+    const api = client(system, m.apiKey);
+    const flood = (await api.post('/sources', { component_code: FLOOD, name: 'flood' })).body.data;
+    for (let i = 0; i < WEBHOOKS; i++) {
+      const wh = (await api.post('/webhooks', { url: `http://127.0.0.${i + 1}:${new URL(silent.url).port}/hook` })).body.data.id;
+      expect((await api.post('/subscriptions', { emitter_id: flood.id, listener_id: wh })).status).toBe(200);
+    }
+    const victim = await httpSourceToWebhook(system, client(system, v.apiKey), fast.url);
+    await subscriptionsLoaded(system);
+    await firstDelivered(victim.url, fast);
+
+    const res = await fetch(flood.configured_props.http.endpoint_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n: EVENTS }) });
+    expect(res.status).toBe(200);
+    // M's lanes are full: every webhook has its 32 requests hanging.
+    await eventually(async () => silent.received.length >= WEBHOOKS * 32, { what: "M's requests to hang", timeoutMs: 30_000 });
+
+    const before = fast.received.length;
+    const sent = await fetch(victim.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"probe":"v"}' });
+    expect(sent.status).toBe(200);
+    // Well before M's requests time out (60 s): V's event does not wait for them.
+    await eventually(async () => fast.received.slice(before).some((r) => r.body === '{"probe":"v"}'), { what: "V's event delivered beside M's backlog", timeoutMs: 20_000 });
+  });
+});
