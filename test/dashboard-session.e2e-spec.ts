@@ -105,7 +105,9 @@ describe('dashboard: the session and the page against changes and tenant text', 
     await signIn(user, '/webhooks');
     const name = page.getByText('recv \u202Eevil').first();
     await name.waitFor();
-    expect(await name.evaluate((el) => getComputedStyle(el).unicodeBidi)).toBe('isolate');
+    // (The tests compile without the DOM's types: the browser's getComputedStyle is reached through globalThis.)
+    const bidi = await name.evaluate((el) => (globalThis as unknown as { getComputedStyle(e: unknown): { unicodeBidi: string } }).getComputedStyle(el).unicodeBidi);
+    expect(bidi).toBe('isolate');
 
     const component = (await api.post('/components', { component_code: LONG_LABEL })).body.data;
     const source = (await api.post('/sources', { component_id: component.id, configured_props: { s: 'x' } })).body.data;

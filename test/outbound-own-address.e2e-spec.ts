@@ -1,6 +1,6 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { client, createUser } from './support/accounts';
+import { client, createUser, TestUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { Emitter, insertSource, subscriptionsLoaded } from './events.helpers';
 import { interfaceAddress } from '../libs/net/src/test-support/interface-address';
@@ -13,6 +13,25 @@ const COMPONENT = 'export default { name: "internal", version: "0.0.1", async ru
  * NATS monitoring) answers there as on 127.0.0.1, and its answer would land in a delivery log or
  * in a component's code, both readable by the tenant.
  */
+/**
+ * The delivery log of a webhook to `url`, subscribed to a new source of `user` that emits one event, once its
+ * attempts are exhausted; each attempt was refused before connecting (no response code, no body).
+ */
+async function refusedWebhookLog(system: System, emitter: Emitter, user: TestUser, url: string): Promise<{ error: string }[]> {
+  const api = client(system, user.apiKey);
+  const src = await insertSource(system, user.id);
+  const wh = (await api.post('/webhooks', { url })).body.data.id;
+  await api.post('/subscriptions', { emitter_id: src, listener_id: wh });
+  await subscriptionsLoaded(system);
+  await emitter.emit(src, user.id, { probe: url });
+  const log = await eventually(async () => {
+    const d = (await api.get(`/webhooks/${wh}/deliveries`)).body.data;
+    return d.some((x: { status: string }) => x.status === 'exhausted') ? d : undefined;
+  }, { what: `attempts to ${url} exhausted` });
+  expect(log.every((x: { response_code: number | null; response_body?: string | null }) => x.response_code === null && !x.response_body)).toBe(true);
+  return log;
+}
+
 describe('outbound requests to an address of this machine', () => {
   let system: System;
   let emitter: Emitter;
@@ -45,16 +64,7 @@ describe('outbound requests to an address of this machine', () => {
     expect(component.status).toBe(400);
     expect(component.body.error).toMatch(/is an address of this machine \(allowed only with ALLOW_LOOPBACK=true\)/);
 
-    const src = await insertSource(system, user.id);
-    const wh = (await api.post('/webhooks', { url: `${base}/metrics` })).body.data.id;
-    await api.post('/subscriptions', { emitter_id: src, listener_id: wh });
-    await subscriptionsLoaded(system);
-    await emitter.emit(src, user.id, { probe: 'own address' });
-    const log = await eventually(async () => {
-      const d = (await api.get(`/webhooks/${wh}/deliveries`)).body.data;
-      return d.some((x: { status: string }) => x.status === 'exhausted') ? d : undefined;
-    }, { what: 'attempts to an address of this machine exhausted' });
-    expect(log.every((x: { response_code: number | null; response_body?: string | null }) => x.response_code === null && !x.response_body)).toBe(true);
+    const log = await refusedWebhookLog(system, emitter, user, `${base}/metrics`);
     expect(log[0].error).toMatch(/is an address of this machine \(allowed only with ALLOW_LOOPBACK=true\)/);
     expect(hits).toEqual([]);
   });
@@ -128,16 +138,7 @@ describe("the platform's own ports with ALLOW_LOOPBACK=true (npm start's default
     expect([component.status, component.body.code]).toEqual([400, 'invalid_request']);
     expect(component.body.error).toMatch(refused);
 
-    const src = await insertSource(system, user.id);
-    const wh = (await api.post('/webhooks', { url: `http://127.0.0.1:${metricsPort}/metrics` })).body.data.id;
-    await api.post('/subscriptions', { emitter_id: src, listener_id: wh });
-    await subscriptionsLoaded(system);
-    await emitter.emit(src, user.id, { probe: 'metrics' });
-    const log = await eventually(async () => {
-      const d = (await api.get(`/webhooks/${wh}/deliveries`)).body.data;
-      return d.some((x: { status: string }) => x.status === 'exhausted') ? d : undefined;
-    }, { what: 'attempts to the metrics port exhausted' });
-    expect(log.every((x: { response_code: number | null; response_body?: string | null }) => x.response_code === null && !x.response_body)).toBe(true);
+    const log = await refusedWebhookLog(system, emitter, user, `http://127.0.0.1:${metricsPort}/metrics`);
     expect(log[0].error).toMatch(refused);
   });
 });

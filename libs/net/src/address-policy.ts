@@ -160,13 +160,15 @@ export function refusalReason(ip: string, policy: AddressPolicy): string | undef
   }
 }
 
-/** NATS (clients, cluster routes, monitoring) and Postgres on their standard ports. */
-const STANDARD_PLATFORM_PORTS = [4222, 6222, 8222, 5432];
+/** NATS (clients, cluster routes, monitoring) and Postgres on their standard ports: refused on this machine's addresses even to an app not told where they are. */
+export const STANDARD_PLATFORM_PORTS = [4222, 6222, 8222, 5432];
 
+/** The settings that say where the platform's own services are, and what outbound requests may reach. */
 export interface PlatformSettings {
   allowLoopback: boolean;
   allowPrivateAddresses: boolean;
   natsUrl: string;
+  /** The platform's Postgres (api, delivery); the runner is not told it, so its standard port is refused on this machine's addresses. */
   databaseUrl?: string;
   runnerMetricsPort: number;
   deliveryMetricsPort: number;

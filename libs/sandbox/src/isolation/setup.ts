@@ -1,12 +1,13 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { type PlatformSettings, STANDARD_PLATFORM_PORTS } from '@app/net';
 import type { EgressRules } from './egress-rules';
 import { isLocalAddress, localAddresses, parseRule } from './egress-rules';
 import type { SandboxIsolationOptions } from './isolated-runner';
 import { findBwrap, probeSandbox } from './sandbox-command';
 
 /** The settings the isolation is built from (a subset of the apps' config). */
-export interface IsolationSettings {
+export interface IsolationSettings extends PlatformSettings {
   sandboxIsolation: string;
   sandboxThreadsPerAccount: number;
   sandboxMemoryMb: number;
@@ -17,13 +18,6 @@ export interface IsolationSettings {
   sandboxEgressAllow: string;
   sandboxEgressDeny: string;
   sandboxEgressMaxConnections: number;
-  allowLoopback: boolean;
-  allowPrivateAddresses: boolean;
-  natsUrl: string;
-  /** The platform's Postgres (api, delivery); the runner is not told it, so its standard port is refused on this machine's addresses. */
-  databaseUrl?: string;
-  runnerMetricsPort: number;
-  deliveryMetricsPort: number;
   dataDir: string;
 }
 
@@ -54,8 +48,6 @@ function checked(env: string, entries: string[]): string[] {
   return entries;
 }
 
-/** Standard ports of the platform's own servers (Postgres, NATS): refused on this machine's addresses even to an app not told where they are. */
-const STANDARD_PLATFORM_PORTS = [5432, 4222];
 
 const rule = (ip: string, port: number): string => (isIP(ip.split('/')[0]) === 6 ? `[${ip}]:${port}` : `${ip}:${port}`);
 
