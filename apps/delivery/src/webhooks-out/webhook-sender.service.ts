@@ -34,10 +34,12 @@ const SLOW_REQUEST_MS = 5_000;
 /** Direct events held by the process at most (their emits wait unacknowledged), apart from HELD_MAX. */
 const DIRECT_HELD_MAX = HELD_MAX / 2;
 /**
- * The share of HELD_MAX and of DIRECT_HELD_MAX the webhooks of one account may hold. Past it, the account's
- * DELIVERIES messages go back to the stream (due again in OWNER_FULL_DELAY_MS) and its direct events to
- * DELIVERIES: many slow or silent webhooks of one account (each holding its requests until WEBHOOK_TIMEOUT_MS)
- * filled the process, and every other account's deliveries waited behind them for minutes.
+ * The share of HELD_MAX and of DIRECT_HELD_MAX kept for the accounts below it: an account whose webhooks hold
+ * more than a share takes no more while less than a share is free. Its DELIVERIES messages go back to the stream
+ * (due again in OWNER_FULL_DELAY_MS) and its direct events to DELIVERIES. Many slow or silent webhooks of one
+ * account (each holding its requests until WEBHOOK_TIMEOUT_MS) filled the process, and every other account's
+ * deliveries waited behind them for minutes; an account alone may still use three quarters of the room (a fixed
+ * quarter sent a busy account's overflow round the stream and tripled its p99 under overload).
  */
 const OWNER_SHARE = 1 / 4;
 const OWNER_FULL_DELAY_MS = 10_000;
@@ -178,12 +180,14 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     return this.held.size - this.heldDirect;
   }
 
-  /** Whether the webhook's owner holds its share of the process already (an owner not loaded yet holds none). */
+  /** Whether the webhook's owner holds more than its share while less than a share is free (an owner not loaded yet holds none). */
   private ownerFull(webhookId: string, direct: boolean): boolean {
     const owner = this.cache.ownerOf(webhookId);
     const n = owner ? this.ownerHeld.get(owner) : undefined;
     if (!n) return false;
-    return direct ? n.direct >= DIRECT_HELD_MAX * OWNER_SHARE : n.stream >= HELD_MAX * OWNER_SHARE;
+    const [mine, held, max] = direct ? [n.direct, this.heldDirect, DIRECT_HELD_MAX] : [n.stream, this.heldMessages(), HELD_MAX];
+    const share = max * OWNER_SHARE;
+    return mine >= share && max - held < share;
   }
 
   private dispatch(m: DeliveryItem): void {
