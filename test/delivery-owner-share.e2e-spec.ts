@@ -11,8 +11,8 @@ const EVENTS = 1250;
  * One account's many silent webhooks against another account's deliveries. M's 16 webhooks point at a receiver
  * that never answers (each request held until WEBHOOK_TIMEOUT_MS, 60 s here), and one run gives them 20,000
  * deliveries. Before, M's lanes filled the delivery app's direct path (5,000) and its DELIVERIES share (10,000,
- * 1,000 kept per slow webhook), and V's next event waited behind them until M's requests timed out. Now one
- * account holds at most a quarter of each: V's event is delivered while M's requests still hang.
+ * 1,000 kept per slow webhook), and V's next event waited behind them until M's requests timed out. Now a
+ * quarter of each is kept for the accounts below it: V's event is delivered while M's requests still hang.
  */
 describe("one account's silent webhooks do not hold back another account's deliveries", () => {
   let system: System;
