@@ -31,6 +31,8 @@ export function natsUnavailableError(): ServiceUnavailableError {
  */
 export class ConnectionState {
   private up = true;
+  /** Reconnections so far: a consumer made before one may be gone (a restarted server keeps no ephemeral consumer). */
+  reconnects = 0;
   private waiters = new Set<() => void>();
 
   constructor(nc: NatsConnection) {
@@ -62,6 +64,7 @@ export class ConnectionState {
 
   private reconnected(): void {
     this.up = true;
+    this.reconnects++;
     for (const w of [...this.waiters]) w();
   }
 }

@@ -144,6 +144,11 @@ export class NatsService {
     });
   }
 
+  /** Reconnections of this process's connection so far (see ConnectionState.reconnects). */
+  get reconnects(): number {
+    return this.connection?.reconnects ?? 0;
+  }
+
   /**
    * Whether the connection is up, waiting up to RECONNECT_GRACE_MS for a reconnection when it is down
    * (another node of a cluster takes over within milliseconds; a restarting server takes seconds).

@@ -147,8 +147,11 @@ export class SseService implements BeforeApplicationShutdown {
     this.open.add(close);
     this.rechecks.add(recheck);
     res.on('close', close);
+    // After a reconnection the stream ends: the consumer may be gone with a restarted server (fetches would wait on
+    // it for ever), and the client resumes with Last-Event-ID on a new one.
+    const reconnects = this.nats.reconnects;
     const batches = async (): Promise<ConsumerMessages | undefined> => {
-      batch = closed ? undefined : await consumer.fetch({ max_bytes: BATCH_BYTES, expires: BATCH_WAIT_MS });
+      batch = closed || this.nats.reconnects !== reconnects ? undefined : await consumer.fetch({ max_bytes: BATCH_BYTES, expires: BATCH_WAIT_MS });
       return batch;
     };
     void this.pump(batches, res, sourceId, kind, after, expandSummary, () => closed, () => gate).finally(close);
