@@ -249,7 +249,9 @@ describe('a second runner beside npm start (npm run start:runner, as README writ
       if (p.exitCode !== null || p.signalCode !== null) continue;
       await new Promise<void>((r) => {
         p.once('exit', () => r());
-        p.kill('SIGTERM');
+        // The runner's group (npm and its child); npm start stops its own apps.
+        if (p.spawnargs[0] === 'npm') process.kill(-p.pid!, 'SIGTERM');
+        else p.kill('SIGTERM');
       });
     }
     await system?.stop();
@@ -273,7 +275,8 @@ describe('a second runner beside npm start (npm run start:runner, as README writ
     const second = await freePort();
     const { NATS_USER: _u, NATS_PASSWORD: _p, NATS_INBOX_PREFIX: _i, ...plain } = rest;
     void [_u, _p, _i];
-    const runner = spawn('npm', ['run', '--silent', 'start:runner'], { cwd: join(__dirname, '..'), env: { ...plain, DATA_DIR: dataDir, RUNNER_METRICS_PORT: String(second), LEASE_TTL_MS: '3000' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group: stopping it stops npm and the runner npm started.
+    const runner = spawn('npm', ['run', '--silent', 'start:runner'], { cwd: join(__dirname, '..'), env: { ...plain, DATA_DIR: dataDir, RUNNER_METRICS_PORT: String(second), LEASE_TTL_MS: '3000' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     procs.push(runner);
     let said = '';
     runner.stderr!.on('data', (d: Buffer) => (said += d.toString()));
