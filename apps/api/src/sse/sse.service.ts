@@ -128,11 +128,8 @@ export class SseService implements BeforeApplicationShutdown {
     };
     // Each keep-alive first checks that the caller may still read the source (key not revoked, still a member).
     const timer = setInterval(() => {
-      void stillAllowed().then((ok) => {
-        if (closed) return;
-        if (ok) res.write(':sse-handshake\n\n');
-        else close();
-      });
+      recheck();
+      void gate?.then((ok) => ok && !closed && res.write(':sse-handshake\n\n'));
     }, this.config.sseKeepaliveMs);
     const close = (): void => {
       if (closed) return;

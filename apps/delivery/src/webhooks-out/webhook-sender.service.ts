@@ -74,9 +74,9 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private messages?: ConsumerMessages;
   private inFlight = 0;
   /** Deliveries taken and not yet settled: stream messages are kept alive so a crash hands them over after one ack wait. */
-  private readonly held = new Set<DeliveryItem>();
-  /** The owner each held item counts for, and how many each owner holds (DELIVERIES messages and direct events apart). */
-  private readonly heldOwner = new Map<DeliveryItem, string>();
+  /** …with the owner of its webhook each counts for ('' while the webhook's owner is not loaded yet). */
+  private readonly held = new Map<DeliveryItem, string>();
+  /** How many each owner holds, DELIVERIES messages and direct events apart. */
   private readonly ownerHeld = new Map<string, { stream: number; direct: number }>();
   /** How many of `held` are direct events (the rest are DELIVERIES messages). */
   private heldDirect = 0;
@@ -116,7 +116,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     const consumer = await boundConsumer(this.nats.js, names.deliveriesStream, DURABLE);
     this.messages = await consumer.consume({ max_messages: 1000 });
     this.retries.start();
-    this.keepAlive = setInterval(() => this.held.forEach((m) => m.working()), Math.max(500, ackWaitMs / 3));
+    this.keepAlive = setInterval(() => this.held.forEach((_owner, m) => m.working()), Math.max(500, ackWaitMs / 3));
     // Attempt rows are kept as long as the EMITS stream keeps the events themselves.
     this.pruner = setInterval(() => void this.log.prune(Date.now() - this.config.emitsMaxAgeSeconds * 1000).catch((e: Error) => this.logger.warn({ err: e.message }, 'pruning webhook_deliveries failed')), 600_000);
     void (async () => {
@@ -194,15 +194,14 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     const webhookId = m.webhookId;
     let lane = this.lanes.get(webhookId);
     if (!lane) this.lanes.set(webhookId, (lane = { queue: new LaneQueue(), active: 0, avgLatencyMs: 0, lastProgressMs: Date.now() }));
-    this.held.add(m);
+    const owner = this.cache.ownerOf(webhookId) ?? '';
+    this.held.set(m, owner);
     if (m.direct) this.heldDirect++;
-    const owner = this.cache.ownerOf(webhookId);
     if (owner) {
       const n = this.ownerHeld.get(owner) ?? { stream: 0, direct: 0 };
       if (m.direct) n.direct++;
       else n.stream++;
       this.ownerHeld.set(owner, n);
-      this.heldOwner.set(m, owner);
     }
     if (lane.active === 0 && lane.queue.length === 0) lane.lastProgressMs = Date.now();
     lane.queue.push(m, m.direct);
@@ -211,11 +210,11 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
 
   /** Forgets a settled (or returned) delivery. */
   private release(m: DeliveryItem): void {
-    if (!this.held.delete(m)) return;
-    if (m.direct) this.heldDirect--;
-    const owner = this.heldOwner.get(m);
+    const owner = this.held.get(m);
     if (owner === undefined) return;
-    this.heldOwner.delete(m);
+    this.held.delete(m);
+    if (m.direct) this.heldDirect--;
+    if (!owner) return;
     const n = this.ownerHeld.get(owner)!;
     if (m.direct) n.direct--;
     else n.stream--;
