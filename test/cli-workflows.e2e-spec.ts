@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createUser, TestUser } from './support/accounts';
+import { admin, createUser, TestUser } from './support/accounts';
 import { pd, pdSpawn, tempHome } from './support/pd';
 import { eventually, startSystem, System } from './support/system';
 
@@ -74,7 +74,10 @@ describe('pd with workflows', () => {
       return logs.find((l) => l.metadata.name === '$errors');
     }, { what: 'the $errors event in pd logs' });
     const text = (await pd(['logs', '--no-follow', 'cli-flow'], home)).stdout;
-    expect(text).toContain('error Error: asked to fail');
+    // Each console line names its step; an error line ends with the id pd replay takes.
+    expect(text).toMatch(/ log {3}\[first\] step saw \{"n":3,"fail":true\}\n/);
+    expect(text).toContain(`error Error: asked to fail (event ${errorEvent.id})\n`);
+    expect((await pd(['replay', '--help'], home)).stdout).toContain('`pd logs --no-follow <workflow>` ends each');
 
     const runs = json<{ status: string; failed_step: string | null; steps: { name: string; return_value?: unknown }[] }[]>((await pd(['runs', '-n', '1', 'cli-flow', '--json'], home)).stdout);
     expect(runs[0]).toEqual(expect.objectContaining({ status: 'error', failed_step: 'first' }));
@@ -95,6 +98,71 @@ describe('pd with workflows', () => {
     const del = await pd(['delete', 'cli-flow'], home);
     expect(del.stdout).toContain(`Deleted workflow ${wf.id}`);
     expect((await pd(['runs', 'cli-flow'], home)).stderr).toMatch(/workflow "cli-flow" not found/);
+  });
+
+  it('with an org, deploys, runs, lists and deletes the org\'s workflow, never a personal one of the same name', async () => {
+    const org = admin(system, ['orgs', 'create', '--name', 'WF Org', '--orgname', `wf-org-${user.id.slice(2, 12).toLowerCase()}`, '--email', 'wf@org.test']);
+    admin(system, ['orgs', 'add-member', '--org', org.id, '--user', user.id]);
+    writeFileSync(join(dir, 'shared.yaml'), WORKFLOW.replace('name: cli-flow', 'name: shared-flow'));
+    const mine = json<{ id: string }>((await pd(['deploy', 'shared.yaml', '--json'], home, {}, dir)).stdout);
+    const created = await pd(['deploy', 'shared.yaml', '--org', org.id], home, {}, dir);
+    expect(created.stdout).toContain('Created workflow');
+    const inOrg = json<{ id: string; name: string }[]>((await pd(['list', 'workflows', '--json'], home, { PD_ORG_ID: org.id })).stdout);
+    expect(inOrg.map((w) => w.name)).toEqual(['shared-flow']);
+    const orgId = inOrg[0].id;
+    expect(orgId).not.toBe(mine.id);
+    // The profile's org_id (PD_ORG_ID) acts like --org: the name is the org's workflow.
+    expect((await pd(['deploy', 'shared.yaml', '--json'], home, { PD_ORG_ID: org.id }, dir)).stdout).toContain(`"id": "${orgId}"`);
+    expect((await pd(['runs', 'shared-flow'], home, { PD_ORG_ID: org.id })).stdout).toContain(`No runs yet for ${orgId}`);
+    expect((await pd(['run', 'shared-flow', '--org', org.id, '--json'], home)).code).toBe(0);
+    expect((await pd(['delete', 'shared-flow', '--org', org.id], home)).stdout).toContain(`Deleted workflow ${orgId}`);
+    // Gone from the org: the personal workflow of that name is not taken instead.
+    const after = await pd(['runs', 'shared-flow', '--org', org.id], home);
+    expect([after.code, after.stderr.trim()]).toEqual([1, `Error: workflow "shared-flow" not found: no workflow in org ${org.id} has that id or name (see \`pd list workflows\`)`]);
+    expect((await pd(['delete', 'shared-flow', '--org', org.id], home)).stderr).toMatch(/^Error: no source or workflow named "shared-flow": not among the sources of org o_\w+ or your account, nor the workflows of org o_\w+/);
+    expect((await pd(['runs', 'shared-flow'], home)).stdout).toContain(`No runs yet for ${mine.id}`);
+    expect((await pd(['delete', mine.id], home)).code).toBe(0);
+  });
+
+  it('pd dev workflow.yaml --json prints the deployed workflow as its first line of stdout', async () => {
+    writeFileSync(join(dir, 'dev-json.yaml'), WORKFLOW.replace('name: cli-flow', 'name: dev-json-flow'));
+    const dev = pdSpawn(['dev', 'dev-json.yaml', '--json'], home, {}, dir);
+    try {
+      await eventually(async () => dev.stderr().includes('Watching'), { what: 'the watch', timeoutMs: 60_000 });
+      const first = json<{ id: string; name: string; deployment_id: string }>(dev.stdout().split('\n')[0]);
+      expect(first).toEqual(expect.objectContaining({ name: 'dev-json-flow', id: expect.stringMatching(/^p_/), deployment_id: expect.stringMatching(/^d_/) }));
+    } finally {
+      expect(await dev.interrupt()).toBe(0);
+    }
+    expect((await pd(['delete', 'dev-json-flow'], home)).code).toBe(0);
+  });
+
+  it('names an unknown name as neither a source nor a workflow', async () => {
+    const nosuch = await pd(['delete', 'nosuch'], home);
+    expect([nosuch.code, nosuch.stderr]).toEqual([1, 'Error: no source or workflow named "nosuch" in your account (see `pd list sources` and `pd list workflows`)\n']);
+  });
+
+  it('refuses extra arguments with a usage error (exit 2)', async () => {
+    const extra = await pd(['runs', '-n', '1', 'wf', 'extra'], home);
+    expect([extra.code, extra.stdout, extra.stderr]).toEqual([2, '', 'Error: unexpected argument "extra" (usage: pd runs [-n <count>] <workflow name or id>); run `pd runs --help`\n']);
+    for (const args of [['delete', 'a', 'b'], ['replay', 'wf', '1-0', 'x'], ['login', 'x'], ['config', 'get', 'org_id', 'x'], ['config', 'path', 'x']]) {
+      const r = await pd(args, home);
+      expect([args, r.code, r.stderr]).toEqual([args, 2, expect.stringMatching(/^Error: unexpected argument/)]);
+    }
+  });
+
+  it('says when pd config unset finds the key not set', async () => {
+    const unset = await pd(['config', 'unset', 'org_id'], home);
+    expect([unset.code, unset.stdout]).toEqual([0, 'org_id was not set in profile "default": nothing to remove\n']);
+    expect(json<{ removed: boolean }>((await pd(['config', 'unset', 'org_id', '--json'], home)).stdout).removed).toBe(false);
+    expect((await pd(['config', 'set', 'org_id', 'o_x'], home)).code).toBe(0);
+    expect((await pd(['config', 'unset', 'org_id'], home)).stdout).toBe('Removed org_id from profile "default"\n');
+  });
+
+  it('refuses to deploy a JSON file that is not a workflow definition', async () => {
+    writeFileSync(join(dir, 'not-a-workflow.json'), JSON.stringify({ name: 'x', steps: [] }));
+    const notWf = await pd(['deploy', 'not-a-workflow.json'], home, {}, dir);
+    expect([notWf.code, notWf.stderr]).toEqual([1, 'Error: not-a-workflow.json is not a workflow definition: a workflow file needs `trigger` and `steps` (docs/workflows.md); sources are deployed from .js/.mjs files\n']);
   });
 
   it('runs a published Pipedream action from npm (@pipedream/helper_functions base64-decode-string) as a step', async () => {

@@ -435,7 +435,7 @@ describe('pd command-line tool', () => {
     expect(json<unknown[]>((await pd(['list', 'sources', '--json'], home)).stdout).some((s) => (s as { id: string }).id === id)).toBe(false);
     const inOrg = await pd(['list', 'sources', '--json'], home, { PD_ORG_ID: org.id });
     expect(json<Array<{ id: string }>>(inOrg.stdout).map((s) => s.id)).toEqual([id]);
-    expect((await pd(['events', 'org-source'], home)).stderr).toMatch(/source "org-source" not found/);
+    expect((await pd(['events', 'org-source'], home)).stderr).toMatch(/no source or workflow named "org-source" in your account/);
     expect((await pd(['events', 'org-source', '--json'], home, { PD_ORG_ID: org.id })).code).toBe(0);
     expect((await pd(['delete', id], home)).code).toBe(0);
   });
@@ -483,7 +483,7 @@ describe('pd command-line tool', () => {
     const byName = await pd(['events', 'cli-test'], home);
     expect(byName.code).toBe(1);
     expect(byName.stdout).toBe('');
-    expect(byName.stderr.trim()).toMatch(/^Error: source "cli-test" not found/);
+    expect(byName.stderr.trim()).toBe('Error: no source or workflow named "cli-test" in your account (see `pd list sources` and `pd list workflows`)');
     const byId = await pd(['events', sourceId], home);
     expect(byId.code).toBe(1);
     expect(byId.stderr.trim()).toBe(`Error: source "${sourceId}" not found (HTTP 404)`);

@@ -127,7 +127,8 @@ export class Receiver {
 export async function subscriptionsLoaded(system: System): Promise<void> {
   const [{ n }] = await sql<{ n: number }>(system, `select count(*)::int as n from subscriptions s
     where (s.listener_id like 'dc\\_%' and exists (select 1 from sources x where x.id = s.listener_id and x.deleted_at is null))
-       or (s.listener_id like 'wh\\_%' and exists (select 1 from webhooks w where w.id = s.listener_id and w.active))`);
+       or (s.listener_id like 'wh\\_%' and exists (select 1 from webhooks w where w.id = s.listener_id and w.active))
+       or (s.listener_id like 'p\\_%' and exists (select 1 from workflows p where p.id = s.listener_id and p.deleted_at is null))`);
   const port = system.env.DELIVERY_METRICS_PORT;
   const deadline = Date.now() + 15_000;
   let seen: number | undefined;

@@ -101,13 +101,18 @@ describe('sources', () => {
     expect(p2.body.data.map((s: { id: string }) => s.id)).toEqual([ids[0]]);
   });
 
-  it('creates sources in an org for members; everyone else gets 404', async () => {
+  /** A new org with two new members. */
+  const orgOfTwo = (name: string) => {
     const member = createUser(system);
     const member2 = createUser(system);
+    const org = admin(system, ['orgs', 'create', '--name', `${name} org`, '--orgname', `${name}-${member.id.slice(3, 12)}`]);
+    for (const u of [member, member2]) admin(system, ['orgs', 'add-member', '--org', org.id, '--user', u.id]);
+    return { org, member, member2 };
+  };
+
+  it('creates sources in an org for members; everyone else gets 404', async () => {
+    const { org, member, member2 } = orgOfTwo('src');
     const other = createUser(system);
-    const org = admin(system, ['orgs', 'create', '--name', 'Src Org', '--orgname', `src-${member.id.slice(3, 12)}`]);
-    admin(system, ['orgs', 'add-member', '--org', org.id, '--user', member.id]);
-    admin(system, ['orgs', 'add-member', '--org', org.id, '--user', member2.id]);
     const m = client(system, member.apiKey);
     const o = client(system, other.apiKey);
     const created = await m.post(`/sources?org_id=${org.id}`, { component_code: HTTP_SOURCE });
@@ -130,6 +135,21 @@ describe('sources', () => {
     expect((await o.del(`/sources/${created.body.data.id}`)).status).toBe(404);
     expect((await o.get(`/components/${created.body.data.component_id}`)).status).toBe(404);
     expect((await o.post('/sources', { component_id: created.body.data.component_id })).status).toBe(404);
+  });
+
+  it("saves a member's own component in the org when they deploy it there, so the other members can read and keep it", async () => {
+    const { org, member, member2 } = orgOfTwo('copy');
+    const m = client(system, member.apiKey);
+    const m2 = client(system, member2.apiKey);
+    const personal = (await m.post('/components', { component_code: HTTP_SOURCE })).body.data;
+    const created = (await m.post(`/sources?org_id=${org.id}`, { component_id: personal.id })).body.data;
+    expect(created.component_id).not.toBe(personal.id);
+    const copy = (await m2.get(`/components/${created.component_id}`)).body.data;
+    expect(copy).toEqual(expect.objectContaining({ code_hash: personal.code_hash, name: personal.name }));
+    expect((await m2.get(`/components/${personal.id}`)).status).toBe(404);
+    const kept = await m2.put(`/sources/${created.id}`, { component_id: created.component_id, name: 'kept by member 2' });
+    expect(kept.status).toBe(200);
+    expect(kept.body.data.component_id).toBe(created.component_id);
   });
 
   it('gives concurrent creates with the same name distinct slugs', async () => {

@@ -1,3 +1,4 @@
+import { CliError } from './errors';
 import { ApiClient } from './api-client';
 import { ConfigOverrides, isInteractive, resolveConfig, ResolvedConfig } from './config';
 
@@ -42,6 +43,8 @@ export interface Command {
   help: string[];
   examples?: string[];
   options: Record<string, OptionSpec>;
+  /** How many positional arguments it takes at most; more is a usage error (exit 2). */
+  maxPositionals: number;
   run(ctx: CommandContext, args: ParsedArgs): Promise<void>;
 }
 
@@ -53,6 +56,11 @@ export function str(values: OptionValues, name: string): string | undefined {
 export function list(values: OptionValues, name: string): string[] {
   const v = values[name];
   return Array.isArray(v) ? v.map(String) : typeof v === 'string' ? [v] : [];
+}
+
+/** A usage mistake: exit code 2, as for an unknown command or option. */
+export function usageError(command: string, message: string): CliError {
+  return new CliError(`${message}; run \`pd ${command} --help\``, 2);
 }
 
 export function flag(values: OptionValues, name: string): boolean {

@@ -17,6 +17,8 @@ interface LogEvent {
   ts?: number | string;
   k?: string;
   msg?: unknown;
+  /** The step that wrote the line (workflows' `$logs`). */
+  step?: string;
   error?: { name?: string; message?: string; stack?: string; code?: string; cellId?: string };
 }
 
@@ -27,14 +29,16 @@ export function printObservation(ctx: CommandContext, e: EventSummary): void {
   if (e.metadata?.name === '$errors' || ev.error) {
     const err = ev.error ?? {};
     // A source's error has name and message; a workflow's (the spec's form) code, cellId and stack.
-    out(`${dim(when)} ${red('error')} ${err.name ?? err.code ?? 'Error'}: ${err.message ?? err.stack?.split('\n')[0].replace(/^[^:]*:\s*/, '') ?? JSON.stringify(e.event)}`);
+    // The event id ends the line: it is what `pd replay <workflow> <event id>` takes.
+    out(`${dim(when)} ${red('error')} ${err.name ?? err.code ?? 'Error'}: ${err.message ?? err.stack?.split('\n')[0].replace(/^[^:]*:\s*/, '') ?? JSON.stringify(e.event)} ${dim(`(event ${e.id})`)}`);
     if (err.stack) out(dim(err.stack.split('\n').slice(1, 6).join('\n')));
     return;
   }
   const kind = (ev.k ?? 'log').replace(/^console\./, '');
   const color = kind === 'error' ? red : kind === 'warn' ? yellow : dim;
   const msg = typeof ev.msg === 'string' ? ev.msg : JSON.stringify(ev.msg ?? e.event);
-  out(`${dim(when)} ${color(kind.padEnd(5))} ${msg}`);
+  const step = typeof ev.step === 'string' && ev.step ? `${cyan(`[${ev.step}]`)} ` : '';
+  out(`${dim(when)} ${color(kind.padEnd(5))} ${step}${msg}`);
 }
 
 export function parseSummary(data: string): EventSummary | undefined {

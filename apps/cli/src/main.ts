@@ -99,6 +99,8 @@ export async function main(argv: string[]): Promise<number> {
   }
   const values = parsed.values as Record<string, string | boolean | string[] | undefined>;
   if (values.help) return print(commandHelp(command));
+  const extra = parsed.positionals.slice(command.maxPositionals);
+  if (extra.length > 0) return fail(`unexpected argument${extra.length > 1 ? 's' : ''} ${extra.map((a) => `"${a}"`).join(' ')} (usage: ${command.usage}); run \`pd ${command.name} --help\``, USAGE_EXIT);
   const ctx = new CommandContext({ profile: str(values, 'profile') }, values.json === true);
   try {
     await command.run(ctx, { values, positionals: parsed.positionals });

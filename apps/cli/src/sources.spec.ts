@@ -1,28 +1,18 @@
-import { createServer, Server } from 'node:http';
-import { AddressInfo } from 'node:net';
 import { ApiClient } from './api-client';
+import { listServer } from './list-server.spec-helper';
 import { propsAsInput, resolveSource, Source } from './sources';
 
 const source = (id: string, name: string, name_slug: string): Source => ({ id, name, name_slug, component_id: 'sc_1', configured_props: {}, active: true, created_at: 1, updated_at: 1 });
 const MINE = [source('dc_a', 'Poller', 'poller'), source('dc_b', 'Poller', 'poller-1'), source('dc_c', 'Hook', 'hook')];
 
 describe('source references', () => {
-  let server: Server;
   let client: ApiClient;
+  let close: () => void;
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      const data = req.url?.startsWith('/v1/users/me/sources') ? MINE : req.url?.startsWith('/v1/orgs/o_1/sources') ? [source('dc_o', 'Hook', 'hook')] : undefined;
-      res.setHeader('content-type', 'application/json');
-      if (!data) return res.writeHead(404).end(JSON.stringify({ error: 'source dc_zzz not found', code: 'not_found' }));
-      res.end(JSON.stringify({ page_info: { total_count: data.length, count: data.length, start_cursor: 'x', end_cursor: 'y' }, data }));
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    client = new ApiClient({ profile: 'default', apiKey: 'k', apiBaseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, configPath: '/dev/null' });
+    const lists = (path: string) => (path.startsWith('/v1/users/me/sources') ? MINE : path.startsWith('/v1/orgs/o_1/sources') ? [source('dc_o', 'Hook', 'hook')] : undefined);
+    ({ client, close } = await listServer(lists, 'source dc_zzz not found'));
   });
-  afterAll(() => {
-    server.closeAllConnections();
-    server.close();
-  });
+  afterAll(() => close());
 
   it('resolves a name_slug, a unique name (any case) and refuses an ambiguous name', async () => {
     expect((await resolveSource(client, 'poller-1')).id).toBe('dc_b');

@@ -6,7 +6,7 @@ import { bundleComponent } from './bundle';
 import { CommandContext } from './command';
 import { CliError } from './errors';
 import { isNpmAction, npmActionFile } from './npm-action';
-import { fields, green, out, printJson, withSpinner } from './output';
+import { fields, green, out, printJson, printJsonLine, withSpinner } from './output';
 import { findWorkflow, triggerText, Workflow } from './workflows';
 
 /** A deploy argument that is a workflow file: `.yaml`/`.yml`, or `.json` holding `trigger` and `steps`. */
@@ -20,6 +20,21 @@ export function isWorkflowFile(ref: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * A `.json` deploy argument that is not a workflow definition is refused here: bundled as a
+ * component it would fail with an esbuild error that says nothing about what was wrong.
+ */
+export function assertNotOtherJson(ref: string): void {
+  if (!/\.json$/i.test(ref) || !existsSync(ref) || isWorkflowFile(ref)) return;
+  let parsed = true;
+  try {
+    JSON.parse(readFileSync(ref, 'utf8'));
+  } catch {
+    parsed = false;
+  }
+  throw new CliError(`${ref} is not a workflow definition${parsed ? '' : ' (not valid JSON)'}: a workflow file needs \`trigger\` and \`steps\` (docs/workflows.md); sources are deployed from .js/.mjs files`);
 }
 
 export interface WorkflowFile {
@@ -92,8 +107,9 @@ export async function deployWorkflowBody(ctx: CommandContext, wf: WorkflowFile, 
   return { workflow: res.data, created: !existing };
 }
 
+/** `toStderr`: for `pd dev`, whose stdout is the stream (with `--json`, the workflow is its first line). */
 export function printWorkflow(ctx: CommandContext, w: Workflow, title: string, toStderr = false): void {
-  if (ctx.json) return toStderr ? undefined : printJson(w);
+  if (ctx.json) return (toStderr ? printJsonLine : printJson)(w);
   const write = toStderr ? (line: string) => process.stderr.write(`${line}\n`) : out;
   write(green(title));
   write(fields([

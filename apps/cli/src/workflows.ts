@@ -19,7 +19,11 @@ export function listWorkflows(client: ApiClient, orgId?: string): Promise<Workfl
   return client.listAll<Workflow>(orgId ? `/orgs/${encodeURIComponent(orgId)}/workflows` : '/users/me/workflows');
 }
 
-/** A workflow by id (`p_…`) or name (names are unique per owner): the org's first, then the caller's own. Undefined when none has that name. */
+/**
+ * A workflow by id (`p_…`) or name (names are unique per owner). With an org, a name is looked up
+ * in that org only: a personal workflow of the same name is never deployed, run or deleted instead.
+ * Undefined when none has that name.
+ */
 export async function findWorkflow(client: ApiClient, ref: string, orgId?: string): Promise<Workflow | undefined> {
   if (WORKFLOW_ID.test(ref)) {
     try {
@@ -29,13 +33,12 @@ export async function findWorkflow(client: ApiClient, ref: string, orgId?: strin
       throw e;
     }
   }
-  const all = orgId ? [...(await listWorkflows(client, orgId)), ...(await listWorkflows(client))] : await listWorkflows(client);
-  return all.find((w) => w.name === ref);
+  return (await listWorkflows(client, orgId)).find((w) => w.name === ref);
 }
 
 export async function resolveWorkflow(client: ApiClient, ref: string, orgId?: string): Promise<Workflow> {
   const w = await findWorkflow(client, ref, orgId);
-  if (!w) throw new CliError(`workflow "${ref}" not found: no workflow in ${orgId ? `org ${orgId} or your account` : 'your account'} has that id or name (see \`pd list workflows\`)`);
+  if (!w) throw new CliError(`workflow "${ref}" not found: no workflow in ${orgId ? `org ${orgId}` : 'your account'} has that id or name (see \`pd list workflows\`)`);
   return w;
 }
 
@@ -74,7 +77,10 @@ export async function resolveTarget(client: ApiClient, ref: string, orgId?: stri
     if (!(e instanceof CliError) || !/not found/.test(e.message) || ref.startsWith('dc_')) throw e;
     const w = await findWorkflow(client, ref, orgId);
     if (w) return { kind: 'workflow', id: w.id, name: w.name };
-    throw e;
+    // Ambiguous names and unreachable APIs come through unchanged; only "none has that name" is reworded.
+    if (!/^source ".*" not found: no source in/.test(e.message)) throw e;
+    const where = orgId ? `: not among the sources of org ${orgId} or your account, nor the workflows of org ${orgId}` : ' in your account';
+    throw new CliError(`no source or workflow named "${ref}"${where} (see \`pd list sources\` and \`pd list workflows\`)`);
   }
 }
 

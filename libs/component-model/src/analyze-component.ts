@@ -1,5 +1,6 @@
 import { BadRequestError } from '@app/contracts';
 import type { ComponentDescriptor, FunctionMarker, PropDescriptor } from './descriptor';
+import { TIMER_MAX_INTERVAL_SECONDS } from './configured-props';
 import {
   appSpecificTypeApp,
   DEDUPE_STRATEGIES,
@@ -134,8 +135,8 @@ function checkTimerDefault(prop: PropDescriptor): void {
   for (const [field, d] of [['default', prop.default], ['static', prop.extra?.static]] as const) {
     if (d === undefined) continue;
     const t = d as Record<string, unknown> | null;
-    const ok = typeof t === 'object' && t !== null && ((Number.isInteger(t.intervalSeconds) && (t.intervalSeconds as number) > 0) || nonEmptyString(t.cron));
-    if (!ok) fail(`prop "${prop.name}": a timer ${field} must be { intervalSeconds: <positive integer> } or { cron: "<5-field cron>" }`, { prop: prop.name });
+    const ok = typeof t === 'object' && t !== null && ((Number.isInteger(t.intervalSeconds) && (t.intervalSeconds as number) > 0 && (t.intervalSeconds as number) <= TIMER_MAX_INTERVAL_SECONDS) || nonEmptyString(t.cron));
+    if (!ok) fail(`prop "${prop.name}": a timer ${field} must be { intervalSeconds: <positive integer, at most ${TIMER_MAX_INTERVAL_SECONDS}> } or { cron: "<5-field cron>" }`, { prop: prop.name });
   }
 }
 
@@ -203,6 +204,9 @@ export function checkProp(prop: PropDescriptor, isAction: boolean, appSlugs: Set
   if (type === 'app' && !nonEmptyString(prop.app)) fail(`${where}: an app prop needs an "app" slug`, { prop: prop.name });
 }
 
+/** Longest component `name`, `version` and `key` (they are stored as such and shown in every list). */
+export const COMPONENT_TEXT_MAX_CHARS = 255;
+
 /**
  * Validates what the sandbox read from a component's code and builds its
  * `configurable_props` and meta. Throws a 400 naming the first problem.
@@ -215,6 +219,10 @@ export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
   if (type !== 'source' && type !== 'action') fail(`type must be "source" or "action", got ${JSON.stringify(type)}`, { field: 'type' });
   const isAction = type === 'action';
   if (desc.key !== undefined && desc.key !== null && !nonEmptyString(desc.key)) fail('key must be a non-empty string', { field: 'key' });
+  for (const field of ['name', 'version', 'key'] as const) {
+    const value = desc[field];
+    if (typeof value === 'string' && value.length > COMPONENT_TEXT_MAX_CHARS) fail(`${field} must be at most ${COMPONENT_TEXT_MAX_CHARS} characters, got ${value.length}`, { field });
+  }
   let dedupe: DedupeStrategy | undefined;
   if (desc.dedupe !== undefined && desc.dedupe !== null) {
     if (!DEDUPE_STRATEGIES.includes(desc.dedupe as DedupeStrategy)) fail(`unknown dedupe strategy ${JSON.stringify(desc.dedupe)}; use unique, greatest or last`, { field: 'dedupe' });

@@ -106,6 +106,8 @@ describe('validateConfiguredProps', () => {
     [{ ...base, note: 'x' }, /configured_props\.note: an alert prop takes no value/],
     [{ ...base, db: 3 }, /configured_props\.db: \$\.service\.db takes no value/],
     [{ ...base, timer: { intervalSeconds: 5 } }, /configured_props\.timer: intervalSeconds must be at least 15, got 5/],
+    [{ ...base, timer: { intervalSeconds: 1e300 } }, /configured_props\.timer: intervalSeconds must be at most 31622400 \(366 days\), got 1e\+300/],
+    [{ ...base, timer: { intervalSeconds: 31622401 } }, /intervalSeconds must be at most 31622400/],
     [{ ...base, timer: { intervalSeconds: '60' } }, /configured_props\.timer: a timer needs intervalSeconds/],
     [{ ...base, timer: 60 }, /configured_props\.timer: a timer takes/],
     [{ ...base, timer: { cron: '* * * *' } }, /configured_props\.timer: cron must have 5 fields/],
@@ -125,6 +127,20 @@ describe('validateConfiguredProps', () => {
 
   it('names the prop in details', () => {
     expect(error(all, { ...base, i: 0 }).details).toEqual({ prop: 'i' });
+  });
+
+  it('leaves values known only at run time (deferred) unchecked, whole or as array elements, and still refuses the rest', () => {
+    const props: ConfigurableProp[] = [
+      { name: 'n', type: 'integer' },
+      { name: 'c', type: 'string', options: ['a', 'b'] },
+      { name: 'list', type: 'integer[]' },
+    ];
+    const deferred = (v: unknown) => typeof v === 'string' && v.startsWith('{{');
+    const input = { n: '{{steps.a.n}}', c: '{{trigger.event.c}}', list: [1, '{{steps.a.m}}'] };
+    expect(validateConfiguredProps(props, input, limits, { deferred })).toEqual(input);
+    expect(() => validateConfiguredProps(props, { ...input, n: 'abc' }, limits, { deferred })).toThrow(/configured_props\.n: must be an integer/);
+    expect(() => validateConfiguredProps(props, { ...input, list: ['x'] }, limits, { deferred })).toThrow(/configured_props\.list\[0\]: must be an integer/);
+    expect(() => validateConfiguredProps(props, input, limits)).toThrow(/configured_props\.n: must be an integer/);
   });
 
   it('checks options membership on scalars', () => {

@@ -3,6 +3,9 @@ import { BadRequestError, PayloadTooLargeError } from '@app/contracts';
 import type { ConfigurableProp, PropOption } from './analyze-component';
 import { INTERFACE_HTTP, INTERFACE_TIMER, isSystemType, SERVICE_DB } from './prop-types';
 
+/** Longest timer interval (a year and a day), for sources and workflows alike. */
+export const TIMER_MAX_INTERVAL_SECONDS = 366 * 86400;
+
 export interface ConfiguredPropsLimits {
   /** Smallest `intervalSeconds` a timer may use. */
   timerMinIntervalSeconds: number;
@@ -10,6 +13,15 @@ export interface ConfiguredPropsLimits {
   propsMaxBytes: number;
   /** Largest `configured_props` document, all values together (JSON bytes). */
   propsDocumentMaxBytes: number;
+}
+
+/** How values are read besides the limits. */
+export interface ConfiguredPropsOptions {
+  /**
+   * Values known only at run time (a workflow step's `{{ … }}` templates): stored as given, not checked.
+   * Applies to a prop's whole value and to each element of an array prop.
+   */
+  deferred?: (value: unknown) => boolean;
 }
 
 /** A timer's stored value: an interval or a cron expression. */
@@ -66,6 +78,7 @@ function timerValue(name: string, raw: unknown, limits: ConfiguredPropsLimits): 
   const interval = raw.intervalSeconds ?? raw.interval_seconds;
   if (!Number.isInteger(interval)) fail(name, 'a timer needs intervalSeconds (integer) or cron (string)');
   if ((interval as number) < limits.timerMinIntervalSeconds) fail(name, `intervalSeconds must be at least ${limits.timerMinIntervalSeconds}, got ${interval as number}`);
+  if ((interval as number) > TIMER_MAX_INTERVAL_SECONDS) fail(name, `intervalSeconds must be at most ${TIMER_MAX_INTERVAL_SECONDS} (366 days), got ${interval as number}`);
   return { intervalSeconds: interval as number };
 }
 
@@ -135,13 +148,13 @@ function unwrapLabelValue(prop: ConfigurableProp, v: unknown): { check: unknown;
 }
 
 /** Validates and normalises one user-provided value. */
-function value(prop: ConfigurableProp, v: unknown, limits: ConfiguredPropsLimits): unknown {
+function value(prop: ConfigurableProp, v: unknown, limits: ConfiguredPropsLimits, options: ConfiguredPropsOptions = {}): unknown {
   const lv = unwrapLabelValue(prop, v);
-  if (lv) return lv.store(plainValue(prop, lv.check, limits));
-  return plainValue(prop, v, limits);
+  if (lv) return lv.store(plainValue(prop, lv.check, limits, options));
+  return plainValue(prop, v, limits, options);
 }
 
-function plainValue(prop: ConfigurableProp, v: unknown, limits: ConfiguredPropsLimits): unknown {
+function plainValue(prop: ConfigurableProp, v: unknown, limits: ConfiguredPropsLimits, options: ConfiguredPropsOptions): unknown {
   const name = prop.name;
   switch (prop.type) {
     case INTERFACE_TIMER:
@@ -168,6 +181,7 @@ function plainValue(prop: ConfigurableProp, v: unknown, limits: ConfiguredPropsL
     case 'boolean[]': {
       if (!Array.isArray(v)) fail(name, `must be an array of ${prop.type.slice(0, -2)}s, got ${JSON.stringify(v)}`);
       return v.map((item, i) => {
+        if (options.deferred?.(item)) return item;
         const out = scalar(prop, prop.type.slice(0, -2), item, `${name}[${i}]`);
         checkMembership(prop, out, `${name}[${i}]`);
         return out;
@@ -192,7 +206,7 @@ function valueBytes(v: unknown): number {
  * Returns the values to store (defaults applied, a timer's `static` schedule in place of any value; HTTP, db and alert props hold
  * no user value and are left out). Each error names the prop.
  */
-export function validateConfiguredProps(props: ConfigurableProp[], input: unknown, limits: ConfiguredPropsLimits): Record<string, unknown> {
+export function validateConfiguredProps(props: ConfigurableProp[], input: unknown, limits: ConfiguredPropsLimits, options: ConfiguredPropsOptions = {}): Record<string, unknown> {
   const given = input === undefined || input === null ? {} : input;
   if (!isPlainObject(given)) throw new BadRequestError('configured_props must be an object of values per prop', { field: 'configured_props' }, 'invalid_props');
   const bytes = Buffer.byteLength(JSON.stringify(given), 'utf8');
@@ -233,7 +247,7 @@ export function validateConfiguredProps(props: ConfigurableProp[], input: unknow
       else if (!prop.optional) fail(prop.name, `is required (type ${prop.type})`);
       continue;
     }
-    out[prop.name] = value(prop, raw, limits);
+    out[prop.name] = options.deferred?.(raw) ? raw : value(prop, raw, limits, options);
   }
   return out;
 }

@@ -6,3 +6,4 @@ export * from './timer-event';
 export * from './workflow-definition';
 export * from './additional-props';
 export * from './form-limits';
+export * from './workflow-templates';

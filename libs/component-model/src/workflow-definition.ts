@@ -1,5 +1,6 @@
-import { cronProblem } from './configured-props';
+import { cronProblem, TIMER_MAX_INTERVAL_SECONDS } from './configured-props';
 import { readTimerSchedule, TimerSchedule } from './timer-event';
+import { forEachTemplate, secretOf, templateProblem } from './workflow-templates';
 
 /**
  * A workflow as deployed: a trigger, ordered steps and settings. The file format
@@ -56,7 +57,6 @@ export class WorkflowDefinitionError extends Error {
 }
 
 export const STEP_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
-export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const MAX_STEPS = 50;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -88,7 +88,10 @@ function readTrigger(v: unknown): WorkflowTriggerDef {
     case 'timer': {
       if (!isObject(value)) throw new WorkflowDefinitionError(path, 'must be { intervalSeconds } or { cron, timezone? }');
       only(value, ['intervalSeconds', 'cron', 'timezone'], path);
-      if (value.intervalSeconds !== undefined) positiveInt(value.intervalSeconds, `${path}.intervalSeconds`, 366 * 86400);
+      // Both given would be stored as one of them: a silent change of the schedule asked for.
+      if (value.intervalSeconds !== undefined && value.cron !== undefined) throw new WorkflowDefinitionError(path, 'give one of cron or intervalSeconds, not both');
+      if (value.intervalSeconds !== undefined && value.timezone !== undefined) throw new WorkflowDefinitionError(`${path}.timezone`, 'applies to cron only');
+      if (value.intervalSeconds !== undefined) positiveInt(value.intervalSeconds, `${path}.intervalSeconds`, TIMER_MAX_INTERVAL_SECONDS);
       if (value.cron !== undefined && (typeof value.cron !== 'string' || !value.cron.trim())) throw new WorkflowDefinitionError(`${path}.cron`, 'must be a cron expression');
       if (value.timezone !== undefined && typeof value.timezone !== 'string') throw new WorkflowDefinitionError(`${path}.timezone`, 'must be an IANA time zone name');
       if (typeof value.timezone === 'string') {
@@ -134,6 +137,8 @@ function readTrigger(v: unknown): WorkflowTriggerDef {
       return { events: { emitter_id: value.emitter_id, event_name: (value.event_name as string | undefined) ?? '' } };
     }
     case 'manual':
+      if (value !== null && value !== undefined && !isObject(value)) throw new WorkflowDefinitionError(path, 'must be an object ({})');
+      only((value ?? {}) as Record<string, unknown>, [], path);
       return { manual: {} };
     default:
       throw new WorkflowDefinitionError(`trigger.${kind}`, 'unknown trigger (use http, timer, source, events or manual)');
@@ -184,17 +189,22 @@ export function readWorkflowDefinition(input: unknown, extraFields: string[] = [
   if (input.steps.length > MAX_STEPS) throw new WorkflowDefinitionError('steps', `at most ${MAX_STEPS} steps`);
   const seen = new Set<string>();
   const steps = input.steps.map((s, i) => readStep(s, i, seen));
+  // Every template must be able to resolve when its step runs: a secret, the trigger, or a step before this one.
+  steps.forEach((step, i) => forEachTemplate(step.props, `steps[${i}].props`, (expr, path) => {
+    const problem = templateProblem(expr, steps.slice(0, i).map((s) => s.name));
+    if (problem) throw new WorkflowDefinitionError(path, problem);
+  }));
   return { name: input.name.trim(), trigger, steps, settings: readSettings(input.settings) };
 }
 
 /** The `{{secrets.NAME}}` names used anywhere in the steps' props. */
 export function secretNamesOf(def: Pick<WorkflowDefinition, 'steps'>): string[] {
   const names = new Set<string>();
-  const walk = (v: unknown): void => {
-    if (typeof v === 'string') for (const m of v.matchAll(/\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g)) names.add(m[1]);
-    else if (Array.isArray(v)) v.forEach(walk);
-    else if (isObject(v)) Object.values(v).forEach(walk);
-  };
-  def.steps.forEach((s) => walk(s.props));
+  for (const s of def.steps) {
+    forEachTemplate(s.props, '', (expr) => {
+      const name = secretOf(expr);
+      if (name) names.add(name);
+    });
+  }
   return [...names].sort();
 }

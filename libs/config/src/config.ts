@@ -63,6 +63,8 @@ export const SETTINGS = {
   sandboxEgressMaxConnections: int('SANDBOX_EGRESS_MAX_CONNECTIONS', 256, 'outbound connections one account\'s sandbox may have open (or be opening) at once through the app\'s egress proxy; more are refused (ECONNREFUSED)', 1, 100_000),
   dbMaxBytes: int('DB_MAX_BYTES', 1024 * 1024, '$.service.db size cap per source', 1024),
   eventMaxBytes: int('EVENT_MAX_BYTES', 512 * 1024, 'largest emitted event', 1024),
+  subscriptionChainMaxRuns: int('SUBSCRIPTION_CHAIN_MAX_RUNS', 10_000, 'runs of sources and workflows that one event from outside (an HTTP request, a timer slot, a manual run) may lead to through subscriptions of subscriptions (the runs its own emits start do not count); past it each listener records one $errors event and runs no more of that chain (counted per delivery replica)', 1),
+  subscriptionMaxDepth: int('SUBSCRIPTION_MAX_DEPTH', 16, 'subscriptions in a row an event may pass through: a source or workflow that would run on an event which came from outside through more (a subscription loop) is not run and records an $errors event instead', 1, 1000),
   propsMaxBytes: int('PROPS_MAX_BYTES', 64 * 1024, 'largest value of one configured prop (a string\'s UTF-8 bytes, else its JSON bytes): the spec\'s 64KB static prop value; over it → `413`', 1024),
   propsDocumentMaxBytes: int('PROPS_DOCUMENT_MAX_BYTES', 512 * 1024, 'largest `configured_props` document, all values together (JSON bytes; it travels in one NATS message of the desired state); over it → `413`', 1024),
   componentMaxBytes: int('COMPONENT_MAX_BYTES', 5 * 1024 * 1024, 'largest component code', 1024),

@@ -41,6 +41,19 @@ export interface InvocationMessage {
   scheduledAtMs?: number;
   /** For `subscription` invocations: where the event came from. */
   origin?: { emitterId: string; eventId: string; name: string };
+  /** Where the run stands in a chain of subscriptions (omitted: a run started from outside, the root of its own chain). */
+  chain?: Chain;
+}
+
+/**
+ * A chain of subscriptions: the invocation started from outside (an HTTP request, a timer slot, a manual run, a
+ * hook) that it began with, and how many subscriptions in a row lead from there. Its runs' events carry it on.
+ */
+export interface Chain {
+  root: string;
+  depth: number;
+  /** Set by the router on a listener's first invocation past SUBSCRIPTION_CHAIN_MAX_RUNS: not run, recorded. */
+  overRuns?: boolean;
 }
 
 /** Stream EMITS, subject `emit.<emitterId>`. One message per emitted event (also `$logs` and `$errors`). */
@@ -61,6 +74,33 @@ export interface EmittedEvent {
   emittedAtMs: number;
   /** Extra `$emit` metadata the component passed (e.g. `delivery_ts`), and the dedupe id. */
   meta?: Record<string, unknown>;
+  /** The chain of the invocation whose run emitted it (`root` and `depth`). */
+  chain?: Chain;
+}
+
+/** The chain an invocation's run belongs to: its own, or a new one rooted at it. */
+export const chainOf = (invocationId: string, chain: Chain | undefined): Chain => (chain ? { root: chain.root, depth: chain.depth } : { root: invocationId, depth: 0 });
+
+/**
+ * Why an invocation is not run: past SUBSCRIPTION_MAX_DEPTH (a loop), or the router's first past
+ * SUBSCRIPTION_CHAIN_MAX_RUNS for its listener (a chain that multiplies). Its listener records this as an
+ * `$errors` event; the router gives that event to no source or workflow once the chain is past either bound.
+ */
+export function chainRefusal(chain: Chain | undefined, limits: { maxDepth: number; maxRuns: number }): { name: string; message: string } | undefined {
+  if (!chain) return undefined;
+  if (chain.depth > limits.maxDepth) {
+    return {
+      name: 'SubscriptionDepthError',
+      message: `not run: this event came through ${chain.depth} subscriptions in a row, more than SUBSCRIPTION_MAX_DEPTH (${limits.maxDepth}); do the subscriptions make a loop?`,
+    };
+  }
+  if (chain.overRuns) {
+    return {
+      name: 'SubscriptionChainError',
+      message: `not run: the event that started this chain of subscriptions (${chain.root}) has led to more than SUBSCRIPTION_CHAIN_MAX_RUNS (${limits.maxRuns}) runs through subscriptions of subscriptions; its further events go to no source or workflow`,
+    };
+  }
+  return undefined;
 }
 
 /** Reply to a customResponse HTTP request. */

@@ -61,7 +61,8 @@ export function installationStreams(n: Names): string[] {
  * - api: stores invocations (HTTP ingress, manual runs), writes desired state
  *   (KV `sources`), the collector's and reconciler's slots (KV `leases`) and
  *   component code (object store); creates and updates every stream and bucket
- *   at start; reads EMITS for SSE; purges a deleted webhook's deliveries;
+ *   at start; reads EMITS for SSE; purges a deleted webhook's deliveries and a deleted
+ *   source's or workflow's invocations;
  *   publishes `changed.*` and the `ctl.delete-events` request; receives
  *   custom HTTP responses on `resp.*`. It cannot publish emits, deliveries or
  *   usage, nor write actor state.
@@ -104,6 +105,8 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             kvSubjects(n.leasesBucket),
             objSubjects(n.componentsStore),
             `$JS.API.STREAM.PURGE.${n.deliveriesStream}`,
+            // A deleted source's or workflow's waiting invocations.
+            `$JS.API.STREAM.PURGE.${n.invocationsStream}`,
             // Deleted events leave EMITS too (DELETE /sources/{id}/events): a purge of the source's subject, or one message at a time.
             `$JS.API.STREAM.PURGE.${n.emitsStream}`,
             `$JS.API.STREAM.MSG.DELETE.${n.emitsStream}`,
@@ -118,7 +121,7 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             ...consumeStream(objStream(n.componentsStore)),
           ],
         },
-        subscribe: { allow: [inbox, subject('resp', '>'), subject('sse', '>')] },
+        subscribe: { allow: [inbox, subject('resp', '>'), subject('sse', '>'), subject('changed', 'endpoints')] },
       };
     case 'runner':
       return {

@@ -173,6 +173,15 @@ export class NatsService {
     await this.js.publish(this.names.invocation(partitionOf(msg.sourceId, this.config.partitions), msg.sourceId), encodeJson(msg), { msgID: msg.invocationId });
   }
 
+  /**
+   * Removes the invocations still waiting for a deleted source or workflow: they would only be acknowledged as
+   * unknown, one by one, by the runner of its partition, and every other source of that partition would wait behind them.
+   */
+  async purgeInvocations(sourceId: string): Promise<number> {
+    const { purged } = await this.jsm.streams.purge(this.names.invocationsStream, { filter: this.names.invocation(partitionOf(sourceId, this.config.partitions), sourceId) });
+    return purged;
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.nc && !this.nc.isClosed()) await this.nc.drain();

@@ -145,10 +145,22 @@ export class ComponentsService {
     return readComponent(this.reader, this.config, code, account, defaults);
   }
 
-  /** Reads, validates and saves a component in `ownerId`'s namespace; its runnable code goes to the object store. */
-  async save(ownerId: string, userId: string | null, resolved: ResolvedCode, em: EntityManager = this.em.fork(), defaults?: DescriptorDefaults): Promise<Component> {
+  /**
+   * Reads, validates and saves a component in `ownerId`'s namespace; its runnable code goes to the object store.
+   * `accept` may refuse what was read (by throwing) before anything is stored.
+   */
+  async save(
+    ownerId: string,
+    userId: string | null,
+    resolved: ResolvedCode,
+    em: EntityManager = this.em.fork(),
+    defaults?: DescriptorDefaults,
+    accept?: (analyzed: AnalyzedComponent) => void,
+  ): Promise<Component> {
     const { code, url, bundle } = resolved;
-    const c = buildComponent(await this.analyze(bundle ?? code, ownerId, defaults), ownerId, userId, code, url, bundle);
+    const analyzed = await this.analyze(bundle ?? code, ownerId, defaults);
+    accept?.(analyzed);
+    const c = buildComponent(analyzed, ownerId, userId, code, url, bundle);
     assertNoNulInComponent(c);
     const runnable = runnableOf(c);
     await this.storeCode(runnable.hash, runnable.code);
@@ -196,6 +208,13 @@ export class ComponentsService {
     }
     const c = await em.findOne(Component, { ownerId: namespace, key: keyOrId }, { orderBy: { createdAtMs: 'desc', id: 'desc' } });
     if (!c) throw new NotFoundError(`component ${keyOrId} not found`, { key: keyOrId });
+    return c;
+  }
+
+  /** A component by id, whoever owns it (a source's own component). */
+  async findById(id: string): Promise<Component> {
+    const c = await this.em.fork().findOne(Component, { id });
+    if (!c) throw new NotFoundError(`component ${id} not found`, { id });
     return c;
   }
 

@@ -16,6 +16,18 @@ export function hasDynamicProps(component: Component): boolean {
 }
 
 /**
+ * Values split by the component's own (static) props: `own` names one of them, `other` the rest (props a
+ * component with `additionalProps()` may add, checked once they are added).
+ */
+export function byStaticProps(component: Component, given: Record<string, unknown>): { own: Record<string, unknown>; other: Record<string, unknown> } {
+  const names = new Set((component.configurableProps as ConfigurableProp[]).map((p) => p.name));
+  const own: Record<string, unknown> = {};
+  const other: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(given)) (names.has(k) ? own : other)[k] = v;
+  return { own, other };
+}
+
+/**
  * Where `additionalProps(previousPropDefs)` starts from: the props it added for a source last time
  * (`sources.additional_props`; none on a first deploy) and the account whose sandbox calls it.
  */
@@ -46,12 +58,10 @@ export async function addedProps(reader: ComponentReader, config: AppConfig, com
 export async function reloadProps(reader: ComponentReader, config: AppConfig, component: Component, given: Record<string, unknown>, base: PropsBase): Promise<ConfigurableProp[]> {
   const props = component.configurableProps as ConfigurableProp[];
   const dynamic = hasDynamicProps(component);
-  const names = new Set(props.map((p) => p.name));
   const partial = props.map((p) => ({ ...p, optional: true }));
-  const limits = { timerMinIntervalSeconds: config.timerMinIntervalSeconds, propsMaxBytes: config.propsMaxBytes, propsDocumentMaxBytes: config.propsDocumentMaxBytes };
   // A value for a prop `additionalProps()` may add is checked once it is added (deploy, update); a component
   // without `additionalProps()` has no other props, so an unknown name is refused as its deploy would refuse it.
-  const values = validateConfiguredProps(partial, dynamic ? Object.fromEntries(Object.entries(given).filter(([k]) => names.has(k))) : given, limits);
+  const values = validateConfiguredProps(partial, dynamic ? byStaticProps(component, given).own : given, config);
   if (!dynamic) return props;
   return [...props, ...(await addedProps(reader, config, component, values, base))];
 }

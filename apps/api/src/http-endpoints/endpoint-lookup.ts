@@ -1,7 +1,9 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { partitionOf } from '@app/contracts';
+import { NatsService } from '@app/nats';
+import { onEndpointChanged } from '../common/endpoint-changes';
 
 /** What the ingress needs to know about an endpoint. */
 export interface EndpointTarget {
@@ -10,6 +12,8 @@ export interface EndpointTarget {
   partition: number;
   active: boolean;
   customResponse: boolean;
+  /** What answers at the endpoint: named in the errors callers get. */
+  kind: 'source' | 'workflow';
 }
 
 const TTL_MS = 3_000;
@@ -27,18 +31,32 @@ interface Entry {
 
 /**
  * endpoint key → source, from Postgres with a short cache so a busy endpoint
- * costs no query per request; changes (deactivate, delete, new code without
- * customResponse) are seen within a few seconds (TTL_MS). Concurrent misses of
+ * costs no query per request. Changes made through the api (activate, deactivate,
+ * delete, new code without customResponse) drop the key from every replica's
+ * cache at once (`endpointsChanged`); any other is seen within TTL_MS. Concurrent misses of
  * one key share one load, and a hit past REFRESH_AFTER_MS reloads in the
  * background while the entry is still fresh, so requests to a busy endpoint
  * never wait for the database.
  */
 @Injectable()
-export class EndpointLookup {
+export class EndpointLookup implements OnModuleInit, OnModuleDestroy {
   private readonly cache = new Map<string, Entry>();
   private readonly loading = new Map<string, Promise<EndpointTarget | null>>();
+  private unsubscribe?: () => void;
 
-  constructor(private readonly em: EntityManager, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(private readonly em: EntityManager, private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  onModuleInit(): void {
+    this.unsubscribe = onEndpointChanged(this.nats, (key) => {
+      this.cache.delete(key);
+      // A load that began before the change may still write its older answer: not for this key.
+      this.loading.delete(key);
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.unsubscribe?.();
+  }
 
   find(endpointKey: string): Promise<EndpointTarget | null> | EndpointTarget | null {
     const now = Date.now();
@@ -57,15 +75,17 @@ export class EndpointLookup {
     const running = this.loading.get(endpointKey);
     if (running) return running;
     const startedAt = Date.now();
-    const p = this.load(endpointKey).then(
+    const p: Promise<EndpointTarget | null> = this.load(endpointKey).then(
       (target) => {
+        // The endpoint changed while it loaded: this answer may be older than the change, so it is not kept.
+        if (this.loading.get(endpointKey) !== p) return target;
         this.loading.delete(endpointKey);
         if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
         this.cache.set(endpointKey, { target, loadedAt: startedAt, expiresAt: startedAt + (target ? TTL_MS : MISS_TTL_MS) });
         return target;
       },
       (e: unknown) => {
-        this.loading.delete(endpointKey);
+        if (this.loading.get(endpointKey) === p) this.loading.delete(endpointKey);
         throw e;
       },
     );
@@ -103,6 +123,7 @@ export class EndpointLookup {
       partition: partitionOf(row.id, this.config.partitions),
       active: row.active,
       customResponse: row.custom_response === true,
+      kind: row.id.startsWith('p_') ? 'workflow' : 'source',
     };
   }
 }

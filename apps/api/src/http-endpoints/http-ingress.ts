@@ -115,7 +115,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       this.logger.warn(`endpoint lookup failed: ${(e as Error).message}`);
       return reply.status(503).header('retry-after', '1').send({ error: 'the endpoint cannot be looked up right now: retry later', code: 'unavailable', details: { retry_after_seconds: 1 } });
     }
-    if (!target || !target.active) return reply.status(404).send({ error: `no active HTTP source at endpoint ${endpointKey}`, code: 'not_found' });
+    if (!target || !target.active) return reply.status(404).send({ error: `no active HTTP ${target?.kind ?? 'source'} at endpoint ${endpointKey}`, code: 'not_found' });
     const retryAfter = this.limiter.take(endpointKey);
     if (retryAfter > 0) {
       return reply
@@ -163,9 +163,9 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       await this.store(target, msg);
       const res = await answer;
       if (!res) {
-        return reply.status(504).send({ error: `the source did not call respond() within ${timeoutMs} ms`, code: 'gateway_timeout', details: { invocation_id: msg.invocationId } });
+        return reply.status(504).send({ error: `the ${target.kind} did not call respond() within ${timeoutMs} ms`, code: 'gateway_timeout', details: { invocation_id: msg.invocationId } });
       }
-      return this.relay(res, reply, cookiePath);
+      return this.relay(res, reply, cookiePath, target.kind);
     } finally {
       if (timer) clearTimeout(timer);
       this.waiting.delete(msg.invocationId);
@@ -190,10 +190,10 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     });
   }
 
-  private relay(res: HttpResponseMessage, reply: FastifyReply, cookiePath: string | undefined): FastifyReply {
+  private relay(res: HttpResponseMessage, reply: FastifyReply, cookiePath: string | undefined, kind: EndpointTarget['kind']): FastifyReply {
     if (res.status < 200 && res.status >= 100) {
       // HTTP cannot end an exchange with an informational status: the client would wait forever.
-      return reply.status(502).send({ error: `the source responded with status ${res.status}: an informational (1xx) status cannot be the final response`, code: 'bad_gateway' });
+      return reply.status(502).send({ error: `the ${kind} responded with status ${res.status}: an informational (1xx) status cannot be the final response`, code: 'bad_gateway' });
     }
     reply.status(res.status >= 200 && res.status <= 599 ? res.status : 502);
     for (const [k, v] of Object.entries(res.headers ?? {})) {

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { endpointsChanged } from '../common/endpoint-changes';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ComponentMeta, ConfigurableProp, INTERFACE_HTTP, validateConfiguredProps } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
@@ -7,8 +8,8 @@ import { AutoSubscription, Component, Source, Subscription } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
-import { ComponentsService } from '../components/components.service';
-import { addedProps, hasDynamicProps } from '../components/dynamic-props';
+import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
+import { addedProps, byStaticProps, hasDynamicProps } from '../components/dynamic-props';
 import { RegistrySeeder } from '../components/registry.seeder';
 import { decryptProps, encryptProps, propsView, slugify, unmaskInput } from './source-props';
 import { endpointUrlOf, SourcePublisher } from './source-publisher';
@@ -76,10 +77,20 @@ export class SourcesService {
     };
   }
 
-  private async component(auth: AuthContext, ownerId: string, ref: ComponentRef): Promise<Component> {
+  /**
+   * The component a create or update names. One of the caller's from another namespace (their own, for an org's
+   * source, or another org's) is saved again in the source's owner's, so that every member who can reach the
+   * source can read and keep its component. An update may always keep the source's current component.
+   */
+  private async component(auth: AuthContext, ownerId: string, ref: ComponentRef, current?: string): Promise<Component> {
     let component: Component;
-    if (ref.componentId) component = await this.components.findForCaller(auth, ref.componentId, ownerId);
-    else if (!ref.code && !ref.url && ref.key) component = await this.componentByKey(auth, ownerId, ref.key);
+    if (ref.componentId && ref.componentId === current) component = await this.components.findById(current);
+    else if (ref.componentId) {
+      component = await this.components.findForCaller(auth, ref.componentId, ownerId);
+      if (component.ownerId !== ownerId && component.ownerId !== REGISTRY_OWNER) {
+        component = await this.components.save(ownerId, auth.userId, { code: component.code, url: component.componentUrl ?? undefined, bundle: component.bundle ?? undefined });
+      }
+    } else if (!ref.code && !ref.url && ref.key) component = await this.componentByKey(auth, ownerId, ref.key);
     else {
       const resolved = await this.components.resolveCode(ref.code, ref.url, ['component_id', 'component_code', 'component_url']);
       component = await this.components.save(ownerId, auth.userId, resolved);
@@ -114,16 +125,14 @@ export class SourcesService {
    */
   private async validate(component: Component, input: unknown, ownerId: string, previous: ConfigurableProp[] = []): Promise<Validated> {
     const props = component.configurableProps as ConfigurableProp[];
-    const limits = { timerMinIntervalSeconds: this.config.timerMinIntervalSeconds, propsMaxBytes: this.config.propsMaxBytes, propsDocumentMaxBytes: this.config.propsDocumentMaxBytes };
     if (!hasDynamicProps(component)) {
-      return { values: encryptProps(props, validateConfiguredProps(props, input, limits), this.config.secretsKey), additional: null };
+      return { values: encryptProps(props, validateConfiguredProps(props, input, this.config), this.config.secretsKey), additional: null };
     }
     const given = input !== null && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;
-    const names = new Set(props.map((p) => p.name));
-    const staticValues = validateConfiguredProps(props, given ? Object.fromEntries(Object.entries(given).filter(([k]) => names.has(k))) : input, limits);
+    const staticValues = validateConfiguredProps(props, given ? byStaticProps(component, given).own : input, this.config);
     const additional = await addedProps(this.reader, this.config, component, staticValues, { previous, account: ownerId });
     const all = [...props, ...additional];
-    return { values: encryptProps(all, validateConfiguredProps(all, input, limits), this.config.secretsKey), additional };
+    return { values: encryptProps(all, validateConfiguredProps(all, input, this.config), this.config.secretsKey), additional };
   }
 
   /** `base`, or `base-N` with the next free N among the owner's live sources. */
@@ -235,7 +244,7 @@ export class SourcesService {
   ): Promise<{ source: Source; component: Component }> {
     const { source } = await this.get(auth, id);
     // As the spec says, an update names its component too (the current one: `component_id` of the source).
-    const component = await this.component(auth, source.ownerId, change.ref);
+    const component = await this.component(auth, source.ownerId, change.ref, source.componentId);
     // The props the source has now: the component's and those additionalProps() added last time.
     const previous = (source.additionalProps ?? []) as unknown as ConfigurableProp[];
     const props = [...(component.configurableProps as ConfigurableProp[]), ...previous];
@@ -252,11 +261,13 @@ export class SourcesService {
     source.componentId = component.id;
     source.active = change.active;
     const hasHttp = props.some((p) => p.type === INTERFACE_HTTP);
+    const previousKey = source.endpointKey;
     source.endpointKey = hasHttp ? (source.endpointKey ?? newEndpointKey()) : null;
     if (change.name !== undefined) source.name = change.name;
     // Deleted by a concurrent DELETE since it was read: nothing was updated.
     if (!(await this.writeUpdate(source, change.name))) throw new NotFoundError(`source ${id} not found`, { id });
     this.logger.log(`source updated source_id=${source.id} active=${source.active}`);
+    endpointsChanged(this.nats, [previousKey, source.endpointKey]);
     await this.publisher.publishSoon(source.id);
     const fresh = await this.em.fork().findOne(Source, { id: source.id, deletedAt: null });
     if (!fresh) throw new NotFoundError(`source ${id} not found`, { id });
@@ -273,7 +284,10 @@ export class SourcesService {
     await em.nativeDelete(AutoSubscription, { listenerId: source.id });
     this.nats.nc.publish(this.nats.names.changed('sources'));
     this.logger.log(`source deleted source_id=${source.id}`);
+    endpointsChanged(this.nats, [source.endpointKey]);
     await this.publisher.publishSoon(source.id);
+    // What still waits for it would only hold up its partition's other sources: gone (the runner acknowledges any that arrive later as unknown).
+    await this.nats.purgeInvocations(source.id).catch((e: Error) => this.logger.warn(`purging the invocations of deleted source ${source.id} failed: ${e.message}`));
   }
 }
 

@@ -1,17 +1,24 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { ConfigurableProp } from '@app/component-model';
+import { AnalyzedComponent, ConfigurableProp, isTemplated, validateConfiguredProps } from '@app/component-model';
 import type { WorkflowStepDef } from '@app/component-model';
-import { BadRequestError, newId, NotFoundError, sha256Hex } from '@app/contracts';
+import { AppConfig } from '@app/config';
+import { ApiError, BadRequestError, newId, NotFoundError, PayloadTooLargeError, sha256Hex } from '@app/contracts';
 import { Component, WorkflowStepRow } from '@app/db';
 import { AuthContext } from '../auth/auth.context';
 import { ComponentsService } from '../components/components.service';
+import { byStaticProps, hasDynamicProps } from '../components/dynamic-props';
 import { encryptProps } from '../sources/source-props';
+
+/** What resolving steps needs of the configuration: the secrets key and the props limits. */
+export type StepsConfig = Pick<AppConfig, 'secretsKey' | 'timerMinIntervalSeconds' | 'propsMaxBytes' | 'propsDocumentMaxBytes'>;
 
 /**
  * Turns the steps of a definition into stored steps: a code step's code is
  * saved as a component of the owner (the same code is reused), an action is
  * found by `sc_…` id, by key in the owner's namespace, then in the registry.
- * Secret props and app `$auth` are encrypted as for sources.
+ * Either must be an action. Props are validated as a source's are, except
+ * values holding a template (known only at run time); secret props and app
+ * `$auth` are encrypted as for sources.
  */
 export async function resolveSteps(
   components: ComponentsService,
@@ -19,20 +26,14 @@ export async function resolveSteps(
   auth: AuthContext,
   ownerId: string,
   steps: WorkflowStepDef[],
-  secretsKey: Buffer,
+  config: StepsConfig,
   previous: WorkflowStepRow[] = [],
 ): Promise<{ rows: WorkflowStepRow[]; components: Component[] }> {
   const rows: WorkflowStepRow[] = [];
   const used: Component[] = [];
   for (const [i, step] of steps.entries()) {
     const component = step.code !== undefined ? await codeComponent(components, em, auth, ownerId, step.code, step.name, i) : await actionComponent(components, auth, ownerId, step.action as string, i);
-    const props = component.configurableProps as ConfigurableProp[];
-    let values: Record<string, unknown>;
-    try {
-      values = encryptProps(props, step.props, secretsKey);
-    } catch (e) {
-      throw new BadRequestError(`steps[${i}].props: ${(e as Error).message}`, { path: `steps[${i}].props` }, 'invalid_workflow');
-    }
+    const values = stepProps(component, step.props, i, config);
     // A step keeps its cell id across deploys while its name stays (so `$.service.db` and error reports follow it).
     const cellId = previous.find((p) => p.name === step.name)?.cellId ?? newId('cell');
     rows.push({ name: step.name, cellId, componentId: component.id, kind: step.code !== undefined ? 'code' : 'action', ...(step.action ? { action: step.action } : {}), props: values });
@@ -41,18 +42,65 @@ export async function resolveSteps(
   return { rows, components: used };
 }
 
+/**
+ * A step's props validated against its component's props, as a source's `configured_props` are (docs/api.md),
+ * errors named `steps[i].props.<prop>`. A component with `additionalProps()` may take props its static ones do
+ * not name: those are kept as given.
+ */
+function stepProps(component: Component, given: Record<string, unknown>, i: number, config: StepsConfig): Record<string, unknown> {
+  const props = component.configurableProps as ConfigurableProp[];
+  const { own, other } = hasDynamicProps(component) ? byStaticProps(component, given) : { own: given, other: {} };
+  try {
+    const values = validateConfiguredProps(props, own, config, { deferred: isTemplated });
+    return encryptProps(props, { ...values, ...other }, config.secretsKey);
+  } catch (e) {
+    throw e instanceof ApiError ? stepPropsError(e, i, props) : e;
+  }
+}
+
+function stepPropsError(e: ApiError, i: number, props: ConfigurableProp[]): ApiError {
+  const details = e.details ?? {};
+  const unknown = Array.isArray(details.props) ? (details.props as string[]) : undefined;
+  const prop = typeof details.prop === 'string' ? details.prop : unknown?.[0];
+  const path = prop ? `steps[${i}].props.${prop}` : `steps[${i}].props`;
+  const message = unknown
+    ? `unknown prop${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; the component's props are ${props.map((p) => p.name).join(', ') || '(none)'}`
+    : e.message.replace(/^configured_props(\.\S+?:| is)?\s*/, '');
+  if (e instanceof PayloadTooLargeError) return new PayloadTooLargeError(`${path}: ${message}`, { ...details, path });
+  return new BadRequestError(`${path}: ${message}`, { path, ...(unknown ? { props: unknown } : {}) }, 'invalid_workflow');
+}
+
+/** A step runs an action: a source (its `$emit`, interfaces and hooks) cannot be a step. */
+function assertAction(type: string, i: number, field: 'code' | 'action', what: string): void {
+  if (type !== 'action') {
+    throw new BadRequestError(`steps[${i}].${field}: ${what} is a ${type}, not an action: a step runs an action component (type: "action")`, { path: `steps[${i}].${field}`, type }, 'invalid_workflow');
+  }
+}
+
 async function codeComponent(components: ComponentsService, em: EntityManager, auth: AuthContext, ownerId: string, code: string, name: string, i: number): Promise<Component> {
   const existing = await em.findOne(Component, { ownerId, codeHash: sha256Hex(code), componentUrl: null }, { orderBy: { createdAtMs: 'desc' } });
-  if (existing) return existing;
+  if (existing) {
+    assertAction(existing.type, i, 'code', 'this code');
+    return existing;
+  }
   try {
-    return await components.save(ownerId, auth.userId, { code }, em.fork(), { name: `step ${name}`, version: '0.0.0', type: 'action' });
+    // Checked before the code is saved, so a refused step leaves no component behind.
+    const accept = (a: AnalyzedComponent): void => assertAction(a.type, i, 'code', 'this code');
+    return await components.save(ownerId, auth.userId, { code }, em.fork(), { name: `step ${name}`, version: '0.0.0', type: 'action' }, accept);
   } catch (e) {
+    if (e instanceof BadRequestError && e.code === 'invalid_workflow') throw e;
     if (e instanceof BadRequestError) throw new BadRequestError(`steps[${i}].code: ${e.message}`, { path: `steps[${i}].code`, ...(e.details ?? {}) }, 'invalid_workflow');
     throw e;
   }
 }
 
 async function actionComponent(components: ComponentsService, auth: AuthContext, ownerId: string, action: string, i: number): Promise<Component> {
+  const component = await findAction(components, auth, ownerId, action, i);
+  assertAction(component.type, i, 'action', action);
+  return component;
+}
+
+async function findAction(components: ComponentsService, auth: AuthContext, ownerId: string, action: string, i: number): Promise<Component> {
   try {
     return await components.findForCaller(auth, action, ownerId);
   } catch (e) {

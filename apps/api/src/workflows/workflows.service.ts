@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { endpointsChanged } from '../common/endpoint-changes';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ConfigurableProp, readWorkflowDefinition, SECRET_NAME, secretNamesOf, WorkflowDefinition, WorkflowDefinitionError } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
@@ -164,7 +165,7 @@ export class WorkflowsService {
       throw new ConflictError(`a workflow named "${def.name}" already exists: update it with PUT /v1/workflows/{id}`, { name: def.name });
     }
     const secrets = this.secrets(def, body.secrets, {});
-    const { rows } = await resolveSteps(this.components, em, auth, ownerId, def.steps, this.config.secretsKey);
+    const { rows } = await resolveSteps(this.components, em, auth, ownerId, def.steps, this.config);
     await this.checkTriggerEmitter(auth, ownerId, def.trigger);
     const trigger = await this.triggerRow(auth, ownerId, def);
     const w = Object.assign(new Workflow(), {
@@ -211,7 +212,7 @@ export class WorkflowsService {
       throw new ConflictError(`a workflow named "${def.name}" already exists`, { name: def.name });
     }
     const secrets = this.secrets(def, body.secrets, w.secrets);
-    const { rows } = await resolveSteps(this.components, em, auth, w.ownerId, def.steps, this.config.secretsKey, w.steps);
+    const { rows } = await resolveSteps(this.components, em, auth, w.ownerId, def.steps, this.config, w.steps);
     const endpointKey = 'http' in def.trigger ? (w.endpointKey ?? newEndpointKey()) : null;
     await this.checkTriggerEmitter(auth, w.ownerId, def.trigger);
     const trigger = await this.triggerRow(auth, w.ownerId, def, w);
@@ -227,6 +228,7 @@ export class WorkflowsService {
     await this.linkTrigger(auth, fresh);
     await this.dropManagedSource(auth, w, trigger);
     this.logger.log(`workflow updated workflow_id=${w.id} deployment_id=${fresh.deploymentId}`);
+    endpointsChanged(this.nats, [w.endpointKey, endpointKey]);
     await this.publisher.publishSoon(w.id);
     const current = await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null });
     if (!current) throw deleted();
@@ -295,7 +297,9 @@ export class WorkflowsService {
     this.nats.nc.publish(this.nats.names.changed('sources'));
     await this.dropManagedSource(auth, w, null);
     this.logger.log(`workflow deleted workflow_id=${w.id}`);
+    endpointsChanged(this.nats, [w.endpointKey]);
     await this.publisher.publishSoon(w.id);
+    await this.nats.purgeInvocations(w.id).catch((e: Error) => this.logger.warn(`purging the invocations of deleted workflow ${w.id} failed: ${e.message}`));
   }
 }
 

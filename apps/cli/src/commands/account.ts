@@ -1,5 +1,5 @@
 import { ApiClient } from '../api-client';
-import { Command, str } from '../command';
+import { Command, str, usageError } from '../command';
 import { CONFIG_KEYS, configPath, DEFAULT_API_BASE_URL, isConfigKey, loginBaseUrl, normalizeBaseUrl, profileName, readConfigFile, updateProfile } from '../config';
 import { ApiResponseError, CliError } from '../errors';
 import { fields, out, printJson, withSpinner } from '../output';
@@ -22,6 +22,7 @@ export const loginCommand: Command = {
   ],
   examples: ['pd login --api-key pd_abc123', 'pd login --profile staging --api-base-url https://pd.example.com/v1'],
   options: { 'api-key': { type: 'string' }, 'api-base-url': { type: 'string' }, 'org-id': { type: 'string' } },
+  maxPositionals: 0,
   async run(ctx, { values }) {
     const path = configPath();
     const profile = profileName(ctx.overrides);
@@ -78,6 +79,7 @@ export const configCommand: Command = {
   ],
   examples: ['pd config set api_base_url http://localhost:3000/v1', 'pd config get api_key --profile staging'],
   options: {},
+  maxPositionals: 3,
   async run(ctx, { positionals }) {
     const [action, key, value] = positionals;
     const path = configPath();
@@ -87,6 +89,10 @@ export const configCommand: Command = {
       if (!isConfigKey(k)) throw new CliError(`unknown config key "${k}": use one of ${CONFIG_KEYS.join(', ')}`);
       return k;
     };
+    // config takes a fixed number of arguments per action (3 at most, which main checks).
+    const takes: Record<string, number> = { path: 1, get: 2, unset: 2, set: 3 };
+    const allowed = action === undefined ? 0 : takes[action] ?? 1;
+    if (positionals.length > allowed) throw usageError('config', `unexpected argument "${positionals[allowed]}" after pd config${positionals.slice(0, allowed).map((a) => ` ${a}`).join('')}`);
     if (action === 'path') return out(path);
     if (action === 'set') {
       const k = checkKey(key);
@@ -97,8 +103,11 @@ export const configCommand: Command = {
     }
     if (action === 'unset') {
       const k = checkKey(key);
-      updateProfile(path, profile, { [k]: undefined });
-      return ctx.json ? printJson({ profile, [k]: null }) : out(`Removed ${k} from profile "${profile}"`);
+      // Unsetting what is not set leaves the wanted state (exit 0), but says that nothing was removed.
+      const was = (readConfigFile(path).get(profile) ?? {})[k];
+      if (was !== undefined) updateProfile(path, profile, { [k]: undefined });
+      if (ctx.json) return printJson({ profile, [k]: null, removed: was !== undefined });
+      return out(was !== undefined ? `Removed ${k} from profile "${profile}"` : `${k} was not set in profile "${profile}": nothing to remove`);
     }
     const stored = readConfigFile(path).get(profile) ?? {};
     if (action === 'get') {

@@ -8,7 +8,7 @@ import { CliError, describeError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
 import { dim, green, note, red } from '../output';
 import { onSource, resolveSource, Source } from '../sources';
-import { isWorkflowFile } from '../workflow-file';
+import { assertNotOtherJson, isWorkflowFile } from '../workflow-file';
 import { devWorkflow } from './dev-workflow';
 
 const hash = (code: string): string => createHash('sha256').update(code).digest('hex');
@@ -26,10 +26,12 @@ export const devCommand: Command = {
   ],
   examples: ['pd dev sources/my-source.mjs --prop url=https://example.com/feed.xml', 'pd dev sources/my-source.mjs --dc dc_abc'],
   options: { dc: { type: 'string' }, prop: { type: 'string', multiple: true }, props: { type: 'string' }, name: { type: 'string' }, org: { type: 'string' } },
+  maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const file = positionals[0];
     if (!file) throw new CliError('pd dev needs the file of a source component');
     if (isWorkflowFile(file)) return devWorkflow(ctx, file, orgOf(ctx, values));
+    assertNotOtherJson(file);
     const orgId = orgOf(ctx, values);
     const propInput = { flags: list(values, 'prop'), file: str(values, 'props') };
     // Ctrl-C is handled from the start: one that comes while deploying (or just after the source is printed) stops cleanly too.

@@ -35,10 +35,11 @@ export const eventsCommand: Command = {
     '-n, --count <n>        how many of the latest events (1-100, default 10), oldest first',
     '-f, --follow           keep streaming new events until Ctrl-C',
     'With --json: a JSON array; with --json -f: one JSON event summary per line.',
-    '--org <o_…>            look the source up among an org\'s sources first (default: the profile\'s org_id)',
+    '--org <o_…>            look a source up among an org\'s sources first, a workflow in that org only (default: the profile\'s org_id)',
   ],
   examples: ['pd events -n 1 my-source', 'pd events -f dc_abc', 'pd events -n 100 my-source --json'],
   options: { count: { type: 'string', short: 'n' }, follow: { type: 'boolean', short: 'f' }, org: { type: 'string' } },
+  maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw new CliError('pd events needs the name or id of a source or workflow');
@@ -62,10 +63,11 @@ export const logsCommand: Command = {
   help: [
     '-n, --count <n>        how many recent log lines to show first (1-100, default 20)',
     '--no-follow            print the recent logs and exit (default: keep streaming until Ctrl-C)',
-    '--org <o_…>            look the source up among an org\'s sources first (default: the profile\'s org_id)',
+    '--org <o_…>            look a source up among an org\'s sources first, a workflow in that org only (default: the profile\'s org_id)',
   ],
   examples: ['pd logs my-source', 'pd logs --no-follow dc_abc --json'],
   options: { count: { type: 'string', short: 'n' }, follow: { type: 'boolean', short: 'f', default: true }, org: { type: 'string' } },
+  maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw new CliError('pd logs needs the name or id of a source or workflow');

@@ -4,7 +4,7 @@ import { deploy, givenProps, looksLikeAction, orgQuery, printSource, saveLocalCo
 import { CliError } from '../errors';
 import { bold, dim, fields, green, out, printJson, table, withSpinner } from '../output';
 import { Component, endpointUrl, listSources, onSource, propsAsInput, resolveSource, Source } from '../sources';
-import { deployWorkflowFile, isWorkflowFile } from '../workflow-file';
+import { assertNotOtherJson, deployWorkflowFile, isWorkflowFile } from '../workflow-file';
 import { basePath, listWorkflows, resolveTarget, triggerText } from '../workflows';
 
 const PROP_HELP = [
@@ -20,15 +20,17 @@ export const deployCommand: Command = {
   help: [
     ...PROP_HELP,
     '--name <name>          name of the source (default: the component name, made unique)',
-    '--org <o_…>            deploy inside an org (default: the profile\'s org_id)',
+    '--org <o_…>            deploy inside an org; a workflow file creates or redeploys that org\'s workflow of its name (default: the profile\'s org_id)',
     'Required props without a value are prompted for on a terminal; without one, it is an error.',
   ],
   examples: ['pd deploy workflow.yaml   (a workflow file: creates it, or deploys the workflow of that name again; docs/workflows.md)', 'pd deploy sources/new-item/new-item.mjs --prop url=https://example.com/feed.xml', 'pd deploy http-custom-response --name my-hook', 'pd deploy https://example.com/components/source.js --json'],
   options: { ...PROP_OPTIONS, name: { type: 'string' }, org: { type: 'string' } },
+  maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw new CliError('pd deploy needs a file, registry key or URL (see pd deploy --help)');
     if (isWorkflowFile(ref)) return deployWorkflowFile(ctx, ref, orgOf(ctx, values));
+    assertNotOtherJson(ref);
     const { source, component } = await deploy(ctx, ref, { name: str(values, 'name'), orgId: orgOf(ctx, values), props: { flags: list(values, 'prop'), file: str(values, 'props') } });
     printSource(ctx, source, component, 'Deployed source');
   },
@@ -41,6 +43,7 @@ export const publishCommand: Command = {
   help: ['--org <o_…>            save it inside an org'],
   examples: ['pd publish actions/send-message/send-message.mjs'],
   options: { org: { type: 'string' } },
+  maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const file = positionals[0];
     if (!file) throw new CliError('pd publish needs the file of an action component');
@@ -75,6 +78,7 @@ export const listCommand: Command = {
   help: ['--org <o_…>            list the sources (streams, workflows) of an org', 'sources and streams have the short forms so and st'],
   examples: ['pd list sources', 'pd list streams', 'pd list workflows', 'pd list sources --json | jq -r ".[].id"'],
   options: { org: { type: 'string' } },
+  maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const what = positionals[0];
     if (what && ['streams', 'stream', 'st'].includes(what)) {
@@ -119,6 +123,7 @@ export const updateCommand: Command = {
   ],
   examples: ['pd update my-source --file source.mjs', 'pd update dc_abc --active false', 'pd update my-source --prop url=https://example.com/other.xml'],
   options: { ...PROP_OPTIONS, file: { type: 'string' }, active: { type: 'string' }, name: { type: 'string' }, org: { type: 'string' } },
+  maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw new CliError('pd update needs the name or id of a source');
@@ -147,9 +152,10 @@ export const deleteCommand: Command = {
   name: 'delete',
   summary: 'delete a source (its deactivate hook runs first) or a workflow',
   usage: 'pd delete <name or id>',
-  help: ['--org <o_…>            look the source or workflow up in an org first (default: the profile\'s org_id)',],
+  help: ['--org <o_…>            look a source up among an org\'s sources first, a workflow in that org only (default: the profile\'s org_id)'],
   examples: ['pd delete my-source', 'pd delete dc_abc --json', 'pd delete my-workflow'],
   options: { org: { type: 'string' } },
+  maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw new CliError('pd delete needs the name or id of a source or workflow');
@@ -173,10 +179,11 @@ export const runCommand: Command = {
   help: [
     '--event <json>         the event passed to run() (default: a timer source its timer event, else { timestamp, manual: true })',
     'The run is queued (HTTP 202); watch what it emits with pd events -f or pd logs.',
-    '--org <o_…>            look the source up among an org\'s sources first (default: the profile\'s org_id)',
+    '--org <o_…>            look a source up among an org\'s sources first, a workflow in that org only (default: the profile\'s org_id)',
   ],
   examples: ['pd run my-poller', 'pd run my-hook --event \'{"body":{"hello":"world"}}\''],
   options: { event: { type: 'string' }, org: { type: 'string' } },
+  maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw new CliError('pd run needs the name or id of a source or workflow');

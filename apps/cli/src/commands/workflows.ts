@@ -33,9 +33,15 @@ export const replayCommand: Command = {
   name: 'replay',
   summary: "run a workflow again with a failed run's original event",
   usage: 'pd replay <workflow name or id> <event id>',
-  help: ['<event id> is the id of one of the workflow\'s $errors events (pd logs <workflow> shows them; pd events --json lists ids)', '--org <o_…>            look the workflow up in an org first'],
+  help: [
+    '<event id> is the id of one of the workflow\'s $errors events: `pd logs --no-follow <workflow>` ends each',
+    '                       error line with it, "(event 1763930000000-0)"; `pd logs --no-follow --json <workflow>`',
+    '                       has it as the "id" of the entries whose metadata.name is "$errors"',
+    '--org <o_…>            look the workflow up in that org only (default: the profile\'s org_id)',
+  ],
   examples: ['pd replay new-order-to-slack 1763930000000-0'],
   options: { org: { type: 'string' } },
+  maxPositionals: 2,
   async run(ctx, { values, positionals }) {
     const [ref, eventId] = positionals;
     if (!ref || !eventId) throw new CliError('pd replay needs a workflow and the id of one of its $errors events');
@@ -50,9 +56,10 @@ export const runsCommand: Command = {
   name: 'runs',
   summary: 'the step-by-step record of the last runs of a workflow',
   usage: 'pd runs [-n <count>] <workflow name or id>',
-  help: ['-n, --count <n>        how many runs (1-100, default 5), newest first', '--org <o_…>            look the workflow up in an org first'],
+  help: ['-n, --count <n>        how many runs (1-100, default 5), newest first', '--org <o_…>            look the workflow up in that org only (default: the profile\'s org_id)'],
   examples: ['pd runs new-order-to-slack', 'pd runs -n 1 p_abc --json'],
   options: { count: { type: 'string', short: 'n' }, org: { type: 'string' } },
+  maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw new CliError('pd runs needs a workflow name or id');

@@ -7,6 +7,7 @@ export class DeliveryMetrics {
   readonly eventsIndexed: Counter<'channel_class'>;
   readonly webhookRoutes: Counter<'path'>;
   readonly eventsRouted: Counter<'listener_kind'>;
+  readonly chainStopped: Counter<'reason'>;
   readonly deleteRequests: Counter;
   readonly webhookAttempts: Counter<'outcome'>;
   readonly webhookLatency: Histogram<'outcome'>;
@@ -23,6 +24,7 @@ export class DeliveryMetrics {
     this.eventsIndexed = new Counter({ name: 'delivery_events_indexed_total', help: 'events written to event_summaries', labelNames: ['channel_class'], registers: [registry] });
     this.webhookRoutes = new Counter({ name: 'delivery_webhook_routes_total', help: 'webhook deliveries by path: direct (POSTed by the router\'s process, no DELIVERIES hop), queue (published to DELIVERIES: the webhook was failing, slow or busy)', labelNames: ['path'], registers: [registry] });
     this.eventsRouted = new Counter({ name: 'delivery_events_routed_total', help: 'deliveries and invocations published for subscriptions', labelNames: ['listener_kind'], registers: [registry] });
+    this.chainStopped = new Counter({ name: 'delivery_chain_stopped_total', help: 'events not given to a listening source or workflow because their chain of subscriptions is past a bound (its listeners already recorded an $errors event): reason depth (SUBSCRIPTION_MAX_DEPTH) or runs (SUBSCRIPTION_CHAIN_MAX_RUNS)', labelNames: ['reason'], registers: [registry] });
     this.deleteRequests = new Counter({ name: 'delivery_delete_requests_total', help: 'event deletion requests handled', registers: [registry] });
     this.webhookAttempts = new Counter({ name: 'delivery_webhook_attempts_total', help: 'webhook POST attempts by outcome', labelNames: ['outcome'], registers: [registry] });
     this.webhookLatency = new Histogram({

@@ -9,6 +9,7 @@ import { LOGGER } from '../common/tokens';
 import { SubscriptionCache } from './subscription-cache';
 import { WebhookSenderService } from '../webhooks-out/webhook-sender.service';
 import { IndexerService } from '../indexer/indexer.service';
+import { ChainBudget } from './chain-budget';
 
 const DURABLE = 'router';
 
@@ -37,6 +38,7 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
   /** Emits whose routing waits for direct deliveries: kept alive, acked when they settle. */
   private readonly held = new Set<JsMsg>();
   private keepAlive?: NodeJS.Timeout;
+  private readonly chains: ChainBudget;
 
   constructor(
     private readonly nats: NatsService,
@@ -46,7 +48,9 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     private readonly metrics: DeliveryMetrics,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(LOGGER) private readonly logger: Logger,
-  ) {}
+  ) {
+    this.chains = new ChainBudget(config.subscriptionChainMaxRuns);
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     const names = this.nats.names;
@@ -127,6 +131,16 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
       if (!offered) return queue();
       direct.push(offered.then((outcome) => (outcome === 'handoff' ? queue() : void this.metrics.webhookRoutes.inc({ path: 'direct' }))));
     } else if (listenerId.startsWith('dc_') || listenerId.startsWith('p_')) {
+      // Events of runners that predate chains start their own.
+      const root = event.chain?.root ?? `${event.emitterId}:${event.id}`;
+      const depth = (event.chain?.depth ?? 0) + 1;
+      // One past the bound still goes, once per listener and chain: its listener records the refusal as an $errors
+      // event; that event goes no further.
+      const pastDepth = depth > this.config.subscriptionMaxDepth;
+      if (depth > this.config.subscriptionMaxDepth + 1) return void this.metrics.chainStopped.inc({ reason: 'depth' });
+      // Runs its own emits start do not count: they are as many as its emits times its subscriptions.
+      const verdict = depth >= 2 ? this.chains.take(root, listenerId, pastDepth) : 'run';
+      if (verdict === 'drop') return void this.metrics.chainStopped.inc({ reason: pastDepth ? 'depth' : 'runs' });
       const inv: InvocationMessage = {
         // Derived from the event, not random: routed again (a redelivered emit), it is the same invocation,
         // which the listener's actor runs once and usage counts once.
@@ -136,6 +150,7 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
         event: event.event,
         createdAtMs: Date.now(),
         origin: { emitterId: event.emitterId, eventId: event.id, name: event.name ?? '' },
+        chain: { root, depth, ...(verdict === 'refuse' && !pastDepth ? { overRuns: true } : {}) },
       };
       await this.nats.streams.publish(names.invocation(partitionOf(listenerId, this.config.partitions), listenerId), encodeJson(inv), msgID);
       this.metrics.eventsRouted.inc({ listener_kind: listenerId.startsWith('p_') ? 'workflow' : 'source' });

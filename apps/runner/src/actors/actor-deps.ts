@@ -37,7 +37,7 @@ export interface InvocationDelivery {
   nak(delayMs?: number): void;
 }
 
-export type ActorConfig = Pick<AppConfig, 'secretsKey' | 'runTimeoutMs' | 'maxRunTimeoutMs' | 'dbMaxBytes' | 'eventMaxBytes' | 'emitsPerInvocation'> & {
+export type ActorConfig = Pick<AppConfig, 'secretsKey' | 'runTimeoutMs' | 'maxRunTimeoutMs' | 'dbMaxBytes' | 'eventMaxBytes' | 'emitsPerInvocation' | 'subscriptionMaxDepth' | 'subscriptionChainMaxRuns'> & {
   /** Invocations waiting in a source's mailbox run as one sandbox task, up to this many (1: one at a time; default 1). */
   runBatchMaxInvocations?: number;
   /** Largest actor state one KV write can carry (the NATS server's max_payload less headers); undefined = no such bound. */

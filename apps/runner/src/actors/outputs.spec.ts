@@ -35,7 +35,7 @@ describe('emit ordering, ids and side channels', () => {
         error: { name: 'TypeError', message: 'boom', stack: 'at x' },
         durationMs: 3,
       },
-      { sourceId: 'dc_1', ownerId: 'u_1', invocationId: 'inv_1', dedupe: 'last', originalEvent: { q: 1 }, now: 5000 },
+      { sourceId: 'dc_1', ownerId: 'u_1', invocationId: 'inv_1', chain: { root: 'inv_1', depth: 0 }, dedupe: 'last', originalEvent: { q: 1 }, now: 5000 },
       {},
       clock,
     );
@@ -54,7 +54,7 @@ describe('emit ordering, ids and side channels', () => {
   it('reports an emit without id under a dedupe strategy as an $errors event', () => {
     const out = buildOutputs(
       { emits: [{ event: { n: 1 }, meta: {} }], dbWrites: {}, logs: [], durationMs: 1 },
-      { sourceId: 'dc_1', ownerId: 'u_1', invocationId: 'inv_2', dedupe: 'unique', originalEvent: null, now: 1 },
+      { sourceId: 'dc_1', ownerId: 'u_1', invocationId: 'inv_2', chain: { root: 'inv_2', depth: 0 }, dedupe: 'unique', originalEvent: null, now: 1 },
       {},
       new EmitterClock(),
     );

@@ -1,4 +1,4 @@
-import type { EmittedEvent } from '@app/contracts';
+import type { Chain, EmittedEvent } from '@app/contracts';
 import type { EmitRecord, ExecuteResult } from '@app/sandbox';
 import { applyDedupe, DedupeState, DedupeStrategy } from './dedupe';
 import { EmitterClock, normalizeTs } from './emit-ids';
@@ -12,6 +12,8 @@ export interface OutputContext {
   /** The event that triggered the run (in `$errors` events). */
   originalEvent: unknown;
   now: number;
+  /** The invocation's chain of subscriptions: its events carry it on. */
+  chain: Chain;
 }
 
 export interface Outputs {
@@ -58,7 +60,7 @@ export function orderEmits(emits: EmitRecord[], now: number): { record: EmitReco
  */
 export function buildOutputs(result: ExecuteResult, ctx: OutputContext, dedupe: DedupeState, clock: EmitterClock): Outputs {
   const events: EmittedEvent[] = [];
-  const base = { emitterId: ctx.sourceId, ownerId: ctx.ownerId, emittedAtMs: ctx.now };
+  const base = { emitterId: ctx.sourceId, ownerId: ctx.ownerId, emittedAtMs: ctx.now, chain: ctx.chain };
   const push = (kind: string, index: number, name: string, event: unknown, ts: number, extra: Partial<EmittedEvent> = {}): void => {
     events.push({ ...base, id: clock.next(), name, event, ts, emitId: `${ctx.invocationId}:${kind}${index}`, ...extra });
   };

@@ -63,7 +63,7 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: 
     timers: { start: () => undefined, stop: () => undefined },
     metrics: new RunnerMetrics(new Registry()),
     logger: pino({ level: 'silent' }),
-    config: { secretsKey: Buffer.alloc(32), runTimeoutMs: 1000, maxRunTimeoutMs: 1000, dbMaxBytes: 1000, eventMaxBytes: 1000, emitsPerInvocation: 10, ...config },
+    config: { secretsKey: Buffer.alloc(32), runTimeoutMs: 1000, maxRunTimeoutMs: 1000, dbMaxBytes: 1000, eventMaxBytes: 1000, emitsPerInvocation: 10, subscriptionMaxDepth: 16, subscriptionChainMaxRuns: 100, ...config },
   };
   const gone: string[] = [];
   const actor = (fence = 'r1#1') => new SourceActor('dc_1', 0, fence, deps, (_a, why) => void gone.push(why));
@@ -121,6 +121,21 @@ describe('SourceActor', () => {
     expect(t.calls.slice(5).map((c) => c.method)).toEqual(['activate', 'deactivate']);
     expect(t.store.data.has('dc_1')).toBe(false);
     expect(t.gone).toEqual(['deleted']);
+  });
+
+  it('deactivates on an update and on delete after the source was deactivated, reactivated and run', async () => {
+    const t = setup((task) => (task.method === 'run' ? { emits: [{ event: task.event, meta: {} }] } : {}));
+    const a = t.actor();
+    a.setDesired(desired(1, true, { n: 1 }));
+    a.setDesired(desired(2, false, { n: 1 }));
+    a.setDesired(desired(3, true, { n: 1 }));
+    a.invoke(delivery('i1').del);
+    await settle();
+    a.setDesired(desired(4, true, { n: 2 }));
+    await settle();
+    a.delete();
+    await settle();
+    expect(t.calls.map((c) => `${c.method}:${c.props.n}`)).toEqual(['deploy:1', 'activate:1', 'deactivate:1', 'activate:1', 'run:1', 'deactivate:1', 'activate:2', 'deactivate:2']);
   });
 
   it('records a throwing hook as an $errors event and keeps going', async () => {

@@ -1,4 +1,4 @@
-import { DesiredSourceState, EmittedEvent, unpackHttpEvent } from '@app/contracts';
+import { chainRefusal, DesiredSourceState, EmittedEvent, unpackHttpEvent } from '@app/contracts';
 import { Executed, RunContext, RunInput, SourceExecution } from './source-execution';
 import { ActorState, emptyState, RECENT_INVOCATIONS, StateConflictError, StoredState, withWrites } from './actor-state';
 import type { ActorDeps, InvocationDelivery } from './actor-deps';
@@ -302,9 +302,9 @@ export class SourceActor {
     const state = this.state();
     const seen = new Set(state.recent);
     const outcomes = this.outcomes();
-    const runnable = deliveries.filter((d) => admit(outcomes, d, state, seen));
-    if (!runnable.length) return;
-    const inputs: RunInput[] = runnable.map(({ msg }) => ({
+    const admitted = deliveries.filter((d) => admit(outcomes, d, state, seen));
+    const ctx = this.ctx();
+    const input = ({ msg }: SettledDelivery): RunInput => ({
       method: 'run',
       invocationId: msg.invocationId,
       codeHash: state.codeHash as string,
@@ -312,8 +312,11 @@ export class SourceActor {
       endpointUrl: state.endpointUrl,
       event: msg.kind === 'http' ? unpackHttpEvent(msg.event) : msg.event,
       replyTo: msg.replyTo,
-    }));
-    const ctx = this.ctx();
+      chain: msg.chain,
+    });
+    const runnable = await this.refuseChained(admitted, input, ctx);
+    if (!runnable.length) return;
+    const inputs = runnable.map(input);
     let executed: Executed[] | undefined;
     if (inputs.length > 1) {
       executed = await this.execution.executeBatch(inputs, ctx);
@@ -348,6 +351,25 @@ export class SourceActor {
       await this.save({ ...current, db, dedupe, timer, recent });
     }
     executed.forEach(({ result }, i) => finished(outcomes, runnable[i], result));
+  }
+
+  /**
+   * Invocations the chain bounds refuse (`chainRefusal`: a subscription loop, a chain that multiplies) are not
+   * run (nor counted as usage): each is acknowledged with its refusal as the run's error, an `$errors` event of this source.
+   * Returns the others.
+   */
+  private async refuseChained(deliveries: SettledDelivery[], input: (d: SettledDelivery) => RunInput, ctx: RunContext): Promise<SettledDelivery[]> {
+    const limits = { maxDepth: this.deps.config.subscriptionMaxDepth, maxRuns: this.deps.config.subscriptionChainMaxRuns };
+    const refused = deliveries.map((d) => ({ d, error: chainRefusal(d.msg.chain, limits) })).filter((r) => r.error);
+    if (!refused.length) return deliveries;
+    const executed = refused.map(({ d, error }): Executed => ({ input: input(d), dedupe: undefined, result: { emits: [], dbWrites: {}, logs: [], error, durationMs: 0 } }));
+    await this.execution.publishEvents(executed.flatMap((ex) => this.execution.outputs(this.state(), ex, ctx).events));
+    for (const { d } of refused) {
+      d.ack();
+      this.deps.metrics.invocations.inc({ outcome: 'chain_refused', kind: d.msg.kind });
+    }
+    this.log().info({ invocations: refused.length, chain: refused[0].d.msg.chain }, 'not run: past SUBSCRIPTION_MAX_DEPTH or SUBSCRIPTION_CHAIN_MAX_RUNS (recorded as $errors events)');
+    return deliveries.filter((d) => !refused.some((r) => r.d === d));
   }
 
   /** What `admit` and `finished` read of this actor. */

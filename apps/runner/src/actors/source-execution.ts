@@ -1,4 +1,4 @@
-import { type DesiredSourceState, type EmittedEvent, encodeJson } from '@app/contracts';
+import { type Chain, chainOf, type DesiredSourceState, type EmittedEvent, encodeJson } from '@app/contracts';
 import { dbSizeBytes, type ExecuteResult, type MethodName } from '@app/sandbox';
 import type { ActorDeps } from './actor-deps';
 import { type ActorState, STATE_ROOM_BYTES, withWrites } from './actor-state';
@@ -15,6 +15,8 @@ export interface RunInput {
   endpointUrl?: string;
   event?: unknown;
   replyTo?: string;
+  /** The invocation's chain of subscriptions (`InvocationMessage.chain`). */
+  chain?: Chain;
 }
 
 export interface Executed {
@@ -187,7 +189,7 @@ export class SourceExecution {
     const now = this.now();
     // Only an error needs the triggering event (size-checked) in its $errors event.
     const original = () => originalEventWithin(input.event, this.deps.config.eventMaxBytes);
-    const out = buildOutputs(result, { sourceId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', invocationId: input.invocationId, dedupe, originalEvent: result.error ? original() : null, now }, state.dedupe, ctx.clock);
+    const out = buildOutputs(result, { sourceId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', invocationId: input.invocationId, dedupe, originalEvent: result.error ? original() : null, now, chain: chainOf(input.invocationId, input.chain) }, state.dedupe, ctx.clock);
     let db = state.db;
     const next = withWrites(state.db, result.dbWrites ?? {});
     if (next !== db) {
@@ -201,7 +203,7 @@ export class SourceExecution {
           ? `$.service.db size limit exceeded: the source's state would be ${overMessage} bytes, more than one NATS message holds (${this.deps.config.stateMaxBytes} bytes); this run's db writes were discarded`
           : `$.service.db size limit exceeded: the db would hold ${size} bytes, the limit is ${cap} bytes; this run's db writes were discarded`;
         const error = { name: 'DbSizeLimitError', message };
-        out.events.push({ id: ctx.clock.next(), emitterId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', name: '$errors', event: errorEvent(error, original(), now), ts: now, emitId: `${input.invocationId}:db0`, emittedAtMs: now });
+        out.events.push({ id: ctx.clock.next(), emitterId: this.sourceId, ownerId: ctx.desired?.ownerId ?? '', name: '$errors', event: errorEvent(error, original(), now), ts: now, emitId: `${input.invocationId}:db0`, emittedAtMs: now, chain: chainOf(input.invocationId, input.chain) });
       } else db = next;
     }
     return { events: out.events, db, dedupe: out.dedupeChanged ? out.dedupe : state.dedupe };

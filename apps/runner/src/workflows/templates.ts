@@ -5,31 +5,13 @@
  * the runner. A string that is exactly one template takes the value's own type;
  * templates inside longer text are interpolated (objects as JSON).
  */
-const WHOLE = /^\{\{\s*([^{}]+?)\s*\}\}$/;
-const PART = /\{\{\s*([^{}]+?)\s*\}\}/g;
-const SEGMENT = /^[A-Za-z_$][A-Za-z0-9_$-]*$/;
+import { parsePath, TEMPLATE_PART as PART, TEMPLATE_WHOLE as WHOLE, TemplateError } from '@app/component-model';
+
+export { parsePath, TemplateError };
 
 export interface TemplateScope {
   steps: Record<string, unknown>;
   secrets: Record<string, string>;
-}
-
-export class TemplateError extends Error {}
-
-/** `a.b[0].c` or `a["b c"]` → ['a', 'b', '0', 'c']. */
-export function parsePath(expr: string): string[] {
-  const out: string[] = [];
-  const re = /\.?([A-Za-z_$][A-Za-z0-9_$-]*)|\[(\d+)\]|\[\s*"([^"]*)"\s*\]|\[\s*'([^']*)'\s*\]/y;
-  let at = 0;
-  while (at < expr.length) {
-    re.lastIndex = at;
-    const m = re.exec(expr);
-    if (!m || (at === 0 && expr[0] === '.')) throw new TemplateError(`cannot read "{{${expr}}}": only property paths like steps.name.$return_value.field are allowed`);
-    out.push(m[1] ?? m[2] ?? m[3] ?? m[4]);
-    at = re.lastIndex;
-  }
-  if (!out.length || !SEGMENT.test(out[0])) throw new TemplateError(`cannot read "{{${expr}}}"`);
-  return out;
 }
 
 function lookup(expr: string, scope: TemplateScope): unknown {

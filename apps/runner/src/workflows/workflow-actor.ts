@@ -1,11 +1,11 @@
-import { type DesiredSourceState, type DesiredWorkflowState, encodeJson, fnv1a, unpackHttpEvent } from '@app/contracts';
+import { type DesiredSourceState, type DesiredWorkflowState, chainOf, chainRefusal, encodeJson, fnv1a, unpackHttpEvent } from '@app/contracts';
 import type { ActorDeps, InvocationDelivery } from '../actors/actor-deps';
 import { type ActorState, StateConflictError } from '../actors/actor-state';
 import { EmitterClock, type EmitterClockState } from '../actors/emit-ids';
 import { replyError } from '../actors/source-execution';
 import { specKey, type TimerState } from '../timers/timer-slots';
 import { runEvents } from './workflow-events';
-import { runWorkflow, withDbWrites } from './workflow-run';
+import { refusedRun, runWorkflow, withDbWrites } from './workflow-run';
 import type { SendPublisher } from './workflow-sends';
 
 /** KV `source-state`, key = workflow id. */
@@ -227,13 +227,16 @@ export class WorkflowActor {
     if (state.recent.includes(msg.invocationId)) return skip('duplicate', 409);
     const startedAtMs = this.now();
     const event = msg.kind === 'http' ? unpackHttpEvent(msg.event) : msg.event;
-    const outcome = await runWorkflow(this.deps, desired, { invocationId: msg.invocationId, event, replyTo: msg.replyTo, dbs: state.dbs, startedAtMs, stopped: () => this.stopped });
+    const refused = chainRefusal(msg.chain, { maxDepth: this.deps.config.subscriptionMaxDepth, maxRuns: this.deps.config.subscriptionChainMaxRuns });
+    const outcome = refused
+      ? refusedRun(desired, refused, startedAtMs)
+      : await runWorkflow(this.deps, desired, { invocationId: msg.invocationId, event, replyTo: msg.replyTo, dbs: state.dbs, startedAtMs, stopped: () => this.stopped });
     if (this.stopped) return delivery.nak();
     if (msg.replyTo && !outcome.responded) {
       if (outcome.response) this.deps.publisher.reply(msg.replyTo, outcome.response);
       else replyError(this.deps.publisher, msg.replyTo, 502, outcome.error ? `the workflow failed before responding: ${outcome.error.message}` : 'the workflow finished without calling $.respond()');
     }
-    const events = runEvents(desired, msg.invocationId, event, startedAtMs, outcome, this.clock, this.deps.config.eventMaxBytes, this.now());
+    const events = runEvents(desired, msg.invocationId, event, startedAtMs, outcome, this.clock, this.deps.config.eventMaxBytes, this.now(), chainOf(msg.invocationId, msg.chain));
     await this.deps.publisher.publishEvents(events);
     if (outcome.status !== 'error') {
       const sse = outcome.sends.filter((x) => x.kind === 'sse');
@@ -254,9 +257,10 @@ export class WorkflowActor {
       const timer = msg.kind === 'timer' && msg.scheduledAtMs !== undefined && s.timer ? { ...s.timer, lastSlotMs: Math.max(s.timer.lastSlotMs ?? 0, msg.scheduledAtMs) } : s.timer;
       return { ...s, dbs, timer, recent: [...s.recent, msg.invocationId].slice(-RECENT) };
     });
-    this.deps.publisher.publishUsage({ ownerId: desired.ownerId, sourceId: this.sourceId, invocationId: msg.invocationId, computeMs: Math.round(outcome.durationMs), finishedAtMs: this.now() }, delivery.redelivered || msg.kind === 'subscription' || msg.kind === 'timer');
+    // A refused run is no run: not counted as usage.
+    if (!refused) this.deps.publisher.publishUsage({ ownerId: desired.ownerId, sourceId: this.sourceId, invocationId: msg.invocationId, computeMs: Math.round(outcome.durationMs), finishedAtMs: this.now() }, delivery.redelivered || msg.kind === 'subscription' || msg.kind === 'timer');
     delivery.ack();
-    this.deps.metrics.invocations.inc({ outcome: outcome.status === 'error' ? 'error' : 'ok', kind: msg.kind });
+    this.deps.metrics.invocations.inc({ outcome: refused ? 'chain_refused' : outcome.status === 'error' ? 'error' : 'ok', kind: msg.kind });
     this.deps.metrics.runDuration.observe({ method: 'workflow' }, outcome.durationMs / 1000);
     if (outcome.status === 'error') this.log().info({ invocation_id: msg.invocationId, step: outcome.error?.step, error: outcome.error?.message }, 'workflow run failed (recorded as an $errors event)');
   }

@@ -1,4 +1,4 @@
-import type { DesiredWorkflowState, EmittedEvent } from '@app/contracts';
+import type { Chain, DesiredWorkflowState, EmittedEvent } from '@app/contracts';
 import type { EmitterClock } from '../actors/emit-ids';
 import { originalEventWithin } from '../actors/outputs';
 import { RunOutcome, StepRecord, triggerContext } from './workflow-run';
@@ -37,11 +37,12 @@ function emitOf(payload: unknown): { event: unknown; name: string } {
  * What a finished run publishes on `emit.<workflowId>`: each log line and the
  * run record on `$logs`, the `$.send.emit` events (only after a successful run),
  * the `$errors` event of a failed run (the spec's "Workflow error event summary").
- * Emit ids derive from the invocation id, so a rerun publishes nothing twice.
+ * Emit ids derive from the invocation id, so a rerun publishes nothing twice. Each carries the invocation's
+ * chain of subscriptions.
  */
-export function runEvents(desired: DesiredWorkflowState, invocationId: string, event: unknown, startedAtMs: number, outcome: RunOutcome, clock: EmitterClock, eventMaxBytes: number, now: number): EmittedEvent[] {
+export function runEvents(desired: DesiredWorkflowState, invocationId: string, event: unknown, startedAtMs: number, outcome: RunOutcome, clock: EmitterClock, eventMaxBytes: number, now: number, chain?: Chain): EmittedEvent[] {
   const out: EmittedEvent[] = [];
-  const base = { emitterId: desired.workflowId, ownerId: desired.ownerId, emittedAtMs: now };
+  const base = { emitterId: desired.workflowId, ownerId: desired.ownerId, emittedAtMs: now, ...(chain ? { chain } : {}) };
   const push = (kind: string, index: number, name: string, body: unknown, ts: number, summary?: string): void => {
     out.push({ ...base, id: clock.next(), name, event: body, ts, emitId: `${invocationId}:${kind}${index}`, ...(summary ? { summary } : {}) });
   };

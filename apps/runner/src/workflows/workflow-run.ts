@@ -69,6 +69,11 @@ export interface RunOutcome {
   response?: ExecuteResult['response'];
 }
 
+/** The outcome of a run refused before its first step (`chainRefusal`): an error at the trigger, nothing run. */
+export function refusedRun(desired: DesiredWorkflowState, error: { name: string; message: string }, ts: number): RunOutcome {
+  return { status: 'error', steps: [], logs: [], sends: [], dbWrites: {}, durationMs: 0, responded: false, error: { ...error, stack: '', cellId: desired.steps[0]?.cellId ?? '', step: 'trigger', ts } };
+}
+
 /** The `original_context` of `$errors` events and `steps.trigger.context`. */
 export function triggerContext(desired: DesiredWorkflowState, invocationId: string, startedAtMs: number): Record<string, unknown> {
   const sourceType = { http: 'HTTP', timer: 'TIMER', source: 'COMPONENT', events: 'EMITTER', manual: 'MANUAL' }[desired.trigger.type];

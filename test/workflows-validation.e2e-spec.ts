@@ -1,0 +1,118 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * What a workflow deploy refuses (400 invalid_workflow naming the field) instead of storing something
+ * that changes or fails at run time: step props checked as a source's are (templates left to the run),
+ * a source as a step, a timer with both schedules, fields of a manual trigger, templates that cannot
+ * resolve. And the errors a workflow's HTTP endpoint answers say "workflow", not "source".
+ */
+const ACTION = `export default {
+  key: "wf-send-message", name: "Send message", version: "0.0.1", type: "action",
+  props: { channel: { type: "string" }, text: { type: "string" }, n: { type: "integer", optional: true } },
+  async run({ $ }) { return { channel: this.channel, text: this.text, n: this.n }; },
+};`;
+
+const TYPED = `export default defineComponent({
+  props: { n: { type: "integer" }, c: { type: "string", options: ["a", "b"] } },
+  async run({ steps, $ }) { return { n: this.n, c: this.c }; },
+});`;
+
+const SOURCE_STEP = `export default defineComponent({
+  type: "source",
+  props: { http: "$.interface.http" },
+  async run(event) { this.$emit(event); },
+});`;
+
+type Run = { status: string; steps: { name: string; return_value?: unknown; error?: { name: string; message: string } }[] };
+
+describe('workflow definitions: what a deploy refuses', () => {
+  let system: System;
+  let user: TestUser;
+
+  beforeAll(async () => {
+    system = await startSystem({ HTTP_RESPONSE_TIMEOUT_MS: '1500' });
+    user = createUser(system);
+    expect((await api().post('/components', { component_code: ACTION })).status).toBe(200);
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  const api = () => client(system, user.apiKey);
+  const refused = async (body: Record<string, unknown>, path: string): Promise<void> => {
+    const res = await api().post('/workflows', { trigger: { manual: {} }, ...body });
+    expect({ status: res.status, code: res.body.code, path: res.body.details?.path }).toEqual({ status: 400, code: 'invalid_workflow', path });
+    expect(res.body.error.startsWith(`${path}: `)).toBe(true);
+  };
+  const runsOf = async (id: string): Promise<Run[]> => ((await api().get(`/workflows/${id}/runs`)).body?.data ?? []) as Run[];
+
+  it("validates a step's props as a source's: types, options, required and unknown props; a template is left to the run", async () => {
+    await refused({ name: 'typed', steps: [{ name: 'a', code: TYPED, props: { n: 'abc', c: 'a' } }] }, 'steps[0].props.n');
+    await refused({ name: 'typed', steps: [{ name: 'a', code: TYPED, props: { n: 1, c: 'zzz' } }] }, 'steps[0].props.c');
+    await refused({ name: 'act', steps: [{ name: 'send', action: 'wf-send-message', props: { text: 'hi' } }] }, 'steps[0].props.channel');
+    await refused({ name: 'act', steps: [{ name: 'send', action: 'wf-send-message', props: { channel: '#x', text: 'hi', nope: 1 } }] }, 'steps[0].props.nope');
+
+    const created = await api().post('/workflows', {
+      name: 'templated',
+      trigger: { manual: {} },
+      steps: [
+        { name: 'typed', code: TYPED, props: { n: '{{steps.trigger.event.n}}', c: '{{secrets.C}}' } },
+        { name: 'send', action: 'wf-send-message', props: { channel: '#orders', text: 'n is {{steps.typed.$return_value.n}}' } },
+      ],
+      secrets: { C: 'b' },
+    });
+    expect(created.status).toBe(200);
+    const id = created.body.data.id as string;
+    expect((await api().post(`/workflows/${id}/run`, { event: { n: 7 } })).status).toBe(202);
+    const [run] = await eventually(async () => ((await runsOf(id)).length ? runsOf(id) : undefined), { what: 'the run' });
+    expect(run.status).toBe('success');
+    expect(run.steps.map((s) => s.return_value)).toEqual([{ n: 7, c: 'b' }, { channel: '#orders', text: 'n is 7' }]);
+  });
+
+  it('refuses a source as a step: a registry source as action, or code of type "source"', async () => {
+    await eventually(async () => (await api().get('/components/registry/http-request-counter')).status === 200, { what: 'the registry to be seeded' });
+    await refused({ name: 'src', steps: [{ name: 'count', action: 'http-request-counter' }] }, 'steps[0].action');
+    await refused({ name: 'src', steps: [{ name: 'hook', code: SOURCE_STEP }] }, 'steps[0].code');
+  });
+
+  it('refuses a timer with both cron and intervalSeconds, and fields of a manual trigger', async () => {
+    const steps = [{ name: 'a', code: TYPED, props: { n: 1, c: 'a' } }];
+    await refused({ name: 'both', trigger: { timer: { cron: '0 * * * *', intervalSeconds: 60 } }, steps }, 'trigger.timer');
+    await refused({ name: 'manual', trigger: { manual: { x: 1 } }, steps }, 'trigger.manual.x');
+  });
+
+  it('refuses templates that cannot resolve: not steps./trigger./secrets., an unknown step, the step itself or a later one', async () => {
+    const a = { name: 'a', code: TYPED, props: { n: 1, c: 'a' } };
+    await refused({ name: 'tpl', steps: [a, { name: 'send', action: 'wf-send-message', props: { channel: '{{ foo }}', text: 't' } }] }, 'steps[1].props.channel');
+    await refused({ name: 'tpl', steps: [a, { name: 'send', action: 'wf-send-message', props: { channel: '#x', text: 'x {{steps.nosuch.y}}' } }] }, 'steps[1].props.text');
+    await refused({ name: 'tpl', steps: [a, { name: 'b', action: 'wf-send-message', props: { channel: '#x', text: '{{steps.b.y}}' } }] }, 'steps[1].props.text');
+    await refused({ name: 'tpl', steps: [{ name: 'first', action: 'wf-send-message', props: { channel: '#x', text: '{{steps.a.$return_value}}' } }, a] }, 'steps[0].props.text');
+  });
+
+  it('says "workflow" in the errors of a workflow\'s HTTP endpoint (504, 502 for a 1xx, 404 when inactive)', async () => {
+    const deploy = async (name: string, body: string, active = true): Promise<string> => {
+      const res = await api().post('/workflows', { name, active, trigger: { http: { customResponse: true } }, steps: [{ name: 'answer', code: `export default defineComponent({ async run({ steps, $ }) { ${body} } });` }] });
+      expect(res.status).toBe(200);
+      return res.body.data.trigger.endpoint_url as string;
+    };
+    const slow = await deploy('slow', 'await new Promise((r) => setTimeout(r, 5000));');
+    const timeout = await eventually(async () => {
+      const r = await fetch(slow, { method: 'POST' });
+      return r.status === 504 ? r : undefined;
+    }, { what: 'the 504', timeoutMs: 30_000 });
+    expect(((await timeout.json()) as { error: string }).error).toBe('the workflow did not call respond() within 1500 ms');
+
+    const informational = await deploy('informational', 'await $.respond({ status: 101, body: "x" });');
+    const bad = await eventually(async () => {
+      const r = await fetch(informational, { method: 'POST' });
+      return r.status === 502 ? r : undefined;
+    }, { what: 'the 502' });
+    expect(((await bad.json()) as { error: string }).error).toMatch(/^the workflow responded with status 101: /);
+
+    const inactive = await deploy('inactive', 'await $.respond({ status: 200 });', false);
+    const res = await fetch(inactive, { method: 'POST' });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: `no active HTTP workflow at endpoint ${inactive.slice(inactive.lastIndexOf('/') + 1)}`, code: 'not_found' });
+  });
+});
