@@ -80,6 +80,17 @@ describe('SSE streams of a source', () => {
     obs.close();
   });
 
+  it('shows an event emitted as soon as the handshake is read (the stream starts before its handshake)', async () => {
+    for (let i = 0; i < 20; i++) {
+      const src = await insertSource(system, user.id);
+      const stream = await openStream(system, `/sse/dc/${src}/emits`, user.apiKey);
+      await eventually(async () => stream.frames[0]?.comment === 'sse-handshake', { what: 'handshake', intervalMs: 1 });
+      const e = await emitter.emit(src, user.id, { i });
+      await eventually(async () => events(stream.frames).some((f) => f.id === e.id), { what: `the event emitted right after handshake ${i}`, timeoutMs: 8_000 });
+      stream.close();
+    }
+  });
+
   it('resumes after Last-Event-ID, replaying what was missed, then continues live', async () => {
     const src = await insertSource(system, user.id);
     const sent: EmittedEvent[] = [];

@@ -105,10 +105,13 @@ export class SseService implements BeforeApplicationShutdown {
 
   private async openStream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, stillAllowed: () => Promise<boolean>, release: () => void): Promise<void> {
     await this.nats.ensureConnected();
-    const consumer = await this.nats.js.consumers.get(this.nats.names.emitsStream, {
-      filterSubjects: this.nats.names.emit(sourceId),
-      ...(after ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, after.ms - REPLAY_SLACK_MS)).toISOString() } : { deliver_policy: DeliverPolicy.New }),
-    });
+    // A new stream shows every event stored after its handshake. The ordered consumer is made on the first fetch,
+    // after the handshake is written, so "new" would be counted from then: it starts after the stream's last sequence
+    // as it stands now instead.
+    const start = after
+      ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, after.ms - REPLAY_SLACK_MS)).toISOString() }
+      : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: (await this.nats.jsm.streams.info(this.nats.names.emitsStream)).state.last_seq + 1 };
+    const consumer = await this.nats.js.consumers.get(this.nats.names.emitsStream, { filterSubjects: this.nats.names.emit(sourceId), ...start });
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, SSE_RESPONSE_HEADERS);

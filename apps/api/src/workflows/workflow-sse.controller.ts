@@ -48,6 +48,11 @@ export class WorkflowSseController implements BeforeApplicationShutdown {
     if (answeredHead(reply)) return;
     const stillAllowed = this.access(authorization, id);
     const sub = this.nats.nc.subscribe(this.nats.names.workflowSse(id));
+    // The server has the subscription before the handshake says the stream is open.
+    await this.nats.nc.flush().catch((err: Error) => {
+      sub.unsubscribe();
+      throw err;
+    });
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, SSE_RESPONSE_HEADERS);
