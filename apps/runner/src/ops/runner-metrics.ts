@@ -14,6 +14,7 @@ export class RunnerMetrics {
   readonly timerSources: Gauge;
   readonly installs: Counter<'outcome'>;
   readonly fenced: Counter;
+  readonly handedBack: Counter;
   readonly sandboxes: Gauge;
   readonly sandboxTasks: Gauge;
 
@@ -61,6 +62,7 @@ export class RunnerMetrics {
         this.set(sandboxStats()?.queueSize ?? 0);
       },
     });
+    this.handedBack = new Counter({ name: 'runner_invocations_handed_back_total', help: "Invocations handed back to JetStream for later (a nak with a delay) because their account or source held a quarter of the partition's room while less than a quarter was free, or an earlier one of their source was still handed back", registers: [registry] });
     this.fenced = new Counter({ name: 'runner_fenced_total', help: 'Actors dropped because another replica fenced their state', registers: [registry] });
   }
 }

@@ -6,6 +6,7 @@ import type { ActorDeps, InvocationDelivery } from '../actors/actor-deps';
 import { SourceActor } from '../actors/source-actor';
 import { WorkflowActor } from '../workflows/workflow-actor';
 import { NatsSendPublisher } from '../workflows/workflow-sends';
+import { DEFER_MAX_MS, PartitionAdmission } from './partition-admission';
 
 /** Sources (`dc_…`) and workflows (`p_…`) share partitions, desired states and invocation consumers. */
 type PartitionActor = SourceActor | WorkflowActor;
@@ -24,6 +25,12 @@ const nanos = (ms: number): number => ms * 1_000_000;
 /** Redeliveries (and their delay) granted to an invocation whose source this partition does not know yet. */
 const UNKNOWN_SOURCE_RETRIES = 5;
 const UNKNOWN_SOURCE_RETRY_MS = 1000;
+/**
+ * JetStream's `max_ack_pending` of a partition's consumer, in multiples of what the runner holds (`maxInflight`):
+ * the invocations the runner hands back for fairness (PartitionAdmission) stay pending there, and the consumer must
+ * still reach the other sources' invocations behind them.
+ */
+const SERVER_PENDING_FACTOR = 10;
 
 /**
  * Everything one owned partition runs: a KV watch on its desired states
@@ -34,6 +41,7 @@ const UNKNOWN_SOURCE_RETRY_MS = 1000;
 export class PartitionWorker {
   private readonly actors = new Map<string, PartitionActor>();
   private readonly inflight = new Set<JsMsg>();
+  private readonly admission: PartitionAdmission;
   private readonly refencing = new Set<string>();
   private watch: QueuedIterator<KvEntry> | undefined;
   private messages: ConsumerMessages | undefined;
@@ -49,6 +57,7 @@ export class PartitionWorker {
     private readonly opts: PartitionWorkerOptions,
   ) {
     this.log = deps.logger.child({ partition });
+    this.admission = new PartitionAdmission(opts.maxInflight, opts.ackWaitMs + 10 * DEFER_MAX_MS);
   }
 
   get actorCount(): number {
@@ -69,7 +78,7 @@ export class PartitionWorker {
       filter_subject: this.nats.names.invocationsOfPartition(this.partition),
       ack_wait: nanos(this.opts.ackWaitMs),
       max_deliver: -1,
-      max_ack_pending: this.opts.maxInflight,
+      max_ack_pending: this.opts.maxInflight * SERVER_PENDING_FACTOR,
     });
     const consumer = await boundConsumer(this.nats.js, stream, durable);
     if (this.stopped) return;
@@ -127,6 +136,7 @@ export class PartitionWorker {
       const onGone = (gone: PartitionActor, reason: 'deleted' | 'fenced'): void => {
         if (this.actors.get(sourceId) !== gone) return;
         this.actors.delete(sourceId);
+        this.admission.forget(sourceId);
         this.deps.metrics.actors.dec();
         if (reason === 'fenced') this.refence(sourceId, gone.lastDesired);
       };
@@ -193,16 +203,27 @@ export class PartitionWorker {
       void this.unknownSource(m, msg);
       return;
     }
+    const owner = actor.lastDesired?.ownerId ?? '';
+    const admitted = this.admission.offer(msg.sourceId, owner, m.info.streamSequence);
+    if (!admitted.hold) {
+      m.nak(admitted.delayMs);
+      this.deps.metrics.handedBack.inc();
+      return;
+    }
     this.inflight.add(m);
+    const settle = (): void => {
+      if (this.inflight.delete(m)) this.admission.release(msg.sourceId, owner);
+    };
     const delivery: InvocationDelivery = {
       msg,
-      redelivered: m.redelivered,
+      // Handed back by this replica without running is not a redelivery.
+      redelivered: m.info.redeliveryCount - admitted.deferrals > 1,
       ack: () => {
-        this.inflight.delete(m);
+        settle();
         m.ack();
       },
       nak: (delayMs?: number) => {
-        this.inflight.delete(m);
+        settle();
         m.nak(delayMs);
       },
     };
