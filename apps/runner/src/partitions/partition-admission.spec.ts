@@ -40,13 +40,16 @@ describe('PartitionAdmission', () => {
     expect(a.offer('dc_a', 'u_a', 7).hold).toBe(false);
     expect(a.offer('dc_a', 'u_a', 8).hold).toBe(false);
     for (let i = 0; i < 6; i++) a.release('dc_a', 'u_a');
-    // 8 comes back first: 7 is still out.
-    expect(a.offer('dc_a', 'u_a', 8)).toEqual({ hold: false, delayMs: 2 * DEFER_MIN_MS });
-    // So does a new one.
-    expect(a.offer('dc_a', 'u_a', 9).hold).toBe(false);
+    // 8 comes back first: 7 is still out, due back in 200 ms; 8 comes back just after it.
+    clock = 50;
+    expect(a.offer('dc_a', 'u_a', 8)).toEqual({ hold: false, delayMs: DEFER_MIN_MS - 50 + 20 });
+    // So does a new one; waiting for an earlier one does not lengthen the wait.
+    expect(a.offer('dc_a', 'u_a', 9)).toEqual({ hold: false, delayMs: DEFER_MIN_MS - 50 + 20 });
+    clock = 150;
+    expect(a.offer('dc_a', 'u_a', 9)).toEqual({ hold: false, delayMs: DEFER_MIN_MS - 150 + 20 });
     expect(a.offer('dc_a', 'u_a', 7)).toEqual({ hold: true, deferrals: 1 });
     expect(a.offer('dc_a', 'u_a', 8)).toEqual({ hold: true, deferrals: 2 });
-    expect(a.offer('dc_a', 'u_a', 9)).toEqual({ hold: true, deferrals: 1 });
+    expect(a.offer('dc_a', 'u_a', 9)).toEqual({ hold: true, deferrals: 2 });
   });
 
   it('holds an earlier invocation coming back (a redelivery) before those handed back', () => {

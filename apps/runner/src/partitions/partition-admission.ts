@@ -1,16 +1,22 @@
 /** What a partition does with an invocation it received: hold it (the actor gets it) or hand it back for later. */
 export type Admission = { hold: true; deferrals: number } | { hold: false; delayMs: number };
 
-/** A handed-back invocation returns after this long at first, twice as long each time it is handed back again… */
+/** An invocation handed back for want of room returns after this long at first, twice as long each time it finds no room again… */
 export const DEFER_MIN_MS = 200;
 /** …up to this. */
 export const DEFER_MAX_MS = 2_000;
+/** One handed back because an earlier one of its source is out returns this long after that one is due. */
+const AFTER_EARLIER_MS = 20;
 
 interface Deferred {
   /** How many times this replica handed it back. */
   times: number;
+  /** How many of those for want of room (the delay doubles with each). */
+  noRoom: number;
   /** When it last came back (or was first handed back). */
   seenMs: number;
+  /** When it is due back. */
+  dueMs: number;
 }
 
 /**
@@ -58,15 +64,20 @@ export class PartitionAdmission {
     if (mine) mine.seenMs = this.now();
     if (out) this.forgetStale(sourceId, out);
     const first = out?.seqs[0];
-    const inOrder = first === undefined || seq <= first;
-    if (inOrder && this.hasRoom(sourceId, owner)) {
-      if (mine) this.remove(sourceId, seq);
-      this.total++;
-      this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + 1);
-      this.perSource.set(sourceId, (this.perSource.get(sourceId) ?? 0) + 1);
-      return { hold: true, deferrals: mine?.times ?? 0 };
+    if (first !== undefined && seq > first) {
+      // Not before the earliest of its source that is out: it comes back just after that one.
+      const earliest = out?.info.get(first) as Deferred;
+      return { hold: false, delayMs: this.defer(sourceId, seq, Math.max(0, earliest.dueMs - this.now()) + AFTER_EARLIER_MS) };
     }
-    return { hold: false, delayMs: this.defer(sourceId, seq) };
+    if (!this.hasRoom(sourceId, owner)) {
+      const noRoom = (mine?.noRoom ?? 0) + 1;
+      return { hold: false, delayMs: this.defer(sourceId, seq, Math.min(DEFER_MAX_MS, DEFER_MIN_MS * 2 ** (noRoom - 1)), true) };
+    }
+    if (mine) this.remove(sourceId, seq);
+    this.total++;
+    this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + 1);
+    this.perSource.set(sourceId, (this.perSource.get(sourceId) ?? 0) + 1);
+    return { hold: true, deferrals: mine?.times ?? 0 };
   }
 
   /** An invocation held by `offer` settled (acknowledged or handed back). */
@@ -87,17 +98,20 @@ export class PartitionAdmission {
     return (this.perOwner.get(owner) ?? 0) < this.share && (this.perSource.get(sourceId) ?? 0) < this.share;
   }
 
-  private defer(sourceId: string, seq: number): number {
+  /** Records `seq` of `sourceId` as handed back for `delayMs`; returns the delay. */
+  private defer(sourceId: string, seq: number, delayMs: number, noRoom = false): number {
     let out = this.deferred.get(sourceId);
     if (!out) this.deferred.set(sourceId, (out = { seqs: [], info: new Map() }));
     let d = out.info.get(seq);
     if (!d) {
-      d = { times: 0, seenMs: this.now() };
+      d = { times: 0, noRoom: 0, seenMs: this.now(), dueMs: 0 };
       out.info.set(seq, d);
       out.seqs.splice(insertionPoint(out.seqs, seq), 0, seq);
     }
     d.times++;
-    return Math.min(DEFER_MAX_MS, DEFER_MIN_MS * 2 ** (d.times - 1));
+    if (noRoom) d.noRoom++;
+    d.dueMs = this.now() + delayMs;
+    return delayMs;
   }
 
   private remove(sourceId: string, seq: number): void {
