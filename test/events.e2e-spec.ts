@@ -162,6 +162,15 @@ describe('event summaries', () => {
     await expectLeft(src, [s[0], s[1], s[3], s[4]]);
     expect((await api.del(`/sources/${src}/events?start_id=nope`)).status).toBe(400);
     expect((await api.del(`/sources/${src}/events?start_id=${s[3]}&end_id=${s[1]}`)).status).toBe(400);
+    // An empty id (a client's unset variable) is malformed, never "every event".
+    for (const q of ['start_id=', 'end_id=', `start_id=${s[1]}&end_id=`]) {
+      const res = await api.del(`/sources/${src}/events?${q}`);
+      expect([q, res.status, res.body?.code]).toEqual([q, 400, 'invalid_request']);
+    }
+    const body = await fetch(`${system.origin}/v1/sources/${src}/events`, { method: 'DELETE', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body: '{"end_id":""}' });
+    expect(body.status).toBe(400);
+    await new Promise((r) => setTimeout(r, 500));
+    await expectLeft(src, [s[0], s[1], s[3], s[4]]);
   });
 
   it('answers 404 for the event summaries of an unknown workflow', async () => {

@@ -100,6 +100,24 @@ describe('subscriptions and auto-subscriptions', () => {
     expect((await subscribe({ emitter_id: upstream, listener_id: src })).status).toBe(404);
   });
 
+  it('a subscription made while its source or webhook is deleted goes with it, and of two deletes at once one answers 404', async () => {
+    for (let round = 0; round < 8; round++) {
+      const src = await insertSource(system, user.id);
+      const wh = await webhook();
+      const [srcGone, srcAgain, whGone, whAgain, ...made] = await Promise.all([
+        api.del(`/sources/${src}`),
+        api.del(`/sources/${src}`),
+        api.del(`/webhooks/${wh}`),
+        api.del(`/webhooks/${wh}`),
+        ...[1, 2, 3, 4, 5, 6].map((i) => subscribe({ emitter_id: src, listener_id: wh, event_name: `r${i}` })),
+      ]);
+      expect([round, [srcGone.status, srcAgain.status].sort(), [whGone.status, whAgain.status].sort()]).toEqual([round, [204, 404], [204, 404]]);
+      for (const m of made) expect([round, m.status === 200 || m.status === 404]).toEqual([round, true]);
+      const left = (await api.get('/users/me/subscriptions')).body.data as Array<{ emitter_id: string; listener_id: string }>;
+      expect([round, left.filter((s) => s.emitter_id === src || s.listener_id === wh)]).toEqual([round, []]);
+    }
+  });
+
   it('lists an org\'s subscriptions for members only', async () => {
     const org = admin(system, ['orgs', 'create', '--name', 'Subs', '--orgname', `subs-${user.id.slice(3, 12)}`]);
     admin(system, ['orgs', 'add-member', '--org', org.id, '--user', user.id]);

@@ -31,7 +31,8 @@ export class EventsController {
     await this.events.assertSource(auth, id);
     const str = (name: string): string | undefined => {
       const v = input[name];
-      if (v === undefined || v === '') return undefined;
+      // Empty is not "absent": an empty variable in a client must not delete every event.
+      if (v === undefined) return undefined;
       if (typeof v !== 'string') throw new BadRequestError(`${name} must be a string`, { field: name });
       return v;
     };

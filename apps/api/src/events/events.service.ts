@@ -103,10 +103,10 @@ export class EventsService {
    * replica answers) and erases the events from EMITS, which a resumed event stream replays.
    */
   async requestDelete(emitterId: string, startId?: string, endId?: string): Promise<void> {
-    const start = startId ? parseEventId(startId) : undefined;
-    const end = endId ? parseEventId(endId) : undefined;
-    if (startId && !start) throw new BadRequestError('start_id must be an event id like 1700000000000-0', { field: 'start_id' });
-    if (endId && !end) throw new BadRequestError('end_id must be an event id like 1700000000000-0', { field: 'end_id' });
+    const start = startId !== undefined ? parseEventId(startId) : undefined;
+    const end = endId !== undefined ? parseEventId(endId) : undefined;
+    if (startId !== undefined && !start) throw new BadRequestError('start_id must be an event id like 1700000000000-0', { field: 'start_id' });
+    if (endId !== undefined && !end) throw new BadRequestError('end_id must be an event id like 1700000000000-0', { field: 'end_id' });
     if (start && end && (start.ms > end.ms || (start.ms === end.ms && start.seq > end.seq))) {
       throw new BadRequestError('start_id must not be after end_id', { start_id: startId, end_id: endId });
     }

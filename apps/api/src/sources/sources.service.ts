@@ -277,11 +277,16 @@ export class SourcesService {
   /** Marks deleted, bumps the revision, removes the desired state, then the row (the reconciler finishes an interrupted delete). */
   async remove(auth: AuthContext, id: string): Promise<void> {
     const { source } = await this.get(auth, id);
-    const em = this.em.fork();
-    await em.nativeUpdate(Source, { id: source.id }, { deletedAt: Math.floor(Date.now() / 1000), rev: raw('rev + 1') });
     // Its subscriptions go with it, as emitter and as listener (auto-subscriptions too); delivery reloads its routes.
-    await em.nativeDelete(Subscription, { $or: [{ emitterId: source.id }, { listenerId: source.id }] });
-    await em.nativeDelete(AutoSubscription, { listenerId: source.id });
+    // One transaction, the row locked from the first statement (SubscriptionsService.create locks it too): a subscription made meanwhile
+    // finds the source deleted, and of two deletes at once the second finds nothing.
+    const removed = await this.em.fork().transactional(async (tx) => {
+      if (!(await tx.nativeUpdate(Source, { id: source.id, deletedAt: null }, { deletedAt: Math.floor(Date.now() / 1000), rev: raw('rev + 1') }))) return false;
+      await tx.nativeDelete(Subscription, { $or: [{ emitterId: source.id }, { listenerId: source.id }] });
+      await tx.nativeDelete(AutoSubscription, { listenerId: source.id });
+      return true;
+    });
+    if (!removed) throw new NotFoundError(`source ${id} not found`, { id });
     this.nats.nc.publish(this.nats.names.changed('sources'));
     this.logger.log(`source deleted source_id=${source.id}`);
     endpointsChanged(this.nats, [source.endpointKey]);

@@ -1,4 +1,4 @@
-import { EntityManager } from '@mikro-orm/postgresql';
+import { EntityManager, LockMode } from '@mikro-orm/postgresql';
 import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Source, Webhook, Workflow } from '@app/db';
 import { assertAccess, AuthContext } from '../auth/auth.context';
@@ -6,24 +6,31 @@ import { assertAccess, AuthContext } from '../auth/auth.context';
 /** Globs an `emitter_id` may be: all of the subscription owner's sources or workflows. */
 export const EMITTER_GLOBS = ['dc_*', 'p_*'];
 
-/** The owner of an emitter or listener the caller can reach; 404 when missing or not theirs. */
-export async function resolveEmitter(em: EntityManager, auth: AuthContext, id: string): Promise<{ ownerId?: string; glob: boolean }> {
+/**
+ * The owner of an emitter or listener the caller can reach; 404 when missing or not theirs. With `lock` (inside a
+ * transaction) its row is locked (FOR SHARE) until the transaction ends, so a delete of it waits, or has happened.
+ */
+export async function resolveEmitter(em: EntityManager, auth: AuthContext, id: string, lock = false): Promise<{ ownerId?: string; glob: boolean }> {
   if (EMITTER_GLOBS.includes(id)) return { glob: true };
+  const opts = lockIf(lock);
   if (id.startsWith('dc_')) {
-    const source = assertAccess(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id);
+    const source = assertAccess(auth, await em.findOne(Source, { id, deletedAt: null }, opts), 'source', id);
     return { ownerId: source.ownerId, glob: false };
   }
-  if (id.startsWith('p_')) return { ownerId: assertAccess(auth, await em.findOne(Workflow, { id, deletedAt: null }), 'workflow', id).ownerId, glob: false };
+  if (id.startsWith('p_')) return { ownerId: assertAccess(auth, await em.findOne(Workflow, { id, deletedAt: null }, opts), 'workflow', id).ownerId, glob: false };
   throw new BadRequestError('emitter_id must be a source id (dc_…), a workflow id (p_…), or a glob dc_* or p_*', { field: 'emitter_id', value: id });
 }
 
-export async function resolveListener(em: EntityManager, auth: AuthContext, id: string): Promise<{ ownerId: string }> {
+export async function resolveListener(em: EntityManager, auth: AuthContext, id: string, lock = false): Promise<{ ownerId: string }> {
   if (id.includes('*')) throw new BadRequestError('listener_id must be one source (dc_…), workflow (p_…) or webhook (wh_…) id; a glob is only an emitter_id', { field: 'listener_id', value: id });
-  if (id.startsWith('dc_')) return { ownerId: assertAccess(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id).ownerId };
-  if (id.startsWith('wh_')) return { ownerId: assertAccess(auth, await em.findOne(Webhook, { id }), 'webhook', id).ownerId };
-  if (id.startsWith('p_')) return { ownerId: assertAccess(auth, await em.findOne(Workflow, { id, deletedAt: null }), 'workflow', id).ownerId };
+  const opts = lockIf(lock);
+  if (id.startsWith('dc_')) return { ownerId: assertAccess(auth, await em.findOne(Source, { id, deletedAt: null }, opts), 'source', id).ownerId };
+  if (id.startsWith('wh_')) return { ownerId: assertAccess(auth, await em.findOne(Webhook, { id }, opts), 'webhook', id).ownerId };
+  if (id.startsWith('p_')) return { ownerId: assertAccess(auth, await em.findOne(Workflow, { id, deletedAt: null }, opts), 'workflow', id).ownerId };
   throw new BadRequestError('listener_id must be a source (dc_…), workflow (p_…) or webhook (wh_…) id', { field: 'listener_id', value: id });
 }
+
+const lockIf = (lock: boolean) => (lock ? { lockMode: LockMode.PESSIMISTIC_READ } : {});
 
 /** `""` (default channel), a custom name, `$errors` or `$logs`; other `$` names are reserved. */
 export function validateChannel(value: unknown, field = 'event_name'): string {

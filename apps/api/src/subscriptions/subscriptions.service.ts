@@ -31,32 +31,34 @@ export class SubscriptionsService {
   constructor(private readonly em: EntityManager, private readonly nats: NatsService) {}
 
   async create(auth: AuthContext, orgId: unknown, emitterId: string, listenerId: string, eventName: string): Promise<SubscriptionDto> {
-    const em = this.em.fork();
-    await resolveEmitter(em, auth, emitterId);
-    // Checked after both ids resolved: a glob as listener is "an id with another prefix", not a loop.
-    const listener = await resolveListener(em, auth, listenerId);
-    if (emitterId === listenerId) throw new BadRequestError('a source cannot subscribe to itself', { emitter_id: emitterId });
-    const ownerId = orgId ? namespaceOf(auth, orgId) : listener.ownerId;
-    const key = { ownerId, emitterId, listenerId, eventName };
-    const existing = await em.findOne(Subscription, key);
-    if (existing) {
-      // Made again by someone else (the one who made it may have left an org it bridges): it routes for the caller now.
-      if (existing.createdBy !== auth.userId) {
-        existing.createdBy = auth.userId;
-        await em.flush();
-        this.changed();
-      }
-      return toDto(existing);
-    }
-    const sub = Object.assign(new Subscription(), { id: newId('subscription'), ...key, createdBy: auth.userId });
+    let key: Pick<Subscription, 'ownerId' | 'emitterId' | 'listenerId' | 'eventName'> | undefined;
     try {
-      await em.persist(sub).flush();
+      // In one transaction with the emitter and listener locked (FOR SHARE): a delete of either that runs meanwhile
+      // waits for it and then removes the new subscription too, or has happened and this answers 404.
+      const { sub, changed } = await this.em.fork().transactional(async (tx) => {
+        await resolveEmitter(tx, auth, emitterId, true);
+        // Checked after both ids resolved: a glob as listener is "an id with another prefix", not a loop.
+        const listener = await resolveListener(tx, auth, listenerId, true);
+        if (emitterId === listenerId) throw new BadRequestError('a source cannot subscribe to itself', { emitter_id: emitterId });
+        key = { ownerId: orgId ? namespaceOf(auth, orgId) : listener.ownerId, emitterId, listenerId, eventName };
+        const existing = await tx.findOne(Subscription, key);
+        if (existing) {
+          // Made again by someone else (the one who made it may have left an org it bridges): it routes for the caller now.
+          if (existing.createdBy === auth.userId) return { sub: existing, changed: false };
+          existing.createdBy = auth.userId;
+          return { sub: existing, changed: true };
+        }
+        const sub = Object.assign(new Subscription(), { id: newId('subscription'), ...key, createdBy: auth.userId });
+        tx.persist(sub);
+        return { sub, changed: true };
+      });
+      if (changed) this.changed();
+      return toDto(sub);
     } catch (e) {
-      if (!(e instanceof UniqueConstraintViolationException)) throw e;
+      // The same subscription made at the same moment by another request: theirs is the answer.
+      if (!(e instanceof UniqueConstraintViolationException) || !key) throw e;
       return toDto((await this.em.fork().findOne(Subscription, key))!);
     }
-    this.changed();
-    return toDto(sub);
   }
 
   /** Removes the caller's subscriptions matching all three parameters; 404 when there is none. */
@@ -75,19 +77,22 @@ export class SubscriptionsService {
 
   /** Sources created after this call in the owner's namespace get a subscription for `listener_id` (the sources api inserts them). */
   async createAuto(auth: AuthContext, orgId: unknown, listenerId: string, eventName: string): Promise<AutoSubscriptionDto> {
-    const em = this.em.fork();
-    const listener = await resolveListener(em, auth, listenerId);
-    const ownerId = orgId ? namespaceOf(auth, orgId) : listener.ownerId;
-    const key = { ownerId, listenerId, eventName };
-    let auto = await em.findOne(AutoSubscription, key);
-    if (!auto) {
-      auto = Object.assign(new AutoSubscription(), { id: newId('autoSubscription'), ...key });
-      try {
-        await em.persist(auto).flush();
-      } catch (e) {
-        if (!(e instanceof UniqueConstraintViolationException)) throw e;
-        auto = (await this.em.fork().findOne(AutoSubscription, key))!;
-      }
+    let key: Pick<AutoSubscription, 'ownerId' | 'listenerId' | 'eventName'> | undefined;
+    let auto: AutoSubscription;
+    try {
+      // As `create`: the listener stays locked until the auto-subscription is stored.
+      auto = await this.em.fork().transactional(async (tx) => {
+        const listener = await resolveListener(tx, auth, listenerId, true);
+        key = { ownerId: orgId ? namespaceOf(auth, orgId) : listener.ownerId, listenerId, eventName };
+        const found = await tx.findOne(AutoSubscription, key);
+        if (found) return found;
+        const made = Object.assign(new AutoSubscription(), { id: newId('autoSubscription'), ...key });
+        tx.persist(made);
+        return made;
+      });
+    } catch (e) {
+      if (!(e instanceof UniqueConstraintViolationException) || !key) throw e;
+      auto = (await this.em.fork().findOne(AutoSubscription, key))!;
     }
     return { id: auto.id, event_name: auto.eventName, listener_id: auto.listenerId };
   }

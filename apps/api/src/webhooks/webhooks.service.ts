@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { EntityManager } from '@mikro-orm/postgresql';
+import { EntityManager, LockMode } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { encryptValue, newId } from '@app/contracts';
+import { encryptValue, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, Subscription, Webhook, WebhookDelivery } from '@app/db';
 import { NatsService } from '@app/nats';
 import { assertAccess, AuthContext } from '../auth/auth.context';
@@ -77,6 +77,9 @@ export class WebhooksService {
     const em = this.em.fork();
     const webhook = await this.get(auth, id, em);
     await em.transactional(async (tx) => {
+      // Locked first: a subscription made meanwhile finds the webhook gone (SubscriptionsService.create locks it too), and of two deletes
+      // at once the second finds nothing.
+      if (!(await tx.findOne(Webhook, { id: webhook.id }, { lockMode: LockMode.PESSIMISTIC_WRITE }))) throw new NotFoundError(`webhook ${id} not found`, { id });
       await tx.nativeDelete(Subscription, { listenerId: id });
       await tx.nativeDelete(AutoSubscription, { listenerId: id });
       await tx.nativeDelete(WebhookDelivery, { webhookId: id });

@@ -290,10 +290,14 @@ export class WorkflowsService {
 
   async remove(auth: AuthContext, id: string): Promise<void> {
     const w = await this.get(auth, id);
-    const em = this.em.fork();
-    await em.nativeUpdate(Workflow, { id: w.id }, { deletedAt: Math.floor(Date.now() / 1000), rev: raw('rev + 1') });
-    await em.nativeDelete(Subscription, { $or: [{ emitterId: w.id }, { listenerId: w.id }] });
-    await em.nativeDelete(AutoSubscription, { listenerId: w.id });
+    // As a source's delete: one transaction from the row's lock on (a concurrent subscription or delete finds it gone).
+    const removed = await this.em.fork().transactional(async (tx) => {
+      if (!(await tx.nativeUpdate(Workflow, { id: w.id, deletedAt: null }, { deletedAt: Math.floor(Date.now() / 1000), rev: raw('rev + 1') }))) return false;
+      await tx.nativeDelete(Subscription, { $or: [{ emitterId: w.id }, { listenerId: w.id }] });
+      await tx.nativeDelete(AutoSubscription, { listenerId: w.id });
+      return true;
+    });
+    if (!removed) throw new NotFoundError(`workflow ${id} not found`, { id });
     this.nats.nc.publish(this.nats.names.changed('sources'));
     await this.dropManagedSource(auth, w, null);
     this.logger.log(`workflow deleted workflow_id=${w.id}`);
