@@ -56,4 +56,34 @@ describe("one account's silent webhooks do not hold back another account's deliv
     // Well before M's requests time out (60 s): V's event does not wait for them.
     await eventually(async () => fast.received.slice(before).some((r) => r.body === '{"probe":"v"}'), { what: "V's event delivered beside M's backlog", timeoutMs: 20_000 });
   });
+
+  it("delivers V's event to a host where M's webhooks hold their 128 requests hanging (each webhook has connections of its own)", async () => {
+    const m = createUser(system);
+    const v = createUser(system);
+    const api = client(system, m.apiKey);
+    const flood = (await api.post('/sources', { component_code: FLOOD, name: 'flood-shared-host' })).body.data;
+    // One receiver, one origin: M's requests never answered, V's at once.
+    const shared = await new Receiver().start();
+    shared.respond = (r) => (r.headers['x-pd-emitter-id'] === flood.id ? new Promise<undefined>(() => undefined) : { status: 200 });
+    try {
+      const origin = new URL(shared.url).origin;
+      for (let i = 0; i < 4; i++) {
+        const wh = (await api.post('/webhooks', { url: `${origin}/hang${i}` })).body.data.id;
+        expect((await api.post('/subscriptions', { emitter_id: flood.id, listener_id: wh })).status).toBe(200);
+      }
+      const victim = await httpSourceToWebhook(system, client(system, v.apiKey), `${origin}/v`);
+      await subscriptionsLoaded(system);
+      await firstDelivered(victim.url, shared);
+      const res = await fetch(flood.configured_props.http.endpoint_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n: 100 }) });
+      expect(res.status).toBe(200);
+      // As many as the connections one pool keeps per origin (64): a pool shared by every webhook would now be full.
+      await eventually(async () => shared.received.filter((r) => r.headers['x-pd-emitter-id'] === flood.id).length >= 64, { what: "M's requests to hang", timeoutMs: 30_000 });
+      const sent = await fetch(victim.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"probe":"shared"}' });
+      expect(sent.status).toBe(200);
+      // Well before M's requests time out (60 s).
+      await eventually(async () => shared.received.some((r) => r.body === '{"probe":"shared"}'), { what: "V's event delivered beside M's hanging requests on the same host", timeoutMs: 20_000 });
+    } finally {
+      await shared.stop();
+    }
+  });
 });

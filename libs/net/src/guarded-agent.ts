@@ -13,6 +13,21 @@ export interface GuardedRequest {
   timeoutMs: number;
   /** The body is cut to this many bytes (`truncated`), never failed for its size. */
   maxBodyBytes: number;
+  /**
+   * Requests with a pool key have connections of their own (`connectionsPerOrigin` per origin and key), so
+   * callers of one origin never wait on each other's connections: a webhook whose receiver hangs holds only
+   * its own. Without one, the shared pool.
+   */
+  poolKey?: string;
+}
+
+/** A keyed pool not used for this long (nothing in flight) is closed. */
+const KEYED_IDLE_MS = 60_000;
+
+interface KeyedPool {
+  agent: Agent;
+  busy: number;
+  usedMs: number;
 }
 
 /**
@@ -24,9 +39,11 @@ export class GuardedAgent {
   private readonly agent: Agent;
   /** Agents of requests to the platform's own ports (`AddressPolicy.platformPorts`), one per port: their lookups refuse this machine. */
   private readonly platformAgents = new Map<number, Agent>();
+  private readonly keyed = new Map<string, KeyedPool>();
+  private sweeper?: NodeJS.Timeout;
 
   constructor(private readonly policy: AddressPolicy, private readonly connectionsPerOrigin = 64) {
-    this.agent = new Agent({ connections: connectionsPerOrigin, connect: { lookup: guardedLookup(policy) } });
+    this.agent = this.newAgent(policy);
   }
 
   request(raw: string, req: GuardedRequest): Promise<SafeResponse> {
@@ -34,22 +51,60 @@ export class GuardedAgent {
       const url = parseHttpUrl(raw);
       const refused = literalHostRefusal(url, this.policy);
       if (refused) return reject(refused);
-      const handler = new CappedResponse(url, req, resolve, reject);
-      this.agentFor(url).dispatch({ origin: url.origin, path: url.pathname + url.search, method: req.method as Dispatcher.HttpMethod, headers: withUserinfo(url, req.headers), body: req.body }, handler);
+      const policy = policyForUrl(url, this.policy);
+      const pool = policy.platformPort === undefined && req.poolKey !== undefined ? this.keyedPool(req.poolKey) : undefined;
+      const done = (): void => {
+        if (!pool) return;
+        pool.busy--;
+        pool.usedMs = Date.now();
+      };
+      const handler = new CappedResponse(url, req, (r) => (done(), resolve(r)), (e) => (done(), reject(e)));
+      const agent = pool?.agent ?? this.agentFor(policy);
+      try {
+        agent.dispatch({ origin: url.origin, path: url.pathname + url.search, method: req.method as Dispatcher.HttpMethod, headers: withUserinfo(url, req.headers), body: req.body }, handler);
+      } catch (e) {
+        handler.onError(e as Error);
+      }
     });
   }
 
-  private agentFor(url: URL): Agent {
-    const policy = policyForUrl(url, this.policy);
+  private newAgent(policy: AddressPolicy): Agent {
+    return new Agent({ connections: this.connectionsPerOrigin, connect: { lookup: guardedLookup(policy) } });
+  }
+
+  private agentFor(policy: AddressPolicy): Agent {
     if (policy.platformPort === undefined) return this.agent;
     let agent = this.platformAgents.get(policy.platformPort);
-    if (!agent) this.platformAgents.set(policy.platformPort, (agent = new Agent({ connections: this.connectionsPerOrigin, connect: { lookup: guardedLookup(policy) } })));
+    if (!agent) this.platformAgents.set(policy.platformPort, (agent = this.newAgent(policy)));
     return agent;
+  }
+
+  private keyedPool(key: string): KeyedPool {
+    let pool = this.keyed.get(key);
+    if (!pool) {
+      this.keyed.set(key, (pool = { agent: this.newAgent(this.policy), busy: 0, usedMs: Date.now() }));
+      this.sweeper ??= setInterval(() => this.sweep(), KEYED_IDLE_MS / 2).unref();
+    }
+    pool.busy++;
+    return pool;
+  }
+
+  /** Closes the keyed pools nothing used for KEYED_IDLE_MS. */
+  private sweep(): void {
+    const now = Date.now();
+    for (const [key, pool] of this.keyed) {
+      if (pool.busy > 0 || now - pool.usedMs < KEYED_IDLE_MS) continue;
+      this.keyed.delete(key);
+      void pool.agent.close().catch(() => undefined);
+    }
   }
 
   /** Closes the agents; requests still in flight fail. */
   async close(): Promise<void> {
-    await Promise.all([this.agent, ...this.platformAgents.values()].map((a) => a.destroy()));
+    clearInterval(this.sweeper);
+    const keyed = [...this.keyed.values()].map((p) => p.agent);
+    this.keyed.clear();
+    await Promise.all([this.agent, ...this.platformAgents.values(), ...keyed].map((a) => a.destroy()));
   }
 }
 

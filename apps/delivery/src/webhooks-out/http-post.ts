@@ -18,7 +18,7 @@ export class PostError extends Error {
 /**
  * The one function that sends a webhook request: a POST through `@app/net`'s undici agent
  * (address policy checked at connect time, after DNS), a per-attempt timeout, no redirects
- * followed, keep-alive connections shared per process. undici rather than node:http: the
+ * followed, keep-alive connections pooled per origin and pool key. undici rather than node:http: the
  * client is a large part of the delivery app's CPU, and undici's costs less per request.
  */
 export class WebhookHttp {
@@ -28,7 +28,8 @@ export class WebhookHttp {
     this.agent = new GuardedAgent(policy, maxSocketsPerHost);
   }
 
-  async post(url: string, headers: Record<string, string>, body: string, timeoutMs: number, maxBodyBytes = 4096): Promise<PostResult> {
+  /** `poolKey`: requests of one key share connections, never with another key's (`GuardedRequest.poolKey`). */
+  async post(url: string, headers: Record<string, string>, body: string, timeoutMs: number, maxBodyBytes = 4096, poolKey?: string): Promise<PostResult> {
     const started = performance.now();
     const elapsed = (): number => Math.round(performance.now() - started);
     try {
@@ -38,6 +39,7 @@ export class WebhookHttp {
         body,
         timeoutMs,
         maxBodyBytes,
+        poolKey,
       });
       return { status: res.status, headers: res.headers, body: res.body.toString('utf8'), latencyMs: elapsed() };
     } catch (e) {

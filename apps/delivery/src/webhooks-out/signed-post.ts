@@ -43,7 +43,8 @@ export class SignedPost {
       'x-pd-event-id': ev.id,
     };
     try {
-      const res = await this.http.post(hook.url, headers, body, this.timeoutMs, RESPONSE_BODY_MAX);
+      // Each webhook has connections of its own: another's hung receiver on the same host never holds them.
+      const res = await this.http.post(hook.url, headers, body, this.timeoutMs, RESPONSE_BODY_MAX, hook.id);
       this.metrics.webhookLatency.observe({ outcome: res.status >= 200 && res.status < 300 ? 'success' : 'failure' }, res.latencyMs / 1000);
       return { status: res.status, retryAfter: res.headers['retry-after'], record: { ...base, responseCode: res.status, latencyMs: res.latencyMs, responseBody: res.body } };
     } catch (e) {
