@@ -43,4 +43,18 @@ describe("headers of a tenant's endpoint that act on the whole origin", () => {
     for (const name of Object.keys(ORIGIN_WIDE)) expect([name, answer.headers.get(name)]).toEqual([name, null]);
     expect(answer.headers.get('x-own')).toBe('kept');
   });
+
+  it('framing and hop-by-hop headers a component sets are dropped, never a 500', async () => {
+    const user = createUser(system);
+    const code = `module.exports = { name: "Framing", version: "1", props: { http: { type: "$.interface.http", customResponse: true } },
+      async run() { this.http.respond({ status: 200, headers: { trailer: "x-foo", te: "trailers", "transfer-encoding": "chunked", "content-length": "99", connection: "close", "x-own": "kept" }, body: "framed" }); } };`;
+    const res = await client(system, user.apiKey).post('/sources', { component_code: code });
+    expect(res.status).toBe(200);
+    const url = res.body.data.configured_props.http.endpoint_url as string;
+    const answer = await eventually(async () => {
+      const r = await fetch(url, { method: 'POST' });
+      return r.status !== 404 ? r : undefined;
+    }, { what: 'the endpoint', timeoutMs: 30_000 });
+    expect([answer.status, await answer.text(), answer.headers.get('trailer'), answer.headers.get('x-own')]).toEqual([200, 'framed', null, 'kept']);
+  });
 });

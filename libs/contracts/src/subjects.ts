@@ -52,7 +52,7 @@ export class Names {
   /** Every reply subject of one api replica. */
   httpResponsesOf(replicaToken: string): string { return this.subject('resp', replicaToken, '*'); }
   /** Core-NATS notifications: `changed.<kind>` tells caches (subscriptions, webhooks, endpoints) to refresh. */
-  changed(kind: 'subscriptions' | 'webhooks' | 'sources' | 'endpoints'): string { return this.subject('changed', kind); }
+  changed(kind: 'subscriptions' | 'webhooks' | 'sources' | 'endpoints' | 'deleted'): string { return this.subject('changed', kind); }
   /** Event deletion requests, handled by the delivery app. */
   get deleteEvents(): string { return this.subject('ctl', 'delete-events'); }
   /** Leases key of a partition. */

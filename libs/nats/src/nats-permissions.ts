@@ -121,7 +121,7 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             ...consumeStream(objStream(n.componentsStore)),
           ],
         },
-        subscribe: { allow: [inbox, subject('resp', '>'), subject('sse', '>'), subject('changed', 'endpoints')] },
+        subscribe: { allow: [inbox, subject('resp', '>'), subject('sse', '>'), subject('changed', 'endpoints'), subject('changed', 'deleted')] },
       };
     case 'runner':
       return {

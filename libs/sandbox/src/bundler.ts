@@ -1,4 +1,5 @@
-import { build, type Plugin } from 'esbuild';
+import type { Plugin } from 'esbuild';
+import { buildSurvivingCompilerDeath, CompilerStoppedError } from './esbuild-service';
 import type { FetchText } from './types';
 import { parseBareSpecifier, pinProblem } from './specifiers';
 import { asyncModuleBody, withNodeImportRules } from './esm-interop';
@@ -154,7 +155,8 @@ async function bundleAs(input: BundleInput, loader: 'js' | 'ts', outFormat: 'cjs
   const counter = { modules: 0, bytes: 0 };
   let result;
   try {
-    result = await build({
+    const key = JSON.stringify([input.code, input.baseUrl ?? '', loader, outFormat]);
+    result = await buildSurvivingCompilerDeath({
       stdin: { contents: input.code, sourcefile: STDIN, loader },
       bundle: true,
       write: false,
@@ -167,8 +169,9 @@ async function bundleAs(input: BundleInput, loader: 'js' | 'ts', outFormat: 'cjs
       sourcesContent: false,
       outfile: 'component.cjs',
       plugins: [componentPlugin(input, deps, counter)],
-    });
+    }, key);
   } catch (e) {
+    if (e instanceof CompilerStoppedError) throw new BundleError(e.message);
     const errors = (e as { errors?: { text: string; pluginName?: string; location?: { line: number; column: number; file: string } | null }[] }).errors;
     const text = errors?.length
       ? errors

@@ -1,6 +1,7 @@
-import { build, Plugin } from 'esbuild';
+import type { Plugin } from 'esbuild';
 import { BadRequestError } from '@app/contracts';
 import { AddressPolicy, OutboundError, safeFetch } from '@app/net';
+import { buildSurvivingCompilerDeath } from '@app/sandbox';
 import { parseHttpUrl } from '../common/http-url';
 
 /** Outbound policy and limits for fetching a component from `component_url`. */
@@ -99,7 +100,7 @@ export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Pro
   if (entry === undefined) throw new BadRequestError(`component_url: ${url.href} answered 404`, { field: 'component_url' });
   if (!hasRelativeImports(entry)) return { code: entry };
   try {
-    const out = await build({
+    const out = await buildSurvivingCompilerDeath({
       entryPoints: [url.href],
       bundle: true,
       write: false,
@@ -108,7 +109,7 @@ export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Pro
       target: 'node20',
       logLevel: 'silent',
       plugins: [urlImports(url.href, policy)],
-    });
+    }, `${url.href}\n${entry}`);
     return { code: entry, bundle: out.outputFiles[0].text };
   } catch (e) {
     if (e instanceof BadRequestError) throw e;

@@ -3,7 +3,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { partitionOf } from '@app/contracts';
 import { NatsService } from '@app/nats';
-import { onEndpointChanged } from '../common/endpoint-changes';
+import { onReplicaChange } from '../common/replica-changes';
 
 /** What the ingress needs to know about an endpoint. */
 export interface EndpointTarget {
@@ -33,7 +33,7 @@ interface Entry {
  * endpoint key → source, from Postgres with a short cache so a busy endpoint
  * costs no query per request. Changes made through the api (activate, deactivate,
  * delete, new code without customResponse) drop the key from every replica's
- * cache at once (`endpointsChanged`); any other is seen within TTL_MS. Concurrent misses of
+ * cache at once (`announceReplicaChange`); any other is seen within TTL_MS. Concurrent misses of
  * one key share one load, and a hit past REFRESH_AFTER_MS reloads in the
  * background while the entry is still fresh, so requests to a busy endpoint
  * never wait for the database.
@@ -47,7 +47,7 @@ export class EndpointLookup implements OnModuleInit, OnModuleDestroy {
   constructor(private readonly em: EntityManager, private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
   onModuleInit(): void {
-    this.unsubscribe = onEndpointChanged(this.nats, (key) => {
+    this.unsubscribe = onReplicaChange(this.nats, 'endpoints', (key) => {
       this.cache.delete(key);
       // A load that began before the change may still write its older answer: not for this key.
       this.loading.delete(key);

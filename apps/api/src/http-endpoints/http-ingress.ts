@@ -28,7 +28,7 @@ import { scopeSetCookies } from './endpoint-cookies';
 import { dependencyError, describeCause } from '../common/dependency-errors';
 
 /** Headers a relayed custom response may not set (the server computes them). */
-const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
+const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection']);
 /**
  * Headers that would act on the whole origin (host) the dashboard and every endpoint share, not on the one answer:
  * a service worker over `/`, wiping its storage, HSTS for the host and its subdomains, an alternative service the

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { endpointsChanged } from '../common/endpoint-changes';
+import { announceReplicaChange } from '../common/replica-changes';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ComponentMeta, ConfigurableProp, INTERFACE_HTTP, validateConfiguredProps } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
@@ -267,7 +267,7 @@ export class SourcesService {
     // Deleted by a concurrent DELETE since it was read: nothing was updated.
     if (!(await this.writeUpdate(source, change.name))) throw new NotFoundError(`source ${id} not found`, { id });
     this.logger.log(`source updated source_id=${source.id} active=${source.active}`);
-    endpointsChanged(this.nats, [previousKey, source.endpointKey]);
+    announceReplicaChange(this.nats, 'endpoints', [previousKey, source.endpointKey]);
     await this.publisher.publishSoon(source.id);
     const fresh = await this.em.fork().findOne(Source, { id: source.id, deletedAt: null });
     if (!fresh) throw new NotFoundError(`source ${id} not found`, { id });
@@ -289,7 +289,8 @@ export class SourcesService {
     if (!removed) throw new NotFoundError(`source ${id} not found`, { id });
     this.nats.nc.publish(this.nats.names.changed('sources'));
     this.logger.log(`source deleted source_id=${source.id}`);
-    endpointsChanged(this.nats, [source.endpointKey]);
+    announceReplicaChange(this.nats, 'endpoints', [source.endpointKey]);
+    announceReplicaChange(this.nats, 'deleted', [source.id]);
     await this.publisher.publishSoon(source.id);
     // What still waits for it would only hold up its partition's other sources: gone (the runner acknowledges any that arrive later as unknown).
     await this.nats.purgeInvocations(source.id).catch((e: Error) => this.logger.warn(`purging the invocations of deleted source ${source.id} failed: ${e.message}`));

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { endpointsChanged } from '../common/endpoint-changes';
+import { announceReplicaChange } from '../common/replica-changes';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ConfigurableProp, readWorkflowDefinition, SECRET_NAME, secretNamesOf, WorkflowDefinition, WorkflowDefinitionError } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
@@ -228,7 +228,7 @@ export class WorkflowsService {
     await this.linkTrigger(auth, fresh);
     await this.dropManagedSource(auth, w, trigger);
     this.logger.log(`workflow updated workflow_id=${w.id} deployment_id=${fresh.deploymentId}`);
-    endpointsChanged(this.nats, [w.endpointKey, endpointKey]);
+    announceReplicaChange(this.nats, 'endpoints', [w.endpointKey, endpointKey]);
     await this.publisher.publishSoon(w.id);
     const current = await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null });
     if (!current) throw deleted();
@@ -301,7 +301,8 @@ export class WorkflowsService {
     this.nats.nc.publish(this.nats.names.changed('sources'));
     await this.dropManagedSource(auth, w, null);
     this.logger.log(`workflow deleted workflow_id=${w.id}`);
-    endpointsChanged(this.nats, [w.endpointKey]);
+    announceReplicaChange(this.nats, 'endpoints', [w.endpointKey]);
+    announceReplicaChange(this.nats, 'deleted', [w.id]);
     await this.publisher.publishSoon(w.id);
     await this.nats.purgeInvocations(w.id).catch((e: Error) => this.logger.warn(`purging the invocations of deleted workflow ${w.id} failed: ${e.message}`));
   }
