@@ -114,4 +114,25 @@ describe('an ended membership stops what already flows to the ex-member', () => 
     expect(ownerStream.status).toBe(200);
     await ownerStream.body?.cancel();
   });
+
+  it('ends the event streams of a deleted source at once, not at their next keep-alive', async () => {
+    const ac = new AbortController();
+    const res = await fetch(`${system.origin}/sse/dc/${orgSource}/observations`, { headers: { authorization: `Bearer ${owner.apiKey}` }, signal: ac.signal });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain(':sse-handshake');
+    expect((await client(system, owner.apiKey).del(`/sources/${orgSource}`)).status).toBe(204);
+    // Without the deletion reaching the stream, it would stay open until the keep-alive (60 s).
+    const guard = setTimeout(() => ac.abort(), 10_000);
+    let ended = false;
+    try {
+      while (!(await reader.read()).done);
+      ended = true;
+    } catch {
+      ended = false;
+    } finally {
+      clearTimeout(guard);
+    }
+    expect(ended).toBe(true);
+  });
 });

@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 import { ConsumerMessages, DeliverPolicy } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
@@ -7,6 +7,7 @@ import { NatsService } from '@app/nats';
 import { parseEventId, summaryOfEmit } from '../events/event-summary.dto';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 import { AccessChangeListener } from '../auth/access-change-listener';
+import { onReplicaChange } from '../common/replica-changes';
 
 export type StreamKind = 'emits' | 'observations';
 
@@ -46,13 +47,16 @@ const belongs = (kind: StreamKind, name: string): boolean => (kind === 'observat
  * was revoked or whose caller left the source's org ends.
  */
 @Injectable()
-export class SseService implements BeforeApplicationShutdown {
+export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicationShutdown {
   private readonly logger = new Logger('SseService');
   private readonly open = new Set<() => void>();
   /** Each open stream's check of its access now (on an access change). */
   private readonly rechecks = new Set<() => void>();
   /** Streams open (or opening) per holder of an API key. */
   private readonly perHolder = new Map<string, number>();
+  /** The open streams of each source or workflow, ended when it is deleted (on any api replica). */
+  private readonly bySource = new Map<string, Set<() => void>>();
+  private unsubscribe?: () => void;
 
   constructor(
     private readonly nats: NatsService,
@@ -60,6 +64,14 @@ export class SseService implements BeforeApplicationShutdown {
     access: AccessChangeListener,
   ) {
     access.onChange(() => this.rechecks.forEach((recheck) => recheck()));
+  }
+
+  onModuleInit(): void {
+    this.unsubscribe = onReplicaChange(this.nats, 'deleted', (id) => this.bySource.get(id)?.forEach((close) => close()));
+  }
+
+  onModuleDestroy(): void {
+    this.unsubscribe?.();
   }
 
   /** Ends every open stream before the HTTP server closes, which would otherwise wait on them forever. */
@@ -142,10 +154,14 @@ export class SseService implements BeforeApplicationShutdown {
       batch?.stop();
       this.open.delete(close);
       this.rechecks.delete(recheck);
+      const ofSource = this.bySource.get(sourceId);
+      ofSource?.delete(close);
+      if (!ofSource?.size) this.bySource.delete(sourceId);
       res.end();
     };
     this.open.add(close);
     this.rechecks.add(recheck);
+    this.bySource.set(sourceId, (this.bySource.get(sourceId) ?? new Set()).add(close));
     res.on('close', close);
     // After a reconnection the stream ends: the consumer may be gone with a restarted server (fetches would wait on
     // it for ever), and the client resumes with Last-Event-ID on a new one.
