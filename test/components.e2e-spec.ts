@@ -225,6 +225,18 @@ describe('components', () => {
     expect(res.body).toEqual({ error: expect.stringMatching(message), code: 'invalid_component', details: expect.any(Object) });
   });
 
+  it('refuses at save a timer default a source could not deploy with: a bad cron or timezone (not at POST /sources)', async () => {
+    const api = client(system, user.apiKey);
+    const timer = (d: string): string => src(`props: { t: { type: "$.interface.timer", default: ${d} } }, async run() {}`);
+    const cron = await api.post('/components', { component_code: timer('{ cron: "bogus cron" }') });
+    expect([cron.status, cron.body]).toEqual([400, { error: 'prop "t": a timer default must be a timer value: cron must have 5 fields (minute hour day-of-month month day-of-week), got "bogus cron"', code: 'invalid_component', details: { prop: 't' } }]);
+    const zone = await api.post('/components', { component_code: timer('{ cron: "0 * * * *", timezone: "Mars/Olympus" }') });
+    expect([zone.status, zone.body]).toEqual([400, { error: 'prop "t": a timer default must be a timer value: unknown timezone "Mars/Olympus"', code: 'invalid_component', details: { prop: 't' } }]);
+    const good = await api.post('/components', { component_code: timer('{ cron: "0 * * * *", timezone: "Europe/Paris" }') });
+    expect(good.status).toBe(200);
+    expect((await api.post('/sources', { component_id: good.body.data.id })).status).toBe(200);
+  });
+
   it('refuses code over the size limit, missing input and unknown fields with 400', async () => {
     const api = client(system, user.apiKey);
     const big = await api.post('/components', { component_code: `module.exports = { name: "x", version: "1", async run() {} }; // ${'x'.repeat(40_000)}` });

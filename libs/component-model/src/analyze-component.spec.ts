@@ -219,6 +219,8 @@ describe('analyzeComponent', () => {
     [{ props: [{ name: 'x', type: 'integer', secret: true }] }, /prop "x": secret is allowed on string props only/],
     [{ props: [{ name: 't', type: '$.interface.timer', default: { intervalSeconds: 0 } }] }, /prop "t": a timer default must be/],
     [{ props: [{ name: 't', type: '$.interface.timer', extra: { static: { every: 5 } } }] }, /prop "t": a timer static must be/],
+    [{ props: [{ name: 't', type: '$.interface.timer', default: { cron: 'bogus cron' } }] }, /prop "t": a timer default must be a timer value: cron must have 5 fields/],
+    [{ props: [{ name: 't', type: '$.interface.timer', default: { cron: '0 * * * *', timezone: 'Mars/Olympus' } }] }, /prop "t": a timer default must be a timer value: unknown timezone "Mars\/Olympus"/],
     [{ props: [{ name: 'a', type: 'app' }] }, /prop "a": an app prop needs an "app" slug/],
     [{ props: [{ name: 'x', type: 'string', options: [{ nope: 1 }] }] }, /prop "x": each option must be/],
     [{ props: [{ name: 'x', type: 'string' }, { name: 'x', type: 'string' }] }, /prop "x" is declared twice/],

@@ -1,6 +1,6 @@
 import { BadRequestError } from '@app/contracts';
 import type { ComponentDescriptor, FunctionMarker, PropDescriptor } from './descriptor';
-import { TIMER_MAX_INTERVAL_SECONDS } from './configured-props';
+import { timerProblem } from './configured-props';
 import {
   appSpecificTypeApp,
   DEDUPE_STRATEGIES,
@@ -130,13 +130,15 @@ function checkOptions(prop: PropDescriptor): PropOption[] | undefined {
   });
 }
 
-/** A timer's `default`, and its `static` (the value the component fixes: Google Drive's renewal schedule), are timer values. */
+/**
+ * A timer's `default`, and its `static` (the value the component fixes: Google Drive's renewal schedule), are timer
+ * values, checked as a source's is (an interval under the operator's minimum is raised at deploy, not refused).
+ */
 function checkTimerDefault(prop: PropDescriptor): void {
   for (const [field, d] of [['default', prop.default], ['static', prop.extra?.static]] as const) {
     if (d === undefined) continue;
-    const t = d as Record<string, unknown> | null;
-    const ok = typeof t === 'object' && t !== null && ((Number.isInteger(t.intervalSeconds) && (t.intervalSeconds as number) > 0 && (t.intervalSeconds as number) <= TIMER_MAX_INTERVAL_SECONDS) || nonEmptyString(t.cron));
-    if (!ok) fail(`prop "${prop.name}": a timer ${field} must be { intervalSeconds: <positive integer, at most ${TIMER_MAX_INTERVAL_SECONDS}> } or { cron: "<5-field cron>" }`, { prop: prop.name });
+    const problem = timerProblem(d, 1);
+    if (problem) fail(`prop "${prop.name}": a timer ${field} must be a timer value: ${problem}`, { prop: prop.name });
   }
 }
 

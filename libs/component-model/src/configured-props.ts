@@ -61,25 +61,34 @@ export function cronIntervalSeconds(cron: string, timezone?: string): number | n
   }
 }
 
-function timerValue(name: string, raw: unknown, limits: ConfiguredPropsLimits): TimerValue {
-  if (!isPlainObject(raw)) fail(name, 'a timer takes { intervalSeconds } or { cron, timezone? }');
+/**
+ * Why `raw` is no timer value (`{ intervalSeconds }` from `minIntervalSeconds` up, or a `{ cron, timezone? }` that
+ * fires), or undefined: a source's timer and a component's own timer `default` or `static` are checked alike.
+ */
+export function timerProblem(raw: unknown, minIntervalSeconds: number): string | undefined {
+  if (!isPlainObject(raw)) return 'a timer takes { intervalSeconds } or { cron, timezone? }';
   const unknown = Object.keys(raw).filter((k) => !['intervalSeconds', 'interval_seconds', 'cron', 'timezone'].includes(k));
-  if (unknown.length) fail(name, `unknown timer field${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; use intervalSeconds or cron (+ timezone)`);
-  const cron = raw.cron;
+  if (unknown.length) return `unknown timer field${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; use intervalSeconds or cron (+ timezone)`;
+  const { cron, timezone } = raw;
   if (cron !== undefined && cron !== null) {
-    if (typeof cron !== 'string') fail(name, 'cron must be a string');
-    const timezone = raw.timezone;
-    if (timezone !== undefined && timezone !== null && typeof timezone !== 'string') fail(name, 'timezone must be a string');
-    const problem = cronProblem(cron, timezone ?? undefined);
-    if (problem) fail(name, problem);
-    return timezone ? { cron: cron.trim(), timezone } : { cron: cron.trim() };
+    if (typeof cron !== 'string') return 'cron must be a string';
+    if (timezone !== undefined && timezone !== null && typeof timezone !== 'string') return 'timezone must be a string';
+    return cronProblem(cron, timezone ?? undefined);
   }
-  if (raw.timezone !== undefined && raw.timezone !== null) fail(name, 'timezone applies to cron only');
+  if (timezone !== undefined && timezone !== null) return 'timezone applies to cron only';
   const interval = raw.intervalSeconds ?? raw.interval_seconds;
-  if (!Number.isInteger(interval)) fail(name, 'a timer needs intervalSeconds (integer) or cron (string)');
-  if ((interval as number) < limits.timerMinIntervalSeconds) fail(name, `intervalSeconds must be at least ${limits.timerMinIntervalSeconds}, got ${interval as number}`);
-  if ((interval as number) > TIMER_MAX_INTERVAL_SECONDS) fail(name, `intervalSeconds must be at most ${TIMER_MAX_INTERVAL_SECONDS} (366 days), got ${interval as number}`);
-  return { intervalSeconds: interval as number };
+  if (!Number.isInteger(interval)) return 'a timer needs intervalSeconds (integer) or cron (string)';
+  if ((interval as number) < minIntervalSeconds) return `intervalSeconds must be at least ${minIntervalSeconds}, got ${interval as number}`;
+  if ((interval as number) > TIMER_MAX_INTERVAL_SECONDS) return `intervalSeconds must be at most ${TIMER_MAX_INTERVAL_SECONDS} (366 days), got ${interval as number}`;
+  return undefined;
+}
+
+function timerValue(name: string, raw: unknown, limits: ConfiguredPropsLimits): TimerValue {
+  const problem = timerProblem(raw, limits.timerMinIntervalSeconds);
+  if (problem) fail(name, problem);
+  const { cron, timezone, intervalSeconds, interval_seconds } = raw as Record<string, unknown>;
+  if (typeof cron === 'string') return typeof timezone === 'string' && timezone ? { cron: cron.trim(), timezone } : { cron: cron.trim() };
+  return { intervalSeconds: (intervalSeconds ?? interval_seconds) as number };
 }
 
 /**
