@@ -237,6 +237,23 @@ describe('components', () => {
     expect((await api.post('/sources', { component_id: good.body.data.id })).status).toBe(200);
   });
 
+  it('checks a component_url given beside component_code or component_id as when it is alone', async () => {
+    const api = client(system, user.apiKey);
+    const refused = { error: 'component_url must be an absolute http or https URL with a hostname, e.g. https://example.com/source.mjs', code: 'invalid_request', details: { field: 'component_url', value: 'notaurl' } };
+    const alone = await api.post('/components', { component_url: 'notaurl' });
+    expect([alone.status, alone.body]).toEqual([400, refused]);
+    const withCode = await api.post('/components', { component_code: HTTP_SOURCE, component_url: 'notaurl' });
+    expect([withCode.status, withCode.body]).toEqual([400, refused]);
+    const source = await api.post('/sources', { component_code: HTTP_SOURCE, component_url: 'notaurl' });
+    expect([source.status, source.body]).toEqual([400, refused]);
+    const saved = await api.post('/components', { component_code: HTTP_SOURCE, component_url: 'https://example.com/source.mjs' });
+    expect([saved.status, saved.body.data.component_url]).toEqual([200, 'https://example.com/source.mjs']);
+    const sourceId = (await api.post('/sources', { component_id: saved.body.data.id })).body.data.id;
+    for (const res of [await api.post('/sources', { component_id: saved.body.data.id, component_url: 'notaurl' }), await api.put(`/sources/${sourceId}`, { component_id: saved.body.data.id, component_url: 'notaurl' })]) {
+      expect([res.status, res.body]).toEqual([400, refused]);
+    }
+  });
+
   it('refuses code over the size limit, missing input and unknown fields with 400', async () => {
     const api = client(system, user.apiKey);
     const big = await api.post('/components', { component_code: `module.exports = { name: "x", version: "1", async run() {} }; // ${'x'.repeat(40_000)}` });

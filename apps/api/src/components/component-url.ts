@@ -3,6 +3,19 @@ import { BadRequestError } from '@app/contracts';
 import { AddressPolicy, OutboundError, safeFetch } from '@app/net';
 import { buildSurvivingCompilerDeath } from '@app/sandbox';
 import { parseHttpUrl } from '../common/http-url';
+import { Input, optionalString } from '../common/input';
+
+const EXAMPLE_URL = 'https://example.com/source.mjs';
+
+/**
+ * `component_url` of a request, checked whenever it is given: also beside `component_code` (where it is kept as
+ * metadata) or `component_id` (where it is not used), so that no request keeps or passes over a URL it would refuse alone.
+ */
+export function componentUrlParam(input: Input): string | undefined {
+  const url = optionalString(input, 'component_url') || undefined;
+  if (url !== undefined) parseHttpUrl(url, 'component_url', EXAMPLE_URL);
+  return url;
+}
 
 /** Outbound policy and limits for fetching a component from `component_url`. */
 export interface FetchPolicy {
@@ -95,7 +108,7 @@ export interface LoadedComponentUrl {
  * so the runner gets one file.
  */
 export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Promise<LoadedComponentUrl> {
-  const url = rawFileUrl(parseHttpUrl(rawUrl, 'component_url', 'https://example.com/source.mjs'));
+  const url = rawFileUrl(parseHttpUrl(rawUrl, 'component_url', EXAMPLE_URL));
   const entry = await fetchText(url.href, policy);
   if (entry === undefined) throw new BadRequestError(`component_url: ${url.href} answered 404`, { field: 'component_url' });
   if (!hasRelativeImports(entry)) return { code: entry };

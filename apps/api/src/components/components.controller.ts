@@ -5,6 +5,7 @@ import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { Input, mergeInput, objectParam, optionalString } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
+import { componentUrlParam } from './component-url';
 import { RegistrySeeder } from './registry.seeder';
 import { ComponentDto, ComponentsService, runnableOf, toComponentDto } from './components.service';
 import { hasDynamicProps, propsBaseOf, reloadProps } from './dynamic-props';
@@ -26,7 +27,7 @@ export class ComponentsController {
     const input = mergeInput(query, body);
     const ownerId = namespaceOf(auth, input.org_id);
     const code = optionalString(input, 'component_code', { maxLength: Number.MAX_SAFE_INTEGER }) ?? undefined;
-    const url = optionalString(input, 'component_url') ?? undefined;
+    const url = componentUrlParam(input);
     const resolved = await this.components.resolveCode(code, url);
     const c = await this.components.save(ownerId, auth.userId, resolved);
     return { data: toComponentDto(c) };

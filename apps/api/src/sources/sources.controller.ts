@@ -5,6 +5,7 @@ import { Component, Source } from '@app/db';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { Input, mergeInput, objectParam, optionalBoolean, optionalString } from '../common/input';
 import { finishPage, keysetClause, Page, parsePageQuery } from '../common/pagination';
+import { componentUrlParam } from '../components/component-url';
 import { ComponentRef, SourceDto, SourcesService } from './sources.service';
 
 const MAX = Number.MAX_SAFE_INTEGER;
@@ -13,7 +14,7 @@ function componentRef(input: Input): ComponentRef {
   return {
     componentId: optionalString(input, 'component_id') || undefined,
     code: optionalString(input, 'component_code', { maxLength: MAX }) || undefined,
-    url: optionalString(input, 'component_url') || undefined,
+    url: componentUrlParam(input),
     key: optionalString(input, 'key', { maxLength: 255 }) || undefined,
   };
 }
