@@ -110,11 +110,25 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
       fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/x-www-form-urlencoded' }, body });
     const twice = await form('url=https%3A%2F%2Fa.example.com%2F&url=https%3A%2F%2Fb.example.com%2F');
     expect(twice.status).toBe(400);
-    expect(await twice.json()).toMatchObject({ error: 'url must be a string', code: 'invalid_request', details: { in: 'body', field: 'url' } });
-    expect((await api.post('/webhooks?url=https://a.example.com/&url=https://b.example.com/')).status).toBe(400);
+    expect(await twice.json()).toEqual({ error: 'url was given more than once', code: 'invalid_request', details: { in: 'body', field: 'url' } });
+    const unknownTwice = await form('url=https%3A%2F%2Fa.example.com%2F&name=a&name=b');
+    expect(await unknownTwice.json()).toEqual({ error: 'name was given more than once', code: 'invalid_request', details: { in: 'body', field: 'name' } });
+    const query = await api.post('/webhooks?url=https://a.example.com/&url=https://b.example.com/');
+    expect([query.status, query.body]).toEqual([400, { error: 'url was given more than once', code: 'invalid_request', details: { in: 'query', field: 'url' } }]);
     const once = await form('url=https%3A%2F%2Fa.example.com%2F&name=ci');
     expect(once.status).toBe(200);
     expect(((await once.json()) as { data: { url: string; name: string } }).data).toMatchObject({ url: 'https://a.example.com/', name: 'ci' });
+  });
+
+  it('refuses every query parameter given twice alike, expand included (it said "expand must be a string")', async () => {
+    const src = await sourceWithEvents();
+    for (const path of [`/sources/${src}/event_summaries?expand=event&expand=summary`, `/sources/${src}/event_summaries?expand=event&expand=event`]) {
+      const res = await api.get(path);
+      expect([path, res.status, res.body]).toEqual([path, 400, { error: 'expand was given more than once', code: 'invalid_request', details: { in: 'query', field: 'expand' } }]);
+    }
+    const sse = await fetch(`${system.origin}/sse/dc/${src}/emits?expand=summary&expand=event`, { headers: { authorization: `Bearer ${user.apiKey}` }, signal: AbortSignal.timeout(5000) });
+    expect([sse.status, await sse.json()]).toEqual([400, { error: 'expand was given more than once', code: 'invalid_request', details: { in: 'query', field: 'expand' } }]);
+    expect((await api.get(`/sources/${src}/event_summaries?expand=event,summary`)).status).toBe(200);
   });
 
   it('answers HEAD of an event stream with its head at once, rather than holding the request open', async () => {

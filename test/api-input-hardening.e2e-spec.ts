@@ -81,6 +81,23 @@ describe('API input hardening: client-chosen input is a 4xx, never a 500', () =>
     expect((await api.get(`/sources/${sourceId}/event_summaries?limit=%2B5`)).status).toBe(400);
   });
 
+  it('refuses an empty, blank or non-digit integer query value as not written in digits (it was read as 0: "limit must be >= 1")', async () => {
+    const cases: [string, string, string][] = [
+      [`/sources/${sourceId}/event_summaries?limit=%20`, 'limit', ' '],
+      [`/sources/${sourceId}/event_summaries?limit=%09`, 'limit', '\t'],
+      [`/sources/${sourceId}/event_summaries?limit=`, 'limit', ''],
+      ['/users/me/sources?limit=%20%20', 'limit', '  '],
+      ['/users/me/webhooks?limit=ten', 'limit', 'ten'],
+      ['/users/me/usage?days=%20', 'days', ' '],
+      ['/users/me/usage?days=', 'days', ''],
+    ];
+    for (const [path, field, value] of cases) {
+      const res = await api.get(path);
+      expect([path, res.status, res.body]).toEqual([path, 400, { error: `${field} must be an integer written in digits`, code: 'invalid_request', details: { in: 'query', field, value } }]);
+    }
+    expect((await api.get(`/sources/${sourceId}/event_summaries?limit=5`)).status).toBe(200);
+  });
+
   it('refuses a component whose name or props carry a NUL character, and keeps one that only writes the escape', async () => {
     const named = await api.post('/components', { component_code: 'module.exports = { name: "a\\u0000b", version: "1", async run() {} };' });
     expect(named.status).toBe(400);

@@ -8,6 +8,7 @@ import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
 import { assertJsonTextLimits, assertNoNul } from './common/json-limits';
 import { clientErrorHandler, frameworkErrors, registerRequestHygiene } from './common/protocol-errors';
 import { requireDeclaredRoutes } from './contract/route-coverage';
+import { givenMoreThanOnce } from './contract/contract-validator';
 import { registerWebUi } from './web/web-ui';
 import { registerResponseHeaders } from './common/response-headers';
 import { installLeanAsyncBind } from './common/lean-async-bind';
@@ -57,9 +58,12 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
         if (looksJson) assertJsonTextLimits(text);
         const json = looksJson ? tryJson(text) : undefined;
         if (json !== undefined) return done(null, json);
-        // A name given twice becomes an array, as in the query string, so the route's contract refuses it rather than one value being picked silently.
         const form = parseFormBody(text);
-        for (const [k, v] of Object.entries(form)) assertNoNul(k + String(v), 'the request body');
+        for (const [k, v] of Object.entries(form)) {
+          assertNoNul(k + String(v), 'the request body');
+          // A field given twice is refused as a repeated query parameter is, rather than one value being picked.
+          if (Array.isArray(v)) throw givenMoreThanOnce(k, 'body');
+        }
         return done(null, form);
       }
       assertJsonTextLimits(text);

@@ -47,6 +47,15 @@ describe('a route contract', () => {
     expect(() => route.validate({ id: 'x' }, {}, { url: 'u', kind: 'x' })).toThrow('kind must be one of "$errors", "$logs"');
   });
 
+  it('reads an integer in the query only when written in digits (blank is not 0), and refuses any parameter given twice', () => {
+    for (const limit of ['', ' ', '\t', 'ten', '+1', '1.0']) {
+      expect(() => route.validate({ id: 'x' }, { limit }, { url: 'u' })).toThrow(expect.objectContaining({ message: 'limit must be an integer written in digits', details: { in: 'query', field: 'limit', value: limit } }));
+    }
+    // A union (no `type`), like `expand`: repeated, it was left to Ajv ("expand must be a string").
+    const union = new RouteValidator({ method: 'GET', path: '/v1/things', tag: 't', summary: 's', query: Type.Object({ expand: Type.Optional(Type.Union([Type.Literal('a'), Type.Literal('b')])) }), responses: { 200: null } });
+    expect(() => union.validate({}, { expand: ['a', 'b'] }, undefined)).toThrow(expect.objectContaining({ message: 'expand was given more than once', details: { in: 'query', field: 'expand' } }));
+  });
+
   it('takes a JSON object body or none', () => {
     for (const body of ['str', 123, [], null]) expect(() => route.validate({ id: 'x' }, { url: 'u' }, body)).toThrow('the request body must be a JSON object');
   });

@@ -3,7 +3,7 @@ import { TObject, Type } from '@sinclair/typebox';
 import { BadRequestError } from '@app/contracts';
 import { bodyOf, COMMON_QUERY, queryOf, RouteContract } from './route-contract';
 
-type Where = 'path' | 'query' | 'body';
+export type Where = 'path' | 'query' | 'body';
 
 /** Query strings carry text: `limit=5` is checked as the integer it names (on a copy: handlers read the text). */
 const textAjv = new Ajv({ allErrors: true, strict: false, coerceTypes: true });
@@ -52,18 +52,23 @@ export class RouteValidator {
 const INTEGER_TEXT = /^-?\d+$/;
 const NUMBER_TEXT = /^-?\d+(\.\d+)?$/;
 
+/** The 400 of a parameter or form field given twice: never one of its values picked. */
+export function givenMoreThanOnce(name: string, where: Where): BadRequestError {
+  return new BadRequestError(`${name} was given more than once`, { in: where, field: name });
+}
+
 /**
  * Text checked as what it names: before coercion, a declared number must be written as one (Ajv would take
- * `+1`, `01.0`, ` 1` or `1\u202f` as 1), and a parameter declared once must be given once.
+ * `+1`, `01.0`, ` 1` or `1\u202f` as 1, and an empty or blank value as 0), and a parameter declared once must be
+ * given once (the query string parser makes an array of a repeated name, whatever the declaration's type).
  */
 function checkText(validate: ValidateFunction, data: Record<string, unknown>, where: Where): void {
   const declared = ((validate.schema as TObject).properties ?? {}) as Record<string, { type?: unknown }>;
   for (const [name, value] of Object.entries(data)) {
-    const type = Object.prototype.hasOwnProperty.call(declared, name) ? declared[name].type : undefined;
-    if (type === undefined) continue;
-    if (Array.isArray(value) && type !== 'array') throw new BadRequestError(`${name} was given more than once`, { in: where, field: name });
-    // Text that is no number at all is left to the declaration's own message.
-    if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(Number(value))) continue;
+    if (!Object.prototype.hasOwnProperty.call(declared, name)) continue;
+    const type = declared[name].type;
+    if (Array.isArray(value) && type !== 'array') throw givenMoreThanOnce(name, where);
+    if (typeof value !== 'string') continue;
     if ((type === 'integer' && !INTEGER_TEXT.test(value)) || (type === 'number' && !NUMBER_TEXT.test(value))) {
       throw new BadRequestError(`${name} must be ${type === 'integer' ? 'an integer' : 'a number'} written in digits`, { in: where, field: name, value });
     }
