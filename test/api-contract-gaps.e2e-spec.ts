@@ -131,6 +131,22 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect((await api.get(`/sources/${src}/event_summaries?expand=event,summary`)).status).toBe(200);
   });
 
+  it('refuses an event_name no event can have ($ other than $errors and $logs) on every event read, as POST /subscriptions does', async () => {
+    const src = await sourceWithEvents();
+    const workflow = await api.post('/workflows', { name: 'chan', trigger: { manual: {} }, steps: [{ name: 's1', code: 'export default defineComponent({ async run() { return 1 } })' }] });
+    expect(workflow.status).toBe(200);
+    const wf = workflow.body.data.id;
+    const refused = { error: 'event_name may be empty (default channel), a custom channel name, $errors or $logs', code: 'invalid_request', details: { field: 'event_name', value: '$foo' } };
+    const sub = await api.post('/subscriptions', { emitter_id: src, listener_id: wf, event_name: '$foo' });
+    expect([sub.status, sub.body]).toEqual([400, refused]);
+    for (const path of [`/sources/${src}/event_summaries`, `/workflows/${wf}/event_summaries`, `/workflows/${wf}/$errors/event_summaries`]) {
+      const res = await api.get(`${path}?event_name=%24foo`);
+      expect([path, res.status, res.body]).toEqual([path, 400, refused]);
+    }
+    for (const name of ['%24errors', '%24logs', '', 'custom']) expect((await api.get(`/sources/${src}/event_summaries?event_name=${name}`)).status).toBe(200);
+    expect((await api.get(`/sources/${src}/event_summaries?event_name=`)).body.data).toHaveLength(5);
+  });
+
   it('answers HEAD of an event stream with its head at once, rather than holding the request open', async () => {
     const src = await insertSource(system, user.id);
     const workflow = await api.post('/workflows', { name: 'head', trigger: { manual: {} }, steps: [{ name: 's1', code: 'export default defineComponent({ async run() { return 1 } })' }] });

@@ -1,14 +1,15 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Query } from '@nestjs/common';
 import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext } from '../auth/auth.context';
+import { validateChannel } from '../common/channel-name';
 import { Input, mergeInput } from '../common/input';
 import { Page, parsePageQuery } from '../common/pagination';
 import { EventSummaryDto, parseExpand } from './event-summary.dto';
 import { EventsService, SummaryQuery } from './events.service';
 
 function summaryQuery(input: Input): SummaryQuery {
-  const eventName = input.event_name;
-  if (eventName !== undefined && typeof eventName !== 'string') throw new BadRequestError('event_name must be a string', { field: 'event_name' });
+  // Absent reads every channel but $errors and $logs; a name no event can have is refused as POST /subscriptions refuses it.
+  const eventName = input.event_name === undefined ? undefined : validateChannel(input.event_name);
   return { ...parsePageQuery(input), expand: parseExpand(input.expand), eventName };
 }
 

@@ -31,14 +31,3 @@ export async function resolveListener(em: EntityManager, auth: AuthContext, id: 
 }
 
 const lockIf = (lock: boolean) => (lock ? { lockMode: LockMode.PESSIMISTIC_READ } : {});
-
-/** `""` (default channel), a custom name, `$errors` or `$logs`; other `$` names are reserved. */
-export function validateChannel(value: unknown, field = 'event_name'): string {
-  if (value === undefined || value === null) return '';
-  if (typeof value !== 'string') throw new BadRequestError(`${field} must be a string`, { field });
-  if (value.length > 255) throw new BadRequestError(`${field} must be at most 255 characters`, { field });
-  if (value.startsWith('$') && value !== '$errors' && value !== '$logs') {
-    throw new BadRequestError(`${field} may be empty (default channel), a custom channel name, $errors or $logs`, { field, value });
-  }
-  return value;
-}

@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@ne
 import { BadRequestError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { mergeInput, requiredString } from '../common/input';
-import { validateChannel } from './endpoints';
+import { validateChannel } from '../common/channel-name';
 import { AutoSubscriptionDto, SubscriptionDto, SubscriptionsService } from './subscriptions.service';
 
 @Controller('v1')
