@@ -208,8 +208,22 @@ describe('API error bodies from every layer', () => {
     expectErrorBody(await none.json(), 'not_found');
     const patch = await fetch(`${system.baseUrl}/sources/dc_x`, { method: 'PATCH', headers: auth() });
     expect(patch.status).toBe(405);
-    expect(patch.headers.get('allow')).toBe('GET, PUT, DELETE');
+    expect(patch.headers.get('allow')).toBe('GET, HEAD, PUT, DELETE');
     expectErrorBody(await patch.json(), 'method_not_allowed');
+  });
+
+  it('lists HEAD in the Allow header of a 405 wherever GET is allowed (HEAD answers there), the SSE streams included', async () => {
+    for (const [method, url, allow] of [
+      ['OPTIONS', `${system.baseUrl}/users/me`, 'GET, HEAD'],
+      ['POST', `${system.origin}/sse/dc/dc_x/emits`, 'GET, HEAD'],
+      ['DELETE', `${system.baseUrl}/users/me/sources`, 'GET, HEAD'],
+      ['GET', `${system.baseUrl}/webhooks`, 'POST'],
+    ]) {
+      const res = await fetch(url, { method, headers: auth() });
+      const path = new URL(url).pathname;
+      expect([method, url, res.status, res.headers.get('allow'), await res.json()]).toEqual([method, url, 405, allow, { error: `${method} is not allowed on ${path}; allowed: ${allow}`, code: 'method_not_allowed' }]);
+    }
+    expect((await fetch(`${system.baseUrl}/users/me`, { method: 'HEAD', headers: auth() })).status).toBe(200);
   });
 
   it('two Authorization headers → 400', async () => {

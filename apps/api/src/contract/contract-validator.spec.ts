@@ -68,7 +68,9 @@ describe('a route contract', () => {
   });
 
   it('lists the methods of a known path for a 405', () => {
-    expect(allowedMethods('/v1/sources/dc_1?x=1')).toEqual(['GET', 'PUT', 'DELETE']);
+    expect(allowedMethods('/v1/sources/dc_1?x=1')).toEqual(['GET', 'HEAD', 'PUT', 'DELETE']);
+    expect(allowedMethods('/v1/users/me')).toEqual(['GET', 'HEAD']);
+    expect(allowedMethods('/v1/webhooks')).toEqual(['POST']);
     expect(allowedMethods('/v1/nowhere')).toEqual([]);
   });
 });

@@ -41,8 +41,11 @@ function assertOrgMember(auth: AuthContext, query: unknown, body: unknown): void
 
 const PATTERNS = API_ROUTES.map((r) => ({ method: r.method, regex: new RegExp(`^${routerPath(r.path).replace(/[.$]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}/?$`) }));
 
-/** The methods declared for a path (for a 405's `Allow` header); empty when no route has this path. */
+/**
+ * The methods of a path (for a 405's `Allow` header); empty when no route has this path. HEAD is answered
+ * wherever GET is (Fastify's HEAD routes), so it is listed after it (RFC 9110 §10.2.1).
+ */
 export function allowedMethods(url: string): string[] {
   const path = url.split('?')[0];
-  return [...new Set(PATTERNS.filter((p) => p.regex.test(path)).map((p) => p.method))];
+  return [...new Set(PATTERNS.filter((p) => p.regex.test(path)).flatMap((p) => (p.method === 'GET' ? ['GET', 'HEAD'] : [p.method])))];
 }
