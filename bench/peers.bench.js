@@ -109,7 +109,7 @@ async function main() {
   const results = {};
   try {
     red = await startNodeRed({ endpoints: ENDPOINTS, receiverUrl: receiver.url });
-    system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0' });
+    system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0' });
     // Warm-up: every source deployed and delivering, Node-RED's flows compiled.
     const { urls } = await deployPipeline(system, receiver, { count: ENDPOINTS, code: FORWARDER, name: 'peer' });
     await closedLoop({ urls: red.urls, connections: CONNECTIONS, seconds: 2, firstN: -2_000_000 });

@@ -27,7 +27,7 @@ const FORWARDER = `module.exports = {
 async function main() {
   // BENCH_BACKPRESSURE=1 keeps the ingest bounds at their defaults (429 with Retry-After, as `npm run bench -- peers` runs).
   const bounds = process.env.BENCH_BACKPRESSURE === '1' ? {} : { INGEST_MAX_PENDING_PER_SOURCE: '0', INGEST_MAX_PENDING: '0', INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT: '0' };
-  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', ...bounds });
+  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0', ...bounds });
   const receiver = await startReceiver();
   try {
     const { urls } = await deployPipeline(system, receiver, { count: ENDPOINTS, code: FORWARDER, name: 'f' });

@@ -31,7 +31,7 @@ function request(agent, url) {
 
 async function main() {
   // BENCH_PROFILE_APP=api (or runner, delivery, a comma-separated list): CPU profiles of those apps into /tmp/prof.
-  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0' });
+  const system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0' });
   try {
     const user = createUser(system);
     const urls = [];

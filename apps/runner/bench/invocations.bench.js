@@ -15,7 +15,7 @@ const PARTITIONS = 32;
 const TRIVIAL = `module.exports = { name: "Trivial", version: "1", async run(event) { this.$emit({ n: event.n }); } };`;
 
 async function main() {
-  const system = await startSystem({ PARTITIONS: String(PARTITIONS), HTTP_RATE_PER_SEC: '0', ...(process.env.BENCH_THREADS ? { WORKER_THREADS: process.env.BENCH_THREADS } : {}) }, { apps: process.env.BENCH_NO_DELIVERY ? ['api'] : ['api', 'delivery'] });
+  const system = await startSystem({ PARTITIONS: String(PARTITIONS), HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0', ...(process.env.BENCH_THREADS ? { WORKER_THREADS: process.env.BENCH_THREADS } : {}) }, { apps: process.env.BENCH_NO_DELIVERY ? ['api'] : ['api', 'delivery'] });
   try {
     await system.startApp('runner', 'runner');
     const user = createUser(system);

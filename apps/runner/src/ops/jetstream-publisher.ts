@@ -3,6 +3,8 @@ import type { Logger } from 'pino';
 import { EmittedEvent, encodeJson, HttpResponseMessage, randomToken, UsageRecord } from '@app/contracts';
 import { StreamPublisher, type NatsService } from '@app/nats';
 import type { Publisher } from '../actors/actor-deps';
+import type { EmitBudget } from './emit-budget';
+import type { RunnerMetrics } from './runner-metrics';
 
 /** How long usage is summed per owner and day before one record is published. */
 const USAGE_WINDOW_MS = 500;
@@ -15,11 +17,21 @@ export class JetStreamPublisher implements Publisher {
   private readonly usageToken = randomToken(10);
   private usageSeq = 0;
 
-  constructor(private readonly nats: NatsService, private readonly logger: Logger) {
+  constructor(
+    private readonly nats: NatsService,
+    private readonly logger: Logger,
+    private readonly budget?: EmitBudget,
+    private readonly metrics?: RunnerMetrics,
+  ) {
     this.stream = new StreamPublisher(nats.nc);
   }
 
   async publishEvents(events: EmittedEvent[]): Promise<void> {
+    const waitMs = this.budget ? Math.max(0, ...countByOwner(events).map(([owner, n]) => this.budget!.take(owner, n))) : 0;
+    if (waitMs > 0) {
+      this.metrics?.emitsHeldBack.inc(events.length);
+      await new Promise((r) => setTimeout(r, waitMs));
+    }
     // Issued back to back on one connection: stored in this order; each id dedupes a re-run.
     await Promise.all(events.map((e) => this.stream.publish(this.nats.names.emit(e.emitterId), encodeJson(e), e.emitId)));
   }
@@ -87,4 +99,10 @@ export class JetStreamPublisher implements Publisher {
     const error = { error: `the source's response is ${data.byteLength} bytes, over the ${max} bytes one NATS message carries (the server's max_payload)`, code: 'response_too_large' };
     this.nats.nc.publish(subject, encodeJson({ status: 502, headers: { 'content-type': 'application/json' }, body: JSON.stringify(error) }));
   }
+}
+
+function countByOwner(events: EmittedEvent[]): [string, number][] {
+  const counts = new Map<string, number>();
+  for (const e of events) counts.set(e.ownerId, (counts.get(e.ownerId) ?? 0) + 1);
+  return [...counts];
 }

@@ -1,0 +1,40 @@
+import { EmitBudget } from './emit-budget';
+
+describe('EmitBudget', () => {
+  let clock = 0;
+  beforeEach(() => (clock = 0));
+  const budget = () => new EmitBudget(100, 1000, () => clock);
+
+  it('lets an account publish its burst at once, then at its rate', () => {
+    const b = budget();
+    expect(b.take('u_a', 1000)).toBe(0);
+    expect(b.take('u_a', 50)).toBe(500);
+    clock = 1000; // 100 refilled, 50 of them owed
+    expect(b.take('u_a', 50)).toBe(0);
+    expect(b.take('u_a', 10)).toBe(100);
+  });
+
+  it('keeps each account to its own bucket', () => {
+    const b = budget();
+    expect(b.take('u_a', 1500)).toBe(5000);
+    expect(b.take('u_b', 1000)).toBe(0);
+  });
+
+  it('makes later publishes of an account wait behind what it owes', () => {
+    const b = budget();
+    b.take('u_a', 1000);
+    expect(b.take('u_a', 100)).toBe(1000);
+    expect(b.take('u_a', 100)).toBe(2000);
+  });
+
+  it('does not refill past the burst', () => {
+    const b = budget();
+    clock = 60_000;
+    expect(b.take('u_a', 1000)).toBe(0);
+    expect(b.take('u_a', 1)).toBe(10);
+  });
+
+  it('is off at 0', () => {
+    expect(new EmitBudget(0, 0).take('u_a', 1e9)).toBe(0);
+  });
+});

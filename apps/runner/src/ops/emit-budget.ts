@@ -1,0 +1,53 @@
+interface Bucket {
+  tokens: number;
+  atMs: number;
+}
+
+/** Buckets kept at most before the full ones (accounts that emitted nothing lately) are dropped. */
+const BUCKETS_MAX = 10_000;
+
+/**
+ * How fast one account's sources and workflows may publish events from this runner: a token bucket per account
+ * (EMITS_PER_SECOND_PER_ACCOUNT, a burst of `burst`). Over it, publishing waits — the runs are not refused and
+ * nothing is dropped: the account's invocations wait, its backlog grows and its own endpoints are answered 429
+ * (ingest back-pressure). One account's loop of subscriptions or a run emitting thousands of events at every
+ * request filled EMITS faster than the delivery app routes it, and every account's events waited behind them.
+ */
+export class EmitBudget {
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(
+    private readonly perSecond: number,
+    private readonly burst: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Takes `n` events of `owner`'s budget; returns how long to wait (ms) before publishing them, 0 when within it.
+   * Events taken beyond the budget are owed: the next take of the account waits for them too, so an account's
+   * publishes wait in turn.
+   */
+  take(owner: string, n: number): number {
+    if (this.perSecond <= 0 || n <= 0) return 0;
+    const now = this.now();
+    const b = this.refilled(owner, now);
+    b.tokens -= n;
+    return b.tokens >= 0 ? 0 : Math.ceil((-b.tokens * 1000) / this.perSecond);
+  }
+
+  private refilled(owner: string, now: number): Bucket {
+    let b = this.buckets.get(owner);
+    if (!b) {
+      if (this.buckets.size >= BUCKETS_MAX) this.dropFull(now);
+      this.buckets.set(owner, (b = { tokens: this.burst, atMs: now }));
+      return b;
+    }
+    b.tokens = Math.min(this.burst, b.tokens + ((now - b.atMs) * this.perSecond) / 1000);
+    b.atMs = now;
+    return b;
+  }
+
+  private dropFull(now: number): void {
+    for (const [owner, b] of this.buckets) if (b.tokens + ((now - b.atMs) * this.perSecond) / 1000 >= this.burst) this.buckets.delete(owner);
+  }
+}

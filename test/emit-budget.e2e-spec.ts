@@ -1,0 +1,51 @@
+import { client, createUser } from './support/accounts';
+import { eventually, freePort, startSystem, System } from './support/system';
+import { httpSourceToWebhook, Receiver } from './events.helpers';
+
+/** An HTTP source whose run emits `body.n` events. */
+const FLOOD = 'module.exports = { name: "Flood", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { for (let i = 0; i < e.body.n; i++) this.$emit({ i }); } };';
+
+/**
+ * EMITS_PER_SECOND_PER_ACCOUNT (200 here, a burst of ten seconds' worth: 2,000). A's runs emit 4,000 events at once:
+ * the first 2,000 are published at once, the others as A's budget refills, and none is dropped; B's event, sent
+ * after them, does not wait behind A's.
+ */
+describe("one account's events are published at its own rate (EMITS_PER_SECOND_PER_ACCOUNT)", () => {
+  let system: System;
+  let ofA: Receiver;
+  let ofB: Receiver;
+
+  beforeAll(async () => {
+    system = await startSystem({ EMITS_PER_SECOND_PER_ACCOUNT: '200', EMITS_PER_INVOCATION: '400', HTTP_RATE_PER_SEC: '0', RUNNER_METRICS_PORT: String(await freePort()), DELIVERY_METRICS_PORT: String(await freePort()) });
+    ofA = await new Receiver().start();
+    ofB = await new Receiver().start();
+  });
+  afterAll(async () => {
+    await ofA?.stop();
+    await ofB?.stop();
+    await system?.stop();
+  });
+
+  const heldBack = async (): Promise<number> => {
+    const text = await (await fetch(`http://127.0.0.1:${system.env.RUNNER_METRICS_PORT}/metrics`)).text();
+    return Number(/^runner_emits_held_back_total (\d+)/m.exec(text)?.[1] ?? 0);
+  };
+  const post = (url: string, body: unknown): Promise<Response> => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  it("holds back A's events past its budget, delivers B's meanwhile, and loses none of A's", async () => {
+    const apiA = client(system, createUser(system).apiKey);
+    const flood = (await apiA.post('/sources', { component_code: FLOOD, name: 'flood' })).body.data;
+    const wh = (await apiA.post('/webhooks', { url: ofA.url })).body.data.id;
+    expect((await apiA.post('/subscriptions', { emitter_id: flood.id, listener_id: wh })).status).toBe(200);
+    const b = await httpSourceToWebhook(system, client(system, createUser(system).apiKey), ofB.url);
+    await eventually(async () => (await post(b.url, { warm: true })).status === 200 && ofB.received.length > 0 && (await post(flood.configured_props.http.endpoint_url, { n: 0 })).status === 200, { what: 'both sources to run', timeoutMs: 30_000 });
+
+    for (let i = 0; i < 10; i++) expect((await post(flood.configured_props.http.endpoint_url, { n: 400 })).status).toBe(200);
+    await eventually(async () => (await heldBack()) > 0, { what: "A's events held back" });
+    expect((await post(b.url, { probe: 'b' })).status).toBe(200);
+    await eventually(async () => ofB.received.some((r) => r.body === '{"probe":"b"}'), { what: "B's event" });
+    // A's 4,000 are not all out yet when B's arrives: they go at 200 a second past the first 2,000.
+    expect(ofA.eventIds().size).toBeLessThan(4000);
+    await eventually(async () => ofA.eventIds().size === 4000, { what: "all of A's events", timeoutMs: 60_000 });
+  });
+});
