@@ -1,6 +1,6 @@
 import { admin, client, createUser, TestUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
-import { Emitter, insertSource, Receiver, subscriptionsLoaded } from './events.helpers';
+import { Emitter, insertSource, Receiver, streamEnds, subscriptionsLoaded } from './events.helpers';
 
 /**
  * What is already flowing stops at once when access ends: an org member removed with the admin CLI stops
@@ -91,23 +91,7 @@ describe('an ended membership stops what already flows to the ex-member', () => 
     admin(system, ['orgs', 'remove-member', '--org', org.id, '--user', member.id]);
     const after = await emitter.emit(orgSource, org.id, { n: 'after' });
     // Without the change reaching the stream, it would stay open until the keep-alive (60 s) and show `after`.
-    const guard = setTimeout(() => ac.abort(), 10_000);
-    let ended = false;
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) {
-          ended = true;
-          break;
-        }
-        text.push(new TextDecoder().decode(value));
-      }
-    } catch {
-      ended = false;
-    } finally {
-      clearTimeout(guard);
-    }
-    expect(ended).toBe(true);
+    expect(await streamEnds(reader, ac, 10_000, (t) => text.push(t))).toBe(true);
     expect(text.join('')).not.toContain(after.id);
     // The owner still reads the org's stream.
     const ownerStream = await fetch(`${system.origin}/sse/dc/${orgSource}/emits`, { headers: { authorization: `Bearer ${owner.apiKey}` } });
@@ -123,16 +107,6 @@ describe('an ended membership stops what already flows to the ex-member', () => 
     expect(new TextDecoder().decode((await reader.read()).value)).toContain(':sse-handshake');
     expect((await client(system, owner.apiKey).del(`/sources/${orgSource}`)).status).toBe(204);
     // Without the deletion reaching the stream, it would stay open until the keep-alive (60 s).
-    const guard = setTimeout(() => ac.abort(), 10_000);
-    let ended = false;
-    try {
-      while (!(await reader.read()).done);
-      ended = true;
-    } catch {
-      ended = false;
-    } finally {
-      clearTimeout(guard);
-    }
-    expect(ended).toBe(true);
+    expect(await streamEnds(reader, ac, 10_000)).toBe(true);
   });
 });

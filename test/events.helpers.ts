@@ -161,3 +161,22 @@ export async function firstDelivered(url: string, receiver: { received: unknown[
   const post = (): Promise<Response> => fetch(url, { method: 'POST', body: '{"i":-1}', headers: { 'content-type': 'application/json' } });
   await eventually(async () => (await post()).status === 200 && receiver.received.length > 0, { what: 'the first event delivered', timeoutMs: 30_000, intervalMs: 500 });
 }
+
+/**
+ * Reads an event stream to its end: true when the server ended it, false when `ac` aborted it first (after
+ * `withinMs`). Each chunk read is handed to `onText`.
+ */
+export async function streamEnds(reader: ReadableStreamDefaultReader<Uint8Array>, ac: AbortController, withinMs: number, onText?: (text: string) => void): Promise<boolean> {
+  const guard = setTimeout(() => ac.abort(), withinMs);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return true;
+      onText?.(new TextDecoder().decode(value));
+    }
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(guard);
+  }
+}

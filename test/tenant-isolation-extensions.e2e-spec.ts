@@ -1,6 +1,6 @@
 import { admin, client, createUser, TestUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
-import { Receiver, subscriptionsLoaded } from './events.helpers';
+import { Receiver, streamEnds, subscriptionsLoaded } from './events.helpers';
 import { rawRequest } from './support/raw-http';
 
 /**
@@ -259,16 +259,6 @@ describe('tenant isolation of workflows, subscriptions, app hooks and usage', ()
     const rotated = admin(system, ['keys', 'rotate', '--user', c.id]);
     for (const res of [await as(c).get(`/workflows/${wf.id}`), await as(c).post(`/workflows/${wf.id}/run`, {}), await as(c).get(`/workflows/${wf.id}/event_summaries`)]) expectRefused(res, 401);
     expect((await client(system, rotated.api_key).get(`/workflows/${wf.id}`)).status).toBe(200);
-    const guard = setTimeout(() => ac.abort(), 20_000);
-    let ended = false;
-    try {
-      for (;;) if ((await reader.read()).done) break;
-      ended = true;
-    } catch {
-      ended = false;
-    } finally {
-      clearTimeout(guard);
-    }
-    expect(ended).toBe(true);
+    expect(await streamEnds(reader, ac, 20_000)).toBe(true);
   });
 });

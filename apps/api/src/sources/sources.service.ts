@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { announceReplicaChange } from '../common/replica-changes';
+import { softDeleteWithSubscriptions } from '../subscriptions/soft-delete';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ComponentMeta, ConfigurableProp, INTERFACE_HTTP, validateConfiguredProps } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
@@ -278,15 +279,7 @@ export class SourcesService {
   async remove(auth: AuthContext, id: string): Promise<void> {
     const { source } = await this.get(auth, id);
     // Its subscriptions go with it, as emitter and as listener (auto-subscriptions too); delivery reloads its routes.
-    // One transaction, the row locked from the first statement (SubscriptionsService.create locks it too): a subscription made meanwhile
-    // finds the source deleted, and of two deletes at once the second finds nothing.
-    const removed = await this.em.fork().transactional(async (tx) => {
-      if (!(await tx.nativeUpdate(Source, { id: source.id, deletedAt: null }, { deletedAt: Math.floor(Date.now() / 1000), rev: raw('rev + 1') }))) return false;
-      await tx.nativeDelete(Subscription, { $or: [{ emitterId: source.id }, { listenerId: source.id }] });
-      await tx.nativeDelete(AutoSubscription, { listenerId: source.id });
-      return true;
-    });
-    if (!removed) throw new NotFoundError(`source ${id} not found`, { id });
+    if (!(await softDeleteWithSubscriptions(this.em, Source, source.id))) throw new NotFoundError(`source ${id} not found`, { id });
     this.nats.nc.publish(this.nats.names.changed('sources'));
     this.logger.log(`source deleted source_id=${source.id}`);
     announceReplicaChange(this.nats, 'endpoints', [source.endpointKey]);

@@ -10,6 +10,7 @@ import { AuthContext } from '../auth/auth.context';
 import { ComponentsService } from '../components/components.service';
 import { propsView } from '../sources/source-props';
 import { resolveEmitter } from '../subscriptions/endpoints';
+import { softDeleteWithSubscriptions } from '../subscriptions/soft-delete';
 import { ComponentRef, SourcesService } from '../sources/sources.service';
 import { resolveSteps } from './workflow-steps';
 import { WorkflowPublisher } from './workflow-publisher';
@@ -290,14 +291,7 @@ export class WorkflowsService {
 
   async remove(auth: AuthContext, id: string): Promise<void> {
     const w = await this.get(auth, id);
-    // As a source's delete: one transaction from the row's lock on (a concurrent subscription or delete finds it gone).
-    const removed = await this.em.fork().transactional(async (tx) => {
-      if (!(await tx.nativeUpdate(Workflow, { id: w.id, deletedAt: null }, { deletedAt: Math.floor(Date.now() / 1000), rev: raw('rev + 1') }))) return false;
-      await tx.nativeDelete(Subscription, { $or: [{ emitterId: w.id }, { listenerId: w.id }] });
-      await tx.nativeDelete(AutoSubscription, { listenerId: w.id });
-      return true;
-    });
-    if (!removed) throw new NotFoundError(`workflow ${id} not found`, { id });
+    if (!(await softDeleteWithSubscriptions(this.em, Workflow, w.id))) throw new NotFoundError(`workflow ${id} not found`, { id });
     this.nats.nc.publish(this.nats.names.changed('sources'));
     await this.dropManagedSource(auth, w, null);
     this.logger.log(`workflow deleted workflow_id=${w.id}`);
