@@ -10,6 +10,8 @@ describe('classifyDbError', () => {
     expect(classifyDbError(pgError('53300', 'sorry, too many clients already'))).toBe('unavailable');
     expect(classifyDbError(pgError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432'))).toBe('unavailable');
     expect(classifyDbError(new Error('select 1 - Connection terminated unexpectedly'))).toBe('unavailable');
+    // The next query of a transaction whose connection died.
+    expect(classifyDbError(new DriverException(new Error('Transaction query already complete, run with DEBUG=knex:tx for more info')))).toBe('unavailable');
     expect(classifyDbError(new DriverException(new Error('Knex: Timeout acquiring a connection. The pool is probably full.')))).toBe('busy');
     expect(classifyDbError(pgError('57014', 'canceling statement due to statement timeout'))).toBe('busy');
     expect(classifyDbError(pgError('42601', 'syntax error'))).toBeUndefined();

@@ -21,8 +21,11 @@ const BUSY_CODES = new Set(['57014', '55P03']);
 const CONFLICT_CODES = new Set(['23505', '23503', '40001', '40P01']);
 /** Socket errors on the way to the server (pg and knex pass them through with their errno code). */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-/** Messages of pg and knex that carry no code. */
-const UNAVAILABLE_MESSAGES = /Connection terminated|Connection ended unexpectedly|timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable|Client was closed and is not queryable/;
+/**
+ * Messages of pg and knex that carry no code. Knex's "Transaction query already complete" is the next query of a
+ * transaction whose connection died (knex ended the transaction when its connection failed).
+ */
+const UNAVAILABLE_MESSAGES = /Connection terminated|Connection ended unexpectedly|timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|Transaction query already complete/;
 const POOL_TIMEOUT = /Timeout acquiring a connection/;
 
 export function classifyDbError(e: unknown): DbFailure | undefined {
