@@ -34,6 +34,14 @@ describe('EmitBudget', () => {
     expect(b.take('u_a', 1)).toBe(10);
   });
 
+  it('never owes for a clock that went back', () => {
+    const b = budget();
+    clock = 600_000;
+    b.take('u_a', 10);
+    clock = 0;
+    expect(b.take('u_a', 10)).toBe(0);
+  });
+
   it('is off at 0', () => {
     expect(new EmitBudget(0, 0).take('u_a', 1e9)).toBe(0);
   });

@@ -19,7 +19,8 @@ export class EmitBudget {
   constructor(
     private readonly perSecond: number,
     private readonly burst: number,
-    private readonly now: () => number = Date.now,
+    // Monotonic: a wall clock set back by minutes made every account owe minutes of events.
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /**
@@ -42,7 +43,7 @@ export class EmitBudget {
       this.buckets.set(owner, (b = { tokens: this.burst, atMs: now }));
       return b;
     }
-    b.tokens = Math.min(this.burst, b.tokens + ((now - b.atMs) * this.perSecond) / 1000);
+    b.tokens = Math.min(this.burst, b.tokens + (Math.max(0, now - b.atMs) * this.perSecond) / 1000);
     b.atMs = now;
     return b;
   }

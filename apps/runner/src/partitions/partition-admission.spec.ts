@@ -81,6 +81,15 @@ describe('PartitionAdmission', () => {
     expect(a.offer('dc_a', 'u_a', 6)).toEqual({ hold: true, deferrals: 1 });
   });
 
+  it('never hands back for longer than DEFER_MAX_MS behind an earlier one, whatever the clock did', () => {
+    const a = admission(4);
+    for (let seq = 1; seq <= 3; seq++) a.offer('dc_a', 'u_a', seq);
+    clock = 600_000;
+    expect(a.offer('dc_a', 'u_a', 4).hold).toBe(false);
+    clock = 0; // set back
+    expect(a.offer('dc_a', 'u_a', 5)).toEqual({ hold: false, delayMs: DEFER_MAX_MS + 20 });
+  });
+
   it('forgets what a gone source handed back', () => {
     const a = admission(2);
     a.offer('dc_a', 'u_a', 1);

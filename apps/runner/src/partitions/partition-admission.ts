@@ -48,7 +48,8 @@ export class PartitionAdmission {
   constructor(
     private readonly max: number,
     private readonly staleMs: number,
-    private readonly now: () => number = Date.now,
+    // Monotonic: a wall clock set back would hold a source's invocations for as long.
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.share = Math.max(1, Math.floor(max / 4));
   }
@@ -67,7 +68,7 @@ export class PartitionAdmission {
     if (first !== undefined && seq > first) {
       // Not before the earliest of its source that is out: it comes back just after that one.
       const earliest = out?.info.get(first) as Deferred;
-      return { hold: false, delayMs: this.defer(sourceId, seq, Math.max(0, earliest.dueMs - this.now()) + AFTER_EARLIER_MS) };
+      return { hold: false, delayMs: this.defer(sourceId, seq, Math.min(DEFER_MAX_MS, Math.max(0, earliest.dueMs - this.now())) + AFTER_EARLIER_MS) };
     }
     if (!this.hasRoom(sourceId, owner)) {
       const noRoom = (mine?.noRoom ?? 0) + 1;
