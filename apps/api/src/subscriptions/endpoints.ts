@@ -1,5 +1,5 @@
 import { EntityManager, LockMode } from '@mikro-orm/postgresql';
-import { BadRequestError, NotFoundError } from '@app/contracts';
+import { BadRequestError } from '@app/contracts';
 import { Source, Webhook, Workflow } from '@app/db';
 import { assertAccess, AuthContext } from '../auth/auth.context';
 
