@@ -62,7 +62,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
     };
     this.leases = new PartitionLeases(
       this.nats.leases,
-      { partitions: this.config.partitions, ttlMs: this.config.leaseTtlMs, replicaId: this.replicaId, names: this.nats.names },
+      { partitions: this.config.partitions, ttlMs: this.config.leaseTtlMs, replicaId: this.replicaId, names: this.nats.names, workConnected: () => this.nats.waitConnected() },
       {
         acquired: (p, fence) => this.startPartition(p, fence),
         lost: (p) => this.stopPartition(p, false),

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@app/config';
-import { NatsService } from './nats.service';
+import { leaseConnectionOptions, NatsService } from './nats.service';
 import { natsAdminEnv, need } from '../../../test/support/env';
 
 // Real NATS (the test run's server): the streams and buckets of DESIGN.md as the apps create them.
@@ -60,5 +60,23 @@ describe('NatsService streams and buckets', () => {
     expect((await svc.jsm.streams.info(`KV_${svc.names.leasesBucket}`)).config.max_age).toBe(4000 * 1e6);
     const back = await start();
     expect((await back.jsm.streams.info(`KV_${back.names.leasesBucket}`)).config.max_age).toBe(10_000 * 1e6);
+  });
+
+  it('keeps the leases bucket on a connection of its own, which answers while the main connection is gone', async () => {
+    const svc = await start();
+    expect(svc.leaseNc).not.toBe(svc.nc);
+    await svc.nc.close();
+    const key = `p.spec-${randomBytes(3).toString('hex')}`;
+    const revision = await svc.leases.create(key, new TextEncoder().encode('owner'));
+    expect(new TextDecoder().decode((await svc.leases.get(key))?.value)).toBe('owner');
+    await svc.leases.delete(key, { previousSeq: revision });
+  });
+
+  it("points the lease connection at the main connection's server first, without shuffling", () => {
+    const config = loadConfig({ DATA_DIR: dataDir, ...natsAdminEnv(), NATS_URL: 'nats://10.0.0.1:4222, nats://10.0.0.2:4222,10.0.0.3:4222' });
+    const options = leaseConnectionOptions(config, 'runner', '10.0.0.3:4222');
+    expect(options.servers).toEqual(['10.0.0.3:4222', 'nats://10.0.0.1:4222', 'nats://10.0.0.2:4222']);
+    expect(options.noRandomize).toBe(true);
+    expect(options.name).toBe('runner.leases');
   });
 });

@@ -30,9 +30,9 @@ const CONSUMER_ADMIN_TIMEOUT_MS = 15_000;
 const RECONNECT_GRACE_MS = 1_000;
 
 /**
- * One NATS connection per process, as the app's own NATS user, with every
- * stream, bucket and object store from the architecture created idempotently
- * on start (by the api; the other apps wait for them).
+ * The app's NATS connection, as its own NATS user, with every stream, bucket and
+ * object store from the architecture created idempotently on start (by the api;
+ * the other apps wait for them), and a second connection for the `leases` bucket alone.
  */
 export class NatsService {
   readonly names: Names;
@@ -41,7 +41,12 @@ export class NatsService {
   jsm!: JetStreamManager;
   sources!: KV;
   sourceState!: KV;
+  /**
+   * On a connection of its own (`leaseNc`): a renewal never waits behind the main connection's
+   * bulk traffic (a burst of publishes queued in its buffer), so a busy replica keeps its partitions.
+   */
   leases!: KV;
+  leaseNc!: NatsConnection;
   components!: ObjectStore;
   /**
    * Publishes to a stream and waits for its acknowledgement through one reply
@@ -69,10 +74,13 @@ export class NatsService {
     coalesceNatsWrites();
     this.nc = await connectFirst(this.config, this.clientName);
     this.connection = new ConnectionState(this.nc);
+    this.leaseNc = await connect(leaseConnectionOptions(this.config, this.clientName, this.nc.getServer()));
     // The client gives up only when the server keeps refusing the credentials (e.g. rotated passwords after a reload).
-    void this.nc.closed().then((err) => {
-      if (!this.stopping) this.opts.onConnectionLost?.(err ?? new Error('the NATS connection closed'));
-    });
+    for (const nc of [this.nc, this.leaseNc]) {
+      void nc.closed().then((err) => {
+        if (!this.stopping) this.opts.onConnectionLost?.(err ?? new Error('the NATS connection closed'));
+      });
+    }
     // Creating a durable consumer on a cluster waits for its leader election: longer than the client's 5 s default.
     this.jsm = await retryUnanswered('reaching JetStream', () => this.nc.jetstreamManager({ timeout: CONSUMER_ADMIN_TIMEOUT_MS }));
     this.js = this.nc.jetstream();
@@ -84,7 +92,8 @@ export class NatsService {
     const allow_direct = false;
     this.sources = await retryUnanswered('binding bucket sources', () => this.js.views.kv(this.names.sourcesBucket, { history: 1, replicas, allow_direct }));
     this.sourceState = await retryUnanswered('binding bucket source-state', () => this.js.views.kv(this.names.sourceStateBucket, { history: 1, replicas, allow_direct }));
-    this.leases = await retryUnanswered('binding bucket leases', () => this.js.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs, replicas, allow_direct }));
+    const leaseJs = this.leaseNc.jetstream();
+    this.leases = await retryUnanswered('binding bucket leases', () => leaseJs.views.kv(this.names.leasesBucket, { history: 1, ttl: this.config.leaseTtlMs, replicas, allow_direct }));
     this.components = await retryUnanswered('binding object store components', () => this.js.views.os(this.names.componentsStore, { replicas }));
   }
 
@@ -185,6 +194,7 @@ export class NatsService {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.nc && !this.nc.isClosed()) await this.nc.drain();
+    if (this.leaseNc && !this.leaseNc.isClosed()) await this.leaseNc.drain();
     this.streams?.close();
   }
 }
@@ -212,6 +222,18 @@ export function natsConnectionOptions(config: AppConfig, name: string): Connecti
   if (config.natsToken) options.token = config.natsToken;
   if (config.natsCreds) options.authenticator = credsFile(config.natsCreds);
   return options;
+}
+
+/**
+ * The lease connection's options: the main connection's server first and no shuffling, so both
+ * connections see the same node of a cluster (a replica cut off from its main connection's node
+ * must not keep renewing its leases through another).
+ */
+export function leaseConnectionOptions(config: AppConfig, name: string, mainServer: string): ConnectionOptions {
+  const options = natsConnectionOptions(config, `${name}.leases`);
+  const servers = options.servers as string[];
+  const same = servers.filter((s) => s.replace(/^[a-z]+:\/\//i, '') === mainServer);
+  return { ...options, servers: [...same, ...servers.filter((s) => !same.includes(s))], noRandomize: true };
 }
 
 function credsFile(path: string): Authenticator {

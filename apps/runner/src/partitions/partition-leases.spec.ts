@@ -65,12 +65,12 @@ function cutOff(kv: FakeKv) {
   return { kv: proxy, state };
 }
 
-function replica(kv: FakeKv, id: string) {
+function replica(kv: FakeKv, id: string, workConnected?: () => Promise<boolean>) {
   const owned = new Set<number>();
   const events: string[] = [];
   const leases = new PartitionLeases(
     kv as unknown as KV,
-    { partitions: 8, ttlMs: TTL, replicaId: id, names: new Names('') },
+    { partitions: 8, ttlMs: TTL, replicaId: id, names: new Names(''), workConnected },
     {
       acquired: async (p, fence) => void (owned.add(p), events.push(`+${p}:${fence}`)),
       lost: async (p) => void (owned.delete(p), events.push(`lost ${p}`)),
@@ -108,5 +108,25 @@ describe('PartitionLeases', () => {
     await until('the hand-back', () => a.owned.size === 8);
     await a.leases.close();
     expect(a.events.filter((e) => e.startsWith('lost'))).toEqual([]);
+  });
+
+  it('gives up its partitions while its work connection is down, though its lease connection still answers', async () => {
+    const kv = new FakeKv(TTL);
+    const a = replica(kv, 'a');
+    const work = { up: true };
+    const b = replica(kv, 'b', async () => work.up);
+    await a.leases.start();
+    await b.leases.start();
+    await until('an even split', () => a.owned.size === 4 && b.owned.size === 4);
+
+    work.up = false;
+    await until('b to stop its partitions', () => b.owned.size === 0);
+    expect(b.events.filter((e) => e.startsWith('lost'))).toHaveLength(4);
+    await until('a to take over', () => a.owned.size === 8);
+
+    work.up = true;
+    await until('b back with its share', () => a.owned.size === 4 && b.owned.size === 4);
+    await b.leases.close();
+    await a.leases.close();
   });
 });

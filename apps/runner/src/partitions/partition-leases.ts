@@ -16,6 +16,11 @@ export interface LeaseOptions {
   ttlMs: number;
   replicaId: string;
   names: Names;
+  /**
+   * Whether the connection the partitions work on is up (leases go over a connection of their own):
+   * while it is not, no lease is renewed or taken, so another replica takes the partitions.
+   */
+  workConnected?: () => Promise<boolean>;
 }
 
 const REPLICA_PREFIX = 'r.';
@@ -68,6 +73,10 @@ export class PartitionLeases {
     if (this.closed) return;
     // Renewals come first and fail one by one (a partition whose renewal fails is stopped at once),
     // so an unreachable NATS stops the partitions before another replica may take them.
+    if (this.opts.workConnected && !(await this.opts.workConnected())) {
+      await this.loseAll('the NATS connection the partitions work on is down');
+      return;
+    }
     try {
       await this.renew();
     } catch (err) {
@@ -98,6 +107,15 @@ export class PartitionLeases {
         }
       }),
     );
+  }
+
+  /** Gives up every lease without renewing it: each partition stops at once, its lease expires for another replica. */
+  private async loseAll(reason: string): Promise<void> {
+    for (const p of this.ownedPartitions) {
+      this.owned.delete(p);
+      this.log.warn({ partition: p, reason }, 'partition lease lost');
+      await this.cb.lost(p);
+    }
   }
 
   private async countReplicas(): Promise<number> {
