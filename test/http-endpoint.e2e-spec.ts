@@ -126,6 +126,27 @@ describe('HTTP endpoints and manual runs (ingress)', () => {
     expect(inv.replyTo).toMatch(new RegExp(`resp\\.[a-z0-9]+\\.${inv.invocationId}$`));
   });
 
+  it('a caller waiting for respond() is answered 404 as soon as the source is deleted, not at the timeout', async () => {
+    // Its own api with a timeout no test waits for: only the deletion can end the request.
+    const patient = await startSystem({ HTTP_RESPONSE_TIMEOUT_MS: '600000' }, { apps: ['api'] });
+    try {
+      const owner = createUser(patient);
+      const created = await client(patient, owner.apiKey).post('/sources', { component_code: CUSTOM_RESPONSE_SOURCE });
+      expect(created.status).toBe(200);
+      const { id } = created.body.data;
+      const waiting = fetch(created.body.data.configured_props.http.endpoint_url, { method: 'POST', body: 'x' });
+      const jsm = await nc.jetstreamManager();
+      const subject = new Names(patient.natsPrefix).invocation(partitionOf(id, Number(patient.env.PARTITIONS)), id);
+      await eventually(async () => !!(await jsm.streams.getMessage(new Names(patient.natsPrefix).invocationsStream, { last_by_subj: subject }).catch(() => undefined)), { what: 'the request stored' });
+      expect((await client(patient, owner.apiKey).del(`/sources/${id}`)).status).toBe(204);
+      const res = await waiting;
+      expect(res.status).toBe(404);
+      expect(await res.json()).toEqual({ error: 'the source was deleted before it called respond()', code: 'not_found', details: { invocation_id: expect.stringMatching(/^inv_/) } });
+    } finally {
+      await patient.stop();
+    }
+  });
+
   it('POST /v1/sources/{id}/run stores a manual invocation (a timer source: its timer event) and answers 202; another account gets 404', async () => {
     const s = await createSource(HTTP_SOURCE);
     const api = client(system, user.apiKey);

@@ -26,6 +26,7 @@ import { RateLimiter } from './rate-limiter';
 import { endpointUrlOf } from './endpoint-urls';
 import { scopeSetCookies } from './endpoint-cookies';
 import { dependencyError, describeCause } from '../common/dependency-errors';
+import { onReplicaChange } from '../common/replica-changes';
 
 /** Headers a relayed custom response may not set (the server computes them). */
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection']);
@@ -56,8 +57,10 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   private readonly limiter: RateLimiter;
   /** Reply subjects of this replica are `resp.<token>.<invocationId>`. */
   private readonly replicaToken = randomToken(12);
-  private readonly waiting = new Map<string, (r: HttpResponseMessage | null) => void>();
+  /** Callers waiting for `respond()`, by invocation id; `null` answers the timeout, `'deleted'` the source's deletion. */
+  private readonly waiting = new Map<string, { sourceId: string; resolve: (r: HttpResponseMessage | null | 'deleted') => void }>();
   private replies: Subscription | undefined;
+  private unsubscribeDeleted: (() => void) | undefined;
 
   constructor(
     private readonly adapterHost: HttpAdapterHost,
@@ -71,9 +74,14 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
 
   onModuleDestroy(): void {
     this.replies?.unsubscribe();
+    this.unsubscribeDeleted?.();
   }
 
   onModuleInit(): void {
+    // A source or workflow deleted (on any replica) while callers wait for its respond(): it never will; they are told at once.
+    this.unsubscribeDeleted = onReplicaChange(this.nats, 'deleted', (id) => {
+      for (const w of this.waiting.values()) if (w.sourceId === id) w.resolve('deleted');
+    });
     const fastify = this.adapterHost.httpAdapter.getInstance<FastifyInstance>();
     void fastify.register(async (scope) => {
       scope.removeAllContentTypeParsers();
@@ -155,13 +163,16 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     const timeoutMs = this.config.httpResponseTimeoutMs;
     this.listen();
     let timer: NodeJS.Timeout | undefined;
-    const answer = new Promise<HttpResponseMessage | null>((resolve) => {
-      this.waiting.set(msg.invocationId, resolve);
+    const answer = new Promise<HttpResponseMessage | null | 'deleted'>((resolve) => {
+      this.waiting.set(msg.invocationId, { sourceId: target.sourceId, resolve });
       timer = setTimeout(() => resolve(null), timeoutMs);
     });
     try {
       await this.store(target, msg);
       const res = await answer;
+      if (res === 'deleted') {
+        return reply.status(404).send({ error: `the ${target.kind} was deleted before it called respond()`, code: 'not_found', details: { invocation_id: msg.invocationId } });
+      }
       if (!res) {
         return reply.status(504).send({ error: `the ${target.kind} did not call respond() within ${timeoutMs} ms`, code: 'gateway_timeout', details: { invocation_id: msg.invocationId } });
       }
@@ -179,7 +190,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       callback: (err, m) => {
         if (err) return;
         const invocationId = m.subject.slice(m.subject.lastIndexOf('.') + 1);
-        const resolve = this.waiting.get(invocationId);
+        const resolve = this.waiting.get(invocationId)?.resolve;
         if (!resolve) return;
         try {
           resolve(decodeJson<HttpResponseMessage>(m.data));
