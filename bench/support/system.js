@@ -120,11 +120,14 @@ async function startSystem(env = {}, { apps = ['api', 'runner', 'delivery'] } = 
       await Promise.all([...procs.keys()].map((n) => system.stopApp(n)));
     },
   };
-  // BENCH_PROFILE_APP=api,runner,delivery (any of them): CPU profiles of those apps into BENCH_PROFILE_DIR (/tmp/prof).
+  // BENCH_PROFILE_APP=api,runner,delivery (any of them): CPU profiles of those apps into BENCH_PROFILE_DIR (/tmp/prof),
+  // or, with BENCH_PERF=1, the JIT symbol maps `perf record` needs (--perf-basic-prof, in /tmp).
+  // BENCH_NODE_ARGS: node flags for every app (e.g. "--max-semi-space-size=64", to compare V8 settings).
   const profiled = new Set(String(process.env.BENCH_PROFILE_APP || '').split(',').map((s) => s.trim()).filter(Boolean));
-  const profileArgs = ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR || '/tmp/prof'}`];
+  const profileArgs = process.env.BENCH_PERF === '1' ? ['--perf-basic-prof'] : ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR || '/tmp/prof'}`];
+  const nodeArgs = String(process.env.BENCH_NODE_ARGS || '').split(' ').filter(Boolean);
   try {
-    for (const app of apps) await system.startApp(app, app, {}, profiled.has(app) ? profileArgs : []);
+    for (const app of apps) await system.startApp(app, app, {}, [...nodeArgs, ...(profiled.has(app) ? profileArgs : [])]);
   } catch (e) {
     await system.stop();
     throw e;

@@ -1,0 +1,132 @@
+'use strict';
+// `npm run bench -- profile`: where the CPU of the peers pipeline goes in this project (HTTP POST →
+// a source's run emits it → subscription → signed POST to a local receiver), one hot source in a
+// closed loop as in `npm run bench -- peers`. For each process group (api, runner, the runner's
+// sandbox processes, delivery, the run's nats-server, this system's Postgres backends, the bench
+// client itself), per delivered event: CPU time and its kernel part, the main threads' share against
+// the other threads (V8's GC and compiler helpers, a sandbox's worker threads), read and write
+// system calls, context switches. While the load runs it samples where the backlog waits (the
+// runner's mailboxes, INVOCATIONS, the router's unacknowledged and unread events).
+// Knobs: PROFILE_SECONDS (15), PROFILE_CONNECTIONS (32), PROFILE_ENDPOINTS (1),
+// PROFILE_GC=1 (the apps run with --trace-gc: their collections during the load are summed),
+// BENCH_NODE_ARGS (flags for the apps' node, to compare V8 settings).
+const os = require('node:os');
+const path = require('node:path');
+const ROOT = path.join(__dirname, '..');
+const { connect } = require(path.join(ROOT, 'node_modules', 'nats'));
+const support = require(path.join(ROOT, 'bench/support/system'));
+const { closedLoop } = require(path.join(ROOT, 'bench/support/load'));
+const { startReceiver } = require(path.join(ROOT, 'bench/support/receiver'));
+const { deployPipeline } = require(path.join(ROOT, 'bench/support/pipeline'));
+const procStats = require(path.join(ROOT, 'bench/support/proc-stats'));
+
+const SECONDS = Number(process.env.PROFILE_SECONDS || 15);
+const CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS || 32);
+const ENDPOINTS = Number(process.env.PROFILE_ENDPOINTS || 1);
+const TRACE_GC = process.env.PROFILE_GC === '1';
+const APPS = ['api', 'runner', 'delivery'];
+const FORWARDER = `export default { name: "Forwarder", version: "1", props: { http: { type: "$.interface.http" } }, async run(event) { this.$emit(event.body); } };`;
+
+const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+
+/** The process groups of a running system, each read anew at every reading (sandboxes start and stop). */
+function groups(system) {
+  const dbName = new URL(system.env.DATABASE_URL).pathname.slice(1);
+  const runner = system.pid('runner');
+  return {
+    api: () => [system.pid('api')],
+    runner: () => [runner],
+    'runner sandboxes': () => procStats.processTree(runner).filter((p) => p !== runner),
+    delivery: () => [system.pid('delivery')],
+    'nats-server': () => (process.env.TEST_NATS_PID ? [Number(process.env.TEST_NATS_PID)] : procStats.pidsMatching('nats-server')),
+    postgres: () => procStats.pidsMatching(` ${dbName} `),
+    'bench client': () => [process.pid],
+  };
+}
+
+/** Every 2 s: where events wait (runner mailboxes, stored invocations, the router's consumer on EMITS). */
+async function sampleBacklog(system) {
+  const nc = await connect(support.natsAdmin());
+  const jsm = await nc.jetstreamManager();
+  const streamName = (base) => (system.natsPrefix ? `${system.natsPrefix}_${base}` : base);
+  const samples = [];
+  const timer = setInterval(async () => {
+    try {
+      const metrics = await support.scrape(system.ports.runner);
+      const invocations = (await jsm.streams.info(streamName('INVOCATIONS'))).state.messages;
+      const router = await jsm.consumers.info(streamName('EMITS'), 'router');
+      samples.push({ mailboxes: metrics.runner_mailbox_depth, invocations, routerUnacked: router.num_ack_pending, routerUnread: router.num_pending });
+    } catch (e) {
+      samples.push({ error: e.message });
+    }
+  }, 2000);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await nc.close();
+      return samples;
+    },
+  };
+}
+
+/** Collections of an app between two lengths of its output (`--trace-gc` lines): count and main-thread ms of each kind. */
+function gcSummary(output) {
+  const sum = { scavenges: 0, scavengeMs: 0, markCompacts: 0, markCompactMs: 0 };
+  for (const line of output.split('\n')) {
+    const m = /: (Scavenge|Mark-Compact)\b[^,]*, ([\d.]+) \//.exec(line);
+    if (!m) continue;
+    if (m[1] === 'Scavenge') (sum.scavenges++, (sum.scavengeMs += Number(m[2])));
+    else (sum.markCompacts++, (sum.markCompactMs += Number(m[2])));
+  }
+  return sum;
+}
+
+const fixed = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : '–');
+
+async function main() {
+  if (TRACE_GC) process.env.BENCH_NODE_ARGS = `${process.env.BENCH_NODE_ARGS || ''} --trace-gc`.trim();
+  const receiver = await startReceiver();
+  const system = await support.startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0' });
+  try {
+    const { urls } = await deployPipeline(system, receiver, { count: ENDPOINTS, code: FORWARDER, name: 'profiled' });
+    const measured = groups(system);
+    const outputBefore = Object.fromEntries(APPS.map((a) => [a, system.logs(a).length]));
+    const backlog = await sampleBacklog(system);
+    const before = procStats.take(measured);
+    const startedAt = Date.now();
+    const stats = await closedLoop({ urls, connections: CONNECTIONS, seconds: SECONDS, firstN: 50_000_000 });
+    const samples = await backlog.stop();
+    await support.until(async () => receiver.receipts.size >= stats.accepted, { timeoutMs: 120_000, what: 'every accepted request to arrive' });
+    const wallMs = Date.now() - startedAt;
+    const rows = procStats.perEvent(before, procStats.take(measured), stats.accepted);
+
+    console.log(`profile: ${ENDPOINTS} source(s), ${CONNECTIONS} connections for ${SECONDS} s${process.env.BENCH_NODE_ARGS ? `, apps with node ${process.env.BENCH_NODE_ARGS}` : ''}; ${os.cpus().length} cores`);
+    console.log(`${stats.accepted} events accepted and delivered in ${wallMs} ms: ${Math.round((stats.accepted / wallMs) * 1000)}/s; load average ${load()}\n`);
+    console.log('| process | CPU µs/event | kernel | main threads | other threads | reads/event | writes/event | context switches/event | resident MiB |');
+    console.log('|---|---|---|---|---|---|---|---|---|');
+    for (const r of rows) {
+      console.log(`| ${r.name} | ${fixed(r.cpuUs)} | ${fixed(r.kernelUs)} | ${fixed(r.mainThreadUs)} | ${fixed(r.otherThreadsUs)} | ${fixed(r.reads, 2)} | ${fixed(r.writes, 2)} | ${fixed(r.contextSwitches, 2)} | ${fixed(r.rssMb)} |`);
+    }
+    const server = rows.filter((r) => r.name !== 'bench client').reduce((a, r) => a + r.cpuUs, 0);
+    console.log(`| all but the bench client | ${fixed(server)} | | | | | | | |`);
+
+    console.log('\nbacklog every 2 s (runner mailboxes / INVOCATIONS stored / router unacknowledged / router unread):');
+    console.log(samples.map((s) => (s.error ? `(${s.error})` : `${s.mailboxes}/${s.invocations}/${s.routerUnacked}/${s.routerUnread}`)).join('  '));
+    if (TRACE_GC) {
+      console.log('\ngarbage collection during the load (main-thread time):');
+      for (const app of APPS) {
+        const g = gcSummary(system.logs(app).slice(outputBefore[app]));
+        console.log(`  ${app}: ${g.scavenges} scavenges (${Math.round(g.scavengeMs)} ms), ${g.markCompacts} mark-compacts (${Math.round(g.markCompactMs)} ms): ${fixed(((g.scavengeMs + g.markCompactMs) * 1000) / stats.accepted)} µs/event`);
+      }
+    }
+    console.log(JSON.stringify({ bench: 'profile', endpoints: ENDPOINTS, events: stats.accepted, wall_ms: wallMs, load_average: os.loadavg(), processes: rows, backlog: samples }));
+  } finally {
+    await receiver.close();
+    await system.stop();
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
