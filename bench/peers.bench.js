@@ -5,7 +5,9 @@
 // HTTP POST of a 200-byte JSON body → a source's run emits it → subscription →
 // signed POST to the receiver (Node-RED: http in → function → http request).
 // Scenarios: one hot endpoint and PEERS_ENDPOINTS endpoints, PEERS_CONNECTIONS
-// keep-alive connections for PEERS_SECONDS each (closed loop); latency at
+// keep-alive connections for PEERS_SECONDS each (closed loop), PEERS_ROUNDS times per system in
+// A-B-B-A order (the machine's speed drifts: both systems see its phases alike), then the
+// rounds combined and their ratio, with a check that the machine ran as fast for both; latency at
 // PEERS_RATE requests/s offered to one endpoint (open loop); and this project
 // under overload: PEERS_OVERLOAD_CONNECTIONS senders on one source, each waiting
 // out a 429's Retry-After before it sends again (back-pressure).
@@ -29,6 +31,9 @@ const ENDPOINTS = Number(process.env.PEERS_ENDPOINTS || 20);
 const RATE = Number(process.env.PEERS_RATE || 1000);
 const RATE_SECONDS = Number(process.env.PEERS_RATE_SECONDS || 10);
 const OVERLOAD_CONNECTIONS = Number(process.env.PEERS_OVERLOAD_CONNECTIONS || 512);
+const ROUNDS = Math.max(1, Number(process.env.PEERS_ROUNDS || 2));
+/** The bench client's CPU per event may differ this much between the two systems' rows before their ratio is flagged. */
+const CLIENT_DRIFT_MAX = 0.25;
 const FORWARDER = `export default {
   name: "Forwarder", version: "1",
   props: { http: { type: "$.interface.http" } },
@@ -77,8 +82,38 @@ async function settle(receiver, stats, quietMs = 15_000) {
     deliveredPerS: delivered / (wallMs / 1000),
     p50: percentile(lat, 0.5),
     p99: percentile(lat, 0.99),
+    latencies: lat,
   };
 }
+
+/** Several measurements of one system and scenario as one: counts and wall times added, latencies merged, CPU per event weighted. */
+function combine(ms) {
+  const sum = (f) => ms.reduce((a, m) => a + f(m), 0);
+  const delivered = sum((m) => m.r.delivered);
+  const accepted = sum((m) => m.r.accepted);
+  const wallMs = sum((m) => m.r.wallMs);
+  const lat = ms.flatMap((m) => m.r.latencies).sort((a, b) => a - b);
+  const r = {
+    accepted,
+    rejected: sum((m) => m.r.rejected),
+    failed: sum((m) => m.r.failed),
+    delivered,
+    lost: sum((m) => m.r.lost),
+    duplicates: sum((m) => m.r.duplicates),
+    wallMs,
+    acceptedPerS: accepted / sum((m) => m.r.accepted / m.r.acceptedPerS),
+    deliveredPerS: delivered / (wallMs / 1000),
+    p50: percentile(lat, 0.5),
+    p99: percentile(lat, 0.99),
+    latencies: lat,
+  };
+  const names = ms[0].cpu.parts.map((p) => p.name);
+  const parts = names.map((name) => ({ name, perItemUs: sum((m) => m.cpu.parts.find((p) => p.name === name).perItemUs * m.r.delivered) / Math.max(1, delivered) }));
+  return { r, cpu: { parts } };
+}
+
+/** The bench client's CPU per event in a measurement: the same code for both systems, so a yardstick of the machine's speed. */
+const clientUs = (m) => m.cpu.parts.find((p) => p.name === 'bench client').perItemUs;
 
 function row(system, scenario, r, cpu, extra = '') {
   const per = cpu.parts.map((p) => `${p.name} ${Math.round(p.perItemUs)}`).join(', ');
@@ -86,7 +121,8 @@ function row(system, scenario, r, cpu, extra = '') {
   console.log(
     `| ${system} | ${scenario} | ${Math.round(r.acceptedPerS)} | ${Math.round(r.deliveredPerS)} | ${r.p50} ms | ${r.p99} ms | ${r.lost} | ${r.duplicates} | ${Math.round(sum)} µs (${per}) | ${load()} |${extra}`,
   );
-  return { ...r, cpuUsPerEvent: Math.round(sum) };
+  const { latencies: _latencies, ...figures } = r;
+  return { ...figures, cpuUsPerEvent: Math.round(sum) };
 }
 
 /** Every request this project accepted in the run (all rows), to check at the end that each one arrived, however late. */
@@ -102,7 +138,7 @@ async function measure(receiver, cpuSources, run, ours = false) {
 }
 
 async function main() {
-  console.log(`peers: ${SECONDS} s × ${CONNECTIONS} connections per closed-loop row; load average (1, 5, 15 min) at each row's end; ${os.cpus().length} cores`);
+  console.log(`peers: ${SECONDS} s × ${CONNECTIONS} connections per closed-loop row, ${ROUNDS} round(s) per system (A-B-B-A); load average (1, 5, 15 min) at each row's end; ${os.cpus().length} cores`);
   const receiver = await startReceiver();
   let red;
   let system;
@@ -125,14 +161,34 @@ async function main() {
     console.log(`\n| system | scenario | accepted/s | delivered/s | p50 | p99 | late | duplicates | CPU per delivered event | load avg |`);
     console.log('|---|---|---|---|---|---|---|---|---|---|');
     for (const [scenario, count] of [['one hot source', 1], [`${ENDPOINTS} sources`, ENDPOINTS]]) {
-      const nr = await measure(receiver, theirs, () => closedLoop({ urls: red.urls.slice(0, count), connections: CONNECTIONS, seconds: SECONDS, firstN: next() }));
-      results[`node-red ${scenario}`] = row(`Node-RED ${red.version}`, scenario, nr.r, nr.cpu);
-      const before = await indexed();
-      const me = await measure(receiver, ours, () => closedLoop({ urls: urls.slice(0, count), connections: CONNECTIONS, seconds: SECONDS, firstN: next() }), true);
-      await new Promise((r) => setTimeout(r, 1000));
-      const indexedNow = (await indexed()) - before;
-      results[`ours ${scenario}`] = row('this project', scenario, me.r, me.cpu, ` indexed ${indexedNow}/${me.r.delivered} |`);
-      console.log(`|  | ratio (delivered/s) | | **${(me.r.deliveredPerS / nr.r.deliveredPerS).toFixed(2)}×** | | | | | | |`);
+      const theirRounds = [];
+      const ourRounds = [];
+      const runTheirs = async (round) => {
+        const m = await measure(receiver, theirs, () => closedLoop({ urls: red.urls.slice(0, count), connections: CONNECTIONS, seconds: SECONDS, firstN: next() }));
+        theirRounds.push(m);
+        row(`Node-RED ${red.version}`, `${scenario}, round ${round}`, m.r, m.cpu);
+      };
+      const runOurs = async (round) => {
+        const before = await indexed();
+        const m = await measure(receiver, ours, () => closedLoop({ urls: urls.slice(0, count), connections: CONNECTIONS, seconds: SECONDS, firstN: next() }), true);
+        await new Promise((r) => setTimeout(r, 1000));
+        ourRounds.push(m);
+        row('this project', `${scenario}, round ${round}`, m.r, m.cpu, ` indexed ${(await indexed()) - before}/${m.r.delivered} |`);
+      };
+      for (let round = 1; round <= ROUNDS; round++) {
+        for (const run of round % 2 ? [runTheirs, runOurs] : [runOurs, runTheirs]) await run(round);
+      }
+      const nr = combine(theirRounds);
+      const me = combine(ourRounds);
+      const label = `${scenario}, ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}`;
+      results[`node-red ${scenario}`] = row(`**Node-RED ${red.version}**`, `**${label}**`, nr.r, nr.cpu);
+      results[`ours ${scenario}`] = row('**this project**', `**${label}**`, me.r, me.cpu);
+      // The same client code served both: if it cost much more per event in one system's rows, the machine slowed meanwhile.
+      const [a, b] = [clientUs(nr), clientUs(me)];
+      const drift = Math.abs(a - b) / Math.min(a, b);
+      const check = drift > CLIENT_DRIFT_MAX ? ` (the machine's speed changed: bench client ${Math.round(a)} µs/event in Node-RED's rows, ${Math.round(b)} in ours; this ratio compares machines, run again)` : '';
+      results[`ratio ${scenario}`] = { ratio: me.r.deliveredPerS / nr.r.deliveredPerS, benchClientUs: { nodeRed: Math.round(a), ours: Math.round(b) }, comparable: !check };
+      console.log(`|  | ratio (delivered/s) | | **${(me.r.deliveredPerS / nr.r.deliveredPerS).toFixed(2)}×**${check} | | | | | | |`);
     }
     for (const [name, target, sources] of [[`Node-RED ${red.version}`, red.urls, theirs], ['this project', urls, ours]]) {
       const m = await measure(receiver, sources, () => openLoop({ urls: target.slice(0, 1), rate: RATE, seconds: RATE_SECONDS, firstN: next() }), sources === ours);
@@ -145,7 +201,7 @@ async function main() {
     await until(async () => missing() === 0, { what: 'every accepted request delivered', timeoutMs: 120_000 }).catch(() => undefined);
     results.whole_run = { accepted: acceptedByUs.size, never_delivered: missing() };
     console.log(`\nthis project, whole run: ${acceptedByUs.size} requests answered 2xx, ${missing()} never delivered (waited up to 120 s after the last row)`);
-    console.log(JSON.stringify({ bench: 'peers', seconds: SECONDS, connections: CONNECTIONS, load_average: os.loadavg(), results }));
+    console.log(JSON.stringify({ bench: 'peers', seconds: SECONDS, connections: CONNECTIONS, rounds: ROUNDS, load_average: os.loadavg(), results }));
   } finally {
     await receiver.close();
     await red?.stop();

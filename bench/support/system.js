@@ -9,6 +9,7 @@ const { Client } = require('pg');
 
 const ROOT = path.join(__dirname, '..', '..');
 const { addTestInstallation } = require(path.join(ROOT, 'scripts', 'lib', 'nats-auth'));
+const { pidsMatching, processTree } = require('./proc-stats');
 const need = (name) => {
   if (!process.env[name]) throw new Error(`${name} is not set: run benchmarks with npm run bench`);
   return process.env[name];
@@ -250,42 +251,12 @@ function machineTicks() {
 
 /** CPU seconds of processes whose command line contains `needle` (e.g. 'nats-server', 'postgres:'), summed. */
 function cpuSecondsOf(needle) {
-  const fs = require('node:fs');
-  let sum = 0;
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(needle)) sum += cpuSeconds(Number(d)) || 0;
-    } catch {
-      // gone
-    }
-  }
-  return sum;
+  return pidsMatching(needle).reduce((sum, pid) => sum + (cpuSeconds(pid) || 0), 0);
 }
 
 /** CPU seconds of a process and all its descendants alive now (an app with its sandbox processes). */
 function cpuSecondsOfTree(pid) {
-  const fs = require('node:fs');
-  const children = new Map();
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (!children.has(ppid)) children.set(ppid, []);
-      children.get(ppid).push(Number(d));
-    } catch {
-      // gone
-    }
-  }
-  let sum = 0;
-  const todo = [pid];
-  while (todo.length) {
-    const p = todo.pop();
-    sum += cpuSeconds(p) || 0;
-    todo.push(...(children.get(p) || []));
-  }
-  return sum;
+  return processTree(pid).reduce((sum, p) => sum + (cpuSeconds(p) || 0), 0);
 }
 
 /**
