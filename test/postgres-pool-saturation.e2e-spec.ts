@@ -1,7 +1,8 @@
+import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Client } from 'pg';
 import { newId } from '@app/contracts';
 import { client, createUser } from './support/accounts';
-import { startSystem, System } from './support/system';
+import { AppName, startSystem, System } from './support/system';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -51,8 +52,8 @@ const wrong = (answers: Answer[]): Answer[] =>
  */
 describe('the api under a saturated Postgres pool', () => {
   const systems: System[] = [];
-  const start = async (env: Record<string, string>): Promise<System> => {
-    const s = await startSystem({ REGISTRY_DIR: 'off', ...env }, { apps: ['api'] });
+  const start = async (env: Record<string, string>, apps: AppName[] = ['api']): Promise<System> => {
+    const s = await startSystem({ REGISTRY_DIR: 'off', ...env }, { apps });
     systems.push(s);
     return s;
   };
@@ -86,6 +87,46 @@ describe('the api under a saturated Postgres pool', () => {
       body: { error: expect.stringContaining('retry later'), code: 'unavailable', details: { retry_after_seconds: 2 } },
       retryAfter: '2',
     });
+  });
+
+  it('starts when its first Postgres connections take longer than DB_POOL_ACQUIRE_TIMEOUT_MS, and answers once they come', async () => {
+    const system = await start({}, []);
+    const target = new URL(system.databaseUrl);
+    // Between the api and Postgres: the first 3 connections wait 600 ms before they are passed on (a loaded machine).
+    let slow = 3;
+    const open = new Set<Socket>();
+    const proxy: Server = createServer((inbound) => {
+      open.add(inbound);
+      const delay = slow-- > 0 ? 600 : 0;
+      setTimeout(() => {
+        const outbound = connect(Number(target.port || 5432), target.hostname);
+        open.add(outbound);
+        inbound.pipe(outbound).pipe(inbound);
+        const close = (): void => (inbound.destroy(), void outbound.destroy());
+        inbound.on('error', close).on('close', close);
+        outbound.on('error', close).on('close', close);
+      }, delay);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const proxied = new URL(system.databaseUrl);
+      proxied.host = `127.0.0.1:${(proxy.address() as { port: number }).port}`;
+      // Before: MikroORM's database check ran under the 100 ms bound and the api exited at its start.
+      await system.startApp('api', 'api', { DATABASE_URL: proxied.toString(), DB_POOL_MAX: '1', DB_POOL_ACQUIRE_TIMEOUT_MS: '100' });
+      const user = createUser(system);
+      const api = client(system, user.apiKey);
+      const answers: Answer[] = [];
+      for (let i = 0; i < 40 && answers.at(-1)?.status !== 200; i++) {
+        answers.push(await api.get('/users/me'));
+        if (answers.at(-1)?.status !== 200) await sleep(250);
+      }
+      expect(wrong(answers)).toEqual([]);
+      expect(answers.at(-1)?.status).toBe(200);
+    } finally {
+      await system.stopApp('api');
+      for (const socket of open) socket.destroy();
+      await new Promise((r) => proxy.close(r));
+    }
   });
 
   it("keeps answering another account while one key floods the api with slow requests", async () => {

@@ -25,7 +25,10 @@ export class DbModule {
     };
     return {
       module: DbModule,
-      imports: [MikroOrmModule.forRoot({ ...ormOptions(config.databaseUrl, false, pool), registerRequestContext: requestContext })],
+      // ensureDatabase off: the database is created and migrated before any app starts (`npm run migrate`, npm start),
+      // and MikroORM's check ran the app's first query under DB_POOL_ACQUIRE_TIMEOUT_MS: a first connection not opened
+      // within it (100 ms, on a loaded machine) stopped the api at its start instead of answering 503 for a moment.
+      imports: [MikroOrmModule.forRoot({ ...ormOptions(config.databaseUrl, false, pool), ensureDatabase: false, registerRequestContext: requestContext })],
     };
   }
 }
