@@ -249,9 +249,22 @@ function machineTicks() {
   return { busy: all - idle, all };
 }
 
-/** CPU seconds of processes whose command line contains `needle` (e.g. 'nats-server', 'postgres:'), summed. */
+/**
+ * A CPU source for processes whose command line contains `needle` (e.g. 'nats-server', ' <db name> '): the CPU
+ * seconds of every such process seen at any reading so far, summed. One that exited keeps its last reading, so the
+ * sum never goes back (a Postgres backend closed during a row made that row's Postgres CPU negative).
+ */
 function cpuSecondsOf(needle) {
-  return pidsMatching(needle).reduce((sum, pid) => sum + (cpuSeconds(pid) || 0), 0);
+  const seen = new Map();
+  return () => {
+    for (const pid of pidsMatching(needle)) {
+      const c = cpuSeconds(pid);
+      if (!Number.isNaN(c)) seen.set(pid, c);
+    }
+    let sum = 0;
+    for (const c of seen.values()) sum += c;
+    return sum;
+  };
 }
 
 /** CPU seconds of a process and all its descendants alive now (an app with its sandbox processes). */
@@ -288,10 +301,11 @@ function cpuParts(sources) {
 function systemCpuSources(system, apps) {
   const natsPid = Number(process.env.TEST_NATS_PID) || undefined;
   const dbName = new URL(system.env.DATABASE_URL).pathname.slice(1);
+  const anyNatsServer = cpuSecondsOf('nats-server');
   return {
     ...Object.fromEntries(apps.map((a) => [a, () => cpuSecondsOfTree(system.pid(a))])),
-    'nats-server': () => (natsPid ? cpuSeconds(natsPid) || 0 : cpuSecondsOf('nats-server')),
-    postgres: () => cpuSecondsOf(` ${dbName} `),
+    'nats-server': () => (natsPid ? cpuSeconds(natsPid) || 0 : anyNatsServer()),
+    postgres: cpuSecondsOf(` ${dbName} `),
   };
 }
 
