@@ -22,7 +22,7 @@ const support = require(path.join(ROOT, 'bench/support/system'));
 const { closedLoop, openLoop } = require(path.join(ROOT, 'bench/support/load'));
 const { startReceiver } = require(path.join(ROOT, 'bench/support/receiver'));
 const { startNodeRed } = require(path.join(ROOT, 'bench/support/node-red'));
-const { deployPipeline } = require(path.join(ROOT, 'bench/support/pipeline'));
+const { deployPipeline, FORWARDER, PIPELINE_SYSTEM_ENV } = require(path.join(ROOT, 'bench/support/pipeline'));
 
 const { startSystem, until, percentile, scrape, total, cpuParts, systemCpuSources, benchClientCpu, cpuSecondsOfTree } = support;
 const SECONDS = Number(process.env.PEERS_SECONDS || 15);
@@ -34,12 +34,6 @@ const OVERLOAD_CONNECTIONS = Number(process.env.PEERS_OVERLOAD_CONNECTIONS || 51
 const ROUNDS = Math.max(1, Number(process.env.PEERS_ROUNDS || 2));
 /** The bench client's CPU per event may differ this much between the two systems' rows before their ratio is flagged. */
 const CLIENT_DRIFT_MAX = 0.25;
-const FORWARDER = `export default {
-  name: "Forwarder", version: "1",
-  props: { http: { type: "$.interface.http" } },
-  async run(event) { this.$emit(event.body); },
-};`;
-
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 
 /** Waits until every accepted request reached the receiver (or nothing arrived for `quietMs`), then measures. */
@@ -145,7 +139,7 @@ async function main() {
   const results = {};
   try {
     red = await startNodeRed({ endpoints: ENDPOINTS, receiverUrl: receiver.url });
-    system = await startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0' });
+    system = await startSystem(PIPELINE_SYSTEM_ENV);
     // Warm-up: every source deployed and delivering, Node-RED's flows compiled.
     const { urls } = await deployPipeline(system, receiver, { count: ENDPOINTS, code: FORWARDER, name: 'peer' });
     await closedLoop({ urls: red.urls, connections: CONNECTIONS, seconds: 2, firstN: -2_000_000 });

@@ -17,7 +17,7 @@ const { connect } = require(path.join(ROOT, 'node_modules', 'nats'));
 const support = require(path.join(ROOT, 'bench/support/system'));
 const { closedLoop } = require(path.join(ROOT, 'bench/support/load'));
 const { startReceiver } = require(path.join(ROOT, 'bench/support/receiver'));
-const { deployPipeline } = require(path.join(ROOT, 'bench/support/pipeline'));
+const { deployPipeline, FORWARDER, PIPELINE_SYSTEM_ENV } = require(path.join(ROOT, 'bench/support/pipeline'));
 const procStats = require(path.join(ROOT, 'bench/support/proc-stats'));
 
 const SECONDS = Number(process.env.PROFILE_SECONDS || 15);
@@ -25,7 +25,6 @@ const CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS || 32);
 const ENDPOINTS = Number(process.env.PROFILE_ENDPOINTS || 1);
 const TRACE_GC = process.env.PROFILE_GC === '1';
 const APPS = ['api', 'runner', 'delivery'];
-const FORWARDER = `export default { name: "Forwarder", version: "1", props: { http: { type: "$.interface.http" } }, async run(event) { this.$emit(event.body); } };`;
 
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 
@@ -69,7 +68,7 @@ async function sampleBacklog(system) {
   };
 }
 
-/** Collections of an app between two lengths of its output (`--trace-gc` lines): count and main-thread ms of each kind. */
+/** Collections in an app's output (its `--trace-gc` lines): count and main-thread ms of each kind. */
 function gcSummary(output) {
   const sum = { scavenges: 0, scavengeMs: 0, markCompacts: 0, markCompactMs: 0 };
   for (const line of output.split('\n')) {
@@ -86,7 +85,7 @@ const fixed = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : '–');
 async function main() {
   if (TRACE_GC) process.env.BENCH_NODE_ARGS = `${process.env.BENCH_NODE_ARGS || ''} --trace-gc`.trim();
   const receiver = await startReceiver();
-  const system = await support.startSystem({ PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0' });
+  const system = await support.startSystem(PIPELINE_SYSTEM_ENV);
   try {
     const { urls } = await deployPipeline(system, receiver, { count: ENDPOINTS, code: FORWARDER, name: 'profiled' });
     const measured = groups(system);

@@ -5,6 +5,16 @@
 const { api, createUser, until } = require('./system');
 const { closedLoop } = require('./load');
 
+/** The source of the peers pipeline: its `run` emits the request's body. */
+const FORWARDER = `export default {
+  name: "Forwarder", version: "1",
+  props: { http: { type: "$.interface.http" } },
+  async run(event) { this.$emit(event.body); },
+};`;
+
+/** The system's settings for the peers pipeline: the per-tenant rate bounds off (Node-RED has none), the rest defaults. */
+const PIPELINE_SYSTEM_ENV = { PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0' };
+
 async function deployPipeline(system, receiver, { count, code, name = 'src' }) {
   const user = createUser(system);
   const client = api(system, user.apiKey);
@@ -28,4 +38,4 @@ async function deployPipeline(system, receiver, { count, code, name = 'src' }) {
   return { urls, hook, client };
 }
 
-module.exports = { deployPipeline };
+module.exports = { deployPipeline, FORWARDER, PIPELINE_SYSTEM_ENV };

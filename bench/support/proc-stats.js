@@ -2,44 +2,58 @@
 // What the kernel counts for a process, read from /proc (Linux): CPU time split into user and
 // kernel, read and write system calls, context switches, and CPU time per thread (the main thread
 // against the others: V8's GC and compiler helpers, libuv's pool, a sandbox's worker threads).
-// `take(pids)` reads them now; `perEvent(before, after, events)` turns two readings into figures
-// per event. A process that is gone by the second reading is left out.
+// `take(groups)` reads them now for named groups of processes; `perEvent(before, after, events)` turns
+// two readings into figures per event. A process that is gone by the second reading is left out.
 const fs = require('node:fs');
 
 const TICK_US = 1e6 / 100; // USER_HZ
 
-/** utime and stime (clock ticks) of a /proc/<pid>[/task/<tid>]/stat file. */
-function ticks(statFile) {
+/** The fields after the command name of a /proc/<pid>[/task/<tid>]/stat file (field 3, the state, first). */
+function statFields(statFile) {
   const stat = fs.readFileSync(statFile, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** utime and stime (clock ticks) of a stat file. */
+function ticks(statFile) {
+  const fields = statFields(statFile);
   return { user: Number(fields[11]), kernel: Number(fields[12]) };
 }
 
-/** Voluntary plus involuntary context switches of one thread. */
-function switches(statusFile) {
-  const status = fs.readFileSync(statusFile, 'utf8');
-  const count = (name) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
-  return count('voluntary_ctxt_switches') + count('nonvoluntary_ctxt_switches');
+/** CPU seconds (user + system) a process has used so far; NaN once it is gone. */
+function cpuSeconds(pid) {
+  try {
+    const t = ticks(`/proc/${pid}/stat`);
+    return (t.user + t.kernel) / 100;
+  } catch {
+    return NaN;
+  }
 }
+
+/** A number field (`name: 123`) of a /proc status or io file's text, 0 when absent. */
+const field = (text, name) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
 
 /** The counters of one process (all its threads), or undefined when it is gone. */
 function readProcess(pid) {
   try {
     const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
-    const syscalls = (name) => Number(new RegExp(`^${name}: (\\d+)`, 'm').exec(io)?.[1] ?? 0);
     const total = ticks(`/proc/${pid}/stat`);
     let mainThread = 0;
     let contextSwitches = 0;
+    let rssKb = 0;
     for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
       try {
-        if (Number(tid) === pid) mainThread = ((t) => t.user + t.kernel)(ticks(`/proc/${pid}/task/${tid}/stat`));
-        contextSwitches += switches(`/proc/${pid}/task/${tid}/status`);
+        const status = fs.readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+        contextSwitches += field(status, 'voluntary_ctxt_switches') + field(status, 'nonvoluntary_ctxt_switches');
+        if (Number(tid) !== pid) continue;
+        const t = ticks(`/proc/${pid}/task/${tid}/stat`);
+        mainThread = t.user + t.kernel;
+        rssKb = field(status, 'VmRSS'); // the process's, as every thread's status gives it
       } catch {
         // the thread ended meanwhile
       }
     }
-    const rssKb = Number(/^VmRSS:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-    return { user: total.user, kernel: total.kernel, mainThread, contextSwitches, reads: syscalls('syscr'), writes: syscalls('syscw'), rssKb };
+    return { user: total.user, kernel: total.kernel, mainThread, contextSwitches, reads: field(io, 'syscr'), writes: field(io, 'syscw'), rssKb };
   } catch {
     return undefined;
   }
@@ -95,8 +109,7 @@ function processTree(pid) {
   for (const d of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const ppid = Number(statFields(`/proc/${d}/stat`)[1]);
       if (!children.has(ppid)) children.set(ppid, []);
       children.get(ppid).push(Number(d));
     } catch {
@@ -127,4 +140,4 @@ function pidsMatching(needle) {
   return out;
 }
 
-module.exports = { take, perEvent, processTree, pidsMatching };
+module.exports = { take, perEvent, processTree, pidsMatching, cpuSeconds };

@@ -9,7 +9,7 @@ const { Client } = require('pg');
 
 const ROOT = path.join(__dirname, '..', '..');
 const { addTestInstallation } = require(path.join(ROOT, 'scripts', 'lib', 'nats-auth'));
-const { pidsMatching, processTree } = require('./proc-stats');
+const { cpuSeconds, pidsMatching, processTree } = require('./proc-stats');
 const need = (name) => {
   if (!process.env[name]) throw new Error(`${name} is not set: run benchmarks with npm run bench`);
   return process.env[name];
@@ -227,17 +227,6 @@ async function until(check, { timeoutMs = 120_000, intervalMs = 250, what = 'con
     await new Promise((r) => setTimeout(r, intervalMs));
   }
   throw new Error(`timed out waiting for ${what}`);
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc. */
-function cpuSeconds(pid) {
-  try {
-    const f = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const parts = f.slice(f.lastIndexOf(')') + 2).split(' ');
-    return (Number(parts[11]) + Number(parts[12])) / 100;
-  } catch {
-    return NaN;
-  }
 }
 
 /** Busy and total CPU ticks of the whole machine so far (all cores), from /proc/stat. */
