@@ -6,8 +6,11 @@
 // client itself), per delivered event: CPU time and its kernel part, the main threads' share against
 // the other threads (V8's GC and compiler helpers, a sandbox's worker threads), read and write
 // system calls, context switches. While the load runs it samples where the backlog waits (the
-// runner's mailboxes, INVOCATIONS, the router's unacknowledged and unread events).
-// Knobs: PROFILE_SECONDS (15), PROFILE_CONNECTIONS (32), PROFILE_ENDPOINTS (1),
+// runner's mailboxes, INVOCATIONS, the router's unacknowledged and unread events). At the end: the
+// request → receipt latency, and how delivery routed the events (POSTed directly, or through DELIVERIES).
+// Knobs: PROFILE_SECONDS (15), PROFILE_CONNECTIONS (32), PROFILE_ENDPOINTS (1), PROFILE_RATE (requests a
+// second offered whatever the answers, instead of the closed loop: to see where the latency of a load the
+// system keeps up with goes),
 // PROFILE_GC=1 (the apps run with --trace-gc: their collections during the load are summed),
 // BENCH_NODE_ARGS (flags for the apps' node, to compare V8 settings).
 const os = require('node:os');
@@ -15,7 +18,7 @@ const path = require('node:path');
 const ROOT = path.join(__dirname, '..');
 const { connect } = require(path.join(ROOT, 'node_modules', 'nats'));
 const support = require(path.join(ROOT, 'bench/support/system'));
-const { closedLoop } = require(path.join(ROOT, 'bench/support/load'));
+const { closedLoop, openLoop } = require(path.join(ROOT, 'bench/support/load'));
 const { startReceiver } = require(path.join(ROOT, 'bench/support/receiver'));
 const { deployPipeline, FORWARDER, PIPELINE_SYSTEM_ENV } = require(path.join(ROOT, 'bench/support/pipeline'));
 const procStats = require(path.join(ROOT, 'bench/support/proc-stats'));
@@ -23,6 +26,7 @@ const procStats = require(path.join(ROOT, 'bench/support/proc-stats'));
 const SECONDS = Number(process.env.PROFILE_SECONDS || 15);
 const CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS || 32);
 const ENDPOINTS = Number(process.env.PROFILE_ENDPOINTS || 1);
+const RATE = Number(process.env.PROFILE_RATE || 0);
 const TRACE_GC = process.env.PROFILE_GC === '1';
 const APPS = ['api', 'runner', 'delivery'];
 
@@ -80,6 +84,16 @@ function gcSummary(output) {
   return sum;
 }
 
+/** The request → receipt p99 of the requests sent in each second of the load. */
+function perSecondP99(stats, receiver) {
+  const seconds = [];
+  for (const [n, t] of stats.acceptedN) {
+    const i = Math.floor((t - stats.startedAt) / 1000);
+    (seconds[i] ??= []).push(receiver.receipts.get(n) - t);
+  }
+  return [...seconds].map((l) => (l ? support.percentile(l.sort((a, b) => a - b), 0.99) : '–'));
+}
+
 const fixed = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : '–');
 
 async function main() {
@@ -93,13 +107,16 @@ async function main() {
     const backlog = await sampleBacklog(system);
     const before = procStats.take(measured);
     const startedAt = Date.now();
-    const stats = await closedLoop({ urls, connections: CONNECTIONS, seconds: SECONDS, firstN: 50_000_000 });
+    const stats = RATE > 0 ? await openLoop({ urls, rate: RATE, seconds: SECONDS, firstN: 50_000_000 }) : await closedLoop({ urls, connections: CONNECTIONS, seconds: SECONDS, firstN: 50_000_000 });
     const samples = await backlog.stop();
     await support.until(async () => receiver.receipts.size >= stats.accepted, { timeoutMs: 120_000, what: 'every accepted request to arrive' });
     const wallMs = Date.now() - startedAt;
+    const delivery = await support.scrape(system.ports.delivery);
+    const latencies = [...stats.acceptedN].map(([n, t]) => receiver.receipts.get(n) - t).sort((a, b) => a - b);
+    const emitted = [...receiver.emitLatencies].sort((a, b) => a - b);
     const rows = procStats.perEvent(before, procStats.take(measured), stats.accepted);
 
-    console.log(`profile: ${ENDPOINTS} source(s), ${CONNECTIONS} connections for ${SECONDS} s${process.env.BENCH_NODE_ARGS ? `, apps with node ${process.env.BENCH_NODE_ARGS}` : ''}; ${os.cpus().length} cores`);
+    console.log(`profile: ${ENDPOINTS} source(s), ${RATE > 0 ? `${RATE} requests/s offered` : `${CONNECTIONS} connections`} for ${SECONDS} s${process.env.BENCH_NODE_ARGS ? `, apps with node ${process.env.BENCH_NODE_ARGS}` : ''}; ${os.cpus().length} cores`);
     console.log(`${stats.accepted} events accepted and delivered in ${wallMs} ms: ${Math.round((stats.accepted / wallMs) * 1000)}/s; load average ${load()}\n`);
     console.log('| process | CPU µs/event | kernel | main threads | other threads | reads/event | writes/event | context switches/event | resident MiB |');
     console.log('|---|---|---|---|---|---|---|---|---|');
@@ -109,6 +126,9 @@ async function main() {
     const server = rows.filter((r) => r.name !== 'bench client').reduce((a, r) => a + r.cpuUs, 0);
     console.log(`| all but the bench client | ${fixed(server)} | | | | | | | |`);
 
+    const route = (path) => delivery[`delivery_webhook_routes_total{path="${path}"}`] ?? 0;
+    console.log(`\nrequest → receipt p50 ${support.percentile(latencies, 0.5)} ms, p99 ${support.percentile(latencies, 0.99)} ms, max ${latencies[latencies.length - 1]} ms (of which emit → receipt p50 ${support.percentile(emitted, 0.5)} ms, p99 ${support.percentile(emitted, 0.99)} ms); delivery routed ${route('direct')} events directly and ${route('queue')} through DELIVERIES`);
+    console.log(`request → receipt p99 per second of the load (ms): ${perSecondP99(stats, receiver).join(' ')}`);
     console.log('\nbacklog every 2 s (runner mailboxes / INVOCATIONS stored / router unacknowledged / router unread):');
     console.log(samples.map((s) => (s.error ? `(${s.error})` : `${s.mailboxes}/${s.invocations}/${s.routerUnacked}/${s.routerUnread}`)).join('  '));
     if (TRACE_GC) {
@@ -118,7 +138,7 @@ async function main() {
         console.log(`  ${app}: ${g.scavenges} scavenges (${Math.round(g.scavengeMs)} ms), ${g.markCompacts} mark-compacts (${Math.round(g.markCompactMs)} ms): ${fixed(((g.scavengeMs + g.markCompactMs) * 1000) / stats.accepted)} µs/event`);
       }
     }
-    console.log(JSON.stringify({ bench: 'profile', endpoints: ENDPOINTS, events: stats.accepted, wall_ms: wallMs, load_average: os.loadavg(), processes: rows, backlog: samples }));
+    console.log(JSON.stringify({ bench: 'profile', endpoints: ENDPOINTS, events: stats.accepted, wall_ms: wallMs, p50_ms: support.percentile(latencies, 0.5), p99_ms: support.percentile(latencies, 0.99), emit_p50_ms: support.percentile(emitted, 0.5), emit_p99_ms: support.percentile(emitted, 0.99), routed_direct: route('direct'), routed_queue: route('queue'), load_average: os.loadavg(), processes: rows, backlog: samples }));
   } finally {
     await receiver.close();
     await system.stop();
