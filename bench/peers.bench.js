@@ -7,14 +7,15 @@
 // Scenarios: one hot endpoint and PEERS_ENDPOINTS endpoints, PEERS_CONNECTIONS
 // keep-alive connections for PEERS_SECONDS each (closed loop), PEERS_ROUNDS times per system in
 // A-B-B-A order (the machine's speed drifts: both systems see its phases alike), then the
-// rounds combined and their ratio, with a check that the machine ran as fast for both; latency at
+// rounds combined and their ratio, with a check that the machine ran as fast in each system's rounds; latency at
 // PEERS_RATE requests/s offered to one endpoint (open loop); and this project
 // under overload: PEERS_OVERLOAD_CONNECTIONS senders on one source, each waiting
 // out a 429's Retry-After before it sends again (back-pressure).
 // Each row: accepted/s, delivered/s, request → receipt p50/p99, late (accepted and
 // not received when nothing more had arrived for 15 s; the run's end checks they all
 // came), duplicates,
-// CPU per delivered event per process, the machine's load average.
+// CPU per delivered event per process, the machine's load average, new connections to the receiver,
+// and (this project) events indexed, routed through DELIVERIES, and failed POST attempts.
 const os = require('node:os');
 const path = require('node:path');
 const ROOT = path.join(__dirname, '..');
@@ -32,7 +33,7 @@ const RATE = Number(process.env.PEERS_RATE || 1000);
 const RATE_SECONDS = Number(process.env.PEERS_RATE_SECONDS || 10);
 const OVERLOAD_CONNECTIONS = Number(process.env.PEERS_OVERLOAD_CONNECTIONS || 512);
 const ROUNDS = Math.max(1, Number(process.env.PEERS_ROUNDS || 2));
-/** The bench client's CPU per event may differ this much between the two systems' rows before their ratio is flagged. */
+/** The bench client's CPU per event may differ this much between one system's rounds before the ratio is flagged. */
 const CLIENT_DRIFT_MAX = 0.25;
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 
@@ -94,6 +95,7 @@ function combine(ms) {
     delivered,
     lost: sum((m) => m.r.lost),
     duplicates: sum((m) => m.r.duplicates),
+    receiverConnections: sum((m) => m.r.receiverConnections),
     wallMs,
     acceptedPerS: accepted / sum((m) => m.r.accepted / m.r.acceptedPerS),
     deliveredPerS: delivered / (wallMs / 1000),
@@ -106,14 +108,25 @@ function combine(ms) {
   return { r, cpu: { parts } };
 }
 
-/** The bench client's CPU per event in a measurement: the same code for both systems, so a yardstick of the machine's speed. */
+/**
+ * The bench client's CPU per event in a measurement. It runs the same code for both systems, but what that code costs
+ * per event depends on the system it talks to (how fast and how bunched its answers and its deliveries come: in runs
+ * 20 and 21 every Node-RED row cost the client 180–240 µs, every row of this project 130–180), so it is a yardstick
+ * of the machine's speed between rounds of one system only.
+ */
 const clientUs = (m) => m.cpu.parts.find((p) => p.name === 'bench client').perItemUs;
+
+/** How far apart the bench client's costs in one system's rounds are (0 with one round: nothing to compare). */
+function clientSpread(rounds) {
+  const costs = rounds.map(clientUs);
+  return (Math.max(...costs) - Math.min(...costs)) / Math.min(...costs);
+}
 
 function row(system, scenario, r, cpu, extra = '') {
   const per = cpu.parts.map((p) => `${p.name} ${Math.round(p.perItemUs)}`).join(', ');
   const sum = cpu.parts.filter((p) => p.name !== 'bench client').reduce((a, p) => a + p.perItemUs, 0);
   console.log(
-    `| ${system} | ${scenario} | ${Math.round(r.acceptedPerS)} | ${Math.round(r.deliveredPerS)} | ${r.p50} ms | ${r.p99} ms | ${r.lost} | ${r.duplicates} | ${Math.round(sum)} µs (${per}) | ${load()} |${extra}`,
+    `| ${system} | ${scenario} | ${Math.round(r.acceptedPerS)} | ${Math.round(r.deliveredPerS)} | ${r.p50} ms | ${r.p99} ms | ${r.lost} | ${r.duplicates} | ${Math.round(sum)} µs (${per}) | ${load()} |${r.receiverConnections === undefined ? '' : ` receiver connections ${r.receiverConnections} |`}${extra}`,
   );
   const { latencies: _latencies, ...figures } = r;
   return { ...figures, cpuUsPerEvent: Math.round(sum) };
@@ -125,9 +138,11 @@ const acceptedByUs = new Set();
 async function measure(receiver, cpuSources, run, ours = false) {
   receiver.reset();
   const account = cpuParts(cpuSources);
+  const connectionsBefore = receiver.connections;
   const stats = await run();
   if (ours) for (const n of stats.acceptedN.keys()) acceptedByUs.add(n);
   const r = await settle(receiver, stats);
+  r.receiverConnections = receiver.connections - connectionsBefore;
   return { r, cpu: account.done(r.wallMs, Math.max(1, r.delivered)) };
 }
 
@@ -148,7 +163,11 @@ async function main() {
     const ours = { ...systemCpuSources(system, ['api', 'runner', 'delivery']), 'bench client': benchClientCpu };
     const theirs = { 'node-red': () => cpuSecondsOfTree(red.pid), 'bench client': benchClientCpu };
     const deliveryPort = system.ports.delivery;
-    const indexed = async () => total(await scrape(deliveryPort), 'delivery_events_indexed_total{channel_class="emits"}');
+    // What delivery did with a row's events: indexed, routed through DELIVERIES (not POSTed directly), attempts that failed.
+    const deliveryCounts = async () => {
+      const m = await scrape(deliveryPort);
+      return { indexed: total(m, 'delivery_events_indexed_total{channel_class="emits"}'), queued: m['delivery_webhook_routes_total{path="queue"}'] ?? 0, failed: m['delivery_webhook_attempts_total{outcome="failed"}'] ?? 0 };
+    };
     let n = 0;
     const next = () => (n += 10_000_000);
 
@@ -163,11 +182,13 @@ async function main() {
         row(`Node-RED ${red.version}`, `${scenario}, round ${round}`, m.r, m.cpu);
       };
       const runOurs = async (round) => {
-        const before = await indexed();
+        const before = await deliveryCounts();
         const m = await measure(receiver, ours, () => closedLoop({ urls: urls.slice(0, count), connections: CONNECTIONS, seconds: SECONDS, firstN: next() }), true);
         await new Promise((r) => setTimeout(r, 1000));
         ourRounds.push(m);
-        row('this project', `${scenario}, round ${round}`, m.r, m.cpu, ` indexed ${(await indexed()) - before}/${m.r.delivered} |`);
+        const after = await deliveryCounts();
+        const extra = ` indexed ${after.indexed - before.indexed}/${m.r.delivered}; through DELIVERIES ${after.queued - before.queued}, failed attempts ${after.failed - before.failed} |`;
+        row('this project', `${scenario}, round ${round}`, m.r, m.cpu, extra);
       };
       for (let round = 1; round <= ROUNDS; round++) {
         for (const run of round % 2 ? [runTheirs, runOurs] : [runOurs, runTheirs]) await run(round);
@@ -177,11 +198,13 @@ async function main() {
       const label = `${scenario}, ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}`;
       results[`node-red ${scenario}`] = row(`**Node-RED ${red.version}**`, `**${label}**`, nr.r, nr.cpu);
       results[`ours ${scenario}`] = row('**this project**', `**${label}**`, me.r, me.cpu);
-      // The same client code served both: if it cost much more per event in one system's rows, the machine slowed meanwhile.
-      const [a, b] = [clientUs(nr), clientUs(me)];
-      const drift = Math.abs(a - b) / Math.min(a, b);
-      const check = drift > CLIENT_DRIFT_MAX ? ` (the machine's speed changed: bench client ${Math.round(a)} µs/event in Node-RED's rows, ${Math.round(b)} in ours; this ratio compares machines, run again)` : '';
-      results[`ratio ${scenario}`] = { ratio: me.r.deliveredPerS / nr.r.deliveredPerS, benchClientUs: { nodeRed: Math.round(a), ours: Math.round(b) }, comparable: !check };
+      // If the client's cost moved much between one system's rounds, the machine's speed changed between them.
+      const [a, b] = [theirRounds.map(clientUs).map(Math.round), ourRounds.map(clientUs).map(Math.round)];
+      const drifted = Math.max(clientSpread(theirRounds), clientSpread(ourRounds)) > CLIENT_DRIFT_MAX;
+      const check = ROUNDS < 2
+        ? ' (one round per system: a change of the machine\'s speed cannot be seen)'
+        : drifted ? ` (the machine's speed changed: bench client ${a.join(', ')} µs/event in Node-RED's rounds, ${b.join(', ')} in ours; this ratio compares machines, run again)` : '';
+      results[`ratio ${scenario}`] = { ratio: me.r.deliveredPerS / nr.r.deliveredPerS, benchClientUs: { nodeRed: a, ours: b }, comparable: ROUNDS >= 2 && !drifted };
       console.log(`|  | ratio (delivered/s) | | **${(me.r.deliveredPerS / nr.r.deliveredPerS).toFixed(2)}×**${check} | | | | | | |`);
     }
     for (const [name, target, sources] of [[`Node-RED ${red.version}`, red.urls, theirs], ['this project', urls, ours]]) {

@@ -84,6 +84,20 @@ function gcSummary(output) {
   return sum;
 }
 
+/**
+ * Batch sizes (the runner's invocations per sandbox task, delivery's events per index batch): the sums and counts of
+ * their histograms; given the counts read before, their means since.
+ */
+async function batchSizes(system, before) {
+  const [runner, delivery] = await Promise.all([support.scrape(system.ports.runner), support.scrape(system.ports.delivery)]);
+  const now = {
+    taskSum: runner.runner_run_batch_size_sum, taskCount: runner.runner_run_batch_size_count,
+    indexSum: delivery.delivery_index_batch_size_sum, indexCount: delivery.delivery_index_batch_size_count,
+  };
+  if (!before) return now;
+  return { task: (now.taskSum - before.taskSum) / (now.taskCount - before.taskCount), index: (now.indexSum - before.indexSum) / (now.indexCount - before.indexCount) };
+}
+
 /** The request → receipt p99 of the requests sent in each second of the load. */
 function perSecondP99(stats, receiver) {
   const seconds = [];
@@ -105,6 +119,7 @@ async function main() {
     const measured = groups(system);
     const outputBefore = Object.fromEntries(APPS.map((a) => [a, system.logs(a).length]));
     const backlog = await sampleBacklog(system);
+    const batchesBefore = await batchSizes(system);
     const before = procStats.take(measured);
     const startedAt = Date.now();
     const stats = RATE > 0 ? await openLoop({ urls, rate: RATE, seconds: SECONDS, firstN: 50_000_000 }) : await closedLoop({ urls, connections: CONNECTIONS, seconds: SECONDS, firstN: 50_000_000 });
@@ -112,6 +127,7 @@ async function main() {
     await support.until(async () => receiver.receipts.size >= stats.accepted, { timeoutMs: 120_000, what: 'every accepted request to arrive' });
     const wallMs = Date.now() - startedAt;
     const delivery = await support.scrape(system.ports.delivery);
+    const batches = await batchSizes(system, batchesBefore);
     const latencies = [...stats.acceptedN].map(([n, t]) => receiver.receipts.get(n) - t).sort((a, b) => a - b);
     const emitted = [...receiver.emitLatencies].sort((a, b) => a - b);
     const rows = procStats.perEvent(before, procStats.take(measured), stats.accepted);
@@ -128,6 +144,7 @@ async function main() {
 
     const route = (path) => delivery[`delivery_webhook_routes_total{path="${path}"}`] ?? 0;
     console.log(`\nrequest → receipt p50 ${support.percentile(latencies, 0.5)} ms, p99 ${support.percentile(latencies, 0.99)} ms, max ${latencies[latencies.length - 1]} ms (of which emit → receipt p50 ${support.percentile(emitted, 0.5)} ms, p99 ${support.percentile(emitted, 0.99)} ms); delivery routed ${route('direct')} events directly and ${route('queue')} through DELIVERIES`);
+    console.log(`invocations per sandbox task ${fixed(batches.task, 1)}, events per delivery index batch ${fixed(batches.index, 1)} (means)`);
     console.log(`request → receipt p99 per second of the load (ms): ${perSecondP99(stats, receiver).join(' ')}`);
     console.log('\nbacklog every 2 s (runner mailboxes / INVOCATIONS stored / router unacknowledged / router unread):');
     console.log(samples.map((s) => (s.error ? `(${s.error})` : `${s.mailboxes}/${s.invocations}/${s.routerUnacked}/${s.routerUnread}`)).join('  '));
@@ -138,7 +155,7 @@ async function main() {
         console.log(`  ${app}: ${g.scavenges} scavenges (${Math.round(g.scavengeMs)} ms), ${g.markCompacts} mark-compacts (${Math.round(g.markCompactMs)} ms): ${fixed(((g.scavengeMs + g.markCompactMs) * 1000) / stats.accepted)} µs/event`);
       }
     }
-    console.log(JSON.stringify({ bench: 'profile', endpoints: ENDPOINTS, events: stats.accepted, wall_ms: wallMs, p50_ms: support.percentile(latencies, 0.5), p99_ms: support.percentile(latencies, 0.99), emit_p50_ms: support.percentile(emitted, 0.5), emit_p99_ms: support.percentile(emitted, 0.99), routed_direct: route('direct'), routed_queue: route('queue'), load_average: os.loadavg(), processes: rows, backlog: samples }));
+    console.log(JSON.stringify({ bench: 'profile', endpoints: ENDPOINTS, events: stats.accepted, wall_ms: wallMs, p50_ms: support.percentile(latencies, 0.5), p99_ms: support.percentile(latencies, 0.99), emit_p50_ms: support.percentile(emitted, 0.5), emit_p99_ms: support.percentile(emitted, 0.99), routed_direct: route('direct'), routed_queue: route('queue'), invocations_per_task: batches.task, events_per_index_batch: batches.index, load_average: os.loadavg(), processes: rows, backlog: samples }));
   } finally {
     await receiver.close();
     await system.stop();

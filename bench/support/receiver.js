@@ -42,6 +42,9 @@ async function startReceiver() {
     });
   });
   r.server.keepAliveTimeout = 30_000;
+  // Connections opened to it: a sender that does not keep its connections alive costs the receiver more per event.
+  r.connections = 0;
+  r.server.on('connection', () => r.connections++);
   r.verifyWith = (secret) => {
     r.verifier = new Webhook(secret);
   };
