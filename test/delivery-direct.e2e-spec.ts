@@ -1,6 +1,7 @@
 import { client, createUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { Emitter, insertSource, Receiver, subscriptionsLoaded } from './events.helpers';
+import { scrapeMetrics } from './support/metrics';
 
 /**
  * Direct webhook deliveries (no DELIVERIES hop): a healthy webhook gets its
@@ -21,9 +22,11 @@ describe('delivery: direct webhook POSTs from the router', () => {
   });
 
   const routes = async (port: string): Promise<Record<string, number>> => {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     const out: Record<string, number> = {};
-    for (const m of text.matchAll(/^delivery_webhook_routes_total\{path="(\w+)"\} (\S+)$/gm)) out[m[1]] = Number(m[2]);
+    for (const [series, value] of Object.entries(await scrapeMetrics(`http://127.0.0.1:${port}/metrics`))) {
+      const path = /^delivery_webhook_routes_total\{path="(\w+)"\}$/.exec(series)?.[1];
+      if (path) out[path] = value;
+    }
     return out;
   };
 
@@ -62,6 +65,13 @@ describe('delivery: direct webhook POSTs from the router', () => {
       await subscriptionsLoaded(system);
       const ev = await emitter.emit(src, user.id, { hello: 'direct' });
       await eventually(async () => receiver.received.length === 1, { what: 'the direct POST to arrive' });
+      // The replica holds the POST in flight, and the router the emit waiting for it.
+      expect(await scrapeMetrics(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/metrics`)).toMatchObject({
+        'delivery_webhook_held{path="direct"}': 1,
+        'delivery_webhook_held{path="queue"}': 0,
+        delivery_webhook_in_flight: 1,
+        delivery_router_held: 1,
+      });
       await system.stopApp('delivery', 'SIGKILL');
       await system.startApp('delivery', 'delivery2', { DELIVERY_METRICS_PORT: String(await freePort()) });
       const again = await eventually(async () => receiver.received.find((r, i) => i > 0 && r.headers['x-pd-event-id'] === ev.id), { what: 'the event POSTed again by the new replica', timeoutMs: 30_000 });

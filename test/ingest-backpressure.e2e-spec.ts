@@ -2,6 +2,7 @@ import { client, createUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { Receiver, subscriptionsLoaded } from './events.helpers';
+import { scrapeMetrics } from './support/metrics';
 
 const post = (url: string, n: number) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n }) });
 
@@ -64,6 +65,17 @@ describe('HTTP ingress back-pressure (INGEST_MAX_PENDING_PER_SOURCE, INGEST_MAX_
     expect(await systemFull.json()).toMatchObject({ code: 'backlog_full', details: { scope: 'system', pending: 8, limit: 8 } });
     const h = await health();
     expect(h.ingest).toEqual({ invocations_pending: 8, events_unrouted: 0, deliveries_pending: 0, max_pending: 8, max_pending_per_source: 5, max_pending_per_account: 2000, max_pending_deliveries_per_account: 2000, refused_total: 2 });
+    // The same figures for Prometheus, the refusals by scope.
+    expect(await scrapeMetrics(`${system.origin}/metrics`)).toMatchObject({
+      api_ingest_invocations_pending: 8,
+      api_ingest_events_unrouted: 0,
+      api_ingest_deliveries_pending: 0,
+      'api_ingest_bound{bound="system"}': 8,
+      'api_ingest_bound{bound="source"}': 5,
+      'api_ingest_bound{bound="account"}': 2000,
+      'api_ingest_refused_total{scope="source",waiting="invocations"}': 1,
+      'api_ingest_refused_total{scope="system",waiting="invocations"}': 1,
+    });
 
     // A runner drains the backlog: every accepted request becomes an event, and the endpoints accept again.
     await system.startApp('runner', 'runner');
@@ -130,6 +142,15 @@ describe('HTTP ingress back-pressure (INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT)
     });
     expect(body.details.pending).toBeGreaterThanOrEqual(10);
     expect(((await (await fetch(`${system.origin}/healthz`)).json()) as { ingest: Record<string, number> }).ingest.deliveries_pending).toBeGreaterThanOrEqual(10);
+    const api = await scrapeMetrics(`${system.origin}/metrics`);
+    expect(api.api_ingest_deliveries_pending).toBeGreaterThanOrEqual(10);
+    expect(api['api_ingest_refused_total{scope="account",waiting="deliveries"}']).toBeGreaterThanOrEqual(1);
+    // Delivery shows the requests it holds for the silent receiver (DELIVERIES messages: the webhook failed once).
+    const deliveryMetrics = () => scrapeMetrics(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/metrics`);
+    const holding = await deliveryMetrics();
+    expect(holding['delivery_webhook_held{path="queue"}']).toBeGreaterThanOrEqual(1);
+    expect(holding.delivery_webhook_in_flight).toBeGreaterThanOrEqual(1);
+    expect(holding['delivery_webhook_held{path="direct"}']).toBe(0);
 
     // Another account's endpoint is not held back.
     expect((await post(otherUrl, 1)).status).toBe(200);
@@ -138,6 +159,10 @@ describe('HTTP ingress back-pressure (INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT)
     open = true;
     held.splice(0).forEach((answer) => answer());
     await eventually(async () => receiver.eventIds().size >= accepted, { what: `all ${accepted} accepted events delivered`, timeoutMs: 90_000 });
+    await eventually(async () => {
+      const m = await deliveryMetrics();
+      return m['delivery_webhook_held{path="queue"}'] === 0 && m.delivery_webhook_in_flight === 0 ? m : undefined;
+    }, { what: 'delivery to hold nothing once everything arrived' });
     await eventually(async () => (await post(url, 999)).status === 200, { what: 'the endpoint to accept again', timeoutMs: 30_000 });
   });
 });

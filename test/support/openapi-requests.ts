@@ -17,8 +17,8 @@ export interface DocOperation {
   public: boolean;
   parameters: DocParameter[];
   body?: Json;
-  /** status → JSON schema (`null`: no body, `'sse'`: an event stream). */
-  success: Record<string, Json | null | 'sse'>;
+  /** status → JSON schema (`null`: no body, `'sse'`: an event stream, `'text'`: plain text such as metrics). */
+  success: Record<string, Json | null | 'sse' | 'text'>;
   /** Every status the operation declares. */
   statuses: number[];
 }
@@ -32,7 +32,7 @@ export function operationsOf(doc: Json): DocOperation[] {
       for (const [status, r] of Object.entries(responses)) {
         if (!status.startsWith('2')) continue;
         const content = r.content as Record<string, { schema: Json }> | undefined;
-        success[status] = content?.['application/json'] ? content['application/json'].schema : content?.['text/event-stream'] ? 'sse' : null;
+        success[status] = content?.['application/json'] ? content['application/json'].schema : content?.['text/event-stream'] ? 'sse' : content?.['text/plain'] ? 'text' : null;
       }
       const body = (op.requestBody as { content: Record<string, { schema: Json }> } | undefined)?.content['application/json'].schema;
       out.push({

@@ -17,6 +17,7 @@ import { WebhooksModule } from './webhooks/webhooks.module';
 import { SseModule } from './sse/sse.module';
 import { WorkflowsModule } from './workflows/workflows.module';
 import { HealthController } from './health.controller';
+import { MetricsController } from './metrics.controller';
 import { ContractInterceptor } from './contract/contract.interceptor';
 import { OpenApiController } from './contract/openapi.controller';
 
@@ -41,7 +42,7 @@ export class AppModule {
         SseModule,
         WorkflowsModule,
       ],
-      controllers: [HealthController, OpenApiController],
+      controllers: [HealthController, MetricsController, OpenApiController],
       providers: [
         { provide: APP_FILTER, useClass: ErrorFilter },
         { provide: APP_INTERCEPTOR, useClass: ContractInterceptor },

@@ -28,6 +28,7 @@ function responses(route: RouteContract): Json {
   for (const [status, schema] of Object.entries(route.responses)) {
     if (schema === null) out[status] = { description: 'no content' };
     else if (schema === 'sse') out[status] = { description: 'an event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } };
+    else if (schema === 'prometheus') out[status] = { description: 'metrics in the Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } };
     else out[status] = { description: 'success', content: { 'application/json': { schema: plain(schema) } } };
   }
   // Every authenticated route takes `org_id`, and one naming an org the caller is not a member of is a 404;

@@ -31,8 +31,8 @@ export interface RouteContract {
   bodyRequired?: boolean;
   /** The body's fields are read from the body only (not from the query string). */
   bodyOnly?: boolean;
-  /** Success responses by status: a schema for a JSON body, `null` for none, `'sse'` for an event stream. */
-  responses: Record<number, TSchema | null | 'sse'>;
+  /** Success responses by status: a schema for a JSON body, `null` for none, `'sse'` for an event stream, `'prometheus'` for metrics text. */
+  responses: Record<number, TSchema | null | 'sse' | 'prometheus'>;
   /** Error statuses the route may answer besides 400/401 (all with the error body). */
   errors?: number[];
 }

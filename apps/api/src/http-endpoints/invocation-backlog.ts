@@ -100,6 +100,8 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   private lastReadAtMs = 0;
   private reading = false;
   private refused = 0;
+  /** Refusals by scope and what waited (`<scope> <waiting>`), for /metrics. */
+  private readonly refusedBy = new Map<string, number>();
 
   constructor(
     private readonly nats: NatsService,
@@ -119,6 +121,19 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
       max_pending_deliveries_per_account: this.config.ingestMaxPendingDeliveriesPerAccount,
       refused_total: this.refused,
     };
+  }
+
+  /** Requests this replica refused, by scope and what waited. */
+  get refusals(): { scope: BacklogRefusal['scope']; waiting: BacklogRefusal['waiting']; count: number }[] {
+    return [...this.refusedBy].map(([key, count]) => {
+      const [scope, waiting] = key.split(' ') as [BacklogRefusal['scope'], BacklogRefusal['waiting']];
+      return { scope, waiting, count };
+    });
+  }
+
+  /** Invocations drained per second, as estimated from the last reads (0 before two reads, or while nothing drains). */
+  get drainRate(): number {
+    return this.drainPerSecond;
   }
 
   get enabled(): boolean {
@@ -177,6 +192,8 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
 
   private refusal(scope: BacklogRefusal['scope'], waiting: BacklogRefusal['waiting'], pending: number, limit: number): BacklogRefusal {
     this.refused++;
+    const key = `${scope} ${waiting}`;
+    this.refusedBy.set(key, (this.refusedBy.get(key) ?? 0) + 1);
     // Long enough for the excess over 90 % of the bound to drain at the rate seen, within [1, 30] s.
     const excess = pending - Math.floor(limit * 0.9);
     const seconds = this.drainPerSecond > 0 ? Math.ceil(excess / this.drainPerSecond) : 1;

@@ -16,6 +16,12 @@ export class DeliveryMetrics {
   readonly indexBatch: Histogram;
   readonly retriesWaiting: Gauge;
   readonly retriesOldestAge: Gauge;
+  readonly held: Gauge<'path'>;
+  readonly inFlight: Gauge;
+  readonly routerHeld: Gauge;
+  /** Where the backlog gauges read their figures (the webhook sender and the router), at scrape time. */
+  private senderFigures?: () => { direct: number; queue: number; inFlight: number };
+  private routerFigures?: () => number;
   private retryFigures?: () => Promise<{ count: number; oldestSinceMs: number | null }>;
   /** One query per scrape for both retry gauges. */
   private retryRead?: { at: number; figures: Promise<{ count: number; oldestSinceMs: number | null }> };
@@ -51,6 +57,37 @@ export class DeliveryMetrics {
         if (f) this.retriesWaiting.set(f.count);
       },
     });
+    // Where a backlog waits in this replica (the api's /metrics has the streams' backlogs).
+    this.held = new Gauge({
+      name: 'delivery_webhook_held',
+      help: 'webhook deliveries this replica holds, waiting for a request slot or in flight: path direct (events routed here, their emits unacknowledged until the POST is answered) or queue (DELIVERIES messages)',
+      labelNames: ['path'],
+      registers: [registry],
+      collect: () => {
+        const f = this.senderFigures?.();
+        if (!f) return;
+        this.held.set({ path: 'direct' }, f.direct);
+        this.held.set({ path: 'queue' }, f.queue);
+      },
+    });
+    this.inFlight = new Gauge({
+      name: 'delivery_webhook_in_flight',
+      help: 'webhook POSTs this replica has sent and not yet seen answered',
+      registers: [registry],
+      collect: () => {
+        const f = this.senderFigures?.();
+        if (f) this.inFlight.set(f.inFlight);
+      },
+    });
+    this.routerHeld = new Gauge({
+      name: 'delivery_router_held',
+      help: "events this replica's router took from EMITS and has not acknowledged: buffered, being indexed and routed, or waiting for their direct webhook deliveries",
+      registers: [registry],
+      collect: () => {
+        const n = this.routerFigures?.();
+        if (n !== undefined) this.routerHeld.set(n);
+      },
+    });
     this.retriesOldestAge = new Gauge({
       name: 'delivery_webhook_retries_oldest_age_seconds',
       help: 'time since the first failed attempt of the oldest waiting webhook retry (0 when none waits)',
@@ -60,6 +97,16 @@ export class DeliveryMetrics {
         if (f) this.retriesOldestAge.set(f.oldestSinceMs === null ? 0 : Math.max(0, (Date.now() - f.oldestSinceMs) / 1000));
       },
     });
+  }
+
+  /** Where the sender's backlog gauges read their figures. */
+  watchSender(figures: () => { direct: number; queue: number; inFlight: number }): void {
+    this.senderFigures = figures;
+  }
+
+  /** Where the router's backlog gauge reads its figure. */
+  watchRouter(figure: () => number): void {
+    this.routerFigures = figure;
   }
 
   /** Where the retry gauges read their figures (the webhook sender's retry queue). */

@@ -50,6 +50,8 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.chains = new ChainBudget(config.subscriptionChainMaxRuns);
+    // The emits of a batch still being routed that already wait for direct deliveries count twice until it is routed.
+    metrics.watchRouter(() => (this.consumer?.pending ?? 0) + this.held.size);
   }
 
   async onApplicationBootstrap(): Promise<void> {

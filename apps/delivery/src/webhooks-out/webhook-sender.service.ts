@@ -101,6 +101,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.retries = new RetryQueue(em, nats, logger);
     this.catchUp = new RetryCatchUp(this.retries, logger, (id) => this.lanes.get(id)?.queue.length ?? 0);
     metrics.watchRetries(() => this.retries.waiting());
+    metrics.watchSender(() => ({ direct: this.heldDirect, queue: this.heldMessages(), inFlight: this.inFlight }));
   }
 
   async onApplicationBootstrap(): Promise<void> {
