@@ -16,8 +16,8 @@ export interface BatchOptions {
  */
 export class BatchConsumer {
   private buffer: JsMsg[] = [];
-  /** The batch the handler is working on (0 between batches). */
-  private working = 0;
+  /** Messages of the batch being handled (0 between batches). */
+  private inBatch = 0;
   private wake?: () => void;
   private messages?: ConsumerMessages;
   private stopped = false;
@@ -55,7 +55,7 @@ export class BatchConsumer {
       const batch = this.buffer.splice(0, this.opts.maxBatch);
       if (!batch.length) continue;
       const keepAlive = setInterval(() => batch.forEach((m) => m.working()), Math.max(500, this.ackWaitMs / 3));
-      this.working = batch.length;
+      this.inBatch = batch.length;
       try {
         await this.handle(batch);
       } catch (e) {
@@ -63,7 +63,7 @@ export class BatchConsumer {
         for (const m of batch) m.nak(1000);
         await sleep(500);
       } finally {
-        this.working = 0;
+        this.inBatch = 0;
         clearInterval(keepAlive);
       }
     }
@@ -71,7 +71,7 @@ export class BatchConsumer {
 
   /** Messages pulled and not yet handed back from the handler: buffered, or in the batch being handled. */
   get pending(): number {
-    return this.buffer.length + this.working;
+    return this.buffer.length + this.inBatch;
   }
 
   /** Stops pulling; the batch in progress finishes; unhandled buffered messages are redelivered later. */
