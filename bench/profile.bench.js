@@ -34,15 +34,13 @@ const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
 
 /** The process groups of a running system, each read anew at every reading (sandboxes start and stop). */
 function groups(system) {
-  const dbName = new URL(system.env.DATABASE_URL).pathname.slice(1);
   const runner = system.pid('runner');
   return {
     api: () => [system.pid('api')],
     runner: () => [runner],
     'runner sandboxes': () => procStats.processTree(runner).filter((p) => p !== runner),
     delivery: () => [system.pid('delivery')],
-    'nats-server': () => (process.env.TEST_NATS_PID ? [Number(process.env.TEST_NATS_PID)] : procStats.pidsMatching('nats-server')),
-    postgres: () => procStats.pidsMatching(` ${dbName} `),
+    ...support.systemServerPids(system),
     'bench client': () => [process.pid],
   };
 }
@@ -84,18 +82,16 @@ function gcSummary(output) {
   return sum;
 }
 
-/**
- * Batch sizes (the runner's invocations per sandbox task, delivery's events per index batch): the sums and counts of
- * their histograms; given the counts read before, their means since.
- */
-async function batchSizes(system, before) {
+/** The runner's and delivery's metrics now. */
+async function appMetrics(system) {
   const [runner, delivery] = await Promise.all([support.scrape(system.ports.runner), support.scrape(system.ports.delivery)]);
-  const now = {
-    taskSum: runner.runner_run_batch_size_sum, taskCount: runner.runner_run_batch_size_count,
-    indexSum: delivery.delivery_index_batch_size_sum, indexCount: delivery.delivery_index_batch_size_count,
-  };
-  if (!before) return now;
-  return { task: (now.taskSum - before.taskSum) / (now.taskCount - before.taskCount), index: (now.indexSum - before.indexSum) / (now.indexCount - before.indexCount) };
+  return { runner, delivery };
+}
+
+/** Mean batch sizes between two readings of `appMetrics`: the runner's invocations per sandbox task, delivery's events per index batch. */
+function batchSizes(before, after) {
+  const mean = (app, name) => (after[app][`${name}_sum`] - before[app][`${name}_sum`]) / (after[app][`${name}_count`] - before[app][`${name}_count`]);
+  return { task: mean('runner', 'runner_run_batch_size'), index: mean('delivery', 'delivery_index_batch_size') };
 }
 
 /** The request → receipt p99 of the requests sent in each second of the load. */
@@ -119,15 +115,15 @@ async function main() {
     const measured = groups(system);
     const outputBefore = Object.fromEntries(APPS.map((a) => [a, system.logs(a).length]));
     const backlog = await sampleBacklog(system);
-    const batchesBefore = await batchSizes(system);
+    const metricsBefore = await appMetrics(system);
     const before = procStats.take(measured);
     const startedAt = Date.now();
     const stats = RATE > 0 ? await openLoop({ urls, rate: RATE, seconds: SECONDS, firstN: 50_000_000 }) : await closedLoop({ urls, connections: CONNECTIONS, seconds: SECONDS, firstN: 50_000_000 });
     const samples = await backlog.stop();
     await support.until(async () => receiver.receipts.size >= stats.accepted, { timeoutMs: 120_000, what: 'every accepted request to arrive' });
     const wallMs = Date.now() - startedAt;
-    const delivery = await support.scrape(system.ports.delivery);
-    const batches = await batchSizes(system, batchesBefore);
+    const metricsAfter = await appMetrics(system);
+    const batches = batchSizes(metricsBefore, metricsAfter);
     const latencies = [...stats.acceptedN].map(([n, t]) => receiver.receipts.get(n) - t).sort((a, b) => a - b);
     const emitted = [...receiver.emitLatencies].sort((a, b) => a - b);
     const rows = procStats.perEvent(before, procStats.take(measured), stats.accepted);
@@ -142,7 +138,7 @@ async function main() {
     const server = rows.filter((r) => r.name !== 'bench client').reduce((a, r) => a + r.cpuUs, 0);
     console.log(`| all but the bench client | ${fixed(server)} | | | | | | | |`);
 
-    const route = (path) => delivery[`delivery_webhook_routes_total{path="${path}"}`] ?? 0;
+    const route = (path) => metricsAfter.delivery[`delivery_webhook_routes_total{path="${path}"}`] ?? 0;
     console.log(`\nrequest → receipt p50 ${support.percentile(latencies, 0.5)} ms, p99 ${support.percentile(latencies, 0.99)} ms, max ${latencies[latencies.length - 1]} ms (of which emit → receipt p50 ${support.percentile(emitted, 0.5)} ms, p99 ${support.percentile(emitted, 0.99)} ms); delivery routed ${route('direct')} events directly and ${route('queue')} through DELIVERIES`);
     console.log(`invocations per sandbox task ${fixed(batches.task, 1)}, events per delivery index batch ${fixed(batches.index, 1)} (means)`);
     console.log(`request → receipt p99 per second of the load (ms): ${perSecondP99(stats, receiver).join(' ')}`);

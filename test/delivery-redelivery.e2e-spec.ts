@@ -5,6 +5,7 @@ import { client, createUser } from './support/accounts';
 import { natsAdmin } from './support/env';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { Emitter, insertSource, Receiver, sql, subscriptionsLoaded } from './events.helpers';
+import { scrapeMetrics } from './support/metrics';
 
 /** Issue 10: a metric of waiting webhook retries, and no second POST for a delivery whose success is on record. */
 describe('delivery: waiting-retry metrics and redelivered messages', () => {
@@ -30,10 +31,8 @@ describe('delivery: waiting-retry metrics and redelivered messages', () => {
   });
 
   const metrics = async (): Promise<Record<string, number>> => {
-    const text = await (await fetch(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/metrics`)).text();
-    const out: Record<string, number> = {};
-    for (const m of text.matchAll(/^(delivery_webhook_retries_\w+) (\S+)$/gm)) out[m[1]] = Number(m[2]);
-    return out;
+    const all = await scrapeMetrics(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/metrics`);
+    return Object.fromEntries(Object.entries(all).filter(([series]) => series.startsWith('delivery_webhook_retries_')));
   };
 
   it('reports how many webhook retries wait and how old the oldest is', async () => {

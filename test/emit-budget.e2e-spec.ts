@@ -1,6 +1,7 @@
 import { client, createUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { httpSourceToWebhook, Receiver } from './events.helpers';
+import { scrapeMetrics } from './support/metrics';
 
 /** An HTTP source whose run emits `body.n` events. */
 const FLOOD = 'module.exports = { name: "Flood", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { for (let i = 0; i < e.body.n; i++) this.$emit({ i }); } };';
@@ -26,10 +27,7 @@ describe("one account's events are published at its own rate (EMITS_PER_SECOND_P
     await system?.stop();
   });
 
-  const heldBack = async (): Promise<number> => {
-    const text = await (await fetch(`http://127.0.0.1:${system.env.RUNNER_METRICS_PORT}/metrics`)).text();
-    return Number(/^runner_emits_held_back_total (\d+)/m.exec(text)?.[1] ?? 0);
-  };
+  const heldBack = async (): Promise<number> => (await scrapeMetrics(`http://127.0.0.1:${system.env.RUNNER_METRICS_PORT}/metrics`)).runner_emits_held_back_total ?? 0;
   const post = (url: string, body: unknown): Promise<Response> => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
   it("holds back A's events past its budget, delivers B's meanwhile, and loses none of A's", async () => {

@@ -239,14 +239,24 @@ function machineTicks() {
 }
 
 /**
- * A CPU source for processes whose command line contains `needle` (e.g. 'nats-server', ' <db name> '): the CPU
- * seconds of every such process seen at any reading so far, summed. One that exited keeps its last reading, so the
- * sum never goes back (a Postgres backend closed during a row made that row's Postgres CPU negative).
+ * The servers a system uses, as functions giving their pids now: the run's nats-server (TEST_NATS_PID, else every
+ * nats-server) and the system's own Postgres backends (their command line names its database).
  */
-function cpuSecondsOf(needle) {
+function systemServerPids(system) {
+  const natsPid = Number(process.env.TEST_NATS_PID) || undefined;
+  const dbName = new URL(system.env.DATABASE_URL).pathname.slice(1);
+  return { 'nats-server': () => (natsPid ? [natsPid] : pidsMatching('nats-server')), postgres: () => pidsMatching(` ${dbName} `) };
+}
+
+/**
+ * A CPU source for the processes `pidsNow` gives at each reading: the CPU seconds of every one seen at any reading so
+ * far, summed. One that exited keeps its last reading, so the sum never goes back (a Postgres backend closed during a
+ * row made that row's Postgres CPU negative).
+ */
+function cpuSecondsOf(pidsNow) {
   const seen = new Map();
   return () => {
-    for (const pid of pidsMatching(needle)) {
+    for (const pid of pidsNow()) {
       const c = cpuSeconds(pid);
       if (!Number.isNaN(c)) seen.set(pid, c);
     }
@@ -288,13 +298,11 @@ function cpuParts(sources) {
 
 /** The CPU parts of a running system: each app with its sandbox processes, the run's nats-server, this system's Postgres backends. */
 function systemCpuSources(system, apps) {
-  const natsPid = Number(process.env.TEST_NATS_PID) || undefined;
-  const dbName = new URL(system.env.DATABASE_URL).pathname.slice(1);
-  const anyNatsServer = cpuSecondsOf('nats-server');
+  const servers = systemServerPids(system);
   return {
     ...Object.fromEntries(apps.map((a) => [a, () => cpuSecondsOfTree(system.pid(a))])),
-    'nats-server': () => (natsPid ? cpuSeconds(natsPid) || 0 : anyNatsServer()),
-    postgres: cpuSecondsOf(` ${dbName} `),
+    'nats-server': cpuSecondsOf(servers['nats-server']),
+    postgres: cpuSecondsOf(servers.postgres),
   };
 }
 
@@ -313,4 +321,4 @@ function cpuAccount(system, apps) {
   return { done: (wallMs, count) => account.done(wallMs, count).line };
 }
 
-module.exports = { addNatsInstallation, natsAdmin, cpuAccount, cpuParts, systemCpuSources, benchClientCpu, cpuSeconds, cpuSecondsOfTree, startSystem, createUser, api, scrape, total, histogramQuantile, percentile, until, freePort };
+module.exports = { addNatsInstallation, natsAdmin, cpuAccount, cpuParts, systemCpuSources, systemServerPids, benchClientCpu, cpuSeconds, cpuSecondsOfTree, startSystem, createUser, api, scrape, total, histogramQuantile, percentile, until, freePort };

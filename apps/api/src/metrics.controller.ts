@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { Public } from './auth/api-key.guard';
-import { InvocationBacklog } from './http-endpoints/invocation-backlog';
+import { IngestRefusals, InvocationBacklog } from './http-endpoints/invocation-backlog';
 
 /**
  * `GET /metrics` (Prometheus text) of this api replica: the backlog its HTTP ingress reads (every
@@ -35,18 +35,17 @@ export class MetricsController {
     bounds.set({ bound: 'account' }, config.ingestMaxPendingPerAccount);
     bounds.set({ bound: 'account_deliveries' }, config.ingestMaxPendingDeliveriesPerAccount);
     // The backlog counts its refusals; the counter catches up with them at each scrape.
-    const counted = new Map<string, number>();
+    const counted = new Map<IngestRefusals, number>();
     const refused: Counter<'scope' | 'waiting'> = new Counter({
       name: 'api_ingest_refused_total',
       help: 'requests this replica answered 429 backlog_full, by the scope of the full backlog and what waited in it',
       labelNames: ['scope', 'waiting'],
       registers,
       collect() {
-        for (const { scope, waiting, count } of backlog.refusals) {
-          const key = `${scope} ${waiting}`;
-          const delta = count - (counted.get(key) ?? 0);
-          if (delta > 0) refused.inc({ scope, waiting }, delta);
-          counted.set(key, count);
+        for (const r of backlog.refusals) {
+          const delta = r.count - (counted.get(r) ?? 0);
+          if (delta > 0) refused.inc({ scope: r.scope, waiting: r.waiting }, delta);
+          counted.set(r, r.count);
         }
       },
     });

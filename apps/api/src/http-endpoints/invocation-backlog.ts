@@ -16,6 +16,13 @@ export interface BacklogRefusal {
   retryAfterSeconds: number;
 }
 
+/** How many requests were refused for one scope and kind of backlog. */
+export interface IngestRefusals {
+  scope: BacklogRefusal['scope'];
+  waiting: BacklogRefusal['waiting'];
+  count: number;
+}
+
 export interface IngestStats {
   invocations_pending: number;
   events_unrouted: number;
@@ -100,8 +107,8 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   private lastReadAtMs = 0;
   private reading = false;
   private refused = 0;
-  /** Refusals by scope and what waited (`<scope> <waiting>`), for /metrics. */
-  private readonly refusedBy = new Map<string, number>();
+  /** Refusals by scope and what waited (keyed `<scope> <waiting>`), for /metrics. */
+  private readonly refusedBy = new Map<string, IngestRefusals>();
 
   constructor(
     private readonly nats: NatsService,
@@ -124,11 +131,8 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Requests this replica refused, by scope and what waited. */
-  get refusals(): { scope: BacklogRefusal['scope']; waiting: BacklogRefusal['waiting']; count: number }[] {
-    return [...this.refusedBy].map(([key, count]) => {
-      const [scope, waiting] = key.split(' ') as [BacklogRefusal['scope'], BacklogRefusal['waiting']];
-      return { scope, waiting, count };
-    });
+  get refusals(): IngestRefusals[] {
+    return [...this.refusedBy.values()];
   }
 
   /** Invocations drained per second, as estimated from the last reads (0 before two reads, or while nothing drains). */
@@ -193,7 +197,8 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   private refusal(scope: BacklogRefusal['scope'], waiting: BacklogRefusal['waiting'], pending: number, limit: number): BacklogRefusal {
     this.refused++;
     const key = `${scope} ${waiting}`;
-    this.refusedBy.set(key, (this.refusedBy.get(key) ?? 0) + 1);
+    const seen = this.refusedBy.get(key) ?? this.refusedBy.set(key, { scope, waiting, count: 0 }).get(key)!;
+    seen.count++;
     // Long enough for the excess over 90 % of the bound to drain at the rate seen, within [1, 30] s.
     const excess = pending - Math.floor(limit * 0.9);
     const seconds = this.drainPerSecond > 0 ? Math.ceil(excess / this.drainPerSecond) : 1;
