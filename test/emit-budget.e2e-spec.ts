@@ -3,8 +3,23 @@ import { eventually, freePort, startSystem, System } from './support/system';
 import { httpSourceToWebhook, Receiver } from './events.helpers';
 import { scrapeMetrics } from './support/metrics';
 
-/** An HTTP source whose run emits `body.n` events. */
-const FLOOD = 'module.exports = { name: "Flood", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { for (let i = 0; i < e.body.n; i++) this.$emit({ i }); } };';
+/** An HTTP source whose run emits `body.n` events, each with `body.bytes` bytes of padding. */
+const FLOOD = 'module.exports = { name: "Flood", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { for (let i = 0; i < e.body.n; i++) this.$emit({ i, pad: "x".repeat(e.body.bytes || 0) }); } };';
+
+const post = (url: string, body: unknown): Promise<Response> => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const heldBack = async (system: System): Promise<number> => (await scrapeMetrics(`http://127.0.0.1:${system.env.RUNNER_METRICS_PORT}/metrics`)).runner_emits_held_back_total ?? 0;
+
+/** Account A's flood source feeding `ofA`, account B's HTTP source feeding `ofB`; both have run once. */
+async function floodAndProbe(system: System, ofA: Receiver, ofB: Receiver): Promise<{ flood: string; probe: string }> {
+  const apiA = client(system, createUser(system).apiKey);
+  const source = (await apiA.post('/sources', { component_code: FLOOD, name: 'flood' })).body.data;
+  const wh = (await apiA.post('/webhooks', { url: ofA.url })).body.data.id;
+  expect((await apiA.post('/subscriptions', { emitter_id: source.id, listener_id: wh })).status).toBe(200);
+  const flood = source.configured_props.http.endpoint_url as string;
+  const b = await httpSourceToWebhook(system, client(system, createUser(system).apiKey), ofB.url);
+  await eventually(async () => (await post(b.url, { warm: true })).status === 200 && ofB.received.length > 0 && (await post(flood, { n: 0 })).status === 200, { what: 'both sources to run', timeoutMs: 30_000 });
+  return { flood, probe: b.url };
+}
 
 /**
  * EMITS_PER_SECOND_PER_ACCOUNT (200 here, a burst of ten seconds' worth: 2,000). A's runs emit 4,000 events at once:
@@ -27,23 +42,46 @@ describe("one account's events are published at its own rate (EMITS_PER_SECOND_P
     await system?.stop();
   });
 
-  const heldBack = async (): Promise<number> => (await scrapeMetrics(`http://127.0.0.1:${system.env.RUNNER_METRICS_PORT}/metrics`)).runner_emits_held_back_total ?? 0;
-  const post = (url: string, body: unknown): Promise<Response> => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-
   it("holds back A's events past its budget, delivers B's meanwhile, and loses none of A's", async () => {
-    const apiA = client(system, createUser(system).apiKey);
-    const flood = (await apiA.post('/sources', { component_code: FLOOD, name: 'flood' })).body.data;
-    const wh = (await apiA.post('/webhooks', { url: ofA.url })).body.data.id;
-    expect((await apiA.post('/subscriptions', { emitter_id: flood.id, listener_id: wh })).status).toBe(200);
-    const b = await httpSourceToWebhook(system, client(system, createUser(system).apiKey), ofB.url);
-    await eventually(async () => (await post(b.url, { warm: true })).status === 200 && ofB.received.length > 0 && (await post(flood.configured_props.http.endpoint_url, { n: 0 })).status === 200, { what: 'both sources to run', timeoutMs: 30_000 });
-
-    for (let i = 0; i < 10; i++) expect((await post(flood.configured_props.http.endpoint_url, { n: 400 })).status).toBe(200);
-    await eventually(async () => (await heldBack()) > 0, { what: "A's events held back" });
-    expect((await post(b.url, { probe: 'b' })).status).toBe(200);
+    const { flood, probe } = await floodAndProbe(system, ofA, ofB);
+    for (let i = 0; i < 10; i++) expect((await post(flood, { n: 400 })).status).toBe(200);
+    await eventually(async () => (await heldBack(system)) > 0, { what: "A's events held back" });
+    expect((await post(probe, { probe: 'b' })).status).toBe(200);
     await eventually(async () => ofB.received.some((r) => r.body === '{"probe":"b"}'), { what: "B's event" });
     // A's 4,000 are not all out yet when B's arrives: they go at 200 a second past the first 2,000.
     expect(ofA.eventIds().size).toBeLessThan(4000);
     await eventually(async () => ofA.eventIds().size === 4000, { what: "all of A's events", timeoutMs: 60_000 });
+  });
+});
+
+/**
+ * EMITS_BYTES_PER_SECOND_PER_ACCOUNT (400 KiB here, a burst of ten seconds' worth: 4 MiB). A's runs emit 160 events
+ * of 50 KiB (8 MiB, far under A's event budget): the first 4 MiB go at once, the rest as A's byte budget refills
+ * (about ten seconds); B's small event, sent after them, does not wait behind A's, and none of A's is dropped.
+ */
+describe("one account's events are published at its own rate of bytes (EMITS_BYTES_PER_SECOND_PER_ACCOUNT)", () => {
+  let system: System;
+  let ofA: Receiver;
+  let ofB: Receiver;
+
+  beforeAll(async () => {
+    system = await startSystem({ EMITS_BYTES_PER_SECOND_PER_ACCOUNT: String(400 * 1024), HTTP_RATE_PER_SEC: '0', RUNNER_METRICS_PORT: String(await freePort()), DELIVERY_METRICS_PORT: String(await freePort()) });
+    ofA = await new Receiver().start();
+    ofB = await new Receiver().start();
+  });
+  afterAll(async () => {
+    await ofA?.stop();
+    await ofB?.stop();
+    await system?.stop();
+  });
+
+  it("holds back A's large events past its byte budget, delivers B's meanwhile, and loses none of A's", async () => {
+    const { flood, probe } = await floodAndProbe(system, ofA, ofB);
+    for (let i = 0; i < 10; i++) expect((await post(flood, { n: 16, bytes: 50 * 1024 })).status).toBe(200);
+    await eventually(async () => (await heldBack(system)) > 0, { what: "A's events held back" });
+    expect((await post(probe, { probe: 'b' })).status).toBe(200);
+    await eventually(async () => ofB.received.some((r) => r.body === '{"probe":"b"}'), { what: "B's event" });
+    expect(ofA.eventIds().size).toBeLessThan(160);
+    await eventually(async () => ofA.eventIds().size === 160, { what: "all of A's events", timeoutMs: 60_000 });
   });
 });

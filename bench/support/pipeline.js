@@ -13,7 +13,7 @@ const FORWARDER = `export default {
 };`;
 
 /** The system's settings for the peers pipeline: the per-tenant rate bounds off (Node-RED has none), the rest defaults. */
-const PIPELINE_SYSTEM_ENV = { PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0' };
+const PIPELINE_SYSTEM_ENV = { PARTITIONS: '32', HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0', EMITS_BYTES_PER_SECOND_PER_ACCOUNT: '0' };
 
 async function deployPipeline(system, receiver, { count, code, name = 'src' }) {
   const user = createUser(system);

@@ -9,7 +9,7 @@ import { KvActorStateStore } from './actors/actor-state';
 import { ComponentCache, ObjectStoreCodeSource } from './actors/code-cache';
 import { EXECUTOR, Executor } from './executor/executor.port';
 import { JetStreamPublisher } from './ops/jetstream-publisher';
-import { EmitBudget } from './ops/emit-budget';
+import { EmitBudget, EmitBudgets } from './ops/emit-budget';
 import { RunnerMetrics } from './ops/runner-metrics';
 import { PartitionLeases } from './partitions/partition-leases';
 import { PartitionWorker } from './partitions/partition-worker';
@@ -53,7 +53,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
       executor: this.executor,
       components: new ComponentCache(new ObjectStoreCodeSource(this.nats.components), this.executor, (outcome) => this.metrics.installs.inc({ outcome })),
       store: new KvActorStateStore(this.nats.sourceState),
-      publisher: (this.publisher = new JetStreamPublisher(this.nats, this.logger, this.emitBudget(), this.metrics)),
+      publisher: (this.publisher = new JetStreamPublisher(this.nats, this.logger, this.emitBudgets(), this.metrics)),
       timers: this.timers,
       metrics: this.metrics,
       logger: this.logger,
@@ -75,15 +75,21 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   /**
+   * EMITS_PER_SECOND_PER_ACCOUNT with a burst of ten seconds' worth, never less than one full invocation's emits;
+   * EMITS_BYTES_PER_SECOND_PER_ACCOUNT with a burst of ten seconds' worth, never less than one largest event.
+   */
+  private emitBudgets(): EmitBudgets {
+    const { emitsPerSecondPerAccount: rate, emitsBytesPerSecondPerAccount: bytes } = this.config;
+    return {
+      events: rate > 0 ? new EmitBudget(rate, Math.max(rate * 10, this.config.emitsPerInvocation)) : undefined,
+      bytes: bytes > 0 ? new EmitBudget(bytes, Math.max(bytes * 10, this.config.eventMaxBytes)) : undefined,
+    };
+  }
+
+  /**
    * EVENT_MAX_BYTES, lowered to what one NATS message carries beside the event's envelope
    * (an event that passes the sandbox's check but not the server's payload limit could never be published).
    */
-  /** EMITS_PER_SECOND_PER_ACCOUNT with a burst of ten seconds' worth, never less than one full invocation's emits. */
-  private emitBudget(): EmitBudget {
-    const rate = this.config.emitsPerSecondPerAccount;
-    return new EmitBudget(rate, Math.max(rate * 10, this.config.emitsPerInvocation));
-  }
-
   private eventCapBytes(maxPayload: number): number {
     const fits = maxPayload - EVENT_ENVELOPE_BYTES;
     if (this.config.eventMaxBytes <= fits) return this.config.eventMaxBytes;

@@ -75,6 +75,7 @@ export const SETTINGS = {
   componentGcGraceMs: int('COMPONENT_GC_GRACE_MS', 3_600_000, 'component code stored or re-used by a publish within this time is never removed', 1000),
   reconcileIntervalMs: int('RECONCILE_INTERVAL_MS', 5_000, 'how often the api republishes sources whose desired state lags Postgres', 100),
   emitsPerInvocation: int('EMITS_PER_INVOCATION', 10_000, 'emits allowed in one invocation', 1),
+  emitsBytesPerSecondPerAccount: int('EMITS_BYTES_PER_SECOND_PER_ACCOUNT', 8 * 1024 * 1024, "bytes of events (as stored in EMITS) one account's sources and workflows publish per second from one runner, after a burst of ten seconds' worth (at least EVENT_MAX_BYTES); over it publishing waits as for EMITS_PER_SECOND_PER_ACCOUNT (0 = no bound)", 0),
   emitsPerSecondPerAccount: int('EMITS_PER_SECOND_PER_ACCOUNT', 1000, "events (all channels, $logs and $errors included) one account's sources and workflows publish per second from one runner, after a burst of ten seconds' worth (at least EMITS_PER_INVOCATION); over it publishing waits, nothing is dropped, and the account's backlog (then its endpoints' 429s) grows instead of every account's delivery delay (0 = no bound)", 0),
   endpointDomain: str('ENDPOINT_DOMAIN', '', 'domain of host-based HTTP source endpoints: <endpoint_key>.<domain> (a wildcard DNS name pointing at the api); endpoint URLs then use it (empty = <PUBLIC_URL>/e/<endpoint_key> only)'),
   httpMaxBodyBytes: int('HTTP_MAX_BODY_BYTES', 512 * 1024, 'largest request body to an HTTP source endpoint', 1024),

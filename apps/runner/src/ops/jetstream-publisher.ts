@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { EmittedEvent, encodeJson, HttpResponseMessage, randomToken, UsageRecord } from '@app/contracts';
 import { StreamPublisher, type NatsService } from '@app/nats';
 import type { Publisher } from '../actors/actor-deps';
-import type { EmitBudget } from './emit-budget';
+import type { EmitBudgets } from './emit-budget';
 import type { RunnerMetrics } from './runner-metrics';
 
 /** How long usage is summed per owner and day before one record is published. */
@@ -20,20 +20,37 @@ export class JetStreamPublisher implements Publisher {
   constructor(
     private readonly nats: NatsService,
     private readonly logger: Logger,
-    private readonly budget?: EmitBudget,
+    private readonly budgets: EmitBudgets = {},
     private readonly metrics?: RunnerMetrics,
   ) {
     this.stream = new StreamPublisher(nats.nc);
   }
 
   async publishEvents(events: EmittedEvent[]): Promise<void> {
-    const waitMs = this.budget ? Math.max(0, ...countByOwner(events).map(([owner, n]) => this.budget!.take(owner, n))) : 0;
+    const encoded = events.map(encodeJson);
+    const waitMs = this.budgetWaitMs(events, encoded);
     if (waitMs > 0) {
       this.metrics?.emitsHeldBack.inc(events.length);
       await new Promise((r) => setTimeout(r, waitMs));
     }
     // Issued back to back on one connection: stored in this order; each id dedupes a re-run.
-    await Promise.all(events.map((e) => this.stream.publish(this.nats.names.emit(e.emitterId), encodeJson(e), e.emitId)));
+    await Promise.all(events.map((e, i) => this.stream.publish(this.nats.names.emit(e.emitterId), encoded[i], e.emitId)));
+  }
+
+  /** How long the events must wait for their accounts' budgets (events and bytes), taking them from both. */
+  private budgetWaitMs(events: EmittedEvent[], encoded: Uint8Array[]): number {
+    const { events: count, bytes } = this.budgets;
+    if (!count && !bytes) return 0;
+    const byOwner = new Map<string, { n: number; bytes: number }>();
+    events.forEach((e, i) => {
+      const t = byOwner.get(e.ownerId) ?? { n: 0, bytes: 0 };
+      t.n++;
+      t.bytes += encoded[i].byteLength;
+      byOwner.set(e.ownerId, t);
+    });
+    let waitMs = 0;
+    for (const [owner, t] of byOwner) waitMs = Math.max(waitMs, count?.take(owner, t.n) ?? 0, bytes?.take(owner, t.bytes) ?? 0);
+    return waitMs;
   }
 
   close(): void {
@@ -99,10 +116,4 @@ export class JetStreamPublisher implements Publisher {
     const error = { error: `the source's response is ${data.byteLength} bytes, over the ${max} bytes one NATS message carries (the server's max_payload)`, code: 'response_too_large' };
     this.nats.nc.publish(subject, encodeJson({ status: 502, headers: { 'content-type': 'application/json' }, body: JSON.stringify(error) }));
   }
-}
-
-function countByOwner(events: EmittedEvent[]): [string, number][] {
-  const counts = new Map<string, number>();
-  for (const e of events) counts.set(e.ownerId, (counts.get(e.ownerId) ?? 0) + 1);
-  return [...counts];
 }
