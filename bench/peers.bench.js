@@ -4,6 +4,8 @@
 // (bench/support/load.js) and the same webhook receiver (bench/support/receiver.js):
 // HTTP POST of a 200-byte JSON body → a source's run emits it → subscription →
 // signed POST to the receiver (Node-RED: http in → function → http request).
+// Before the rows each system gets the same warm-up: PEERS_WARMUP_SECONDS (6) of the closed loop, half over
+// every endpoint, half on the hot one, every event delivered before the next step.
 // Scenarios: one hot endpoint and PEERS_ENDPOINTS endpoints, PEERS_CONNECTIONS
 // keep-alive connections for PEERS_SECONDS each (closed loop), PEERS_ROUNDS times per system in
 // A-B-B-A order (the machine's speed drifts: both systems see its phases alike), then the
@@ -33,6 +35,7 @@ const RATE = Number(process.env.PEERS_RATE || 1000);
 const RATE_SECONDS = Number(process.env.PEERS_RATE_SECONDS || 10);
 const OVERLOAD_CONNECTIONS = Number(process.env.PEERS_OVERLOAD_CONNECTIONS || 512);
 const ROUNDS = Math.max(1, Number(process.env.PEERS_ROUNDS || 2));
+const WARMUP_SECONDS = Number(process.env.PEERS_WARMUP_SECONDS || 6);
 /** The bench client's CPU per event may differ this much between one system's rounds before the ratio is flagged. */
 const CLIENT_DRIFT_MAX = 0.25;
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
@@ -155,9 +158,14 @@ async function main() {
   try {
     red = await startNodeRed({ endpoints: ENDPOINTS, receiverUrl: receiver.url });
     system = await startSystem(PIPELINE_SYSTEM_ENV);
-    // Warm-up: every source deployed and delivering, Node-RED's flows compiled.
     const { urls } = await deployPipeline(system, receiver, { count: ENDPOINTS, code: FORWARDER, name: 'peer' });
-    await closedLoop({ urls: red.urls, connections: CONNECTIONS, seconds: 2, firstN: -2_000_000 });
+    // Warm-up, the same for both (every endpoint, then the hot one): code compiled, connections open, sandboxes started.
+    for (const [target, firstN] of [[red.urls, -4_000_000], [urls, -2_000_000]]) {
+      for (const slice of [target, target.slice(0, 1)]) {
+        const stats = await closedLoop({ urls: slice, connections: CONNECTIONS, seconds: WARMUP_SECONDS / 2, firstN });
+        await settle(receiver, stats);
+      }
+    }
     await new Promise((r) => setTimeout(r, 2000));
 
     const ours = { ...systemCpuSources(system, ['api', 'runner', 'delivery']), 'bench client': benchClientCpu };
