@@ -160,9 +160,11 @@ async function main() {
     system = await startSystem(PIPELINE_SYSTEM_ENV);
     const { urls } = await deployPipeline(system, receiver, { count: ENDPOINTS, code: FORWARDER, name: 'peer' });
     // Warm-up, the same for both (every endpoint, then the hot one): code compiled, connections open, sandboxes started.
-    for (const [target, firstN] of [[red.urls, -4_000_000], [urls, -2_000_000]]) {
+    // Each step numbers its requests apart from the others' (the receiver tells events apart by number).
+    let warmupN = -8_000_000;
+    for (const target of [red.urls, urls]) {
       for (const slice of [target, target.slice(0, 1)]) {
-        const stats = await closedLoop({ urls: slice, connections: CONNECTIONS, seconds: WARMUP_SECONDS / 2, firstN });
+        const stats = await closedLoop({ urls: slice, connections: CONNECTIONS, seconds: WARMUP_SECONDS / 2, firstN: (warmupN += 1_000_000) });
         await settle(receiver, stats);
       }
     }

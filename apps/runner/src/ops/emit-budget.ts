@@ -14,10 +14,11 @@ export interface EmitBudgets {
 
 /**
  * How fast one account's sources and workflows may publish events from this runner: a token bucket per account
- * (EMITS_PER_SECOND_PER_ACCOUNT, a burst of `burst`; EMITS_BYTES_PER_SECOND_PER_ACCOUNT counts bytes instead). Over it, publishing waits — the runs are not refused and
- * nothing is dropped: the account's invocations wait, its backlog grows and its own endpoints are answered 429
- * (ingest back-pressure). One account's loop of subscriptions or a run emitting thousands of events at every
- * request filled EMITS faster than the delivery app routes it, and every account's events waited behind them.
+ * (EMITS_PER_SECOND_PER_ACCOUNT, a burst of `burst`; EMITS_BYTES_PER_SECOND_PER_ACCOUNT counts bytes instead).
+ * Over it, publishing waits — the runs are not refused and nothing is dropped: the account's invocations wait,
+ * its backlog grows and its own endpoints are answered 429 (ingest back-pressure). One account's loop of
+ * subscriptions or a run emitting thousands of events at every request filled EMITS faster than the delivery app
+ * routes it, and every account's events waited behind them.
  */
 export class EmitBudget {
   private readonly buckets = new Map<string, Bucket>();
