@@ -106,7 +106,6 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   private acceptedSinceRead = 0;
   private lastReadAtMs = 0;
   private reading = false;
-  private refused = 0;
   /** Refusals by scope and what waited (keyed `<scope> <waiting>`), for /metrics. */
   private readonly refusedBy = new Map<string, IngestRefusals>();
 
@@ -126,7 +125,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
       max_pending_per_source: this.config.ingestMaxPendingPerSource,
       max_pending_per_account: this.config.ingestMaxPendingPerAccount,
       max_pending_deliveries_per_account: this.config.ingestMaxPendingDeliveriesPerAccount,
-      refused_total: this.refused,
+      refused_total: this.refusals.reduce((sum, r) => sum + r.count, 0),
     };
   }
 
@@ -195,7 +194,6 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   }
 
   private refusal(scope: BacklogRefusal['scope'], waiting: BacklogRefusal['waiting'], pending: number, limit: number): BacklogRefusal {
-    this.refused++;
     const key = `${scope} ${waiting}`;
     const seen = this.refusedBy.get(key) ?? this.refusedBy.set(key, { scope, waiting, count: 0 }).get(key)!;
     seen.count++;

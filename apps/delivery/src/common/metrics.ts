@@ -16,9 +16,6 @@ export class DeliveryMetrics {
   readonly indexBatch: Histogram;
   readonly retriesWaiting: Gauge;
   readonly retriesOldestAge: Gauge;
-  readonly held: Gauge<'path'>;
-  readonly inFlight: Gauge;
-  readonly routerHeld: Gauge;
   /** Where the backlog gauges read their figures (the webhook sender and the router), at scrape time. */
   private senderFigures?: () => { direct: number; queue: number; inFlight: number };
   private routerFigures?: () => number;
@@ -57,8 +54,8 @@ export class DeliveryMetrics {
         if (f) this.retriesWaiting.set(f.count);
       },
     });
-    // Where a backlog waits in this replica (the api's /metrics has the streams' backlogs).
-    this.held = new Gauge({
+    // Where a backlog waits in this replica (the api's /metrics has the streams' backlogs), read at scrape time.
+    const held = new Gauge({
       name: 'delivery_webhook_held',
       help: 'webhook deliveries this replica holds, waiting for a request slot or in flight: path direct (events routed here, their emits unacknowledged until the POST is answered) or queue (DELIVERIES messages)',
       labelNames: ['path'],
@@ -66,28 +63,22 @@ export class DeliveryMetrics {
       collect: () => {
         const f = this.senderFigures?.();
         if (!f) return;
-        this.held.set({ path: 'direct' }, f.direct);
-        this.held.set({ path: 'queue' }, f.queue);
+        held.set({ path: 'direct' }, f.direct);
+        held.set({ path: 'queue' }, f.queue);
       },
     });
-    this.inFlight = new Gauge({
-      name: 'delivery_webhook_in_flight',
-      help: 'webhook POSTs this replica has sent and not yet seen answered',
-      registers: [registry],
-      collect: () => {
-        const f = this.senderFigures?.();
-        if (f) this.inFlight.set(f.inFlight);
-      },
-    });
-    this.routerHeld = new Gauge({
-      name: 'delivery_router_held',
-      help: "events this replica's router took from EMITS and has not acknowledged: buffered, being indexed and routed, or waiting for their direct webhook deliveries",
-      registers: [registry],
-      collect: () => {
-        const n = this.routerFigures?.();
-        if (n !== undefined) this.routerHeld.set(n);
-      },
-    });
+    const scraped = (name: string, help: string, read: () => number | undefined): Gauge =>
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          const n = read();
+          if (n !== undefined) this.set(n);
+        },
+      });
+    scraped('delivery_webhook_in_flight', 'webhook POSTs this replica has sent and not yet seen answered', () => this.senderFigures?.().inFlight);
+    scraped('delivery_router_held', "events this replica's router took from EMITS and has not acknowledged: buffered, being indexed and routed, or waiting for their direct webhook deliveries", () => this.routerFigures?.());
     this.retriesOldestAge = new Gauge({
       name: 'delivery_webhook_retries_oldest_age_seconds',
       help: 'time since the first failed attempt of the oldest waiting webhook retry (0 when none waits)',
