@@ -40,7 +40,7 @@ export const SOURCE_ROUTES: RouteContract[] = [
     summary: 'Deploy a component as a source',
     body: Type.Object({ ...REF, name: Type.Optional(Type.String({ maxLength: 200 })), configured_props: Type.Optional(ConfiguredProps) }),
     responses: { 200: Data(Source) },
-    errors: [404, 413],
+    errors: [403, 404, 413],
   },
   { method: 'GET', path: '/v1/sources/{id}', tag: 'sources', extension: true, summary: 'One source', params: SourceId, responses: { 200: Data(Source) }, errors: [404] },
   {

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { assertRoomFor } from '../common/account-quota';
 import { announceReplicaChange } from '../common/replica-changes';
 import { softDeleteWithSubscriptions } from '../subscriptions/soft-delete';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
@@ -157,6 +158,7 @@ export class SourcesService {
   private async insertWithSlug(source: Source, base: string): Promise<void> {
     await this.em.fork().transactional(async (em) => {
       await lockOwnerSlugs(em, source.ownerId);
+      await assertRoomFor(em, 'sources', source.ownerId, this.config.sourcesMaxPerAccount);
       source.nameSlug = await this.freeSlug(em, source.ownerId, base);
       await em.persist(source).flush();
     });
@@ -192,6 +194,8 @@ export class SourcesService {
   }
 
   async create(auth: AuthContext, ownerId: string, ref: ComponentRef, name: string | undefined, configuredProps: unknown): Promise<{ source: Source; component: Component }> {
+    // Refused before its code is read and saved; counted again, under the account's lock, when it is inserted.
+    await assertRoomFor(this.em.fork(), 'sources', ownerId, this.config.sourcesMaxPerAccount);
     const component = await this.component(auth, ownerId, ref);
     const { values, additional } = await this.validate(component, configuredProps, ownerId);
     const meta = component.meta as unknown as ComponentMeta;

@@ -21,7 +21,7 @@ export const SUBSCRIPTION_ROUTES: RouteContract[] = [
     summary: "Route an emitter's channel to a listener (idempotent)",
     body: Type.Object({ ...FIELDS, event_name: Type.Optional(Channel) }),
     responses: { 200: Data(Subscription) },
-    errors: [404],
+    errors: [403, 404],
   },
   {
     method: 'DELETE',
@@ -39,7 +39,7 @@ export const SUBSCRIPTION_ROUTES: RouteContract[] = [
     summary: "Subscribe a listener to $errors or $logs of all the owner's sources, present and future",
     body: Type.Object({ event_name: Type.Union([Type.Literal('$errors'), Type.Literal('$logs')]), listener_id: FIELDS.listener_id }),
     responses: { 200: Data(Type.Object({ id: Type.String(), event_name: Type.String(), listener_id: Type.String() })) },
-    errors: [404],
+    errors: [403, 404],
   },
   { method: 'GET', path: '/v1/users/me/subscriptions', tag: 'subscriptions', summary: 'Your subscriptions', responses: { 200: Type.Object({ data: Type.Array(Subscription) }) } },
   // The same list under Pipedream's newer name for orgs, workspaces.

@@ -1,9 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
+import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, Subscription } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext, canAccess, namespaceOf } from '../auth/auth.context';
+import { assertRoomFor } from '../common/account-quota';
 import { resolveEmitter, resolveListener } from './endpoints';
 
 export interface SubscriptionDto {
@@ -28,7 +30,7 @@ const toDto = (s: Subscription): SubscriptionDto => ({ id: s.id, emitter_id: s.e
  */
 @Injectable()
 export class SubscriptionsService {
-  constructor(private readonly em: EntityManager, private readonly nats: NatsService) {}
+  constructor(private readonly em: EntityManager, private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
   async create(auth: AuthContext, orgId: unknown, emitterId: string, listenerId: string, eventName: string): Promise<SubscriptionDto> {
     let key: Pick<Subscription, 'ownerId' | 'emitterId' | 'listenerId' | 'eventName'> | undefined;
@@ -48,6 +50,7 @@ export class SubscriptionsService {
           existing.createdBy = auth.userId;
           return { sub: existing, changed: true };
         }
+        await assertRoomFor(tx, 'subscriptions', key.ownerId, this.config.subscriptionsMaxPerAccount);
         const sub = Object.assign(new Subscription(), { id: newId('subscription'), ...key, createdBy: auth.userId });
         tx.persist(sub);
         return { sub, changed: true };
@@ -86,6 +89,7 @@ export class SubscriptionsService {
         key = { ownerId: orgId ? namespaceOf(auth, orgId) : listener.ownerId, listenerId, eventName };
         const found = await tx.findOne(AutoSubscription, key);
         if (found) return found;
+        await assertRoomFor(tx, 'subscriptions', key.ownerId, this.config.subscriptionsMaxPerAccount);
         const made = Object.assign(new AutoSubscription(), { id: newId('autoSubscription'), ...key });
         tx.persist(made);
         return made;

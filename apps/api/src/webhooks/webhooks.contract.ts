@@ -47,7 +47,7 @@ export const WEBHOOK_ROUTES: RouteContract[] = [
     summary: 'Create a webhook (the response carries its signing secret, once)',
     body: Type.Object({ url: Url, ...TEXT }),
     responses: { 200: Data(Webhook) },
-    errors: [404],
+    errors: [403, 404],
   },
   { method: 'GET', path: '/v1/users/me/webhooks', tag: 'webhooks', summary: 'Your webhooks', query: Type.Object(PAGE_QUERY), responses: { 200: PageOf(Webhook) } },
   {

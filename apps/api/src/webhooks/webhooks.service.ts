@@ -6,6 +6,7 @@ import { encryptValue, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, Subscription, Webhook, WebhookDelivery } from '@app/db';
 import { NatsService } from '@app/nats';
 import { assertAccess, AuthContext } from '../auth/auth.context';
+import { assertRoomFor } from '../common/account-quota';
 import { finishPage, keysetClause, Page, PageQuery } from '../common/pagination';
 import { toDeliveryDto, toWebhookDto, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
 
@@ -33,7 +34,10 @@ export class WebhooksService {
       active: true,
       secret: encryptValue(this.config.secretsKey, secret),
     });
-    await this.em.fork().persist(webhook).flush();
+    await this.em.fork().transactional(async (em) => {
+      await assertRoomFor(em, 'webhooks', ownerId, this.config.webhooksMaxPerAccount);
+      await em.persist(webhook).flush();
+    });
     this.changed();
     return toWebhookDto(webhook, secret);
   }

@@ -41,7 +41,7 @@ const WorkflowId = Type.Object({ id: Id('p_…') });
 const RunRecord = Type.Object({}, { additionalProperties: true, description: 'id, status, started_at, duration_ms, deployment_id, failed_step, steps[]' });
 
 export const WORKFLOW_ROUTES: RouteContract[] = [
-  { method: 'POST', path: '/v1/workflows', tag: 'workflows', extension: true, summary: 'Create a workflow from a definition', bodyOnly: true, bodyRequired: true, body: Type.Object(Definition), responses: { 200: Data(WorkflowSchema) }, errors: [404, 409, 413] },
+  { method: 'POST', path: '/v1/workflows', tag: 'workflows', extension: true, summary: 'Create a workflow from a definition', bodyOnly: true, bodyRequired: true, body: Type.Object(Definition), responses: { 200: Data(WorkflowSchema) }, errors: [403, 404, 409, 413] },
   { method: 'GET', path: '/v1/workflows/{id}', tag: 'workflows', extension: true, summary: 'One workflow', params: WorkflowId, responses: { 200: Data(WorkflowSchema) }, errors: [404] },
   { method: 'PUT', path: '/v1/workflows/{id}', tag: 'workflows', extension: true, summary: 'Deploy a new definition of a workflow (a new d_…)', params: WorkflowId, bodyOnly: true, bodyRequired: true, body: Type.Object(Definition), responses: { 200: Data(WorkflowSchema) }, errors: [404, 409, 413] },
   { method: 'DELETE', path: '/v1/workflows/{id}', tag: 'workflows', extension: true, summary: 'Delete a workflow', params: WorkflowId, responses: { 204: null }, errors: [404] },

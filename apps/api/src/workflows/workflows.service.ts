@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { assertRoomFor } from '../common/account-quota';
 import { announceReplicaChange } from '../common/replica-changes';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ConfigurableProp, readWorkflowDefinition, SECRET_NAME, secretNamesOf, WorkflowDefinition, WorkflowDefinitionError } from '@app/component-model';
@@ -165,6 +166,8 @@ export class WorkflowsService {
     if (await em.findOne(Workflow, { ownerId, name: def.name, deletedAt: null })) {
       throw new ConflictError(`a workflow named "${def.name}" already exists: update it with PUT /v1/workflows/{id}`, { name: def.name });
     }
+    // Refused before its trigger source is deployed; counted again, under the account's lock, when it is inserted.
+    await assertRoomFor(em, 'workflows', ownerId, this.config.workflowsMaxPerAccount);
     const secrets = this.secrets(def, body.secrets, {});
     const { rows } = await resolveSteps(this.components, em, auth, ownerId, def.steps, this.config);
     await this.checkTriggerEmitter(auth, ownerId, def.trigger);
@@ -184,7 +187,10 @@ export class WorkflowsService {
       createdAtMs: Date.now(),
     });
     try {
-      await em.persist(w).flush();
+      await em.transactional(async (tx) => {
+        await assertRoomFor(tx, 'workflows', ownerId, this.config.workflowsMaxPerAccount);
+        await tx.persist(w).flush();
+      });
     } catch (e) {
       if (/unique/i.test((e as Error).message)) throw new ConflictError(`a workflow named "${def.name}" already exists`, { name: def.name });
       throw e;

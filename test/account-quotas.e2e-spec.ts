@@ -1,0 +1,83 @@
+import { admin, client, createUser } from './support/accounts';
+import { HTTP_SOURCE } from './support/components';
+import { startSystem, System } from './support/system';
+
+/**
+ * What one account may hold (apps/api/src/common/account-quota.ts): sources, workflows, webhooks and
+ * subscriptions each have a per-account quota; one more is answered 403 `quota_exceeded`, other accounts
+ * (an org is an account of its own) are not held back, and deleting makes room again.
+ */
+const STEP = `export default defineComponent({ async run({ steps }) { return steps.trigger.event; } });`;
+
+describe('account quotas', () => {
+  let system: System;
+
+  beforeAll(async () => {
+    system = await startSystem({ SOURCES_MAX_PER_ACCOUNT: '3', WORKFLOWS_MAX_PER_ACCOUNT: '2', WEBHOOKS_MAX_PER_ACCOUNT: '2', SUBSCRIPTIONS_MAX_PER_ACCOUNT: '3' }, { apps: ['api'] });
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  const refused = (resource: string, limit: number) => ({ status: 403, body: { error: expect.stringContaining(`${limit} ${resource}`), code: 'quota_exceeded', details: { resource, limit } } });
+  const outcome = (res: { status: number; body: unknown }) => ({ status: res.status, body: res.body });
+
+  it('sources: concurrent creates never pass the quota together; other accounts and orgs have their own; a delete makes room', async () => {
+    const owner = createUser(system);
+    const api = client(system, owner.apiKey);
+    const create = (path = '/sources') => api.post(path, { component_code: HTTP_SOURCE });
+    const first = await Promise.all(Array.from({ length: 6 }, () => create()));
+    expect(first.map((r) => r.status).sort()).toEqual([200, 200, 200, 403, 403, 403]);
+    expect(outcome(first.find((r) => r.status === 403)!)).toEqual(refused('sources', 3));
+    const listed = (await api.get('/users/me/sources')).body;
+    expect(listed.page_info.total_count).toBe(3);
+
+    // Another user, and an org the owner belongs to, count apart.
+    expect((await client(system, createUser(system).apiKey).post('/sources', { component_code: HTTP_SOURCE })).status).toBe(200);
+    const org = admin(system, ['orgs', 'create', '--name', 'Quota', '--orgname', `quota-${owner.id.slice(2, 12).toLowerCase()}`]);
+    admin(system, ['orgs', 'add-member', '--org', org.id, '--user', owner.id]);
+    expect((await create(`/sources?org_id=${org.id}`)).status).toBe(200);
+
+    expect((await api.del(`/sources/${listed.data[0].id}`)).status).toBe(204);
+    expect((await create()).status).toBe(200);
+    expect(outcome(await create())).toEqual(refused('sources', 3));
+  });
+
+  it('webhooks: the third is refused until one is deleted', async () => {
+    const api = client(system, createUser(system).apiKey);
+    const hook = () => api.post('/webhooks', { url: 'https://example.com/hook' });
+    const made = [await hook(), await hook()];
+    expect(made.map((r) => r.status)).toEqual([200, 200]);
+    expect(outcome(await hook())).toEqual(refused('webhooks', 2));
+    expect((await api.del(`/webhooks/${made[0].body.data.id}`)).status).toBe(204);
+    expect((await hook()).status).toBe(200);
+  });
+
+  it('workflows: the third is refused before its inline trigger source is deployed', async () => {
+    const api = client(system, createUser(system).apiKey);
+    const workflow = (name: string) => api.post('/workflows', { name, trigger: { source: { code: HTTP_SOURCE, props: {} } }, steps: [{ name: 'echo', code: STEP }] });
+    expect((await workflow('one')).status).toBe(200);
+    expect((await workflow('two')).status).toBe(200);
+    expect(outcome(await workflow('three'))).toEqual(refused('workflows', 2));
+    // Only the two deployed workflows' trigger sources exist.
+    expect((await api.get('/users/me/sources')).body.page_info.total_count).toBe(2);
+    expect((await api.get('/users/me/workflows')).body.data.map((w: { name: string }) => w.name).sort()).toEqual(['one', 'two']);
+  });
+
+  it('subscriptions: auto-subscriptions count too; making an existing one again is not refused', async () => {
+    const api = client(system, createUser(system).apiKey);
+    const source = (await api.post('/sources', { component_code: HTTP_SOURCE })).body.data.id as string;
+    const hooks = [];
+    for (const url of ['https://example.com/a', 'https://example.com/b']) hooks.push((await api.post('/webhooks', { url })).body.data.id as string);
+    expect((await api.post(`/subscriptions?emitter_id=${source}&listener_id=${hooks[0]}`)).status).toBe(200);
+    expect((await api.post(`/subscriptions?emitter_id=${source}&listener_id=${hooks[1]}`)).status).toBe(200);
+    expect((await api.post(`/auto_subscriptions?event_name=$errors&listener_id=${hooks[0]}`)).status).toBe(200);
+    expect(outcome(await api.post(`/subscriptions?emitter_id=${source}&listener_id=${hooks[1]}&event_name=custom`))).toEqual(refused('subscriptions', 3));
+    expect(outcome(await api.post(`/auto_subscriptions?event_name=$logs&listener_id=${hooks[1]}`))).toEqual(refused('subscriptions', 3));
+    // Idempotent creates answer the existing subscription.
+    expect((await api.post(`/subscriptions?emitter_id=${source}&listener_id=${hooks[0]}`)).status).toBe(200);
+    expect((await api.post(`/auto_subscriptions?event_name=$errors&listener_id=${hooks[0]}`)).status).toBe(200);
+    expect((await api.del(`/subscriptions?emitter_id=${source}&listener_id=${hooks[1]}&event_name=`)).status).toBe(204);
+    expect((await api.post(`/subscriptions?emitter_id=${source}&listener_id=${hooks[1]}&event_name=custom`)).status).toBe(200);
+  });
+});
