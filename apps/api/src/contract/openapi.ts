@@ -41,6 +41,7 @@ function responses(route: RouteContract): Json {
 const ERROR_TEXT: Record<number, string> = {
   400: 'invalid input (the message names the field)',
   401: 'missing or invalid API key',
+  403: 'quota_exceeded: the account already has as many of this resource as its quota allows (details.resource, details.limit)',
   404: 'not found, or not yours (on every route: org_id naming an org you are not a member of)',
   409: 'conflict',
   413: 'too large',
