@@ -1,6 +1,9 @@
-import { loadConfigOrExit, portInUse } from '@app/config';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { loadConfigOrExit, portInUse, startOpsServer } from '@app/config';
 import { createApiApp } from './bootstrap';
 import { COMPONENT_READER, type ComponentReader } from './components/component-reader';
+import { HealthController } from './health.controller';
+import { MetricsController } from './metrics.controller';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
@@ -11,6 +14,15 @@ async function main(): Promise<void> {
     if (e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') throw new Error(`cannot listen on HOST=${config.host}: ${e.message}; set HOST to an address of this machine (0.0.0.0 for all)`);
     throw e;
   });
+  // The operators' port: the process's own figures are not served on the public one.
+  const processMetrics = new Registry();
+  collectDefaultMetrics({ register: processMetrics, prefix: 'api_' });
+  const health = app.get(HealthController);
+  const ops = await startOpsServer(config.apiMetricsPort, Registry.merge([app.get(MetricsController).registry, processMetrics]), () => ({ ...health.health() }), 'API_METRICS_PORT').catch(async (e: Error) => {
+    await app.close();
+    throw e;
+  });
+  process.on('SIGTERM', () => ops?.close());
   const isolation = app.get<ComponentReader>(COMPONENT_READER).isolation?.summary ?? 'none';
   process.stderr.write(`api listening on ${config.host}:${config.port} (${config.publicUrl}/v1); isolation: ${isolation}\n`);
 }

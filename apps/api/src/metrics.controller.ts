@@ -12,7 +12,8 @@ import { IngestRefusals, InvocationBacklog } from './http-endpoints/invocation-b
  */
 @Controller()
 export class MetricsController {
-  private readonly registry = new Registry();
+  /** The public figures (also served on API_METRICS_PORT, with the process's own: main.ts). */
+  readonly registry = new Registry();
 
   constructor(backlog: InvocationBacklog, @Inject(APP_CONFIG) config: AppConfig) {
     const registers = [this.registry];

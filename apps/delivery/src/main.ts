@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createLogger, loadConfigOrExit, PinoNestLogger, startOpsServer } from '@app/config';
 import { DeliveryModule } from './delivery.module';
 import { SubscriptionCache } from './router/subscription-cache';
@@ -14,8 +14,10 @@ async function main(): Promise<void> {
   app.enableShutdownHooks();
   const cache = app.get(SubscriptionCache);
   const sender = app.get(WebhookSenderService);
+  const registry = app.get(Registry) as Registry;
+  collectDefaultMetrics({ register: registry, prefix: 'delivery_' });
   // A taken metrics port ends the start: release what the app holds (leases, NATS) first.
-  const ops = await startOpsServer(config.deliveryMetricsPort, app.get(Registry), () => ({ subscriptions: cache.subscriptionCount, webhooks: sender.stats() }), 'DELIVERY_METRICS_PORT').catch(async (e: Error) => {
+  const ops = await startOpsServer(config.deliveryMetricsPort, registry, () => ({ subscriptions: cache.subscriptionCount, webhooks: sender.stats() }), 'DELIVERY_METRICS_PORT').catch(async (e: Error) => {
     await app.close();
     throw e;
   });

@@ -108,6 +108,7 @@ export const SETTINGS = {
   invocationAckWaitMs: int('INVOCATION_ACK_WAIT_MS', 30_000, 'how long an unacknowledged invocation stays with a replica before JetStream redelivers it (in-flight runs are kept alive with heartbeats)', 1000),
   runBatchMaxInvocations: int('RUN_BATCH_MAX_INVOCATIONS', 64, "invocations waiting in one source's mailbox that run as one sandbox task (still one at a time and in order; 1 = one task per invocation)", 1, 1000),
   runnerMaxInflightPerPartition: int('RUNNER_MAX_INFLIGHT_PER_PARTITION', 2000, "invocations of one partition a runner holds in memory at once; an account or a source holding a quarter of them takes no more while less than a quarter is free (its next invocations are handed back to JetStream and offered again later, in order), so one account\'s slow runs and backlog never hold up the partition\'s other accounts", 1, 100_000),
+  apiMetricsPort: int('API_METRICS_PORT', 0, "api /healthz and /metrics port for operators: the public /metrics figures plus the process's own (memory, CPU, event loop, GC), which the public port does not serve (0 disables)", 0, 65535),
   runnerMetricsPort: int('RUNNER_METRICS_PORT', 9464, 'runner /healthz and /metrics port (0 disables)', 0, 65535),
   deliveryMetricsPort: int('DELIVERY_METRICS_PORT', 9465, 'delivery /healthz and /metrics port (0 disables)', 0, 65535),
   freeDailyInvocationsQuota: int('FREE_DAILY_INVOCATIONS_QUOTA', 10_000, 'daily invocations reported for free accounts', 0),

@@ -170,17 +170,18 @@ export interface PlatformSettings {
   natsUrl: string;
   /** The platform's Postgres (api, delivery); the runner is not told it, so its standard port is refused on this machine's addresses. */
   databaseUrl?: string;
+  apiMetricsPort: number;
   runnerMetricsPort: number;
   deliveryMetricsPort: number;
 }
 
 /**
  * The policy an app's settings describe: ALLOW_LOOPBACK, ALLOW_PRIVATE_ADDRESSES, and the platform's own ports
- * (NATS_URL's and DATABASE_URL's, the standard NATS and Postgres ports, RUNNER_METRICS_PORT, DELIVERY_METRICS_PORT).
+ * (NATS_URL's and DATABASE_URL's, the standard NATS and Postgres ports, API_METRICS_PORT, RUNNER_METRICS_PORT, DELIVERY_METRICS_PORT).
  * The api's own port is not one of them: a source's endpoint is public by design.
  */
 export function policyFromConfig(config: PlatformSettings): AddressPolicy {
-  const ports = new Set([...STANDARD_PLATFORM_PORTS, config.runnerMetricsPort, config.deliveryMetricsPort]);
+  const ports = new Set([...STANDARD_PLATFORM_PORTS, config.apiMetricsPort, config.runnerMetricsPort, config.deliveryMetricsPort]);
   const servers = [...config.natsUrl.split(',').map((s) => [s.trim(), 4222] as const), ...(config.databaseUrl ? [[config.databaseUrl, 5432] as const] : [])];
   for (const [server, standard] of servers) {
     try {

@@ -69,8 +69,8 @@ describe('the outbound guard against a listener on this machine', () => {
 
   it("refuses the platform's own ports on this machine whatever ALLOW_LOOPBACK says, by every spelling and through redirects", async () => {
     // The listener stands for the delivery app's ops port (its /metrics).
-    const policy = policyFromConfig({ allowLoopback: true, allowPrivateAddresses: true, natsUrl: 'nats://127.0.0.1:4222', runnerMetricsPort: 9464, deliveryMetricsPort: port });
-    expect([...(policy.platformPorts ?? [])].sort((x, y) => x - y)).toEqual([4222, 5432, 6222, 8222, 9464, port].sort((x, y) => x - y));
+    const policy = policyFromConfig({ allowLoopback: true, allowPrivateAddresses: true, natsUrl: 'nats://127.0.0.1:4222', apiMetricsPort: 9466, runnerMetricsPort: 9464, deliveryMetricsPort: port });
+    expect([...(policy.platformPorts ?? [])].sort((x, y) => x - y)).toEqual([4222, 5432, 6222, 8222, 9464, 9466, port].sort((x, y) => x - y));
     const agent = new GuardedAgent(policy);
     const agents = createAgents(policy);
     const redirector = createServer((_req, res) => void res.writeHead(302, { location: `http://127.0.0.1:${port}/metrics` }).end());

@@ -82,7 +82,7 @@ async function platformServices(s: IsolationSettings): Promise<string[]> {
   const local = localAddresses();
   const out: string[] = [];
   const servers = [...(await serverAddresses(list(s.natsUrl), 4222)), ...(s.databaseUrl ? await serverAddresses([s.databaseUrl], 5432) : [])];
-  const localPorts = new Set([s.runnerMetricsPort, s.deliveryMetricsPort, ...STANDARD_PLATFORM_PORTS].filter((p) => p > 0));
+  const localPorts = new Set([s.apiMetricsPort, s.runnerMetricsPort, s.deliveryMetricsPort, ...STANDARD_PLATFORM_PORTS].filter((p) => p > 0));
   for (const { ip, port } of servers) {
     if (isLocalAddress(ip)) localPorts.add(port);
     else out.push(rule(ip, port));

@@ -16,6 +16,7 @@ export function isolationSettings(dataDir: string, overrides: Partial<IsolationS
     allowLoopback: false,
     allowPrivateAddresses: false,
     natsUrl: 'nats://127.0.0.1:4222',
+    apiMetricsPort: 0,
     runnerMetricsPort: 0,
     deliveryMetricsPort: 0,
     dataDir,
