@@ -13,7 +13,10 @@ describe('account quotas', () => {
   let system: System;
 
   beforeAll(async () => {
-    system = await startSystem({ SOURCES_MAX_PER_ACCOUNT: '3', WORKFLOWS_MAX_PER_ACCOUNT: '2', WEBHOOKS_MAX_PER_ACCOUNT: '2', SUBSCRIPTIONS_MAX_PER_ACCOUNT: '3' }, { apps: ['api'] });
+    system = await startSystem(
+      { SOURCES_MAX_PER_ACCOUNT: '3', WORKFLOWS_MAX_PER_ACCOUNT: '2', WEBHOOKS_MAX_PER_ACCOUNT: '2', SUBSCRIPTIONS_MAX_PER_ACCOUNT: '3', COMPONENT_MAX_BYTES: '4096', COMPONENT_BYTES_PER_DAY_PER_ACCOUNT: '12000' },
+      { apps: ['api'] },
+    );
   });
   afterAll(async () => {
     await system?.stop();
@@ -62,6 +65,27 @@ describe('account quotas', () => {
     // Only the two deployed workflows' trigger sources exist.
     expect((await api.get('/users/me/sources')).body.page_info.total_count).toBe(2);
     expect((await api.get('/users/me/workflows')).body.data.map((w: { name: string }) => w.name).sort()).toEqual(['one', 'two']);
+  });
+
+  it('component code: what an account saves in 24 hours is bounded by bytes, sources deployed from code included', async () => {
+    const api = client(system, createUser(system).apiKey);
+    // About 4,000 bytes each: two fit the 12,000-byte budget with the first source's code, a third does not.
+    const big = (n: number) => `module.exports = { name: "big ${n}", version: "0.0.1", props: {}, async run() {}, pad: ${JSON.stringify('x'.repeat(3900))} };`;
+    expect((await api.post('/components', { component_code: big(1) })).status).toBe(200);
+    expect((await api.post('/sources', { component_code: big(2) })).status).toBe(200);
+    expect((await api.post('/components', { component_code: HTTP_SOURCE })).status).toBe(200);
+    const refused = await api.post('/components', { component_code: big(3) });
+    expect([refused.status, refused.body.code]).toEqual([429, 'rate_limited']);
+    expect(refused.body.error).toContain('COMPONENT_BYTES_PER_DAY_PER_ACCOUNT');
+    // The first save leaves the 24-hour window first, and this one fits then.
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(24 * 3600 - 120);
+    expect(retryAfter).toBeLessThanOrEqual(24 * 3600);
+    expect(refused.body.details.retry_after_seconds).toBe(retryAfter);
+    expect((await api.post('/sources', { component_code: big(4) })).status).toBe(429);
+    // Nothing of the refused saves was stored; another account saves as before.
+    expect((await api.get('/users/me/sources')).body.page_info.total_count).toBe(1);
+    expect((await client(system, createUser(system).apiKey).post('/components', { component_code: big(5) })).status).toBe(200);
   });
 
   it('subscriptions: auto-subscriptions count too; making an existing one again is not refused', async () => {

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ApiError } from '@app/contracts';
+import { ApiError, RateLimitedError } from '@app/contracts';
 
 /** What one account (a user's or an org's namespace) may hold at most, and how each is counted. */
 const QUOTAS = {
@@ -32,4 +32,34 @@ export async function assertRoomFor(em: EntityManager, resource: QuotaResource, 
   const q = QUOTAS[resource];
   const [row] = (await em.execute(q.count, resource === 'subscriptions' ? [ownerId, ownerId] : [ownerId])) as { n: number }[];
   if ((row?.n ?? 0) >= limit) throw new QuotaExceededError(resource, limit);
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/**
+ * Refuses a component save of `bytes` (its code and bundle) when the account's saves of the last 24 hours plus it
+ * would pass `limit` (0 = no bound; callers keep it at least the largest save): 429 with `Retry-After` until enough
+ * of them have aged out of the window. Saved components cannot be deleted, so this bounds how fast one account
+ * can grow the service's storage. Run it inside the transaction that inserts, as `assertRoomFor`.
+ */
+export async function assertComponentBytesToday(em: EntityManager, ownerId: string, bytes: number, limit: number, now = Date.now()): Promise<void> {
+  if (!limit) return;
+  await em.execute(`select pg_advisory_xact_lock(hashtext(?))`, [`quota:component-bytes:${ownerId}`]);
+  const saves = (await em.execute(
+    `select created_at_ms::float8 as at, (octet_length(code) + coalesce(octet_length(bundle), 0))::float8 as bytes
+       from components where owner_id = ? and created_at_ms > ? order by created_at_ms`,
+    [ownerId, now - DAY_MS],
+  )) as { at: number; bytes: number }[];
+  const saved = saves.reduce((sum, r) => sum + r.bytes, 0);
+  if (saved + bytes <= limit) return;
+  // This save fits once the oldest saves, in order, have left the window.
+  let left = saved;
+  let fitsAt = now;
+  for (const r of saves) {
+    if (left + bytes <= limit) break;
+    left -= r.bytes;
+    fitsAt = r.at + DAY_MS;
+  }
+  const message = `this account saved ${saved} bytes of component code in the last 24 hours; ${bytes} more would pass COMPONENT_BYTES_PER_DAY_PER_ACCOUNT (${limit})`;
+  throw new RateLimitedError(message, Math.max(1, Math.ceil((fitsAt - now) / 1000)));
 }

@@ -6,6 +6,7 @@ import { BadRequestError, newId, NotFoundError, sha256Hex } from '@app/contracts
 import { Component } from '@app/db';
 import { lastTouchMs, NatsService, rawObjectInfo, touchObject } from '@app/nats';
 import { policyFromConfig } from '@app/net';
+import { assertComponentBytesToday } from '../common/account-quota';
 import { AuthContext, canAccess } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
 import { FetchPolicy, loadComponentUrl } from './component-url';
@@ -158,15 +159,27 @@ export class ComponentsService {
     accept?: (analyzed: AnalyzedComponent) => void,
   ): Promise<Component> {
     const { code, url, bundle } = resolved;
+    const bytes = Buffer.byteLength(code) + (bundle === undefined ? 0 : Buffer.byteLength(bundle));
+    // Refused before the code is read; counted again, under the account's lock, when it is inserted.
+    await this.withinDailyBytes(this.em.fork(), ownerId, bytes);
     const analyzed = await this.analyze(bundle ?? code, ownerId, defaults);
     accept?.(analyzed);
     const c = buildComponent(analyzed, ownerId, userId, code, url, bundle);
     assertNoNulInComponent(c);
     const runnable = runnableOf(c);
     await this.storeCode(runnable.hash, runnable.code);
-    await em.persist(c).flush();
+    await em.transactional(async (tx) => {
+      await this.withinDailyBytes(tx, ownerId, bytes);
+      tx.persist(c);
+    });
     this.logger.log(`component saved component_id=${c.id} owner_id=${ownerId} key=${c.key ?? ''} code_hash=${c.codeHash}`);
     return c;
+  }
+
+  /** COMPONENT_BYTES_PER_DAY_PER_ACCOUNT, never under what one save may hold (code and bundle at COMPONENT_MAX_BYTES). */
+  private withinDailyBytes(em: EntityManager, ownerId: string, bytes: number): Promise<void> {
+    const { componentBytesPerDayPerAccount: limit, componentMaxBytes } = this.config;
+    return assertComponentBytesToday(em, ownerId, bytes, limit && Math.max(limit, 2 * componentMaxBytes));
   }
 
   /**
