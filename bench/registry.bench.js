@@ -460,7 +460,9 @@ async function main() {
     for (const name of names) apps.push({ name: name.startsWith('@') ? name : `@pipedream/${name}`, fetch: true });
   }
   const selected = selectApps(apps, option('apps'), Number(option('sample', '1')) || 1);
-  const system = await startSystem({ RUN_TIMEOUT_MS: String(HOOK_TIMEOUT_MS), SANDBOX_THREADS_PER_ACCOUNT: '2', TIMER_MIN_INTERVAL_SECONDS: '60' });
+  // A few accounts deploy the whole registry: the per-account quotas (sources, saved code and npm installs a day) are off.
+  const quotasOff = { SOURCES_MAX_PER_ACCOUNT: '0', COMPONENT_BYTES_PER_DAY_PER_ACCOUNT: '0', NPM_INSTALLS_PER_DAY_PER_ACCOUNT: '0' };
+  const system = await startSystem({ RUN_TIMEOUT_MS: String(HOOK_TIMEOUT_MS), SANDBOX_THREADS_PER_ACCOUNT: '2', TIMER_MIN_INTERVAL_SECONDS: '60', ...quotasOff });
   const clients = Array.from({ length: LANES }, (_, lane) => api(system, createUser(system, `lane${lane}`).apiKey));
   const results = [];
   let count = 0;

@@ -72,6 +72,7 @@ export const SETTINGS = {
   webhooksMaxPerAccount: int('WEBHOOKS_MAX_PER_ACCOUNT', 1000, 'webhooks one account may have at once; one more → 403 quota_exceeded (0 = no quota)', 0),
   subscriptionsMaxPerAccount: int('SUBSCRIPTIONS_MAX_PER_ACCOUNT', 10_000, 'subscriptions and auto-subscriptions one account may have at once (those a new source or workflow gets from auto-subscriptions are not refused); one more through the API → 403 quota_exceeded (0 = no quota)', 0),
   componentMaxBytes: int('COMPONENT_MAX_BYTES', 5 * 1024 * 1024, 'largest component code', 1024),
+  npmInstallsPerDayPerAccount: int('NPM_INSTALLS_PER_DAY_PER_ACCOUNT', 50, 'npm dependency sets not yet on this machine that one account\'s component saves may install in 24 hours, per api replica (each runs npm and keeps its packages on disk; sets already installed are free); over it a save answers 429 with Retry-After (0 = no bound)', 0),
   componentBytesPerDayPerAccount: int('COMPONENT_BYTES_PER_DAY_PER_ACCOUNT', 256 * 1024 * 1024, 'bytes of component code (and bundles) one account may save in 24 hours, by POST /components, sources deployed from code or a URL, and workflow steps; over it a save answers 429 with Retry-After (at least twice COMPONENT_MAX_BYTES; 0 = no bound)', 0),
   componentReadTimeoutMs: int('COMPONENT_READ_TIMEOUT_MS', 60_000, 'wall-clock limit of reading a component (bundling, installing its npm imports, loading) or calling a prop\'s options()', 100),
   componentUrlTimeoutMs: int('COMPONENT_URL_TIMEOUT_MS', 10_000, 'timeout of each fetch of a component_url file', 100),

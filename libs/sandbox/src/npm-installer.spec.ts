@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dependencySetKey, missingVersion, missingVersionError, NpmInstaller } from './npm-installer';
 import { dependencyMap, parseBareSpecifier } from './specifiers';
-import type { SandboxLogger } from './types';
+import { InstallRefusedError, type SandboxLogger } from './types';
 
 describe('bare specifiers', () => {
   it('parses pins, scopes, subpaths and builtins', () => {
@@ -52,6 +52,31 @@ describe('NpmInstaller', () => {
     const rc = await c.install(ra.versions);
     expect(rc.versions).toEqual(ra.versions);
     expect(installs).toHaveLength(1);
+  });
+});
+
+describe('NpmInstaller admission', () => {
+  it('asks only before a set it installs; a refusal is not remembered, an installed set needs no admission', async () => {
+    const cacheDir = mkdtempSync(join(tmpdir(), 'ess-npm-'));
+    const installs: object[] = [];
+    const logger: SandboxLogger = { info: (o) => installs.push(o), warn: () => {}, error: () => {}, debug: () => {} };
+    const installer = new NpmInstaller({ cacheDir, timeoutMs: 120_000, logger });
+    const deps = { 'is-number': '^7.0.0' };
+    const asked: string[] = [];
+    const refuse = () => {
+      asked.push('refused');
+      throw new InstallRefusedError('over budget', 60);
+    };
+    await expect(installer.install(deps, refuse)).rejects.toMatchObject({ name: 'InstallRefusedError', retryAfterSeconds: 60 });
+    expect(installs).toHaveLength(0);
+    expect(existsSync(join(cacheDir, dependencySetKey(deps), 'node_modules'))).toBe(false);
+    // Asked again at once (no remembered failure), and allowed this time.
+    const installed = await installer.install(deps, () => void asked.push('admitted'));
+    expect(installs).toHaveLength(1);
+    // Installed: free for anyone, even a caller whose budget would refuse.
+    expect(await installer.install(deps, refuse)).toEqual(installed);
+    expect(await new NpmInstaller({ cacheDir, timeoutMs: 120_000, logger }).install(deps, refuse)).toEqual(installed);
+    expect(asked).toEqual(['refused', 'admitted']);
   });
 });
 

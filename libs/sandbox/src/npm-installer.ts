@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { treeDigest } from './tree-digest';
-import type { SandboxLogger } from './types';
+import { InstallRefusedError, type InstallAdmission, type SandboxLogger } from './types';
 
 /** Written last into a dependency directory: its presence means the install finished. */
 export const INSTALLED_MARKER = '.ess-installed.json';
@@ -85,14 +85,31 @@ export class NpmInstaller {
 
   constructor(private readonly opts: NpmInstallerOptions) {}
 
-  install(deps: Record<string, string>): Promise<InstalledSet> {
+  /** `admit` is asked only when npm is about to run for a set not installed yet; joining another caller's install is free. */
+  async install(deps: Record<string, string>, admit?: InstallAdmission): Promise<InstalledSet> {
     const key = dependencySetKey(deps);
+    const joined = this.inflight.get(key);
+    if (joined) {
+      try {
+        return await joined;
+      } catch (e) {
+        // Another caller's budget refused it: this caller asks its own.
+        if (!(e instanceof InstallRefusedError)) throw e;
+      }
+    }
     let p = this.inflight.get(key);
     if (!p) {
-      p = this.installOnce(key, deps);
-      this.inflight.set(key, p);
-      // A failed set is retried after a pause, not on every invocation of its source.
-      p.catch(() => setTimeout(() => this.inflight.delete(key), FAILURE_RETRY_MS).unref());
+      const started = this.installOnce(key, deps, admit);
+      p = started;
+      this.inflight.set(key, started);
+      started.catch((e) => {
+        const forget = () => {
+          if (this.inflight.get(key) === started) this.inflight.delete(key);
+        };
+        // A refusal is not the set's fault: the next caller asks again at once. A failed set is retried after a pause, not on every invocation of its source.
+        if (e instanceof InstallRefusedError) forget();
+        else setTimeout(forget, FAILURE_RETRY_MS).unref();
+      });
     }
     return p;
   }
@@ -105,7 +122,7 @@ export class NpmInstaller {
     }
   }
 
-  private async installOnce(key: string, deps: Record<string, string>): Promise<InstalledSet> {
+  private async installOnce(key: string, deps: Record<string, string>, admit?: InstallAdmission): Promise<InstalledSet> {
     const dir = join(this.opts.cacheDir, key);
     const done = await this.readMarker(dir);
     if (done) return { dir, versions: done.versions };
@@ -115,6 +132,7 @@ export class NpmInstaller {
     try {
       const again = await this.readMarker(dir);
       if (again) return { dir, versions: again.versions };
+      admit?.(deps);
       await rm(dir, { recursive: true, force: true });
       await mkdir(dir, { recursive: true });
       await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'ess-component-deps', private: true, dependencies: deps }, null, 2));

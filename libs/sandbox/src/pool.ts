@@ -2,6 +2,7 @@ import { ADDITIONAL_PROPS_MAX_BYTES, ADDITIONAL_PROPS_MAX_COUNT, OPTIONS_MAX_BYT
 import { defaultFetchText } from './bundler';
 import { IsolatedRunner, type SandboxIsolationOptions } from './isolation/isolated-runner';
 import { ComponentPreparer, prepareKey, type PreparedComponent } from './preparer';
+import { InstallRefusedError } from './types';
 import { checkedExecuteResult, checkedResponse } from './result-check';
 import type {
   AdditionalPropsResult,
@@ -89,12 +90,13 @@ export class SandboxPool {
     try {
       const fetchText = options.fetchText ?? this.fetchText;
       prepared = await withDeadline(
-        this.preparer.prepare({ code, baseUrl: options.baseUrl, fetchText }),
+        this.preparer.prepare({ code, baseUrl: options.baseUrl, fetchText, admitInstall: options.admitInstall }),
         options.timeoutMs,
         `reading the component timed out after ${options.timeoutMs} ms (bundling and installing its dependencies)`,
       );
     } catch (e) {
-      return { error: err((e as Error).name || 'Error', (e as Error).message) };
+      const refused = e instanceof InstallRefusedError ? { retryAfterSeconds: e.retryAfterSeconds } : {};
+      return { error: { ...err((e as Error).name || 'Error', (e as Error).message), ...refused } };
     }
     const timeoutMs = Math.max(1, deadline - Date.now());
     const task: WorkerDescribeTask = { kind: 'describe', bundle: prepared.ref, timeoutMs };

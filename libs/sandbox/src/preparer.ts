@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { bundleComponent } from './bundler';
 import { NpmInstaller, dependencySetKey } from './npm-installer';
 import { dependencyMap } from './specifiers';
-import type { FetchText, SandboxLogger } from './types';
+import { InstallRefusedError, type FetchText, type InstallAdmission, type SandboxLogger } from './types';
 import type { BundleRef } from './worker-protocol';
 
 export interface PreparedComponent {
@@ -24,6 +24,8 @@ export interface PrepareInput {
   baseUrl?: string;
   fetchText: FetchText;
   dependencyVersions?: Record<string, string>;
+  /** Asked before npm installs a set this machine does not have (see NpmInstaller.install). */
+  admitInstall?: InstallAdmission;
 }
 
 const FAILURE_RETRY_MS = 30_000;
@@ -53,8 +55,14 @@ export class ComponentPreparer {
     const p = this.build(input);
     if (this.cache.size >= ComponentPreparer.MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);
     this.cache.set(k, p);
-    // Failures are kept briefly so that a broken component does not rebuild on every invocation.
-    p.catch(() => setTimeout(() => this.cache.get(k) === p && this.cache.delete(k), FAILURE_RETRY_MS).unref());
+    // Failures are kept briefly so that a broken component does not rebuild on every invocation; a refused install is not the code's failure.
+    p.catch((e) => {
+      const forget = () => {
+        if (this.cache.get(k) === p) this.cache.delete(k);
+      };
+      if (e instanceof InstallRefusedError) forget();
+      else setTimeout(forget, FAILURE_RETRY_MS).unref();
+    });
     return p;
   }
 
@@ -70,7 +78,7 @@ export class ComponentPreparer {
     let depsDir: string | undefined;
     let versions: Record<string, string> = {};
     if (Object.keys(deps).length) {
-      const installed = await this.installer.install(deps);
+      const installed = await this.installer.install(deps, input.admitInstall);
       depsDir = installed.dir;
       versions = installed.versions;
     }

@@ -99,6 +99,19 @@ export interface SandboxError {
   name: string;
   message: string;
   stack?: string;
+  /** InstallRefusedError: when the caller's install budget has room again. */
+  retryAfterSeconds?: number;
+}
+
+/** Decides, just before npm runs, whether a dependency set that is not installed yet may be (throws InstallRefusedError). */
+export type InstallAdmission = (deps: Record<string, string>) => void;
+
+/** An install the caller's `InstallAdmission` refused: nothing was installed, and the refusal is not remembered. */
+export class InstallRefusedError extends Error {
+  override name = 'InstallRefusedError';
+  constructor(message: string, readonly retryAfterSeconds: number) {
+    super(message);
+  }
 }
 
 export interface DescribeResult {
@@ -202,6 +215,8 @@ export interface DescribeOptions {
   timeoutMs: number;
   /** Overrides the pool's `fetchText` for this call. */
   fetchText?: FetchText;
+  /** Asked before npm installs a dependency set this machine does not have yet (a set already installed, or being installed, is free). */
+  admitInstall?: InstallAdmission;
 }
 
 export interface ExecuteOptions {

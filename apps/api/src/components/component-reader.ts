@@ -22,7 +22,8 @@ export interface AdditionalPropsOutput {
 
 export interface DescribeOutput {
   descriptor?: ComponentDescriptor;
-  error?: { name: string; message: string; stack?: string };
+  /** `InstallRefusedError` (the account's NPM_INSTALLS_PER_DAY_PER_ACCOUNT) carries when to retry. */
+  error?: { name: string; message: string; stack?: string; retryAfterSeconds?: number };
   /** npm packages installed for the component, name → exact version (passed on to the runner). */
   dependencyVersions?: Record<string, string>;
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { analyzeComponent, AnalyzedComponent, ConfigurableProp } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { BadRequestError, newId, NotFoundError, sha256Hex } from '@app/contracts';
+import { BadRequestError, newId, NotFoundError, RateLimitedError, sha256Hex } from '@app/contracts';
 import { Component } from '@app/db';
 import { lastTouchMs, NatsService, rawObjectInfo, touchObject } from '@app/nats';
 import { policyFromConfig } from '@app/net';
@@ -76,6 +76,7 @@ export async function readComponent(reader: ComponentReader, config: AppConfig, 
     throw new BadRequestError(`component code is ${bytes} bytes; the limit is ${config.componentMaxBytes}`, { field: 'component_code', limit_bytes: config.componentMaxBytes }, 'invalid_component');
   }
   const out = await reader.describe(code, config.componentReadTimeoutMs, account);
+  if (out.error?.name === 'InstallRefusedError') throw new RateLimitedError(out.error.message, out.error.retryAfterSeconds ?? 60);
   if (out.error || !out.descriptor) {
     const message = out.error?.message ?? 'the code exports no component';
     throw new BadRequestError(`cannot load the component: ${message}`, { reason: out.error?.name ?? 'Error' }, 'invalid_component');
