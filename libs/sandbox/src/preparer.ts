@@ -51,7 +51,8 @@ export class ComponentPreparer {
   prepare(input: PrepareInput, key?: string): Promise<PreparedComponent> {
     const k = key ?? prepareKey(input);
     const hit = this.cache.get(k);
-    if (hit) return hit;
+    // Another caller's install budget refused the one this joined: this caller asks its own.
+    if (hit) return input.admitInstall ? hit.catch((e: unknown) => (e instanceof InstallRefusedError ? this.prepare(input, k) : Promise.reject(e))) : hit;
     const p = this.build(input);
     if (this.cache.size >= ComponentPreparer.MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);
     this.cache.set(k, p);
