@@ -14,7 +14,7 @@ describe('account quotas', () => {
 
   beforeAll(async () => {
     system = await startSystem(
-      { SOURCES_MAX_PER_ACCOUNT: '3', WORKFLOWS_MAX_PER_ACCOUNT: '2', WEBHOOKS_MAX_PER_ACCOUNT: '2', SUBSCRIPTIONS_MAX_PER_ACCOUNT: '3', COMPONENT_MAX_BYTES: '4096', COMPONENT_BYTES_PER_DAY_PER_ACCOUNT: '12000' },
+      { SOURCES_MAX_PER_ACCOUNT: '3', WORKFLOWS_MAX_PER_ACCOUNT: '2', WEBHOOKS_MAX_PER_ACCOUNT: '2', SUBSCRIPTIONS_MAX_PER_ACCOUNT: '3', COMPONENT_MAX_BYTES: '150000', COMPONENT_BYTES_PER_DAY_PER_ACCOUNT: '310000' },
       { apps: ['api'] },
     );
   });
@@ -69,12 +69,12 @@ describe('account quotas', () => {
 
   it('component code: what an account saves in 24 hours is bounded by bytes, sources deployed from code included', async () => {
     const api = client(system, createUser(system).apiKey);
-    // About 4,000 bytes each: two fit the 12,000-byte budget with the first source's code, a third does not.
-    const big = (n: number) => `module.exports = { name: "big ${n}", version: "0.0.1", props: {}, async run() {}, pad: ${JSON.stringify('x'.repeat(3900))} };`;
+    // About 140,000 bytes each, and a small one that counts 16 KiB (every save does): 296,384 of the 310,000-byte budget.
+    const big = (n: number) => `module.exports = { name: "big ${n}", version: "0.0.1", props: {}, async run() {}, pad: ${JSON.stringify('x'.repeat(139_900))} };`;
     expect((await api.post('/components', { component_code: big(1) })).status).toBe(200);
     expect((await api.post('/sources', { component_code: big(2) })).status).toBe(200);
     expect((await api.post('/components', { component_code: HTTP_SOURCE })).status).toBe(200);
-    const refused = await api.post('/components', { component_code: big(3) });
+    const refused = await api.post('/components', { component_code: HTTP_SOURCE });
     expect([refused.status, refused.body.code]).toEqual([429, 'rate_limited']);
     expect(refused.body.error).toContain('COMPONENT_BYTES_PER_DAY_PER_ACCOUNT');
     // The first save leaves the 24-hour window first, and this one fits then.

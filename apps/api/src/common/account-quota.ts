@@ -35,31 +35,30 @@ export async function assertRoomFor(em: EntityManager, resource: QuotaResource, 
 }
 
 const DAY_MS = 24 * 3600 * 1000;
+/** What a save counts at least: the rows one account's saves of a day can reach stay few (16,384 at 256 MiB). */
+export const MIN_SAVE_BYTES = 16 * 1024;
+const SAVE_BYTES = `greatest(octet_length(code) + coalesce(octet_length(bundle), 0), ${MIN_SAVE_BYTES})`;
 
 /**
- * Refuses a component save of `bytes` (its code and bundle) when the account's saves of the last 24 hours plus it
- * would pass `limit` (0 = no bound; callers keep it at least the largest save): 429 with `Retry-After` until enough
- * of them have aged out of the window. Saved components cannot be deleted, so this bounds how fast one account
- * can grow the service's storage. Run it inside the transaction that inserts, as `assertRoomFor`.
+ * Refuses a component save of `bytes` (its code and bundle, at least MIN_SAVE_BYTES) when the account's saves of the
+ * last 24 hours plus it would pass `limit` (0 = no bound; callers keep it at least the largest save): 429 with
+ * `Retry-After` until enough of them have aged out of the window. Saved components cannot be deleted, so this bounds
+ * how fast one account can grow the service's storage. Run it inside the transaction that inserts, as `assertRoomFor`.
  */
 export async function assertComponentBytesToday(em: EntityManager, ownerId: string, bytes: number, limit: number, now = Date.now()): Promise<void> {
   if (!limit) return;
+  const charge = Math.max(bytes, MIN_SAVE_BYTES);
   await em.execute(`select pg_advisory_xact_lock(hashtext(?))`, [`quota:component-bytes:${ownerId}`]);
-  const saves = (await em.execute(
-    `select created_at_ms::float8 as at, (octet_length(code) + coalesce(octet_length(bundle), 0))::float8 as bytes
-       from components where owner_id = ? and created_at_ms > ? order by created_at_ms`,
-    [ownerId, now - DAY_MS],
-  )) as { at: number; bytes: number }[];
-  const saved = saves.reduce((sum, r) => sum + r.bytes, 0);
-  if (saved + bytes <= limit) return;
-  // This save fits once the oldest saves, in order, have left the window.
-  let left = saved;
-  let fitsAt = now;
-  for (const r of saves) {
-    if (left + bytes <= limit) break;
-    left -= r.bytes;
-    fitsAt = r.at + DAY_MS;
-  }
-  const message = `this account saved ${saved} bytes of component code in the last 24 hours; ${bytes} more would pass COMPONENT_BYTES_PER_DAY_PER_ACCOUNT (${limit})`;
+  const since = now - DAY_MS;
+  const [{ saved }] = (await em.execute(`select coalesce(sum(${SAVE_BYTES}), 0)::float8 as saved from components where owner_id = ? and created_at_ms > ?`, [ownerId, since])) as { saved: number }[];
+  if (saved + charge <= limit) return;
+  // The save whose leaving the window, with every older one, makes room for this one.
+  const [room] = (await em.execute(
+    `select at from (select created_at_ms::float8 as at, sum(${SAVE_BYTES}) over (order by created_at_ms, id) as gone
+       from components where owner_id = ? and created_at_ms > ?) s where ? - gone + ? <= ? order by at limit 1`,
+    [ownerId, since, saved, charge, limit],
+  )) as { at: number }[];
+  const fitsAt = room ? room.at + DAY_MS : now + DAY_MS;
+  const message = `this account saved ${saved} bytes of component code in the last 24 hours (each save counting at least ${MIN_SAVE_BYTES}); ${charge} more would pass COMPONENT_BYTES_PER_DAY_PER_ACCOUNT (${limit})`;
   throw new RateLimitedError(message, Math.max(1, Math.ceil((fitsAt - now) / 1000)));
 }

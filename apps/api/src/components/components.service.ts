@@ -6,7 +6,7 @@ import { BadRequestError, newId, NotFoundError, RateLimitedError, sha256Hex } fr
 import { Component } from '@app/db';
 import { lastTouchMs, NatsService, rawObjectInfo, touchObject } from '@app/nats';
 import { policyFromConfig } from '@app/net';
-import { assertComponentBytesToday } from '../common/account-quota';
+import { assertComponentBytesToday, MIN_SAVE_BYTES } from '../common/account-quota';
 import { AuthContext, canAccess } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
 import { FetchPolicy, loadComponentUrl } from './component-url';
@@ -177,10 +177,10 @@ export class ComponentsService {
     return c;
   }
 
-  /** COMPONENT_BYTES_PER_DAY_PER_ACCOUNT, never under what one save may hold (code and bundle at COMPONENT_MAX_BYTES). */
+  /** COMPONENT_BYTES_PER_DAY_PER_ACCOUNT, never under what one save may count (code and bundle at COMPONENT_MAX_BYTES). */
   private withinDailyBytes(em: EntityManager, ownerId: string, bytes: number): Promise<void> {
     const { componentBytesPerDayPerAccount: limit, componentMaxBytes } = this.config;
-    return assertComponentBytesToday(em, ownerId, bytes, limit && Math.max(limit, 2 * componentMaxBytes));
+    return assertComponentBytesToday(em, ownerId, bytes, limit && Math.max(limit, 2 * componentMaxBytes, MIN_SAVE_BYTES));
   }
 
   /**

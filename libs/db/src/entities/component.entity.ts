@@ -4,6 +4,7 @@ import { BigNumber, nowSeconds } from './common';
 /** A saved component (`sc_…`): code plus what was read from it. */
 @Entity({ tableName: 'components' })
 @Index({ properties: ['ownerId', 'key', 'createdAtMs'] })
+@Index({ properties: ['ownerId', 'createdAtMs'] })
 export class Component {
   @PrimaryKey({ type: 'string' }) id!: string;
   /** `u_…`, `o_…`, or `registry` for the shipped registry. */
