@@ -30,13 +30,19 @@ describe('bare specifiers', () => {
   });
 });
 
+/** Installers sharing one new cache directory, and the installs they logged. */
+function sharedCache() {
+  const cacheDir = mkdtempSync(join(tmpdir(), 'ess-npm-'));
+  const installs: object[] = [];
+  const logger: SandboxLogger = { info: (o) => installs.push(o), warn: () => {}, error: () => {}, debug: () => {} };
+  return { cacheDir, installs, installer: () => new NpmInstaller({ cacheDir, timeoutMs: 120_000, logger }) };
+}
+
 describe('NpmInstaller', () => {
   it('installs a dependency set once even when two replicas sharing the directory ask at the same time', async () => {
-    const cacheDir = mkdtempSync(join(tmpdir(), 'ess-npm-'));
-    const installs: object[] = [];
-    const logger: SandboxLogger = { info: (o) => installs.push(o), warn: () => {}, error: () => {}, debug: () => {} };
-    const a = new NpmInstaller({ cacheDir, timeoutMs: 120_000, logger });
-    const b = new NpmInstaller({ cacheDir, timeoutMs: 120_000, logger });
+    const { cacheDir, installs, installer } = sharedCache();
+    const a = installer();
+    const b = installer();
     const deps = { 'is-number': '^7.0.0' };
     const [ra, rb, ra2] = await Promise.all([a.install(deps), b.install(deps), a.install(deps)]);
     expect(installs).toHaveLength(1);
@@ -48,8 +54,7 @@ describe('NpmInstaller', () => {
     // The exact-version set resolves to the same install.
     const exact = join(cacheDir, dependencySetKey(ra.versions));
     expect(lstatSync(exact).isSymbolicLink()).toBe(true);
-    const c = new NpmInstaller({ cacheDir, timeoutMs: 120_000, logger });
-    const rc = await c.install(ra.versions);
+    const rc = await installer().install(ra.versions);
     expect(rc.versions).toEqual(ra.versions);
     expect(installs).toHaveLength(1);
   });
@@ -57,10 +62,8 @@ describe('NpmInstaller', () => {
 
 describe('NpmInstaller admission', () => {
   it('asks only before a set it installs; a refusal is not remembered, an installed set needs no admission', async () => {
-    const cacheDir = mkdtempSync(join(tmpdir(), 'ess-npm-'));
-    const installs: object[] = [];
-    const logger: SandboxLogger = { info: (o) => installs.push(o), warn: () => {}, error: () => {}, debug: () => {} };
-    const installer = new NpmInstaller({ cacheDir, timeoutMs: 120_000, logger });
+    const { cacheDir, installs, installer: another } = sharedCache();
+    const installer = another();
     const deps = { 'is-number': '^7.0.0' };
     const asked: string[] = [];
     const refuse = () => {
@@ -75,7 +78,7 @@ describe('NpmInstaller admission', () => {
     expect(installs).toHaveLength(1);
     // Installed: free for anyone, even a caller whose budget would refuse.
     expect(await installer.install(deps, refuse)).toEqual(installed);
-    expect(await new NpmInstaller({ cacheDir, timeoutMs: 120_000, logger }).install(deps, refuse)).toEqual(installed);
+    expect(await another().install(deps, refuse)).toEqual(installed);
     expect(asked).toEqual(['refused', 'admitted']);
   });
 });

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { treeDigest } from './tree-digest';
-import { InstallRefusedError, type InstallAdmission, type SandboxLogger } from './types';
+import { forgetFailure, InstallRefusedError, type InstallAdmission, type SandboxLogger } from './types';
 
 /** Written last into a dependency directory: its presence means the install finished. */
 export const INSTALLED_MARKER = '.ess-installed.json';
@@ -99,17 +99,10 @@ export class NpmInstaller {
     }
     let p = this.inflight.get(key);
     if (!p) {
-      const started = this.installOnce(key, deps, admit);
-      p = started;
-      this.inflight.set(key, started);
-      started.catch((e) => {
-        const forget = () => {
-          if (this.inflight.get(key) === started) this.inflight.delete(key);
-        };
-        // A refusal is not the set's fault: the next caller asks again at once. A failed set is retried after a pause, not on every invocation of its source.
-        if (e instanceof InstallRefusedError) forget();
-        else setTimeout(forget, FAILURE_RETRY_MS).unref();
-      });
+      p = this.installOnce(key, deps, admit);
+      this.inflight.set(key, p);
+      // A failed set is retried after a pause, not on every invocation of its source.
+      forgetFailure(this.inflight, key, p, FAILURE_RETRY_MS);
     }
     return p;
   }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { bundleComponent } from './bundler';
 import { NpmInstaller, dependencySetKey } from './npm-installer';
 import { dependencyMap } from './specifiers';
-import { InstallRefusedError, type FetchText, type InstallAdmission, type SandboxLogger } from './types';
+import { forgetFailure, InstallRefusedError, type FetchText, type InstallAdmission, type SandboxLogger } from './types';
 import type { BundleRef } from './worker-protocol';
 
 export interface PreparedComponent {
@@ -56,14 +56,8 @@ export class ComponentPreparer {
     const p = this.build(input);
     if (this.cache.size >= ComponentPreparer.MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);
     this.cache.set(k, p);
-    // Failures are kept briefly so that a broken component does not rebuild on every invocation; a refused install is not the code's failure.
-    p.catch((e) => {
-      const forget = () => {
-        if (this.cache.get(k) === p) this.cache.delete(k);
-      };
-      if (e instanceof InstallRefusedError) forget();
-      else setTimeout(forget, FAILURE_RETRY_MS).unref();
-    });
+    // Failures are kept briefly so that a broken component does not rebuild on every invocation.
+    forgetFailure(this.cache, k, p, FAILURE_RETRY_MS);
     return p;
   }
 

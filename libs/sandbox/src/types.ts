@@ -114,6 +114,21 @@ export class InstallRefusedError extends Error {
   }
 }
 
+/**
+ * Removes `key` from `cache` once `p` fails, if it still holds `p`: a refused install at once (it is not the work's
+ * failure: the next caller asks again), any other failure after `retryMs` (so that broken work is not redone on
+ * every call).
+ */
+export function forgetFailure<T>(cache: Map<string, Promise<T>>, key: string, p: Promise<T>, retryMs: number): void {
+  p.catch((e: unknown) => {
+    const forget = () => {
+      if (cache.get(key) === p) cache.delete(key);
+    };
+    if (e instanceof InstallRefusedError) forget();
+    else setTimeout(forget, retryMs).unref();
+  });
+}
+
 export interface DescribeResult {
   descriptor?: ComponentDescriptor;
   error?: SandboxError;
