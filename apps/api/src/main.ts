@@ -1,5 +1,5 @@
-import { collectDefaultMetrics, Registry } from 'prom-client';
-import { loadConfigOrExit, portInUse, startOpsServer } from '@app/config';
+import { Registry } from 'prom-client';
+import { loadConfigOrExit, portInUse, serveAppOps } from '@app/config';
 import { createApiApp } from './bootstrap';
 import { COMPONENT_READER, type ComponentReader } from './components/component-reader';
 import { HealthController } from './health.controller';
@@ -14,15 +14,9 @@ async function main(): Promise<void> {
     if (e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') throw new Error(`cannot listen on HOST=${config.host}: ${e.message}; set HOST to an address of this machine (0.0.0.0 for all)`);
     throw e;
   });
-  // The operators' port: the process's own figures are not served on the public one.
-  const processMetrics = new Registry();
-  collectDefaultMetrics({ register: processMetrics, prefix: 'api_' });
+  // The public figures and, on this port only, the process's own (the merge is a registry of its own).
   const health = app.get(HealthController);
-  const ops = await startOpsServer(config.apiMetricsPort, Registry.merge([app.get(MetricsController).registry, processMetrics]), () => ({ ...health.health() }), 'API_METRICS_PORT').catch(async (e: Error) => {
-    await app.close();
-    throw e;
-  });
-  process.on('SIGTERM', () => ops?.close());
+  await serveAppOps(app, { port: config.apiMetricsPort, setting: 'API_METRICS_PORT', prefix: 'api_', registry: Registry.merge([app.get(MetricsController).registry]), healthy: () => ({ ...health.health() }) });
   const isolation = app.get<ComponentReader>(COMPONENT_READER).isolation?.summary ?? 'none';
   process.stderr.write(`api listening on ${config.host}:${config.port} (${config.publicUrl}/v1); isolation: ${isolation}\n`);
 }

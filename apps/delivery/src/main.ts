@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { collectDefaultMetrics, Registry } from 'prom-client';
-import { createLogger, loadConfigOrExit, PinoNestLogger, startOpsServer } from '@app/config';
+import { Registry } from 'prom-client';
+import { createLogger, loadConfigOrExit, PinoNestLogger, serveAppOps } from '@app/config';
 import { DeliveryModule } from './delivery.module';
 import { SubscriptionCache } from './router/subscription-cache';
 import { WebhookSenderService } from './webhooks-out/webhook-sender.service';
@@ -14,14 +14,13 @@ async function main(): Promise<void> {
   app.enableShutdownHooks();
   const cache = app.get(SubscriptionCache);
   const sender = app.get(WebhookSenderService);
-  const registry = app.get(Registry) as Registry;
-  collectDefaultMetrics({ register: registry, prefix: 'delivery_' });
-  // A taken metrics port ends the start: release what the app holds (leases, NATS) first.
-  const ops = await startOpsServer(config.deliveryMetricsPort, registry, () => ({ subscriptions: cache.subscriptionCount, webhooks: sender.stats() }), 'DELIVERY_METRICS_PORT').catch(async (e: Error) => {
-    await app.close();
-    throw e;
+  await serveAppOps(app, {
+    port: config.deliveryMetricsPort,
+    setting: 'DELIVERY_METRICS_PORT',
+    prefix: 'delivery_',
+    registry: app.get(Registry),
+    healthy: () => ({ subscriptions: cache.subscriptionCount, webhooks: sender.stats() }),
   });
-  process.on('SIGTERM', () => ops?.close());
   process.stderr.write('delivery started\n');
 }
 

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { Registry, collectDefaultMetrics } from 'prom-client';
-import { createLogger, loadConfigOrExit, PinoNestLogger, startOpsServer } from '@app/config';
+import { Registry } from 'prom-client';
+import { createLogger, loadConfigOrExit, PinoNestLogger, serveAppOps } from '@app/config';
 import { RunnerModule } from './runner.module';
 import { RunnerService } from './runner.service';
 
@@ -11,15 +11,8 @@ async function main(): Promise<void> {
     logger: new PinoNestLogger(createLogger('runner', config.logLevel)),
   });
   app.enableShutdownHooks();
-  const registry = app.get(Registry) as Registry;
-  collectDefaultMetrics({ register: registry, prefix: 'runner_' });
   const runner = app.get(RunnerService);
-  // A taken metrics port ends the start: release what the app holds (leases, NATS) first.
-  const ops = await startOpsServer(config.runnerMetricsPort, registry, () => runner.health(), 'RUNNER_METRICS_PORT').catch(async (e: Error) => {
-    await app.close();
-    throw e;
-  });
-  process.on('SIGTERM', () => ops?.close());
+  await serveAppOps(app, { port: config.runnerMetricsPort, setting: 'RUNNER_METRICS_PORT', prefix: 'runner_', registry: app.get(Registry), healthy: () => runner.health() });
   process.stderr.write(`runner started (replica ${runner.replicaId}); isolation: ${runner.isolationSummary}\n`);
 }
 

@@ -1,8 +1,31 @@
 import { createServer, Server } from 'node:http';
-import { Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+
+export interface AppOps {
+  port: number;
+  /** The variable that moves the port (named when it is taken). */
+  setting: string;
+  /** `<prefix>process_*` and `<prefix>nodejs_*`: the process's own figures (memory, CPU, event loop, GC), added to `registry`. */
+  prefix: string;
+  registry: Registry;
+  healthy: () => boolean | Record<string, unknown>;
+}
 
 /**
- * `/healthz` and `/metrics` (Prometheus text) for the runner and delivery apps.
+ * An app's operators' port: `registry` with the process's own figures. A port that cannot be opened ends the
+ * start after closing `app` (what it holds: leases, NATS); the server closes on SIGTERM.
+ */
+export async function serveAppOps(app: { close(): Promise<void> }, ops: AppOps): Promise<void> {
+  collectDefaultMetrics({ register: ops.registry, prefix: ops.prefix });
+  const server = await startOpsServer(ops.port, ops.registry, ops.healthy, ops.setting).catch(async (e: Error) => {
+    await app.close();
+    throw e;
+  });
+  process.on('SIGTERM', () => server?.close());
+}
+
+/**
+ * `/healthz` and `/metrics` (Prometheus text) for the apps' operators' ports.
  * `healthy` decides the health status; port 0 disables the server. `portSetting`
  * names the variable to change when the port is taken.
  */

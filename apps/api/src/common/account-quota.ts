@@ -8,7 +8,7 @@ const QUOTAS = {
   webhooks: { setting: 'WEBHOOKS_MAX_PER_ACCOUNT', count: `select count(*)::int as n from webhooks where owner_id = ?` },
   subscriptions: {
     setting: 'SUBSCRIPTIONS_MAX_PER_ACCOUNT',
-    count: `select ((select count(*) from subscriptions where owner_id = ?) + (select count(*) from auto_subscriptions where owner_id = ?))::int as n`,
+    count: `select count(*)::int as n from (select owner_id from subscriptions union all select owner_id from auto_subscriptions) s where owner_id = ?`,
   },
 } as const;
 
@@ -22,15 +22,22 @@ export class QuotaExceededError extends ApiError {
 }
 
 /**
+ * Inside a transaction, serializes the account's checks of `what` until it ends. Outside one (an early check, so
+ * that a refused request does no costly work first) there is nothing to hold the lock for.
+ */
+async function lockAccount(em: EntityManager, what: string, ownerId: string): Promise<void> {
+  if (em.isInTransaction()) await em.execute(`select pg_advisory_xact_lock(hashtext(?))`, [`quota:${what}:${ownerId}`]);
+}
+
+/**
  * Refuses to add one more `resource` to `ownerId` when it already holds `limit` (0 = no quota). Run it inside
  * the transaction that inserts: it holds a per-account lock until that transaction ends, so concurrent creates
  * are counted one after the other and never pass the quota together.
  */
 export async function assertRoomFor(em: EntityManager, resource: QuotaResource, ownerId: string, limit: number): Promise<void> {
   if (!limit) return;
-  await em.execute(`select pg_advisory_xact_lock(hashtext(?))`, [`quota:${resource}:${ownerId}`]);
-  const q = QUOTAS[resource];
-  const [row] = (await em.execute(q.count, resource === 'subscriptions' ? [ownerId, ownerId] : [ownerId])) as { n: number }[];
+  await lockAccount(em, resource, ownerId);
+  const [row] = (await em.execute(QUOTAS[resource].count, [ownerId])) as { n: number }[];
   if ((row?.n ?? 0) >= limit) throw new QuotaExceededError(resource, limit);
 }
 
@@ -48,7 +55,7 @@ const SAVE_BYTES = `greatest(octet_length(code) + coalesce(octet_length(bundle),
 export async function assertComponentBytesToday(em: EntityManager, ownerId: string, bytes: number, limit: number, now = Date.now()): Promise<void> {
   if (!limit) return;
   const charge = Math.max(bytes, MIN_SAVE_BYTES);
-  await em.execute(`select pg_advisory_xact_lock(hashtext(?))`, [`quota:component-bytes:${ownerId}`]);
+  await lockAccount(em, 'component-bytes', ownerId);
   const since = now - DAY_MS;
   const [{ saved }] = (await em.execute(`select coalesce(sum(${SAVE_BYTES}), 0)::float8 as saved from components where owner_id = ? and created_at_ms > ?`, [ownerId, since])) as { saved: number }[];
   if (saved + charge <= limit) return;

@@ -17,12 +17,11 @@ export class InstallBudget {
     if (!this.limit) return;
     const now = this.now();
     const recent = (this.installs.get(account) ?? []).filter((at) => at > now - DAY_MS);
+    this.installs.set(account, recent);
     if (recent.length >= this.limit) {
-      this.installs.set(account, recent);
       const retryAfter = Math.max(1, Math.ceil((recent[0] + DAY_MS - now) / 1000));
       throw new InstallRefusedError(`this account's components installed ${recent.length} new npm dependency sets in the last 24 hours, the most NPM_INSTALLS_PER_DAY_PER_ACCOUNT allows; imports already installed still work`, retryAfter);
     }
     recent.push(now);
-    this.installs.set(account, recent);
   }
 }
