@@ -137,6 +137,11 @@ async function main() {
     }
     const server = rows.filter((r) => r.name !== 'bench client').reduce((a, r) => a + r.cpuUs, 0);
     console.log(`| all but the bench client | ${fixed(server)} | | | | | | | |`);
+    // The bench client does the same work per event in every run: its cost is the machine's speed, so runs of
+    // different code compare by the system's cost in units of it (the machine drifts by up to a quarter within minutes).
+    const client = rows.find((r) => r.name === 'bench client').cpuUs;
+    const units = client > 0 ? server / client : 0;
+    console.log(`\nall but the bench client per unit of the bench client's own CPU per event (to compare runs as the machine's speed moves): ${fixed(units, 2)}`);
 
     const route = (path) => metricsAfter.delivery[`delivery_webhook_routes_total{path="${path}"}`] ?? 0;
     console.log(`\nrequest → receipt p50 ${support.percentile(latencies, 0.5)} ms, p99 ${support.percentile(latencies, 0.99)} ms, max ${latencies[latencies.length - 1]} ms (of which emit → receipt p50 ${support.percentile(emitted, 0.5)} ms, p99 ${support.percentile(emitted, 0.99)} ms); delivery routed ${route('direct')} events directly and ${route('queue')} through DELIVERIES`);
@@ -151,7 +156,7 @@ async function main() {
         console.log(`  ${app}: ${g.scavenges} scavenges (${Math.round(g.scavengeMs)} ms), ${g.markCompacts} mark-compacts (${Math.round(g.markCompactMs)} ms): ${fixed(((g.scavengeMs + g.markCompactMs) * 1000) / stats.accepted)} µs/event`);
       }
     }
-    console.log(JSON.stringify({ bench: 'profile', endpoints: ENDPOINTS, events: stats.accepted, wall_ms: wallMs, p50_ms: support.percentile(latencies, 0.5), p99_ms: support.percentile(latencies, 0.99), emit_p50_ms: support.percentile(emitted, 0.5), emit_p99_ms: support.percentile(emitted, 0.99), routed_direct: route('direct'), routed_queue: route('queue'), invocations_per_task: batches.task, events_per_index_batch: batches.index, load_average: os.loadavg(), processes: rows, backlog: samples }));
+    console.log(JSON.stringify({ bench: 'profile', endpoints: ENDPOINTS, events: stats.accepted, wall_ms: wallMs, p50_ms: support.percentile(latencies, 0.5), p99_ms: support.percentile(latencies, 0.99), emit_p50_ms: support.percentile(emitted, 0.5), emit_p99_ms: support.percentile(emitted, 0.99), routed_direct: route('direct'), routed_queue: route('queue'), invocations_per_task: batches.task, events_per_index_batch: batches.index, client_units: units, load_average: os.loadavg(), processes: rows, backlog: samples }));
   } finally {
     await receiver.close();
     await system.stop();
