@@ -23,6 +23,7 @@ import { NatsService } from '@app/nats';
 import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
 import { describeRefusal, InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';
+import { IngestBatches } from './ingest-batches';
 import { endpointUrlOf } from './endpoint-urls';
 import { scopeSetCookies } from './endpoint-cookies';
 import { dependencyError, describeCause } from '../common/dependency-errors';
@@ -49,7 +50,8 @@ export const ENDPOINT_SANDBOX_CSP = 'sandbox allow-scripts allow-forms allow-pop
  * The HTTP interface of sources: `ANY /e/<endpoint_key>[/*]` (public, no API key).
  * Registered straight on Fastify in its own encapsulated context so the body
  * arrives raw whatever its type. The request becomes an invocation stored in
- * JetStream before any answer; `customResponse` endpoints wait for `respond()`.
+ * JetStream before any answer (with the other requests to its source in the same
+ * turn: IngestBatches); `customResponse` endpoints wait for `respond()`.
  */
 @Injectable()
 export class HttpIngress implements OnModuleInit, OnModuleDestroy {
@@ -67,6 +69,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     private readonly lookup: EndpointLookup,
     private readonly nats: NatsService,
     private readonly backlog: InvocationBacklog,
+    private readonly batches: IngestBatches,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.limiter = new RateLimiter(config.httpRatePerSec, config.httpBurst);
@@ -231,7 +234,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     // NATS down and not back within a moment: refused before anything is sent, so a retry cannot make a second event.
     if (!(await this.nats.waitConnected())) throw new ServiceUnavailableError('the request was not stored: the service cannot reach NATS right now; retry later', 1);
     try {
-      await this.nats.streams.publish(this.nats.names.invocation(target.partition, target.sourceId), data, msg.invocationId);
+      await this.batches.store(this.nats.names.invocation(target.partition, target.sourceId), target.sourceId, msg, data);
     } catch (e) {
       // NATS unreachable or electing a leader: the request may or may not be stored (an acknowledgement can be lost).
       throw Object.assign(new Error(`the request could not be confirmed as stored (${(e as Error).message}): retry later; it may have been stored, so a retry can make a second event`), { statusCode: 503, invocationId: msg.invocationId });

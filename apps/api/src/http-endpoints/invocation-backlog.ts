@@ -5,6 +5,7 @@ import { ApiError } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import type { ConsumerInfo } from 'nats';
 import type { EndpointTarget } from './endpoint-lookup';
+import { IngestBatches } from './ingest-batches';
 
 /** Why an HTTP request is refused with 429: whose backlog is full, how full, and when to come back. */
 export interface BacklogRefusal {
@@ -65,7 +66,9 @@ const UNROUTED_SAMPLES = 32;
 
 /**
  * Back-pressure for HTTP ingress: how many invocations wait in INVOCATIONS
- * (a work queue: stored and not yet acknowledged by a runner), per source, per
+ * (a work queue: stored and not yet acknowledged by a runner; a message holding
+ * several requests counts as the requests this replica's recent messages to its
+ * source held), per source, per
  * account and in all, and how many emitted events wait for the delivery app, read
  * every INGEST_BACKLOG_POLL_MS. A request to a source whose invocations reach
  * INGEST_MAX_PENDING_PER_SOURCE, whose account's reach INGEST_MAX_PENDING_PER_ACCOUNT,
@@ -111,6 +114,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     private readonly nats: NatsService,
+    private readonly batches: IngestBatches,
     private readonly em: EntityManager,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
@@ -215,9 +219,10 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
         this.nats.jsm.streams.info(names.deliveriesStream, { subjects_filter: names.allDeliveries }),
       ]);
       this.unrouted = router ? router.num_pending + router.num_ack_pending : 0;
-      const bySource = subjectCounts(info.state.subjects ?? {});
+      // A message may hold several requests (IngestBatches): each source's count scaled by its recent messages' size.
+      const bySource = new Map([...subjectCounts(info.state.subjects ?? {})].map(([id, n]) => [id, Math.round(n * this.batches.perMessage(id))]));
       const now = Date.now();
-      const total = info.state.messages;
+      const total = [...bySource.values()].reduce((a, n) => a + n, 0);
       if (this.lastReadAtMs) {
         const drained = this.total + this.acceptedSinceRead - total;
         const rate = Math.max(0, drained) / Math.max(0.001, (now - this.lastReadAtMs) / 1000);

@@ -2,11 +2,12 @@ import { ConsumerMessages, JsMsg, KvEntry, QueuedIterator } from 'nats';
 import type { Logger } from 'pino';
 import { decodeJson, DesiredSourceState, encodeJson, HttpResponseMessage, InvocationMessage } from '@app/contracts';
 import { boundConsumer, ensureDurable, type NatsService } from '@app/nats';
-import type { ActorDeps, InvocationDelivery } from '../actors/actor-deps';
+import type { ActorDeps } from '../actors/actor-deps';
 import { SourceActor } from '../actors/source-actor';
 import { WorkflowActor } from '../workflows/workflow-actor';
 import { NatsSendPublisher } from '../workflows/workflow-sends';
 import { DEFER_MAX_MS, PartitionAdmission } from './partition-admission';
+import { invocationsOf, MessageInvocations, RanBefore } from './message-invocations';
 
 /** Sources (`dc_…`) and workflows (`p_…`) share partitions, desired states and invocation consumers. */
 type PartitionActor = SourceActor | WorkflowActor;
@@ -43,6 +44,7 @@ export class PartitionWorker {
   private readonly inflight = new Set<JsMsg>();
   private readonly admission: PartitionAdmission;
   private readonly refencing = new Set<string>();
+  private readonly ranBefore: RanBefore;
   private watch: QueuedIterator<KvEntry> | undefined;
   private messages: ConsumerMessages | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -58,6 +60,7 @@ export class PartitionWorker {
   ) {
     this.log = deps.logger.child({ partition });
     this.admission = new PartitionAdmission(opts.maxInflight, opts.ackWaitMs + 10 * DEFER_MAX_MS);
+    this.ranBefore = new RanBefore(Math.max(60_000, 4 * opts.ackWaitMs));
   }
 
   get actorCount(): number {
@@ -182,15 +185,19 @@ export class PartitionWorker {
   }
 
   private dispatch(m: JsMsg): void {
-    let msg: InvocationMessage;
+    let invocations: InvocationMessage[] | undefined;
     try {
-      msg = decodeJson<InvocationMessage>(m.data);
+      invocations = invocationsOf(decodeJson<unknown>(m.data));
     } catch {
+      invocations = undefined;
+    }
+    if (!invocations) {
       m.term(); // unreadable invocation
       return;
     }
-    const actor = this.actors.get(msg.sourceId);
-    if (!actor && this.refencing.has(msg.sourceId)) {
+    const { sourceId } = invocations[0];
+    const actor = this.actors.get(sourceId);
+    if (!actor && this.refencing.has(sourceId)) {
       m.nak(UNKNOWN_SOURCE_RETRY_MS);
       return;
     }
@@ -200,34 +207,33 @@ export class PartitionWorker {
       return;
     }
     if (!actor) {
-      void this.unknownSource(m, msg);
+      void this.unknownSource(m, invocations);
       return;
     }
     const owner = actor.lastDesired?.ownerId ?? '';
-    const admitted = this.admission.offer(msg.sourceId, owner, m.info.streamSequence);
+    const admitted = this.admission.offer(sourceId, owner, m.info.streamSequence, invocations.length);
     if (!admitted.hold) {
       m.nak(admitted.delayMs);
       this.deps.metrics.handedBack.inc();
       return;
     }
+    // Handed back by this replica without running is not a redelivery.
+    const redelivered = m.info.redeliveryCount - admitted.deferrals > 1;
+    // Back after this replica handed it back for another invocation in it: those that finished here do not run again.
+    const pending = redelivered ? invocations.filter((inv) => !this.ranBefore.take(inv.invocationId)) : invocations;
+    if (!pending.length) {
+      this.admission.release(sourceId, owner, invocations.length);
+      m.ack();
+      return;
+    }
     this.inflight.add(m);
-    const settle = (): void => {
-      if (this.inflight.delete(m)) this.admission.release(msg.sourceId, owner);
-    };
-    const delivery: InvocationDelivery = {
-      msg,
-      // Handed back by this replica without running is not a redelivery.
-      redelivered: m.info.redeliveryCount - admitted.deferrals > 1,
-      ack: () => {
-        settle();
-        m.ack();
-      },
-      nak: (delayMs?: number) => {
-        settle();
-        m.nak(delayMs);
-      },
-    };
-    actor.invoke(delivery);
+    const settled = new MessageInvocations(pending, (outcome) => {
+      if (this.inflight.delete(m)) this.admission.release(sourceId, owner, invocations.length);
+      if ('ack' in outcome) return m.ack();
+      this.ranBefore.add(outcome.finished);
+      m.nak(outcome.nakDelayMs);
+    });
+    pending.forEach((msg, i) => actor.invoke({ msg, redelivered, ack: () => settled.ack(i), nak: (delayMs?: number) => settled.nak(i, delayMs) }));
   }
 
   /**
@@ -237,7 +243,8 @@ export class PartitionWorker {
    * While KV `sources` holds it (or cannot be read), the watch has not delivered it yet (a partition
    * just taken over, a busy replica): the invocation waits. Without it, the source is unknown or deleted.
    */
-  private async unknownSource(m: JsMsg, msg: InvocationMessage): Promise<void> {
+  private async unknownSource(m: JsMsg, invocations: InvocationMessage[]): Promise<void> {
+    const [msg] = invocations;
     const key = this.nats.names.sourceKey(this.partition, msg.sourceId);
     const exists = await this.nats.sources.get(key).then((e) => e?.operation === 'PUT', () => true);
     if (exists && !this.stopped) {
@@ -249,11 +256,9 @@ export class PartitionWorker {
       return;
     }
     // No desired state for it in this partition: unknown or deleted source.
-    if (msg.replyTo) {
-      const res: HttpResponseMessage = { status: 404, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: `source ${msg.sourceId} not found`, code: 'not_found' }) };
-      this.nats.nc.publish(msg.replyTo, encodeJson(res));
-    }
+    const res: HttpResponseMessage = { status: 404, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: `source ${msg.sourceId} not found`, code: 'not_found' }) };
+    for (const { replyTo } of invocations) if (replyTo) this.nats.nc.publish(replyTo, encodeJson(res));
     m.ack();
-    this.deps.metrics.invocations.inc({ outcome: 'unknown_source', kind: msg.kind });
+    for (const { kind } of invocations) this.deps.metrics.invocations.inc({ outcome: 'unknown_source', kind });
   }
 }
