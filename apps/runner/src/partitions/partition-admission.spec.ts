@@ -24,16 +24,6 @@ describe('PartitionAdmission', () => {
     expect(a.offer('dc_c', 'u_c', 11)).toEqual({ hold: true, deferrals: 1 });
   });
 
-  it('counts the invocations of a message that holds several (requests the api stored together)', () => {
-    const a = admission(8);
-    expect(a.offer('dc_slow', 'u_a', 1, 6)).toEqual({ hold: true, deferrals: 0 });
-    expect(a.held).toBe(6);
-    expect(a.offer('dc_slow', 'u_a', 2, 2).hold).toBe(false);
-    expect(a.offer('dc_b', 'u_b', 3, 2)).toEqual({ hold: true, deferrals: 0 });
-    a.release('dc_slow', 'u_a', 6);
-    expect(a.held).toBe(2);
-  });
-
   it("keeps a quarter for the account's other sources too", () => {
     const a = admission(8);
     for (let seq = 1; seq <= 6; seq++) a.offer('dc_slow', 'u_a', seq);

@@ -58,11 +58,8 @@ export class PartitionAdmission {
     return this.total;
   }
 
-  /**
-   * Decides for the message at stream sequence `seq` holding `count` invocations of `sourceId` (owned by `owner`).
-   * A hold is released with `release`.
-   */
-  offer(sourceId: string, owner: string, seq: number, count = 1): Admission {
+  /** Decides for one invocation of `sourceId` (owned by `owner`) at stream sequence `seq`. A hold is released with `release`. */
+  offer(sourceId: string, owner: string, seq: number): Admission {
     const out = this.deferred.get(sourceId);
     const mine = out?.info.get(seq);
     if (mine) mine.seenMs = this.now();
@@ -78,17 +75,17 @@ export class PartitionAdmission {
       return { hold: false, delayMs: this.defer(sourceId, seq, Math.min(DEFER_MAX_MS, DEFER_MIN_MS * 2 ** (noRoom - 1)), true) };
     }
     if (mine) this.remove(sourceId, seq);
-    this.total += count;
-    this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + count);
-    this.perSource.set(sourceId, (this.perSource.get(sourceId) ?? 0) + count);
+    this.total++;
+    this.perOwner.set(owner, (this.perOwner.get(owner) ?? 0) + 1);
+    this.perSource.set(sourceId, (this.perSource.get(sourceId) ?? 0) + 1);
     return { hold: true, deferrals: mine?.times ?? 0 };
   }
 
-  /** A message held by `offer` settled (acknowledged or handed back): its `count` invocations leave. */
-  release(sourceId: string, owner: string, count = 1): void {
-    this.total = Math.max(0, this.total - count);
-    decrement(this.perOwner, owner, count);
-    decrement(this.perSource, sourceId, count);
+  /** An invocation held by `offer` settled (acknowledged or handed back). */
+  release(sourceId: string, owner: string): void {
+    this.total = Math.max(0, this.total - 1);
+    decrement(this.perOwner, owner);
+    decrement(this.perSource, sourceId);
   }
 
   /** The source is gone from this partition (deleted, fenced): nothing of it is waited for. */
@@ -133,8 +130,8 @@ export class PartitionAdmission {
   }
 }
 
-function decrement(counts: Map<string, number>, key: string, by: number): void {
-  const n = (counts.get(key) ?? 0) - by;
+function decrement(counts: Map<string, number>, key: string): void {
+  const n = (counts.get(key) ?? 0) - 1;
   if (n > 0) counts.set(key, n);
   else counts.delete(key);
 }

@@ -211,7 +211,7 @@ export class PartitionWorker {
       return;
     }
     const owner = actor.lastDesired?.ownerId ?? '';
-    const admitted = this.admission.offer(sourceId, owner, m.info.streamSequence, invocations.length);
+    const admitted = this.admission.offer(sourceId, owner, m.info.streamSequence);
     if (!admitted.hold) {
       m.nak(admitted.delayMs);
       this.deps.metrics.handedBack.inc();
@@ -222,13 +222,13 @@ export class PartitionWorker {
     // Back after this replica handed it back for another invocation in it: those that finished here do not run again.
     const pending = redelivered ? invocations.filter((inv) => !this.ranBefore.take(inv.invocationId)) : invocations;
     if (!pending.length) {
-      this.admission.release(sourceId, owner, invocations.length);
+      this.admission.release(sourceId, owner);
       m.ack();
       return;
     }
     this.inflight.add(m);
     const settled = new MessageInvocations(pending, (outcome) => {
-      if (this.inflight.delete(m)) this.admission.release(sourceId, owner, invocations.length);
+      if (this.inflight.delete(m)) this.admission.release(sourceId, owner);
       if ('ack' in outcome) return m.ack();
       this.ranBefore.add(outcome.finished);
       m.nak(outcome.nakDelayMs);
