@@ -95,6 +95,8 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   private total = 0;
   private unrouted = 0;
   private bySource = new Map<string, number>();
+  /** Messages per source as last read (bySource is them scaled by the requests per message). */
+  private messagesBySource = new Map<string, number>();
   private byAccount = new Map<string, number>();
   /** Unrouted events per owner, estimated from a sample of the router's backlog (empty while it is small). */
   private unroutedByAccount = new Map<string, number>();
@@ -220,16 +222,20 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
       ]);
       this.unrouted = router ? router.num_pending + router.num_ack_pending : 0;
       // A message may hold several requests (IngestBatches): each source's count scaled by its recent messages' size.
-      const bySource = new Map([...subjectCounts(info.state.subjects ?? {})].map(([id, n]) => [id, Math.round(n * this.batches.perMessage(id))]));
+      const messages = subjectCounts(info.state.subjects ?? {});
+      const scaled = (counts: Map<string, number>) => new Map([...counts].map(([id, n]) => [id, Math.round(n * this.batches.perMessage(id))]));
+      const bySource = scaled(messages);
       const now = Date.now();
-      const total = [...bySource.values()].reduce((a, n) => a + n, 0);
+      const total = sum(bySource);
       if (this.lastReadAtMs) {
-        const drained = this.total + this.acceptedSinceRead - total;
+        // The last read's messages scaled as these are: a change of a source's mean is no drain (nor growth).
+        const drained = sum(scaled(this.messagesBySource)) + this.acceptedSinceRead - total;
         const rate = Math.max(0, drained) / Math.max(0.001, (now - this.lastReadAtMs) / 1000);
         this.drainPerSecond = this.drainPerSecond ? this.drainPerSecond * 0.7 + rate * 0.3 : rate;
       }
       this.total = total;
       this.bySource = bySource;
+      this.messagesBySource = messages;
       this.deliveries = deliveries.state.messages;
       // Postgres unreachable for a moment: the owners' figures stay as last read, the others move on.
       this.byAccount = await this.perOwner(this.emitterOwners, EMITTER_OWNERS, bySource).catch(() => this.byAccount);
@@ -315,6 +321,8 @@ function capped(total: number, byOwner: Map<string, number>, cap: number): numbe
   }
   return counted + Math.max(0, total - owned);
 }
+
+const sum = (counts: Map<string, number>): number => [...counts.values()].reduce((a, n) => a + n, 0);
 
 /** Counts per subject summed per last subject token (the id it ends with). */
 function subjectCounts(subjects: Record<string, number>): Map<string, number> {
