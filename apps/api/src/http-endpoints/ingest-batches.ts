@@ -4,7 +4,7 @@ import { NatsService } from '@app/nats';
 
 /** The most requests one INVOCATIONS message holds. */
 export const INGEST_BATCH_MAX = 32;
-/** The most bytes of invocations one message holds (far below NATS's max_payload); a larger request is stored alone. */
+/** The most bytes of invocations one message holds (below NATS's max_payload); a larger request is stored alone. */
 export const INGEST_BATCH_MAX_BYTES = 256 * 1024;
 /** Weight of the newest message in the running mean of requests per message. */
 const MEAN_WEIGHT = 0.2;
@@ -45,13 +45,15 @@ export class IngestBatches {
 
   /** Stores `msg` (encoded as `data`) in INVOCATIONS under `subject`; resolves once the message holding it is stored. */
   store(subject: string, sourceId: string, msg: InvocationMessage, data: Uint8Array): Promise<void> {
+    // Within the server's max_payload too, when it is set lower (with room for the brackets and commas).
+    const maxBytes = Math.min(INGEST_BATCH_MAX_BYTES, (this.nats.nc.info?.max_payload ?? 1024 * 1024) - 1024);
     let batch = this.open.get(subject);
-    if (data.byteLength > INGEST_BATCH_MAX_BYTES) {
+    if (data.byteLength > maxBytes) {
       // Alone, after the requests to the source that came before it: a source's requests are stored in arrival order.
       if (batch) this.send(batch, sourceId);
       return this.nats.streams.publish(subject, data, msg.invocationId);
     }
-    if (batch && (batch.parts.length >= INGEST_BATCH_MAX || batch.bytes + data.byteLength > INGEST_BATCH_MAX_BYTES)) {
+    if (batch && (batch.parts.length >= INGEST_BATCH_MAX || batch.bytes + data.byteLength > maxBytes)) {
       this.send(batch, sourceId);
       batch = undefined;
     }
