@@ -7,8 +7,9 @@ import { HTTP_SOURCE } from './support/components';
 import { eventually, startSystem, System } from './support/system';
 
 /**
- * `count` POSTs of `{ n }`, each on a connection of its own, written all at once once every connection is open (so
- * that the api reads them in one turn of its event loop): the statuses of the answers, in request order.
+ * `count` POSTs of `{ n }`, each on a connection of its own: every request but its last byte is written first, then
+ * the last bytes all at once, so that the api finds the requests complete together and reads them in one turn of its
+ * event loop. The statuses of the answers, in request order.
  */
 async function together(url: string, count: number): Promise<number[]> {
   const u = new URL(url);
@@ -30,12 +31,17 @@ async function together(url: string, count: number): Promise<number[]> {
     });
     socket.on('close', () => resolve(0));
   }));
-  sockets.forEach((socket, n) => {
+  const requests = sockets.map((_, n) => {
     const body = JSON.stringify({ n });
-    socket.write(`POST ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    return `POST ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
   });
+  sockets.forEach((socket, n) => socket.write(requests[n].slice(0, -1)));
+  await new Promise((r) => setTimeout(r, 200));
+  sockets.forEach((socket, n) => socket.write(requests[n].slice(-1)));
   return Promise.all(answers);
 }
+
+const REQUESTS = 40;
 
 /**
  * The requests to one source that arrive in one turn of the api's event loop are stored as one INVOCATIONS message;
@@ -61,7 +67,7 @@ describe('HTTP ingress: requests stored together', () => {
     const { id } = created.body.data;
     const url: string = created.body.data.configured_props.http.endpoint_url;
 
-    expect(await together(url, 20)).toEqual(Array(20).fill(200));
+    expect(await together(url, REQUESTS)).toEqual(Array(REQUESTS).fill(200));
 
     // Fewer messages than requests; together they hold every request once, each an invocation of its own.
     const names = new Names(system.natsPrefix);
@@ -70,7 +76,7 @@ describe('HTTP ingress: requests stored together', () => {
     const info = await jsm.streams.info(names.invocationsStream, { subjects_filter: subject });
     const messages = info.state.subjects?.[subject] ?? 0;
     expect(messages).toBeGreaterThan(0);
-    expect(messages).toBeLessThan(20);
+    expect(messages).toBeLessThan(REQUESTS);
     const stored: InvocationMessage[] = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
       const m = await jsm.streams.getMessage(names.invocationsStream, { seq }).catch(() => undefined);
@@ -78,25 +84,25 @@ describe('HTTP ingress: requests stored together', () => {
       const decoded = decodeJson<InvocationMessage | InvocationMessage[]>(m.data);
       stored.push(...(Array.isArray(decoded) ? decoded : [decoded]));
     }
-    expect(stored.map((inv) => (inv.event as { body: { n: number } }).body.n).sort((a, b) => a - b)).toEqual([...Array(20).keys()]);
-    expect(new Set(stored.map((inv) => inv.invocationId)).size).toBe(20);
+    expect(stored.map((inv) => (inv.event as { body: { n: number } }).body.n).sort((a, b) => a - b)).toEqual([...Array(REQUESTS).keys()]);
+    expect(new Set(stored.map((inv) => inv.invocationId)).size).toBe(REQUESTS);
     expect(stored.every((inv) => inv.sourceId === id && inv.kind === 'http')).toBe(true);
 
-    // The bound (10) counts the 20 requests waiting, not the messages holding them.
+    // The bound (10) counts the requests waiting, not the messages holding them.
     await eventually(async () => ((await (await fetch(`${system.origin}/healthz`)).json()) as { ingest: { invocations_pending: number } }).ingest.invocations_pending >= 10, { what: 'the backlog read' });
     const refused = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":99}' });
     expect(refused.status).toBe(429);
     expect(await refused.json()).toMatchObject({ code: 'backlog_full', details: { scope: 'source', limit: 10 } });
 
-    // A runner runs every request once: 20 events, one per request.
+    // A runner runs every request once: an event per request.
     await system.startApp('runner', 'runner');
     const events = await eventually(async () => {
       const res = await api.get(`/sources/${id}/event_summaries?limit=100&expand=event`);
-      return res.body.data.length >= 20 ? res.body.data : undefined;
-    }, { what: 'the 20 events', timeoutMs: 60_000 });
+      return res.body.data.length >= REQUESTS ? res.body.data : undefined;
+    }, { what: 'an event per request', timeoutMs: 60_000 });
     await new Promise((r) => setTimeout(r, 1000));
     const again = (await api.get(`/sources/${id}/event_summaries?limit=100&expand=event`)).body.data as { event: { n: number } }[];
     expect(again.length).toBe(events.length);
-    expect(again.map((e) => e.event.n).sort((a, b) => a - b)).toEqual([...Array(20).keys()]);
+    expect(again.map((e) => e.event.n).sort((a, b) => a - b)).toEqual([...Array(REQUESTS).keys()]);
   }, 120_000);
 });
