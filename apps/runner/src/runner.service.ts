@@ -47,7 +47,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    const maxPayload = this.nats.nc.info?.max_payload ?? 1024 * 1024;
+    const maxPayload = this.nats.maxPayload;
     this.timers = new TimerService(this.nats, this.metrics, this.logger);
     this.deps = {
       executor: this.executor,

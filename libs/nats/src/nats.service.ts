@@ -153,6 +153,11 @@ export class NatsService {
     });
   }
 
+  /** The largest message the connected server takes (its `max_payload`; NATS's default, 1 MiB, before it said). */
+  get maxPayload(): number {
+    return this.nc.info?.max_payload ?? 1024 * 1024;
+  }
+
   /** Reconnections of this process's connection so far (see ConnectionState.reconnects). */
   get reconnects(): number {
     return this.connection?.reconnects ?? 0;

@@ -225,7 +225,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   private async store(target: EndpointTarget, msg: InvocationMessage): Promise<void> {
     let data = encodeJson(msg);
     // A body near the size limit, stored both raw (JSON-escaped) and parsed, can pass NATS's payload limit: store it once, packed.
-    const maxPayload = this.nats.nc.info?.max_payload ?? 1024 * 1024;
+    const maxPayload = this.nats.maxPayload;
     if (data.length > maxPayload - 8192 && msg.kind === 'http') data = encodeJson({ ...msg, event: packHttpEvent(msg.event as HttpEvent) });
     if (data.length > maxPayload) {
       // HTTP_MAX_BODY_BYTES set above what one NATS message carries: a clear 413, not a 500 from the broker.
@@ -234,7 +234,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     // NATS down and not back within a moment: refused before anything is sent, so a retry cannot make a second event.
     if (!(await this.nats.waitConnected())) throw new ServiceUnavailableError('the request was not stored: the service cannot reach NATS right now; retry later', 1);
     try {
-      await this.batches.store(this.nats.names.invocation(target.partition, target.sourceId), target.sourceId, msg, data);
+      await this.batches.store(this.nats.names.invocation(target.partition, target.sourceId), msg, data);
     } catch (e) {
       // NATS unreachable or electing a leader: the request may or may not be stored (an acknowledgement can be lost).
       throw Object.assign(new Error(`the request could not be confirmed as stored (${(e as Error).message}): retry later; it may have been stored, so a retry can make a second event`), { statusCode: 503, invocationId: msg.invocationId });

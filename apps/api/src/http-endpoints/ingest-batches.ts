@@ -17,6 +17,7 @@ const CLOSE = Buffer.from(']');
 
 interface Batch {
   subject: string;
+  sourceId: string;
   parts: Uint8Array[];
   bytes: number;
   firstId: string;
@@ -44,23 +45,23 @@ export class IngestBatches {
   constructor(private readonly nats: NatsService) {}
 
   /** Stores `msg` (encoded as `data`) in INVOCATIONS under `subject`; resolves once the message holding it is stored. */
-  store(subject: string, sourceId: string, msg: InvocationMessage, data: Uint8Array): Promise<void> {
+  store(subject: string, msg: InvocationMessage, data: Uint8Array): Promise<void> {
     // Within the server's max_payload too, when it is set lower (with room for the brackets and commas).
-    const maxBytes = Math.min(INGEST_BATCH_MAX_BYTES, (this.nats.nc.info?.max_payload ?? 1024 * 1024) - 1024);
+    const maxBytes = Math.min(INGEST_BATCH_MAX_BYTES, this.nats.maxPayload - 1024);
     let batch = this.open.get(subject);
     if (data.byteLength > maxBytes) {
       // Alone, after the requests to the source that came before it: a source's requests are stored in arrival order.
-      if (batch) this.send(batch, sourceId);
+      if (batch) this.send(batch);
       return this.nats.streams.publish(subject, data, msg.invocationId);
     }
     if (batch && (batch.parts.length >= INGEST_BATCH_MAX || batch.bytes + data.byteLength > maxBytes)) {
-      this.send(batch, sourceId);
+      this.send(batch);
       batch = undefined;
     }
     if (!batch) {
-      const opened: Batch = { subject, parts: [], bytes: 0, firstId: msg.invocationId, waiters: [], sent: false };
+      const opened: Batch = { subject, sourceId: msg.sourceId, parts: [], bytes: 0, firstId: msg.invocationId, waiters: [], sent: false };
       this.open.set(subject, opened);
-      setImmediate(() => this.send(opened, sourceId));
+      setImmediate(() => this.send(opened));
       batch = opened;
     }
     batch.parts.push(data);
@@ -74,7 +75,8 @@ export class IngestBatches {
     return this.means.get(sourceId) ?? 1;
   }
 
-  private send(batch: Batch, sourceId: string): void {
+  private send(batch: Batch): void {
+    const { sourceId } = batch;
     if (batch.sent) return;
     batch.sent = true;
     if (this.open.get(batch.subject) === batch) this.open.delete(batch.subject);
@@ -83,13 +85,8 @@ export class IngestBatches {
     const mean = this.means.get(sourceId);
     if (mean !== undefined || n > 1) this.means.set(sourceId, mean === undefined ? n : mean + (n - mean) * MEAN_WEIGHT);
     const payload = n === 1 ? batch.parts[0] : Buffer.concat([OPEN, ...batch.parts.flatMap((p, i) => (i ? [COMMA, p] : [p])), CLOSE]);
-    let stored: Promise<void>;
-    try {
-      stored = this.nats.streams.publish(batch.subject, payload, batch.firstId);
-    } catch (e) {
-      stored = Promise.reject(e as Error);
-    }
-    stored.then(
+    // StreamPublisher.publish rejects, it does not throw.
+    this.nats.streams.publish(batch.subject, payload, batch.firstId).then(
       () => batch.waiters.forEach((w) => w.resolve()),
       (e: Error) => batch.waiters.forEach((w) => w.reject(e)),
     );

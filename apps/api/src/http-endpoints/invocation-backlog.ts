@@ -97,7 +97,6 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   private bySource = new Map<string, number>();
   /** Messages per source as last read (bySource is them scaled by the requests per message). */
   private messagesBySource = new Map<string, number>();
-  private unlisted = 0;
   private byAccount = new Map<string, number>();
   /** Unrouted events per owner, estimated from a sample of the router's backlog (empty while it is small). */
   private unroutedByAccount = new Map<string, number>();
@@ -226,20 +225,18 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
       const messages = subjectCounts(info.state.subjects ?? {});
       const scaled = (counts: Map<string, number>) => new Map([...counts].map(([id, n]) => [id, Math.round(n * this.batches.perMessage(id))]));
       const bySource = scaled(messages);
-      // Messages of subjects the answer did not list (a stream with more subjects than one answer holds) count as one each.
-      const unlisted = Math.max(0, info.state.messages - sum(messages));
+      // Every subject is listed (the client pages through a long list).
       const now = Date.now();
-      const total = sum(bySource) + unlisted;
+      const total = sum(bySource);
       if (this.lastReadAtMs) {
         // The last read's messages scaled as these are: a change of a source's mean is no drain (nor growth).
-        const drained = sum(scaled(this.messagesBySource)) + this.unlisted + this.acceptedSinceRead - total;
+        const drained = sum(scaled(this.messagesBySource)) + this.acceptedSinceRead - total;
         const rate = Math.max(0, drained) / Math.max(0.001, (now - this.lastReadAtMs) / 1000);
         this.drainPerSecond = this.drainPerSecond ? this.drainPerSecond * 0.7 + rate * 0.3 : rate;
       }
       this.total = total;
       this.bySource = bySource;
       this.messagesBySource = messages;
-      this.unlisted = unlisted;
       this.deliveries = deliveries.state.messages;
       // Postgres unreachable for a moment: the owners' figures stay as last read, the others move on.
       this.byAccount = await this.perOwner(this.emitterOwners, EMITTER_OWNERS, bySource).catch(() => this.byAccount);

@@ -10,15 +10,12 @@ export type MessageOutcome = { ack: true } | { nakDelayMs: number | undefined; f
  * the ones that did finish, so that this replica does not run them again when it returns (RanBefore).
  */
 export class MessageInvocations {
-  private left: number;
   private handedBack = false;
   private nakDelayMs: number | undefined;
   private readonly finished: string[] = [];
   private readonly settled = new Set<number>();
 
-  constructor(readonly invocations: InvocationMessage[], private readonly onSettled: (outcome: MessageOutcome) => void) {
-    this.left = invocations.length;
-  }
+  constructor(private readonly invocations: InvocationMessage[], private readonly onSettled: (outcome: MessageOutcome) => void) {}
 
   ack(index: number): void {
     if (!this.settle(index)) return;
@@ -36,12 +33,11 @@ export class MessageInvocations {
   private settle(index: number): boolean {
     if (this.settled.has(index)) return false;
     this.settled.add(index);
-    this.left--;
     return true;
   }
 
   private end(): void {
-    if (this.left > 0) return;
+    if (this.settled.size < this.invocations.length) return;
     this.onSettled(this.handedBack ? { nakDelayMs: this.nakDelayMs, finished: this.finished } : { ack: true });
   }
 }
