@@ -26,6 +26,8 @@ module.exports = {
     const fs = require("fs"), v8 = require("v8");
     const frame = (msg) => { const b = v8.serialize(msg); const h = Buffer.alloc(4); h.writeUInt32BE(b.length); return Buffer.concat([h, b]); };
     const p = event.body.probe;
+    // Blocks the thread before the run's first await (its synchronous part).
+    if (p === "spin") for (;;) {}
     const fake = (value) => { JSON.stringify = () => "{}"; JSON.parse = () => value; };
     if (p === "giant") {
       this.http.respond({ status: 200, body: "sending" });
@@ -47,8 +49,10 @@ module.exports = {
     if (p === "fine") this.$emit({ fine: event.body.n });
     if (p === "deep") { let v = 1; for (let i = 0; i < 3000; i++) v = [v]; this.$emit({ deep: v }); }
     if (p === "stall") {
-      // The pool's table of task start times is shared with every worker: "still queued" (0) for every task, then block.
-      const table = new BigInt64Array(require("worker_threads").workerData.startTable);
+      // With worker threads, the pool's table of task start times is shared with every worker: "still queued" (0)
+      // for every task. Then block the thread.
+      const shared = require("worker_threads").workerData?.startTable;
+      const table = shared ? new BigInt64Array(shared) : [];
       for (let i = 0; i < table.length; i++) Atomics.store(table, i, 0n);
       this.http.respond({ status: 200, body: "stalling" });
       await new Promise((r) => setTimeout(r, 20));
@@ -59,7 +63,13 @@ module.exports = {
 };`;
 const RESPONDER = `module.exports = { name: "R", version: "1", props: { http: { type: "$.interface.http", customResponse: true } }, async run() { this.http.respond({ status: 200, body: "pong" }); } };`;
 
-describe("the app against what a hostile tenant's sandbox sends back", () => {
+// Both places runs execute in a sandbox process (SANDBOX_RUN_IN): its own thread (the default), worker threads.
+describe.each([
+  // 3,000 nested arrays: the process's own thread has a smaller stack than a worker's (1 MB against 4), where the
+  // runtime's own JSON check of the emit already overflows; in a worker the serializer of the channel does.
+  { runIn: 'process', stopped: 'its sandbox process was stopped', stopLog: 'a run blocked its sandbox process past its deadline', deep: ['TypeError', /^\$emit\(event\): the event or its meta is not JSON-serializable \(Maximum call stack size exceeded\)$/] },
+  { runIn: 'workers', stopped: 'its worker was stopped', stopLog: 'sandbox task overran its deadline', deep: ['ResultSizeLimitError', /cannot be sent back: .*call stack/] },
+] as const)("the app against what a hostile tenant's sandbox sends back (SANDBOX_RUN_IN=$runIn)", ({ runIn, stopped, stopLog, deep }) => {
   let system: System;
   let a: TestUser;
   let b: TestUser;
@@ -82,7 +92,7 @@ describe("the app against what a hostile tenant's sandbox sends back", () => {
   };
 
   beforeAll(async () => {
-    system = await startSystem({ HTTP_RATE_PER_SEC: '0', HTTP_RESPONSE_TIMEOUT_MS: '15000', RUN_TIMEOUT_MS: '3000', LOG_LEVEL: 'warn' });
+    system = await startSystem({ SANDBOX_RUN_IN: runIn, HTTP_RATE_PER_SEC: '0', HTTP_RESPONSE_TIMEOUT_MS: '15000', RUN_TIMEOUT_MS: '3000', LOG_LEVEL: 'warn' });
     a = createUser(system);
     b = createUser(system);
     responder = (await deploy(b, RESPONDER)).url;
@@ -132,24 +142,45 @@ describe("the app against what a hostile tenant's sandbox sends back", () => {
   it('fails a result nested too deeply to send back, without ending the sandbox', async () => {
     const probe = await deploy(a, PROBE);
     await ready(probe.url);
-    // 3,000 levels pass the sandbox's JSON, but not the serializer of the channel: it threw in the host, which died.
+    // Once, 3,000 levels passed the sandbox's JSON but not the serializer of the channel: it threw in the host, which died.
     expect(await (await send(probe.url, { probe: 'deep' })).text()).toBe('ok deep');
     const e = await eventually(async () => (await events(probe.id, '$errors')).find((x: { error?: { name: string } }) => x.error?.name), { what: 'a $errors event', timeoutMs: 30_000 });
-    expect([e.error.name, e.error.message]).toEqual(['ResultSizeLimitError', expect.stringMatching(/cannot be sent back: .*call stack/)]);
+    expect([e.error.name, e.error.message]).toEqual([deep[0], expect.stringMatching(deep[1])]);
     expect(await (await send(probe.url, { probe: 'fine', n: 3 })).text()).toBe('ok fine');
     await platformUp();
   });
 
-  it("times a run out though it rewrote the worker pool's shared table of start times", async () => {
+  it("times a blocked run out (with worker threads, though it rewrote the pool's shared table of start times)", async () => {
     const probe = await deploy(a, PROBE);
     await ready(probe.url);
     const started = Date.now();
     expect(await (await send(probe.url, { probe: 'stall' })).text()).toBe('stalling');
     // Before: no TimeoutError ever came, and the source answered 504 from then on (its worker held for good).
     const e = await eventually(async () => (await events(probe.id, '$errors')).find((x: { error?: { name: string } }) => x.error?.name === 'TimeoutError'), { what: 'a TimeoutError', timeoutMs: 30_000 });
-    expect(e.error.message).toMatch(/timed out after 3000 ms \(its worker was stopped\)/);
+    expect(e.error.message).toBe(`run timed out after 3000 ms (${stopped})`);
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(await (await send(probe.url, { probe: 'fine', n: 2 })).text()).toBe('ok fine');
+    await platformUp();
+  });
+
+  it('stops code that blocked its thread once; then it runs guarded: the next block ends the run alone', async () => {
+    // Code of its own: the stall above made the probe's code guarded.
+    const probe = await deploy(a, PROBE.replace('name: "Probe"', 'name: "Spinner"'));
+    await ready(probe.url);
+    const stops = () => system.logs('runner').split(stopLog).length - 1;
+    const before = stops();
+    const timeouts = async () => (await events(probe.id, '$errors')).filter((x: { error?: { name: string } }) => x.error?.name === 'TimeoutError');
+    // Each run answers 502 when it fails before responding (the first: its process or worker was stopped).
+    expect((await send(probe.url, { probe: 'spin' })).status).toBe(502);
+    await eventually(async () => (await timeouts()).length === 1, { what: 'the first TimeoutError', timeoutMs: 30_000 });
+    expect((await timeouts())[0].error.message).toBe(`run timed out after 3000 ms (${stopped})`);
+    expect(await (await send(probe.url, { probe: 'fine', n: 4 })).text()).toBe('ok fine');
+    expect((await send(probe.url, { probe: 'spin' })).status).toBe(502);
+    await eventually(async () => (await timeouts()).length === 2, { what: 'the second TimeoutError', timeoutMs: 30_000 });
+    // The vm timeout ended the second: nothing was stopped for it.
+    expect((await timeouts()).map((x: { error: { message: string } }) => x.error.message).sort()).toEqual(['run timed out after 3000 ms', `run timed out after 3000 ms (${stopped})`]);
+    expect(stops() - before).toBe(1);
+    expect(await (await send(probe.url, { probe: 'fine', n: 5 })).text()).toBe('ok fine');
     await platformUp();
   });
 

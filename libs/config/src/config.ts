@@ -48,11 +48,12 @@ export const SETTINGS = {
   leaseTtlMs: int('LEASE_TTL_MS', 10_000, 'partition lease time-to-live', 1000),
   runTimeoutMs: int('RUN_TIMEOUT_MS', 300_000, 'default wall-clock limit of one run or hook', 100),
   maxRunTimeoutMs: int('MAX_RUN_TIMEOUT_MS', 300_000, 'operator cap of a per-source run timeout (raised to RUN_TIMEOUT_MS when only that is set higher)', 100),
-  workerHeapMb: int('WORKER_HEAP_MB', 256, 'old-generation heap cap per worker thread', 16),
+  workerHeapMb: int('WORKER_HEAP_MB', 256, 'old-generation heap cap per worker thread, or of an account\'s whole sandbox process with SANDBOX_RUN_IN=process', 16),
   workerVmTimeout: str('WORKER_VM_TIMEOUT', 'adaptive', 'how a synchronous endless loop in component code is stopped: always (vm timeout on every call, ~50 µs each), adaptive (vm timeout only for code that already hung a worker; its first hang terminates the worker), never (terminate the worker)'),
   workerThreads: int('WORKER_THREADS', 0, 'Piscina pool size (0 = number of CPUs)', 0, 256),
   sandboxIsolation: str('SANDBOX_ISOLATION', 'namespaces', 'how component code is isolated: namespaces (one sandbox process per account under bubblewrap: no network but the egress proxy, an unprivileged uid, Node\'s permission model, a memory limit) or none (worker threads of the app process, for a single trusted team)'),
-  sandboxThreadsPerAccount: int('SANDBOX_THREADS_PER_ACCOUNT', 2, 'worker threads in one account\'s sandbox process: how many runs of one account execute at once (more wait in that account\'s queue)', 1, 64),
+  sandboxRunIn: str('SANDBOX_RUN_IN', 'process', 'where an account\'s runs execute inside its sandbox process: process (its own thread, several runs in flight at once; a run that blocks the thread past its deadline stops the process, and the account\'s runs in flight beside it fail with it) or workers (SANDBOX_THREADS_PER_ACCOUNT worker threads: a blocked run stops only its worker, at a higher cost per run)'),
+  sandboxThreadsPerAccount: int('SANDBOX_THREADS_PER_ACCOUNT', 2, 'with SANDBOX_RUN_IN=workers, worker threads in one account\'s sandbox process: how many runs of one account execute at once (more wait in that account\'s queue)', 1, 64),
   sandboxMemoryMb: int('SANDBOX_MEMORY_MB', 1024, 'resident memory (RSS, heap and off-heap) one account\'s sandbox process may use before it is stopped', 64),
   sandboxTmpMb: int('SANDBOX_TMP_MB', 256, 'size of the /tmp of one account\'s sandbox (its own tmpfs, emptied when the sandbox stops): the only place component code can write files', 1, 1_048_576),
   sandboxIdleMs: int('SANDBOX_IDLE_MS', 300_000, 'a sandbox process with nothing to run for this long is stopped', 1000),
@@ -207,6 +208,7 @@ function checkValues(raw: Raw): void {
   oneOf('WORKER_VM_TIMEOUT', raw.workerVmTimeout, ['always', 'adaptive', 'never']);
   oneOf('LOG_LEVEL', raw.logLevel, LOG_LEVELS);
   oneOf('SANDBOX_ISOLATION', raw.sandboxIsolation, ['namespaces', 'none']);
+  oneOf('SANDBOX_RUN_IN', raw.sandboxRunIn, ['process', 'workers']);
   const scheme = (env: string, value: string, allowed: string[]): void => {
     if (!allowed.includes(new URL(value).protocol)) throw new ConfigError(`${env} must be a ${allowed.map((p) => p + '//').join(' or ')} URL, got "${value}"`);
   };

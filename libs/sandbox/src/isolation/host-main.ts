@@ -1,13 +1,15 @@
 /**
  * Entry of a sandbox host process: one per account, started by an app inside
  * the isolation (namespaces, an unprivileged uid, Node's permission model). It
- * holds the account's Piscina pool and runs the tasks the app sends over IPC.
- * Nothing here trusts the components: they run in the pool's worker threads.
+ * runs the tasks the app sends over IPC: on its own thread (SANDBOX_RUN_IN=process)
+ * or in a Piscina pool of worker threads (workers). Nothing here trusts the
+ * components; the app reads what comes back as untrusted (host-process.ts).
  */
 import { Socket } from 'node:net';
 import { serialize } from 'node:v8';
 import type { ResponseMessage } from '../worker-protocol';
 import { WorkerPool } from '../worker-pool';
+import { OwnThreadRunner } from './own-thread-runner';
 import { HOST_CHANNEL_FD, type FromHost, type HostConfig, type ToHost } from './host-protocol';
 import { FrameReader, frameHeader } from './frame-channel';
 import { IpcBatch } from './ipc-batch';
@@ -42,7 +44,7 @@ const logger = {
   debug: (obj: object, msg?: string) => send({ t: 'log', level: 'debug', obj, msg }),
 };
 
-const pool = new WorkerPool({ ...config, logger });
+const pool = config.runIn === 'process' ? new OwnThreadRunner(config) : new WorkerPool({ ...config, logger });
 
 function handle(m: ToHost): void {
   if (m.t === 'run') {

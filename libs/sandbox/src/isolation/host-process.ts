@@ -5,7 +5,7 @@ import type { SandboxError, SandboxLogger } from '../types';
 import { sandboxError, type TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 import { encodeFrames, FrameReader, type FrameError } from './frame-channel';
-import type { FromHost, ToHost } from './host-protocol';
+import type { FromHost, SandboxRunIn, ToHost } from './host-protocol';
 import { IpcBatch } from './ipc-batch';
 import { FRAME_ENVELOPE_BYTES, checkedFromHost, frameCapBytes } from './host-messages';
 import { RESULT_MAX_BYTES } from './result-bounds';
@@ -17,6 +17,11 @@ const STDERR_KEEP = 4096;
 /** Log lines a sandbox host may send per window (more are dropped). */
 const LOG_WINDOW_MS = 10_000;
 const LOG_LINES_PER_WINDOW = 100;
+/** Runs on the process's own thread: how long past its deadline a run may keep the process silent before it is stopped. */
+const OVERRUN_GRACE_MS = 1000;
+/** How long a dead process's exit waits for the rest of its stderr (which tells a heap exhaustion). */
+const STDERR_DRAIN_MS = 1000;
+const HEAP_EXHAUSTED = /JavaScript heap out of memory|Reached heap limit/;
 
 interface Pending {
   resolve: (out: TaskOutcome<unknown>) => void;
@@ -25,6 +30,8 @@ interface Pending {
   task: WorkerTask;
   /** `response` messages seen for this task. */
   responses?: number;
+  sentAtMs: number;
+  timeoutMs: number;
 }
 
 export interface HostProcessOptions {
@@ -33,6 +40,12 @@ export interface HostProcessOptions {
   args: string[];
   env: Record<string, string>;
   memoryMb: number;
+  /** Where its runs execute (SANDBOX_RUN_IN): on its own thread, a run that blocks it past its deadline stops the process. */
+  runIn: SandboxRunIn;
+  /** The heap cap of the process (runs on its own thread) or of each worker thread, for the error that names it. */
+  heapMb: number;
+  /** A run blocked the process past its deadline (it was stopped). */
+  onOverrun?: (task: WorkerTask) => void;
   logger?: SandboxLogger;
 }
 
@@ -53,6 +66,10 @@ export class HostProcess {
   private ready!: Promise<void>;
   private watchdog: NodeJS.Timeout | undefined;
   private stopReason: SandboxError | undefined;
+  /** Failures of particular tasks when the process stops (the run that blocked it), instead of `stopReason`. */
+  private readonly failures = new Map<number, SandboxError>();
+  /** When the host last sent anything: a process that answers is not blocked. */
+  private lastFrameMs = Date.now();
   private stderr = '';
   private logWindow = { startMs: 0, lines: 0 };
   /** Tasks to the host, one write per turn of the event loop; a failed write fails the tasks it carried. */
@@ -94,16 +111,31 @@ export class HostProcess {
         },
         (e: FrameError) => this.violation(e.message),
       );
-      channel.on('data', (d: Buffer) => reader.push(d));
+      channel.on('data', (d: Buffer) => {
+        this.lastFrameMs = Date.now();
+        reader.push(d);
+      });
       child.once('exit', () => {
         clearTimeout(timer);
         reject(new Error(`the sandbox process could not start: ${this.stderr.trim().slice(-1000) || 'no output'}`));
       });
     });
     this.ready.catch(() => undefined);
-    child.once('exit', (code, signal) => this.exit(code, signal));
+    // Its exit is handled once its stderr is read to the end (or soon after), which tells a heap exhaustion.
+    child.once('exit', (code, signal) => {
+      this.exited = true;
+      const done = (): void => this.exit(code, signal);
+      const timer = setTimeout(done, STDERR_DRAIN_MS);
+      child.once('close', () => {
+        clearTimeout(timer);
+        done();
+      });
+    });
     child.on('error', (e) => this.opts.logger?.error({ account: this.opts.account, err: e.message }, 'sandbox process error'));
-    this.watchdog = setInterval(() => this.checkMemory(), MEMORY_CHECK_MS);
+    this.watchdog = setInterval(() => {
+      this.checkMemory();
+      if (this.opts.runIn === 'process') this.checkDeadlines();
+    }, MEMORY_CHECK_MS);
     this.watchdog.unref();
   }
 
@@ -118,7 +150,7 @@ export class HostProcess {
     this.lastUsedMs = Date.now();
     const id = this.nextId++;
     return new Promise<TaskOutcome<T>>((resolve) => {
-      this.pending.set(id, { resolve: resolve as (o: TaskOutcome<unknown>) => void, onResponse, what, task });
+      this.pending.set(id, { resolve: resolve as (o: TaskOutcome<unknown>) => void, onResponse, what, task, sentAtMs: Date.now(), timeoutMs });
       this.out.push({ t: 'run', id, task, timeoutMs, respond: !!onResponse });
     });
   }
@@ -208,7 +240,30 @@ export class HostProcess {
     this.kill(sandboxError('MemoryLimitError', `the account's sandbox process used ${used} MiB, over its memory limit of ${this.opts.memoryMb} MiB (SANDBOX_MEMORY_MB); it was stopped`));
   }
 
+  /**
+   * Runs on the process's own thread: a run past its deadline (from when it was sent, or from the process's last
+   * answer when later: runs queued behind a busy thread are not blamed for it), with nothing heard from the process
+   * since, blocks the thread (its awaits are bounded inside). The process is stopped: that run fails with a
+   * TimeoutError, the others in flight with it, and its code runs guarded from then on (`onOverrun`).
+   */
+  private checkDeadlines(): void {
+    if (this.exited || this.stopReason) return;
+    const now = Date.now();
+    for (const [id, p] of this.pending) {
+      if (now <= Math.max(p.sentAtMs, this.lastFrameMs) + p.timeoutMs + OVERRUN_GRACE_MS) continue;
+      this.opts.onOverrun?.(p.task);
+      this.failures.set(id, sandboxError('TimeoutError', `${p.what} timed out after ${p.timeoutMs} ms (its sandbox process was stopped)`));
+      this.opts.logger?.warn({ account: this.opts.account, task: p.what, timeout_ms: p.timeoutMs, in_flight: this.pending.size }, 'a run blocked its sandbox process past its deadline: stopped');
+      this.kill(sandboxError('SandboxCrashError', `the account's sandbox process was stopped: a run of ${p.what} blocked it past its deadline (${p.timeoutMs} ms), and this run was in flight beside it; it is started again for the next run`));
+      return;
+    }
+  }
+
   private deathError(what: string, code: number | null, signal: NodeJS.Signals | null): SandboxError {
+    if (HEAP_EXHAUSTED.test(this.stderr)) {
+      const where = this.opts.runIn === 'process' ? "heap of the account's sandbox process" : 'heap per worker thread';
+      return sandboxError('MemoryLimitError', `${what} exceeded the memory limit (${this.opts.heapMb} MB ${where}, WORKER_HEAP_MB); the account's sandbox process was stopped and starts again for the next run`);
+    }
     const how = signal ? `was killed (${signal})` : code !== null && code > 128 ? `was killed (${signalName(code - 128)})` : `exited (code ${code ?? 'unknown'})`;
     return sandboxError('SandboxCrashError', `the account's sandbox process ${how} while running ${what}; it is started again for the next run`);
   }
@@ -216,12 +271,12 @@ export class HostProcess {
   private exit(code: number | null, signal: NodeJS.Signals | null): void {
     this.exited = true;
     if (this.watchdog) clearInterval(this.watchdog);
-    const pending = [...this.pending.values()];
+    const pending = [...this.pending];
     this.pending.clear();
     if (!this.stopReason && pending.length) {
       this.opts.logger?.warn({ account: this.opts.account, code, signal, stderr: this.stderr.slice(-500) }, 'sandbox process died');
     }
-    for (const p of pending) p.resolve({ failed: this.stopReason ? { ...this.stopReason } : this.deathError(p.what, code, signal) });
+    for (const [id, p] of pending) p.resolve({ failed: this.failures.get(id) ?? (this.stopReason ? { ...this.stopReason } : this.deathError(p.what, code, signal)) });
     this.onExit();
   }
 }

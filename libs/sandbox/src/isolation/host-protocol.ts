@@ -6,11 +6,16 @@
 import type { TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 
+/** Where an account's runs execute inside its sandbox process (SANDBOX_RUN_IN). */
+export type SandboxRunIn = 'process' | 'workers';
+
 /** The host's end of the channel to its app. */
 export const HOST_CHANNEL_FD = 3;
 
 /** What the app tells the host when it starts it (argv[2], JSON). */
 export interface HostConfig {
+  /** Where runs execute: this process's own thread, or `threads` worker threads (SANDBOX_RUN_IN). */
+  runIn: SandboxRunIn;
   threads: number;
   heapMb: number;
   vmTimeout: 'always' | 'adaptive' | 'never';

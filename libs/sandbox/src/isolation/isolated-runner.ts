@@ -8,7 +8,7 @@ import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 import { AccountView, accountKey } from './account-view';
 import { EgressProxy } from './egress-proxy';
 import { EgressJudge, type EgressRules } from './egress-rules';
-import type { HostConfig } from './host-protocol';
+import type { HostConfig, SandboxRunIn } from './host-protocol';
 import { HostProcess } from './host-process';
 import { INSIDE, type Mount, sandboxCommand } from './sandbox-command';
 
@@ -18,6 +18,8 @@ export interface SandboxIsolationOptions {
   bwrap: string;
   /** Size of the sandbox's /tmp (a tmpfs of its own, emptied when the sandbox stops). */
   tmpMb: number;
+  /** Where an account's runs execute inside its sandbox process (SANDBOX_RUN_IN). */
+  runIn: SandboxRunIn;
   threadsPerAccount: number;
   memoryMb: number;
   /** A sandbox process with nothing to run for this long is stopped. */
@@ -40,6 +42,8 @@ export interface IsolatedRunnerOptions extends SandboxIsolationOptions {
 }
 
 const UID_RANGE = 100_000;
+/** Bundles remembered as having blocked a sandbox process (beyond it the memory starts over). */
+const GUARDED_MAX = 10_000;
 const SWEEP_MS = 5_000;
 
 interface AccountSandbox {
@@ -65,6 +69,8 @@ export class IsolatedRunner {
   private readonly sweeper: NodeJS.Timeout;
   private completed = 0;
   private closed = false;
+  /** Bundles whose run blocked its sandbox process's thread: their runs are guarded ('adaptive' vm timeout) from then on. */
+  private readonly guarded = new Set<string>();
 
   constructor(private readonly opts: IsolatedRunnerOptions) {
     this.judge = new EgressJudge(opts.egress);
@@ -82,6 +88,7 @@ export class IsolatedRunner {
     try {
       sandbox = await this.sandbox(account);
       task.bundle = await this.view(account).map(task.bundle);
+      if (this.guarded.has(task.bundle.key)) task.guard = true;
     } catch (e) {
       const err = e as Error;
       return { failed: { name: err.name === 'Error' ? 'SandboxError' : err.name, message: err.message } };
@@ -94,7 +101,7 @@ export class IsolatedRunner {
   stats(): SandboxPoolStats & { sandboxes: number } {
     let inFlight = 0;
     for (const s of this.sandboxes.values()) inFlight += s.host.inFlight;
-    return { threads: this.sandboxes.size * this.opts.threadsPerAccount, queueSize: inFlight, completed: this.completed, utilization: 0, guardedBundles: 0, sandboxes: this.sandboxes.size };
+    return { threads: this.sandboxes.size * (this.opts.runIn === 'process' ? 1 : this.opts.threadsPerAccount), queueSize: inFlight, completed: this.completed, utilization: 0, guardedBundles: this.guarded.size, sandboxes: this.sandboxes.size };
   }
 
   async close(graceMs = 2000): Promise<void> {
@@ -102,6 +109,11 @@ export class IsolatedRunner {
     clearInterval(this.sweeper);
     await Promise.all([...this.sandboxes.values()].map((s) => s.host.close(graceMs)));
     rmSync(this.runDir, { recursive: true, force: true });
+  }
+
+  private guard(bundleKey: string): void {
+    if (this.guarded.size >= GUARDED_MAX) this.guarded.clear();
+    this.guarded.add(bundleKey);
   }
 
   private view(account: string): AccountView {
@@ -140,7 +152,15 @@ export class IsolatedRunner {
     mkdirSync(view.dir, { recursive: true, mode: 0o755 });
     const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets, this.opts.egressMaxConnections);
     await egress.start();
-    const host = new HostProcess({ account, ...this.command(view, sockets, uid, egress), memoryMb: this.opts.memoryMb, logger: this.opts.logger });
+    const host = new HostProcess({
+      account,
+      ...this.command(view, sockets, uid, egress),
+      memoryMb: this.opts.memoryMb,
+      runIn: this.opts.runIn,
+      heapMb: this.opts.heapMb,
+      onOverrun: (task) => this.guard(task.bundle.key),
+      logger: this.opts.logger,
+    });
     const sandbox = { host, egress };
     host.onExit = () => {
       egress.close();
@@ -164,6 +184,7 @@ export class IsolatedRunner {
       return m.inside + p.slice(m.outside.length);
     };
     const config: HostConfig = {
+      runIn: this.opts.runIn,
       threads: this.opts.threadsPerAccount,
       heapMb: this.opts.heapMb,
       vmTimeout: this.opts.vmTimeout,

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type { HostConfig } from './host-protocol';
 
 /** Where things appear inside a sandbox: the project's code, the account's code, its egress sockets; /tmp is its own tmpfs. */
 export const INSIDE = { app: '/app', code: '/code', sockets: '/run/egress' } as const;
@@ -16,7 +17,7 @@ export interface SandboxCommandInput {
   bwrap: string;
   /** The host script, as seen inside. */
   hostFile: string;
-  hostConfig: object;
+  hostConfig: HostConfig;
   /** Read-only mounts (also readable under the permission model). */
   readOnly: Mount[];
   /** Size of the sandbox's /tmp, a tmpfs of its own: the only writable place. */
@@ -76,7 +77,8 @@ export function sandboxCommand(input: SandboxCommandInput): { command: string; a
     ...readOnly.map((m) => `--allow-fs-read=${statSync(m.outside).isDirectory() ? slash(m.inside) : m.inside}`),
     '--allow-fs-read=/tmp/',
     '--allow-fs-write=/tmp/',
-    '--allow-worker',
+    // Worker threads only for the pool that needs them: on its own thread, component code cannot start one at all.
+    ...(input.hostConfig.runIn === 'workers' ? ['--allow-worker'] : [`--max-old-space-size=${input.hostConfig.heapMb}`]),
     '--no-warnings',
     input.hostFile,
     JSON.stringify(input.hostConfig),

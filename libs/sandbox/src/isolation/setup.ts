@@ -9,6 +9,7 @@ import { findBwrap, probeSandbox } from './sandbox-command';
 /** The settings the isolation is built from (a subset of the apps' config). */
 export interface IsolationSettings extends PlatformSettings {
   sandboxIsolation: string;
+  sandboxRunIn: string;
   sandboxThreadsPerAccount: number;
   sandboxMemoryMb: number;
   sandboxTmpMb: number;
@@ -129,6 +130,7 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
   const options: SandboxIsolationOptions = {
     bwrap,
     tmpMb: s.sandboxTmpMb,
+    runIn: s.sandboxRunIn as SandboxIsolationOptions['runIn'],
     threadsPerAccount: s.sandboxThreadsPerAccount,
     memoryMb: s.sandboxMemoryMb,
     idleMs: s.sandboxIdleMs,
@@ -140,7 +142,7 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
   const who = asRoot ? `uids ${s.sandboxUidBase}+ (one per account)` : 'a user namespace of the app\'s uid';
   return {
     mode: 'namespaces',
-    summary: `namespaces: one process per account under bubblewrap (no network but the egress proxy, own pid/ipc/mount namespaces), ${who}, Node permission model, ${s.sandboxMemoryMb} MiB, a ${s.sandboxTmpMb} MiB /tmp and ${s.sandboxThreadsPerAccount} threads per account`,
+    summary: `namespaces: one process per account under bubblewrap (no network but the egress proxy, own pid/ipc/mount namespaces), ${who}, Node permission model, ${s.sandboxMemoryMb} MiB, a ${s.sandboxTmpMb} MiB /tmp and ${s.sandboxRunIn === 'process' ? "runs on the process's own thread" : `${s.sandboxThreadsPerAccount} worker threads per account`}`,
     options,
   };
 }

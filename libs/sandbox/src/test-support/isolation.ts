@@ -4,6 +4,7 @@ import type { IsolationSettings } from '../isolation/setup';
 export function isolationSettings(dataDir: string, overrides: Partial<IsolationSettings> = {}): IsolationSettings {
   return {
     sandboxIsolation: 'namespaces',
+    sandboxRunIn: 'process',
     sandboxThreadsPerAccount: 2,
     sandboxMemoryMb: 1024,
     sandboxTmpMb: 64,

@@ -1,8 +1,9 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Script } from 'node:vm';
 
 /**
  * Calls `fn` under `vm`'s `timeout`, so that a synchronous endless loop throws
- * instead of blocking the worker. The watchdog costs tens of microseconds per
+ * instead of blocking its thread. The watchdog costs tens of microseconds per
  * call, so it can be limited to code that has hung before ('adaptive') or
  * switched off ('never'); the pool's deadline then terminates the worker.
  */
@@ -17,23 +18,20 @@ export class TimeoutError extends Error {
 export type VmTimeoutMode = 'always' | 'adaptive' | 'never';
 
 let mode: VmTimeoutMode = 'always';
-let enabled = true;
+/** Whether the task being run has its synchronous parts bounded: per task, as several may be in flight on one thread. */
+const bounded = new AsyncLocalStorage<boolean>();
 
 export function setVmTimeoutMode(m: VmTimeoutMode): void {
   mode = m;
-  enabled = m === 'always';
 }
 
-/**
- * Set at the start of each task, before any of its synchronous calls (they all
- * run in the task's first synchronous slice): `guard` marks code that hung before.
- */
-export function guardTask(guard: boolean | undefined): void {
-  enabled = mode === 'always' || (mode === 'adaptive' && guard === true);
+/** Runs one task: `guard` marks code that hung before (bounded in 'adaptive' mode). */
+export function guardedTask<T>(guard: boolean | undefined, fn: () => Promise<T>): Promise<T> {
+  return bounded.run(mode === 'always' || (mode === 'adaptive' && guard === true), fn);
 }
 
 export function runSync<T>(fn: () => T, timeoutMs: number, what: string, limitMs = timeoutMs): T {
-  if (!enabled) return fn();
+  if (!(bounded.getStore() ?? mode === 'always')) return fn();
   slot[SLOT] = fn;
   try {
     return script.runInThisContext({ timeout: Math.max(1, Math.floor(timeoutMs)) }) as T;
