@@ -71,6 +71,8 @@ async function startSystem(env = {}, { apps = ['api', 'runner', 'delivery'] } = 
     LOG_LEVEL: 'warn',
     // BENCH_ISOLATION=none measures the in-process pool (SANDBOX_ISOLATION=none) for comparison.
     ...(process.env.BENCH_ISOLATION ? { SANDBOX_ISOLATION: process.env.BENCH_ISOLATION } : {}),
+    // BENCH_RUN_IN=workers measures runs on worker threads inside each sandbox process (SANDBOX_RUN_IN=workers).
+    ...(process.env.BENCH_RUN_IN ? { SANDBOX_RUN_IN: process.env.BENCH_RUN_IN } : {}),
     ...env,
   };
   const procs = new Map();
