@@ -5,7 +5,8 @@ import { Script } from 'node:vm';
  * Calls `fn` under `vm`'s `timeout`, so that a synchronous endless loop throws
  * instead of blocking its thread. The watchdog costs tens of microseconds per
  * call, so it can be limited to code that has hung before ('adaptive') or
- * switched off ('never'); the pool's deadline then terminates the worker.
+ * switched off ('never'); at the deadline the pool then terminates the worker
+ * (on a sandbox process's own thread, the app stops the process).
  */
 const SLOT = '__essSandboxCall';
 const script = new Script(`globalThis.${SLOT}()`, { filename: 'sandbox-call' });
