@@ -16,6 +16,8 @@ import { IpcBatch } from './ipc-batch';
 import { doneBody, responseBody } from './result-bounds';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as HostConfig;
+/** The process's own exit: on this thread the component runtime replaces `process.exit` (it throws for component code). */
+const exit = process.exit.bind(process);
 
 /** The app's end of the channel (fd 3, a socket pair): framed messages both ways (frame-channel.ts). */
 const channel = new Socket({ fd: HOST_CHANNEL_FD, readable: true, writable: true });
@@ -59,8 +61,8 @@ function handle(m: ToHost): void {
     void pool.close(m.graceMs).then(() => {
       out.flush();
       // Exits once the last answers are written (exiting at once could drop them).
-      setTimeout(() => process.exit(0), 1000).unref();
-      channel.end(() => process.exit(0));
+      setTimeout(() => exit(0), 1000).unref();
+      channel.end(() => exit(0));
     });
   }
 }
@@ -69,11 +71,11 @@ function handle(m: ToHost): void {
 const reader = new FrameReader(
   () => 0xffffffff,
   (m) => handle(m as ToHost),
-  () => process.exit(1),
+  () => exit(1),
 );
 channel.on('data', (d: Buffer) => reader.push(d));
-channel.on('error', () => process.exit(0));
+channel.on('error', () => exit(0));
 // The app went away (or closed the channel): nothing left to serve.
-channel.on('close', () => process.exit(0));
+channel.on('close', () => exit(0));
 send({ t: 'ready' });
 out.flush();
