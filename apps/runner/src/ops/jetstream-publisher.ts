@@ -111,8 +111,8 @@ export class JetStreamPublisher implements Publisher {
    */
   reply(subject: string, response: HttpResponseMessage): void {
     const data = encodeJson(response);
-    const max = this.nats.nc.info?.max_payload;
-    if (max === undefined || data.byteLength <= max) return this.nats.nc.publish(subject, data);
+    const max = this.nats.maxPayload;
+    if (data.byteLength <= max) return this.nats.nc.publish(subject, data);
     const error = { error: `the source's response is ${data.byteLength} bytes, over the ${max} bytes one NATS message carries (the server's max_payload)`, code: 'response_too_large' };
     this.nats.nc.publish(subject, encodeJson({ status: 502, headers: { 'content-type': 'application/json' }, body: JSON.stringify(error) }));
   }

@@ -10,7 +10,6 @@ export type MessageOutcome = { ack: true } | { nakDelayMs: number | undefined; f
  * the ones that did finish, so that this replica does not run them again when it returns (RanBefore).
  */
 export class MessageInvocations {
-  private handedBack = false;
   private nakDelayMs: number | undefined;
   private readonly finished: string[] = [];
   private readonly settled = new Set<number>();
@@ -25,7 +24,6 @@ export class MessageInvocations {
 
   nak(index: number, delayMs?: number): void {
     if (!this.settle(index)) return;
-    this.handedBack = true;
     if (delayMs !== undefined) this.nakDelayMs = Math.max(this.nakDelayMs ?? 0, delayMs);
     this.end();
   }
@@ -38,7 +36,7 @@ export class MessageInvocations {
 
   private end(): void {
     if (this.settled.size < this.invocations.length) return;
-    this.onSettled(this.handedBack ? { nakDelayMs: this.nakDelayMs, finished: this.finished } : { ack: true });
+    this.onSettled(this.finished.length < this.invocations.length ? { nakDelayMs: this.nakDelayMs, finished: this.finished } : { ack: true });
   }
 }
 

@@ -124,12 +124,14 @@ export class HostProcess {
     // Its exit is handled once its stderr is read to the end (or soon after), which tells a heap exhaustion.
     child.once('exit', (code, signal) => {
       this.exited = true;
-      const done = (): void => this.exit(code, signal);
-      const timer = setTimeout(done, STDERR_DRAIN_MS);
-      child.once('close', () => {
+      // Whichever comes first; the other is then a no-op (its tasks settled, `onExit` called once).
+      const done = (): void => {
         clearTimeout(timer);
-        done();
-      });
+        child.off('close', done);
+        this.exit(code, signal);
+      };
+      const timer = setTimeout(done, STDERR_DRAIN_MS);
+      child.once('close', done);
     });
     child.on('error', (e) => this.opts.logger?.error({ account: this.opts.account, err: e.message }, 'sandbox process error'));
     this.watchdog = setInterval(() => {
@@ -269,7 +271,6 @@ export class HostProcess {
   }
 
   private exit(code: number | null, signal: NodeJS.Signals | null): void {
-    this.exited = true;
     if (this.watchdog) clearInterval(this.watchdog);
     const pending = [...this.pending];
     this.pending.clear();
