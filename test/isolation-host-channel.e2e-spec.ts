@@ -61,6 +61,7 @@ module.exports = {
     this.http.respond({ status: 200, body: "ok " + p });
   },
 };`;
+const WAITER = `module.exports = { name: "Waiter", version: "1", props: { http: "$.interface.http" }, async run(event) { await new Promise((r) => setTimeout(r, 200)); this.$emit({ waited: event.body.n }); } };`;
 const RESPONDER = `module.exports = { name: "R", version: "1", props: { http: { type: "$.interface.http", customResponse: true } }, async run() { this.http.respond({ status: 200, body: "pong" }); } };`;
 
 // Both places runs execute in a sandbox process (SANDBOX_RUN_IN): its own thread (the default), worker threads.
@@ -160,6 +161,21 @@ describe.each([
     expect(e.error.message).toBe(`run timed out after 3000 ms (${stopped})`);
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(await (await send(probe.url, { probe: 'fine', n: 2 })).text()).toBe('ok fine');
+    await platformUp();
+  });
+
+  it("runs again another source's run of the account that was in flight when a blocked run was stopped", async () => {
+    const staller = await deploy(a, PROBE.replace('name: "Probe"', 'name: "Staller"'));
+    const waiter = await deploy(a, WAITER);
+    await ready(staller.url);
+    await ready(waiter.url);
+    expect(await (await send(staller.url, { probe: 'stall' })).text()).toBe('stalling');
+    // Reaches the sandbox while the staller holds its thread (with SANDBOX_RUN_IN=process, the one thread).
+    expect((await send(waiter.url, { n: 1 })).status).toBe(200);
+    await eventually(async () => (await events(staller.id, '$errors')).some((x: { error?: { name: string } }) => x.error?.name === 'TimeoutError'), { what: "the staller's TimeoutError", timeoutMs: 30_000 });
+    // Before, the waiter's run failed with the staller's (a SandboxCrashError) and its event was never emitted.
+    await eventually(async () => (await events(waiter.id)).some((x: { waited?: number }) => x.waited === 1), { what: "the waiter's event", timeoutMs: 30_000 });
+    expect(await events(waiter.id, '$errors')).toEqual([]);
     await platformUp();
   });
 

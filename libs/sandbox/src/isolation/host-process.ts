@@ -22,6 +22,12 @@ const OVERRUN_GRACE_MS = 1000;
 /** How long a dead process's exit waits for the rest of its stderr (which tells a heap exhaustion). */
 const STDERR_DRAIN_MS = 1000;
 const HEAP_EXHAUSTED = /JavaScript heap out of memory|Reached heap limit/;
+/**
+ * How a run fails when the app stopped its process for a blocked thread without knowing which run blocked it (the
+ * app cannot see inside; several were in flight): it may be the culprit as well as a bystander, so the caller runs
+ * it again as a suspect (IsolatedRunner).
+ */
+export const STOPPED_BESIDE = 'SandboxStoppedError';
 
 interface Pending {
   resolve: (out: TaskOutcome<unknown>) => void;
@@ -32,6 +38,8 @@ interface Pending {
   responses?: number;
   sentAtMs: number;
   timeoutMs: number;
+  /** Run again after a stop it may have caused: the caller has no other suspect of this process in flight. */
+  suspect: boolean;
 }
 
 export interface HostProcessOptions {
@@ -141,7 +149,7 @@ export class HostProcess {
     this.watchdog.unref();
   }
 
-  async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
+  async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void, suspect = false): Promise<TaskOutcome<T>> {
     const what = task.kind === 'execute' ? task.method : task.kind === 'executeBatch' ? 'run' : task.kind;
     try {
       await this.ready;
@@ -152,7 +160,7 @@ export class HostProcess {
     this.lastUsedMs = Date.now();
     const id = this.nextId++;
     return new Promise<TaskOutcome<T>>((resolve) => {
-      this.pending.set(id, { resolve: resolve as (o: TaskOutcome<unknown>) => void, onResponse, what, task, sentAtMs: Date.now(), timeoutMs });
+      this.pending.set(id, { resolve: resolve as (o: TaskOutcome<unknown>) => void, onResponse, what, task, sentAtMs: Date.now(), timeoutMs, suspect });
       this.out.push({ t: 'run', id, task, timeoutMs, respond: !!onResponse });
     });
   }
@@ -245,20 +253,25 @@ export class HostProcess {
   /**
    * Runs on the process's own thread: a run past its deadline (from when it was sent, or from the process's last
    * answer when later: runs queued behind a busy thread are not blamed for it), with nothing heard from the process
-   * since, blocks the thread (its awaits are bounded inside). The process is stopped: that run fails with a
-   * TimeoutError, the others in flight with it, and its code runs guarded from then on (`onOverrun`).
+   * since, means a run blocks the thread (awaits are bounded inside). The process is stopped. The culprit is known
+   * when it is the only run in flight, or the only suspect (see `suspect`): it fails with a TimeoutError and its code
+   * runs guarded from then on (`onOverrun`). Every other run in flight fails with STOPPED_BESIDE.
    */
   private checkDeadlines(): void {
     if (this.exited || this.stopReason) return;
     const now = Date.now();
-    for (const [id, p] of this.pending) {
-      if (now <= Math.max(p.sentAtMs, this.lastFrameMs) + p.timeoutMs + OVERRUN_GRACE_MS) continue;
+    let overdue = false;
+    for (const p of this.pending.values()) if ((overdue = now > Math.max(p.sentAtMs, this.lastFrameMs) + p.timeoutMs + OVERRUN_GRACE_MS)) break;
+    if (!overdue) return;
+    const suspects = [...this.pending].filter(([, p]) => p.suspect);
+    const culprit = this.pending.size === 1 ? [...this.pending][0] : suspects.length === 1 ? suspects[0] : undefined;
+    if (culprit) {
+      const [id, p] = culprit;
       this.opts.onOverrun?.(p.task);
       this.failures.set(id, sandboxError('TimeoutError', `${p.what} timed out after ${p.timeoutMs} ms (its sandbox process was stopped)`));
-      this.opts.logger?.warn({ account: this.opts.account, task: p.what, timeout_ms: p.timeoutMs, in_flight: this.pending.size }, 'a run blocked its sandbox process past its deadline: stopped');
-      this.kill(sandboxError('SandboxCrashError', `the account's sandbox process was stopped: a run of ${p.what} blocked it past its deadline (${p.timeoutMs} ms), and this run was in flight beside it; it is started again for the next run`));
-      return;
     }
+    this.opts.logger?.warn({ account: this.opts.account, in_flight: this.pending.size, blamed: culprit ? culprit[1].what : undefined }, 'a run blocked its sandbox process past its deadline: stopped');
+    this.kill(sandboxError(STOPPED_BESIDE, `the account's sandbox process was stopped: a run blocked it past its deadline while this one was in flight (${this.pending.size} were)`));
   }
 
   private deathError(what: string, code: number | null, signal: NodeJS.Signals | null): SandboxError {

@@ -40,7 +40,7 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
       isolationSettings(cache, { sandboxThreadsPerAccount: 1, sandboxMemoryMb: 256, sandboxIdleMs: 60_000, sandboxMaxProcesses: 8, sandboxEgressAllow: `127.0.0.1:${port(open)},127.0.0.1:${(ws.address() as { port: number }).port}` }),
     );
     expect(isolation.mode).toBe('namespaces');
-    pool = new SandboxPool({ threads: 1, heapMb: 64, npmCacheDir: join(cache, 'npm'), isolation: isolation.options });
+    pool = new SandboxPool({ threads: 1, heapMb: 64, vmTimeout: 'adaptive', npmCacheDir: join(cache, 'npm'), isolation: isolation.options });
   });
   afterAll(async () => {
     await pool?.close();
@@ -122,6 +122,39 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
     const killed = await run('u_a', 'module.exports = { name: "k", version: "1", async run() { process.kill(process.pid, "SIGKILL"); } };');
     expect(killed.error).toMatchObject({ name: 'SandboxCrashError', message: expect.stringContaining('killed (SIGKILL)') });
     expect((await run('u_a', dial(port(open)))).error).toBeUndefined();
+  });
+
+  it("runs again, one at a time, the runs in flight when one blocked the account's process: only the blocker fails", async () => {
+    // Each run answers `respond()` first: the next run is sent once the previous one is running in the sandbox.
+    const start = (account: string, body: string, timeoutMs: number) => {
+      const code = `module.exports = { name: "s", version: "1", props: { http: { type: "$.interface.http", customResponse: true } }, async run() { this.http.respond({ status: 200 }); ${body} } };`;
+      let running!: () => void;
+      const started = new Promise<void>((r) => (running = r));
+      const done = pool.execute({ kind: 'execute', account, sourceId: 'dc_s', invocationId: `i${Math.random()}`, codeHash: code, code, method: 'run', props: {}, db: {}, event: {}, timeoutMs, limits: { dbMaxBytes: 1e6, eventMaxBytes: 1e6, emitsPerInvocation: 10 } }, { onResponse: () => running() });
+      return { started, done };
+    };
+    const sleep = (ms: number) => `await new Promise((r) => setTimeout(r, ${ms}));`;
+    const waiter = `${sleep(300)} this.$emit({ waited: true });`;
+    // The blocker blocks after an await (beyond vm's timeout); a waiter's timer cannot fire while the thread is
+    // blocked. Both are run again: the blocker, alone in flight then, is stopped again and blamed.
+    const blocker = start('u_stop', `${sleep(100)} for (;;) {}`, 1000);
+    await blocker.started;
+    const after = start('u_stop', waiter, 5000);
+    expect((await blocker.done).error).toMatchObject({ name: 'TimeoutError', message: 'run timed out after 1000 ms (its sandbox process was stopped)' });
+    // Before, the waiter failed beside it with a SandboxCrashError and was never run again.
+    const waited = await after.done;
+    expect(waited.error).toBeUndefined();
+    expect(waited.emits.map((e) => e.event)).toEqual([{ waited: true }]);
+
+    // A waiter sent first (once, the one blamed) and code that blocks at once: run again guarded, the blocker is
+    // ended by vm's timeout without a second stop.
+    const before = start('u_stop2', waiter, 1000);
+    await before.started;
+    const spinner = start('u_stop2', 'for (;;) {}', 1000);
+    const [first, spun] = await Promise.all([before.done, spinner.done]);
+    expect(first.error).toBeUndefined();
+    expect(first.emits.map((e) => e.event)).toEqual([{ waited: true }]);
+    expect(spun.error).toMatchObject({ name: 'TimeoutError', message: 'run timed out after 1000 ms' });
   });
 
   it('stops a sandbox over its memory limit, naming the limit', async () => {

@@ -9,7 +9,7 @@ import { AccountView, accountKey } from './account-view';
 import { EgressProxy } from './egress-proxy';
 import { EgressJudge, type EgressRules } from './egress-rules';
 import type { HostConfig, SandboxRunIn } from './host-protocol';
-import { HostProcess } from './host-process';
+import { HostProcess, STOPPED_BESIDE } from './host-process';
 import { INSIDE, type Mount, sandboxCommand } from './sandbox-command';
 
 /** How accounts' sandbox processes are started and bounded (the SANDBOX_* settings). */
@@ -71,6 +71,8 @@ export class IsolatedRunner {
   private closed = false;
   /** Bundles whose run blocked its sandbox process's thread: their runs are guarded ('adaptive' vm timeout) from then on. */
   private readonly guarded = new Set<string>();
+  /** Per account, the end of the queue of its runs to be run again one at a time (see `rerun`). */
+  private readonly suspects = new Map<string, Promise<void>>();
 
   constructor(private readonly opts: IsolatedRunnerOptions) {
     this.judge = new EgressJudge(opts.egress);
@@ -84,16 +86,42 @@ export class IsolatedRunner {
 
   async run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
     if (this.closed) return { failed: { name: 'PoolClosedError', message: 'the sandbox pool is closed' } };
+    try {
+      task.bundle = await this.view(account).map(task.bundle);
+    } catch (e) {
+      return { failed: setupFailure(e) };
+    }
+    if (this.guarded.has(task.bundle.key)) task.guard = true;
+    const out = await this.attempt<T>(account, task, timeoutMs, onResponse, false);
+    if (!('failed' in out) || out.failed.name !== STOPPED_BESIDE) return out;
+    return this.rerun<T>(account, task, timeoutMs, onResponse);
+  }
+
+  /**
+   * A run in flight when its process was stopped for a blocked thread, with others: the app cannot tell which one
+   * blocked it. It runs again as a suspect, one suspect of the account at a time, guarded (a synchronous block then
+   * ends in vm's timeout): a stop while it is in flight blames it alone. Nothing of its first attempt was kept (its
+   * emits and db writes come back with its result; a `respond()` already sent stays the answer).
+   */
+  private rerun<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
+    this.opts.logger?.info({ account, task: task.kind }, 'run in flight when its sandbox process was stopped: running it again as a suspect');
+    task.guard = true;
+    const turn = (this.suspects.get(account) ?? Promise.resolve()).then(() => this.attempt<T>(account, task, timeoutMs, onResponse, true));
+    const done = turn.then(() => {
+      if (this.suspects.get(account) === done) this.suspects.delete(account);
+    });
+    this.suspects.set(account, done);
+    return turn;
+  }
+
+  private async attempt<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse: ((r: ResponseMessage) => void) | undefined, suspect: boolean): Promise<TaskOutcome<T>> {
     let sandbox: AccountSandbox;
     try {
       sandbox = await this.sandbox(account);
-      task.bundle = await this.view(account).map(task.bundle);
-      if (this.guarded.has(task.bundle.key)) task.guard = true;
     } catch (e) {
-      const err = e as Error;
-      return { failed: { name: err.name === 'Error' ? 'SandboxError' : err.name, message: err.message } };
+      return { failed: setupFailure(e) };
     }
-    const out = await sandbox.host.run<T>(task, timeoutMs, onResponse);
+    const out = await sandbox.host.run<T>(task, timeoutMs, onResponse, suspect);
     this.completed++;
     return out;
   }
@@ -252,4 +280,9 @@ function projectMounts(): Mount[] {
   const dist = __dirname.lastIndexOf(`${sep}dist${sep}`);
   if (dist >= 0) mounts.push({ outside: __dirname.slice(0, dist + 5), inside: `${INSIDE.app}/dist` });
   return mounts;
+}
+
+function setupFailure(e: unknown): { name: string; message: string } {
+  const err = e as Error;
+  return { name: err.name === 'Error' ? 'SandboxError' : err.name, message: err.message };
 }
