@@ -102,6 +102,7 @@ export const SETTINGS = {
   sseMaxStreamsPerKey: int('SSE_MAX_STREAMS_PER_KEY', 64, 'event streams (SSE) one user\'s API key may have open at once on one api replica; more answer 429 (0: no limit). Each holds a socket of the api, a JetStream consumer and a Postgres query per SSE_KEEPALIVE_MS', 0),
   sseKeepaliveMs: int('SSE_KEEPALIVE_MS', 15_000, 'interval of the :sse-handshake comment that keeps SSE streams alive', 100),
   webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 'per-attempt webhook timeout', 100),
+  webhookConcurrency: int('WEBHOOK_CONCURRENCY', 64, 'requests to one webhook in flight at once per delivery replica (a webhook\'s throughput is at most this many requests per round trip of its endpoint; a slow or hung endpoint holds at most this many connections)', 1, 1024),
   webhookRetrySchedule: str('WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h', 'delays between webhook attempts'),
   webhookMaxAckPending: int('WEBHOOK_MAX_ACK_PENDING', 50_000, 'webhook messages the delivery apps hold unacknowledged at once (waiting retries are kept in Postgres, not here)', 1),
   deliveryAckWaitMs: int('DELIVERY_ACK_WAIT_MS', 30_000, 'how long a crashed delivery replica holds unacknowledged messages before another one gets them (work in progress is kept alive)', 1000),
