@@ -74,6 +74,8 @@ async function startSystem(env = {}, { apps = ['api', 'runner', 'delivery'] } = 
     // BENCH_RUN_IN=workers measures runs on worker threads inside each sandbox process (SANDBOX_RUN_IN=workers).
     ...(process.env.BENCH_RUN_IN ? { SANDBOX_RUN_IN: process.env.BENCH_RUN_IN } : {}),
     ...env,
+    // BENCH_APP_ENV="NAME=value …" sets any of the apps' settings, for an A/B (e.g. WEBHOOK_CONCURRENCY=32).
+    ...Object.fromEntries(String(process.env.BENCH_APP_ENV || '').split(' ').filter((kv) => kv.includes('=')).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
   };
   const procs = new Map();
   const output = new Map();
