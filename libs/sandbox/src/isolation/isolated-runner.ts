@@ -107,9 +107,10 @@ export class IsolatedRunner {
     this.opts.logger?.info({ account, task: task.kind }, 'run in flight when its sandbox process was stopped: running it again as a suspect');
     task.guard = true;
     const turn = (this.suspects.get(account) ?? Promise.resolve()).then(() => this.attempt<T>(account, task, timeoutMs, onResponse, true));
-    const done = turn.then(() => {
+    const settled = (): void => {
       if (this.suspects.get(account) === done) this.suspects.delete(account);
-    });
+    };
+    const done = turn.then(settled, settled);
     this.suspects.set(account, done);
     return turn;
   }
