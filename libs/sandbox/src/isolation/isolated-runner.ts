@@ -145,12 +145,12 @@ export class IsolatedRunner {
     this.guarded.add(bundleKey);
   }
 
+  /** Kept per account name: its key is a hash, not worth computing on every run. */
   private view(account: string): AccountView {
-    const key = accountKey(account);
-    let v = this.views.get(key);
+    let v = this.views.get(account);
     if (!v) {
-      v = new AccountView(join(this.opts.npmCacheDir, 'views', key), INSIDE.code);
-      this.views.set(key, v);
+      v = new AccountView(join(this.opts.npmCacheDir, 'views', accountKey(account)), INSIDE.code);
+      this.views.set(account, v);
     }
     return v;
   }
