@@ -9,6 +9,9 @@ export interface PostResult {
   latencyMs: number;
 }
 
+/** Connections kept per receiving host (origin and pool key) at least: its webhooks share them. */
+export const SOCKETS_PER_HOST = 64;
+
 export class PostError extends Error {
   constructor(message: string, readonly code: OutboundError['code'], readonly latencyMs: number) {
     super(message);
@@ -24,7 +27,7 @@ export class PostError extends Error {
 export class WebhookHttp {
   private readonly agent: GuardedAgent;
 
-  constructor(policy: AddressPolicy, maxSocketsPerHost = 64) {
+  constructor(policy: AddressPolicy, maxSocketsPerHost = SOCKETS_PER_HOST) {
     this.agent = new GuardedAgent(policy, maxSocketsPerHost);
   }
 

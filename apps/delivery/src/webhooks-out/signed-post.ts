@@ -3,7 +3,7 @@ import type { AddressPolicy } from '@app/net';
 import type { DeliveryMetrics } from '../common/metrics';
 import type { WebhookTarget } from '../router/subscription-cache';
 import type { AttemptRecord } from './delivery-log';
-import { PostError, WebhookHttp } from './http-post';
+import { PostError, SOCKETS_PER_HOST, WebhookHttp } from './http-post';
 import { WebhookSigner } from './webhook-signer';
 
 /** How much of a response body an attempt record keeps. */
@@ -26,7 +26,7 @@ export class SignedPost {
 
   constructor(policy: AddressPolicy, private readonly metrics: DeliveryMetrics, private readonly timeoutMs: number, concurrency: number) {
     // A host's connections are shared by its webhooks: one webhook may still use all of its request slots.
-    this.http = new WebhookHttp(policy, Math.max(64, concurrency));
+    this.http = new WebhookHttp(policy, Math.max(SOCKETS_PER_HOST, concurrency));
   }
 
   /** One signed POST of `body`; never throws (a failure is in the record). */

@@ -68,8 +68,6 @@ interface Lane {
 export class WebhookSenderService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly lanes = new Map<string, Lane>();
   private readonly http: SignedPost;
-  /** Requests in flight per webhook (WEBHOOK_CONCURRENCY): a slow endpoint holds at most this many connections. */
-  private readonly concurrency: number;
   private readonly log: DeliveryLog;
   private messages?: ConsumerMessages;
   private inFlight = 0;
@@ -96,8 +94,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
-    this.concurrency = config.webhookConcurrency;
-    this.http = new SignedPost(policyFromConfig(config), metrics, config.webhookTimeoutMs, this.concurrency);
+    this.http = new SignedPost(policyFromConfig(config), metrics, config.webhookTimeoutMs, config.webhookConcurrency);
     this.log = new DeliveryLog(em);
     this.retries = new RetryQueue(em, nats, logger);
     this.catchUp = new RetryCatchUp(this.retries, logger, (id) => this.lanes.get(id)?.queue.length ?? 0);
@@ -163,7 +160,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   offer(msg: DeliveryMessage, deliveryCount: number): Promise<DirectOutcome> | undefined {
     if (this.stopping || this.heldDirect >= DIRECT_HELD_MAX) return undefined;
     const lane = this.lanes.get(msg.webhookId);
-    if (lane && lane.queue.directLength >= directLaneMax(lane.avgLatencyMs, this.concurrency, DIRECT_HELD_MAX)) return undefined;
+    if (lane && lane.queue.directLength >= directLaneMax(lane.avgLatencyMs, this.config.webhookConcurrency, DIRECT_HELD_MAX)) return undefined;
     if (!this.healthy(msg.webhookId, lane) || this.ownerFull(msg.webhookId, true)) return undefined;
     const { item, outcome } = directItem(msg, deliveryCount);
     this.dispatch(item);
@@ -224,7 +221,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   }
 
   private pump(webhookId: string, lane: Lane): void {
-    while (lane.active < this.concurrency && lane.queue.length) {
+    while (lane.active < this.config.webhookConcurrency && lane.queue.length) {
       const m = lane.queue.shift()!;
       if (m.direct && !this.healthy(webhookId, lane)) {
         // The webhook failed or slowed down since the router handed this over: not attempted here, it goes to DELIVERIES.
@@ -257,7 +254,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       const stalled = lane.active > 0 && now - lane.lastProgressMs > SLOW_REQUEST_MS;
       if (lane.queue.length <= LANE_QUEUE_MAX || (lane.avgLatencyMs <= SLOW_REQUEST_MS && !stalled)) continue;
       const perRequestMs = Math.max(lane.avgLatencyMs, now - lane.lastProgressMs, SLOW_REQUEST_MS);
-      const drainMs = (lane.queue.length / this.concurrency) * perRequestMs;
+      const drainMs = (lane.queue.length / this.config.webhookConcurrency) * perRequestMs;
       for (const m of lane.queue.excess(LANE_QUEUE_MAX)) {
         this.release(m);
         m.nak(Math.round(Math.min(30_000, drainMs) * (0.8 + 0.4 * Math.random())));

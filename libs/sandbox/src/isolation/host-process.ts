@@ -263,8 +263,9 @@ export class HostProcess {
     let overdue = false;
     for (const p of this.pending.values()) if ((overdue = now > Math.max(p.sentAtMs, this.lastFrameMs) + p.timeoutMs + OVERRUN_GRACE_MS)) break;
     if (!overdue) return;
-    const suspects = [...this.pending].filter(([, p]) => p.suspect);
-    const culprit = this.pending.size === 1 ? [...this.pending][0] : suspects.length === 1 ? suspects[0] : undefined;
+    const inFlight = [...this.pending];
+    const candidates = inFlight.length === 1 ? inFlight : inFlight.filter(([, p]) => p.suspect);
+    const culprit = candidates.length === 1 ? candidates[0] : undefined;
     if (culprit) {
       const [id, p] = culprit;
       this.opts.onOverrun?.(p.task);
