@@ -4,6 +4,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { Public } from './auth/api-key.guard';
 import { IngestRefusals, InvocationBacklog } from './http-endpoints/invocation-backlog';
+import { HttpIngress } from './http-endpoints/http-ingress';
 
 /**
  * `GET /metrics` (Prometheus text) of this api replica: the backlog its HTTP ingress reads (every
@@ -15,7 +16,7 @@ export class MetricsController {
   /** The public figures (also served on API_METRICS_PORT, with the process's own: main.ts). */
   readonly registry = new Registry();
 
-  constructor(backlog: InvocationBacklog, @Inject(APP_CONFIG) config: AppConfig) {
+  constructor(backlog: InvocationBacklog, ingress: HttpIngress, @Inject(APP_CONFIG) config: AppConfig) {
     const registers = [this.registry];
     const gauge = (name: string, help: string, read: () => number): Gauge =>
       new Gauge({
@@ -35,6 +36,22 @@ export class MetricsController {
     bounds.set({ bound: 'source' }, config.ingestMaxPendingPerSource);
     bounds.set({ bound: 'account' }, config.ingestMaxPendingPerAccount);
     bounds.set({ bound: 'account_deliveries' }, config.ingestMaxPendingDeliveriesPerAccount);
+    const servedCounted = { fast: 0, route: 0 };
+    const served = new Counter({
+      name: 'api_ingress_requests_total',
+      help: 'requests to HTTP endpoints (/e/…) this replica answered, by the way they came in: path="fast" without the web framework (INGRESS_FAST_PATH), path="route" through its route',
+      labelNames: ['path'],
+      registers,
+      collect() {
+        for (const path of ['fast', 'route'] as const) {
+          const delta = ingress.served[path] - servedCounted[path];
+          if (delta > 0) this.inc({ path }, delta);
+          servedCounted[path] = ingress.served[path];
+        }
+      },
+    });
+    served.inc({ path: 'fast' }, 0);
+    served.inc({ path: 'route' }, 0);
     // The backlog counts its refusals; the counter catches up with them at each scrape.
     const counted = new Map<IngestRefusals, number>();
     const refused: Counter<'scope' | 'waiting'> = new Counter({

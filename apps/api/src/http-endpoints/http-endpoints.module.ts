@@ -9,6 +9,6 @@ import { ManualRunController } from './manual-run.controller';
 @Module({
   controllers: [ManualRunController],
   providers: [EndpointLookup, HttpIngress, IngestBatches, InvocationBacklog],
-  exports: [InvocationBacklog],
+  exports: [InvocationBacklog, HttpIngress],
 })
 export class HttpEndpointsModule {}

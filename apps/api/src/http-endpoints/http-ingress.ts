@@ -18,6 +18,7 @@ import {
   randomToken,
   ServiceUnavailableError,
 } from '@app/contracts';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Subscription } from 'nats';
 import { NatsService } from '@app/nats';
 import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
@@ -25,6 +26,7 @@ import { describeRefusal, InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';
 import { IngestBatches } from './ingest-batches';
 import { endpointUrlOf } from './endpoint-urls';
+import { installIngressFastPath } from './ingress-fast-path';
 import { scopeSetCookies } from './endpoint-cookies';
 import { dependencyError, describeCause } from '../common/dependency-errors';
 import { onReplicaChange } from '../common/replica-changes';
@@ -62,6 +64,10 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   /** Callers waiting for `respond()`, by invocation id; `null` answers the timeout, `'deleted'` the source's deletion. */
   private readonly waiting = new Map<string, { sourceId: string; resolve: (r: HttpResponseMessage | null | 'deleted') => void }>();
   private replies: Subscription | undefined;
+  /** Shutting down: the fast path leaves every request to Fastify (which answers 503 once it closes). */
+  private closing = false;
+  /** Requests answered, by the way they came in: the fast path (ingress-fast-path.ts) or Fastify's route. */
+  readonly served = { fast: 0, route: 0 };
   private unsubscribeDeleted: (() => void) | undefined;
 
   constructor(
@@ -76,6 +82,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
+    this.closing = true;
     this.replies?.unsubscribe();
     this.unsubscribeDeleted?.();
   }
@@ -90,34 +97,30 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: this.config.httpMaxBodyBytes }, (_req, body, done) => done(null, body));
       scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
-        // The rules every request meets first (registerRequestHygiene: a Host header…), in their own words.
-        if (err instanceof ApiError) return reply.status(err.status).headers(err.headers ?? {}).send({ error: err.message, code: err.code, ...(err.details ? { details: err.details } : {}) });
-        if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err.statusCode === 413) {
-          const message = err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? `request body is larger than ${this.config.httpMaxBodyBytes} bytes` : err.message;
-          return reply.status(413).send({ error: message, code: 'payload_too_large' });
-        }
-        if (err.statusCode === 503) {
-          const invocationId = (err as { invocationId?: string }).invocationId;
-          return reply.status(503).header('retry-after', '1').send({ error: err.message, code: 'unavailable', details: { invocation_id: invocationId, retry_after_seconds: 1 } });
-        }
-        const dependency = dependencyError(err);
-        if (dependency) {
-          this.logger.warn(`ingress answered ${dependency.status}: ${describeCause(err)}`);
-          return reply.status(dependency.status).headers(dependency.headers ?? {}).send({ error: dependency.message, code: dependency.code, details: dependency.details });
-        }
-        this.logger.error(`ingress failed: ${err.message}`);
-        const clientError = !!err.statusCode && err.statusCode >= 400 && err.statusCode < 500;
-        return reply.status(clientError ? err.statusCode! : 500).send(clientError ? { error: err.message, code: 'invalid_request' } : { error: 'internal error', code: 'internal' });
+        if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.status(413).send({ error: `request body is larger than ${this.config.httpMaxBodyBytes} bytes`, code: 'payload_too_large' });
+        return this.send(reply, this.errorAnswer(err));
       });
       const handler = (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => this.handle(req, reply);
       const route = { method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const, bodyLimit: this.config.httpMaxBodyBytes };
       scope.route({ ...route, method: [...route.method], url: '/e/:endpointKey', handler });
       scope.route({ ...route, method: [...route.method], url: '/e/:endpointKey/*', handler });
     });
+    if (this.config.ingressFastPath) installIngressFastPath(fastify.server, this, { maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain });
+  }
+
+  /**
+   * The endpoint a request to `/e/<endpointKey>` reaches when it is known without a query and answers with
+   * `{ success: true }` once stored (no custom response): what the fast path serves (ingress-fast-path.ts).
+   */
+  plainTarget(endpointKey: string): EndpointTarget | undefined {
+    if (this.closing) return undefined;
+    const target = this.lookup.find(endpointKey);
+    return target && !(target instanceof Promise) && target.active && !target.customResponse ? target : undefined;
   }
 
   private async handle(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const { endpointKey } = req.params as { endpointKey: string };
+    this.served.route++;
     let target: EndpointTarget | null;
     try {
       target = await this.lookup.find(endpointKey);
@@ -127,35 +130,78 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       return reply.status(503).header('retry-after', '1').send({ error: 'the endpoint cannot be looked up right now: retry later', code: 'unavailable', details: { retry_after_seconds: 1 } });
     }
     if (!target || !target.active) return reply.status(404).send({ error: `no active HTTP ${target?.kind ?? 'source'} at endpoint ${endpointKey}`, code: 'not_found' });
+    const request: IngressRequest = { method: req.method, url: req.url, headers: req.headers, query: req.query as Record<string, unknown>, ip: req.ip, body: Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '' };
+    if (!target.customResponse) return this.send(reply, await this.answerPlain(target, endpointKey, request));
+    const refusal = this.refusal(target, endpointKey, request);
+    if (refusal) return this.send(reply, refusal);
+    const msg = this.invocationOf(target, endpointKey, request);
+    msg.replyTo = this.nats.names.httpResponseFor(this.replicaToken, msg.invocationId);
+    // On the shared origin (not `<key>.<ENDPOINT_DOMAIN>`), the component's cookies are kept under its own path.
+    const cookiePath = req.originalUrl.startsWith(`/e/${endpointKey}`) ? `/e/${endpointKey}` : undefined;
+    return this.roundTrip(target, msg, reply, cookiePath);
+  }
+
+  /** A request to an endpoint without a custom response, from its rate and backlog checks to its answer once stored. */
+  async answerPlain(target: EndpointTarget, endpointKey: string, request: IngressRequest, fast = false): Promise<IngressAnswer> {
+    if (fast) this.served.fast++;
+    const refusal = this.refusal(target, endpointKey, request);
+    if (refusal) return refusal;
+    try {
+      await this.store(target, this.invocationOf(target, endpointKey, request));
+    } catch (e) {
+      return this.errorAnswer(e as Error);
+    }
+    return STORED;
+  }
+
+  /** Why a request to `target` is refused before it is stored (its rate, the backlog, a body nested too deeply), if it is. */
+  private refusal(target: EndpointTarget, endpointKey: string, request: IngressRequest): IngressAnswer | undefined {
     const retryAfter = this.limiter.take(endpointKey);
     if (retryAfter > 0) {
-      return reply
-        .status(429)
-        .header('retry-after', String(retryAfter))
-        .send({ error: `too many requests to this endpoint: at most ${this.config.httpRatePerSec} per second on average`, code: 'rate_limited', details: { retry_after_seconds: retryAfter } });
+      return {
+        status: 429,
+        headers: { 'retry-after': String(retryAfter) },
+        body: { error: `too many requests to this endpoint: at most ${this.config.httpRatePerSec} per second on average`, code: 'rate_limited', details: { retry_after_seconds: retryAfter } },
+      };
     }
     const full = this.backlog.check(target);
     if (full) {
       const { error, details } = describeRefusal(full);
-      return reply.status(429).header('retry-after', String(full.retryAfterSeconds)).send({ error, code: 'backlog_full', details });
+      return { status: 429, headers: { 'retry-after': String(full.retryAfterSeconds) }, body: { error, code: 'backlog_full', details } };
     }
-    const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-    if (isJsonContentType(String(req.headers['content-type'] ?? '')) && jsonTextProblem(raw, HTTP_BODY_MAX_JSON_DEPTH) === 'depth') {
-      return reply
-        .status(400)
-        .send({ error: `the request body is JSON nested deeper than ${HTTP_BODY_MAX_JSON_DEPTH} levels`, code: 'invalid_request', details: { max_depth: HTTP_BODY_MAX_JSON_DEPTH } });
+    if (isJsonContentType(String(request.headers['content-type'] ?? '')) && jsonTextProblem(request.body, HTTP_BODY_MAX_JSON_DEPTH) === 'depth') {
+      return { status: 400, body: { error: `the request body is JSON nested deeper than ${HTTP_BODY_MAX_JSON_DEPTH} levels`, code: 'invalid_request', details: { max_depth: HTTP_BODY_MAX_JSON_DEPTH } } };
     }
+    return undefined;
+  }
+
+  /** The invocation a request becomes (counted as accepted). */
+  private invocationOf(target: EndpointTarget, endpointKey: string, request: IngressRequest): InvocationMessage {
     this.backlog.accepted();
-    const invocationId = newId('invocation');
-    const msg: InvocationMessage = { invocationId, sourceId: target.sourceId, kind: 'http', event: this.eventOf(req, endpointKey, raw), createdAtMs: Date.now() };
-    if (!target.customResponse) {
-      await this.store(target, msg);
-      return reply.status(200).send({ success: true });
+    return { invocationId: newId('invocation'), sourceId: target.sourceId, kind: 'http', event: this.eventOf(request, endpointKey), createdAtMs: Date.now() };
+  }
+
+  /** The answer to a request that failed while it was being stored (or to any error of the ingress's own route). */
+  errorAnswer(err: Error & { statusCode?: number; code?: string }): IngressAnswer {
+    // The rules every request meets first (registerRequestHygiene: a Host header…), in their own words.
+    if (err instanceof ApiError) return { status: err.status, headers: err.headers, body: { error: err.message, code: err.code, ...(err.details ? { details: err.details } : {}) } };
+    if (err.statusCode === 413) return { status: 413, body: { error: err.message, code: 'payload_too_large' } };
+    if (err.statusCode === 503) {
+      const invocationId = (err as { invocationId?: string }).invocationId;
+      return { status: 503, headers: { 'retry-after': '1' }, body: { error: err.message, code: 'unavailable', details: { invocation_id: invocationId, retry_after_seconds: 1 } } };
     }
-    msg.replyTo = this.nats.names.httpResponseFor(this.replicaToken, invocationId);
-    // On the shared origin (not `<key>.<ENDPOINT_DOMAIN>`), the component's cookies are kept under its own path.
-    const cookiePath = req.originalUrl.startsWith(`/e/${endpointKey}`) ? `/e/${endpointKey}` : undefined;
-    return this.roundTrip(target, msg, reply, cookiePath);
+    const dependency = dependencyError(err);
+    if (dependency) {
+      this.logger.warn(`ingress answered ${dependency.status}: ${describeCause(err)}`);
+      return { status: dependency.status, headers: dependency.headers, body: { error: dependency.message, code: dependency.code, details: dependency.details } };
+    }
+    this.logger.error(`ingress failed: ${err.message}`);
+    const clientError = !!err.statusCode && err.statusCode >= 400 && err.statusCode < 500;
+    return { status: clientError ? err.statusCode! : 500, body: clientError ? { error: err.message, code: 'invalid_request' } : { error: 'internal error', code: 'internal' } };
+  }
+
+  private send(reply: FastifyReply, answer: IngressAnswer): FastifyReply {
+    return reply.status(answer.status).headers(answer.headers ?? {}).send(answer.body);
   }
 
   /**
@@ -241,21 +287,45 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  private eventOf(req: FastifyRequest, endpointKey: string, raw: string): HttpEvent {
-    const qIndex = req.url.indexOf('?');
-    const pathname = qIndex >= 0 ? req.url.slice(0, qIndex) : req.url;
+  private eventOf(request: IngressRequest, endpointKey: string): HttpEvent {
+    const { url, headers } = request;
+    const qIndex = url.indexOf('?');
+    const pathname = qIndex >= 0 ? url.slice(0, qIndex) : url;
     const prefix = `/e/${endpointKey}`;
     const rest = pathname.startsWith(prefix) ? pathname.slice(prefix.length) : pathname;
-    const path = rest || '/';
+    const raw = request.body;
     return {
-      method: req.method,
-      path,
-      query: { ...(req.query as Record<string, unknown>) },
-      headers: { ...req.headers },
+      method: request.method,
+      path: rest || '/',
+      query: { ...request.query },
+      headers: { ...headers },
       bodyRaw: raw,
-      body: parseHttpBody(String(req.headers['content-type'] ?? ''), raw),
-      url: `${endpointUrlOf(this.config, endpointKey)}${rest}${qIndex >= 0 ? req.url.slice(qIndex) : ''}`,
-      client_ip: req.ip,
+      body: parseHttpBody(String(headers['content-type'] ?? ''), raw),
+      url: `${endpointUrlOf(this.config, endpointKey)}${rest}${qIndex >= 0 ? url.slice(qIndex) : ''}`,
+      client_ip: request.ip,
     };
   }
 }
+
+/** A request to `/e/…` as the ingress reads it, whichever way it came in (Fastify's route or the fast path). */
+export interface IngressRequest {
+  method: string;
+  /** The URL as routed (after an `<endpoint_key>.<ENDPOINT_DOMAIN>` host was rewritten to `/e/<endpoint_key>…`). */
+  url: string;
+  headers: IncomingHttpHeaders;
+  query: Record<string, unknown>;
+  /** The client's address (the first of `X-Forwarded-For`, else the socket's). */
+  ip: string;
+  /** The body as UTF-8 text ('' when the request had none). */
+  body: string;
+}
+
+/** An answer of the ingress: a JSON body with its status and extra headers. */
+export interface IngressAnswer {
+  status: number;
+  headers?: Record<string, string>;
+  body: object;
+}
+
+/** What a stored request is answered. */
+const STORED: IngressAnswer = { status: 200, body: { success: true } };

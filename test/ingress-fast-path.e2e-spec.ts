@@ -1,0 +1,128 @@
+import { connect, NatsConnection } from 'nats';
+import { natsAdmin } from './support/env';
+import { decodeJson, InvocationMessage, Names, partitionOf } from '@app/contracts';
+import { client, createUser } from './support/accounts';
+import { HTTP_SOURCE } from './support/components';
+import { scrapeMetrics } from './support/metrics';
+import { rawRequest } from './support/raw-http';
+import { startSystem, System } from './support/system';
+
+/**
+ * The ingress's fast path (INGRESS_FAST_PATH, on by default) against Fastify's route (off): the same bytes sent to
+ * an api of each kind get the same answer and store the same invocation, request by request.
+ */
+interface Side {
+  system: System;
+  sourceId: string;
+  endpointUrl: string;
+  path: string;
+}
+
+const ENV = { HTTP_MAX_BODY_BYTES: '2048', HTTP_RATE_PER_SEC: '0' };
+
+describe('HTTP endpoints: the fast path answers and stores what the framework route does', () => {
+  let fast: Side;
+  let routed: Side;
+  let nc: NatsConnection;
+
+  const side = async (env: Record<string, string>): Promise<Side> => {
+    const system = await startSystem({ ...ENV, ...env }, { apps: ['api'] });
+    const res = await client(system, createUser(system).apiKey).post('/sources', { component_code: HTTP_SOURCE });
+    expect(res.status).toBe(200);
+    const endpointUrl: string = res.body.data.configured_props.http.endpoint_url;
+    return { system, sourceId: res.body.data.id, endpointUrl, path: new URL(endpointUrl).pathname };
+  };
+
+  beforeAll(async () => {
+    [fast, routed] = await Promise.all([side({}), side({ INGRESS_FAST_PATH: 'false' })]);
+    nc = await connect(natsAdmin());
+  });
+  afterAll(async () => {
+    await nc?.close();
+    await Promise.all([fast?.system.stop(), routed?.system.stop()]);
+  });
+
+  const lastInvocation = async (s: Side): Promise<InvocationMessage> => {
+    const names = new Names(s.system.natsPrefix);
+    const jsm = await nc.jetstreamManager();
+    const m = await jsm.streams.getMessage(names.invocationsStream, { last_by_subj: names.invocation(partitionOf(s.sourceId, Number(s.system.env.PARTITIONS)), s.sourceId) });
+    const stored = decodeJson<InvocationMessage | InvocationMessage[]>(m.data);
+    return Array.isArray(stored) ? stored[stored.length - 1] : stored;
+  };
+
+  /** Sends `head` (its first line's `PATH` and the Host header filled in per side) and `body`; what the client and the source see. */
+  const send = async (s: Side, head: string, body = ''): Promise<{ status: number; contentType?: string; retryAfter?: string; body: unknown; event?: unknown }> => {
+    const { host } = new URL(s.system.origin);
+    const lines = head.replace('PATH', s.path).split('\n');
+    const request = [lines[0], `Host: ${host}`, ...lines.slice(1)].join('\r\n') + '\r\n\r\n' + body;
+    const before = await lastInvocation(s).catch(() => undefined);
+    const res = await rawRequest(s.system.origin, request);
+    const header = (name: string): string | undefined => new RegExp(`^${name}: (.*)$`, 'im').exec(res.headers)?.[1]?.trim();
+    const out = { status: res.status, contentType: header('content-type'), retryAfter: header('retry-after'), body: JSON.parse(res.body) as unknown };
+    if (res.status !== 200) return out;
+    const inv = await lastInvocation(s);
+    expect(inv.invocationId).not.toBe(before?.invocationId);
+    const event = JSON.parse(JSON.stringify(inv.event).split(s.endpointUrl).join('<endpoint>')) as { headers: Record<string, unknown> };
+    delete event.headers.host;
+    return { ...out, event };
+  };
+
+  const served = async (s: Side): Promise<Record<string, number>> => {
+    const m = await scrapeMetrics(`${s.system.origin}/metrics`);
+    return { fast: m['api_ingress_requests_total{path="fast"}'], route: m['api_ingress_requests_total{path="route"}'] };
+  };
+
+  const json = (body: string, extra = ''): [string, string] => [`POST PATH/hooks/a?x=1&y=two&x=3&flag HTTP/1.1\nContent-Type: application/json\nX-Custom: v${extra}\nContent-Length: ${Buffer.byteLength(body)}`, body];
+  const deep = '['.repeat(200) + ']'.repeat(200);
+  const cases: [string, [string, string]][] = [
+    ['JSON with a query, a path and a header', json('{"hello":"wörld","n":[1,2,{"a":null}]}')],
+    ['the client address from X-Forwarded-For', json('{}', '\nX-Forwarded-For: 203.0.113.7, 10.0.0.1')],
+    ['JSON that does not parse', json('{"a":')],
+    ['JSON nested too deeply (400)', json(deep)],
+    ['a form, PUT', [`PUT PATH HTTP/1.1\nContent-Type: application/x-www-form-urlencoded\nContent-Length: 12`, 'a=1&b=%C3%A9']],
+    ['text, PATCH, a trailing slash', [`PATCH PATH/ HTTP/1.1\nContent-Type: text/plain; charset=utf-8\nContent-Length: 9`, 'just text']],
+    ['no body and no content type', [`POST PATH?only=query HTTP/1.1\nContent-Length: 0`, '']],
+    ['a binary type', [`POST PATH/bin HTTP/1.1\nContent-Type: application/octet-stream\nContent-Length: 4`, 'abcd']],
+    // Not the fast path's: both go through the route, and must still agree.
+    ['a chunked body', [`POST PATH HTTP/1.1\nContent-Type: application/json\nTransfer-Encoding: chunked`, '7\r\n{"a":1}\r\n0\r\n\r\n']],
+    ['a GET', [`GET PATH/x?a=1 HTTP/1.1\nAccept: */*`, '']],
+    ['a body over HTTP_MAX_BODY_BYTES (413)', [`POST PATH HTTP/1.1\nContent-Type: text/plain\nContent-Length: 3000`, 'x'.repeat(3000)]],
+    ['an escaped path', [`POST PATH/a%20b HTTP/1.1\nContent-Type: text/plain\nContent-Length: 1`, 'x']],
+  ];
+
+  it('gives every request the same answer and stores the same event either way, and serves the common ones without the route', async () => {
+    // The first request of an endpoint loads it into the lookup's cache (the route serves it): from then on it is known.
+    for (const s of [fast, routed]) expect((await send(s, `POST PATH HTTP/1.1\nContent-Length: 0`)).status).toBe(200);
+    const before = await served(fast);
+    for (const [what, [head, body]] of cases) {
+      const [a, b] = [await send(fast, head, body), await send(routed, head, body)];
+      expect({ what, ...a }).toEqual({ what, ...b });
+    }
+    expect(await send(fast, json('{}')[0], '{}')).toMatchObject({ status: 200, contentType: 'application/json; charset=utf-8', body: { success: true } });
+    const after = await served(fast);
+    // The eight POST, PUT and PATCH cases with a Content-Length body within the limit (and the last request) took the fast
+    // path; the chunked body, the GET and the escaped path reached the route (the 413 is Fastify's body parser's, before it).
+    expect(after.fast - before.fast).toBe(9);
+    expect(after.route - before.route).toBe(3);
+    expect((await served(routed)).fast).toBe(0);
+  });
+
+  it('answers 429 with Retry-After once the backlog bound is reached, as the route does', async () => {
+    const bound = async (env: Record<string, string>): Promise<Side> => side({ ...env, INGEST_MAX_PENDING_PER_SOURCE: '1', INGEST_BACKLOG_POLL_MS: '100' });
+    const [f, r] = await Promise.all([bound({}), bound({ INGRESS_FAST_PATH: 'false' })]);
+    try {
+      for (const s of [f, r]) {
+        // No runner: the requests stay in INVOCATIONS, and once the api has read that backlog it refuses the next.
+        let last: Awaited<ReturnType<typeof send>> | undefined;
+        for (let i = 0; i < 100 && last?.status !== 429; i++) {
+          last = await send(s, `POST PATH HTTP/1.1\nContent-Type: application/json\nContent-Length: 2`, '{}');
+          if (last.status !== 429) await new Promise((res) => setTimeout(res, 50));
+        }
+        expect(last).toMatchObject({ status: 429, contentType: 'application/json; charset=utf-8', retryAfter: expect.stringMatching(/^\d+$/), body: { code: 'backlog_full', error: expect.any(String) } });
+      }
+      expect((await served(f)).fast).toBeGreaterThan(0);
+    } finally {
+      await Promise.all([f.system.stop(), r.system.stop()]);
+    }
+  });
+});
