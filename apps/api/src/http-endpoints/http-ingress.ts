@@ -109,8 +109,9 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * The endpoint a request to `/e/<endpointKey>` reaches when it is known without a query and answers with
-   * `{ success: true }` once stored (no custom response): what the fast path serves (ingress-fast-path.ts).
+   * The endpoint a request to `/e/<endpointKey>` reaches, when the lookup's cache knows it (no wait for Postgres), it
+   * is active and it answers `{ success: true }` once a request is stored (no custom response): what the fast path
+   * serves (ingress-fast-path.ts).
    */
   plainTarget(endpointKey: string): EndpointTarget | undefined {
     if (this.closing) return undefined;
