@@ -30,7 +30,7 @@ const TRUST_EVERY_HOP = (): boolean => true;
 /**
  * The HTTP interface's common case served without Fastify: a POST, PUT or PATCH with a `Content-Length` body
  * to `/e/<endpoint_key>[/…]` of a known active endpoint that answers `{ success: true }` once the request is stored
- * (no custom response). Fastify's routing, hooks, request and reply objects and body parser are about a third of
+ * (no custom response). Fastify's routing, hooks, request and reply objects and body parser are a fifth to a quarter of
  * the api's CPU per such request (docs/benchmarks.md). Every other request — another method, a chunked or
  * oversized body, an endpoint not in the lookup's cache, a custom response, a URL with escapes, a host under
  * ENDPOINT_DOMAIN — goes to the Fastify route unchanged, and the answers here are the ones that route gives

@@ -1,0 +1,45 @@
+import type { IncomingMessage } from 'node:http';
+import { fastPathKey } from './ingress-fast-path';
+import { hostEndpointRewrite } from './endpoint-urls';
+
+const request = (over: { method?: string; url?: string; headers?: Record<string, string> } = {}): IncomingMessage =>
+  ({
+    method: over.method ?? 'POST',
+    url: over.url ?? '/e/enabc123/hooks?x=1',
+    headers: { host: 'localhost:3000', 'content-length': '17', 'content-type': 'application/json', ...over.headers },
+  }) as unknown as IncomingMessage;
+
+describe('fastPathKey: which requests the ingress serves without Fastify', () => {
+  it('takes a POST, PUT or PATCH with a Content-Length body within the limit to /e/<key>[/…]', () => {
+    expect(fastPathKey(request(), 2048)).toBe('enabc123');
+    expect(fastPathKey(request({ method: 'PUT', url: '/e/enabc123' }), 2048)).toBe('enabc123');
+    expect(fastPathKey(request({ method: 'PATCH', url: '/e/enabc123/?a=%20' }), 2048)).toBe('enabc123');
+    expect(fastPathKey(request({ headers: { 'content-type': 'text/plain; charset="utf-8"' } }), 2048)).toBe('enabc123');
+    const noType = request();
+    delete noType.headers['content-type'];
+    expect(fastPathKey(noType, 2048)).toBe('enabc123');
+  });
+
+  it('leaves everything else to the route', () => {
+    for (const method of ['GET', 'HEAD', 'DELETE', 'OPTIONS']) expect(fastPathKey(request({ method }), 2048)).toBeUndefined();
+    expect(fastPathKey(request({ headers: { 'content-length': '2049' } }), 2048)).toBeUndefined();
+    expect(fastPathKey(request({ headers: { 'transfer-encoding': 'chunked' } }), 2048)).toBeUndefined();
+    const chunked = request({ headers: { 'transfer-encoding': 'chunked' } });
+    delete chunked.headers['content-length'];
+    expect(fastPathKey(chunked, 2048)).toBeUndefined();
+    const noHost = request();
+    delete noHost.headers.host;
+    expect(fastPathKey(noHost, 2048)).toBeUndefined();
+    for (const url of ['/e/', '/e/ENABC', '/e/en%61bc/x', '/e/enabc/a%2Fb', '/e/enabc;x=1', '/e/enabc#frag', '/v1/sources', '/e/' + 'a'.repeat(65)]) {
+      expect([url, fastPathKey(request({ url }), 2048)]).toEqual([url, undefined]);
+    }
+    expect(fastPathKey(request({ headers: { 'content-type': 'not a type' } }), 2048)).toBeUndefined();
+    expect(fastPathKey(request({ headers: { 'content-type': 'application/json;;' } }), 2048)).toBeUndefined();
+  });
+
+  it('leaves a request to <key>.<ENDPOINT_DOMAIN> to the route, which rewrites it', () => {
+    const rewrite = hostEndpointRewrite('events.example.com');
+    expect(fastPathKey(request({ url: '/e/enabc123', headers: { host: 'enother9.events.example.com' } }), 2048, rewrite)).toBeUndefined();
+    expect(fastPathKey(request({ url: '/e/enabc123', headers: { host: 'api.example.com' } }), 2048, rewrite)).toBe('enabc123');
+  });
+});
