@@ -40,7 +40,11 @@ export function installIngressFastPath(server: Server, ingress: FastIngress, opt
   const logger = new Logger('IngressFastPath');
   const rewrite = opts.endpointDomain ? hostEndpointRewrite(opts.endpointDomain) : undefined;
   const routed = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
-  if (routed.length !== 1) throw new Error(`the api's HTTP server has ${routed.length} request listeners: expected Fastify's alone`);
+  if (routed.length !== 1) {
+    // Something else listens too (an embedding of the api): every request stays with the listeners as they are.
+    logger.warn(`the api's HTTP server has ${routed.length} request listeners, not Fastify's alone: the ingress fast path is off`);
+    return;
+  }
   const [fastify] = routed;
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
