@@ -51,14 +51,21 @@ describe('HTTP endpoints: the fast path answers and stores what the framework ro
   };
 
   /** Sends `head` (its first line's `PATH` and the Host header filled in per side) and `body`; what the client and the source see. */
-  const send = async (s: Side, head: string, body = ''): Promise<{ status: number; contentType?: string; retryAfter?: string; body: unknown; event?: unknown }> => {
+  const send = async (s: Side, head: string, body = ''): Promise<{ status: number; contentType?: string; retryAfter?: string; headers: Record<string, string>; body: unknown; event?: unknown }> => {
     const { host } = new URL(s.system.origin);
     const lines = head.replace('PATH', s.path).split('\n');
     const request = [lines[0], `Host: ${host}`, ...lines.slice(1)].join('\r\n') + '\r\n\r\n' + body;
     const before = await lastInvocation(s).catch(() => undefined);
     const res = await rawRequest(s.system.origin, request);
-    const header = (name: string): string | undefined => new RegExp(`^${name}: (.*)$`, 'im').exec(res.headers)?.[1]?.trim();
-    const out = { status: res.status, contentType: header('content-type'), retryAfter: header('retry-after'), body: JSON.parse(res.body) as unknown };
+    // Every header of the answer but its date, names in lower case.
+    const headers = Object.fromEntries(
+      res.headers
+        .split('\r\n')
+        .slice(1)
+        .map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()])
+        .filter(([name]) => name !== 'date'),
+    ) as Record<string, string>;
+    const out = { status: res.status, contentType: headers['content-type'], retryAfter: headers['retry-after'], headers, body: JSON.parse(res.body) as unknown };
     if (res.status !== 200) return out;
     const inv = await lastInvocation(s);
     expect(inv.invocationId).not.toBe(before?.invocationId);
