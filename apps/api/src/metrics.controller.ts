@@ -36,22 +36,17 @@ export class MetricsController {
     bounds.set({ bound: 'source' }, config.ingestMaxPendingPerSource);
     bounds.set({ bound: 'account' }, config.ingestMaxPendingPerAccount);
     bounds.set({ bound: 'account_deliveries' }, config.ingestMaxPendingDeliveriesPerAccount);
-    const servedCounted = { fast: 0, route: 0 };
-    const served = new Counter({
+    new Counter({
       name: 'api_ingress_requests_total',
       help: 'requests to HTTP endpoints (/e/…) this replica answered, by the way they came in: path="fast" without the web framework (INGRESS_FAST_PATH), path="route" through its route',
       labelNames: ['path'],
       registers,
       collect() {
-        for (const path of ['fast', 'route'] as const) {
-          const delta = ingress.served[path] - servedCounted[path];
-          if (delta > 0) this.inc({ path }, delta);
-          servedCounted[path] = ingress.served[path];
-        }
+        // The ingress counts; the counter shows its totals at each scrape.
+        this.reset();
+        for (const path of ['fast', 'route'] as const) this.inc({ path }, ingress.served[path]);
       },
     });
-    served.inc({ path: 'fast' }, 0);
-    served.inc({ path: 'route' }, 0);
     // The backlog counts its refusals; the counter catches up with them at each scrape.
     const counted = new Map<IngestRefusals, number>();
     const refused: Counter<'scope' | 'waiting'> = new Counter({

@@ -143,8 +143,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   }
 
   /** A request to an endpoint without a custom response, from its rate and backlog checks to its answer once stored. */
-  async answerPlain(target: EndpointTarget, endpointKey: string, request: IngressRequest, fast = false): Promise<IngressAnswer> {
-    if (fast) this.served.fast++;
+  async answerPlain(target: EndpointTarget, endpointKey: string, request: IngressRequest): Promise<IngressAnswer> {
     const refusal = this.refusal(target, endpointKey, request);
     if (refusal) return refusal;
     try {

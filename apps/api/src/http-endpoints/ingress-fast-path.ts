@@ -9,7 +9,9 @@ import type { IngressAnswer, IngressRequest } from './http-ingress';
 /** What the fast path asks of the ingress (HttpIngress). */
 export interface FastIngress {
   plainTarget(endpointKey: string): EndpointTarget | undefined;
-  answerPlain(target: EndpointTarget, endpointKey: string, request: IngressRequest, fast: true): Promise<IngressAnswer>;
+  answerPlain(target: EndpointTarget, endpointKey: string, request: IngressRequest): Promise<IngressAnswer>;
+  /** Requests answered by each way in; the fast path counts its own. */
+  readonly served: { fast: number };
   errorAnswer(err: Error): IngressAnswer;
 }
 
@@ -83,6 +85,7 @@ function serve(req: IncomingMessage, res: ServerResponse, ingress: FastIngress, 
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('error', () => undefined);
   req.on('end', () => {
+    ingress.served.fast++;
     const url = req.url!;
     const q = url.indexOf('?');
     let answer: Promise<IngressAnswer>;
@@ -95,7 +98,7 @@ function serve(req: IncomingMessage, res: ServerResponse, ingress: FastIngress, 
         ip: proxyAddr.all(req, TRUST_EVERY_HOP).at(-1)!,
         body: Buffer.concat(chunks).toString('utf8'),
       };
-      answer = ingress.answerPlain(target, endpointKey, request, true);
+      answer = ingress.answerPlain(target, endpointKey, request);
     } catch (e) {
       answer = Promise.resolve(ingress.errorAnswer(e as Error));
     }
