@@ -143,7 +143,8 @@ export interface SystemNats {
 
 /** Starts api + runner + delivery. `env` overrides settings (e.g. short timers). */
 export async function startSystem(env: Record<string, string> = {}, { apps = ['api', 'runner', 'delivery'] as AppName[], ownNats }: { apps?: AppName[]; ownNats?: SystemNats } = {}): Promise<System> {
-  const db = await createDatabase();
+  // A test with a Postgres of its own (one it crashes) passes its migrated database's URL.
+  const db = env.DATABASE_URL ? { url: env.DATABASE_URL } : await createDatabase();
   const port = await freePort();
   // Users the run's server was started with (no reload), or new ones when they are all taken.
   const claimed = ownNats

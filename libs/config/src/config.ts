@@ -96,6 +96,7 @@ export const SETTINGS = {
   httpBurst: int('HTTP_BURST', 50, 'burst allowance per HTTP source endpoint', 1),
   httpResponseTimeoutMs: int('HTTP_RESPONSE_TIMEOUT_MS', 30_000, 'how long a customResponse endpoint waits for respond()', 100),
   timerMinIntervalSeconds: int('TIMER_MIN_INTERVAL_SECONDS', 15, "smallest intervalSeconds a timer may use (a component's own default under it is raised to it)", 1),
+  indexAsyncCommit: bool('INDEX_ASYNC_COMMIT', true, 'commit event summaries without waiting for Postgres to flush them to disk (synchronous_commit off for these inserts only): an event is still indexed, and visible, before any listener gets it, and its delivery no longer waits out the disk\'s slow flushes; a Postgres crash can lose the last moments of these commits, which every delivery app re-indexes from EMITS once it sees Postgres started again (false = each index batch waits for its flush)'),
   eventRetention: int('EVENT_RETENTION', 100, 'event summaries kept per source and channel class (the delivery apps trim to it, the api lists at most it: give them the same value)', 1),
   summaryTruncateBytes: int('SUMMARY_TRUNCATE_BYTES', 1024, 'event data above this is truncated in summaries unless expand=event', 64),
   emitsMaxAgeSeconds: int('EMITS_MAX_AGE_SECONDS', 7 * 24 * 3600, 'how long the EMITS stream keeps events', 60),

@@ -14,6 +14,7 @@ export class DeliveryMetrics {
   readonly emitToReceipt: Histogram;
   readonly usageRecords: Counter;
   readonly indexBatch: Histogram;
+  readonly eventsReindexed: Counter;
   readonly retriesWaiting: Gauge;
   readonly retriesOldestAge: Gauge;
   /** Where the backlog gauges read their figures (the webhook sender and the router), at scrape time. */
@@ -44,6 +45,7 @@ export class DeliveryMetrics {
       registers: [registry],
     });
     this.usageRecords = new Counter({ name: 'delivery_usage_records_total', help: 'usage records aggregated into usage_daily', registers: [registry] });
+    this.eventsReindexed = new Counter({ name: 'delivery_events_reindexed_total', help: 'events of EMITS indexed again after Postgres restarted (INDEX_ASYNC_COMMIT)', registers: [registry] });
     this.indexBatch = new Histogram({ name: 'delivery_index_batch_size', help: 'events per indexer batch', buckets: [1, 5, 20, 50, 100, 250, 500], registers: [registry] });
     this.retriesWaiting = new Gauge({
       name: 'delivery_webhook_retries_waiting',

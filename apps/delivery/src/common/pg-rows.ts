@@ -7,7 +7,8 @@ export interface RowColumn {
 }
 
 interface PgClient {
-  query(text: string, values: unknown[]): Promise<unknown>;
+  query(text: string, values?: unknown[]): Promise<unknown>;
+  escapeLiteral(text: string): string;
 }
 
 /** A lone UTF-16 surrogate as JSON.stringify escapes it: Postgres's JSON parser refuses it. */
@@ -23,18 +24,26 @@ const LONE_SURROGATE = /\\ud[89a-f]/i;
  * their JSON text (pgJson). `suffix` follows the select (`on conflict do nothing`).
  * Rows holding a lone surrogate go as one array parameter per column instead, where
  * node-postgres's UTF-8 encoding replaces it as it always did.
+ *
+ * `asyncCommit`: the insert commits without waiting for its WAL to be flushed (`synchronous_commit` off for its
+ * transaction alone): the statement and a `set local` go as one simple query, one implicit transaction, with the
+ * rows as a literal instead of a parameter. Rows holding a lone surrogate commit as any other statement.
  */
-export async function insertRows(em: EntityManager, table: string, columns: RowColumn[], rows: unknown[][], suffix = ''): Promise<void> {
+export async function insertRows(em: EntityManager, table: string, columns: RowColumn[], rows: unknown[][], suffix = '', asyncCommit = false): Promise<void> {
   if (!rows.length) return;
   const names = columns.map((c) => c.name).join(', ');
   const json = JSON.stringify(rows);
-  const [text, values] = LONE_SURROGATE.test(json)
-    ? [`insert into ${table} (${names}) select * from unnest(${columns.map((c, i) => `$${i + 1}::${c.type}[]`).join(', ')}) ${suffix}`, columns.map((_, i) => rows.map((r) => r[i]))]
-    : [`insert into ${table} (${names}) select ${columns.map((c, i) => `(r->>${i})::${c.type}`).join(', ')} from jsonb_array_elements($1::jsonb) r ${suffix}`, [json]];
+  const select = (source: string): string => `insert into ${table} (${names}) select ${columns.map((c, i) => `(r->>${i})::${c.type}`).join(', ')} from jsonb_array_elements(${source}::jsonb) r ${suffix}`;
   const client = em.getConnection().getKnex().client as { acquireConnection(): Promise<PgClient>; releaseConnection(c: PgClient): Promise<void> };
   const conn = await client.acquireConnection();
   try {
-    await conn.query(text, values);
+    if (LONE_SURROGATE.test(json)) {
+      await conn.query(`insert into ${table} (${names}) select * from unnest(${columns.map((c, i) => `$${i + 1}::${c.type}[]`).join(', ')}) ${suffix}`, columns.map((_, i) => rows.map((r) => r[i])));
+    } else if (asyncCommit) {
+      await conn.query(`set local synchronous_commit to off; ${select(conn.escapeLiteral(json))}`);
+    } else {
+      await conn.query(select('$1'), [json]);
+    }
   } finally {
     await client.releaseConnection(conn);
   }

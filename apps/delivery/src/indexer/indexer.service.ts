@@ -9,6 +9,7 @@ import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
 import { channelClassOf } from './event-ids';
 import { SummaryWriter, TrimGroup } from './summary-writer';
+import { IndexRecovery } from './index-recovery';
 
 /** The consumer earlier versions indexed with; drained and removed by this one (see `drainLegacyConsumer`). */
 const LEGACY_DURABLE = 'indexer';
@@ -44,6 +45,8 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
   private readonly toTrim = new Map<string, { group: TrimGroup; dueMs: number }>();
   private trimming?: Promise<void>;
   private closing = false;
+  /** With INDEX_ASYNC_COMMIT: indexes EMITS again after Postgres restarted (its last commits may be lost). */
+  private recovery?: IndexRecovery;
 
   constructor(
     private readonly nats: NatsService,
@@ -66,12 +69,17 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
       );
     } });
     await this.drainLegacyConsumer();
+    if (this.config.indexAsyncCommit) {
+      this.recovery = new IndexRecovery(this.nats, this.em, this.logger, (events) => this.reindex(events));
+      this.recovery.start();
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.deleteSub?.unsubscribe();
     clearInterval(this.legacyCheck);
     await this.legacy?.stop();
+    await this.recovery?.stop();
     this.closing = true;
     await this.trimming;
   }
@@ -83,17 +91,28 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
    * background (coalesced across batches), so routing never waits for it.
    */
   async index(events: EmittedEvent[]): Promise<Set<EmittedEvent>> {
-    const written = await new SummaryWriter(this.em.fork(), this.config.eventRetention).write(events);
-    const rejected = new Set(written.rejected);
-    const dueMs = Date.now() + TRIM_GROUP_DELAY_MS;
-    for (const g of written.touched) this.keepForTrim(g, dueMs);
-    this.trimming ??= this.trimLoop();
+    const rejected = await this.write(events, this.config.indexAsyncCommit);
     this.metrics.indexBatch.observe(events.length);
     for (const e of events) {
       if (rejected.has(e)) this.logger.warn({ emitter_id: e?.emitterId, id: e?.id }, 'dropping an emit that cannot be indexed (a malformed id, or a field over 255 characters)');
       else this.metrics.eventsIndexed.inc({ channel_class: channelClassOf(e.name ?? '') });
     }
     return rejected;
+  }
+
+  /** Writes summaries (trimmed in the background); returns the events that cannot be indexed. */
+  private async write(events: EmittedEvent[], asyncCommit: boolean): Promise<Set<EmittedEvent>> {
+    const written = await new SummaryWriter(this.em.fork(), this.config.eventRetention, asyncCommit).write(events);
+    const dueMs = Date.now() + TRIM_GROUP_DELAY_MS;
+    for (const g of written.touched) this.keepForTrim(g, dueMs);
+    this.trimming ??= this.trimLoop();
+    return new Set(written.rejected);
+  }
+
+  /** Indexes events of EMITS again after Postgres restarted (each insert waits for its flush: these were lost once). */
+  private async reindex(events: EmittedEvent[]): Promise<void> {
+    const rejected = await this.write(events, false);
+    this.metrics.eventsReindexed.inc(events.length - rejected.size);
   }
 
   /** A group already waiting keeps its due time (and its place): a busy group is trimmed once per TRIM_GROUP_DELAY_MS. */

@@ -43,7 +43,8 @@ export interface TrimGroup {
 
 /** Writes event summaries in multi-row inserts, and trims emitter/classes to the retention count. */
 export class SummaryWriter {
-  constructor(private readonly em: EntityManager, private readonly retention: number) {}
+  /** `asyncCommit`: inserts commit without waiting for their WAL flush (INDEX_ASYNC_COMMIT). */
+  constructor(private readonly em: EntityManager, private readonly retention: number, private readonly asyncCommit = false) {}
 
   /**
    * Inserts the summaries of `events` (idempotent: re-inserting an event is a no-op). Returns the events that
@@ -62,7 +63,7 @@ export class SummaryWriter {
       const e = r.event;
       return [e.emitterId, e.id, r.ms, r.seq, pgText(e.name ?? ''), channelClassOf(e.name ?? ''), e.ownerId ?? '', pgText(e.emitId ?? e.id), pgText(e.summary ?? null), r.json, e.meta ? pgJson(e.meta) : null, Buffer.byteLength(r.json), now];
     });
-    await insertRows(this.em, 'event_summaries', COLUMNS, values, 'on conflict do nothing');
+    await insertRows(this.em, 'event_summaries', COLUMNS, values, 'on conflict do nothing', this.asyncCommit);
     const touched = new Map<string, TrimGroup>();
     for (const r of rows) {
       const cls = channelClassOf(r.event.name ?? '');
