@@ -11,6 +11,8 @@
 // Knobs: PROFILE_SECONDS (15), PROFILE_CONNECTIONS (32), PROFILE_ENDPOINTS (1), PROFILE_RATE (requests a
 // second offered whatever the answers, instead of the closed loop: to see where the latency of a load the
 // system keeps up with goes),
+// PROFILE_WARMUP_SECONDS (0: a closed loop over the endpoints for that long, every event delivered, before
+// the measured load: the state `peers` measures its rate row in, JIT warm and tables grown),
 // PROFILE_GC=1 (the apps run with --trace-gc: their collections during the load are summed),
 // BENCH_NODE_ARGS (flags for the apps' node, to compare V8 settings).
 const os = require('node:os');
@@ -27,6 +29,7 @@ const SECONDS = Number(process.env.PROFILE_SECONDS || 15);
 const CONNECTIONS = Number(process.env.PROFILE_CONNECTIONS || 32);
 const ENDPOINTS = Number(process.env.PROFILE_ENDPOINTS || 1);
 const RATE = Number(process.env.PROFILE_RATE || 0);
+const WARMUP_SECONDS = Number(process.env.PROFILE_WARMUP_SECONDS || 0);
 const TRACE_GC = process.env.PROFILE_GC === '1';
 const APPS = ['api', 'runner', 'delivery'];
 
@@ -112,6 +115,11 @@ async function main() {
   const system = await support.startSystem(PIPELINE_SYSTEM_ENV);
   try {
     const { urls } = await deployPipeline(system, receiver, { count: ENDPOINTS, code: FORWARDER, name: 'profiled' });
+    if (WARMUP_SECONDS > 0) {
+      const warm = await closedLoop({ urls, connections: CONNECTIONS, seconds: WARMUP_SECONDS, firstN: 10_000_000 });
+      await support.until(async () => [...warm.acceptedN.keys()].every((n) => receiver.receipts.has(n)), { timeoutMs: 120_000, what: 'every warm-up request to arrive' });
+      receiver.reset();
+    }
     const measured = groups(system);
     const outputBefore = Object.fromEntries(APPS.map((a) => [a, system.logs(a).length]));
     const backlog = await sampleBacklog(system);
@@ -128,7 +136,7 @@ async function main() {
     const emitted = [...receiver.emitLatencies].sort((a, b) => a - b);
     const rows = procStats.perEvent(before, procStats.take(measured), stats.accepted);
 
-    console.log(`profile: ${ENDPOINTS} source(s), ${RATE > 0 ? `${RATE} requests/s offered` : `${CONNECTIONS} connections`} for ${SECONDS} s${process.env.BENCH_NODE_ARGS ? `, apps with node ${process.env.BENCH_NODE_ARGS}` : ''}; ${os.cpus().length} cores`);
+    console.log(`profile: ${ENDPOINTS} source(s), ${RATE > 0 ? `${RATE} requests/s offered` : `${CONNECTIONS} connections`} for ${SECONDS} s${WARMUP_SECONDS > 0 ? ` after ${WARMUP_SECONDS} s of warm-up` : ''}${process.env.BENCH_NODE_ARGS ? `, apps with node ${process.env.BENCH_NODE_ARGS}` : ''}; ${os.cpus().length} cores`);
     console.log(`${stats.accepted} events accepted and delivered in ${wallMs} ms: ${Math.round((stats.accepted / wallMs) * 1000)}/s; load average ${load()}\n`);
     console.log('| process | CPU µs/event | kernel | main threads | other threads | reads/event | writes/event | context switches/event | resident MiB |');
     console.log('|---|---|---|---|---|---|---|---|---|');
