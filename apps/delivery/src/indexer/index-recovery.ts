@@ -38,6 +38,7 @@ export class IndexRecovery {
   /** The sequence after which EMITS is still to be indexed again (a re-index failed or is due). */
   private owedAfter?: number;
   private busy = false;
+  private stopping = false;
 
   constructor(
     private readonly nats: NatsService,
@@ -52,7 +53,9 @@ export class IndexRecovery {
     void this.check();
   }
 
+  /** Waits for a check in progress; a re-index in progress stops after its current batch. */
   async stop(): Promise<void> {
+    this.stopping = true;
     clearInterval(this.timer);
     while (this.busy) await new Promise((r) => setTimeout(r, 50));
   }
@@ -62,9 +65,11 @@ export class IndexRecovery {
     this.busy = true;
     try {
       const atMs = Date.now();
-      await this.readFloor(atMs);
+      const floor = await this.readFloor();
       const up = await this.readPostgres().catch(() => undefined);
-      if (!up) return; // down or unreachable: the next check that reaches it compares start times
+      // Down or unreachable: the next check that reaches it compares start times. No floor is kept meanwhile: the
+      // router may still acknowledge events routed before the crash, past summaries the crash lost.
+      if (!up) return;
       if (this.startedAtMs !== undefined && up.startedAtMs !== this.startedAtMs) {
         const from = this.floorAt(this.lastUpMs - 3 * this.walWriterDelayMs - SLACK_MS);
         this.owedAfter = Math.min(this.owedAfter ?? from, from);
@@ -73,19 +78,22 @@ export class IndexRecovery {
       this.startedAtMs = up.startedAtMs;
       this.walWriterDelayMs = up.walWriterDelayMs;
       this.lastUpMs = atMs;
+      if (floor !== undefined) {
+        this.floors.push({ atMs, seq: floor });
+        if (this.floors.length > FLOORS_MAX) this.floors.shift();
+      }
       if (this.owedAfter !== undefined) await this.replay(this.owedAfter);
     } finally {
       this.busy = false;
     }
   }
 
-  private async readFloor(atMs: number): Promise<void> {
+  /** The router's acknowledgement floor; undefined when NATS is unreachable or the router's consumer not made yet. */
+  private async readFloor(): Promise<number | undefined> {
     try {
-      const info = await this.nats.jsm.consumers.info(this.nats.names.emitsStream, ROUTER_DURABLE);
-      this.floors.push({ atMs, seq: info.ack_floor.stream_seq });
-      if (this.floors.length > FLOORS_MAX) this.floors.shift();
+      return (await this.nats.jsm.consumers.info(this.nats.names.emitsStream, ROUTER_DURABLE)).ack_floor.stream_seq;
     } catch {
-      // NATS unreachable, or the router's consumer not made yet: no reading this time.
+      return undefined;
     }
   }
 
@@ -114,7 +122,7 @@ export class IndexRecovery {
       let indexed = 0;
       if (lastSeq > afterSeq) {
         const consumer = await this.nats.js.consumers.get(stream, { filterSubjects: this.nats.names.allEmits, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 });
-        for (let done = false; !done; ) {
+        for (let done = false; !done && !this.stopping; ) {
           const events: EmittedEvent[] = [];
           let seen = 0;
           for await (const m of await consumer.fetch({ max_messages: FETCH_BATCH, expires: FETCH_EXPIRES_MS })) {
@@ -139,6 +147,7 @@ export class IndexRecovery {
         }
         await consumer.delete().catch(() => undefined);
       }
+      if (this.stopping) return;
       this.owedAfter = undefined;
       this.logger.info({ from_seq: afterSeq + 1, to_seq: lastSeq, events: indexed }, 'events of EMITS indexed again after Postgres restarted');
     } catch (e) {
