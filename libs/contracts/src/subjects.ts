@@ -1,3 +1,6 @@
+/** The durable consumer on EMITS through which the delivery apps index and route every event. */
+export const ROUTER_DURABLE = 'router';
+
 /**
  * Every JetStream name (streams, buckets, subjects) is built here from the
  * installation prefix, so tests and installations sharing a NATS server never

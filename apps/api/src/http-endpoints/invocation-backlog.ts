@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ApiError } from '@app/contracts';
+import { ApiError, ROUTER_DURABLE } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import type { ConsumerInfo } from 'nats';
 import type { EndpointTarget } from './endpoint-lookup';
@@ -59,8 +59,6 @@ const OWNERS_CACHED_MAX = 100_000;
 /** Ids per owner look-up query. */
 const OWNER_QUERY_IDS = 1000;
 
-/** The delivery app's consumer of EMITS: what it has not acknowledged is not yet indexed and routed. */
-const ROUTER_DURABLE = 'router';
 /** EMITS messages read, evenly over the router's backlog, to tell whose events it holds. */
 const UNROUTED_SAMPLES = 32;
 

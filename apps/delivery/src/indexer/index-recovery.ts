@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { DeliverPolicy } from 'nats';
 import type { Logger } from '@app/config';
-import { decodeJson, EmittedEvent } from '@app/contracts';
+import { decodeJson, EmittedEvent, ROUTER_DURABLE } from '@app/contracts';
 import { NatsService } from '@app/nats';
 
 /** How often Postgres's start time and the router's acknowledgement floor on EMITS are read. */
@@ -15,8 +15,6 @@ const SLACK_MS = 10_000;
 const FLOORS_MAX = 120;
 const FETCH_BATCH = 500;
 const FETCH_EXPIRES_MS = 2_000;
-/** The durable the router consumes EMITS with (router.service.ts). */
-const ROUTER_DURABLE = 'router';
 
 /**
  * With INDEX_ASYNC_COMMIT, an index batch's commit does not wait for its WAL flush, so a Postgres crash (or
@@ -32,7 +30,7 @@ export class IndexRecovery {
   private timer?: NodeJS.Timeout;
   private startedAtMs?: number;
   private walWriterDelayMs = 200;
-  /** When a check last saw Postgres up, with the start time it had. */
+  /** When a check last saw Postgres up. */
   private lastUpMs = 0;
   private readonly floors: { atMs: number; seq: number }[] = [];
   /** The sequence after which EMITS is still to be indexed again (a re-index failed or is due). */
@@ -98,7 +96,7 @@ export class IndexRecovery {
   }
 
   private async readPostgres(): Promise<{ startedAtMs: number; walWriterDelayMs: number }> {
-    const [row] = (await this.em.fork().getConnection().execute(
+    const [row] = (await this.em.getConnection().execute(
       `select (extract(epoch from pg_postmaster_start_time()) * 1000)::bigint as started, (select setting::int from pg_settings where name = 'wal_writer_delay') as wwd`,
     )) as { started: string | number; wwd: number }[];
     return { startedAtMs: Number(row.started), walWriterDelayMs: Number(row.wwd) || 200 };

@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { JsMsg } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
-import { decodeJson, DeliveryMessage, EmittedEvent, encodeJson, InvocationMessage, partitionOf } from '@app/contracts';
+import { decodeJson, DeliveryMessage, EmittedEvent, encodeJson, InvocationMessage, partitionOf, ROUTER_DURABLE } from '@app/contracts';
 import { ensureDurable, NatsService } from '@app/nats';
 import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
@@ -11,7 +11,6 @@ import { WebhookSenderService } from '../webhooks-out/webhook-sender.service';
 import { IndexerService } from '../indexer/indexer.service';
 import { ChainBudget } from './chain-budget';
 
-const DURABLE = 'router';
 
 /** The invocation a listener source gets for an event: `sub.<emitterId>.<eventId>` (event ids are unique per emitter). */
 export const subscriptionInvocationId = (event: Pick<EmittedEvent, 'emitterId' | 'id'>): string => `sub.${event.emitterId}.${event.id}`;
@@ -56,8 +55,8 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
 
   async onApplicationBootstrap(): Promise<void> {
     const names = this.nats.names;
-    await ensureDurable(this.nats.jsm, names.emitsStream, { durable_name: DURABLE, filter_subject: names.allEmits, max_ack_pending: 20_000, ack_wait: this.config.deliveryAckWaitMs * 1_000_000 });
-    this.consumer = new BatchConsumer(this.nats.js, names.emitsStream, DURABLE, (batch) => this.route(batch), { maxBatch: 500, lingerMs: 2 }, this.logger, this.config.deliveryAckWaitMs);
+    await ensureDurable(this.nats.jsm, names.emitsStream, { durable_name: ROUTER_DURABLE, filter_subject: names.allEmits, max_ack_pending: 20_000, ack_wait: this.config.deliveryAckWaitMs * 1_000_000 });
+    this.consumer = new BatchConsumer(this.nats.js, names.emitsStream, ROUTER_DURABLE, (batch) => this.route(batch), { maxBatch: 500, lingerMs: 2 }, this.logger, this.config.deliveryAckWaitMs);
     this.keepAlive = setInterval(() => this.held.forEach((m) => m.working()), Math.max(500, this.config.deliveryAckWaitMs / 3));
     await this.consumer.start();
   }
