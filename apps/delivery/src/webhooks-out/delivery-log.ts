@@ -33,6 +33,11 @@ const COLUMNS: RowColumn[] = [
   { name: 'next_attempt_at_ms', type: 'int8' },
   { name: 'created_at_ms', type: 'int8' },
 ];
+/**
+ * An event's attempts at a webhook (parameters: webhook id, event id, emitter id), asked for every redelivered
+ * delivery: answered by the (webhook_id, event_id) index, not by reading the webhook's whole log.
+ */
+export const ATTEMPTS_SO_FAR_SQL = `select coalesce(max(attempt), 0)::int as n, coalesce(bool_or(status = 'succeeded'), false) as ok from webhook_deliveries where webhook_id = ? and event_id = ? and emitter_id = ?`;
 const MAX_ROWS = 200;
 const LINGER_MS = 10;
 
@@ -61,10 +66,7 @@ export class DeliveryLog {
 
   /** Attempts already made for an event (after a redelivery), and whether one of them succeeded. */
   async attemptsSoFar(webhookId: string, emitterId: string, eventId: string): Promise<{ attempts: number; succeeded: boolean }> {
-    const [row] = (await this.em.fork().getConnection().execute(
-      `select coalesce(max(attempt), 0)::int as n, coalesce(bool_or(status = 'succeeded'), false) as ok from webhook_deliveries where webhook_id = ? and event_id = ? and emitter_id = ?`,
-      [webhookId, eventId, emitterId],
-    )) as { n: number; ok: boolean }[];
+    const [row] = (await this.em.fork().getConnection().execute(ATTEMPTS_SO_FAR_SQL, [webhookId, eventId, emitterId])) as { n: number; ok: boolean }[];
     return { attempts: row?.n ?? 0, succeeded: row?.ok ?? false };
   }
 }

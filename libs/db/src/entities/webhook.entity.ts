@@ -22,6 +22,7 @@ export class Webhook {
 /** One attempt to deliver one event to one webhook. */
 @Entity({ tableName: 'webhook_deliveries' })
 @Index({ properties: ['webhookId', 'createdAtMs'] })
+@Index({ properties: ['webhookId', 'eventId'] })
 export class WebhookDelivery {
   @PrimaryKey({ type: 'string' }) id!: string;
   @Property({ type: 'string' }) webhookId!: string;
