@@ -6,7 +6,8 @@ import { natsAdmin } from './support/env';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { Emitter, insertSource, Receiver, sql, subscriptionsLoaded } from './events.helpers';
 import { scrapeMetrics } from './support/metrics';
-import { ATTEMPTS_SO_FAR_SQL } from '../apps/delivery/src/webhooks-out/delivery-log';
+import { withOrm } from '@app/db';
+import { ATTEMPTS_SO_FAR_SQL, DeliveryLog } from '../apps/delivery/src/webhooks-out/delivery-log';
 
 /** Issue 10: a metric of waiting webhook retries, and no second POST for a delivery whose success is on record. */
 describe('delivery: waiting-retry metrics and redelivered messages', () => {
@@ -120,5 +121,19 @@ describe('delivery: waiting-retry metrics and redelivered messages', () => {
     const [row] = await sql(system, query, [wh, '0000000000050000', 'dc_x']);
     expect(row).toEqual({ n: 1, ok: true });
     await sql(system, 'delete from webhook_deliveries where webhook_id = $1', [wh]);
+  });
+
+  it('prunes attempt rows older than the cut-off, webhook by webhook, those of a deleted webhook too', async () => {
+    const now = Date.now();
+    const hooks = ['a', 'b', 'c'].map((k) => `wh_prune_${k}_${randomBytes(4).toString('hex')}`);
+    // Each webhook: 50 rows an hour old and 50 a minute old. None has a webhooks row: the prune finds the webhooks in
+    // the attempt rows themselves, so rows left by a webhook whose owner went are pruned too.
+    await sql(system, `insert into webhook_deliveries (id, webhook_id, event_id, emitter_id, attempt, status, created_at_ms)
+      select 'whd_' || h || '_' || g, h, g::text, 'dc_x', 1, 'succeeded', case when g <= 50 then $2::bigint - 3600000 else $2::bigint - 60000 end
+      from unnest($1::text[]) h, generate_series(1, 100) g`, [hooks, now]);
+    await withOrm(system.databaseUrl, (orm) => new DeliveryLog(orm.em).prune(now - 600_000));
+    const left = await sql<{ webhook_id: string; n: number; oldest: string }>(system, `select webhook_id, count(*)::int as n, min(created_at_ms)::text as oldest from webhook_deliveries where webhook_id = any($1) group by webhook_id order by webhook_id`, [hooks]);
+    expect(left).toEqual([...hooks].sort().map((h) => ({ webhook_id: h, n: 50, oldest: String(now - 60_000) })));
+    await sql(system, 'delete from webhook_deliveries where webhook_id = any($1)', [hooks]);
   });
 });

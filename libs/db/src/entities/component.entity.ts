@@ -5,6 +5,7 @@ import { BigNumber, nowSeconds } from './common';
 @Entity({ tableName: 'components' })
 @Index({ properties: ['ownerId', 'key', 'createdAtMs'] })
 @Index({ properties: ['ownerId', 'createdAtMs'] })
+@Index({ properties: ['codeHash'] })
 export class Component {
   @PrimaryKey({ type: 'string' }) id!: string;
   /** `u_…`, `o_…`, or `registry` for the shipped registry. */

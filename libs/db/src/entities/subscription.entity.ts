@@ -23,7 +23,7 @@ export class Subscription {
 export class AutoSubscription {
   @PrimaryKey({ type: 'string' }) id!: string;
   @Property({ type: 'string' }) ownerId!: string;
-  @Property({ type: 'string' }) listenerId!: string;
+  @Index() @Property({ type: 'string' }) listenerId!: string;
   @Property({ type: 'string' }) eventName!: string;
   @Property({ type: BigNumber }) createdAt: number = nowSeconds();
 }

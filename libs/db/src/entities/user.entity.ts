@@ -56,5 +56,5 @@ export class UsageDaily {
 export class UsageSeen {
   @PrimaryKey({ type: 'string' }) invocationId!: string;
   @Index() @Property({ type: BigNumber }) streamSeq!: number;
-  @Property({ type: BigNumber }) createdAtMs: number = Date.now();
+  @Index() @Property({ type: BigNumber }) createdAtMs: number = Date.now();
 }

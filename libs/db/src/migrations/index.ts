@@ -11,6 +11,7 @@ import { Migration20261126000000 } from './Migration20261126000000';
 import { Migration20261127000000 } from './Migration20261127000000';
 import { Migration20261128000000 } from './Migration20261128000000';
 import { Migration20261129000000 } from './Migration20261129000000';
+import { Migration20261129010000 } from './Migration20261129010000';
 
 /** Every migration, oldest first. Add new ones at the end. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -26,4 +27,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261127000000', class: Migration20261127000000 },
   { name: 'Migration20261128000000', class: Migration20261128000000 },
   { name: 'Migration20261129000000', class: Migration20261129000000 },
+  { name: 'Migration20261129010000', class: Migration20261129010000 },
 ];
