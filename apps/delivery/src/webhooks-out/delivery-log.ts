@@ -56,7 +56,7 @@ export class DeliveryLog {
 
   private async insert(items: { row: AttemptRecord; at: number }[]): Promise<void> {
     const rows = items.map(({ row: r, at }) => [newId('delivery'), r.webhookId, r.eventId, r.emitterId, r.attempt, r.status, r.responseCode ?? null, r.latencyMs ?? null, pgText(r.responseBody ?? null), pgText(r.error ?? null), r.nextAttemptAtMs ?? null, at]);
-    await insertRows(this.em.fork(), 'webhook_deliveries', COLUMNS, rows);
+    await insertRows(this.em, 'webhook_deliveries', COLUMNS, rows);
   }
 
   /**
@@ -65,7 +65,7 @@ export class DeliveryLog {
    * read the whole table or index every ten minutes (84–700 ms at a million rows; 8 ms this way, with 200 webhooks).
    */
   async prune(beforeMs: number): Promise<void> {
-    await this.em.fork().getConnection().execute(
+    await this.em.getConnection().execute(
       `with recursive hooks(id) as (
          (select webhook_id from webhook_deliveries order by webhook_id limit 1)
          union all
@@ -79,7 +79,7 @@ export class DeliveryLog {
 
   /** Attempts already made for an event (after a redelivery), and whether one of them succeeded. */
   async attemptsSoFar(webhookId: string, emitterId: string, eventId: string): Promise<{ attempts: number; succeeded: boolean }> {
-    const [row] = (await this.em.fork().getConnection().execute(ATTEMPTS_SO_FAR_SQL, [webhookId, eventId, emitterId])) as { n: number; ok: boolean }[];
+    const [row] = (await this.em.getConnection().execute(ATTEMPTS_SO_FAR_SQL, [webhookId, eventId, emitterId])) as { n: number; ok: boolean }[];
     return { attempts: row?.n ?? 0, succeeded: row?.ok ?? false };
   }
 }
