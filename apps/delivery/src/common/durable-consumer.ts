@@ -1,6 +1,6 @@
 import { ConsumerMessages, JetStreamClient, JsMsg } from 'nats';
 import type { Logger } from '@app/config';
-import { boundConsumer } from '@app/nats';
+import { boundConsumer, consumeEach } from '@app/nats';
 
 export interface BatchOptions {
   /** Largest batch handed to the handler. */
@@ -36,13 +36,16 @@ export class BatchConsumer {
 
   async start(): Promise<void> {
     const consumer = await boundConsumer(this.js, this.stream, this.durable);
-    this.messages = await consumer.consume({ max_messages: this.opts.maxBatch * 2 });
-    void (async () => {
-      for await (const m of this.messages!) {
+    this.messages = await consumeEach(
+      consumer,
+      { max_messages: this.opts.maxBatch * 2 },
+      (m) => {
+        if (this.stopped) return m.nak();
         this.buffer.push(m);
         this.wake?.();
-      }
-    })().catch((e: Error) => this.logger.error({ err: e.message, durable: this.durable }, 'consumer stopped'));
+      },
+      (e) => this.logger.error({ err: e.message, durable: this.durable }, 'consumer stopped'),
+    );
     this.loop = this.run();
   }
 
