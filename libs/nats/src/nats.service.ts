@@ -172,6 +172,11 @@ export class NatsService {
     return this.connection ? this.connection.whenConnected(RECONNECT_GRACE_MS) : true;
   }
 
+  /** Whether the connection is up now (waitConnected without the wait, for a hot path to skip it). */
+  get connectedNow(): boolean {
+    return !this.nc?.isClosed() && (this.connection?.connected ?? true);
+  }
+
   /**
    * Refuses a request that needs NATS (503 with Retry-After) while the connection is down and does not
    * come back within RECONNECT_GRACE_MS: a publish would wait in the client's buffer until its timeout,

@@ -143,15 +143,18 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   }
 
   /** A request to an endpoint without a custom response, from its rate and backlog checks to its answer once stored. */
-  async answerPlain(target: EndpointTarget, endpointKey: string, request: IngressRequest): Promise<IngressAnswer> {
-    const refusal = this.refusal(target, endpointKey, request);
-    if (refusal) return refusal;
+  answerPlain(target: EndpointTarget, endpointKey: string, request: IngressRequest): Promise<IngressAnswer> {
+    // Promises rather than async functions: on this path each one costs (the api runs with async hooks on).
     try {
-      await this.store(target, this.invocationOf(target, endpointKey, request));
+      const refusal = this.refusal(target, endpointKey, request);
+      if (refusal) return Promise.resolve(refusal);
+      return this.store(target, this.invocationOf(target, endpointKey, request)).then(
+        () => STORED,
+        (e: Error) => this.errorAnswer(e),
+      );
     } catch (e) {
-      return this.errorAnswer(e as Error);
+      return Promise.resolve(this.errorAnswer(e as Error));
     }
-    return STORED;
   }
 
   /** Why a request to `target` is refused before it is stored (its rate, the backlog, a body nested too deeply), if it is. */
@@ -268,7 +271,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     return reply.send(res.bodyEncoding === 'base64' ? Buffer.from(res.body, 'base64') : res.body);
   }
 
-  private async store(target: EndpointTarget, msg: InvocationMessage): Promise<void> {
+  /** Stores the invocation; throws (before anything is sent) or rejects as `errorAnswer` reads it. */
+  private store(target: EndpointTarget, msg: InvocationMessage): Promise<void> {
     let data = encodeJson(msg);
     // A body near the size limit, stored both raw (JSON-escaped) and parsed, can pass NATS's payload limit: store it once, packed.
     const maxPayload = this.nats.maxPayload;
@@ -277,14 +281,18 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       // HTTP_MAX_BODY_BYTES set above what one NATS message carries: a clear 413, not a 500 from the broker.
       throw Object.assign(new Error(`request too large to store: ${data.length} bytes as an invocation, the NATS server's max_payload is ${maxPayload} bytes`), { statusCode: 413 });
     }
+    const subject = this.nats.names.invocation(target.partition, target.sourceId);
+    const stored = (): Promise<void> =>
+      this.batches.store(subject, msg, data).catch((e: Error) => {
+        // NATS unreachable or electing a leader: the request may or may not be stored (an acknowledgement can be lost).
+        throw Object.assign(new Error(`the request could not be confirmed as stored (${e.message}): retry later; it may have been stored, so a retry can make a second event`), { statusCode: 503, invocationId: msg.invocationId });
+      });
+    if (this.nats.connectedNow) return stored();
     // NATS down and not back within a moment: refused before anything is sent, so a retry cannot make a second event.
-    if (!(await this.nats.waitConnected())) throw new ServiceUnavailableError('the request was not stored: the service cannot reach NATS right now; retry later', 1);
-    try {
-      await this.batches.store(this.nats.names.invocation(target.partition, target.sourceId), msg, data);
-    } catch (e) {
-      // NATS unreachable or electing a leader: the request may or may not be stored (an acknowledgement can be lost).
-      throw Object.assign(new Error(`the request could not be confirmed as stored (${(e as Error).message}): retry later; it may have been stored, so a retry can make a second event`), { statusCode: 503, invocationId: msg.invocationId });
-    }
+    return this.nats.waitConnected().then((up) => {
+      if (!up) throw new ServiceUnavailableError('the request was not stored: the service cannot reach NATS right now; retry later', 1);
+      return stored();
+    });
   }
 
   private eventOf(request: IngressRequest, endpointKey: string): HttpEvent {
