@@ -18,8 +18,9 @@ import { directLaneMax, LaneQueue } from './lane-queue';
 
 const DURABLE = 'webhook-sender';
 /**
- * DELIVERIES messages held by the process at most. Above it the pull loop pauses
- * (backpressure), after pushing back the excess of slow webhooks: a webhook
+ * DELIVERIES messages held by the process at most. Above it, after pushing back the
+ * excess of slow webhooks, the messages the consumer takes wait unread until the held
+ * ones fall to 80 % of it (test/delivery-held-bound.e2e-spec.ts): a webhook
  * whose requests take over SLOW_REQUEST_MS (or make no progress for that long)
  * keeps LANE_QUEUE_MAX messages and returns the rest to the stream until its
  * backlog should have drained. So a slow or hung endpoint never fills the

@@ -1,0 +1,71 @@
+import { client, createUser } from './support/accounts';
+import { eventually, freePort, startSystem, System } from './support/system';
+import { scrapeMetrics } from './support/metrics';
+import { Receiver, subscriptionsLoaded } from './events.helpers';
+
+/** An HTTP source whose run emits `body.n` small events. */
+const FLOOD = 'module.exports = { name: "Flood", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { for (let i = 0; i < e.body.n; i++) this.$emit({ i }); } };';
+const WEBHOOKS = 12;
+const EVENTS = 1000;
+/** The DELIVERIES messages the delivery app holds at most (HELD_MAX in apps/delivery/src/webhooks-out/webhook-sender.service.ts). */
+const HELD_MAX = 10_000;
+
+/**
+ * The delivery app's bound on the DELIVERIES messages it holds. Two accounts' webhooks all hang, and their 24,000
+ * deliveries fill it (one account alone stops at three quarters of it: the owner share): past it, what the consumer
+ * takes waits unread until the held messages fall back to 80 % of it. Once the receiver answers again, every
+ * delivery arrives, once: nothing taken while the process was full is lost or left waiting.
+ */
+describe('the bound on held webhook deliveries', () => {
+  let system: System;
+  let receiver: Receiver;
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+
+  beforeAll(async () => {
+    system = await startSystem({ HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0', WEBHOOK_TIMEOUT_MS: '120000', DELIVERY_METRICS_PORT: String(await freePort()) });
+    // On every loopback address: each webhook its own origin (the delivery app pools connections per origin).
+    receiver = await new Receiver().start('0.0.0.0');
+    receiver.respond = () => released.then(() => ({ status: 200 }));
+  });
+  afterAll(async () => {
+    release();
+    await receiver?.stop();
+    await system?.stop();
+  });
+
+  const held = async (): Promise<number> => (await scrapeMetrics(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/metrics`))['delivery_webhook_held{path="queue"}'] ?? 0;
+
+  it('holds at most its bound while every receiver hangs, and delivers each of the 24,000 deliveries once they answer', async () => {
+    const port = new URL(receiver.url).port;
+    const floods: string[] = [];
+    for (const [n, user] of [createUser(system), createUser(system)].entries()) {
+      const api = client(system, user.apiKey);
+      const flood = (await api.post('/sources', { component_code: FLOOD, name: `flood-${n}` })).body.data;
+      for (let i = 0; i < WEBHOOKS; i++) {
+        const wh = (await api.post('/webhooks', { url: `http://127.0.0.${n * 100 + i + 1}:${port}/hook` })).body.data.id;
+        expect((await api.post('/subscriptions', { emitter_id: flood.id, listener_id: wh })).status).toBe(200);
+      }
+      floods.push(flood.configured_props.http.endpoint_url);
+    }
+    await subscriptionsLoaded(system);
+    for (const url of floods) {
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n: EVENTS }) });
+      expect(res.status).toBe(200);
+    }
+
+    await eventually(async () => (await held()) >= HELD_MAX, { what: 'the held deliveries to reach the bound', timeoutMs: 90_000 });
+    // Full: what the consumer takes now waits unread, and the bound holds.
+    for (let i = 0; i < 5; i++) {
+      expect(await held()).toBeLessThanOrEqual(HELD_MAX);
+      await new Promise((r) => setTimeout(r, 400));
+    }
+
+    release();
+    const total = 2 * WEBHOOKS * EVENTS;
+    const pairs = (): Set<string> => new Set(receiver.received.map((r) => `${r.headers.host}|${String(r.headers['x-pd-emitter-id'])}:${String(r.headers['webhook-id'])}`));
+    // Deliveries handed back while the process was full come again once due (up to about 15 s later).
+    await eventually(async () => pairs().size === total, { what: `all ${total} deliveries`, timeoutMs: 120_000 });
+    expect(receiver.received.length).toBe(total);
+  });
+});
