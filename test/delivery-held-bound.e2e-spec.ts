@@ -12,9 +12,9 @@ const HELD_MAX = 10_000;
 
 /**
  * The delivery app's bound on the DELIVERIES messages it holds. Two accounts' webhooks all hang, and their 24,000
- * deliveries fill it (one account alone stops at three quarters of it: the owner share): past it, what the consumer
- * takes waits unread until the held messages fall back to 80 % of it. Once the receiver answers again, every
- * delivery arrives, once: nothing taken while the process was full is lost or left waiting.
+ * deliveries fill it (one account alone stops at three quarters of it: the owner share): there the consumer pauses
+ * until the held messages fall back to 80 % of it. Once the receiver answers again, every delivery arrives, once:
+ * nothing is lost or left waiting behind the pause.
  */
 describe('the bound on held webhook deliveries', () => {
   let system: System;
@@ -55,7 +55,7 @@ describe('the bound on held webhook deliveries', () => {
     }
 
     await eventually(async () => (await held()) >= HELD_MAX, { what: 'the held deliveries to reach the bound', timeoutMs: 90_000 });
-    // Full: what the consumer takes now waits unread, and the bound holds.
+    // Full: the consumer pauses, and the bound holds.
     for (let i = 0; i < 5; i++) {
       expect(await held()).toBeLessThanOrEqual(HELD_MAX);
       await new Promise((r) => setTimeout(r, 400));

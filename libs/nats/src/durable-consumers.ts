@@ -28,9 +28,11 @@ export function boundConsumer(js: JetStreamClient, stream: string, durable: stri
 /**
  * Consumes with a callback per message instead of the client's async iterator, which yields every message through a
  * down-levelled async generator: 2.5 times the client's CPU per message and more of nats-server's (docs/benchmarks.md,
- * "Consuming without the iterator"). `onMessage` runs inside the client's read loop and must not throw: a throw stops
- * the consumer, as it ended a `for await` loop; `onStopped` hears the error that stopped it. A message can still
- * arrive just after `stop()`: callers check their own stopped state.
+ * "Consuming without the iterator"). For a consumer that takes every message as it comes: the client sends its next
+ * pull requests at once, where the iterator sends them only as it is read (a loop that stops reading it stops the
+ * flow; the webhook sender's bound relies on that). `onMessage` runs inside the client's read loop and must not
+ * throw: a throw stops the consumer, as it ended a `for await` loop; `onStopped` hears the error that stopped it.
+ * A message can still arrive just after `stop()`: callers check their own stopped state.
  */
 export async function consumeEach(consumer: Consumer, opts: Pick<ConsumeMessages, 'max_messages'>, onMessage: (m: JsMsg) => void, onStopped: (err: Error) => void): Promise<ConsumerMessages> {
   const messages = await consumer.consume({ ...opts, callback: onMessage });

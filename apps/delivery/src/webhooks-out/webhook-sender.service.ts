@@ -1,9 +1,9 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { ConsumerMessages, JsMsg } from 'nats';
+import { ConsumerMessages } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
 import { DeliveryMessage } from '@app/contracts';
-import { boundConsumer, consumeEach, ensureDurable, NatsService } from '@app/nats';
+import { boundConsumer, ensureDurable, NatsService } from '@app/nats';
 import { policyFromConfig } from '@app/net';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
@@ -18,9 +18,10 @@ import { directLaneMax, LaneQueue } from './lane-queue';
 
 const DURABLE = 'webhook-sender';
 /**
- * DELIVERIES messages held by the process at most. Above it, after pushing back the
- * excess of slow webhooks, the messages the consumer takes wait unread until the held
- * ones fall to 80 % of it (test/delivery-held-bound.e2e-spec.ts): a webhook
+ * DELIVERIES messages held by the process at most. Above it the pull loop pauses
+ * (backpressure: while its iterator is not read, the client asks the server for no
+ * more, where a callback consumer would go on asking), after pushing back the excess
+ * of slow webhooks (test/delivery-held-bound.e2e-spec.ts): a webhook
  * whose requests take over SLOW_REQUEST_MS (or make no progress for that long)
  * keeps LANE_QUEUE_MAX messages and returns the rest to the stream until its
  * backlog should have drained. So a slow or hung endpoint never fills the
@@ -81,9 +82,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private heldDirect = 0;
   private keepAlive?: NodeJS.Timeout;
   private pruner?: NodeJS.Timeout;
-  /** Set while the DELIVERIES messages held reach HELD_MAX: the ones that arrive wait in `waiting` until 80 % of it. */
-  private blocked = false;
-  private readonly waiting: JsMsg[] = [];
+  private resume?: () => void;
   private readonly retries: RetryQueue;
   /** Per webhook: last failure seen here, and pulling its waiting retries forward once it answers again. */
   private readonly catchUp: RetryCatchUp;
@@ -116,31 +115,28 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       max_deliver: -1,
     });
     const consumer = await boundConsumer(this.nats.js, names.deliveriesStream, DURABLE);
-    this.messages = await consumeEach(
-      consumer,
-      { max_messages: 1000 },
-      (m) => (this.stopping ? m.nak() : this.blocked ? void this.waiting.push(m) : this.take(m)),
-      (e) => this.logger.error({ err: e.message }, 'webhook consumer stopped'),
-    );
+    this.messages = await consumer.consume({ max_messages: 1000 });
     this.retries.start();
     this.keepAlive = setInterval(() => this.held.forEach((_owner, m) => m.working()), Math.max(500, ackWaitMs / 3));
     // Attempt rows are kept as long as the EMITS stream keeps the events themselves.
     this.pruner = setInterval(() => void this.log.prune(Date.now() - this.config.emitsMaxAgeSeconds * 1000).catch((e: Error) => this.logger.warn({ err: e.message }, 'pruning webhook_deliveries failed')), 600_000);
-  }
-
-  /** A DELIVERIES message into its webhook's lane (or back, while its owner holds more than its share). */
-  private take(m: JsMsg): void {
-    const item = streamItem(m);
-    if (this.ownerFull(item.webhookId, false)) return m.nak(Math.round(OWNER_FULL_DELAY_MS * (0.5 + Math.random())));
-    this.dispatch(item);
-    if (this.heldMessages() >= HELD_MAX) this.pushBackSlowLanes();
-    if (this.heldMessages() >= HELD_MAX) this.blocked = true;
+    void (async () => {
+      for await (const m of this.messages!) {
+        const item = streamItem(m);
+        if (this.ownerFull(item.webhookId, false)) {
+          m.nak(Math.round(OWNER_FULL_DELAY_MS * (0.5 + Math.random())));
+          continue;
+        }
+        this.dispatch(item);
+        if (this.heldMessages() >= HELD_MAX) this.pushBackSlowLanes();
+        if (this.heldMessages() >= HELD_MAX) await new Promise<void>((r) => (this.resume = r));
+      }
+    })().catch((e: Error) => this.logger.error({ err: e.message }, 'webhook consumer stopped'));
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.messages?.stop();
     this.stopping = true;
-    for (const m of this.waiting.splice(0)) m.nak();
     this.catchUp.stop();
     clearInterval(this.keepAlive);
     clearInterval(this.pruner);
@@ -271,11 +267,9 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private countDone(lane: Lane, latencyMs: number): void {
     lane.avgLatencyMs = lane.avgLatencyMs === 0 ? latencyMs : lane.avgLatencyMs * 0.9 + latencyMs * 0.1;
     lane.lastProgressMs = Date.now();
-    if (this.blocked && this.heldMessages() < HELD_MAX * 0.8) {
-      this.blocked = false;
-      queueMicrotask(() => {
-        while (!this.blocked && !this.stopping && this.waiting.length) this.take(this.waiting.shift()!);
-      });
+    if (this.heldMessages() < HELD_MAX * 0.8 && this.resume) {
+      this.resume();
+      this.resume = undefined;
     }
   }
 

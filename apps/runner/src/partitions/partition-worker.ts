@@ -1,7 +1,7 @@
 import { ConsumerMessages, JsMsg, KvEntry, QueuedIterator } from 'nats';
 import type { Logger } from 'pino';
 import { decodeJson, DesiredSourceState, encodeJson, HttpResponseMessage, InvocationMessage } from '@app/contracts';
-import { boundConsumer, consumeEach, ensureDurable, type NatsService } from '@app/nats';
+import { boundConsumer, ensureDurable, type NatsService } from '@app/nats';
 import type { ActorDeps } from '../actors/actor-deps';
 import { SourceActor } from '../actors/source-actor';
 import { WorkflowActor } from '../workflows/workflow-actor';
@@ -85,14 +85,8 @@ export class PartitionWorker {
     });
     const consumer = await boundConsumer(this.nats.js, stream, durable);
     if (this.stopped) return;
-    this.messages = await consumeEach(
-      consumer,
-      { max_messages: Math.min(512, this.opts.maxInflight) },
-      (m) => (this.stopped ? m.nak() : this.dispatch(m)),
-      (err) => {
-        if (!this.stopped) this.log.error({ err }, 'invocation consumer failed');
-      },
-    );
+    this.messages = await consumer.consume({ max_messages: Math.min(512, this.opts.maxInflight) });
+    void this.consume(this.messages);
     const beat = Math.max(500, Math.floor(this.opts.ackWaitMs / 3));
     this.heartbeat = setInterval(() => this.inflight.forEach((m) => m.working()), beat);
     this.heartbeat.unref?.();
@@ -174,6 +168,20 @@ export class PartitionWorker {
       this.actor(sourceId).setDesired(desired);
     }, this.opts.refenceDelayMs);
     timer.unref?.();
+  }
+
+  private async consume(messages: ConsumerMessages): Promise<void> {
+    try {
+      for await (const m of messages) {
+        if (this.stopped) {
+          m.nak();
+          continue;
+        }
+        this.dispatch(m);
+      }
+    } catch (err) {
+      if (!this.stopped) this.log.error({ err }, 'invocation consumer failed');
+    }
   }
 
   private dispatch(m: JsMsg): void {
