@@ -2,13 +2,12 @@ import { client, createUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { scrapeMetrics } from './support/metrics';
 import { Receiver, subscriptionsLoaded } from './events.helpers';
+import { HELD_MAX } from '../apps/delivery/src/webhooks-out/webhook-sender.service';
 
 /** An HTTP source whose run emits `body.n` small events. */
 const FLOOD = 'module.exports = { name: "Flood", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { for (let i = 0; i < e.body.n; i++) this.$emit({ i }); } };';
 const WEBHOOKS = 12;
 const EVENTS = 1000;
-/** The DELIVERIES messages the delivery app holds at most (HELD_MAX in apps/delivery/src/webhooks-out/webhook-sender.service.ts). */
-const HELD_MAX = 10_000;
 
 /**
  * The delivery app's bound on the DELIVERIES messages it holds. Two accounts' webhooks all hang, and their 24,000

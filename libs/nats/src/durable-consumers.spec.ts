@@ -3,7 +3,7 @@ import { connect, JsMsg, NatsConnection, StorageType } from 'nats';
 import { boundConsumer, consumeEach, ensureDurable } from './durable-consumers';
 import { natsAdmin, need } from '../../../test/support/env';
 
-// Real NATS (the test run's server and prefix): the callback consumption the router, the sender and the runner use.
+// Real NATS (the test run's server and prefix): the callback consumption the router uses.
 describe('consumeEach', () => {
   const prefix = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
   const stream = `${prefix}_CE`;
@@ -52,39 +52,34 @@ describe('consumeEach', () => {
   it('stops on a handler that throws, telling onStopped why, and the message thrown on is delivered again', async () => {
     await fill(`${prefix}.ce.b`, 3);
     await ensureDurable(await nc.jetstreamManager(), stream, { durable_name: 'throws', filter_subject: `${prefix}.ce.b`, ack_wait: 1_000_000_000 });
+    const consumer = await boundConsumer(nc.jetstream(), stream, 'throws');
     let calls = 0;
     const why = await new Promise<Error>((resolve) => {
-      void boundConsumer(nc.jetstream(), stream, 'throws').then((c) =>
-        consumeEach(
-          c,
-          { max_messages: 8 },
-          (m: JsMsg) => {
-            calls++;
-            if (Number(Buffer.from(m.data).toString()) === 1) throw new Error('handler failed');
-            m.ack();
-          },
-          resolve,
-        ),
-      );
+      const onMessage = (m: JsMsg): void => {
+        calls++;
+        if (Number(Buffer.from(m.data).toString()) === 1) throw new Error('handler failed');
+        m.ack();
+      };
+      void consumeEach(consumer, { max_messages: 8 }, onMessage, resolve);
     });
     expect(why.message).toBe('handler failed');
     expect(calls).toBe(2);
-    // The message the handler failed on was never acknowledged: a new consumer gets it (and the one after it) again.
+    // The message the handler failed on was never acknowledged: consuming again gets it (and the one after it) again.
     const again: number[] = [];
-    await new Promise<void>((resolve) => {
-      void boundConsumer(nc.jetstream(), stream, 'throws').then((c) =>
-        consumeEach(
-          c,
-          { max_messages: 8 },
-          (m) => {
-            again.push(Number(Buffer.from(m.data).toString()));
-            m.ack();
-            if (again.length === 2) resolve();
-          },
-          () => undefined,
-        ).then((ms) => setTimeout(() => ms.stop(), 5_000).unref()),
-      );
-    });
+    let both!: () => void;
+    const redelivered = new Promise<void>((r) => (both = r));
+    const messages = await consumeEach(
+      consumer,
+      { max_messages: 8 },
+      (m) => {
+        again.push(Number(Buffer.from(m.data).toString()));
+        m.ack();
+        if (again.length === 2) both();
+      },
+      () => undefined,
+    );
+    await redelivered;
+    messages.stop();
     expect(again).toEqual([1, 2]);
   });
 });

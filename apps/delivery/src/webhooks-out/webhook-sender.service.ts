@@ -27,7 +27,7 @@ const DURABLE = 'webhook-sender';
  * backlog should have drained. So a slow or hung endpoint never fills the
  * process and never delays the others, and a fast one keeps its backlog.
  */
-const HELD_MAX = 10_000;
+export const HELD_MAX = 10_000;
 const LANE_QUEUE_MAX = 1000;
 const SLOW_REQUEST_MS = 5_000;
 
