@@ -7,7 +7,7 @@ import { eventually, freePort, startSystem, System } from './support/system';
 import { Emitter, insertSource, Receiver, sql, subscriptionsLoaded } from './events.helpers';
 import { scrapeMetrics } from './support/metrics';
 import { withOrm } from '@app/db';
-import { ATTEMPTS_SO_FAR_SQL, DeliveryLog } from '../apps/delivery/src/webhooks-out/delivery-log';
+import { ATTEMPTS_SO_FAR_SQL, AttemptStatus, DeliveryLog } from '../apps/delivery/src/webhooks-out/delivery-log';
 
 /** Issue 10: a metric of waiting webhook retries, and no second POST for a delivery whose success is on record. */
 describe('delivery: waiting-retry metrics and redelivered messages', () => {
@@ -135,5 +135,21 @@ describe('delivery: waiting-retry metrics and redelivered messages', () => {
     const left = await sql<{ webhook_id: string; n: number; oldest: string }>(system, `select webhook_id, count(*)::int as n, min(created_at_ms)::text as oldest from webhook_deliveries where webhook_id = any($1) group by webhook_id order by webhook_id`, [hooks]);
     expect(left).toEqual([...hooks].sort().map((h) => ({ webhook_id: h, n: 50, oldest: String(now - 60_000) })));
     await sql(system, 'delete from webhook_deliveries where webhook_id = any($1)', [hooks]);
+  });
+
+  it('records every attempt: a failure once it is committed, successes in the background, and flush writes what waits', async () => {
+    const wh = `wh_log_${randomBytes(4).toString('hex')}`;
+    const attempt = (n: number, status: AttemptStatus) => ({ webhookId: wh, eventId: `e${n}`, emitterId: 'dc_x', attempt: 1, status, responseCode: status === 'succeeded' ? 200 : 500 });
+    const rows = () => sql<{ status: string; n: number }>(system, `select status, count(*)::int as n from webhook_deliveries where webhook_id = $1 group by status order by status`, [wh]);
+    await withOrm(system.databaseUrl, async (orm) => {
+      const log = new DeliveryLog(orm.em, true);
+      const successes = Array.from({ length: 300 }, (_, i) => log.record(attempt(i, 'succeeded')));
+      await log.record(attempt(300, 'failed'));
+      expect(await rows()).toEqual(expect.arrayContaining([{ status: 'failed', n: 1 }]));
+      await log.flush();
+      expect(await rows()).toEqual([{ status: 'failed', n: 1 }, { status: 'succeeded', n: 300 }]);
+      await Promise.all(successes);
+    });
+    await sql(system, 'delete from webhook_deliveries where webhook_id = $1', [wh]);
   });
 });

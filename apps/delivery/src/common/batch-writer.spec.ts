@@ -18,4 +18,17 @@ describe('BatchWriter', () => {
     fail = false;
     await expect(writer.add('c')).resolves.toBeUndefined();
   });
+
+  it('flushNow writes everything added so far without waiting out the linger, and resolves once it is written', async () => {
+    const writes: number[][] = [];
+    const writer = new BatchWriter<number>(async (items) => {
+      await new Promise((r) => setTimeout(r, 5));
+      writes.push(items);
+    }, { maxItems: 2, lingerMs: 60_000 });
+    const added = [1, 2, 3, 4, 5].map((n) => writer.add(n));
+    await writer.flushNow();
+    expect(writes).toEqual([[1, 2], [3, 4], [5]]);
+    await expect(Promise.all(added)).resolves.toHaveLength(5);
+    await expect(writer.flushNow()).resolves.toBeUndefined();
+  });
 });

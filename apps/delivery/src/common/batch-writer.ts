@@ -18,6 +18,17 @@ export class BatchWriter<T> {
     });
   }
 
+  /** Writes everything added so far without waiting out the linger; resolves once it is written (or failed). */
+  async flushNow(): Promise<void> {
+    while (this.pending.length) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      this.flushing = this.flushing.then(() => this.flush());
+      await this.flushing;
+    }
+    await this.flushing;
+  }
+
   /** Resolves when the batch being written (if any) is done. */
   idle(): Promise<void> {
     return this.flushing;

@@ -40,23 +40,38 @@ const COLUMNS: RowColumn[] = [
 export const ATTEMPTS_SO_FAR_SQL = `select coalesce(max(attempt), 0)::int as n, coalesce(bool_or(status = 'succeeded'), false) as ok from webhook_deliveries where webhook_id = ? and event_id = ? and emitter_id = ?`;
 const MAX_ROWS = 200;
 const LINGER_MS = 10;
+/** Successful attempts wait longer for company: nothing waits for their rows. */
+const SUCCESS_MAX_ROWS = 1000;
+const SUCCESS_LINGER_MS = 50;
+
+type Pending = { row: AttemptRecord; at: number };
 
 /**
- * Records delivery attempts in `webhook_deliveries` with multi-row inserts.
- * `record` resolves once the row is committed, so callers ack after it is durable.
+ * Records delivery attempts in `webhook_deliveries` with multi-row inserts. `record` resolves once the row is
+ * committed: a failed, exhausted or disabled attempt's row is flushed to disk before the caller acts on it (queues
+ * the retry, terminates the message). A successful attempt's message is acknowledged before its row is written
+ * (the row is the log users read, and what a redelivery of an event whose acknowledgement was lost is checked
+ * against): successes are written in larger batches, and with `asyncCommit` (DELIVERY_LOG_ASYNC_COMMIT) without
+ * waiting for their flush, so a Postgres crash can lose the rows of its last moments.
  */
 export class DeliveryLog {
-  private readonly writer = new BatchWriter<{ row: AttemptRecord; at: number }>((items) => this.insert(items), { maxItems: MAX_ROWS, lingerMs: LINGER_MS });
+  private readonly writer = new BatchWriter<Pending>((items) => this.insert(items, false), { maxItems: MAX_ROWS, lingerMs: LINGER_MS });
+  private readonly successes = new BatchWriter<Pending>((items) => this.insert(items, this.asyncCommit), { maxItems: SUCCESS_MAX_ROWS, lingerMs: SUCCESS_LINGER_MS });
 
-  constructor(private readonly em: EntityManager) {}
+  constructor(private readonly em: EntityManager, private readonly asyncCommit = false) {}
 
   record(row: AttemptRecord): Promise<void> {
-    return this.writer.add({ row, at: Date.now() });
+    return (row.status === 'succeeded' ? this.successes : this.writer).add({ row, at: Date.now() });
   }
 
-  private async insert(items: { row: AttemptRecord; at: number }[]): Promise<void> {
+  /** Writes what is waiting now; resolves when it is written (shutdown). */
+  async flush(): Promise<void> {
+    await Promise.all([this.writer.flushNow(), this.successes.flushNow()]);
+  }
+
+  private async insert(items: Pending[], asyncCommit: boolean): Promise<void> {
     const rows = items.map(({ row: r, at }) => [newId('delivery'), r.webhookId, r.eventId, r.emitterId, r.attempt, r.status, r.responseCode ?? null, r.latencyMs ?? null, pgText(r.responseBody ?? null), pgText(r.error ?? null), r.nextAttemptAtMs ?? null, at]);
-    await insertRows(this.em, 'webhook_deliveries', COLUMNS, rows);
+    await insertRows(this.em, 'webhook_deliveries', COLUMNS, rows, '', asyncCommit);
   }
 
   /**

@@ -97,7 +97,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.http = new SignedPost(policyFromConfig(config), metrics, config.webhookTimeoutMs, config.webhookConcurrency);
-    this.log = new DeliveryLog(em);
+    this.log = new DeliveryLog(em, config.deliveryLogAsyncCommit);
     this.retries = new RetryQueue(em, nats, logger);
     this.catchUp = new RetryCatchUp(this.retries, logger, (id) => this.lanes.get(id)?.queue.length ?? 0);
     metrics.watchRetries(() => this.retries.waiting());
@@ -144,6 +144,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     const deadline = Date.now() + 5_000;
     while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await this.retries.stop();
+    await this.log.flush(); // the attempt rows still waiting in a batch
     await this.http.close();
   }
 
