@@ -3,9 +3,8 @@ import { eventually, freePort, startSystem, System } from './support/system';
 import { scrapeMetrics } from './support/metrics';
 import { Receiver, subscriptionsLoaded } from './events.helpers';
 import { HELD_MAX } from '../apps/delivery/src/webhooks-out/webhook-sender.service';
+import { FLOOD_SOURCE } from './support/components';
 
-/** An HTTP source whose run emits `body.n` small events. */
-const FLOOD = 'module.exports = { name: "Flood", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { for (let i = 0; i < e.body.n; i++) this.$emit({ i }); } };';
 const WEBHOOKS = 12;
 const EVENTS = 1000;
 
@@ -40,7 +39,7 @@ describe('the bound on held webhook deliveries', () => {
     const floods: string[] = [];
     for (const [n, user] of [createUser(system), createUser(system)].entries()) {
       const api = client(system, user.apiKey);
-      const flood = (await api.post('/sources', { component_code: FLOOD, name: `flood-${n}` })).body.data;
+      const flood = (await api.post('/sources', { component_code: FLOOD_SOURCE, name: `flood-${n}` })).body.data;
       for (let i = 0; i < WEBHOOKS; i++) {
         const wh = (await api.post('/webhooks', { url: `http://127.0.0.${n * 100 + i + 1}:${port}/hook` })).body.data.id;
         expect((await api.post('/subscriptions', { emitter_id: flood.id, listener_id: wh })).status).toBe(200);

@@ -1,9 +1,8 @@
 import { client, createUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { firstDelivered, httpSourceToWebhook, Receiver, subscriptionsLoaded } from './events.helpers';
+import { FLOOD_SOURCE } from './support/components';
 
-/** An HTTP source whose run emits `body.n` small events. */
-const FLOOD = 'module.exports = { name: "Flood", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { for (let i = 0; i < e.body.n; i++) this.$emit({ i }); } };';
 const WEBHOOKS = 16;
 const EVENTS = 1250;
 
@@ -36,7 +35,7 @@ describe("one account's silent webhooks do not hold back another account's deliv
     const m = createUser(system);
     const v = createUser(system);
     const api = client(system, m.apiKey);
-    const flood = (await api.post('/sources', { component_code: FLOOD, name: 'flood' })).body.data;
+    const flood = (await api.post('/sources', { component_code: FLOOD_SOURCE, name: 'flood' })).body.data;
     for (let i = 0; i < WEBHOOKS; i++) {
       const wh = (await api.post('/webhooks', { url: `http://127.0.0.${i + 1}:${new URL(silent.url).port}/hook` })).body.data.id;
       expect((await api.post('/subscriptions', { emitter_id: flood.id, listener_id: wh })).status).toBe(200);
@@ -61,7 +60,7 @@ describe("one account's silent webhooks do not hold back another account's deliv
     const m = createUser(system);
     const v = createUser(system);
     const api = client(system, m.apiKey);
-    const flood = (await api.post('/sources', { component_code: FLOOD, name: 'flood-shared-host' })).body.data;
+    const flood = (await api.post('/sources', { component_code: FLOOD_SOURCE, name: 'flood-shared-host' })).body.data;
     // One receiver, one origin: M's requests never answered, V's at once.
     const shared = await new Receiver().start();
     shared.respond = (r) => (r.headers['x-pd-emitter-id'] === flood.id ? new Promise<undefined>(() => undefined) : { status: 200 });

@@ -12,6 +12,9 @@ export const HTTP_SOURCE = `module.exports = {
   async run(event) { this.$emit(event.body, { summary: "request" }); },
 };`;
 
+/** An HTTP source that emits `body.n` small events per request (`{ i }`). */
+export const FLOOD_SOURCE = 'module.exports = { name: "Flood", version: "0.0.1", props: { http: "$.interface.http" }, async run(e) { for (let i = 0; i < e.body.n; i++) this.$emit({ i }); } };';
+
 /** A timer source (ESM). */
 export const TIMER_SOURCE = `export default {
   name: "Test Timer",
