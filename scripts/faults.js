@@ -4,7 +4,8 @@
 // (three NATS nodes with NATS_REPLICAS=3, two api replicas behind the round-robin, two runners, two
 // delivery replicas) on its own Postgres and ports, deploys FAULT_SOURCES HTTP sources, each subscribed
 // to a webhook of a local receiver, and sends FAULT_RATE requests per second across them. Then, in
-// turn, one fault per phase under that load; between phases everything acknowledged must have arrived.
+// turn, one fault per phase under that load; between phases everything acknowledged must have arrived, and each
+// phase starts once every stream has a leader and current replicas.
 // Prints a table per fault: requests sent, acknowledged (2xx), events of acknowledged requests in the
 // summaries (Postgres) and at the receiver, lost, duplicates, the longest delay and the recovery time.
 // Exits 1 when an acknowledged request's event never reached the receiver or its summary is missing.
@@ -261,6 +262,11 @@ async function main() {
         results.push({ name: fault.name, skipped: clock.unavailable });
         continue;
       }
+      // Each phase starts on a settled cluster, so that what a phase shows is its own fault's, not the last one's
+      // leader elections and catch-up.
+      const settleStarted = Date.now();
+      const unsettled = await system.nats.settled();
+      if (Date.now() - settleStarted > 1000 || unsettled.length) log(`faults: before ${fault.name}: ${unsettled.length ? `streams still unsettled after ${((Date.now() - settleStarted) / 1000).toFixed(0)} s: ${unsettled.join(', ')}` : `NATS settled in ${((Date.now() - settleStarted) / 1000).toFixed(1)} s`}`);
       const notes = [];
       const note = (m) => notes.push(m);
       const load = startLoad({ endpoints, rate: RATE, phase });

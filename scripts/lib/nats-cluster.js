@@ -115,7 +115,7 @@ class NatsNode {
 /**
  * Starts a cluster: `nodes` are specs (see NatsNode); `installations` and `admin` as for one server
  * (scripts/lib/nats-auth.js). Resolves once JetStream has a meta leader (streams can be created).
- * Returns `{ nodes, url, admin, stop, leaderOf(stream), waitForJetStream() }`; `url` lists every node.
+ * Returns `{ nodes, url, admin, stop, leaderOf(stream), waitForJetStream(), settled() }`; `url` lists every node.
  */
 async function startNatsCluster({ bin, dir, nodes: specs, installations, admin, route, clusterName = 'ess' }) {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -151,6 +151,19 @@ async function startNatsCluster({ bin, dir, nodes: specs, installations, admin, 
         await sleep(250);
       }
     },
+    /**
+     * Waits until every stream (KV buckets and object stores included) has a leader and all its replicas are
+     * current; resolves with the streams still unsettled when `timeoutMs` ran out (empty when all settled).
+     */
+    async settled(timeoutMs = 120_000) {
+      const deadline = Date.now() + timeoutMs;
+      let unsettled = ['(not asked yet)'];
+      while (unsettled.length && Date.now() < deadline) {
+        unsettled = await unsettledStreams(url, admin).catch((e) => [`(no answer: ${e.message})`]);
+        if (unsettled.length) await sleep(500);
+      }
+      return unsettled;
+    },
     /** Name of the node that leads `stream` (undefined while it has no leader). */
     async leaderOf(stream) {
       const nc = await adminConnect(url, admin);
@@ -170,6 +183,22 @@ async function startNatsCluster({ bin, dir, nodes: specs, installations, admin, 
     throw e;
   }
   return cluster;
+}
+
+/** Names of the streams without a leader or with a replica that is offline or not current. */
+async function unsettledStreams(url, admin) {
+  const nc = await adminConnect(url, admin);
+  try {
+    const jsm = await nc.jetstreamManager({ timeout: 3000 });
+    const out = [];
+    for await (const info of jsm.streams.list()) {
+      const c = info.cluster;
+      if (c && (!c.leader || (c.replicas ?? []).some((r) => r.offline || !r.current))) out.push(info.config.name);
+    }
+    return out;
+  } finally {
+    await nc.close();
+  }
 }
 
 /** Specs of `size` nodes on `host`: client ports from `clientPort`, route ports from `clusterPort`, monitoring from `httpPort` (0: none). */
