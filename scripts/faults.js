@@ -266,7 +266,9 @@ async function main() {
       // leader elections and catch-up.
       const settleStarted = Date.now();
       const unsettled = await system.nats.settled();
-      if (Date.now() - settleStarted > 1000 || unsettled.length) log(`faults: before ${fault.name}: ${unsettled.length ? `streams still unsettled after ${((Date.now() - settleStarted) / 1000).toFixed(0)} s: ${unsettled.join(', ')}` : `NATS settled in ${((Date.now() - settleStarted) / 1000).toFixed(1)} s`}`);
+      const waitedS = (Date.now() - settleStarted) / 1000;
+      if (unsettled.length) log(`faults: before ${fault.name}: streams still unsettled after ${waitedS.toFixed(0)} s: ${unsettled.join(', ')}`);
+      else if (waitedS > 1) log(`faults: before ${fault.name}: NATS settled in ${waitedS.toFixed(1)} s`);
       const notes = [];
       const note = (m) => notes.push(m);
       const load = startLoad({ endpoints, rate: RATE, phase });

@@ -185,7 +185,7 @@ async function startNatsCluster({ bin, dir, nodes: specs, installations, admin, 
   return cluster;
 }
 
-/** Names of the streams without a leader or with a replica that is offline or not current. */
+/** The streams without a leader or with a replica that is offline or not current, each with what is wrong. */
 async function unsettledStreams(url, admin) {
   const nc = await adminConnect(url, admin);
   try {
@@ -193,7 +193,12 @@ async function unsettledStreams(url, admin) {
     const out = [];
     for await (const info of jsm.streams.list()) {
       const c = info.cluster;
-      if (c && (!c.leader || (c.replicas ?? []).some((r) => r.offline || !r.current))) out.push(info.config.name);
+      if (!c) continue;
+      const behind = (c.replicas ?? []).filter((r) => r.offline || !r.current);
+      if (!c.leader || behind.length) {
+        const why = behind.map((r) => `${r.name}: ${r.offline ? 'offline' : 'not current'}, lag ${r.lag ?? '?'}, last heard ${r.active === undefined ? '?' : `${(r.active / 1e9).toFixed(1)} s`} ago`);
+        out.push(`${info.config.name} (${c.leader ? `leader ${c.leader}` : 'no leader'}${why.length ? `; ${why.join('; ')}` : ''})`);
+      }
     }
     return out;
   } finally {
