@@ -137,19 +137,30 @@ describe('delivery: waiting-retry metrics and redelivered messages', () => {
     await sql(system, 'delete from webhook_deliveries where webhook_id = any($1)', [hooks]);
   });
 
-  it('records every attempt: a failure once it is committed, successes in the background, and flush writes what waits', async () => {
+  it('commits a failed attempt\'s row waiting for its flush and successes without (unless told), and flush writes what waits', async () => {
+    // A column whose default records, inside each insert's own transaction, whether that commit waits for its flush
+    // (this suite's own database; dropped again at the end).
+    await sql(system, `alter table webhook_deliveries add column commit_mode text default current_setting('synchronous_commit')`);
     const wh = `wh_log_${randomBytes(4).toString('hex')}`;
     const attempt = (n: number, status: AttemptStatus) => ({ webhookId: wh, eventId: `e${n}`, emitterId: 'dc_x', attempt: 1, status, responseCode: status === 'succeeded' ? 200 : 500 });
-    const rows = () => sql<{ status: string; n: number }>(system, `select status, count(*)::int as n from webhook_deliveries where webhook_id = $1 group by status order by status`, [wh]);
-    await withOrm(system.databaseUrl, async (orm) => {
-      const log = new DeliveryLog(orm.em, true);
-      const successes = Array.from({ length: 300 }, (_, i) => log.record(attempt(i, 'succeeded')));
-      await log.record(attempt(300, 'failed'));
-      expect(await rows()).toEqual(expect.arrayContaining([{ status: 'failed', n: 1 }]));
-      await log.flush();
-      expect(await rows()).toEqual([{ status: 'failed', n: 1 }, { status: 'succeeded', n: 300 }]);
-      await Promise.all(successes);
-    });
-    await sql(system, 'delete from webhook_deliveries where webhook_id = $1', [wh]);
+    const rows = () => sql<{ status: string; commit_mode: string; n: number }>(system, `select status, commit_mode, count(*)::int as n from webhook_deliveries where webhook_id = $1 group by 1, 2 order by 1, 2`, [wh]);
+    try {
+      await withOrm(system.databaseUrl, async (orm) => {
+        const log = new DeliveryLog(orm.em, true);
+        const successes = Array.from({ length: 300 }, (_, i) => log.record(attempt(i, 'succeeded')));
+        await log.record(attempt(300, 'failed'));
+        expect(await rows()).toEqual(expect.arrayContaining([{ status: 'failed', commit_mode: 'on', n: 1 }]));
+        await log.flush();
+        expect(await rows()).toEqual([{ status: 'failed', commit_mode: 'on', n: 1 }, { status: 'succeeded', commit_mode: 'off', n: 300 }]);
+        await Promise.all(successes);
+        // DELIVERY_LOG_ASYNC_COMMIT=false: successes wait for their flush too.
+        await sql(system, 'delete from webhook_deliveries where webhook_id = $1', [wh]);
+        await new DeliveryLog(orm.em, false).record(attempt(301, 'succeeded'));
+        expect(await rows()).toEqual([{ status: 'succeeded', commit_mode: 'on', n: 1 }]);
+      });
+    } finally {
+      await sql(system, 'delete from webhook_deliveries where webhook_id = $1', [wh]);
+      await sql(system, 'alter table webhook_deliveries drop column commit_mode');
+    }
   });
 });

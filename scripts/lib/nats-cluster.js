@@ -157,12 +157,11 @@ async function startNatsCluster({ bin, dir, nodes: specs, installations, admin, 
      */
     async settled(timeoutMs = 120_000) {
       const deadline = Date.now() + timeoutMs;
-      let unsettled = ['(not asked yet)'];
-      while (unsettled.length && Date.now() < deadline) {
-        unsettled = await unsettledStreams(url, admin).catch((e) => [`(no answer: ${e.message})`]);
-        if (unsettled.length) await sleep(500);
+      for (;;) {
+        const unsettled = await unsettledStreams(url, admin).catch((e) => [`(no answer: ${e.message})`]);
+        if (!unsettled.length || Date.now() >= deadline) return unsettled;
+        await sleep(500);
       }
-      return unsettled;
     },
     /** Name of the node that leads `stream` (undefined while it has no leader). */
     async leaderOf(stream) {
