@@ -7,7 +7,9 @@
 // the other threads (V8's GC and compiler helpers, a sandbox's worker threads), read and write
 // system calls, context switches. While the load runs it samples where the backlog waits (the
 // runner's mailboxes, INVOCATIONS, the router's unacknowledged and unread events). At the end: the
-// request → receipt latency, and how delivery routed the events (POSTed directly, or through DELIVERIES).
+// request → receipt latency, and how delivery routed the events (POSTed directly, or through DELIVERIES);
+// with PROFILE_RATE also how late the load generator's own sends were, and where the slowest 1 % of the
+// events spent their time (request → emit, emit → receipt), burst by burst.
 // Knobs: PROFILE_SECONDS (15), PROFILE_CONNECTIONS (32), PROFILE_ENDPOINTS (1), PROFILE_RATE (requests a
 // second offered whatever the answers, instead of the closed loop: to see where the latency of a load the
 // system keeps up with goes),
@@ -107,6 +109,32 @@ function perSecondP99(stats, receiver) {
   return [...seconds].map((l) => (l ? support.percentile(l.sort((a, b) => a - b), 0.99) : '–'));
 }
 
+/**
+ * Where the slowest 1 % of the events spent their time: they come in bursts (sent within 200 ms of each other); per
+ * burst, request → emit and emit → receipt, and how late the load generator's own sends were around it (from 150 ms
+ * before the burst to its last receipt). Sends late by as much as the events were slow mean the bench client's
+ * process did not run either: the machine was busy with everything at once, not waiting on one stage.
+ */
+function slowestBursts(stats, receiver, latencies) {
+  const p99 = support.percentile(latencies, 0.99);
+  const sent = [...stats.acceptedN].filter(([n]) => receiver.emittedAt.has(n)).map(([n, t]) => ({ n, t, emit: receiver.emittedAt.get(n), got: receiver.receipts.get(n) }));
+  const bursts = [];
+  let last = -Infinity;
+  for (const e of sent.filter((x) => x.got - x.t >= p99).sort((a, b) => a.t - b.t)) {
+    if (e.t - last > 200) bursts.push([]);
+    bursts[bursts.length - 1].push(e);
+    last = e.t;
+  }
+  const range = (xs) => `${Math.min(...xs)}–${Math.max(...xs)}`;
+  return bursts.map((b) => {
+    const from = b[0].t - 150;
+    const to = Math.max(...b.map((e) => e.got));
+    const lags = sent.filter((e) => e.t >= from && e.t <= to).map((e) => stats.sendLagMs.get(e.n) ?? 0);
+    const at = ((b[0].t - stats.startedAt) / 1000).toFixed(1);
+    return `${at} s: ${b.length} events, request → emit ${range(b.map((e) => e.emit - e.t))} ms, emit → receipt ${range(b.map((e) => e.got - e.emit))} ms, sends late by up to ${Math.round(Math.max(0, ...lags))} ms`;
+  });
+}
+
 const fixed = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : '–');
 
 async function main() {
@@ -133,7 +161,7 @@ async function main() {
     const metricsAfter = await appMetrics(system);
     const batches = batchSizes(metricsBefore, metricsAfter);
     const latencies = [...stats.acceptedN].map(([n, t]) => receiver.receipts.get(n) - t).sort((a, b) => a - b);
-    const emitted = [...receiver.emitLatencies].sort((a, b) => a - b);
+    const emitted = [...stats.acceptedN.keys()].filter((n) => receiver.emittedAt.has(n)).map((n) => receiver.receipts.get(n) - receiver.emittedAt.get(n)).sort((a, b) => a - b);
     const rows = procStats.perEvent(before, procStats.take(measured), stats.accepted);
 
     console.log(`profile: ${ENDPOINTS} source(s), ${RATE > 0 ? `${RATE} requests/s offered` : `${CONNECTIONS} connections`} for ${SECONDS} s${WARMUP_SECONDS > 0 ? ` after ${WARMUP_SECONDS} s of warm-up` : ''}${process.env.BENCH_NODE_ARGS ? `, apps with node ${process.env.BENCH_NODE_ARGS}` : ''}; ${os.cpus().length} cores`);
@@ -155,6 +183,11 @@ async function main() {
     console.log(`\nrequest → receipt p50 ${support.percentile(latencies, 0.5)} ms, p99 ${support.percentile(latencies, 0.99)} ms, max ${latencies[latencies.length - 1]} ms (of which emit → receipt p50 ${support.percentile(emitted, 0.5)} ms, p99 ${support.percentile(emitted, 0.99)} ms); delivery routed ${route('direct')} events directly and ${route('queue')} through DELIVERIES`);
     console.log(`invocations per sandbox task ${fixed(batches.task, 1)}, events per delivery index batch ${fixed(batches.index, 1)} (means)`);
     console.log(`request → receipt p99 per second of the load (ms): ${perSecondP99(stats, receiver).join(' ')}`);
+    if (RATE > 0) {
+      const lags = [...stats.sendLagMs.values()].sort((a, b) => a - b);
+      console.log(`the load generator's sends late against their schedule: p99 ${fixed(support.percentile(lags, 0.99))} ms, max ${fixed(lags[lags.length - 1])} ms; the slowest 1 % of the events, in bursts:`);
+      for (const line of slowestBursts(stats, receiver, latencies)) console.log(`  ${line}`);
+    }
     console.log('\nbacklog every 2 s (runner mailboxes / INVOCATIONS stored / router unacknowledged / router unread):');
     console.log(samples.map((s) => (s.error ? `(${s.error})` : `${s.mailboxes}/${s.invocations}/${s.routerUnacked}/${s.routerUnread}`)).join('  '));
     if (TRACE_GC) {

@@ -63,10 +63,13 @@ async function closedLoop({ urls, connections = 32, seconds = 15, requests = Inf
   return stats;
 }
 
-/** `rate` requests per second for `seconds`, each sent on time whatever the previous answers. */
+/**
+ * `rate` requests per second for `seconds`, each sent on time whatever the previous answers; `sendLagMs` says, per
+ * request number, how late it left against its schedule (the generator's own process was not running meanwhile).
+ */
 async function openLoop({ urls, rate, seconds, firstN = 0, connections = 256 }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  const stats = newStats();
+  const stats = { ...newStats(), sendLagMs: new Map() };
   const total = Math.round(rate * seconds);
   const t0 = Date.now();
   const pending = [];
@@ -75,6 +78,7 @@ async function openLoop({ urls, rate, seconds, firstN = 0, connections = 256 }) 
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     const n = firstN + i;
     const t = Date.now();
+    stats.sendLagMs.set(n, t - (t0 + (i * 1000) / rate));
     pending.push(post(agent, urls[i % urls.length], bodyOf(n, t)).then((res) => count(stats, n, t, res)));
   }
   await Promise.all(pending);

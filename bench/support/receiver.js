@@ -6,7 +6,7 @@ const http = require('node:http');
 const { Webhook } = require('standardwebhooks');
 
 async function startReceiver() {
-  const r = { receipts: new Map(), ever: new Set(), emitLatencies: [], duplicates: 0, verified: 0, bad: 0, url: '', verifier: undefined };
+  const r = { receipts: new Map(), emittedAt: new Map(), ever: new Set(), duplicates: 0, verified: 0, bad: 0, url: '', verifier: undefined };
   let seen = 0;
   r.server = http.createServer((req, res) => {
     const chunks = [];
@@ -33,9 +33,9 @@ async function startReceiver() {
         if (r.receipts.has(parsed.n)) r.duplicates++;
         else {
           r.receipts.set(parsed.n, at);
-          // This project's event id starts with the emit time (`<epoch_ms>-<seq>`): emit → receipt latency.
+          // This project's event id starts with the emit time (`<epoch_ms>-<seq>`): where an event's time went.
           const emittedAt = Number(String(req.headers['x-pd-event-id'] ?? '').split('-')[0]);
-          if (emittedAt) r.emitLatencies.push(at - emittedAt);
+          if (emittedAt) r.emittedAt.set(parsed.n, emittedAt);
         }
       }
       res.writeHead(200).end();
@@ -51,7 +51,7 @@ async function startReceiver() {
   // `ever` keeps every event received since start (not cleared by reset): for a whole run's loss count.
   r.reset = () => {
     r.receipts.clear();
-    r.emitLatencies = [];
+    r.emittedAt = new Map();
     r.duplicates = 0;
   };
   r.close = () => {
