@@ -5,6 +5,7 @@ import { APP_CONFIG, AppConfig, Logger } from '@app/config';
 import { decryptValue, EmittedEvent, EncryptedValue } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { LOGGER } from '../common/tokens';
+import { Reloads } from './reloads';
 
 export interface RouteTarget {
   subscriptionId: string;
@@ -28,7 +29,10 @@ interface SubRow {
   event_name: string;
 }
 
+/** The safety net's period at least (longer when a read takes over a twentieth of it: `Reloads.periodicDelayMs`). */
 const REFRESH_MS = 30_000;
+/** Rows sorted into the maps between two turns of the event loop. */
+const YIELD_EVERY_ROWS = 5_000;
 
 /**
  * A subscription routes while its listener exists and while its owner can still reach the owners of both
@@ -64,8 +68,9 @@ select id, owner_id, emitter_id, listener_id, event_name from ends
  order by id`;
 
 /**
- * Subscriptions and webhooks in memory, reloaded when the api publishes
- * `changed.subscriptions` / `changed.webhooks` and every 30 s as a safety net.
+ * Subscriptions and webhooks in memory, read again when the api publishes
+ * `changed.subscriptions` / `changed.webhooks` / `changed.sources` (routing waits for that read), and
+ * every 30 s or more as a safety net (routing goes on meanwhile: `Reloads`).
  */
 @Injectable()
 export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -74,8 +79,8 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
   private webhooks = new Map<string, WebhookTarget>();
   private subs: NatsSubscription[] = [];
   private timer?: NodeJS.Timeout;
-  private loading?: Promise<void>;
-  private dirty = false;
+  private stopped = false;
+  private readonly reloads = new Reloads(() => this.load());
   subscriptionCount = 0;
 
   constructor(
@@ -93,33 +98,33 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
       this.nats.nc.subscribe(this.nats.names.changed('sources'), { callback: onChange }),
     ];
     await this.refresh();
-    this.timer = setInterval(onChange, REFRESH_MS);
+    this.scheduleSafetyNet();
   }
 
   onApplicationShutdown(): void {
-    clearInterval(this.timer);
+    this.stopped = true;
+    clearTimeout(this.timer);
     for (const s of this.subs) s.unsubscribe();
   }
 
-  /** Coalesces concurrent refreshes: a change during a load triggers exactly one more load. */
+  /** Reads everything again after a change; routing waits for it (`settled`). */
   refresh(): Promise<void> {
-    if (this.loading) {
-      this.dirty = true;
-      return this.loading;
-    }
-    this.loading = this.load().finally(() => {
-      this.loading = undefined;
-      if (this.dirty) {
-        this.dirty = false;
-        void this.refresh();
-      }
-    });
-    return this.loading;
+    return this.reloads.changed();
   }
 
-  /** Resolves once any refresh in progress has finished. */
-  async settled(): Promise<void> {
-    while (this.loading) await this.loading;
+  /** Resolves once every announced change has been read (a safety-net read in progress is not waited for). */
+  settled(): Promise<void> {
+    return this.reloads.current();
+  }
+
+  private scheduleSafetyNet(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.reloads
+        .periodic()
+        .catch((e: Error) => this.logger.error({ err: e.message }, 'subscription refresh failed'))
+        .finally(() => this.scheduleSafetyNet());
+    }, this.reloads.periodicDelayMs(REFRESH_MS));
   }
 
   private async load(): Promise<void> {
@@ -128,7 +133,9 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
     const hooks = (await conn.execute(`select id, owner_id, url, secret, active from webhooks`)) as { id: string; owner_id: string; url: string; secret: EncryptedValue; active: boolean }[];
     const exact = new Map<string, SubRow[]>();
     const globs = new Map<string, SubRow[]>();
-    for (const r of rows) {
+    for (const [i, r] of rows.entries()) {
+      // Hundreds of thousands of rows: the events waiting to be routed meanwhile go first, a slice at a time.
+      if (i % YIELD_EVERY_ROWS === YIELD_EVERY_ROWS - 1) await new Promise((resolve) => setImmediate(resolve));
       const isGlob = r.emitter_id.endsWith('*');
       const key = isGlob ? `${r.owner_id}|${r.emitter_id.slice(0, -1)}` : r.emitter_id;
       const map = isGlob ? globs : exact;

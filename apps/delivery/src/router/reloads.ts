@@ -1,0 +1,61 @@
+const ignore = (): void => undefined;
+
+/**
+ * When an in-memory copy of database rows is read again. `changed()` after a change was announced: readers wait
+ * for it (`current()`), so that a removed subscription or membership stops routing at once. `periodic()` is the
+ * safety net for a missed announcement: readers go on with the copy they have, so a long read (seconds with
+ * hundreds of thousands of subscriptions) never holds up routing. Requests during a read are served by one more
+ * read after it (it may have read before the change), shared by all of them.
+ */
+export class Reloads {
+  private running?: Promise<void>;
+  private again?: Promise<void>;
+  private awaited?: Promise<void>;
+  /** How long the last read took (ms). */
+  lastMs = 0;
+
+  constructor(private readonly read: () => Promise<void>) {}
+
+  /** A change was announced: resolves once a read that began after it has finished. */
+  changed(): Promise<void> {
+    const p = this.load();
+    this.awaited = p;
+    const done = (): void => {
+      if (this.awaited === p) this.awaited = undefined;
+    };
+    p.then(done, done);
+    return p;
+  }
+
+  /** A read as the safety net; nobody waits for it but its caller. */
+  periodic(): Promise<void> {
+    return this.load();
+  }
+
+  /** When the next periodic read is due: `minMs` after the last, or longer, so that reads take at most 1/`share` of the time. */
+  periodicDelayMs(minMs: number, share = 20): number {
+    return Math.max(minMs, share * this.lastMs);
+  }
+
+  /** Resolves once every announced change has been read (rejects once if that read failed: the old copy stays). */
+  async current(): Promise<void> {
+    while (this.awaited) await this.awaited;
+  }
+
+  private load(): Promise<void> {
+    if (!this.running) {
+      const started = Date.now();
+      const run = this.read().finally(() => {
+        this.lastMs = Date.now() - started;
+        this.running = undefined;
+      });
+      this.running = run;
+      return run;
+    }
+    this.again ??= this.running.then(ignore, ignore).then(() => {
+      this.again = undefined;
+      return this.load();
+    });
+    return this.again;
+  }
+}
