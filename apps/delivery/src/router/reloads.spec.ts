@@ -46,6 +46,16 @@ describe('Reloads', () => {
     expect(s.copy).toBe(2);
   });
 
+  it('serves a periodic read with the read already under way', async () => {
+    const { s, reloads, finish } = source();
+    const changed = reloads.changed();
+    const periodic = reloads.periodic();
+    finish();
+    await changed;
+    expect(await settled(periodic)).toBe(true);
+    expect(s.started).toBe(1);
+  });
+
   it('serves every change announced during a read with one more read', async () => {
     const { s, reloads, finish } = source();
     void reloads.changed();

@@ -4,8 +4,8 @@ const ignore = (): void => undefined;
  * When an in-memory copy of database rows is read again. `changed()` after a change was announced: readers wait
  * for it (`current()`), so that a removed subscription or membership stops routing at once. `periodic()` is the
  * safety net for a missed announcement: readers go on with the copy they have, so a long read (seconds with
- * hundreds of thousands of subscriptions) never holds up routing. Requests during a read are served by one more
- * read after it (it may have read before the change), shared by all of them.
+ * hundreds of thousands of subscriptions) never holds up routing, and a read already under way serves it. Changes
+ * announced during a read are served by one more read after it (it may have read before them), shared by all of them.
  */
 export class Reloads {
   private running?: Promise<void>;
@@ -27,9 +27,9 @@ export class Reloads {
     return p;
   }
 
-  /** A read as the safety net; nobody waits for it but its caller. */
+  /** A read as the safety net (one in progress will do: it began after any announcement it could have missed); nobody waits for it but its caller. */
   periodic(): Promise<void> {
-    return this.load();
+    return this.running ?? this.load();
   }
 
   /** When the next periodic read is due: `minMs` after the last, or longer, so that reads take at most 1/`share` of the time. */
