@@ -122,6 +122,17 @@ export interface DeliveryMessage {
   attempt?: number;
 }
 
+/**
+ * Core NATS `changed.subscriptions` / `changed.webhooks` / `changed.sources`: which routes the delivery apps read
+ * again. No payload (or one they cannot read): anything may have changed, and every route is read again.
+ */
+export interface RoutesChanged {
+  /** Subscriptions of these emitters were added or removed (a glob such as `dc_*` is its owner's). */
+  emitters?: { emitter_id: string; owner_id: string }[];
+  /** These listeners changed or went (a webhook's URL, secret or state; a deleted source or workflow): their routes, and the webhook itself. */
+  listeners?: string[];
+}
+
 /** Core NATS `ctl.delete-events`: delete a source's events asynchronously. */
 export interface DeleteEventsMessage {
   emitterId: string;

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { assertRoomFor } from '../common/account-quota';
+import { announceRoutes } from '../common/routes-changed';
 import { announceReplicaChange } from '../common/replica-changes';
 import { softDeleteWithSubscriptions } from '../subscriptions/soft-delete';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
@@ -231,7 +232,7 @@ export class SourcesService {
       em.persist(Object.assign(new Subscription(), { id: newId('subscription'), ownerId: source.ownerId, emitterId: source.id, listenerId: a.listenerId, eventName: a.eventName }));
     }
     await em.flush();
-    this.nats.nc.publish(this.nats.names.changed('subscriptions'));
+    announceRoutes(this.nats, 'subscriptions', { emitters: [{ emitter_id: source.id, owner_id: source.ownerId }] });
   }
 
   async get(auth: AuthContext, id: string): Promise<{ source: Source; component: Component | undefined }> {
@@ -284,7 +285,7 @@ export class SourcesService {
     const { source } = await this.get(auth, id);
     // Its subscriptions go with it, as emitter and as listener (auto-subscriptions too); delivery reloads its routes.
     if (!(await softDeleteWithSubscriptions(this.em, Source, source.id))) throw new NotFoundError(`source ${id} not found`, { id });
-    this.nats.nc.publish(this.nats.names.changed('sources'));
+    announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: source.id, owner_id: source.ownerId }], listeners: [source.id] });
     this.logger.log(`source deleted source_id=${source.id}`);
     announceReplicaChange(this.nats, 'endpoints', [source.endpointKey]);
     announceReplicaChange(this.nats, 'deleted', [source.id]);

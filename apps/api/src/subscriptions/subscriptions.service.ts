@@ -6,6 +6,7 @@ import { AutoSubscription, Subscription } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext, canAccess, namespaceOf } from '../auth/auth.context';
 import { assertRoomFor } from '../common/account-quota';
+import { announceRoutes } from '../common/routes-changed';
 import { resolveEmitter, resolveListener } from './endpoints';
 
 export interface SubscriptionDto {
@@ -55,7 +56,7 @@ export class SubscriptionsService {
         tx.persist(sub);
         return { sub, changed: true };
       });
-      if (changed) this.changed();
+      if (changed) announceRoutes(this.nats, 'subscriptions', { emitters: [{ emitter_id: sub.emitterId, owner_id: sub.ownerId }] });
       return toDto(sub);
     } catch (e) {
       // The same subscription made at the same moment by another request: theirs is the answer.
@@ -70,7 +71,7 @@ export class SubscriptionsService {
     const subs = (await em.find(Subscription, { emitterId, listenerId, eventName })).filter((s) => canAccess(auth, s.ownerId));
     if (!subs.length) throw new NotFoundError('subscription not found', { emitter_id: emitterId, listener_id: listenerId, event_name: eventName });
     await em.nativeDelete(Subscription, { id: { $in: subs.map((s) => s.id) } });
-    this.changed();
+    announceRoutes(this.nats, 'subscriptions', { emitters: subs.map((s) => ({ emitter_id: s.emitterId, owner_id: s.ownerId })) });
   }
 
   async list(ownerId: string): Promise<SubscriptionDto[]> {
@@ -101,7 +102,4 @@ export class SubscriptionsService {
     return { id: auto.id, event_name: auto.eventName, listener_id: auto.listenerId };
   }
 
-  private changed(): void {
-    this.nats.nc.publish(this.nats.names.changed('subscriptions'));
-  }
 }

@@ -7,6 +7,7 @@ import { AutoSubscription, Subscription, Webhook, WebhookDelivery } from '@app/d
 import { NatsService } from '@app/nats';
 import { assertAccess, AuthContext } from '../auth/auth.context';
 import { assertRoomFor } from '../common/account-quota';
+import { announceRoutes } from '../common/routes-changed';
 import { finishPage, keysetClause, Page, PageQuery } from '../common/pagination';
 import { toDeliveryDto, toWebhookDto, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
 
@@ -38,7 +39,7 @@ export class WebhooksService {
       await assertRoomFor(em, 'webhooks', ownerId, this.config.webhooksMaxPerAccount);
       await em.persist(webhook).flush();
     });
-    this.changed();
+    this.changed(webhook.id);
     return toWebhookDto(webhook, secret);
   }
 
@@ -72,7 +73,7 @@ export class WebhooksService {
     await em.flush();
     // A disabled webhook's waiting retries go (its queued deliveries are dropped too when they come up).
     if (input.active === false) await em.getConnection().execute(`delete from webhook_retries where webhook_id = ?`, [id], 'run');
-    this.changed();
+    this.changed(id);
     return toWebhookDto(webhook);
   }
 
@@ -90,8 +91,7 @@ export class WebhooksService {
       await tx.execute(`delete from webhook_retries where webhook_id = ?`, [id], 'run');
       await tx.nativeDelete(Webhook, { id: webhook.id });
     });
-    this.changed();
-    this.nats.nc.publish(this.nats.names.changed('subscriptions'));
+    this.changed(id);
     await this.nats.jsm.streams.purge(this.nats.names.deliveriesStream, { filter: this.nats.names.delivery(id) }).catch(() => undefined);
   }
 
@@ -109,7 +109,8 @@ export class WebhooksService {
     return finishPage(items, page, k.order, total, (d) => ({ k: d.createdAtMs, id: d.id }), toDeliveryDto);
   }
 
-  private changed(): void {
-    this.nats.nc.publish(this.nats.names.changed('webhooks'));
+  /** The webhook and its routes are read again by the delivery apps. */
+  private changed(id: string): void {
+    announceRoutes(this.nats, 'webhooks', { listeners: [id] });
   }
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { assertRoomFor } from '../common/account-quota';
+import { announceRoutes } from '../common/routes-changed';
 import { announceReplicaChange } from '../common/replica-changes';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ConfigurableProp, readWorkflowDefinition, SECRET_NAME, secretNamesOf, WorkflowDefinition, WorkflowDefinitionError } from '@app/component-model';
@@ -262,7 +263,8 @@ export class WorkflowsService {
       if (!existing) await em.persist(Object.assign(new Subscription(), { id: subscriptionId, ownerId: w.ownerId, emitterId: wanted.emitterId, listenerId: w.id, eventName: wanted.eventName })).flush();
     }
     await em.nativeUpdate(Workflow, { id: w.id }, { triggerSubscriptionId: subscriptionId });
-    this.nats.nc.publish(this.nats.names.changed('subscriptions'));
+    const emitters = [current?.emitterId, wanted?.emitterId].filter((e): e is string => !!e).map((e) => ({ emitter_id: e, owner_id: w.ownerId }));
+    announceRoutes(this.nats, 'subscriptions', { emitters });
   }
 
   /**
@@ -292,13 +294,13 @@ export class WorkflowsService {
       em.persist(Object.assign(new Subscription(), { id: newId('subscription'), ownerId: w.ownerId, emitterId: w.id, listenerId: a.listenerId, eventName: a.eventName }));
     }
     await em.flush();
-    this.nats.nc.publish(this.nats.names.changed('subscriptions'));
+    announceRoutes(this.nats, 'subscriptions', { emitters: [{ emitter_id: w.id, owner_id: w.ownerId }] });
   }
 
   async remove(auth: AuthContext, id: string): Promise<void> {
     const w = await this.get(auth, id);
     if (!(await softDeleteWithSubscriptions(this.em, Workflow, w.id))) throw new NotFoundError(`workflow ${id} not found`, { id });
-    this.nats.nc.publish(this.nats.names.changed('sources'));
+    announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: w.id, owner_id: w.ownerId }], listeners: [w.id] });
     await this.dropManagedSource(auth, w, null);
     this.logger.log(`workflow deleted workflow_id=${w.id}`);
     announceReplicaChange(this.nats, 'endpoints', [w.endpointKey]);

@@ -8,6 +8,7 @@ export class DeliveryMetrics {
   readonly webhookRoutes: Counter<'path'>;
   readonly eventsRouted: Counter<'listener_kind'>;
   readonly chainStopped: Counter<'reason'>;
+  readonly routeReads: Counter<'scope'>;
   readonly deleteRequests: Counter;
   readonly webhookAttempts: Counter<'outcome'>;
   readonly webhookLatency: Histogram<'outcome'>;
@@ -29,6 +30,7 @@ export class DeliveryMetrics {
     this.webhookRoutes = new Counter({ name: 'delivery_webhook_routes_total', help: 'webhook deliveries by path: direct (POSTed by the router\'s process, no DELIVERIES hop), queue (published to DELIVERIES: the webhook was failing, slow or busy)', labelNames: ['path'], registers: [registry] });
     this.eventsRouted = new Counter({ name: 'delivery_events_routed_total', help: 'deliveries and invocations published for subscriptions', labelNames: ['listener_kind'], registers: [registry] });
     this.chainStopped = new Counter({ name: 'delivery_chain_stopped_total', help: 'events not given to a listening source or workflow because their chain of subscriptions is past a bound (its listeners already recorded an $errors event): reason depth (SUBSCRIPTION_MAX_DEPTH) or runs (SUBSCRIPTION_CHAIN_MAX_RUNS)', labelNames: ['reason'], registers: [registry] });
+    this.routeReads = new Counter({ name: 'delivery_route_reads_total', help: 'reads of the subscriptions and webhooks routing uses: scope all (every route: at start, after an org membership changed, and the safety net every 30 s or more), changed (only the routes a change named)', labelNames: ['scope'], registers: [registry] });
     this.deleteRequests = new Counter({ name: 'delivery_delete_requests_total', help: 'event deletion requests handled', registers: [registry] });
     this.webhookAttempts = new Counter({ name: 'delivery_webhook_attempts_total', help: 'webhook POST attempts by outcome', labelNames: ['outcome'], registers: [registry] });
     this.webhookLatency = new Histogram({

@@ -68,6 +68,19 @@ describe('Reloads', () => {
     expect(await settled(reloads.current())).toBe(true);
   });
 
+  it('holds a reader only for the changes announced before it, not for those announced after', async () => {
+    const { s, reloads, finish } = source();
+    void reloads.changed();
+    const current = reloads.current();
+    const later = reloads.changed(); // while the first read runs: a second read serves it
+    finish();
+    expect(await settled(current)).toBe(true);
+    expect(await settled(later)).toBe(false);
+    expect(s.started).toBe(2);
+    finish();
+    await later;
+  });
+
   it('rejects the readers of a failed read once, then lets them go on with the copy they have', async () => {
     const { s, reloads, finish } = source();
     const changed = reloads.changed();

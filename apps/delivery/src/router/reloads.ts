@@ -37,9 +37,12 @@ export class Reloads {
     return Math.max(minMs, share * this.lastMs);
   }
 
-  /** Resolves once every announced change has been read (rejects once if that read failed: the old copy stays). */
+  /**
+   * Resolves once every change announced before the call has been read (rejects once if that read failed: the old
+   * copy stays). Not those announced later: a stream of changes never holds a reader for more than two reads.
+   */
   async current(): Promise<void> {
-    while (this.awaited) await this.awaited;
+    await this.awaited;
   }
 
   private load(): Promise<void> {

@@ -1,9 +1,10 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { Subscription as NatsSubscription } from 'nats';
+import { Msg, Subscription as NatsSubscription } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
-import { decryptValue, EmittedEvent, EncryptedValue } from '@app/contracts';
+import { decodeJson, decryptValue, EmittedEvent, EncryptedValue, RoutesChanged } from '@app/contracts';
 import { NatsService } from '@app/nats';
+import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
 import { Reloads } from './reloads';
 
@@ -52,7 +53,8 @@ const MEMBER = (user: string, org: string): string => `exists (select 1 from org
 const REACHES = (owner: string, end: string, creator: string): string => `(${owner} = ${end}
   or (${owner} like 'o\\_%' and ${end} like 'o\\_%' and (${creator} is null or (${MEMBER(creator, owner)} and ${MEMBER(creator, end)})))
   or ${MEMBER(owner, end)} or ${MEMBER(end, owner)})`;
-const ROUTABLE_SUBSCRIPTIONS = `with ends as (
+/** The routable subscriptions (`where`: which subscriptions to consider, by their columns as `s.…`), in id order. */
+const routableSubscriptions = (where = 'true'): string => `with ends as (
   select s.id, s.owner_id, s.emitter_id, s.listener_id, s.event_name, s.created_by,
     case when s.emitter_id like '%*' then s.owner_id else coalesce(ex.owner_id, ep.owner_id) end as emitter_owner,
     coalesce(lx.owner_id, lw.owner_id, lp.owner_id) as listener_owner
@@ -61,26 +63,72 @@ const ROUTABLE_SUBSCRIPTIONS = `with ends as (
   left join workflows ep on ep.id = s.emitter_id
   left join sources lx on lx.id = s.listener_id and lx.deleted_at is null
   left join webhooks lw on lw.id = s.listener_id and lw.active
-  left join workflows lp on lp.id = s.listener_id and lp.deleted_at is null)
+  left join workflows lp on lp.id = s.listener_id and lp.deleted_at is null
+  where ${where})
 select id, owner_id, emitter_id, listener_id, event_name from ends
  where listener_owner is not null and ${REACHES('owner_id', 'listener_owner', 'created_by')}
    and (emitter_owner is null or ${REACHES('owner_id', 'emitter_owner', 'created_by')})
  order by id`;
+/** A JSON array of strings, as a set of rows to compare a column with (`in (${TEXTS})`). */
+const TEXTS = 'select jsonb_array_elements_text(?::jsonb)';
+const WEBHOOK_COLUMNS = 'id, owner_id, url, secret, active';
+
+/** The routing maps' key of a subscription: its emitter, or for a glob (`dc_*`) its owner and the prefix. */
+const routeKey = (emitterId: string, ownerId: string): string => (emitterId.endsWith('*') ? `${ownerId}|${emitterId.slice(0, -1)}` : emitterId);
+const isGlobKey = (key: string): boolean => key.includes('|');
+const listenerOn = (index: Map<string, Set<string>>, listenerId: string, key: string): void => {
+  const keys = index.get(listenerId);
+  if (keys) keys.add(key);
+  else index.set(listenerId, new Set([key]));
+};
+
+/** The routes a `changed.*` payload names; undefined (everything is read again) without a payload or with one not of that shape. */
+export function routesOf(data: Uint8Array): RoutesChanged | undefined {
+  if (!data.length) return undefined;
+  try {
+    const { emitters = [], listeners = [] } = decodeJson<RoutesChanged>(data) ?? {};
+    const named = Array.isArray(emitters) && Array.isArray(listeners)
+      && emitters.every((e) => typeof e?.emitter_id === 'string' && typeof e.owner_id === 'string')
+      && listeners.every((l) => typeof l === 'string');
+    return named ? { emitters, listeners } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+type WebhookRow = { id: string; owner_id: string; url: string; secret: EncryptedValue; active: boolean };
 
 /**
- * Subscriptions and webhooks in memory, read again when the api publishes
- * `changed.subscriptions` / `changed.webhooks` / `changed.sources` (routing waits for that read), and
- * every 30 s or more as a safety net (routing goes on meanwhile: `Reloads`).
+ * Subscriptions and webhooks in memory. A `changed.subscriptions` / `changed.webhooks` / `changed.sources`
+ * announcement that names its routes (`RoutesChanged`) has those routes read again; one that names none has
+ * everything read again (as at start). Routing waits for the reads of the changes announced before it
+ * (`settled`), so a removed subscription stops routing at once, and never for changes announced later. Every
+ * 30 s or more everything is read again as a safety net (routing goes on meanwhile: `Reloads`).
+ *
+ * Reads of some routes and reads of all of them may overlap: each read is numbered when it starts, and a map
+ * entry is only replaced by a read that started after the one it came from. A full read takes seconds with
+ * hundreds of thousands of subscriptions, so the routes read since it started are put back on top of it.
  */
 @Injectable()
 export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationShutdown {
   private exact = new Map<string, SubRow[]>();
   private globs = new Map<string, SubRow[]>();
   private webhooks = new Map<string, WebhookTarget>();
+  /** Listener → the routes it is on. */
+  private byListener = new Map<string, Set<string>>();
   private subs: NatsSubscription[] = [];
   private timer?: NodeJS.Timeout;
   private stopped = false;
   private readonly reloads = new Reloads(() => this.load());
+  /** Numbers the reads in the order they start. */
+  private reads = 0;
+  /** The number of the full read the maps were built from. */
+  private fullRead = 0;
+  /** Routes and webhooks read on their own since the full read in use (or one under way) started: key → the read's number and rows. */
+  private readonly routesRead = new Map<string, { read: number; rows: SubRow[] }>();
+  private readonly hooksRead = new Map<string, { read: number; hook: WebhookTarget | undefined }>();
+  /** Reads of named routes under way (routing waits for those announced before it). */
+  private readonly partial = new Set<Promise<void>>();
   subscriptionCount = 0;
 
   constructor(
@@ -88,10 +136,11 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
     private readonly nats: NatsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(LOGGER) private readonly logger: Logger,
+    private readonly metrics: DeliveryMetrics,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    const onChange = (): void => void this.refresh().catch((e: Error) => this.logger.error({ err: e.message }, 'subscription refresh failed'));
+    const onChange = (_e: unknown, m: Msg): void => void this.changed(routesOf(m.data)).catch((e: Error) => this.logger.error({ err: e.message }, 'subscription refresh failed'));
     this.subs = [
       this.nats.nc.subscribe(this.nats.names.changed('subscriptions'), { callback: onChange }),
       this.nats.nc.subscribe(this.nats.names.changed('webhooks'), { callback: onChange }),
@@ -112,9 +161,25 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
     return this.reloads.changed();
   }
 
-  /** Resolves once every announced change has been read (a safety-net read in progress is not waited for). */
-  settled(): Promise<void> {
-    return this.reloads.current();
+  /**
+   * A change was announced: reads the routes it names (everything when it names none); routing waits for it. A
+   * read of some routes that fails is followed by a full read.
+   */
+  changed(routes: RoutesChanged | undefined): Promise<void> {
+    if (!routes) return this.refresh();
+    const read = this.readRoutes(routes).catch((e: Error) => {
+      this.logger.warn({ err: e.message }, 'reading the changed routes failed: reading every route');
+      return this.refresh();
+    });
+    this.partial.add(read);
+    const done = (): void => void this.partial.delete(read);
+    read.then(done, done);
+    return read;
+  }
+
+  /** Resolves once every change announced before the call has been read (a safety-net read in progress is not waited for). */
+  async settled(): Promise<void> {
+    await Promise.all([this.reloads.current(), ...this.partial]);
   }
 
   private scheduleSafetyNet(): void {
@@ -128,31 +193,101 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
   }
 
   private async load(): Promise<void> {
+    const read = ++this.reads;
+    this.metrics.routeReads.inc({ scope: 'all' });
     const conn = this.em.fork().getConnection();
-    const rows = (await conn.execute(ROUTABLE_SUBSCRIPTIONS)) as SubRow[];
-    const hooks = (await conn.execute(`select id, owner_id, url, secret, active from webhooks`)) as { id: string; owner_id: string; url: string; secret: EncryptedValue; active: boolean }[];
+    const rows = (await conn.execute(routableSubscriptions())) as SubRow[];
+    const hooks = (await conn.execute(`select ${WEBHOOK_COLUMNS} from webhooks`)) as WebhookRow[];
     const exact = new Map<string, SubRow[]>();
     const globs = new Map<string, SubRow[]>();
+    const byListener = new Map<string, Set<string>>();
     for (const [i, r] of rows.entries()) {
       // Hundreds of thousands of rows: the events waiting to be routed meanwhile go first, a slice at a time.
       if (i % YIELD_EVERY_ROWS === YIELD_EVERY_ROWS - 1) await new Promise((resolve) => setImmediate(resolve));
-      const isGlob = r.emitter_id.endsWith('*');
-      const key = isGlob ? `${r.owner_id}|${r.emitter_id.slice(0, -1)}` : r.emitter_id;
-      const map = isGlob ? globs : exact;
+      const key = routeKey(r.emitter_id, r.owner_id);
+      const map = isGlobKey(key) ? globs : exact;
       const list = map.get(key);
       if (list) list.push(r);
       else map.set(key, [r]);
+      listenerOn(byListener, r.listener_id, key);
     }
     const webhooks = new Map<string, WebhookTarget>();
     for (const h of hooks) webhooks.set(h.id, this.toTarget(h));
     this.exact = exact;
     this.globs = globs;
     this.webhooks = webhooks;
+    this.byListener = byListener;
+    this.fullRead = read;
     this.subscriptionCount = rows.length;
+    // What was read on its own after this read started is newer than what this read saw.
+    for (const [key, r] of this.routesRead) {
+      if (r.read > read) this.putRoute(key, r.rows);
+      else this.routesRead.delete(key);
+    }
+    for (const [id, r] of this.hooksRead) {
+      if (r.read > read) this.putWebhook(id, r.hook);
+      else this.hooksRead.delete(id);
+    }
+  }
+
+  /** Reads the named routes again: the emitters' subscriptions, and those of every route a named listener is on (before or after the change). */
+  private async readRoutes(change: RoutesChanged): Promise<void> {
+    const read = ++this.reads;
+    this.metrics.routeReads.inc({ scope: 'changed' });
+    const conn = this.em.fork().getConnection();
+    const keys = new Set((change.emitters ?? []).map((e) => routeKey(e.emitter_id, e.owner_id)));
+    const listeners = change.listeners ?? [];
+    let hooks: WebhookRow[] = [];
+    if (listeners.length) {
+      const ids = JSON.stringify(listeners);
+      const on = (await conn.execute(`select distinct emitter_id, owner_id from subscriptions where listener_id in (${TEXTS})`, [ids])) as { emitter_id: string; owner_id: string }[];
+      for (const r of on) keys.add(routeKey(r.emitter_id, r.owner_id));
+      for (const id of listeners) for (const key of this.byListener.get(id) ?? []) keys.add(key);
+      hooks = (await conn.execute(`select ${WEBHOOK_COLUMNS} from webhooks where id in (${TEXTS})`, [ids])) as WebhookRow[];
+    }
+    const exactIds = [...keys].filter((k) => !isGlobKey(k));
+    const globOwners = [...keys].filter(isGlobKey).map((k) => k.slice(0, k.indexOf('|')));
+    const rows = keys.size
+      ? ((await conn.execute(routableSubscriptions(`s.emitter_id in (${TEXTS}) or (s.owner_id in (${TEXTS}) and s.emitter_id like '%*')`), [JSON.stringify(exactIds), JSON.stringify(globOwners)])) as SubRow[])
+      : [];
+    const byKey = new Map<string, SubRow[]>([...keys].map((k) => [k, []]));
+    for (const r of rows) byKey.get(routeKey(r.emitter_id, r.owner_id))?.push(r);
+    for (const [key, list] of byKey) {
+      if ((this.routesRead.get(key)?.read ?? this.fullRead) > read) continue; // a later read has it
+      this.routesRead.set(key, { read, rows: list });
+      this.putRoute(key, list);
+    }
+    const found = new Map(hooks.map((h) => [h.id, h]));
+    for (const id of listeners) {
+      if ((this.hooksRead.get(id)?.read ?? this.fullRead) > read) continue;
+      const row = found.get(id);
+      const hook = row ? this.toTarget(row) : undefined; // none: deleted, or not a webhook
+      this.hooksRead.set(id, { read, hook });
+      this.putWebhook(id, hook);
+    }
+  }
+
+  private putRoute(key: string, rows: SubRow[]): void {
+    const map = isGlobKey(key) ? this.globs : this.exact;
+    const before = map.get(key) ?? [];
+    for (const r of before) {
+      const keys = this.byListener.get(r.listener_id);
+      keys?.delete(key);
+      if (keys?.size === 0) this.byListener.delete(r.listener_id);
+    }
+    for (const r of rows) listenerOn(this.byListener, r.listener_id, key);
+    if (rows.length) map.set(key, rows);
+    else map.delete(key);
+    this.subscriptionCount += rows.length - before.length;
+  }
+
+  private putWebhook(id: string, hook: WebhookTarget | undefined): void {
+    if (hook) this.webhooks.set(id, hook);
+    else this.webhooks.delete(id);
   }
 
   /** A secret this SECRETS_KEY cannot decrypt leaves `secret` undefined: that webhook's attempts fail (and retry), nothing else stops. */
-  private toTarget(h: { id: string; owner_id: string; url: string; secret: EncryptedValue; active: boolean }): WebhookTarget {
+  private toTarget(h: WebhookRow): WebhookTarget {
     let secret: string | undefined;
     try {
       secret = decryptValue<string>(this.config.secretsKey, h.secret);
@@ -184,7 +319,7 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
   async webhook(id: string): Promise<WebhookTarget | undefined> {
     const hit = this.webhooks.get(id);
     if (hit) return hit;
-    const [row] = (await this.em.fork().getConnection().execute(`select id, owner_id, url, secret, active from webhooks where id = ?`, [id])) as { id: string; owner_id: string; url: string; secret: EncryptedValue; active: boolean }[];
+    const [row] = (await this.em.fork().getConnection().execute(`select ${WEBHOOK_COLUMNS} from webhooks where id = ?`, [id])) as WebhookRow[];
     if (!row) return undefined;
     const target = this.toTarget(row);
     this.webhooks.set(id, target);
