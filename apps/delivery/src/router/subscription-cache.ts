@@ -69,8 +69,11 @@ select id, owner_id, emitter_id, listener_id, event_name from ends
  where listener_owner is not null and ${REACHES('owner_id', 'listener_owner', 'created_by')}
    and (emitter_owner is null or ${REACHES('owner_id', 'emitter_owner', 'created_by')})
  order by id`;
-/** A JSON array of strings, as a set of rows to compare a column with (`in (${TEXTS})`). */
-const TEXTS = 'select jsonb_array_elements_text(?::jsonb)';
+/**
+ * A JSON array of strings as a Postgres array, to compare a column with (`= any(${TEXTS})`): unlike `in (select …)`,
+ * two such comparisons joined by `or` still use their indexes (0.2 ms against 94 ms at 500,000 subscriptions).
+ */
+const TEXTS = 'array(select jsonb_array_elements_text(?::jsonb))';
 const WEBHOOK_COLUMNS = 'id, owner_id, url, secret, active';
 
 /** The routing maps' key of a subscription: its emitter, or for a glob (`dc_*`) its owner and the prefix. */
@@ -240,15 +243,15 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
     let hooks: WebhookRow[] = [];
     if (listeners.length) {
       const ids = JSON.stringify(listeners);
-      const on = (await conn.execute(`select distinct emitter_id, owner_id from subscriptions where listener_id in (${TEXTS})`, [ids])) as { emitter_id: string; owner_id: string }[];
+      const on = (await conn.execute(`select distinct emitter_id, owner_id from subscriptions where listener_id = any(${TEXTS})`, [ids])) as { emitter_id: string; owner_id: string }[];
       for (const r of on) keys.add(routeKey(r.emitter_id, r.owner_id));
       for (const id of listeners) for (const key of this.byListener.get(id) ?? []) keys.add(key);
-      hooks = (await conn.execute(`select ${WEBHOOK_COLUMNS} from webhooks where id in (${TEXTS})`, [ids])) as WebhookRow[];
+      hooks = (await conn.execute(`select ${WEBHOOK_COLUMNS} from webhooks where id = any(${TEXTS})`, [ids])) as WebhookRow[];
     }
     const exactIds = [...keys].filter((k) => !isGlobKey(k));
     const globOwners = [...keys].filter(isGlobKey).map((k) => k.slice(0, k.indexOf('|')));
     const rows = keys.size
-      ? ((await conn.execute(routableSubscriptions(`s.emitter_id in (${TEXTS}) or (s.owner_id in (${TEXTS}) and s.emitter_id like '%*')`), [JSON.stringify(exactIds), JSON.stringify(globOwners)])) as SubRow[])
+      ? ((await conn.execute(routableSubscriptions(`s.emitter_id = any(${TEXTS}) or (s.owner_id = any(${TEXTS}) and s.emitter_id like '%*')`), [JSON.stringify(exactIds), JSON.stringify(globOwners)])) as SubRow[])
       : [];
     const byKey = new Map<string, SubRow[]>([...keys].map((k) => [k, []]));
     for (const r of rows) byKey.get(routeKey(r.emitter_id, r.owner_id))?.push(r);
