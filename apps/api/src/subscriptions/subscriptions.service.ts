@@ -101,5 +101,4 @@ export class SubscriptionsService {
     }
     return { id: auto.id, event_name: auto.eventName, listener_id: auto.listenerId };
   }
-
 }
