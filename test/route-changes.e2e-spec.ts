@@ -106,6 +106,7 @@ describe('route changes', () => {
         changes += 5;
       }
     };
+    const readsBefore = await reads();
     const attack = Promise.all(Array.from({ length: 8 }, loop));
     try {
       await eventually(async () => changes >= 40, { what: 'the loop of changes under way' });
@@ -118,7 +119,8 @@ describe('route changes', () => {
       const arrived = (): number => sent.filter((e) => got(receiver, e.id) > 0).length;
       // The loop goes on until they arrive (or the wait gives up): they must arrive while it runs.
       await eventually(async () => arrived() === sent.length, { what: 'the events delivered during the loop', timeoutMs: 60_000, intervalMs: 100 });
-      process.stdout.write(`route changes: ${sent.length} events delivered while another account made ${changes} route changes over ${BULK} subscriptions\n`);
+      const { changed, all } = await reads();
+      process.stdout.write(`route changes: ${sent.length} events delivered while another account made ${changes} route changes over ${BULK} subscriptions (${changed - readsBefore.changed} reads of changed routes, ${all - readsBefore.all} full)\n`);
     } finally {
       stop = true;
       await attack;

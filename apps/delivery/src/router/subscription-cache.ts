@@ -30,6 +30,7 @@ interface SubRow {
   event_name: string;
 }
 
+const ignore = (): void => undefined;
 /** The safety net's period at least (longer when a read takes over a twentieth of it: `Reloads.periodicDelayMs`). */
 const REFRESH_MS = 30_000;
 /** Rows sorted into the maps between two turns of the event loop. */
@@ -132,6 +133,12 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
   private readonly hooksRead = new Map<string, { read: number; hook: WebhookTarget | undefined }>();
   /** Reads of named routes under way (routing waits for those announced before it). */
   private readonly partial = new Set<Promise<void>>();
+  /**
+   * Reads of named routes run one at a time: the changes announced while one runs are read together by the next, so a
+   * burst of changes (or an account making them in a loop) costs a read at a time, and routing waits for two at most.
+   */
+  private nextRead?: { named: Required<RoutesChanged>; read: Promise<void> };
+  private lastRead: Promise<void> = Promise.resolve();
   subscriptionCount = 0;
 
   constructor(
@@ -170,14 +177,26 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
    */
   changed(routes: RoutesChanged | undefined): Promise<void> {
     if (!routes) return this.refresh();
-    const read = this.readRoutes(routes).catch((e: Error) => {
-      this.logger.warn({ err: e.message }, 'reading the changed routes failed: reading every route');
-      return this.refresh();
-    });
-    this.partial.add(read);
-    const done = (): void => void this.partial.delete(read);
-    read.then(done, done);
-    return read;
+    if (!this.nextRead) {
+      const named: Required<RoutesChanged> = { emitters: [], listeners: [] };
+      const read = this.lastRead
+        .then(() => {
+          this.nextRead = undefined; // changes announced from now on are read after this read
+          return this.readRoutes(named);
+        })
+        .catch((e: Error) => {
+          this.logger.warn({ err: e.message }, 'reading the changed routes failed: reading every route');
+          return this.refresh();
+        });
+      this.nextRead = { named, read };
+      this.lastRead = read.then(ignore, ignore);
+      this.partial.add(read);
+      const done = (): void => void this.partial.delete(read);
+      read.then(done, done);
+    }
+    this.nextRead.named.emitters.push(...(routes.emitters ?? []));
+    this.nextRead.named.listeners.push(...(routes.listeners ?? []));
+    return this.nextRead.read;
   }
 
   /** Resolves once every change announced before the call has been read (a safety-net read in progress is not waited for). */
@@ -239,7 +258,7 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
     this.metrics.routeReads.inc({ scope: 'changed' });
     const conn = this.em.fork().getConnection();
     const keys = new Set((change.emitters ?? []).map((e) => routeKey(e.emitter_id, e.owner_id)));
-    const listeners = change.listeners ?? [];
+    const listeners = [...new Set(change.listeners ?? [])];
     let hooks: WebhookRow[] = [];
     if (listeners.length) {
       const ids = JSON.stringify(listeners);
