@@ -2,11 +2,12 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } fro
 import { EntityManager } from '@mikro-orm/postgresql';
 import { Msg, Subscription as NatsSubscription } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
-import { decodeJson, decryptValue, EmittedEvent, EncryptedValue, RoutesChanged } from '@app/contracts';
+import { decryptValue, EmittedEvent, RoutesChanged } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
 import { Reloads } from './reloads';
+import { isGlobKey, routableSubscriptions, routeKey, routesOf, SubRow, TEXTS, WEBHOOK_COLUMNS, WebhookRow } from './route-queries';
 
 export interface RouteTarget {
   subscriptionId: string;
@@ -22,85 +23,17 @@ export interface WebhookTarget {
   active: boolean;
 }
 
-interface SubRow {
-  id: string;
-  owner_id: string;
-  emitter_id: string;
-  listener_id: string;
-  event_name: string;
-}
-
 const ignore = (): void => undefined;
 /** The safety net's period at least (longer when a read takes over a twentieth of it: `Reloads.periodicDelayMs`). */
 const REFRESH_MS = 30_000;
 /** Rows sorted into the maps between two turns of the event loop. */
 const YIELD_EVERY_ROWS = 5_000;
 
-/**
- * A subscription routes while its listener exists and while its owner can still reach the owners of both
- * ends: the same account, or a user and an org they belong to (either way). Between two orgs (a route a
- * member of both made, owned by one of them) there is no membership of orgs in orgs to judge it: it routes
- * while the user who made it (`created_by`) belongs to both — otherwise an org's events would keep flowing,
- * after that member left it, through a subscription the org can neither see nor remove (it belongs to the
- * other org). Routes the platform made (`created_by` null: workflow triggers, auto-subscriptions) have an
- * emitter of their owner's. So a member removed from an org stops receiving the org's events through
- * subscriptions they made while a member, and the org's own subscriptions stop feeding that member's
- * personal listeners. A glob's emitters are its owner's.
- * The ends' owners come from left joins on primary keys (each end is at most one row of each table; the first
- * table that has it wins): as correlated subqueries, inlined into every branch that read them, the same load took
- * 13.9–18.0 s for 500,000 subscriptions on a scratch database against 3.7–4.5 s (same rows, same order).
- */
-const MEMBER = (user: string, org: string): string => `exists (select 1 from org_members m where m.user_id = ${user} and m.org_id = ${org})`;
-const REACHES = (owner: string, end: string, creator: string): string => `(${owner} = ${end}
-  or (${owner} like 'o\\_%' and ${end} like 'o\\_%' and (${creator} is null or (${MEMBER(creator, owner)} and ${MEMBER(creator, end)})))
-  or ${MEMBER(owner, end)} or ${MEMBER(end, owner)})`;
-/** The routable subscriptions (`where`: which subscriptions to consider, by their columns as `s.…`), in id order. */
-const routableSubscriptions = (where = 'true'): string => `with ends as (
-  select s.id, s.owner_id, s.emitter_id, s.listener_id, s.event_name, s.created_by,
-    case when s.emitter_id like '%*' then s.owner_id else coalesce(ex.owner_id, ep.owner_id) end as emitter_owner,
-    coalesce(lx.owner_id, lw.owner_id, lp.owner_id) as listener_owner
-  from subscriptions s
-  left join sources ex on ex.id = s.emitter_id
-  left join workflows ep on ep.id = s.emitter_id
-  left join sources lx on lx.id = s.listener_id and lx.deleted_at is null
-  left join webhooks lw on lw.id = s.listener_id and lw.active
-  left join workflows lp on lp.id = s.listener_id and lp.deleted_at is null
-  where ${where})
-select id, owner_id, emitter_id, listener_id, event_name from ends
- where listener_owner is not null and ${REACHES('owner_id', 'listener_owner', 'created_by')}
-   and (emitter_owner is null or ${REACHES('owner_id', 'emitter_owner', 'created_by')})
- order by id`;
-/**
- * A JSON array of strings as a Postgres array, to compare a column with (`= any(${TEXTS})`): unlike `in (select …)`,
- * two such comparisons joined by `or` still use their indexes (0.2 ms against 94 ms at 500,000 subscriptions).
- */
-const TEXTS = 'array(select jsonb_array_elements_text(?::jsonb))';
-const WEBHOOK_COLUMNS = 'id, owner_id, url, secret, active';
-
-/** The routing maps' key of a subscription: its emitter, or for a glob (`dc_*`) its owner and the prefix. */
-const routeKey = (emitterId: string, ownerId: string): string => (emitterId.endsWith('*') ? `${ownerId}|${emitterId.slice(0, -1)}` : emitterId);
-const isGlobKey = (key: string): boolean => key.includes('|');
 const listenerOn = (index: Map<string, Set<string>>, listenerId: string, key: string): void => {
   const keys = index.get(listenerId);
   if (keys) keys.add(key);
   else index.set(listenerId, new Set([key]));
 };
-
-/** The routes a `changed.*` payload names; undefined (everything is read again) without a payload or with one not of that shape. */
-export function routesOf(data: Uint8Array): RoutesChanged | undefined {
-  if (!data.length) return undefined;
-  try {
-    const { emitters = [], listeners = [] } = decodeJson<RoutesChanged>(data) ?? {};
-    const named = Array.isArray(emitters) && Array.isArray(listeners)
-      && emitters.every((e) => typeof e?.emitter_id === 'string' && typeof e.owner_id === 'string')
-      && listeners.every((l) => typeof l === 'string');
-    return named ? { emitters, listeners } : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-type WebhookRow = { id: string; owner_id: string; url: string; secret: EncryptedValue; active: boolean };
 
 /**
  * Subscriptions and webhooks in memory. A `changed.subscriptions` / `changed.webhooks` / `changed.sources`
@@ -200,8 +133,9 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
   }
 
   /** Resolves once every change announced before the call has been read (a safety-net read in progress is not waited for). */
-  async settled(): Promise<void> {
-    await Promise.all([this.reloads.current(), ...this.partial]);
+  settled(): Promise<void> {
+    if (!this.partial.size) return this.reloads.current();
+    return Promise.all([this.reloads.current(), ...this.partial]).then(ignore);
   }
 
   private scheduleSafetyNet(): void {

@@ -1,4 +1,4 @@
-import { routesOf } from './subscription-cache';
+import { routesOf } from './route-queries';
 
 const bytes = (text: string): Uint8Array => Buffer.from(text);
 
