@@ -6,3 +6,4 @@ export * from './object-gc';
 export * from './nats-permissions';
 export * from './durable-consumers';
 export * from './nats-errors';
+export * from './routes-changed';

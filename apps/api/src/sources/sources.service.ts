@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { assertRoomFor } from '../common/account-quota';
-import { announceRoutes } from '../common/routes-changed';
 import { announceReplicaChange } from '../common/replica-changes';
 import { softDeleteWithSubscriptions } from '../subscriptions/soft-delete';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
@@ -8,7 +7,7 @@ import { ComponentMeta, ConfigurableProp, INTERFACE_HTTP, validateConfiguredProp
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, newEndpointKey, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, Component, Source, Subscription } from '@app/db';
-import { NatsService } from '@app/nats';
+import { announceRoutes, NatsService } from '@app/nats';
 import { AuthContext } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';

@@ -3,10 +3,9 @@ import { EntityManager, UniqueConstraintViolationException } from '@mikro-orm/po
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, Subscription } from '@app/db';
-import { NatsService } from '@app/nats';
+import { announceRoutes, NatsService } from '@app/nats';
 import { AuthContext, canAccess, namespaceOf } from '../auth/auth.context';
 import { assertRoomFor } from '../common/account-quota';
-import { announceRoutes } from '../common/routes-changed';
 import { resolveEmitter, resolveListener } from './endpoints';
 
 export interface SubscriptionDto {

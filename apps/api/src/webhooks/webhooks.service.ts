@@ -4,10 +4,9 @@ import { EntityManager, LockMode } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { encryptValue, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, Subscription, Webhook, WebhookDelivery } from '@app/db';
-import { NatsService } from '@app/nats';
+import { announceRoutes, NatsService } from '@app/nats';
 import { assertAccess, AuthContext } from '../auth/auth.context';
 import { assertRoomFor } from '../common/account-quota';
-import { announceRoutes } from '../common/routes-changed';
 import { finishPage, keysetClause, Page, PageQuery } from '../common/pagination';
 import { toDeliveryDto, toWebhookDto, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
 

@@ -1,13 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { assertRoomFor } from '../common/account-quota';
-import { announceRoutes } from '../common/routes-changed';
 import { announceReplicaChange } from '../common/replica-changes';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ConfigurableProp, readWorkflowDefinition, SECRET_NAME, secretNamesOf, WorkflowDefinition, WorkflowDefinitionError } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, ConflictError, encryptValue, newEndpointKey, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, Component, Subscription, Workflow } from '@app/db';
-import { NatsService } from '@app/nats';
+import { announceRoutes, NatsService } from '@app/nats';
 import { AuthContext } from '../auth/auth.context';
 import { ComponentsService } from '../components/components.service';
 import { propsView } from '../sources/source-props';

@@ -23,7 +23,6 @@ export interface WebhookTarget {
   active: boolean;
 }
 
-const ignore = (): void => undefined;
 /** The safety net's period at least (longer when a read takes over a twentieth of it: `Reloads.periodicDelayMs`). */
 const REFRESH_MS = 30_000;
 /** Rows sorted into the maps between two turns of the event loop. */
@@ -64,14 +63,14 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
   /** Routes and webhooks read on their own since the full read in use (or one under way) started: key → the read's number and rows. */
   private readonly routesRead = new Map<string, { read: number; rows: SubRow[] }>();
   private readonly hooksRead = new Map<string, { read: number; hook: WebhookTarget | undefined }>();
-  /** Reads of named routes under way (routing waits for those announced before it). */
-  private readonly partial = new Set<Promise<void>>();
   /**
-   * Reads of named routes run one at a time: the changes announced while one runs are read together by the next, so a
-   * burst of changes (or an account making them in a loop) costs a read at a time, and routing waits for two at most.
+   * Reads of the routes changes named, one at a time: the routes named while one runs are read together by the next
+   * (`Reloads`), so a burst of changes (or an account making them in a loop) costs a read at a time, and routing
+   * waits for two at most.
    */
-  private nextRead?: { named: Required<RoutesChanged>; read: Promise<void> };
-  private lastRead: Promise<void> = Promise.resolve();
+  private readonly routeReloads = new Reloads(() => this.readNamedRoutes());
+  /** Routes named since the last read of named routes started. */
+  private named: Required<RoutesChanged> = { emitters: [], listeners: [] };
   subscriptionCount = 0;
 
   constructor(
@@ -110,32 +109,14 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
    */
   changed(routes: RoutesChanged | undefined): Promise<void> {
     if (!routes) return this.refresh();
-    if (!this.nextRead) {
-      const named: Required<RoutesChanged> = { emitters: [], listeners: [] };
-      const read = this.lastRead
-        .then(() => {
-          this.nextRead = undefined; // changes announced from now on are read after this read
-          return this.readRoutes(named);
-        })
-        .catch((e: Error) => {
-          this.logger.warn({ err: e.message }, 'reading the changed routes failed: reading every route');
-          return this.refresh();
-        });
-      this.nextRead = { named, read };
-      this.lastRead = read.then(ignore, ignore);
-      this.partial.add(read);
-      const done = (): void => void this.partial.delete(read);
-      read.then(done, done);
-    }
-    this.nextRead.named.emitters.push(...(routes.emitters ?? []));
-    this.nextRead.named.listeners.push(...(routes.listeners ?? []));
-    return this.nextRead.read;
+    this.named.emitters.push(...(routes.emitters ?? []));
+    this.named.listeners.push(...(routes.listeners ?? []));
+    return this.routeReloads.changed();
   }
 
   /** Resolves once every change announced before the call has been read (a safety-net read in progress is not waited for). */
-  settled(): Promise<void> {
-    if (!this.partial.size) return this.reloads.current();
-    return Promise.all([this.reloads.current(), ...this.partial]).then(ignore);
+  async settled(): Promise<void> {
+    await Promise.all([this.routeReloads.current(), this.reloads.current()]);
   }
 
   private scheduleSafetyNet(): void {
@@ -186,13 +167,23 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
     }
   }
 
+  /** Reads the routes named since the last such read; when that fails, every route. */
+  private readNamedRoutes(): Promise<void> {
+    const named = this.named;
+    this.named = { emitters: [], listeners: [] };
+    return this.readRoutes(named).catch((e: Error) => {
+      this.logger.warn({ err: e.message }, 'reading the changed routes failed: reading every route');
+      return this.refresh();
+    });
+  }
+
   /** Reads the named routes again: the emitters' subscriptions, and those of every route a named listener is on (before or after the change). */
-  private async readRoutes(change: RoutesChanged): Promise<void> {
+  private async readRoutes(change: Required<RoutesChanged>): Promise<void> {
     const read = ++this.reads;
     this.metrics.routeReads.inc({ scope: 'changed' });
     const conn = this.em.fork().getConnection();
-    const keys = new Set((change.emitters ?? []).map((e) => routeKey(e.emitter_id, e.owner_id)));
-    const listeners = [...new Set(change.listeners ?? [])];
+    const keys = new Set(change.emitters.map((e) => routeKey(e.emitter_id, e.owner_id)));
+    const listeners = [...new Set(change.listeners)];
     let hooks: WebhookRow[] = [];
     if (listeners.length) {
       const ids = JSON.stringify(listeners);

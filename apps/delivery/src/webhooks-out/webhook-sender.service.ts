@@ -2,8 +2,8 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } fro
 import { EntityManager } from '@mikro-orm/postgresql';
 import { ConsumerMessages } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
-import { DeliveryMessage, encodeJson, RoutesChanged } from '@app/contracts';
-import { boundConsumer, ensureDurable, NatsService } from '@app/nats';
+import { DeliveryMessage } from '@app/contracts';
+import { announceRoutes, boundConsumer, ensureDurable, NatsService } from '@app/nats';
 import { policyFromConfig } from '@app/net';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
@@ -355,7 +355,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       [reason, Math.floor(Date.now() / 1000), hook.id],
       'run',
     );
-    this.nats.nc.publish(this.nats.names.changed('webhooks'), encodeJson({ listeners: [hook.id] } satisfies RoutesChanged));
+    announceRoutes(this.nats, 'webhooks', { listeners: [hook.id] });
     this.logger.warn({ webhook_id: hook.id }, 'webhook disabled: endpoint answered 410');
   }
 }

@@ -1,5 +1,5 @@
 import { encodeJson, RoutesChanged } from '@app/contracts';
-import type { NatsService } from '@app/nats';
+import type { NatsService } from './nats.service';
 
 /**
  * Tells the delivery apps that routes changed (`changed.<kind>`), naming which (`RoutesChanged`) so that they read
