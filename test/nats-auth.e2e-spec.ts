@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, ConnectionOptions, NatsConnection } from 'nats';
 import { loadConfig } from '@app/config';
-import { encodeJson, Names } from '@app/contracts';
+import { encodeJson, Names, ROUTER_DURABLE } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { natsAdmin, natsAdminEnv, need } from './support/env';
 import { addNatsInstallation, AppName, eventually, NatsCredentials, rotateNatsPassword, startSystem, System } from './support/system';
@@ -81,11 +81,14 @@ describe('NATS authentication and per-app permissions', () => {
     await expect(jsm.streams.purge(names.emitsStream)).rejects.toThrow(/Permissions Violation/);
   });
 
-  it('keeps the api from publishing emits, deliveries or usage and from writing actor state', async () => {
+  it('keeps the api from publishing deliveries or usage and from writing actor state', async () => {
     const nc = await as('api');
     await kvPut(nc, names.sourcesBucket, '0.dc_probe');
     await jsPublish(nc, names.invocation(0, 'dc_probe'));
-    await expect(jsPublish(nc, names.emit('dc_victim'))).rejects.toThrow(/Permissions Violation for Publish to "[^"]*\.emit\.dc_victim"/);
+    // A range delete stores again the events it leaves of a message holding several, knowing whether the router had routed it.
+    await jsPublish(nc, names.emit('dc_probe'));
+    const jsm = await nc.jetstreamManager();
+    await expect(jsm.consumers.info(names.emitsStream, ROUTER_DURABLE)).rejects.toThrow(/consumer not found/);
     await expect(jsPublish(nc, names.delivery('wh_victim'))).rejects.toThrow(/Permissions Violation/);
     await expect(jsPublish(nc, names.usage('u_victim'))).rejects.toThrow(/Permissions Violation/);
     await expect(kvPut(nc, names.sourceStateBucket, 'dc_victim')).rejects.toThrow(/Permissions Violation/);

@@ -192,8 +192,9 @@ describe('subscriptions and auto-subscriptions', () => {
     const jsm = await emitter.nc.jetstreamManager();
     const stored = await eventually(async () => jsm.streams.getMessage(names.invocationsStream, { last_by_subj: subject }).catch(() => undefined), { what: 'the invocation' });
     const inv = decodeJson<InvocationMessage>(stored.data);
-    // The invocation id derives from the event, so routing the event again (a redelivered emit) is the same invocation.
-    expect(inv).toEqual(expect.objectContaining({ invocationId: `sub.${from}.${ev.id}`, sourceId: to, kind: 'subscription', event: { forward: 'me' }, origin: { emitterId: from, eventId: ev.id, name: '' } }));
+    // The invocation id derives from the event and the listener, so routing the event again (a redelivered emit) is
+    // the same invocation, and other listeners of the event get their own.
+    expect(inv).toEqual(expect.objectContaining({ invocationId: `sub.${to}.${from}.${ev.id}`, sourceId: to, kind: 'subscription', event: { forward: 'me' }, origin: { emitterId: from, eventId: ev.id, name: '' } }));
     expect(stored.header.get('Nats-Msg-Id')).toBe(`${sub.id}:${from}:${ev.id}`);
   });
 

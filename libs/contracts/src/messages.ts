@@ -140,6 +140,28 @@ export interface DeleteEventsMessage {
   endId?: string;
 }
 
+/**
+ * One `EMITS` message holding the events of several invocations: the requests the api stored together in one
+ * `INVOCATIONS` message, run in one sandbox task (docs/architecture.md, "Events stored together"). Its
+ * `Nats-Msg-Id` is `<the INVOCATIONS message's first invocation id>:p<part>`; `invocations` names the invocations
+ * whose events are all in it, `separate` those of the same task whose events went one per message (too large
+ * together). Any other `EMITS` message is one `EmittedEvent`.
+ */
+export interface EmitBatch {
+  invocations: string[];
+  separate?: string[];
+  events: EmittedEvent[];
+}
+
+/** Header of an `EMITS` message republished by a range delete after the router had routed it: not routed again. */
+export const EMITS_ROUTED_HEADER = 'Ess-Routed';
+
+export const isEmitBatch = (decoded: unknown): decoded is EmitBatch =>
+  typeof decoded === 'object' && decoded !== null && Array.isArray((decoded as EmitBatch).events) && Array.isArray((decoded as EmitBatch).invocations);
+
+/** The events of one decoded `EMITS` message: a batch's, or the one event it is. */
+export const emitsOf = (decoded: unknown): EmittedEvent[] => (isEmitBatch(decoded) ? decoded.events : [decoded as EmittedEvent]);
+
 export function encodeJson(value: unknown): Uint8Array {
   return Buffer.from(JSON.stringify(value));
 }

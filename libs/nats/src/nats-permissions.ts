@@ -62,10 +62,11 @@ export function installationStreams(n: Names): string[] {
  *   (KV `sources`), the collector's and reconciler's slots (KV `leases`) and
  *   component code (object store); creates and updates every stream and bucket
  *   at start; reads EMITS for SSE; purges a deleted webhook's deliveries and a deleted
- *   source's or workflow's invocations;
+ *   source's or workflow's invocations; erases deleted events from EMITS, storing
+ *   again the other events of a message holding several (so it publishes emits);
  *   publishes `changed.*` and the `ctl.delete-events` request; receives
- *   custom HTTP responses on `resp.*`. It cannot publish emits, deliveries or
- *   usage, nor write actor state.
+ *   custom HTTP responses on `resp.*`. It cannot publish deliveries or usage,
+ *   nor write actor state.
  * - runner: consumes INVOCATIONS, watches KV `sources` and reads component code
  *   (both read only), reads and writes KV `source-state` and `leases` (and
  *   lists the live replicas' keys there),
@@ -110,7 +111,9 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             // Deleted events leave EMITS too (DELETE /sources/{id}/events): a purge of the source's subject, or one message at a time.
             `$JS.API.STREAM.PURGE.${n.emitsStream}`,
             `$JS.API.STREAM.MSG.DELETE.${n.emitsStream}`,
-            // Back-pressure reads a sample of the events waiting for the router, to tell whose they are.
+            // A range that covers part of a message holding several events: its other events are stored again (emits-eraser.ts).
+            n.allEmits,
+            // Back-pressure reads a sample of the messages waiting for the router, to tell how many events they hold and whose.
             `$JS.API.STREAM.MSG.GET.${n.emitsStream}`,
             `$JS.API.STREAM.PURGE.${objStream(n.componentsStore)}`,
             ...readStream(kvStream(n.sourcesBucket)),
@@ -130,6 +133,8 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             ...info,
             subject('inv', '>'),
             subject('emit', '>'),
+            // A part of a message's events found already stored (a run again of the message) is read back.
+            `$JS.API.STREAM.MSG.GET.${n.emitsStream}`,
             subject('usage', '>'),
             subject('send', '>'),
             subject('sse', '>'),

@@ -1,7 +1,13 @@
 import { createInbox, headers, Msg, NatsConnection, Subscription } from 'nats';
 
+/** What the stream answered: where the message is stored, and whether an earlier copy (same `Nats-Msg-Id`) was. */
+export interface PublishAck {
+  seq: number;
+  duplicate: boolean;
+}
+
 interface Pending {
-  resolve: () => void;
+  resolve: (ack: PublishAck) => void;
   reject: (e: Error) => void;
   atMs: number;
   subject: string;
@@ -58,10 +64,10 @@ export class StreamPublisher {
     this.nc.publish(subject, data, { headers: h, reply: `${this.inbox}.${token}` });
   }
 
-  /** Resolves once the stream stored the message (or recognised `msgId` as a duplicate). */
-  publish(subject: string, data: Uint8Array, msgId: string): Promise<void> {
+  /** Resolves once the stream stored the message (or recognised `msgId` as a duplicate: then `seq` is the earlier copy's). */
+  publish(subject: string, data: Uint8Array, msgId: string): Promise<PublishAck> {
     const token = (++this.seq).toString(36);
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<PublishAck>((resolve, reject) => {
       this.pending.set(token, { resolve, reject, atMs: Date.now(), subject, data, msgId });
       try {
         this.send(token, subject, data, msgId);
@@ -86,13 +92,14 @@ export class StreamPublisher {
     if (!p) return;
     this.pending.delete(token);
     if (m.headers && m.headers.code >= 400) return p.reject(new Error(`publish failed: ${m.headers.code} ${m.headers.description || 'no stream for the subject'}`));
+    let ack: { error?: { description?: string }; seq?: number; duplicate?: boolean };
     try {
-      const ack = m.json<{ error?: { description?: string } }>();
-      if (ack.error) return p.reject(new Error(`publish failed: ${ack.error.description ?? 'JetStream error'}`));
+      ack = m.json();
     } catch {
       return p.reject(new Error('publish failed: unreadable acknowledgement'));
     }
-    p.resolve();
+    if (ack.error) return p.reject(new Error(`publish failed: ${ack.error.description ?? 'JetStream error'}`));
+    p.resolve({ seq: ack.seq ?? 0, duplicate: ack.duplicate === true });
   }
 
   private expire(): void {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { DeliverPolicy } from 'nats';
-import { decodeJson, EmittedEvent } from '@app/contracts';
+import { DeliverPolicy, headers as natsHeaders, JsMsg } from 'nats';
+import { decodeJson, EmitBatch, EmittedEvent, emitsOf, EMITS_ROUTED_HEADER, encodeJson, ROUTER_DURABLE } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { parseEventId } from './event-summary.dto';
 
@@ -18,21 +18,38 @@ const order = (a: EventIdParts, b: EventIdParts): number => a.ms - b.ms || a.seq
  * stream resumed with `Last-Event-ID` replays from `EMITS`, so an event deleted
  * only in Postgres would come back there, and a copy would outlive the delete by
  * up to `EMITS_MAX_AGE_SECONDS`. Every event of the emitter: one purge of its
- * subject. A range: its messages are read once (from `start_id`'s time) and the
- * matching ones deleted one by one. Either way only messages stored before the
- * request are touched.
+ * subject. A range: its messages are read once (from `start_id`'s time) and
+ * those whose events are all in it deleted one by one. A message holding events
+ * of several invocations (an `EmitBatch`) partly in the range cannot be edited:
+ * its other events are stored again as one new message (at the stream's end,
+ * with their ids; `Nats-Msg-Id` `erase:<its sequence>`, so a retried delete
+ * stores them once; `Ess-Routed` when the router had acknowledged it, so they are
+ * not routed twice), and only once that is acknowledged is the original deleted:
+ * a crash in between leaves a duplicate, never a loss. Either way only messages
+ * stored before the request are touched (a copy stored by the scan is not
+ * scanned again).
  */
 @Injectable()
 export class EmitsEraser {
   constructor(private readonly nats: NatsService) {}
 
-  /** Erases the emitter's events in the inclusive range (all when neither end is given); returns how many. */
+  /**
+   * Erases the emitter's events in the inclusive range (all when neither end is given); returns how many (for all,
+   * the messages purged: a message holding several events counts once).
+   */
   async erase(emitterId: string, start?: EventIdParts, end?: EventIdParts): Promise<number> {
     const stream = this.nats.names.emitsStream;
     const subject = this.nats.names.emit(emitterId);
     // Events emitted after the request are not the ones it deleted: the scan stops at the stream's end as of now.
     const lastSeq = (await this.nats.jsm.streams.info(stream)).state.last_seq;
     if (!start && !end) return (await this.nats.jsm.streams.purge(stream, { filter: subject, seq: lastSeq + 1 })).purged;
+    // Read before the scan: a message the router acknowledges during it gets no `Ess-Routed` and may be routed
+    // twice, never not at all. No router yet (no delivery app started): nothing was routed.
+    const routedSeq = await this.nats.jsm.consumers.info(stream, ROUTER_DURABLE).then((c) => c.ack_floor.stream_seq, () => 0);
+    const inRange = (e: EmittedEvent): boolean => {
+      const id = typeof e?.id === 'string' ? parseEventId(e.id) : undefined;
+      return !!id && (!start || order(id, start) >= 0) && (!end || order(id, end) <= 0);
+    };
     // Without `start_id` the scan starts at the stream's first message: the ordered consumer's own default
     // (from sequence 1). `DeliverPolicy.All` would be refused, as the client also sends a start sequence.
     const consumer = await this.nats.js.consumers.get(stream, {
@@ -48,21 +65,31 @@ export class EmitsEraser {
         seen++;
         last = m.info.pending === 0 || m.seq >= lastSeq;
         if (m.seq > lastSeq) break;
-        const id = eventIdOf(m.data);
-        if (id && (!start || order(id, start) >= 0) && (!end || order(id, end) <= 0)) {
-          if (await this.nats.jsm.streams.deleteMessage(stream, m.seq, false)) erased++;
-        }
+        const events = emitsOf(decodedOrUndefined(m));
+        const erasing = events.filter(inRange).length;
+        if (erasing && (await this.eraseFrom(m, events.filter((e) => !inRange(e)), routedSeq))) erased += erasing;
         if (last) break;
       }
       if (!seen || last) return erased;
     }
   }
+
+  /** Deletes message `m`, first storing `survivors` (its events out of the range) again when there are any. */
+  private async eraseFrom(m: JsMsg, survivors: EmittedEvent[], routedSeq: number): Promise<boolean> {
+    if (survivors.length) {
+      const copy: EmitBatch = { invocations: [], events: survivors };
+      const routed = routedSeq >= m.seq ? natsHeaders() : undefined;
+      routed?.set(EMITS_ROUTED_HEADER, '1');
+      await this.nats.js.publish(m.subject, encodeJson(copy), { msgID: `erase:${m.seq}`, ...(routed ? { headers: routed } : {}) });
+    }
+    return this.nats.jsm.streams.deleteMessage(this.nats.names.emitsStream, m.seq, false);
+  }
 }
 
-function eventIdOf(data: Uint8Array): EventIdParts | undefined {
+/** The decoded message; undefined (no event in any range) when it is not JSON. */
+function decodedOrUndefined(m: JsMsg): unknown {
   try {
-    const id = decodeJson<EmittedEvent>(data).id;
-    return typeof id === 'string' ? parseEventId(id) : undefined;
+    return decodeJson<unknown>(m.data);
   } catch {
     return undefined;
   }

@@ -37,7 +37,8 @@ export const EVENT_ROUTES: RouteContract[] = [
     tag: 'events',
     summary: "Delete a source's events (all, or a range of ids)",
     params: Type.Object({ id: Id('dc_…') }),
-    description: '`start_id` and `end_id` go in the query string, or in a JSON body as on DELETE /subscriptions.',
+    description:
+      '`start_id` and `end_id` go in the query string, or in a JSON body as on DELETE /subscriptions. Events outside the range that were stored together with deleted ones (runs stored as one batch) are stored again, keeping their ids: an event stream resumed with `Last-Event-ID` from before them shows them after newer events.',
     body: Type.Object({ start_id: EventId('first event id to delete'), end_id: EventId('last event id to delete') }),
     responses: { 202: null },
     errors: [404],

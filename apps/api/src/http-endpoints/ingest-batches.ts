@@ -52,7 +52,7 @@ export class IngestBatches {
     if (data.byteLength > maxBytes) {
       // Alone, after the requests to the source that came before it: a source's requests are stored in arrival order.
       if (batch) this.send(batch);
-      return this.nats.streams.publish(subject, data, msg.invocationId);
+      return this.nats.streams.publish(subject, data, msg.invocationId).then(() => undefined);
     }
     if (batch && (batch.parts.length >= INGEST_BATCH_MAX || batch.bytes + data.byteLength > maxBytes)) {
       this.send(batch);

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ApiError, ROUTER_DURABLE } from '@app/contracts';
+import { ApiError, decodeJson, emitsOf, ROUTER_DURABLE } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import type { ConsumerInfo } from 'nats';
 import type { EndpointTarget } from './endpoint-lookup';
@@ -59,15 +59,23 @@ const OWNERS_CACHED_MAX = 100_000;
 /** Ids per owner look-up query. */
 const OWNER_QUERY_IDS = 1000;
 
-/** EMITS messages read, evenly over the router's backlog, to tell whose events it holds. */
+/** EMITS messages read, evenly over the router's backlog, to tell how many events it holds and whose they are. */
 const UNROUTED_SAMPLES = 32;
+
+/** One EMITS message of the router's backlog: whose it is (its subject) and how many events it holds. */
+interface UnroutedSample {
+  subject: string;
+  events: number;
+}
 
 /**
  * Back-pressure for HTTP ingress: how many invocations wait in INVOCATIONS
  * (a work queue: stored and not yet acknowledged by a runner; a message holding
  * several requests counts as the requests this replica's recent messages to its
  * source held), per source, per
- * account and in all, and how many emitted events wait for the delivery app, read
+ * account and in all, and how many emitted events wait for the delivery app (the
+ * router's unacknowledged messages, each counted as the events a sample of them
+ * holds on average: one message may hold several invocations' events), read
  * every INGEST_BACKLOG_POLL_MS. A request to a source whose invocations reach
  * INGEST_MAX_PENDING_PER_SOURCE, whose account's reach INGEST_MAX_PENDING_PER_ACCOUNT,
  * or while invocations and unrouted events together reach INGEST_MAX_PENDING, is
@@ -75,7 +83,7 @@ const UNROUTED_SAMPLES = 32;
  * account's invocations count in that total up to its own bound only: runs that
  * never end, in sources enough to pass every per-source bound, hold back their
  * own account, not the service. So do its unrouted events: whose they are is
- * estimated from EMITS messages read evenly over the router's backlog (once that
+ * estimated from the same sample, each message weighed by its events (once that
  * backlog could hold an account's bound), and an account whose share reaches
  * INGEST_MAX_PENDING is refused alone, so a flood of emits holds back the account
  * that emits it. So is a request to a source whose owner's
@@ -98,6 +106,8 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   private byAccount = new Map<string, number>();
   /** Unrouted events per owner, estimated from a sample of the router's backlog (empty while it is small). */
   private unroutedByAccount = new Map<string, number>();
+  /** The last read's samples of the router's backlog by sequence: a message never changes, so the next read reuses them. */
+  private unroutedSamples = new Map<number, UnroutedSample>();
   /** What the service's bound compares: invocations and unrouted events, each account's up to its own bound. */
   private counted = 0;
   private deliveries = 0;
@@ -218,7 +228,11 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
         this.nats.jsm.consumers.info(names.emitsStream, ROUTER_DURABLE).catch(() => undefined),
         this.nats.jsm.streams.info(names.deliveriesStream, { subjects_filter: names.allDeliveries }),
       ]);
-      this.unrouted = router ? router.num_pending + router.num_ack_pending : 0;
+      // Messages, each of which may hold several events: counted as the events the sampled ones hold on average.
+      const unroutedMessages = router ? router.num_pending + router.num_ack_pending : 0;
+      const samples = router && unroutedMessages > 0 ? await this.sampleUnrouted(router) : [];
+      if (!samples.length) this.unroutedSamples.clear();
+      this.unrouted = samples.length ? Math.round((unroutedMessages * samples.reduce((n, x) => n + x.events, 0)) / samples.length) : unroutedMessages;
       // A message may hold several requests (IngestBatches): each source's count scaled by its recent messages' size.
       const messages = subjectCounts(info.state.subjects ?? {});
       const scaled = (counts: Map<string, number>) => new Map([...counts].map(([id, n]) => [id, Math.round(n * this.batches.perMessage(id))]));
@@ -240,7 +254,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
       this.byAccount = await this.perOwner(this.emitterOwners, EMITTER_OWNERS, bySource).catch(() => this.byAccount);
       this.deliveriesByOwner = await this.perOwner(this.webhookOwners, WEBHOOK_OWNERS, subjectCounts(deliveries.state.subjects ?? {})).catch(() => this.deliveriesByOwner);
       const cap = this.config.ingestMaxPendingPerAccount;
-      this.unroutedByAccount = router && cap > 0 && this.unrouted >= cap ? await this.unroutedOwners(router).catch(() => this.unroutedByAccount) : new Map();
+      this.unroutedByAccount = cap > 0 && this.unrouted >= cap ? await this.unroutedOwners(samples).catch(() => this.unroutedByAccount) : new Map();
       this.counted = capped(this.unrouted, this.unroutedByAccount, cap) + capped(this.total, this.byAccount, cap);
       this.acceptedSinceRead = 0;
       this.lastReadAtMs = now;
@@ -252,22 +266,37 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Unrouted events per owner: the subjects of UNROUTED_SAMPLES messages evenly over the sequences the router has
-   * not acknowledged, each standing for its share of the backlog.
+   * Up to UNROUTED_SAMPLES messages evenly over the sequences the router has not acknowledged (`sampleSeqs`): the
+   * next read, the backlog moved on, finds most of them among the samples it keeps and reads only the new ones. A
+   * message erased meanwhile is no sample; one not readable holds one event.
    */
-  private async unroutedOwners(router: ConsumerInfo): Promise<Map<string, number>> {
-    const first = router.ack_floor.stream_seq + 1;
-    const span = router.delivered.stream_seq + router.num_pending - first + 1;
-    const step = span / Math.min(UNROUTED_SAMPLES, Math.max(1, span));
-    const seqs = [...new Set(Array.from({ length: Math.min(UNROUTED_SAMPLES, Math.max(0, span)) }, (_, i) => first + Math.floor(i * step + step / 2)))];
-    // A message erased meanwhile is no sample.
-    const subjects = await Promise.all(seqs.map((seq) => this.nats.jsm.streams.getMessage(this.nats.names.emitsStream, { seq }).then((m) => m.subject, () => undefined)));
-    const found = subjects.filter((s): s is string => s !== undefined);
-    if (!found.length) return new Map();
+  private async sampleUnrouted(router: ConsumerInfo): Promise<UnroutedSample[]> {
+    const seqs = sampleSeqs(router.ack_floor.stream_seq + 1, router.delivered.stream_seq + router.num_pending, UNROUTED_SAMPLES);
+    const kept = this.unroutedSamples;
+    const read = await Promise.all(
+      seqs.map(async (seq): Promise<[number, UnroutedSample | undefined]> => {
+        const known = kept.get(seq);
+        if (known) return [seq, known];
+        const m = await this.nats.jsm.streams.getMessage(this.nats.names.emitsStream, { seq }).catch(() => undefined);
+        return [seq, m && { subject: m.subject, events: eventsIn(m.data) }];
+      }),
+    );
+    const found = read.filter((r): r is [number, UnroutedSample] => r[1] !== undefined);
+    this.unroutedSamples = new Map(found);
+    return found.map(([, sample]) => sample);
+  }
+
+  /** Unrouted events per owner: the samples' events per owner, each sampled event standing for its share of the backlog. */
+  private async unroutedOwners(samples: UnroutedSample[]): Promise<Map<string, number>> {
     const bySubject: Record<string, number> = {};
-    for (const subject of found) bySubject[subject] = (bySubject[subject] ?? 0) + 1;
+    let events = 0;
+    for (const { subject, events: n } of samples) {
+      bySubject[subject] = (bySubject[subject] ?? 0) + n;
+      events += n;
+    }
+    if (!events) return new Map();
     const perOwner = await this.perOwner(this.emitterOwners, EMITTER_OWNERS, subjectCounts(bySubject));
-    const each = this.unrouted / found.length;
+    const each = this.unrouted / events;
     return new Map([...perOwner].map(([owner, n]) => [owner, Math.round(n * each)]));
   }
 
@@ -319,6 +348,42 @@ function capped(total: number, byOwner: Map<string, number>, cap: number): numbe
     counted += Math.min(n, cap);
   }
   return counted + Math.max(0, total - owned);
+}
+
+/**
+ * At most `max` sequences spread evenly over [first, last]: one in each cell of a power-of-two size (the smallest
+ * that leaves no more than `max` cells there), at an offset drawn from the cell's number. The same cells, and
+ * samples, come back on the next read of a backlog that moved on; the offsets keep a backlog in a regular pattern
+ * (two sources storing in turn) from being sampled at one of its phases only.
+ */
+export function sampleSeqs(first: number, last: number, max: number): number[] {
+  const span = last - first + 1;
+  if (span <= 0 || max <= 0) return [];
+  let step = 1;
+  // Past `max` sequences, the cells [first, last] meets are at most ceil(span / step) + 1.
+  if (span > max) while (step < span && span > (max - 1) * step) step *= 2;
+  const seqs: number[] = [];
+  for (let cell = Math.floor(first / step); cell * step <= last; cell++) {
+    const seq = cell * step + (mix(cell) % step);
+    if (seq >= first && seq <= last) seqs.push(seq);
+  }
+  return seqs;
+}
+
+/** A well-spread 32-bit hash of an integer. */
+function mix(n: number): number {
+  let x = Math.imul(n ^ (n >>> 16), 0x45d9f3b);
+  x = Math.imul(x ^ (x >>> 16), 0x45d9f3b);
+  return (x ^ (x >>> 16)) >>> 0;
+}
+
+/** The events an EMITS message holds (one when it cannot be read). */
+function eventsIn(data: Uint8Array): number {
+  try {
+    return emitsOf(decodeJson<unknown>(data)).length;
+  } catch {
+    return 1;
+  }
 }
 
 const sum = (counts: Map<string, number>): number => [...counts.values()].reduce((a, n) => a + n, 0);

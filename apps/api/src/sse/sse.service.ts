@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy,
 import { FastifyReply } from 'fastify';
 import { ConsumerMessages, DeliverPolicy } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { decodeJson, EmittedEvent, RateLimitedError } from '@app/contracts';
+import { decodeJson, EmittedEvent, emitsOf, RateLimitedError } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { parseEventId, summaryOfEmit } from '../events/event-summary.dto';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
@@ -189,16 +189,19 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
           if (isClosed()) return;
           const pending = accessCheck();
           if (pending && !(await pending)) return;
-          let e: EmittedEvent;
+          let emits: EmittedEvent[];
           try {
-            e = decodeJson<EmittedEvent>(m.data);
+            emits = emitsOf(decodeJson<unknown>(m.data));
           } catch {
             continue;
           }
-          if (!belongs(kind, e.name ?? '')) continue;
-          const id = parseEventId(e.id);
-          if (after && id && (id.ms < after.ms || (id.ms === after.ms && id.seq <= after.seq))) continue;
-          res.write(`id: ${e.id}\ndata: ${JSON.stringify(summaryOfEmit(e, expandSummary))}\n\n`);
+          // One message may hold the events of several invocations (an EmitBatch): each is written, in order.
+          for (const e of emits) {
+            if (!e || !belongs(kind, e.name ?? '')) continue;
+            const id = parseEventId(e.id);
+            if (after && id && (id.ms < after.ms || (id.ms === after.ms && id.seq <= after.seq))) continue;
+            res.write(`id: ${e.id}\ndata: ${JSON.stringify(summaryOfEmit(e, expandSummary))}\n\n`);
+          }
         }
         // The next batch once the client has read this one. Not waited for inside the batch: a fetch that expires
         // while its messages wait unread drops them (the ordered consumer does not ask for them again).

@@ -82,7 +82,7 @@ export class DeliveryMetrics {
         },
       });
     scraped('delivery_webhook_in_flight', 'webhook POSTs this replica has sent and not yet seen answered', () => this.senderFigures?.().inFlight);
-    scraped('delivery_router_held', "events this replica's router took from EMITS and has not acknowledged: buffered, being indexed and routed, or waiting for their direct webhook deliveries", () => this.routerFigures?.());
+    scraped('delivery_router_held', "EMITS messages (each one event or a batch of events) this replica's router took and has not acknowledged: buffered, being indexed and routed, or waiting for their direct webhook deliveries", () => this.routerFigures?.());
     this.retriesOldestAge = new Gauge({
       name: 'delivery_webhook_retries_oldest_age_seconds',
       help: 'time since the first failed attempt of the oldest waiting webhook retry (0 when none waits)',

@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { DeliverPolicy } from 'nats';
 import type { Logger } from '@app/config';
-import { decodeJson, EmittedEvent, ROUTER_DURABLE } from '@app/contracts';
+import { decodeJson, EmittedEvent, emitsOf, ROUTER_DURABLE } from '@app/contracts';
 import { NatsService } from '@app/nats';
 
 /** How often Postgres's start time and the router's acknowledgement floor on EMITS are read. */
@@ -130,7 +130,8 @@ export class IndexRecovery {
               break;
             }
             try {
-              events.push(decodeJson<EmittedEvent>(m.data));
+              // Also a range delete's copy (`Ess-Routed`), which the router skips: its events are real ones.
+              events.push(...emitsOf(decodeJson<unknown>(m.data)));
             } catch {
               // not JSON: the router drops it too
             }

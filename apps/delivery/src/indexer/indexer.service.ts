@@ -2,7 +2,7 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } fro
 import { EntityManager } from '@mikro-orm/postgresql';
 import { JsMsg, Subscription } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
-import { decodeJson, DeleteEventsMessage, EmittedEvent, encodeJson } from '@app/contracts';
+import { decodeJson, DeleteEventsMessage, EmittedEvent, emitsOf, encodeJson, isEmitBatch } from '@app/contracts';
 import { NatsService, retryUnanswered } from '@app/nats';
 import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
@@ -94,7 +94,7 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
     const rejected = await this.write(events, this.config.indexAsyncCommit);
     this.metrics.indexBatch.observe(events.length);
     for (const e of events) {
-      if (rejected.has(e)) this.logger.warn({ emitter_id: e?.emitterId, id: e?.id }, 'dropping an emit that cannot be indexed (a malformed id, or a field over 255 characters)');
+      if (rejected.has(e)) this.logger.warn({ emitter_id: e?.emitterId, id: e?.id }, 'dropping an event that cannot be indexed (a malformed id, or a field over 255 characters)');
       else this.metrics.eventsIndexed.inc({ channel_class: channelClassOf(e.name ?? '') });
     }
     return rejected;
@@ -193,18 +193,21 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
     this.legacyCheck.unref();
   }
 
+  /** Every event of each message is indexed; a message whose only event cannot be indexed is dropped. */
   private async indexLegacy(batch: JsMsg[]): Promise<void> {
-    const events: EmittedEvent[] = [];
-    const good: JsMsg[] = [];
+    const emits: { m: JsMsg; events: EmittedEvent[]; batched: boolean }[] = [];
     for (const m of batch) {
       try {
-        events.push(decodeJson<EmittedEvent>(m.data));
-        good.push(m);
+        const decoded = decodeJson<unknown>(m.data);
+        emits.push({ m, events: emitsOf(decoded), batched: isEmitBatch(decoded) });
       } catch {
         m.term(); // not JSON
       }
     }
-    const rejected = await this.index(events);
-    events.forEach((e, i) => (rejected.has(e) ? good[i].term() : good[i].ack()));
+    const rejected = await this.index(emits.flatMap((e) => e.events));
+    for (const { m, events, batched } of emits) {
+      if (!batched && rejected.has(events[0])) m.term(); // malformed event id
+      else m.ack();
+    }
   }
 }

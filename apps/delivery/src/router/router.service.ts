@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { JsMsg } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
-import { decodeJson, DeliveryMessage, EmittedEvent, encodeJson, InvocationMessage, partitionOf, ROUTER_DURABLE } from '@app/contracts';
+import { decodeJson, DeliveryMessage, EmittedEvent, EMITS_ROUTED_HEADER, emitsOf, encodeJson, InvocationMessage, isEmitBatch, partitionOf, ROUTER_DURABLE } from '@app/contracts';
 import { ensureDurable, NatsService } from '@app/nats';
 import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
@@ -11,29 +11,44 @@ import { WebhookSenderService } from '../webhooks-out/webhook-sender.service';
 import { IndexerService } from '../indexer/indexer.service';
 import { ChainBudget } from './chain-budget';
 
-/** The invocation a listener source gets for an event: `sub.<emitterId>.<eventId>` (event ids are unique per emitter). */
-export const subscriptionInvocationId = (event: Pick<EmittedEvent, 'emitterId' | 'id'>): string => `sub.${event.emitterId}.${event.id}`;
+/**
+ * The invocation a listener source or workflow gets for an event: `sub.<listenerId>.<emitterId>.<eventId>` (event
+ * ids are unique per emitter). Per listener, since what a run publishes is deduplicated by ids built from its
+ * invocation id (emits `<invocationId>:e<n>` in EMITS, usage `usage:<invocationId>`): listeners sharing one would
+ * lose all but the first one's emits and usage.
+ */
+export const subscriptionInvocationId = (event: Pick<EmittedEvent, 'emitterId' | 'id'>, listenerId: string): string => `sub.${listenerId}.${event.emitterId}.${event.id}`;
+
+/** One EMITS message and its events; `batched`: an `EmitBatch` (any other message is one event). */
+interface Emit {
+  m: JsMsg;
+  events: EmittedEvent[];
+  batched: boolean;
+}
 
 /** How long a graceful stop waits for direct deliveries in flight before handing their emits back. */
 const STOP_WAIT_MS = 5_000;
 
 /**
- * Consumes EMITS once for everything the delivery app does with an event:
- * indexes it (IndexerService), then routes it to the listeners of matching subscriptions: an
- * invocation per listener source, and per webhook either a direct POST by this
- * process's sender (the webhook is healthy: no DELIVERIES hop) or a
- * `DeliveryMessage` on DELIVERIES (the durable queue the sender also consumes).
- * The emit is acked only once every listener has it: the invocation stored, the
- * POST answered 2xx or its retry durably queued, or the delivery stored on
+ * Consumes EMITS once for everything the delivery app does with an event. An
+ * EMITS message is one emit: one event, or an `EmitBatch` holding the events of
+ * several invocations. The router indexes every event (IndexerService), then
+ * routes each to the listeners of matching subscriptions: an invocation per
+ * listener source, and per webhook either a direct POST by this process's
+ * sender (the webhook is healthy: no DELIVERIES hop) or a `DeliveryMessage` on
+ * DELIVERIES (the durable queue the sender also consumes). A message is acked
+ * only once every listener has every one of its events: the invocation stored,
+ * the POST answered 2xx or its retry durably queued, or the delivery stored on
  * DELIVERIES (Nats-Msg-Id `<subscriptionId>:<emitterId>:<eventId>` makes a
- * redelivered emit publish nothing twice). A replica that dies before the ack
- * leaves the emit to be routed again: a webhook may get an event twice
- * (`webhook-id` tells), never zero times.
+ * redelivered message publish nothing twice). A replica that dies before the
+ * ack, or a routing failure of any of its events, leaves the whole message to
+ * be routed again: a webhook may get an event twice (`webhook-id` tells), never
+ * zero times.
  */
 @Injectable()
 export class RouterService implements OnApplicationBootstrap, OnApplicationShutdown {
   private consumer?: BatchConsumer;
-  /** Emits whose routing waits for direct deliveries: kept alive, acked when they settle. */
+  /** Messages whose routing waits for direct deliveries: kept alive, acked when they all settle. */
   private readonly held = new Set<JsMsg>();
   private keepAlive?: NodeJS.Timeout;
   private readonly chains: ChainBudget;
@@ -48,7 +63,7 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.chains = new ChainBudget(config.subscriptionChainMaxRuns);
-    // The emits of a batch still being routed that already wait for direct deliveries count twice until it is routed.
+    // Messages of a batch still being routed that already wait for direct deliveries count twice until it is routed.
     metrics.watchRouter(() => (this.consumer?.pending ?? 0) + this.held.size);
   }
 
@@ -69,49 +84,66 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   /**
-   * Indexes the batch (committed before anything is routed: a listener never
-   * gets an event that event summaries do not have), then publishes what must
-   * be stored before the batch is done (invocations, queued deliveries); direct
-   * deliveries go on in the background and ack their emit when they settle, so
-   * a slow POST never holds up the next batch. A failed index naks the batch.
+   * Indexes the events of the batch's messages (committed before anything is
+   * routed: a listener never gets an event that event summaries do not have),
+   * then routes each message (`routeEmit`). A failed index naks the batch.
    */
   private async route(batch: JsMsg[]): Promise<void> {
-    const events: { m: JsMsg; event: EmittedEvent }[] = [];
+    const emits: Emit[] = [];
     for (const m of batch) {
+      // A range delete's copy of a message routed before: its events are indexed and delivered already.
+      if (m.headers?.has(EMITS_ROUTED_HEADER)) {
+        m.ack();
+        continue;
+      }
       try {
-        events.push({ m, event: decodeJson<EmittedEvent>(m.data) });
+        const decoded = decodeJson<unknown>(m.data);
+        emits.push({ m, events: emitsOf(decoded), batched: isEmitBatch(decoded) });
       } catch {
         this.logger.warn({ subject: m.subject, seq: m.seq }, 'dropping an emit that is not JSON');
         m.term(); // not JSON
       }
     }
-    const unindexable = await this.indexer.index(events.map((e) => e.event));
+    const unindexable = await this.indexer.index(emits.flatMap((e) => e.events));
     await this.cache.settled();
-    await Promise.all(events.map(async ({ m, event }) => {
-      if (unindexable.has(event)) return m.term(); // malformed event id
-      const direct: Promise<void>[] = [];
-      try {
-        await Promise.all(this.cache.match(event).map((t) => this.publish(event, t.subscriptionId, t.listenerId, m.info.redeliveryCount, direct)));
-      } catch (e) {
-        return this.retry(m, event, e as Error);
-      }
-      if (!direct.length) return m.ack();
-      this.held.add(m);
-      void Promise.all(direct).then(
-        () => {
-          this.held.delete(m);
-          m.ack();
-        },
-        (e: Error) => {
-          this.held.delete(m);
-          this.retry(m, event, e);
-        },
-      );
-    }));
+    await Promise.all(emits.map((e) => this.routeEmit(e, unindexable)));
   }
 
-  private retry(m: JsMsg, event: EmittedEvent, e: Error): void {
-    this.logger.warn({ err: e.message, event_id: event.id }, 'routing failed; retrying');
+  /**
+   * Publishes what must be stored before the message is done (invocations,
+   * queued deliveries) for each of its events; direct deliveries go on in the
+   * background and ack the message when they all settle, so a slow POST never
+   * holds up the next batch. An event that cannot be indexed is dropped: the
+   * whole message when it is its only event, else that event alone.
+   */
+  private async routeEmit({ m, events, batched }: Emit, unindexable: Set<EmittedEvent>): Promise<void> {
+    const routable = events.filter((event) => !unindexable.has(event));
+    if (!batched && !routable.length) return m.term(); // malformed event id
+    if (routable.length < events.length) this.logger.warn({ subject: m.subject, seq: m.seq, skipped: events.length - routable.length }, 'skipping the events of a batch that cannot be indexed');
+    const direct: Promise<void>[] = [];
+    try {
+      await Promise.all(routable.flatMap((event) => this.cache.match(event).map((t) => this.publish(event, t.subscriptionId, t.listenerId, m.info.redeliveryCount, direct))));
+    } catch (e) {
+      void Promise.allSettled(direct); // the message is routed again: their outcomes no longer matter, but must not go unhandled
+      return this.retry(m, e as Error);
+    }
+    if (!direct.length) return m.ack();
+    this.held.add(m);
+    void Promise.all(direct).then(
+      () => {
+        this.held.delete(m);
+        m.ack();
+      },
+      (e: Error) => {
+        this.held.delete(m);
+        this.retry(m, e);
+      },
+    );
+  }
+
+  /** Every event of the message is routed again: its publishes are deduplicated, a direct POST may be sent twice. */
+  private retry(m: JsMsg, e: Error): void {
+    this.logger.warn({ err: e.message, subject: m.subject, seq: m.seq }, 'routing failed; retrying');
     m.nak(1000);
   }
 
@@ -142,9 +174,9 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
       const verdict = depth >= 2 ? this.chains.take(root, listenerId, pastDepth) : 'run';
       if (verdict === 'drop') return void this.metrics.chainStopped.inc({ reason: pastDepth ? 'depth' : 'runs' });
       const inv: InvocationMessage = {
-        // Derived from the event, not random: routed again (a redelivered emit), it is the same invocation,
-        // which the listener's actor runs once and usage counts once.
-        invocationId: subscriptionInvocationId(event),
+        // Derived from the event and the listener, not random: routed again (a redelivered emit), it is the same
+        // invocation, which the listener's actor runs once and usage counts once.
+        invocationId: subscriptionInvocationId(event, listenerId),
         sourceId: listenerId,
         kind: 'subscription',
         event: event.event,

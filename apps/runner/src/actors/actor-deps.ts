@@ -12,6 +12,8 @@ import type { ComponentCache } from './code-cache';
 export interface Publisher {
   /** Publishes in order, each with its `Nats-Msg-Id` = `emitId`; resolves when all are stored. */
   publishEvents(events: EmittedEvent[]): Promise<void>;
+  /** Publishes units in order: loose events one per message, a group's runs as `EmitBatch` messages; resolves when all are stored. */
+  publishUnits(units: EmitUnit[]): Promise<void>;
   /**
    * Counts a finished invocation. `exact`: one that may have been counted
    * already (a redelivery, or an invocation id that can arrive twice: routed
@@ -28,16 +30,49 @@ export interface TimerPort {
   stop(sourceId: string): void;
 }
 
+/**
+ * The invocations of one `INVOCATIONS` message of several (the requests the api stored together): their events are
+ * stored as `EmitBatch` messages with `Nats-Msg-Id` `<id>:p<part>`, so that a run again of the message (a crash
+ * before its acknowledgement, some of its invocations handed back) stores none of them twice.
+ */
+export interface EmitGroup {
+  /** The message's first invocation id (the api's `Nats-Msg-Id` of the message). */
+  readonly id: string;
+  /** The message came back: an earlier delivery may have stored some of its parts. */
+  readonly redelivered: boolean;
+  /** The next part number this delivery of the message publishes. */
+  nextPart: number;
+  /** Invocations whose events are known to be stored in a part (read back from a duplicate part). */
+  readonly stored: Set<string>;
+  /** Invocations a stored part lists as published one event per message. */
+  readonly separate: Set<string>;
+}
+
+/** What one run of a grouped invocation emitted. */
+export interface GroupRun {
+  invocationId: string;
+  events: EmittedEvent[];
+}
+
+/** Events to publish, in order: loose ones each as its own message, or the runs of one group. */
+export type EmitUnit = { events: EmittedEvent[] } | { group: EmitGroup; runs: GroupRun[] };
+
+export const emitGroup = (id: string, redelivered: boolean): EmitGroup => ({ id, redelivered, nextPart: 0, stored: new Set(), separate: new Set() });
+
 /** One invocation as received from the partition's consumer. */
 export interface InvocationDelivery {
   msg: InvocationMessage;
   redelivered: boolean;
+  /** Set when the invocation came in a message of several (and EMIT_BATCHES is on). */
+  group?: EmitGroup;
   ack(): void;
   /** Hands the invocation back for redelivery (to this or another replica). */
   nak(delayMs?: number): void;
 }
 
 export type ActorConfig = Pick<AppConfig, 'secretsKey' | 'runTimeoutMs' | 'maxRunTimeoutMs' | 'dbMaxBytes' | 'eventMaxBytes' | 'emitsPerInvocation' | 'subscriptionMaxDepth' | 'subscriptionChainMaxRuns'> & {
+  /** The invocations of a message of several store their events as `EmitBatch` parts (EMIT_BATCHES; default off). */
+  emitBatches?: boolean;
   /** Invocations waiting in a source's mailbox run as one sandbox task, up to this many (1: one at a time; default 1). */
   runBatchMaxInvocations?: number;
   /** Largest actor state one KV write can carry (the NATS server's max_payload less headers); undefined = no such bound. */

@@ -8,6 +8,7 @@ export function settleOnce(d: InvocationDelivery): SettledDelivery {
   return {
     msg: d.msg,
     redelivered: d.redelivered,
+    group: d.group,
     get settled() {
       return settled;
     },

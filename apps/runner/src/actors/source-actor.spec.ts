@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import type { DesiredSourceState, EmittedEvent, HttpResponseMessage, UsageRecord } from '@app/contracts';
 import type { ExecuteBatchOutcome, ExecuteBatchTask, ExecuteResult, ExecuteTask } from '@app/sandbox';
 import { RunnerMetrics } from '../ops/runner-metrics';
-import type { ActorDeps, InvocationDelivery } from './actor-deps';
+import { type ActorDeps, type EmitUnit, emitGroup, type InvocationDelivery } from './actor-deps';
 import { ActorState, ActorStateStore, StateConflictError, StoredState } from './actor-state';
 import { ComponentCache } from './code-cache';
 import { SourceActor } from './source-actor';
@@ -31,6 +31,7 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: 
   const calls: ExecuteTask[] = [];
   const batches: string[][] = [];
   const events: EmittedEvent[] = [];
+  const units: EmitUnit[][] = [];
   const usage: UsageRecord[] = [];
   const replies: HttpResponseMessage[] = [];
   const store = new MemoryStore();
@@ -59,7 +60,13 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: 
     executor,
     components: new ComponentCache({ get: async () => 'module.exports = {}' }, executor),
     store,
-    publisher: { publishEvents: async (e) => void events.push(...e), publishUsage: (u) => void usage.push(u), reply: (_s, r) => void replies.push(r) },
+    publisher: {
+      publishEvents: async (e) => void events.push(...e),
+      publishUnits: async (us) => {
+        units.push(us);
+        for (const u of us) events.push(...('group' in u ? u.runs.flatMap((r) => r.events) : u.events));
+      },
+      publishUsage: (u) => void usage.push(u), reply: (_s, r) => void replies.push(r) },
     timers: { start: () => undefined, stop: () => undefined },
     metrics: new RunnerMetrics(new Registry()),
     logger: pino({ level: 'silent' }),
@@ -67,7 +74,7 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: 
   };
   const gone: string[] = [];
   const actor = (fence = 'r1#1') => new SourceActor('dc_1', 0, fence, deps, (_a, why) => void gone.push(why));
-  return { calls, batches, events, usage, replies, store, actor, gone };
+  return { calls, batches, events, units, usage, replies, store, actor, gone };
 }
 
 const desired = (rev: number, active = true, props: Record<string, unknown> = {}): DesiredSourceState => ({
@@ -355,5 +362,28 @@ describe('SourceActor micro-batching', () => {
     await settle();
     expect(t.batches).toEqual([['a', 'b']]);
     expect(t.calls.map((c) => `${c.method}:${c.invocationId.split('.').pop()}`)).toEqual(['deploy:deploy', 'activate:activate', 'run:c', 'deactivate:deactivate', 'activate:activate', 'run:d']);
+  });
+
+  it('hands the runs of a message of several to the publisher as its group, in order beside loose events', async () => {
+    const t = setup(behaviour, undefined, undefined, { runBatchMaxInvocations: 64 });
+    const a = t.actor();
+    a.setDesired(desired(1));
+    const m1 = emitGroup('i1', false);
+    const m2 = emitGroup('i4', false);
+    const grouped = (id: string, group: ReturnType<typeof emitGroup>) => {
+      const x = withReply(id);
+      return { ...x, del: { ...x.del, group } };
+    };
+    const invs = [grouped('i1', m1), grouped('i2', m1), withReply('i3'), grouped('i4', m2)];
+    invs.forEach((x) => a.invoke(x.del));
+    await settle();
+    expect(t.batches).toEqual([['i1', 'i2', 'i3', 'i4']]);
+    const summary = t.units.flat().map((u) => ('group' in u ? { group: u.group.id, runs: u.runs.map((r) => [r.invocationId, r.events.map((e) => e.name)]) } : { loose: u.events.map((e) => e.emitId) }));
+    expect(summary).toEqual([
+      { group: 'i1', runs: [['i1', ['']], ['i2', ['$errors']]] },
+      { loose: ['i3:e0'] },
+      { group: 'i4', runs: [['i4', ['']]] },
+    ]);
+    expect(invs.every((x) => x.d.acked)).toBe(true);
   });
 });

@@ -1,7 +1,7 @@
-import { chainRefusal, DesiredSourceState, EmittedEvent, unpackHttpEvent } from '@app/contracts';
-import { Executed, RunContext, RunInput, SourceExecution } from './source-execution';
+import { chainRefusal, DesiredSourceState, unpackHttpEvent } from '@app/contracts';
+import { addEmits, Executed, RunContext, RunInput, SourceExecution } from './source-execution';
 import { ActorState, emptyState, RECENT_INVOCATIONS, StateConflictError, StoredState, withWrites } from './actor-state';
-import type { ActorDeps, InvocationDelivery } from './actor-deps';
+import type { ActorDeps, EmitUnit, InvocationDelivery } from './actor-deps';
 import { EmitterClock } from './emit-ids';
 import { admit, finished, OutcomeContext } from './invocation-outcomes';
 import { SettledDelivery, settleOnce } from './settled-delivery';
@@ -267,7 +267,9 @@ export class SourceActor {
       if (this.stopped) return delivery.nak();
       const now = this.state();
       const out = this.execution.outputs(now, executed, ctx);
-      await this.execution.publishEvents(out.events);
+      const units: EmitUnit[] = [];
+      addEmits(units, delivery.group, msg.invocationId, out.events);
+      await this.execution.publishUnits(units);
       if (out.db !== now.db) this.besideHook.gather(executed.result.dbWrites);
       if (out.db !== now.db || out.dedupe !== now.dedupe) await this.save({ ...now, db: out.db, dedupe: out.dedupe, recent: [...now.recent, msg.invocationId].slice(-RECENT_INVOCATIONS) });
       finished(this.outcomes(), delivery, executed.result);
@@ -333,19 +335,19 @@ export class SourceActor {
     const current = this.state();
     let { db, dedupe, timer } = current;
     let dirty = false;
-    const events: EmittedEvent[] = [];
+    const units: EmitUnit[] = [];
     executed.forEach((ex, i) => {
       const out = this.execution.outputs({ ...current, db, dedupe }, ex, ctx);
-      events.push(...out.events);
+      const { msg, group } = runnable[i];
+      addEmits(units, group, msg.invocationId, out.events);
       dirty ||= out.db !== db || out.dedupe !== dedupe;
       ({ db, dedupe } = out);
-      const { msg } = runnable[i];
       if (msg.kind === 'timer' && msg.scheduledAtMs !== undefined && timer) {
         timer = { ...timer, lastSlotMs: msg.scheduledAtMs };
         dirty = true;
       }
     });
-    await this.execution.publishEvents(events);
+    await this.execution.publishUnits(units);
     if (dirty) {
       const recent = [...current.recent, ...runnable.map((d) => d.msg.invocationId)].slice(-RECENT_INVOCATIONS);
       await this.save({ ...current, db, dedupe, timer, recent });

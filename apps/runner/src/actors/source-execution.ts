@@ -1,6 +1,6 @@
 import { type Chain, chainOf, type DesiredSourceState, type EmittedEvent, encodeJson } from '@app/contracts';
 import { dbSizeBytes, type ExecuteResult, type MethodName } from '@app/sandbox';
-import type { ActorDeps } from './actor-deps';
+import type { ActorDeps, EmitGroup, EmitUnit } from './actor-deps';
 import { type ActorState, STATE_ROOM_BYTES, withWrites } from './actor-state';
 import { DedupeStrategy, isDedupeStrategy } from './dedupe';
 import type { EmitterClock } from './emit-ids';
@@ -38,6 +38,16 @@ function propsBytes(props: Record<string, unknown> | undefined): number {
     propsSizes.set(props, n);
   }
   return n;
+}
+
+/** Adds a run's events to the units to publish: to its message's group (the last unit when that is the group's), else loose. */
+export function addEmits(units: EmitUnit[], group: EmitGroup | undefined, invocationId: string, events: EmittedEvent[]): void {
+  const last = units[units.length - 1];
+  if (group) {
+    if (last && 'group' in last && last.group === group) last.runs.push({ invocationId, events });
+    else units.push({ group, runs: [{ invocationId, events }] });
+  } else if (last && !('group' in last)) last.events.push(...events);
+  else units.push({ events: [...events] });
 }
 
 /** What an execution needs from its actor. */
@@ -173,9 +183,15 @@ export class SourceExecution {
   }
 
   /** Publishes the events of one or more executions in one go (stored in order). */
-  async publishEvents(events: EmittedEvent[]): Promise<void> {
+  publishEvents(events: EmittedEvent[]): Promise<void> {
+    return this.publishUnits([{ events }]);
+  }
+
+  /** Publishes units of events in one go (stored in order): loose events, or the runs of a message of several. */
+  async publishUnits(units: EmitUnit[]): Promise<void> {
+    const events = units.flatMap((u) => ('group' in u ? u.runs.flatMap((r) => r.events) : u.events));
     if (!events.length) return;
-    await this.deps.publisher.publishEvents(events);
+    await this.deps.publisher.publishUnits(units);
     for (const e of events) this.deps.metrics.emits.inc({ channel: e.name === '' ? 'default' : e.name.startsWith('$') ? e.name : 'custom' });
   }
 

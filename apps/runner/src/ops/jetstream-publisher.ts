@@ -2,9 +2,19 @@ import { headers } from 'nats';
 import type { Logger } from 'pino';
 import { EmittedEvent, encodeJson, HttpResponseMessage, randomToken, UsageRecord } from '@app/contracts';
 import { StreamPublisher, type NatsService } from '@app/nats';
-import type { Publisher } from '../actors/actor-deps';
+import type { EmitGroup, EmitUnit, Publisher } from '../actors/actor-deps';
+import { EncodedRun, encodeRun, nextPart, noteStoredPart, partBody, worthStoring } from './emit-parts';
 import type { EmitBudgets } from './emit-budget';
 import type { RunnerMetrics } from './runner-metrics';
+
+type Prepared = { group: EmitGroup; runs: EncodedRun[] } | { loose: { event: EmittedEvent; encoded: Uint8Array }[] };
+
+/** Whether a group's runs fit one part. */
+const fitsOnePart = (runs: EncodedRun[], maxBytes: number): boolean => {
+  if (!runs.length) return true;
+  const { part, rest } = nextPart(runs, maxBytes);
+  return !rest.length && !part.separate;
+};
 
 /** How long usage is summed per owner and day before one record is published. */
 const USAGE_WINDOW_MS = 500;
@@ -27,14 +37,75 @@ export class JetStreamPublisher implements Publisher {
   }
 
   async publishEvents(events: EmittedEvent[]): Promise<void> {
-    const encoded = events.map(encodeJson);
-    const waitMs = this.budgetWaitMs(events, encoded);
+    return this.publishUnits([{ events }]);
+  }
+
+  /**
+   * Loose events go one per message (`Nats-Msg-Id` = `emitId`), a group's runs as `EmitBatch` parts
+   * (`<group id>:p<n>`), all issued back to back on one connection so that they are stored in this order. A group
+   * that came back (redelivered) or needs several parts publishes a part at a time, each after the previous one is
+   * stored: a part found stored by an earlier delivery is read back, and what it holds is not stored again.
+   */
+  async publishUnits(units: EmitUnit[]): Promise<void> {
+    const prepared: Prepared[] = units.map((u) => ('group' in u ? { group: u.group, runs: u.runs.map(encodeRun) } : { loose: u.events.map((event) => ({ event, encoded: encodeJson(event) })) }));
+    const all = prepared.flatMap((u) => ('group' in u ? u.runs.flatMap((r) => r.run.events.map((event, i) => ({ event, encoded: r.encoded[i] }))) : u.loose));
+    if (!all.length) return;
+    const waitMs = this.budgetWaitMs(all.map((e) => e.event), all.map((e) => e.encoded));
     if (waitMs > 0) {
-      this.metrics?.emitsHeldBack.inc(events.length);
+      this.metrics?.emitsHeldBack.inc(all.length);
       await new Promise((r) => setTimeout(r, waitMs));
     }
-    // Issued back to back on one connection: stored in this order; each id dedupes a re-run.
-    await Promise.all(events.map((e, i) => this.stream.publish(this.nats.names.emit(e.emitterId), encoded[i], e.emitId)));
+    const maxBytes = this.nats.maxPayload;
+    const oneByOne = prepared.some((u) => 'group' in u && (u.group.redelivered || !fitsOnePart(u.runs, maxBytes)));
+    if (!oneByOne) {
+      await Promise.all(prepared.map((u) => ('group' in u ? this.publishGroup(u.group, u.runs, maxBytes) : this.publishLoose(u.loose))));
+      return;
+    }
+    for (const u of prepared) await ('group' in u ? this.publishGroup(u.group, u.runs, maxBytes) : this.publishLoose(u.loose));
+  }
+
+  private publishLoose(loose: { event: EmittedEvent; encoded: Uint8Array }[]): Promise<unknown> {
+    return Promise.all(loose.map(({ event, encoded }) => this.stream.publish(this.nats.names.emit(event.emitterId), encoded, event.emitId)));
+  }
+
+  private looseOf(run: EncodedRun): { event: EmittedEvent; encoded: Uint8Array }[] {
+    return run.run.events.map((event, i) => ({ event, encoded: run.encoded[i] }));
+  }
+
+  /** A group's runs as parts, in order; its first part is issued before this returns a pending promise. */
+  private async publishGroup(group: EmitGroup, runs: EncodedRun[], maxBytes: number): Promise<void> {
+    let todo = runs;
+    for (;;) {
+      todo = todo.filter((r) => !group.stored.has(r.run.invocationId));
+      // Listed as separate by an earlier delivery's part: one per message again, where their ids dedupe.
+      const known = todo.filter((r) => group.separate.has(r.run.invocationId));
+      if (known.length) {
+        todo = todo.filter((r) => !group.separate.has(r.run.invocationId));
+        await this.publishLoose(known.flatMap((r) => this.looseOf(r)));
+      }
+      if (!todo.length) return;
+      const { part, rest } = nextPart(todo, maxBytes);
+      if (!worthStoring(part)) {
+        todo = rest;
+        continue;
+      }
+      const emitterId = [...part.runs, ...(part.separate ? [part.separate] : [])].find((r) => r.run.events.length)!.run.events[0].emitterId;
+      const ack = await this.stream.publish(this.nats.names.emit(emitterId), partBody(part), `${group.id}:p${group.nextPart++}`);
+      if (!ack.duplicate) {
+        if (part.separate) await this.publishLoose(this.looseOf(part.separate));
+        todo = rest;
+        continue;
+      }
+      // Stored by an earlier delivery of the message: what it holds is not stored again, the rest goes in the next part.
+      const stored = await this.nats.jsm.streams.getMessage(this.nats.names.emitsStream, { seq: ack.seq }).then((m) => m.data, () => undefined);
+      const tried = [...part.runs, ...(part.separate ? [part.separate] : [])];
+      if (!noteStoredPart(group, stored)) {
+        for (const r of tried) group.stored.add(r.run.invocationId);
+        this.logger.warn({ group: group.id, seq: ack.seq, invocations: tried.length }, 'a part stored by an earlier delivery is no longer in EMITS: its invocations are taken as stored');
+      }
+      this.metrics?.emitPartsReadBack.inc();
+      todo = [...tried, ...rest];
+    }
   }
 
   /** How long the events must wait for their accounts' budgets (events and bytes), taking them from both. */

@@ -2,7 +2,7 @@ import { ConsumerMessages, JsMsg, KvEntry, QueuedIterator } from 'nats';
 import type { Logger } from 'pino';
 import { decodeJson, DesiredSourceState, encodeJson, HttpResponseMessage, InvocationMessage } from '@app/contracts';
 import { boundConsumer, ensureDurable, type NatsService } from '@app/nats';
-import type { ActorDeps } from '../actors/actor-deps';
+import { type ActorDeps, emitGroup } from '../actors/actor-deps';
 import { SourceActor } from '../actors/source-actor';
 import { WorkflowActor } from '../workflows/workflow-actor';
 import { NatsSendPublisher } from '../workflows/workflow-sends';
@@ -233,7 +233,9 @@ export class PartitionWorker {
       this.ranBefore.add(outcome.finished);
       m.nak(outcome.nakDelayMs);
     });
-    pending.forEach((msg, i) => actor.invoke({ msg, redelivered, ack: () => settled.ack(i), nak: (delayMs?: number) => settled.nak(i, delayMs) }));
+    // One group per delivery of a message of several: its events go to EMITS as parts a re-run cannot store twice.
+    const group = invocations.length > 1 && this.deps.config.emitBatches ? emitGroup(invocations[0].invocationId, redelivered) : undefined;
+    pending.forEach((msg, i) => actor.invoke({ msg, redelivered, group, ack: () => settled.ack(i), nak: (delayMs?: number) => settled.nak(i, delayMs) }));
   }
 
   /**
