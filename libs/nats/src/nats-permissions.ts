@@ -70,7 +70,9 @@ export function installationStreams(n: Names): string[] {
  * - runner: consumes INVOCATIONS, watches KV `sources` and reads component code
  *   (both read only), reads and writes KV `source-state` and `leases` (and
  *   lists the live replicas' keys there),
- *   publishes emits, usage, workflow sends, timer invocations and custom HTTP responses. It
+ *   publishes emits (and reads an EMITS message back by sequence: a part of a
+ *   message's events a run again found stored), usage, workflow sends, timer
+ *   invocations and custom HTTP responses. It
  *   cannot write desired state or code, publish deliveries, nor change streams.
  * - delivery: consumes EMITS, USAGE, DELIVERIES and SENDS, publishes deliveries and
  *   listener invocations, `changed.webhooks`, and answers `ctl.delete-events`.
