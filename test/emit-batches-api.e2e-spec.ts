@@ -10,43 +10,7 @@ import { client, createUser, TestUser } from './support/accounts';
 import { natsAdmin, natsAdminEnv } from './support/env';
 import { eventually, startSystem, System } from './support/system';
 import { insertSource } from './events.helpers';
-
-interface Frame {
-  id?: string;
-  data?: string;
-  comment?: string;
-}
-
-/** Reads an SSE response into frames as they arrive. */
-async function openStream(system: System, path: string, apiKey: string, lastEventId?: string): Promise<{ status: number; frames: Frame[]; close: () => void }> {
-  const ac = new AbortController();
-  const headers: Record<string, string> = { authorization: `Bearer ${apiKey}`, accept: 'text/event-stream' };
-  if (lastEventId) headers['last-event-id'] = lastEventId;
-  const res = await fetch(system.origin + path, { headers, signal: ac.signal });
-  const frames: Frame[] = [];
-  if (res.ok && res.body) {
-    void (async () => {
-      const decoder = new TextDecoder();
-      let buf = '';
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        buf += decoder.decode(chunk, { stream: true });
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          const f: Frame = {};
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':')) f.comment = line.slice(1);
-            else if (line.startsWith('id: ')) f.id = line.slice(4);
-            else if (line.startsWith('data: ')) f.data = line.slice(6);
-          }
-          frames.push(f);
-        }
-      }
-    })().catch(() => undefined);
-  }
-  return { status: res.status, frames, close: () => ac.abort() };
-}
+import { Frame, openStream } from './support/sse-stream';
 
 const ids = (frames: Frame[]): string[] => frames.filter((f) => f.data).map((f) => f.id!);
 
