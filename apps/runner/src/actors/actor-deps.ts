@@ -71,7 +71,7 @@ export interface InvocationDelivery {
 }
 
 export type ActorConfig = Pick<AppConfig, 'secretsKey' | 'runTimeoutMs' | 'maxRunTimeoutMs' | 'dbMaxBytes' | 'eventMaxBytes' | 'emitsPerInvocation' | 'subscriptionMaxDepth' | 'subscriptionChainMaxRuns'> & {
-  /** The invocations of a message of several store their events as `EmitBatch` parts (EMIT_BATCHES; default off). */
+  /** The invocations of a message of several store their events as `EmitBatch` parts (EMIT_BATCHES, on by default in the app; off when absent here). */
   emitBatches?: boolean;
   /** Invocations waiting in a source's mailbox run as one sandbox task, up to this many (1: one at a time; default 1). */
   runBatchMaxInvocations?: number;
