@@ -162,6 +162,15 @@ export const isEmitBatch = (decoded: unknown): decoded is EmitBatch =>
 /** The events of one decoded `EMITS` message: a batch's, or the one event it is. */
 export const emitsOf = (decoded: unknown): EmittedEvent[] => (isEmitBatch(decoded) ? decoded.events : [decoded as EmittedEvent]);
 
+/** The events of one `EMITS` message as stored; undefined when it is not JSON. */
+export function readEmits(data: Uint8Array): EmittedEvent[] | undefined {
+  try {
+    return emitsOf(decodeJson<unknown>(data));
+  } catch {
+    return undefined;
+  }
+}
+
 export function encodeJson(value: unknown): Uint8Array {
   return Buffer.from(JSON.stringify(value));
 }

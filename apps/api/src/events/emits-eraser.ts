@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DeliverPolicy, headers as natsHeaders, JsMsg } from 'nats';
-import { decodeJson, EmitBatch, EmittedEvent, emitsOf, EMITS_ROUTED_HEADER, encodeJson, ROUTER_DURABLE } from '@app/contracts';
+import { EmitBatch, EmittedEvent, EMITS_ROUTED_HEADER, encodeJson, readEmits, ROUTER_DURABLE } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { parseEventId } from './event-summary.dto';
 
@@ -65,7 +65,7 @@ export class EmitsEraser {
         seen++;
         last = m.info.pending === 0 || m.seq >= lastSeq;
         if (m.seq > lastSeq) break;
-        const events = emitsOf(decodedOrUndefined(m));
+        const events = readEmits(m.data) ?? [];
         const erasing = events.filter(inRange).length;
         if (erasing && (await this.eraseFrom(m, events.filter((e) => !inRange(e)), routedSeq))) erased += erasing;
         if (last) break;
@@ -83,14 +83,5 @@ export class EmitsEraser {
       await this.nats.js.publish(m.subject, encodeJson(copy), { msgID: `erase:${m.seq}`, ...(routed ? { headers: routed } : {}) });
     }
     return this.nats.jsm.streams.deleteMessage(this.nats.names.emitsStream, m.seq, false);
-  }
-}
-
-/** The decoded message; undefined (no event in any range) when it is not JSON. */
-function decodedOrUndefined(m: JsMsg): unknown {
-  try {
-    return decodeJson<unknown>(m.data);
-  } catch {
-    return undefined;
   }
 }

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ApiError, decodeJson, emitsOf, ROUTER_DURABLE } from '@app/contracts';
+import { ApiError, readEmits, ROUTER_DURABLE } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import type { ConsumerInfo } from 'nats';
 import type { EndpointTarget } from './endpoint-lookup';
@@ -278,7 +278,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
         const known = kept.get(seq);
         if (known) return [seq, known];
         const m = await this.nats.jsm.streams.getMessage(this.nats.names.emitsStream, { seq }).catch(() => undefined);
-        return [seq, m && { subject: m.subject, events: eventsIn(m.data) }];
+        return [seq, m && { subject: m.subject, events: readEmits(m.data)?.length ?? 1 }];
       }),
     );
     const found = read.filter((r): r is [number, UnroutedSample] => r[1] !== undefined);
@@ -375,15 +375,6 @@ function mix(n: number): number {
   let x = Math.imul(n ^ (n >>> 16), 0x45d9f3b);
   x = Math.imul(x ^ (x >>> 16), 0x45d9f3b);
   return (x ^ (x >>> 16)) >>> 0;
-}
-
-/** The events an EMITS message holds (one when it cannot be read). */
-function eventsIn(data: Uint8Array): number {
-  try {
-    return emitsOf(decodeJson<unknown>(data)).length;
-  } catch {
-    return 1;
-  }
 }
 
 const sum = (counts: Map<string, number>): number => [...counts.values()].reduce((a, n) => a + n, 0);

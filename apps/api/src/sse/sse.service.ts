@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy,
 import { FastifyReply } from 'fastify';
 import { ConsumerMessages, DeliverPolicy } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { decodeJson, EmittedEvent, emitsOf, RateLimitedError } from '@app/contracts';
+import { RateLimitedError, readEmits } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { parseEventId, summaryOfEmit } from '../events/event-summary.dto';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
@@ -189,14 +189,8 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
           if (isClosed()) return;
           const pending = accessCheck();
           if (pending && !(await pending)) return;
-          let emits: EmittedEvent[];
-          try {
-            emits = emitsOf(decodeJson<unknown>(m.data));
-          } catch {
-            continue;
-          }
           // One message may hold the events of several invocations (an EmitBatch): each is written, in order.
-          for (const e of emits) {
+          for (const e of readEmits(m.data) ?? []) {
             if (!e || !belongs(kind, e.name ?? '')) continue;
             const id = parseEventId(e.id);
             if (after && id && (id.ms < after.ms || (id.ms === after.ms && id.seq <= after.seq))) continue;

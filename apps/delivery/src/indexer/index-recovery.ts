@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { DeliverPolicy } from 'nats';
 import type { Logger } from '@app/config';
-import { decodeJson, EmittedEvent, emitsOf, ROUTER_DURABLE } from '@app/contracts';
+import { EmittedEvent, readEmits, ROUTER_DURABLE } from '@app/contracts';
 import { NatsService } from '@app/nats';
 
 /** How often Postgres's start time and the router's acknowledgement floor on EMITS are read. */
@@ -129,12 +129,9 @@ export class IndexRecovery {
               done = true;
               break;
             }
-            try {
-              // Also a range delete's copy (`Ess-Routed`), which the router skips: its events are real ones.
-              events.push(...emitsOf(decodeJson<unknown>(m.data)));
-            } catch {
-              // not JSON: the router drops it too
-            }
+            // Also a range delete's copy (`Ess-Routed`), which the router skips: its events are real ones. Not JSON: the
+            // router drops it too.
+            events.push(...(readEmits(m.data) ?? []));
             if (m.seq === lastSeq || m.info.pending === 0) {
               done = true;
               break;

@@ -2,7 +2,7 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } fro
 import { EntityManager } from '@mikro-orm/postgresql';
 import { JsMsg, Subscription } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
-import { decodeJson, DeleteEventsMessage, EmittedEvent, emitsOf, encodeJson, isEmitBatch } from '@app/contracts';
+import { decodeJson, DeleteEventsMessage, EmittedEvent, encodeJson, readEmits } from '@app/contracts';
 import { NatsService, retryUnanswered } from '@app/nats';
 import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
@@ -193,20 +193,17 @@ export class IndexerService implements OnApplicationBootstrap, OnApplicationShut
     this.legacyCheck.unref();
   }
 
-  /** Every event of each message is indexed; a message whose only event cannot be indexed is dropped. */
+  /** Every event of each message is indexed; a message none of whose events can be is dropped. */
   private async indexLegacy(batch: JsMsg[]): Promise<void> {
-    const emits: { m: JsMsg; events: EmittedEvent[]; batched: boolean }[] = [];
+    const emits: { m: JsMsg; events: EmittedEvent[] }[] = [];
     for (const m of batch) {
-      try {
-        const decoded = decodeJson<unknown>(m.data);
-        emits.push({ m, events: emitsOf(decoded), batched: isEmitBatch(decoded) });
-      } catch {
-        m.term(); // not JSON
-      }
+      const events = readEmits(m.data);
+      if (events) emits.push({ m, events });
+      else m.term(); // not JSON
     }
     const rejected = await this.index(emits.flatMap((e) => e.events));
-    for (const { m, events, batched } of emits) {
-      if (!batched && rejected.has(events[0])) m.term(); // malformed event id
+    for (const { m, events } of emits) {
+      if (events.every((e) => rejected.has(e))) m.term(); // malformed event ids
       else m.ack();
     }
   }

@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { JsMsg } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
-import { decodeJson, DeliveryMessage, EmittedEvent, EMITS_ROUTED_HEADER, emitsOf, encodeJson, InvocationMessage, isEmitBatch, partitionOf, ROUTER_DURABLE } from '@app/contracts';
+import { DeliveryMessage, EmittedEvent, EMITS_ROUTED_HEADER, encodeJson, InvocationMessage, partitionOf, readEmits, ROUTER_DURABLE } from '@app/contracts';
 import { ensureDurable, NatsService } from '@app/nats';
 import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
@@ -19,11 +19,10 @@ import { ChainBudget } from './chain-budget';
  */
 export const subscriptionInvocationId = (event: Pick<EmittedEvent, 'emitterId' | 'id'>, listenerId: string): string => `sub.${listenerId}.${event.emitterId}.${event.id}`;
 
-/** One EMITS message and its events; `batched`: an `EmitBatch` (any other message is one event). */
+/** One EMITS message and its events (one, or an `EmitBatch`'s). */
 interface Emit {
   m: JsMsg;
   events: EmittedEvent[];
-  batched: boolean;
 }
 
 /** How long a graceful stop waits for direct deliveries in flight before handing their emits back. */
@@ -96,10 +95,9 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
         m.ack();
         continue;
       }
-      try {
-        const decoded = decodeJson<unknown>(m.data);
-        emits.push({ m, events: emitsOf(decoded), batched: isEmitBatch(decoded) });
-      } catch {
+      const events = readEmits(m.data);
+      if (events) emits.push({ m, events });
+      else {
         this.logger.warn({ subject: m.subject, seq: m.seq }, 'dropping an emit that is not JSON');
         m.term(); // not JSON
       }
@@ -113,12 +111,12 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
    * Publishes what must be stored before the message is done (invocations,
    * queued deliveries) for each of its events; direct deliveries go on in the
    * background and ack the message when they all settle, so a slow POST never
-   * holds up the next batch. An event that cannot be indexed is dropped: the
-   * whole message when it is its only event, else that event alone.
+   * holds up the next batch. An event that cannot be indexed is dropped alone;
+   * a message with none that can, as a whole.
    */
-  private async routeEmit({ m, events, batched }: Emit, unindexable: Set<EmittedEvent>): Promise<void> {
+  private async routeEmit({ m, events }: Emit, unindexable: Set<EmittedEvent>): Promise<void> {
     const routable = events.filter((event) => !unindexable.has(event));
-    if (!batched && !routable.length) return m.term(); // malformed event id
+    if (!routable.length) return m.term(); // malformed event ids
     if (routable.length < events.length) this.logger.warn({ subject: m.subject, seq: m.seq, skipped: events.length - routable.length }, 'skipping the events of a batch that cannot be indexed');
     const direct: Promise<void>[] = [];
     try {
