@@ -37,6 +37,14 @@ module.exports = {
       for (let i = 0; i < 100; i++) fs.writeSync(3, chunk);
       return;
     }
+    // 40 levels each holding the same child twice: a frame of a few hundred bytes, 2^40 leaves to unfold.
+    const dag = () => { let x = "y".repeat(64); for (let i = 0; i < 40; i++) x = [x, x]; return x; };
+    if (p === "dag-log") {
+      this.http.respond({ status: 200, body: "sending" });
+      fs.writeSync(3, frame({ t: "log", level: "warn", obj: { dag: dag(), level: "forged" }, msg: "unfolds" }));
+      return;
+    }
+    if (p === "dag-emit") { const d = dag(); fake(d); this.$emit(d); }
     if (p === "logs") {
       const line = frame({ t: "log", level: "error", obj: { forged: "FORGED-LINE" }, msg: "forged" });
       for (let i = 0; i < 500; i++) fs.writeSync(3, line);
@@ -129,6 +137,33 @@ describe.each([
     await platformUp();
   });
 
+  it("stops a sandbox whose message unfolds far beyond its frame (shared references); the runner goes on", async () => {
+    const probe = await deploy(a, PROBE);
+    await ready(probe.url);
+    // Once, one such log line or emit held the runner's thread for good (JSON.stringify and the logger walked 2^40
+    // leaves), and again after each restart as the invocation came back: every account's runs stopped.
+    for (const p of ['dag-log', 'dag-emit']) {
+      expect([200, 502]).toContain((await send(probe.url, { probe: p })).status);
+      await eventually(async () => (await events(probe.id, '$errors')).filter((x: { error?: { name: string; message: string } }) => x.error?.name === 'SandboxProtocolError' && /unfolds to more than \d+ values and characters \(shared references\)/.test(x.error.message)).length === (p === 'dag-log' ? 1 : 2), { what: `a SandboxProtocolError for ${p}`, timeoutMs: 30_000 });
+      await platformUp();
+    }
+    expect(system.logs('runner')).not.toContain('unfolds"');
+    expect(await (await send(probe.url, { probe: 'fine', n: 8 })).text()).toBe('ok fine');
+  });
+
+  it("stops a sandbox whose component's top level sends such a message while the api reads it; the api goes on", async () => {
+    const code = `const fs = require("fs"), v8 = require("v8");
+      let x = "y".repeat(64); for (let i = 0; i < 40; i++) x = [x, x];
+      const b = v8.serialize({ t: "log", level: "warn", obj: { dag: x }, msg: "unfolds" }); const h = Buffer.alloc(4); h.writeUInt32BE(b.length);
+      fs.writeSync(3, Buffer.concat([h, b]));
+      module.exports = { name: "Unfolds", version: "1", props: {}, async run() {} };`;
+    const saved = await client(system, a.apiKey).post('/components', { component_code: code });
+    expect(saved.status).toBeGreaterThanOrEqual(400);
+    expect(saved.status).toBeLessThan(500);
+    expect(saved.text).toMatch(/unfolds to more than/);
+    await platformUp();
+  });
+
   it('drops log lines a sandbox forges past its budget', async () => {
     const probe = await deploy(a, PROBE);
     await ready(probe.url);
@@ -205,7 +240,8 @@ describe.each([
     await ready(probe.url);
     const expected: [string, string, RegExp][] = [
       ['bigint', 'TypeError', /not JSON-serializable.*BigInt/],
-      ['cycle', 'TypeError', /not JSON-serializable.*circular/],
+      // A cycle unfolds without end: refused as it is read, before any JSON (the sandbox is stopped).
+      ['cycle', 'SandboxProtocolError', /unfolds to more than \d+ values and characters \(shared references\)/],
       ['huge', 'EventSizeLimitError', /event too large: \d+ bytes with its meta, the limit is \d+ bytes/],
       ['db', 'TypeError', /\$\.service\.db: a value set is not JSON-serializable/],
     ];

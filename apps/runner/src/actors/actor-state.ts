@@ -96,7 +96,8 @@ export function withWrites(db: Record<string, unknown>, writes: Record<string, u
   const next = { ...db };
   for (const k of keys) {
     if (writes[k] === undefined) delete next[k];
-    else next[k] = writes[k];
+    // Defined, not assigned: a key `__proto__` (a db key like any other) must not set the object's prototype.
+    else Object.defineProperty(next, k, { value: writes[k], enumerable: true, writable: true, configurable: true });
   }
   return next;
 }

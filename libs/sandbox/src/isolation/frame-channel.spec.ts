@@ -1,10 +1,10 @@
 import { encodeFrame, encodeFrames, FrameReader } from './frame-channel';
 
 describe('FrameReader', () => {
-  const read = (max = 1024) => {
+  const read = (max = 1024, bounded = false) => {
     const got: unknown[] = [];
     const errors: string[] = [];
-    const reader = new FrameReader(() => max, (m) => got.push(m), (e) => errors.push(e.message));
+    const reader = new FrameReader(() => max, (m) => got.push(m), (e) => errors.push(e.message), bounded);
     return { reader, got, errors };
   };
 
@@ -30,5 +30,32 @@ describe('FrameReader', () => {
     const { reader, errors } = read();
     reader.push(Buffer.from([0, 0, 0, 3, 0xff, 0x0f, 0x99]));
     expect(errors[0]).toMatch(/does not deserialize/);
+  });
+
+  it("refuses, when reading a sandbox, a message that unfolds far beyond its frame; a trusted reader takes it", () => {
+    // 40 levels each holding the same child twice: a few hundred bytes, 2^40 leaves to JSON.stringify or to a logger.
+    let dag: unknown = 'y'.repeat(64);
+    for (let i = 0; i < 40; i++) dag = [dag, dag];
+    const frame = encodeFrame({ t: 'log', level: 'warn', obj: { dag } });
+    expect(frame.byteLength).toBeLessThan(1024);
+    const untrusted = read(1024, true);
+    untrusted.reader.push(Buffer.concat([frame, encodeFrame('after')]));
+    expect(untrusted.errors).toEqual([expect.stringMatching(/^the sandbox sent a message of \d+ bytes that unfolds to more than \d+ values and characters \(shared references\)$/)]);
+    expect(untrusted.got).toEqual([]);
+    const trusted = read(1024);
+    trusted.reader.push(frame);
+    expect(trusted.got).toHaveLength(1);
+  });
+
+  it('takes, when reading a sandbox, messages without shared references whatever their shape', () => {
+    const { reader, got, errors } = read(1 << 20, true);
+    const messages = [
+      { t: 'done', id: 1, out: { value: { emits: Array.from({ length: 200 }, (_, i) => ({ event: { i, s: 'x'.repeat(i) }, meta: {} })) } } },
+      { t: 'done', id: 2, out: { value: { map: new Map([['k', [1, 2, 3]]]), set: new Set(['a']), bytes: Buffer.alloc(5000), deep: [[[[['é'.repeat(300)]]]]] } } },
+      { t: 'log', level: 'info', obj: {}, msg: '' },
+    ];
+    reader.push(encodeFrames(messages));
+    expect(errors).toEqual([]);
+    expect(got).toHaveLength(3);
   });
 });

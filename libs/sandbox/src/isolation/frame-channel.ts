@@ -1,4 +1,5 @@
 import { deserialize, serialize } from 'node:v8';
+import { unfoldingBudget, unfoldsWithin } from './unfolding';
 
 /**
  * The channel between an app and one account's sandbox host: length-prefixed
@@ -53,6 +54,8 @@ export class FrameReader {
     private readonly maxBytes: () => number,
     private readonly onMessage: (message: unknown, bytes: number) => void,
     private readonly onError: (e: FrameError) => void,
+    /** Untrusted frames: a message that unfolds far beyond its frame (shared references, see unfolding.ts) is refused. */
+    private readonly bounded = false,
   ) {}
 
   push(chunk: Buffer): void {
@@ -76,6 +79,9 @@ export class FrameReader {
         message = deserialize(body);
       } catch (e) {
         return this.fail(`the sandbox sent a message that does not deserialize (${(e as Error).message})`);
+      }
+      if (this.bounded && !unfoldsWithin(message, unfoldingBudget(bytes))) {
+        return this.fail(`the sandbox sent a message of ${bytes} bytes that unfolds to more than ${unfoldingBudget(bytes)} values and characters (shared references)`);
       }
       this.onMessage(message, bytes);
     }

@@ -11,6 +11,10 @@ export function frameCapBytes(task: WorkerTask): number {
 }
 
 const LEVELS = new Set(['info', 'warn', 'error', 'debug']);
+/** Fields of the app's own log lines, which a sandbox's line must not set. */
+const RESERVED_LOG_FIELDS = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'account']);
+const LOG_FIELDS_MAX = 16;
+const LOG_VALUE_MAX = 2000;
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
@@ -41,8 +45,29 @@ export function checkedFromHost(m: unknown): FromHost | string {
       return { t: 'response', id: m.id as number, payload: m.payload as never };
     case 'log':
       if (typeof m.level !== 'string' || !LEVELS.has(m.level)) return 'a log line of no known level';
-      return { t: 'log', level: m.level as 'info', obj: isRecord(m.obj) ? m.obj : {}, msg: typeof m.msg === 'string' ? m.msg.slice(0, 2000) : undefined };
+      return { t: 'log', level: m.level as 'info', obj: logFields(m.obj), msg: typeof m.msg === 'string' ? m.msg.slice(0, LOG_VALUE_MAX) : undefined };
     default:
       return 'a message of no known type';
   }
+}
+
+/**
+ * The fields of a sandbox's log line as the app logs them: the host logs a few plain values (a task's kind, a
+ * limit, an error's message), so only those pass — up to 16 fields of plain names whose values are strings
+ * (shortened), numbers, booleans or null, none of the app's own fields. Nothing nested reaches the app's logger.
+ */
+export function logFields(obj: unknown): Record<string, string | number | boolean | null> {
+  const out: Record<string, string | number | boolean | null> = {};
+  if (!isRecord(obj)) return out;
+  let n = 0;
+  for (const k of Object.keys(obj)) {
+    if (n >= LOG_FIELDS_MAX) break;
+    if (!/^[a-z][a-z0-9_]{0,63}$/i.test(k) || RESERVED_LOG_FIELDS.has(k)) continue;
+    const v = obj[k];
+    if (typeof v === 'string') out[k] = v.slice(0, LOG_VALUE_MAX);
+    else if ((typeof v === 'number' && Number.isFinite(v)) || typeof v === 'boolean' || v === null) out[k] = v;
+    else continue;
+    n++;
+  }
+  return out;
 }

@@ -118,6 +118,7 @@ export class HostProcess {
           } else this.onMessage(m, bytes);
         },
         (e: FrameError) => this.violation(e.message),
+        true,
       );
       channel.on('data', (d: Buffer) => {
         this.lastFrameMs = Date.now();
