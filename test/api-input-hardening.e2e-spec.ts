@@ -141,6 +141,38 @@ describe('API input hardening: client-chosen input is a 4xx, never a 500', () =>
     expect(ok.status).toBe(200);
   });
 
+  it('refuses broken percent-encoding in the query string as in the path (it was kept as written: name "a%zzb"), on every API route', async () => {
+    const refused = { error: 'the URL is not valid (bad percent-encoding)', code: 'invalid_request' };
+    const inPath = await rawRequest(system.origin, `GET /v1/sources/dc_%ff HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`);
+    expect([inPath.status, JSON.parse(inPath.body)]).toEqual([400, refused]);
+    const cases: [string, string][] = [
+      ['POST', '/v1/webhooks?url=http://x.com&name=a%zzb'],
+      ['POST', '/v1/webhooks?url=http://x.com&name=a%2'],
+      ['POST', '/v1/webhooks?url=http://x.com&name=a%C3%A9%ffb'],
+      ['POST', '/v1/webhooks?url=http://x.com&name=a%C3'],
+      ['POST', '/v1/webhooks?url=http://x.com&a%zz=1'],
+      ['POST', '/v1/subscriptions?emitter_id=SRC&listener_id=dc_y&event_name=ch%ff'],
+      ['GET', '/v1/sources/SRC/event_summaries?event_name=a%ff'],
+      ['GET', '/v1/users/me?x=%ED%A0%80'],
+      ['GET', '/sse/dc/SRC/emits?expand=%e'],
+    ];
+    for (const [method, path] of cases) {
+      const res = await rawRequest(system.origin, `${method} ${path.replace('SRC', sourceId)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Length: 0\r\n\r\n`);
+      expect([path, res.status, JSON.parse(res.body)]).toEqual([path, 400, refused]);
+    }
+    // Well-formed escapes, `+` and a repeated parameter are read as before.
+    const ok = await api.post('/webhooks?url=http://x.com&name=a%C3%A9+b%2B');
+    expect([ok.status, ok.body.data?.name]).toEqual([200, 'aé b+']);
+    const twice = await api.post('/webhooks?url=http://x.com&name=a&name=b%zz');
+    expect([twice.status, twice.body.error]).toEqual([400, 'the URL is not valid (bad percent-encoding)']);
+    const repeated = await api.post('/webhooks?url=http://x.com&name=a&name=b');
+    expect([repeated.status, repeated.body.error]).toEqual([400, 'name was given more than once']);
+    // The HTTP interface of a source relays its query as sent, and the dashboard's pages read their own.
+    const endpoint: string = (await api.get(`/sources/${sourceId}`)).body.data.configured_props.http.endpoint_url;
+    expect((await fetch(`${endpoint}?q=a%zzb&r=%ff`, { method: 'POST' })).status).toBe(200);
+    expect((await fetch(`${system.origin}/ui/?q=%ff`)).status).toBe(200);
+  });
+
   it('gives ten parallel creates of one component ten distinct slugs', async () => {
     const results = await Promise.all(Array.from({ length: 10 }, () => api.post('/sources', { component_id: componentId, name: 'Same Name' })));
     expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BadRequestError } from '@app/contracts';
+import { isWebUiRoute } from '../web/web-ui';
 
 /**
  * Errors raised below Nest, by Node's HTTP parser and by Fastify's router, in the service's one
@@ -33,6 +34,8 @@ function requestLineOverflowed(err: NodeJS.ErrnoException): boolean {
   return end < 0 || end > 8192;
 }
 
+const BAD_URL_ENCODING = 'the URL is not valid (bad percent-encoding)';
+
 /** Fastify `frameworkErrors`: a URL the router cannot read (bad percent-encoding, a path segment over maxParamLength). */
 export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
@@ -40,7 +43,7 @@ export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: 
     return;
   }
   if (err.code === 'FST_ERR_BAD_URL') {
-    void reply.code(400).send({ error: 'the URL is not valid (bad percent-encoding)', code: 'invalid_request' });
+    void reply.code(400).send({ error: BAD_URL_ENCODING, code: 'invalid_request' });
     return;
   }
   const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
@@ -53,8 +56,26 @@ function isApiUrl(url: string): boolean {
 }
 
 /**
+ * A query string with an escape that is not percent-encoded UTF-8 (`%zz`, `%2`, `%ff`, `%C3` alone). Fastify's
+ * query parser keeps such a value as written (`a%zzb`), where the router refuses the same bytes in the path.
+ * Its pieces are split at `&` and `=`, never inside an escape, so the whole is valid exactly when every piece is.
+ */
+export function hasBadQueryEncoding(url: string): boolean {
+  const q = url.indexOf('?');
+  if (q < 0 || url.indexOf('%', q) < 0) return false;
+  try {
+    decodeURIComponent(url.slice(q + 1));
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
  * Input rules no route may skip: a NUL character anywhere in the URL (`%00`) is refused before it can
- * reach Postgres, and two `Authorization` headers are refused rather than picking one.
+ * reach Postgres, a query string with broken percent-encoding is refused as the router refuses such a path
+ * (the dashboard's files read no query: the page reads its own), and two `Authorization` headers are refused
+ * rather than picking one.
  */
 export function registerRequestHygiene(fastify: FastifyInstance): void {
   // CONNECT (a proxy tunnel) is no request to this service: without a listener Node drops the connection unanswered.
@@ -67,6 +88,7 @@ export function registerRequestHygiene(fastify: FastifyInstance): void {
     if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) throw new BadRequestError('the Host header is required', { header: 'host' });
     if (!isApiUrl(req.url)) return;
     if (/%00/i.test(req.url)) throw new BadRequestError('the URL contains a NUL character (%00), which is not accepted', { reason: 'nul_character' });
+    if (hasBadQueryEncoding(req.url) && !isWebUiRoute(req.url.slice(0, req.url.indexOf('?')))) throw new BadRequestError(BAD_URL_ENCODING);
     const raw = req.raw.rawHeaders;
     let authorizations = 0;
     for (let i = 0; i < raw.length; i += 2) if (raw[i].toLowerCase() === 'authorization') authorizations++;
