@@ -88,6 +88,18 @@ describe('subscriptions and auto-subscriptions', () => {
     expect((await api.get('/users/me/subscriptions')).body.data.some((s: { emitter_id: string }) => s.emitter_id === src)).toBe(false);
   });
 
+  it('of ten deletes of one subscription at once, one answers 204 and the others 404 (several said 204)', async () => {
+    const src = await insertSource(system, user.id);
+    const wh = await webhook();
+    for (let round = 0; round < 5; round++) {
+      expect((await subscribe({ emitter_id: src, listener_id: wh, event_name: 'race' })).status).toBe(200);
+      const answers = await Promise.all(Array.from({ length: 10 }, () => api.del(`/subscriptions?emitter_id=${src}&listener_id=${wh}&event_name=race`)));
+      const statuses = answers.map((a) => a.status).sort();
+      expect([round, statuses]).toEqual([round, [204, ...Array<number>(9).fill(404)]]);
+      for (const a of answers.filter((x) => x.status === 404)) expect(a.body).toMatchObject({ error: 'subscription not found', code: 'not_found' });
+    }
+  });
+
   it('deleting a source removes its subscriptions, as emitter and as listener', async () => {
     const src = await insertSource(system, user.id);
     const upstream = await insertSource(system, user.id);

@@ -64,12 +64,16 @@ export class SubscriptionsService {
     }
   }
 
-  /** Removes the caller's subscriptions matching all three parameters; 404 when there is none. */
+  /**
+   * Removes the caller's subscriptions matching all three parameters; 404 when there is none, or when a concurrent
+   * delete removed them between the read and the delete (of deletes at once, only the one that removed them says so).
+   */
   async delete(auth: AuthContext, emitterId: string, listenerId: string, eventName: string): Promise<void> {
     const em = this.em.fork();
+    const notFound = () => new NotFoundError('subscription not found', { emitter_id: emitterId, listener_id: listenerId, event_name: eventName });
     const subs = (await em.find(Subscription, { emitterId, listenerId, eventName })).filter((s) => canAccess(auth, s.ownerId));
-    if (!subs.length) throw new NotFoundError('subscription not found', { emitter_id: emitterId, listener_id: listenerId, event_name: eventName });
-    await em.nativeDelete(Subscription, { id: { $in: subs.map((s) => s.id) } });
+    if (!subs.length) throw notFound();
+    if (!(await em.nativeDelete(Subscription, { id: { $in: subs.map((s) => s.id) } }))) throw notFound();
     announceRoutes(this.nats, 'subscriptions', { emitters: subs.map((s) => ({ emitter_id: s.emitterId, owner_id: s.ownerId })) });
   }
 
