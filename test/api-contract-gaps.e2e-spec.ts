@@ -120,6 +120,37 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect(((await once.json()) as { data: { url: string; name: string } }).data).toMatchObject({ url: 'https://a.example.com/', name: 'ci' });
   });
 
+  it('refuses a key given twice in a JSON body, at any depth, as a repeated form field (the last value was kept)', async () => {
+    const post = (path: string, body: string, type = 'application/json') =>
+      fetch(`${system.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': type }, body });
+    const twice = (field: string) => ({ error: `${field} was given more than once`, code: 'invalid_request', details: { in: 'body', field } });
+    const url = await post('/webhooks', '{"url":"ftp://y","url":"http://x.com"}');
+    expect([url.status, await url.json()]).toEqual([400, twice('url')]);
+    const name = await post('/webhooks', '{"url":"http://x.com", "name":"dupA",\n "n\\u0061me" : "dupB"}');
+    expect([name.status, await name.json()]).toEqual([400, twice('name')]);
+    // `curl -d '{…}'`: JSON labelled as a form is read as JSON, and refused alike.
+    const asForm = await post('/webhooks', '{"url":"http://x.com","name":"a","name":"b"}', 'application/x-www-form-urlencoded');
+    expect([asForm.status, await asForm.json()]).toEqual([400, twice('name')]);
+    const nestedKey = await post('/sources', JSON.stringify({ component_code: HTTP_SOURCE, configured_props: { x: 1 } }).replace('"x":1', '"x":1,"x":2'));
+    expect([nestedKey.status, await nestedKey.json()]).toEqual([400, twice('configured_props.x')]);
+    const once = await post('/webhooks', '{"url":"http://x.com","name":"n","description":"name"}');
+    expect([once.status, ((await once.json()) as { data: { name: string } }).data.name]).toEqual([200, 'n']);
+    // The HTTP interface of a source takes any JSON as its event, as it always did.
+    const created = await api.post('/sources', { component_code: HTTP_SOURCE });
+    const endpoint = await fetch(created.body.data.configured_props.http.endpoint_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1,"a":2}' });
+    expect(endpoint.status).toBe(200);
+  });
+
+  it('says a body that is not UTF-8 is not (it said "Request body size did not match Content-Length")', async () => {
+    const bytes = Buffer.concat([Buffer.from('{"url":"http://x.com","name":"a'), Buffer.from([0xff]), Buffer.from('b"}')]);
+    for (const type of ['application/json', 'application/x-www-form-urlencoded', 'text/plain']) {
+      const res = await fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': type }, body: bytes });
+      expect([type, res.status, await res.json()]).toEqual([type, 400, { error: 'the request body is not valid UTF-8', code: 'invalid_request', details: { reason: 'invalid_utf8' } }]);
+    }
+    const utf8 = await fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body: Buffer.from('{"url":"http://x.com","name":"aéb"}') });
+    expect([utf8.status, ((await utf8.json()) as { data: { name: string } }).data.name]).toEqual([200, 'aéb']);
+  });
+
   it('refuses every query parameter given twice alike, expand included (it said "expand must be a string")', async () => {
     const src = await sourceWithEvents();
     for (const path of [`/sources/${src}/event_summaries?expand=event&expand=summary`, `/sources/${src}/event_summaries?expand=event&expand=event`]) {

@@ -1,11 +1,12 @@
 import 'reflect-metadata';
+import { isUtf8 } from 'node:buffer';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppConfig, createLogger, PinoNestLogger } from '@app/config';
-import { parseFormBody } from '@app/contracts';
+import { BadRequestError, parseFormBody } from '@app/contracts';
 import { AppModule } from './app.module';
 import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
-import { assertJsonTextLimits, assertNoNul } from './common/json-limits';
+import { assertJsonTextLimits, assertNoNul, repeatedJsonKey } from './common/json-limits';
 import { clientErrorHandler, frameworkErrors, registerRequestHygiene } from './common/protocol-errors';
 import { requireDeclaredRoutes } from './contract/route-coverage';
 import { givenMoreThanOnce } from './contract/contract-validator';
@@ -48,16 +49,18 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   // The dashboard (apps/web): static files under /ui/, on the same origin as the API it calls.
   registerWebUi(fastify);
   // Lenient JSON: an empty body is no body (clients POST with parameters in the query).
-  fastify.addContentTypeParser(['application/json', 'text/plain', 'application/x-www-form-urlencoded'], { parseAs: 'string' }, (req, body, done) => {
-    const text = String(body);
-    if (text.trim() === '') return done(null, undefined);
+  // Read as bytes: decoded as text by Fastify, a byte that is not UTF-8 became U+FFFD and the body's length a mismatch.
+  fastify.addContentTypeParser(['application/json', 'text/plain', 'application/x-www-form-urlencoded'], { parseAs: 'buffer' }, (req, bytes, done) => {
     try {
+      if (!isUtf8(bytes as Buffer)) throw new BadRequestError('the request body is not valid UTF-8', { reason: 'invalid_utf8' });
+      const text = bytes.toString('utf8');
+      if (text.trim() === '') return done(null, undefined);
       if (String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
         // `curl -d '{...}'` without a Content-Type header sends JSON labelled as a form: read it as the JSON it is.
         const looksJson = /^\s*\{/.test(text);
         if (looksJson) assertJsonTextLimits(text);
         const json = looksJson ? tryJson(text) : undefined;
-        if (json !== undefined) return done(null, json);
+        if (json !== undefined) return done(null, withoutRepeatedKeys(json, text));
         const form = parseFormBody(text);
         for (const [k, v] of Object.entries(form)) {
           assertNoNul(k + String(v), 'the request body');
@@ -67,19 +70,24 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
         return done(null, form);
       }
       assertJsonTextLimits(text);
+      const json = tryJson(text);
+      if (json === undefined) return done(Object.assign(new Error('the request body is not valid JSON'), { statusCode: 400 }), undefined);
+      done(null, withoutRepeatedKeys(json, text));
     } catch (e) {
-      return done(e as Error, undefined);
-    }
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(Object.assign(new Error('the request body is not valid JSON'), { statusCode: 400 }), undefined);
+      done(e as Error, undefined);
     }
   });
   // Errors raised by Fastify itself (body parsing, size) reach ErrorFilter through Nest's own
   // Fastify error handler, set at init: setting another one here would only be replaced (FSTWRN004).
   app.enableShutdownHooks();
   return app;
+}
+
+/** Parsed JSON whose text gives no key twice in one object (JSON.parse would keep the last value): at any depth, as a repeated form field. */
+function withoutRepeatedKeys(json: unknown, text: string): unknown {
+  const repeated = repeatedJsonKey(text);
+  if (repeated !== undefined) throw givenMoreThanOnce(repeated, 'body');
+  return json;
 }
 
 function tryJson(text: string): unknown {

@@ -1,5 +1,5 @@
 import { decodeCursor } from './pagination';
-import { assertJsonTextLimits } from './json-limits';
+import { assertJsonTextLimits, repeatedJsonKey } from './json-limits';
 
 describe('JSON text limits', () => {
   it('counts nesting outside strings only, without recursion', () => {
@@ -23,5 +23,33 @@ describe('cursors', () => {
   });
   it('accepts its own shape', () => {
     expect(decodeCursor(enc([1700000000000, '3']), 'after', /^\d{1,9}$/)).toEqual({ k: 1700000000000, id: '3' });
+  });
+});
+
+describe('repeatedJsonKey', () => {
+  it.each([
+    ['{"name":"a","name":"b"}', 'name'],
+    ['{ "url" : "ftp://y" ,\n "url": "http://x.com" }', 'url'],
+    ['{"n\\u0061me":1,"name":2}', 'name'],
+    ['{"configured_props":{"a":1,"b":{"c":1},"a":2}}', 'configured_props.a'],
+    ['{"list":[{"b":1},{"b":1,"b":2}]}', 'list[1].b'],
+    ['[[1,"x"],{"k":{"k":1},"k":2}]', '[1].k'],
+    ['{"":1,"":2}', ''],
+  ])('finds the key given twice in %s: %j', (text, path) => {
+    JSON.parse(text);
+    expect(repeatedJsonKey(text)).toBe(path);
+  });
+
+  it.each([
+    '{"name":"a","names":"name"}',
+    '{"a":{"b":1},"b":{"a":1}}',
+    '{"a":[{"b":1},{"b":2}],"s":"\\"a\\":"}',
+    '{"a":"x\\\\","b":["a","a"]}',
+    '["a","a"]',
+    '"a"',
+    '{"k\\"":1,"k":2}',
+  ])('finds none in %s', (text) => {
+    JSON.parse(text);
+    expect(repeatedJsonKey(text)).toBeUndefined();
   });
 });
