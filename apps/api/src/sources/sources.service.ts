@@ -222,13 +222,13 @@ export class SourcesService {
     return { source, component };
   }
 
-  /** Subscribes the owner's auto-subscription listeners to a new source. */
+  /** Subscribes the owner's auto-subscription listeners to a new source, as made by the auto-subscription's maker. */
   private async autoSubscribe(source: Source): Promise<void> {
     const em = this.em.fork();
     const autos = await em.find(AutoSubscription, { ownerId: source.ownerId });
     if (!autos.length) return;
     for (const a of autos) {
-      em.persist(Object.assign(new Subscription(), { id: newId('subscription'), ownerId: source.ownerId, emitterId: source.id, listenerId: a.listenerId, eventName: a.eventName }));
+      em.persist(Object.assign(new Subscription(), { id: newId('subscription'), ownerId: source.ownerId, emitterId: source.id, listenerId: a.listenerId, eventName: a.eventName, createdBy: a.createdBy }));
     }
     await em.flush();
     announceRoutes(this.nats, 'subscriptions', { emitters: [{ emitter_id: source.id, owner_id: source.ownerId }] });

@@ -82,7 +82,10 @@ export class SubscriptionsService {
     return subs.map(toDto);
   }
 
-  /** Sources created after this call in the owner's namespace get a subscription for `listener_id` (the sources api inserts them). */
+  /**
+   * Sources and workflows created after this call in the owner's namespace get a subscription for `listener_id` (the
+   * sources and workflows apis insert them), made by the caller: between two orgs it routes while they belong to both.
+   */
   async createAuto(auth: AuthContext, orgId: unknown, listenerId: string, eventName: string): Promise<AutoSubscriptionDto> {
     let key: Pick<AutoSubscription, 'ownerId' | 'listenerId' | 'eventName'> | undefined;
     let auto: AutoSubscription;
@@ -92,9 +95,10 @@ export class SubscriptionsService {
         const listener = await resolveListener(tx, auth, listenerId, true);
         key = { ownerId: orgId ? namespaceOf(auth, orgId) : listener.ownerId, listenerId, eventName };
         const found = await tx.findOne(AutoSubscription, key);
-        if (found) return found;
+        // As a subscription made again: the routes it gives new sources from now on are the caller's.
+        if (found) return Object.assign(found, { createdBy: auth.userId });
         await assertRoomFor(tx, 'subscriptions', key.ownerId, this.config.subscriptionsMaxPerAccount);
-        const made = Object.assign(new AutoSubscription(), { id: newId('autoSubscription'), ...key });
+        const made = Object.assign(new AutoSubscription(), { id: newId('autoSubscription'), ...key, createdBy: auth.userId });
         tx.persist(made);
         return made;
       });

@@ -283,14 +283,14 @@ export class WorkflowsService {
     }
   }
 
-  /** Subscribes the owner's auto-subscription listeners to a new workflow. */
+  /** Subscribes the owner's auto-subscription listeners to a new workflow, as made by the auto-subscription's maker. */
   private async autoSubscribe(w: Workflow): Promise<void> {
     const em = this.em.fork();
     const autos = await em.find(AutoSubscription, { ownerId: w.ownerId });
     if (!autos.length) return;
     for (const a of autos) {
       if (a.listenerId === w.id) continue;
-      em.persist(Object.assign(new Subscription(), { id: newId('subscription'), ownerId: w.ownerId, emitterId: w.id, listenerId: a.listenerId, eventName: a.eventName }));
+      em.persist(Object.assign(new Subscription(), { id: newId('subscription'), ownerId: w.ownerId, emitterId: w.id, listenerId: a.listenerId, eventName: a.eventName, createdBy: a.createdBy }));
     }
     await em.flush();
     announceRoutes(this.nats, 'subscriptions', { emitters: [{ emitter_id: w.id, owner_id: w.ownerId }] });

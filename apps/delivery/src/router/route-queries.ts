@@ -16,9 +16,13 @@ export interface SubRow {
  * member of both made, owned by one of them) there is no membership of orgs in orgs to judge it: it routes
  * while the user who made it (`created_by`) belongs to both — otherwise an org's events would keep flowing,
  * after that member left it, through a subscription the org can neither see nor remove (it belongs to the
- * other org). Routes the platform made (`created_by` null: workflow triggers, auto-subscriptions) have an
- * emitter of their owner's. So a member removed from an org stops receiving the org's events through
- * subscriptions they made while a member, and the org's own subscriptions stop feeding that member's
+ * other org). The routes an auto-subscription gives new sources and workflows record its maker the same way. A
+ * route whose maker is unknown (`created_by` null: made before makers were recorded, by migration 20261125000000 for
+ * subscriptions and 20261130000000 for auto-subscriptions) does not route between two orgs: nobody can be shown to
+ * belong to both.
+ * Workflow triggers (null too) have both ends of their owner's, and routes between a user and an org are judged
+ * by membership alone, so neither needs a maker. So a member removed from an org stops receiving the org's events
+ * through subscriptions they made while a member, and the org's own subscriptions stop feeding that member's
  * personal listeners. A glob's emitters are its owner's.
  * The ends' owners come from left joins on primary keys (each end is at most one row of each table; the first
  * table that has it wins): as correlated subqueries, inlined into every branch that read them, the same load took
@@ -26,7 +30,7 @@ export interface SubRow {
  */
 const MEMBER = (user: string, org: string): string => `exists (select 1 from org_members m where m.user_id = ${user} and m.org_id = ${org})`;
 const REACHES = (owner: string, end: string, creator: string): string => `(${owner} = ${end}
-  or (${owner} like 'o\\_%' and ${end} like 'o\\_%' and (${creator} is null or (${MEMBER(creator, owner)} and ${MEMBER(creator, end)})))
+  or (${owner} like 'o\\_%' and ${end} like 'o\\_%' and ${MEMBER(creator, owner)} and ${MEMBER(creator, end)})
   or ${MEMBER(owner, end)} or ${MEMBER(end, owner)})`;
 /** The routable subscriptions (`where`: which subscriptions to consider, by their columns as `s.…`), in id order. */
 export const routableSubscriptions = (where = 'true'): string => `with ends as (

@@ -11,7 +11,10 @@ export class Subscription {
   @Property({ type: 'string', index: true }) emitterId!: string;
   @Property({ type: 'string', index: true }) listenerId!: string;
   @Property({ type: 'string' }) eventName = '';
-  /** The user who made it with POST /subscriptions (null: made by the platform for a trigger or an auto-subscription). */
+  /**
+   * The user who made it with POST /subscriptions, or who made the auto-subscription that gave it to a new source or
+   * workflow (null: a workflow trigger, or made before this was recorded).
+   */
   @Property({ type: 'string', nullable: true }) createdBy?: string | null = null;
   /** Orders the subscription lists (oldest first) within a second. */
   @Property({ type: BigNumber }) createdAtMs: number = Date.now();
@@ -25,5 +28,7 @@ export class AutoSubscription {
   @Property({ type: 'string' }) ownerId!: string;
   @Index() @Property({ type: 'string' }) listenerId!: string;
   @Property({ type: 'string' }) eventName!: string;
+  /** The user who made it (last): the subscriptions it gives record them (null: made before this was recorded). */
+  @Property({ type: 'string', nullable: true }) createdBy?: string | null = null;
   @Property({ type: BigNumber }) createdAt: number = nowSeconds();
 }
