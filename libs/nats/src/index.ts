@@ -7,3 +7,4 @@ export * from './nats-permissions';
 export * from './durable-consumers';
 export * from './nats-errors';
 export * from './routes-changed';
+export * from './subject-counts';

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { ApiError, readEmits, ROUTER_DURABLE } from '@app/contracts';
-import { NatsService } from '@app/nats';
+import { NatsService, subjectCounts } from '@app/nats';
 import type { ConsumerInfo } from 'nats';
 import type { EndpointTarget } from './endpoint-lookup';
 import { IngestBatches } from './ingest-batches';
@@ -379,12 +379,3 @@ function mix(n: number): number {
 
 const sum = (counts: Map<string, number>): number => [...counts.values()].reduce((a, n) => a + n, 0);
 
-/** Counts per subject summed per last subject token (the id it ends with). */
-function subjectCounts(subjects: Record<string, number>): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const [subject, count] of Object.entries(subjects)) {
-    const id = subject.slice(subject.lastIndexOf('.') + 1);
-    out.set(id, (out.get(id) ?? 0) + count);
-  }
-  return out;
-}

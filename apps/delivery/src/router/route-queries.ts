@@ -8,6 +8,8 @@ export interface SubRow {
   emitter_id: string;
   listener_id: string;
   event_name: string;
+  /** The owner of the listener (a source's, workflow's or webhook's). */
+  listener_owner: string;
 }
 
 /**
@@ -44,7 +46,7 @@ export const routableSubscriptions = (where = 'true'): string => `with ends as (
   left join webhooks lw on lw.id = s.listener_id and lw.active
   left join workflows lp on lp.id = s.listener_id and lp.deleted_at is null
   where ${where})
-select id, owner_id, emitter_id, listener_id, event_name from ends
+select id, owner_id, emitter_id, listener_id, event_name, listener_owner from ends
  where listener_owner is not null and ${REACHES('owner_id', 'listener_owner', 'created_by')}
    and (emitter_owner is null or ${REACHES('owner_id', 'emitter_owner', 'created_by')})
  order by id`;

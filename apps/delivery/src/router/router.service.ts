@@ -10,6 +10,11 @@ import { SubscriptionCache } from './subscription-cache';
 import { WebhookSenderService } from '../webhooks-out/webhook-sender.service';
 import { IndexerService } from '../indexer/indexer.service';
 import { ChainBudget } from './chain-budget';
+import { ListenerBacklog } from './listener-backlog';
+import type { RouteTarget } from './subscription-cache';
+
+/** How often, at most, the router logs that it did not start runs of one account's listeners (the count is a metric). */
+const DROPPED_LOG_EVERY_MS = 60_000;
 
 /**
  * The invocation a listener source or workflow gets for an event: `sub.<listenerId>.<emitterId>.<eventId>` (event
@@ -51,6 +56,9 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
   private readonly held = new Set<JsMsg>();
   private keepAlive?: NodeJS.Timeout;
   private readonly chains: ChainBudget;
+  private readonly listenerBacklog: ListenerBacklog;
+  /** Per account: when the router last logged runs of its listeners it did not start, and how many since. */
+  private readonly dropped = new Map<string, { loggedAtMs: number; since: number }>();
 
   constructor(
     private readonly nats: NatsService,
@@ -62,6 +70,7 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
     this.chains = new ChainBudget(config.subscriptionChainMaxRuns);
+    this.listenerBacklog = new ListenerBacklog(nats, config.ingestMaxPendingPerAccount, (e) => logger.warn({ err: e.message }, 'reading the invocations waiting for listeners failed'));
     // Messages of a batch still being routed that already wait for direct deliveries count twice until it is routed.
     metrics.watchRouter(() => (this.consumer?.pending ?? 0) + this.held.size);
   }
@@ -71,10 +80,12 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     await ensureDurable(this.nats.jsm, names.emitsStream, { durable_name: ROUTER_DURABLE, filter_subject: names.allEmits, max_ack_pending: 20_000, ack_wait: this.config.deliveryAckWaitMs * 1_000_000 });
     this.consumer = new BatchConsumer(this.nats.js, names.emitsStream, ROUTER_DURABLE, (batch) => this.route(batch), { maxBatch: 500, lingerMs: 2 }, this.logger, this.config.deliveryAckWaitMs);
     this.keepAlive = setInterval(() => this.held.forEach((m) => m.working()), Math.max(500, this.config.deliveryAckWaitMs / 3));
+    this.listenerBacklog.start();
     await this.consumer.start();
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.listenerBacklog.stop();
     await this.consumer?.stop();
     const deadline = Date.now() + STOP_WAIT_MS;
     while (this.held.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -120,7 +131,7 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     if (routable.length < events.length) this.logger.warn({ subject: m.subject, seq: m.seq, skipped: events.length - routable.length }, 'skipping the events of a batch that cannot be indexed');
     const direct: Promise<void>[] = [];
     try {
-      await Promise.all(routable.flatMap((event) => this.cache.match(event).map((t) => this.publish(event, t.subscriptionId, t.listenerId, m.info.redeliveryCount, direct))));
+      await Promise.all(routable.flatMap((event) => this.cache.match(event).map((t) => this.publish(event, t, m.info.redeliveryCount, direct))));
     } catch (e) {
       void Promise.allSettled(direct); // the message is routed again: their outcomes no longer matter, but must not go unhandled
       return this.retry(m, e as Error);
@@ -139,6 +150,24 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     );
   }
 
+  /** A run of a listener not started: its account has INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting already. */
+  private notStarted(owner: string, listenerId: string, event: EmittedEvent): void {
+    this.metrics.chainStopped.inc({ reason: 'backlog' });
+    const now = Date.now();
+    const seen = this.dropped.get(owner) ?? { loggedAtMs: 0, since: 0 };
+    seen.since++;
+    if (now - seen.loggedAtMs >= DROPPED_LOG_EVERY_MS) {
+      this.logger.warn(
+        { owner_id: owner, listener_id: listenerId, emitter_id: event.emitterId, event_id: event.id, not_started: seen.since, limit: this.config.ingestMaxPendingPerAccount },
+        "events not given to an account's listeners: it has INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting to run",
+      );
+      seen.loggedAtMs = now;
+      seen.since = 0;
+    }
+    if (this.dropped.size >= 10_000 && !this.dropped.has(owner)) this.dropped.clear();
+    this.dropped.set(owner, seen);
+  }
+
   /** Every event of the message is routed again: its publishes are deduplicated, a direct POST may be sent twice. */
   private retry(m: JsMsg, e: Error): void {
     this.logger.warn({ err: e.message, subject: m.subject, seq: m.seq }, 'routing failed; retrying');
@@ -146,7 +175,7 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   /** Routes to one listener; a direct webhook delivery adds its settlement to `direct` instead of being awaited. */
-  private async publish(event: EmittedEvent, subscriptionId: string, listenerId: string, deliveryCount: number, direct: Promise<void>[]): Promise<void> {
+  private async publish(event: EmittedEvent, { subscriptionId, listenerId, listenerOwner }: RouteTarget, deliveryCount: number, direct: Promise<void>[]): Promise<void> {
     const names = this.nats.names;
     // Event ids are unique per emitter only, and a glob subscription covers many emitters.
     const msgID = `${subscriptionId}:${event.emitterId}:${event.id}`;
@@ -171,6 +200,7 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
       // Runs its own emits start do not count: they are as many as its emits times its subscriptions.
       const verdict = depth >= 2 ? this.chains.take(root, listenerId, pastDepth) : 'run';
       if (verdict === 'drop') return void this.metrics.chainStopped.inc({ reason: pastDepth ? 'depth' : 'runs' });
+      if (!this.listenerBacklog.admit(listenerId, listenerOwner)) return this.notStarted(listenerOwner, listenerId, event);
       const inv: InvocationMessage = {
         // Derived from the event and the listener, not random: routed again (a redelivered emit), it is the same
         // invocation, which the listener's actor runs once and usage counts once.

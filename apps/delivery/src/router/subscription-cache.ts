@@ -12,6 +12,7 @@ import { isGlobKey, routableSubscriptions, routeKey, routesOf, SubRow, TEXTS, WE
 export interface RouteTarget {
   subscriptionId: string;
   listenerId: string;
+  listenerOwner: string;
 }
 
 export interface WebhookTarget {
@@ -252,7 +253,7 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
     for (const s of candidates) {
       if (s.event_name !== (event.name ?? '') || s.listener_id === event.emitterId) continue;
       const prev = out.get(s.listener_id);
-      if (!prev || s.id < prev.subscriptionId) out.set(s.listener_id, { subscriptionId: s.id, listenerId: s.listener_id });
+      if (!prev || s.id < prev.subscriptionId) out.set(s.listener_id, { subscriptionId: s.id, listenerId: s.listener_id, listenerOwner: s.listener_owner });
     }
     return [...out.values()];
   }
