@@ -124,6 +124,9 @@ describe('registry components', () => {
     const seeded = admin(system, ['registry', 'seed']) as unknown as { published: { key: string; created: boolean }[] };
     expect(seeded.published.every((p) => !p.created)).toBe(true);
     expect(seeded.published.map((p) => p.key).sort()).toEqual(['http-custom-response', 'http-request-counter', 'rss-new-item-in-feed', 'schedule-cron', 'schedule-interval']);
+    // a --dir that is not a directory is bad input, not an empty registry
+    expect(() => admin(system, ['registry', 'seed', '--dir', join(dir, 'missing')])).toThrow(/failed \(1\): error: --dir must be a directory of component files, got ".*missing" \(.*missing is not a directory\)/);
+    expect(() => admin(system, ['registry', 'seed', '--dir', file])).toThrow(/--dir must be a directory of component files, got ".*echo\.mjs"/);
     // a deployed registry component runs
     const src = await api.post('/sources', { component_id: second.id });
     expect(src.status).toBe(200);

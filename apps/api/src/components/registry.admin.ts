@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { loadConfig } from '@app/config';
@@ -23,6 +23,12 @@ export const REGISTRY_COMMANDS: Record<string, Command> = {
   },
   /** `registry seed [--dir <dir>]`: publishes every shipped component (the api also does this at start). */
   'registry seed': async (flags, em) => {
+    // registryFiles() reads a missing directory as an empty registry: a mistyped --dir would "succeed" publishing nothing.
+    if (flags.dir !== undefined) {
+      if (flags.dir === 'true' || !flags.dir) throw new Error('usage: registry seed [--dir <dir>] (--dir needs a directory)');
+      const given = resolve(flags.dir);
+      if (!existsSync(given) || !statSync(given).isDirectory()) throw new Error(`--dir must be a directory of component files, got "${flags.dir}" (${given} is not a directory)`);
+    }
     const config = loadConfig();
     const dir = flags.dir ? resolve(flags.dir) : registryDir(config);
     if (!dir) return { published: [] };
