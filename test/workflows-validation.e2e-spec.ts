@@ -47,6 +47,24 @@ describe('workflow definitions: what a deploy refuses', () => {
   };
   const runsOf = async (id: string): Promise<Run[]> => ((await api().get(`/workflows/${id}/runs`)).body?.data ?? []) as Run[];
 
+  it('answers a missing field, an unknown field and a value out of bounds as every route does (invalid_request: details.fields, or details.field)', async () => {
+    const steps = [{ name: 'a', code: TYPED, props: { n: 1, c: 'a' } }];
+    const missing = await api().post('/workflows', { trigger: { manual: {} } });
+    expect({ status: missing.status, body: missing.body }).toEqual({ status: 400, body: { error: 'name, steps are required', code: 'invalid_request', details: { in: 'body', fields: ['name', 'steps'] } } });
+    const unknown = await api().post('/workflows', { name: 'u', trigger: { manual: {} }, steps, owner_id: 'u_x' });
+    expect({ status: unknown.status, body: unknown.body }).toEqual({
+      status: 400,
+      body: { error: 'unknown field: owner_id', code: 'invalid_request', details: { in: 'body', fields: ['owner_id'], allowed: ['include', 'exclude', 'org_id', 'name', 'trigger', 'steps', 'settings', 'secrets', 'active'] } },
+    });
+    const empty = await api().post('/workflows', { name: 'e', trigger: { manual: {} }, steps: [] });
+    expect({ status: empty.status, body: empty.body }).toEqual({
+      status: 400,
+      body: { error: 'steps must NOT have fewer than 1 items', code: 'invalid_request', details: { in: 'body', field: 'steps', errors: [{ field: 'steps', rule: 'minItems', message: 'must NOT have fewer than 1 items' }] } },
+    });
+    const long = await api().post('/workflows', { name: 'n'.repeat(201), trigger: { manual: {} }, steps });
+    expect({ status: long.status, code: long.body.code, error: long.body.error, field: long.body.details?.field }).toEqual({ status: 400, code: 'invalid_request', error: 'name must NOT have more than 200 characters', field: 'name' });
+  });
+
   it("validates a step's props as a source's: types, options, required and unknown props; a template is left to the run", async () => {
     await refused({ name: 'typed', steps: [{ name: 'a', code: TYPED, props: { n: 'abc', c: 'a' } }] }, 'steps[0].props.n');
     await refused({ name: 'typed', steps: [{ name: 'a', code: TYPED, props: { n: 1, c: 'zzz' } }] }, 'steps[0].props.c');
