@@ -43,6 +43,15 @@ describe('configuration', () => {
     [{ NATS_USER: 'api', NATS_PASSWORD_FILE: '/nonexistent/nats-password' }, /NATS_PASSWORD_FILE \/nonexistent\/nats-password cannot be read: ENOENT/],
     [{ NATS_INBOX_PREFIX: '_INBOX.>' }, /NATS_INBOX_PREFIX must be a subject/],
     [{ RUN_TIMEOUT_MS: '600000', MAX_RUN_TIMEOUT_MS: '300000' }, /RUN_TIMEOUT_MS \(600000\) must not exceed MAX_RUN_TIMEOUT_MS/],
+    [{ SMTP_URL: 'http://x' }, /^SMTP_URL must be a smtp:\/\/ or smtps:\/\/ URL, got "http:\/\/x"$/],
+    [{ SMTP_URL: 'mail.example.com:25' }, /SMTP_URL must be a smtp:\/\/ or smtps:\/\/ URL/],
+    [{ SMTP_URL: 'smtp://user:secret@' }, /^SMTP_URL must be a smtp:\/\/ or smtps:\/\/ URL, got "smtp:\/\/\*\*\*@"$/],
+    [{ S3_ENDPOINT: 'notaurl' }, /S3_ENDPOINT must be a URL, got "notaurl"/],
+    [{ S3_ENDPOINT: 's3://bucket' }, /S3_ENDPOINT must be a http:\/\/ or https:\/\/ URL/],
+    [{ SANDBOX_EGRESS_ALLOW: 'nonsense' }, /^SANDBOX_EGRESS_ALLOW must be a comma-separated list of ip, cidr, ip:port or cidr:port .*, got "nonsense"$/],
+    [{ SANDBOX_EGRESS_ALLOW: '10.0.0.0/33' }, /SANDBOX_EGRESS_ALLOW .*got "10.0.0.0\/33"/],
+    [{ SANDBOX_EGRESS_ALLOW: '10.0.0.1:70000' }, /SANDBOX_EGRESS_ALLOW .*got "10.0.0.1:70000"/],
+    [{ SANDBOX_EGRESS_DENY: '10.0.0.1, example.com' }, /SANDBOX_EGRESS_DENY .*got "example.com"/],
   ])('names the variable of a wrong value: %p', (env, message) => {
     expect(() => loadConfig({ DATA_DIR: dataDir, ...env })).toThrow(message);
   });
@@ -51,6 +60,16 @@ describe('configuration', () => {
     const c = loadConfig({ DATA_DIR: dataDir, NATS_URL: 'nats://a:4222, tls://b:4222,127.0.0.1:4223', DATABASE_URL: 'postgresql://u:p@h:5432/d', PUBLIC_URL: 'https://events.example.com/', LOG_LEVEL: 'debug', NATS_PREFIX: 't_1-x' });
     expect(c.publicUrl).toBe('https://events.example.com');
     expect(c.logLevel).toBe('debug');
+  });
+
+  it('accepts every SMTP_URL form the mailer reads, http(s) S3 endpoints and every egress rule form', () => {
+    for (const smtp of ['smtp://mail.example.com', 'smtp://user:p%40ss@mail.example.com:587', 'smtps://mail.example.com', 'smtps://u:p@127.0.0.1:465']) {
+      expect(loadConfig({ DATA_DIR: dataDir, SMTP_URL: smtp }).smtpUrl).toBe(smtp);
+    }
+    expect(loadConfig({ DATA_DIR: dataDir, S3_ENDPOINT: 'http://127.0.0.1:9000' }).s3Endpoint).toBe('http://127.0.0.1:9000');
+    expect(loadConfig({ DATA_DIR: dataDir, S3_ENDPOINT: 'https://s3.eu-west-1.amazonaws.com/prefix' }).s3Endpoint).toBe('https://s3.eu-west-1.amazonaws.com/prefix');
+    const rules = '10.0.0.5, 10.1.0.0/16, 192.168.1.2:5432, 172.16.0.0/12:443, ::1, [::1]:8080, fd00::/8, [fd00::/8]:53,';
+    expect(loadConfig({ DATA_DIR: dataDir, SANDBOX_EGRESS_ALLOW: rules, SANDBOX_EGRESS_DENY: rules }).sandboxEgressAllow).toBe(rules);
   });
 
   it('reads the NATS password from NATS_PASSWORD or NATS_PASSWORD_FILE, and never shows one in NATS_URL', () => {

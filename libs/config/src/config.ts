@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { BlockList, isIP } from 'node:net';
 import { resolve, join } from 'node:path';
 
 /**
@@ -122,9 +123,9 @@ export const SETTINGS = {
   freeDailyInvocationsQuota: int('FREE_DAILY_INVOCATIONS_QUOTA', 10_000, 'daily invocations reported for free accounts', 0),
   freeDailyComputeMsQuota: int('FREE_DAILY_COMPUTE_MS_QUOTA', 1_800_000, 'daily compute time (ms) reported for free accounts', 0),
   npmRegistry: url('NPM_REGISTRY', undefined, 'npm registry for component dependencies (default: npm\'s own setting)'),
-  smtpUrl: str('SMTP_URL', '', 'SMTP server workflows\' $.send.email goes through: smtp://[user:password@]host[:port] (empty: $.send.email fails the step; the password is never logged)'),
+  smtpUrl: str('SMTP_URL', '', 'SMTP server workflows\' $.send.email goes through: smtp://[user:password@]host[:port], or smtps://… for implicit TLS (empty: $.send.email fails the step; the password is never logged)'),
   smtpFrom: str('SMTP_FROM', 'workflows@localhost', 'sender address of $.send.email'),
-  s3Endpoint: str('S3_ENDPOINT', '', 'S3-compatible endpoint workflows\' $.send.s3 writes to, path-style (http(s)://host[:port]; empty: $.send.s3 fails the step)'),
+  s3Endpoint: url('S3_ENDPOINT', '', 'S3-compatible endpoint workflows\' $.send.s3 writes to, path-style (http(s)://host[:port]; empty: $.send.s3 fails the step)'),
   s3Region: str('S3_REGION', 'us-east-1', 'region used to sign $.send.s3 requests'),
   s3AccessKeyId: str('S3_ACCESS_KEY_ID', '', 'access key id of $.send.s3'),
   s3SecretAccessKey: str('S3_SECRET_ACCESS_KEY', '', 'secret access key of $.send.s3 (never logged)'),
@@ -220,6 +221,11 @@ function checkValues(raw: Raw): void {
   if (raw.publicUrl) scheme('PUBLIC_URL', raw.publicUrl, ['http:', 'https:']);
   if (raw.databaseUrl) scheme('DATABASE_URL', raw.databaseUrl, ['postgres:', 'postgresql:']);
   if (raw.npmRegistry) scheme('NPM_REGISTRY', raw.npmRegistry, ['http:', 'https:']);
+  // The schemes the mailer (parseSmtpUrl) and the S3 signer (path-style over HTTP) accept.
+  if (raw.smtpUrl) checkSmtpUrl(raw.smtpUrl);
+  if (raw.s3Endpoint) scheme('S3_ENDPOINT', raw.s3Endpoint, ['http:', 'https:']);
+  checkAddressRules('SANDBOX_EGRESS_ALLOW', raw.sandboxEgressAllow);
+  checkAddressRules('SANDBOX_EGRESS_DENY', raw.sandboxEgressDeny);
   for (const server of raw.natsUrl.split(',').map((s) => s.trim())) {
     // The client accepts host:port without a scheme.
     let u: URL | undefined;
@@ -237,6 +243,42 @@ function checkValues(raw: Raw): void {
   }
   checkNatsAuth(raw);
   if (raw.natsPrefix && !/^[A-Za-z0-9_-]+$/.test(raw.natsPrefix)) throw new ConfigError(`NATS_PREFIX may hold letters, digits, _ and - only, got "${raw.natsPrefix}"`);
+}
+
+/**
+ * The grammar of the sandbox's egress rules (libs/sandbox isolation/egress-rules.ts parseRule, which
+ * reads them again when isolation is set up): checked here so a wrong entry stops every app as any
+ * other wrong value does, not with an exception from the api's start.
+ */
+function checkAddressRules(env: string, text: string): void {
+  for (const entry of text.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const bracket = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry);
+    const colons = (entry.match(/:/g) ?? []).length;
+    const addr = bracket ? bracket[1] : colons === 1 ? entry.split(':')[0] : entry;
+    const port = bracket ? bracket[2] : colons === 1 ? entry.split(':')[1] : undefined;
+    const [ip, bits] = addr.split('/');
+    const family = isIP(ip);
+    let ok = family !== 0 && (port === undefined || (/^\d+$/.test(port) && Number(port) > 0 && Number(port) < 65536));
+    if (ok && bits !== undefined) {
+      try {
+        new BlockList().addSubnet(ip, /^\d+$/.test(bits) ? Number(bits) : NaN, family === 4 ? 'ipv4' : 'ipv6');
+      } catch {
+        ok = false;
+      }
+    }
+    if (!ok) throw new ConfigError(`${env} must be a comma-separated list of ip, cidr, ip:port or cidr:port (IPv6 in brackets before a port: [::1]:5432), got "${entry}"`);
+  }
+}
+
+/** The forms the mailer (parseSmtpUrl) reads; a wrong one is shown without its password. */
+function checkSmtpUrl(value: string): void {
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(value).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol !== 'smtp:' && protocol !== 'smtps:') throw new ConfigError(`SMTP_URL must be a smtp:// or smtps:// URL, got "${natsUrlForDisplay(value)}"`);
 }
 
 /** One way to authenticate to NATS at a time, each complete. */
