@@ -1,6 +1,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { SourceMap } from 'node:module';
 import { join } from 'node:path';
+import { bundleComponent as serverBundle } from '@app/sandbox';
 import { bundleComponent } from './bundle';
 
 describe('bundling a local component', () => {
@@ -23,6 +25,25 @@ describe('bundling a local component', () => {
     expect(b.code).toContain('import { axios } from "@pipedream/platform"');
     expect(b.code).toMatch(/export \{\s*\w+ as default\s*\}/);
     expect(b.code).not.toContain('./common/base.mjs"');
+  });
+
+  it("sends a bundle whose lines the server maps back to the component's own files", async () => {
+    writeFileSync(join(dir, 'common', 'fail.mjs'), 'export function fail(x) {\n  const y = x + 1;\n  throw new Error("boom " + y);\n}\n');
+    writeFileSync(join(dir, 'notify.mjs'), 'import { fail } from "./common/fail.mjs";\n\nexport default defineComponent({\n  async run({ steps, $ }) {\n    return fail(1);\n  },\n});\n');
+    const b = await bundleComponent(join(dir, 'notify.mjs'));
+    expect(b.bundled).toBe(true);
+    expect(b.code).toMatch(/\n\/\/# sourceMappingURL=data:application\/json;base64,\S+\n$/);
+    // What the sandbox does with a frame of the server's bundle (libs/sandbox worker/stack-map.ts).
+    const server = await serverBundle({ code: b.code });
+    const map = new SourceMap(JSON.parse(server.map!));
+    const lines = server.code.split('\n');
+    const at = (text: string) => {
+      const line = lines.findIndex((l) => l.includes(text));
+      const e = map.findEntry(line, lines[line].indexOf(text)) as { originalSource?: string; originalLine?: number };
+      return `${e.originalSource}:${(e.originalLine ?? -2) + 1}`;
+    };
+    expect(at('throw new Error')).toBe('common/fail.mjs:3');
+    expect(at('return fail(1)')).toBe('notify.mjs:5');
   });
 
   it('keeps CommonJS as CommonJS, with extension-less relative requires inlined', async () => {

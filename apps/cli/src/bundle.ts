@@ -5,7 +5,7 @@ import { CliError } from './errors';
 import { packagePins, pinImports } from './package-pins';
 
 export interface Bundle {
-  /** The code sent as `component_code`. */
+  /** The code sent as `component_code` (a bundle ends with its inline source map). */
   code: string;
   /** Module format of the entry, kept in the bundle so the server reads it the same way. */
   format: 'esm' | 'cjs';
@@ -57,6 +57,10 @@ async function runBuild(entry: string, format: 'esm' | 'cjs', cwd: string, pins:
       logLevel: 'silent',
       charset: 'utf8',
       legalComments: 'inline',
+      // The server's bundler reads an inline map and chains its own to it: a step's error stack then names
+      // its own files and lines (notify.mjs:5:11, relative to the entry's folder), not component.js:1:137.
+      sourcemap: 'inline',
+      sourcesContent: false,
       outfile: 'component.js',
     });
     const code = result.outputFiles.find((f) => f.path.endsWith('.js'))?.text ?? '';
