@@ -34,7 +34,7 @@ describe('bundling a local component', () => {
     expect(b.bundled).toBe(true);
     expect(b.code).toMatch(/\n\/\/# sourceMappingURL=data:application\/json;base64,\S+\n$/);
     // What the sandbox does with a frame of the server's bundle (libs/sandbox worker/stack-map.ts).
-    const server = await serverBundle({ code: b.code });
+    const server = await serverBundle({ code: b.code, fetchText: () => Promise.reject(new Error('no imports by URL here')) });
     const map = new SourceMap(JSON.parse(server.map!));
     const lines = server.code.split('\n');
     const at = (text: string) => {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { BlockList, isIP } from 'node:net';
 import { resolve, join } from 'node:path';
+import { parseAddressRule } from './address-rule';
 
 /**
  * The one place that reads the environment. Every setting is declared once with
@@ -245,28 +245,14 @@ function checkValues(raw: Raw): void {
   if (raw.natsPrefix && !/^[A-Za-z0-9_-]+$/.test(raw.natsPrefix)) throw new ConfigError(`NATS_PREFIX may hold letters, digits, _ and - only, got "${raw.natsPrefix}"`);
 }
 
-/**
- * The grammar of the sandbox's egress rules (libs/sandbox isolation/egress-rules.ts parseRule, which
- * reads them again when isolation is set up): checked here so a wrong entry stops every app as any
- * other wrong value does, not with an exception from the api's start.
- */
+/** Entries of SANDBOX_EGRESS_ALLOW or SANDBOX_EGRESS_DENY: checked here so a wrong one stops every app as any other wrong value does. */
 function checkAddressRules(env: string, text: string): void {
   for (const entry of text.split(',').map((e) => e.trim()).filter(Boolean)) {
-    const bracket = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry);
-    const colons = (entry.match(/:/g) ?? []).length;
-    const addr = bracket ? bracket[1] : colons === 1 ? entry.split(':')[0] : entry;
-    const port = bracket ? bracket[2] : colons === 1 ? entry.split(':')[1] : undefined;
-    const [ip, bits] = addr.split('/');
-    const family = isIP(ip);
-    let ok = family !== 0 && (port === undefined || (/^\d+$/.test(port) && Number(port) > 0 && Number(port) < 65536));
-    if (ok && bits !== undefined) {
-      try {
-        new BlockList().addSubnet(ip, /^\d+$/.test(bits) ? Number(bits) : NaN, family === 4 ? 'ipv4' : 'ipv6');
-      } catch {
-        ok = false;
-      }
+    try {
+      parseAddressRule(entry);
+    } catch {
+      throw new ConfigError(`${env} must be a comma-separated list of ip, cidr, ip:port or cidr:port (IPv6 in brackets before a port: [::1]:5432), got "${entry}"`);
     }
-    if (!ok) throw new ConfigError(`${env} must be a comma-separated list of ip, cidr, ip:port or cidr:port (IPv6 in brackets before a port: [::1]:5432), got "${entry}"`);
   }
 }
 

@@ -1,13 +1,7 @@
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { parseAddressRule, type AddressRule as Rule } from '@app/config';
 import { classifyAddress, refusalReason, type AddressPolicy } from '@app/net';
-
-/** One `ip`, `cidr`, `ip:port` or `cidr:port` entry (IPv6 in brackets when a port follows: `[::1]:5432`). */
-interface Rule {
-  list: BlockList;
-  port?: number;
-  text: string;
-}
 
 /** What code in a sandbox may connect to (TCP), decided per resolved address and port. */
 export interface EgressRules {
@@ -19,27 +13,8 @@ export interface EgressRules {
   deny: string[];
 }
 
-export function parseRule(text: string): Rule {
-  const t = text.trim();
-  let addr = t;
-  let port: number | undefined;
-  const bracket = /^\[([^\]]+)\](?::(\d+))?$/.exec(t);
-  if (bracket) {
-    addr = bracket[1];
-    port = bracket[2] ? Number(bracket[2]) : undefined;
-  } else if ((t.match(/:/g) ?? []).length === 1) {
-    [addr] = t.split(':');
-    port = Number(t.split(':')[1]);
-  }
-  const [ip, bits] = addr.split('/');
-  const family = isIP(ip);
-  if (!family || (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536))) throw new Error(`"${text}" is not an ip, cidr, ip:port or cidr:port`);
-  const list = new BlockList();
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  if (bits !== undefined) list.addSubnet(ip, Number(bits), type);
-  else list.addAddress(ip, type);
-  return { list, port, text: t };
-}
+/** One `ip`, `cidr`, `ip:port` or `cidr:port` entry (IPv6 in brackets when a port follows: `[::1]:5432`). */
+export const parseRule = parseAddressRule;
 
 const matches = (rule: Rule, ip: string, port: number): boolean =>
   (rule.port === undefined || rule.port === port) && rule.list.check(ip, isIP(ip) === 4 ? 'ipv4' : 'ipv6');
