@@ -140,9 +140,10 @@ describe('back-pressure answers and /healthz show no other account', () => {
     held.splice(0).forEach((answer) => answer());
     receiver.respond = () => ({ status: 200 });
   });
-  it("counts an account's stuck invocations in the service's bound only up to its own: runs that never end refuse that account, not B", async () => {
-    // A third account (its webhooks hold nothing back): one run of its fan-out source gives its sleeper, subscribed
-    // to it, 10 invocations that wait behind runs that never end. Listener invocations pass no ingest bound.
+  it("holds an account's stuck invocations at its own bound: runs that never end refuse that account, not B", async () => {
+    // A third account (its webhooks hold nothing back): one run of its fan-out source emits 10 events to its sleeper,
+    // whose runs never end. Subscriptions start runs of an account's listeners up to its bound (4) only: before, all 10
+    // were stored, and such a fan-out could fill a partition past what its consumer may have outstanding.
     const c = createUser(system);
     const api = client(system, c.apiKey);
     const fanOut = (await api.post('/sources', { component_code: FAN_OUT, name: 'fan-out' })).body.data;
@@ -152,8 +153,10 @@ describe('back-pressure answers and /healthz show no other account', () => {
     const bystander = await deploy(b, 'b-after-sleepers');
     await eventually(async () => (await health()).body.ingest.invocations_pending === 0, { what: 'an empty backlog', timeoutMs: 60_000 });
     expect((await api.post(`/sources/${fanOut.id}/run`, {})).status).toBe(202);
-    // 10 invocations of one account wait: more than the service's bound (5), which counts 4 of them (the account's bound).
-    await eventually(async () => (await health()).body.ingest.invocations_pending >= 10, { what: "the sleeper's backlog read", timeoutMs: 30_000 });
+    await eventually(async () => system.logs('delivery').includes("events not given to an account's listeners"), { what: 'the router to stop at the bound', timeoutMs: 30_000 });
+    await eventually(async () => (await health()).body.ingest.invocations_pending === 4, { what: "the sleeper's backlog read", timeoutMs: 30_000 });
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect((await health()).body.ingest.invocations_pending).toBe(4);
     const refused = await post(fanOut.configured_props.http.endpoint_url, 0);
     expect([refused.status, refused.body.code, refused.body.details?.scope, refused.body.details?.limit]).toEqual([429, 'backlog_full', 'account', 4]);
     expect(refused.text).toMatch(/this account's sources have \d+ invocations waiting to run \(limit 4\)/);
