@@ -50,6 +50,14 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect(await ids(src)).toEqual(['1700000000005-0', '1700000000004-0', '1700000000001-0']);
   });
 
+  it('names where a missing required field was looked for: the query of a request without a body, else the body', async () => {
+    const webhook = (await api.post('/webhooks', { url: 'https://example.com/h' })).body.data.id as string;
+    const inQuery = await api.post(`/subscriptions?listener_id=${webhook}`);
+    expect([inQuery.status, inQuery.body]).toEqual([400, { error: 'emitter_id is required', code: 'invalid_request', details: { in: 'query', fields: ['emitter_id'] } }]);
+    const inBody = await api.post('/subscriptions', { listener_id: webhook });
+    expect([inBody.status, inBody.body]).toEqual([400, { error: 'emitter_id is required', code: 'invalid_request', details: { in: 'body', fields: ['emitter_id'] } }]);
+  });
+
   it('refuses a body field a DELETE route does not take, or of the wrong type, before acting', async () => {
     const src = await sourceWithEvents();
     const del = (path: string, body: string) =>

@@ -44,7 +44,8 @@ export class RouteValidator {
     } else check(this.body, body, 'body');
     const b = (body ?? {}) as Record<string, unknown>;
     const missing = this.requiredBodyFields.filter((f) => b[f] === undefined && q[f] === undefined);
-    if (missing.length) throw new BadRequestError(`${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} required`, { in: 'body', fields: missing });
+    // Such fields may come in the body or in the query: a request without a body was missing them in its query.
+    if (missing.length) throw new BadRequestError(`${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} required`, { in: body === undefined ? 'query' : 'body', fields: missing });
   }
 }
 
