@@ -42,15 +42,18 @@ export class ListenerBacklog {
     this.timer = undefined;
   }
 
-  /** Whether a run of `listenerId` (owned by `owner`) may be started now; counts it when it may. */
+  /**
+   * Whether a run of `listenerId` (owned by `owner`) may be started now; counts it at once when it may (the runs of a
+   * batch of events are decided before any of them is stored).
+   */
   admit(listenerId: string, owner: string): boolean {
     if (this.maxPerAccount <= 0) return true;
+    const started = this.startedSinceRead.get(owner) ?? 0;
+    if ((this.waiting.get(owner) ?? 0) + started >= this.maxPerAccount) return false;
     if (!this.owners.has(listenerId)) {
       if (this.owners.size >= OWNERS_MAX) this.owners.clear();
       this.owners.set(listenerId, owner);
     }
-    const started = this.startedSinceRead.get(owner) ?? 0;
-    if ((this.waiting.get(owner) ?? 0) + started >= this.maxPerAccount) return false;
     this.startedSinceRead.set(owner, started + 1);
     return true;
   }

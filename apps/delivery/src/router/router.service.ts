@@ -6,12 +6,11 @@ import { ensureDurable, NatsService } from '@app/nats';
 import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
-import { SubscriptionCache } from './subscription-cache';
+import { RouteTarget, SubscriptionCache } from './subscription-cache';
 import { WebhookSenderService } from '../webhooks-out/webhook-sender.service';
 import { IndexerService } from '../indexer/indexer.service';
 import { ChainBudget } from './chain-budget';
 import { ListenerBacklog } from './listener-backlog';
-import type { RouteTarget } from './subscription-cache';
 
 /** How often, at most, the router logs that it did not start runs of one account's listeners (the count is a metric). */
 const DROPPED_LOG_EVERY_MS = 60_000;
