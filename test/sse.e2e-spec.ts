@@ -55,6 +55,23 @@ describe('SSE streams of a source', () => {
     }
   });
 
+  it('gives a stream that is read a burst of 1,000 events as it comes (once: 100 every 5 s), each once, and a resumed stream too', async () => {
+    const src = await insertSource(system, user.id);
+    const stream = await openStream(system, `/sse/dc/${src}/emits`, user.apiKey);
+    await eventually(async () => stream.frames[0]?.comment === 'sse-handshake', { what: 'handshake' });
+    const sent = await Promise.all(Array.from({ length: 1000 }, (_, i) => emitter.emit(src, user.id, { i })));
+    // Event ids in their order: `<ms>-<seq>`, compared as numbers.
+    const byId = (a: string, b: string) => Number(a.split('-')[0]) - Number(b.split('-')[0]) || Number(a.split('-')[1]) - Number(b.split('-')[1]);
+    const ids = sent.map((e) => e.id).sort(byId);
+    await eventually(async () => events(stream.frames).length === 1000, { what: 'the 1,000 events on the live stream', timeoutMs: 20_000 });
+    expect(events(stream.frames).map((e) => e.id).sort(byId)).toEqual(ids);
+    stream.close();
+    const resumed = await openStream(system, `/sse/dc/${src}/emits`, user.apiKey, ids[99]);
+    await eventually(async () => events(resumed.frames).length === 900, { what: 'the 900 events after the 100th, resumed', timeoutMs: 20_000 });
+    expect(events(resumed.frames).map((e) => e.id).sort(byId)).toEqual(ids.slice(100));
+    resumed.close();
+  });
+
   it('resumes after Last-Event-ID, replaying what was missed, then continues live', async () => {
     const src = await insertSource(system, user.id);
     const sent: EmittedEvent[] = [];

@@ -14,11 +14,13 @@ export type StreamKind = 'emits' | 'observations';
 /** Replay starts this much before the resume id's time, so clock skew between emitters cannot skip events. */
 const REPLAY_SLACK_MS = 5_000;
 /**
- * What one stream takes from JetStream at a time: events of at most this many bytes (2 MiB holds the largest
- * event NATS carries, 1 MiB by default), each written as it arrives, the next batch only once the client has
- * read this one. A reader that does not read so holds at most one batch of the api's memory, and never makes
- * the api's NATS connection fall behind (the server cuts a connection whose unread messages pass 64 MiB, and
- * every stream and request on it with it). `consume()` pulls on whatever the reader does.
+ * What one stream takes from JetStream at a time: as many messages as 2 MiB holds at the largest a message can be
+ * (NATS's max_payload: 1 MiB by default, so 2), each written as it arrives, the next batch only once the client has
+ * read this one. A reader that does not read so holds at most one batch of the api's memory, and never makes the
+ * api's NATS connection fall behind (the server cuts a connection whose unread messages pass 64 MiB, and every
+ * stream and request on it with it). `consume()` pulls on whatever the reader does. Counted in messages, not bytes:
+ * a fetch bounded by bytes (which the client library also caps at 100 messages) waited out its expiry whenever its
+ * messages held less than its bytes, so a burst reached a stream 100 events every 5 s.
  */
 const BATCH_BYTES = 2 * 1024 * 1024;
 /** How long one fetch waits for events before the next is asked for. */
@@ -166,8 +168,9 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     // After a reconnection the stream ends: the consumer may be gone with a restarted server (fetches would wait on
     // it for ever), and the client resumes with Last-Event-ID on a new one.
     const reconnects = this.nats.reconnects;
+    const batchMessages = Math.max(1, Math.floor(BATCH_BYTES / this.nats.maxPayload));
     const batches = async (): Promise<ConsumerMessages | undefined> => {
-      batch = closed || this.nats.reconnects !== reconnects ? undefined : await consumer.fetch({ max_bytes: BATCH_BYTES, expires: BATCH_WAIT_MS });
+      batch = closed || this.nats.reconnects !== reconnects ? undefined : await consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS });
       return batch;
     };
     void this.pump(batches, res, sourceId, kind, after, expandSummary, () => closed, () => gate).finally(close);
