@@ -188,7 +188,7 @@ describe('API error bodies from every layer', () => {
   let user: TestUser;
 
   beforeAll(async () => {
-    system = await startSystem({}, { apps: ['api'] });
+    system = await startSystem({ HTTP_REQUEST_TIMEOUT_MS: '2000' }, { apps: ['api'] });
     user = createUser(system);
   });
   afterAll(async () => {
@@ -201,6 +201,12 @@ describe('API error bodies from every layer', () => {
     const res = await fetch(`${system.baseUrl}/sources`, { method: 'POST', headers: { ...auth(), 'content-type': 'application/json' }, body: '{"component_id":' });
     expect(res.status).toBe(400);
     expectErrorBody(await res.json(), 'invalid_request');
+  });
+
+  it('a request not sent whole within HTTP_REQUEST_TIMEOUT_MS → 408 and the connection closed (before, never: connections held every file descriptor)', async () => {
+    const res = await rawRequest(system.origin, `POST /v1/sources HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nConnection: keep-alive\r\n\r\n{"component_code":"`);
+    expect(res.status).toBe(408);
+    expectErrorBody(JSON.parse(res.body), 'request_timeout');
   });
 
   it('unsupported media type → 415', async () => {

@@ -24,6 +24,9 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   const adapter = new FastifyAdapter({
     bodyLimit: config.componentMaxBytes * 2 + 1024 * 1024,
     trustProxy: true,
+    // A request not received whole within this closes its connection (Node's requestTimeout; Fastify's default is none):
+    // 21,000 connections that each sent a header and part of a body once held every file descriptor of the api.
+    requestTimeout: config.httpRequestTimeoutMs,
     // The spec writes some paths with a trailing slash (`POST /sources/`, `GET /users/me/sources/`): both forms route.
     // (Not ignoreDuplicateSlashes: it also collapses `//` inside the query string, e.g. `?url=https://…`.)
     routerOptions: { maxParamLength: 500, ignoreTrailingSlash: true },
@@ -31,7 +34,11 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
     clientErrorHandler,
     frameworkErrors,
     // Node answers an HTTP/1.1 request without Host itself, with an empty body: registerRequestHygiene refuses it in the error shape.
-    http: { requireHostHeader: false },
+    http: {
+      requireHostHeader: false,
+      // How often Node looks for requests past their timeout: within half of it, at most every 30 s (Node's default).
+      connectionsCheckingInterval: config.httpRequestTimeoutMs ? Math.max(500, Math.min(30_000, Math.floor(config.httpRequestTimeoutMs / 2))) : 30_000,
+    },
     // `<endpoint_key>.<ENDPOINT_DOMAIN>/<path>` is the HTTP interface of that source, like `/e/<endpoint_key>/<path>`.
     ...(config.endpointDomain ? { rewriteUrl: hostEndpointRewrite(config.endpointDomain) } : {}),
   });
