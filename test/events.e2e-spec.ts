@@ -69,6 +69,27 @@ describe('event summaries', () => {
     expect(rest.body.data.map((d: { event: { n: number } }) => d.event.n)).toEqual([4]);
   });
 
+  it('ends a page of full events (expand=event) where they reach 8 MiB together; the cursor gives the rest', async () => {
+    const src = await insertSource(system, user.id);
+    // Five summaries of 3 MiB each as the index records their size (the data itself kept small here).
+    for (let i = 1; i <= 5; i++) {
+      await sql(system, `insert into event_summaries (emitter_id, id, id_ms, id_seq, name, channel_class, owner_id, emit_id, summary, event, meta, size_bytes, indexed_at_ms)
+        values ($1, $2, $3, 0, '', 'emits', $4, $5, '', $6, '{}', $7, $3)`, [src, `${1_700_000_000_000 + i}-0`, 1_700_000_000_000 + i, user.id, `emit-${i}`, JSON.stringify({ n: i }), 3 * 1024 * 1024]);
+    }
+    const ns = (res: { body: { data: { event: { n: number } }[] } }) => res.body.data.map((d) => d.event.n);
+    const first = await summaries(src, '?limit=5&expand=event');
+    expect([ns(first), first.body.page_info.total_count, first.body.page_info.count]).toEqual([[5, 4], 5, 2]);
+    const second = await summaries(src, `?limit=5&expand=event&after=${first.body.page_info.end_cursor}`);
+    expect(ns(second)).toEqual([3, 2]);
+    const third = await summaries(src, `?limit=5&expand=event&after=${second.body.page_info.end_cursor}`);
+    expect(ns(third)).toEqual([1]);
+    // Newer pages (before) count from their cursor.
+    const newer = await summaries(src, `?limit=5&expand=event&before=${third.body.page_info.start_cursor}`);
+    expect(ns(newer)).toEqual([3, 2]);
+    // Truncated to their markers, all five fit one page.
+    expect((await summaries(src, '?limit=5')).body.data).toHaveLength(5);
+  });
+
   it('trims the stored summaries of each class to EVENT_RETENTION, keeping the newest', async () => {
     const src = await insertSource(system, user.id);
     const stored = async (cls: string): Promise<number> => (await sql<{ n: number }>(system, `select count(*)::int as n from event_summaries where emitter_id = $1 and channel_class = $2`, [src, cls]))[0].n;
