@@ -10,6 +10,23 @@ import { scrapeMetrics } from './support/metrics';
 const SLEEPER = 'module.exports = { name: "Sleeper", version: "0.0.1", props: { http: "$.interface.http" }, async run() { await new Promise((r) => setTimeout(r, 600000)); } };';
 const COUNTER = 'module.exports = { name: "Counter", version: "0.0.1", props: { http: "$.interface.http" }, async run(event) { this.$emit({ n: event.body.n }); } };';
 
+/** Deploys an HTTP source of a user's, and reads the `n` of its events, oldest first. */
+function sourcesOf(system: () => System) {
+  return {
+    deploy: async (u: TestUser, code: string, name: string): Promise<{ id: string; url: string }> => {
+      const res = await client(system(), u.apiKey).post('/sources', { component_code: code, name });
+      expect(res.status).toBe(200);
+      return { id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url };
+    },
+    emitted: async (u: TestUser, id: string): Promise<number[]> => {
+      const res = await client(system(), u.apiKey).get(`/sources/${id}/event_summaries?limit=100&expand=event`);
+      // Newest first.
+      return ((res.body?.data ?? []) as { event: { n: number } }[]).map((e) => e.event.n).reverse();
+    },
+  };
+}
+const post = async (url: string, body: unknown): Promise<number> => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).status;
+
 describe("fairness between the sources of a partition (an account's slow runs and backlog)", () => {
   let system: System;
   let a: TestUser;
@@ -31,17 +48,7 @@ describe("fairness between the sources of a partition (an account's slow runs an
     await system?.stop();
   });
 
-  const deploy = async (u: TestUser, code: string, name: string): Promise<{ id: string; url: string }> => {
-    const res = await client(system, u.apiKey).post('/sources', { component_code: code, name });
-    expect(res.status).toBe(200);
-    return { id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url };
-  };
-  const post = async (url: string, body: unknown): Promise<number> => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).status;
-  const emitted = async (u: TestUser, id: string): Promise<number[]> => {
-    const res = await client(system, u.apiKey).get(`/sources/${id}/event_summaries?limit=100&expand=event`);
-    // Newest first.
-    return ((res.body?.data ?? []) as { event: { n: number } }[]).map((e) => e.event.n).reverse();
-  };
+  const { deploy, emitted } = sourcesOf(() => system);
 
   it("runs B's invocations, in order, while A's slow runs and their backlog hold the partition", async () => {
     const slowA = await deploy(a, SLEEPER, 'a-sleeper');
@@ -93,16 +100,7 @@ describe('fairness between the sources of a partition (an account fanning its ev
     await system?.stop();
   });
 
-  const deploy = async (u: TestUser, code: string, name: string): Promise<{ id: string; url: string }> => {
-    const res = await client(system, u.apiKey).post('/sources', { component_code: code, name });
-    expect(res.status).toBe(200);
-    return { id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url };
-  };
-  const post = async (url: string, body: unknown): Promise<number> => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).status;
-  const emitted = async (u: TestUser, id: string): Promise<number[]> => {
-    const res = await client(system, u.apiKey).get(`/sources/${id}/event_summaries?limit=100&expand=event`);
-    return ((res.body?.data ?? []) as { event: { n: number } }[]).map((e) => e.event.n).reverse();
-  };
+  const { deploy, emitted } = sourcesOf(() => system);
   const notStarted = async (): Promise<number> =>
     (await scrapeMetrics(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/metrics`))['delivery_chain_stopped_total{reason="backlog"}'] ?? 0;
 
