@@ -69,13 +69,18 @@ export class EventsService {
       pageParams.push(c.k, Number(c.id));
       order = q.after ? 'desc' : 'asc';
     }
-    // With full events, a page ends where they reach EXPANDED_PAGE_MAX_BYTES together (at least one): read their sizes first.
-    const limit = q.expand.event ? await this.expandedPageRows(conn, pageWhere, pageParams, order, q.limit) : q.limit;
+    // With full events, a page ends where they reach EXPANDED_PAGE_MAX_BYTES together (at least one): a page of 100
+    // events of 500 KB was 50 MB in the api's memory, and a few such requests at once stalled it for everyone.
+    const budget = q.expand.event ? EXPANDED_PAGE_MAX_BYTES : Number.MAX_SAFE_INTEGER;
     const rows = (await conn.execute(
-      `select emitter_id, id, id_ms, id_seq, name, emit_id, summary, indexed_at_ms, size_bytes, event
-         from event_summaries where ${pageWhere.join(' and ')}
-        order by id_ms ${order}, id_seq ${order} limit ${limit}`,
-      pageParams,
+      `select * from (
+         select emitter_id, id, id_ms, id_seq, name, emit_id, summary, indexed_at_ms, size_bytes, event,
+                sum(size_bytes) over (order by id_ms ${order}, id_seq ${order}) as upto
+           from event_summaries where ${pageWhere.join(' and ')}
+          order by id_ms ${order}, id_seq ${order} limit ${q.limit}) page
+        where upto - size_bytes = 0 or upto <= ?
+        order by id_ms ${order}, id_seq ${order}`,
+      [...pageParams, budget],
     )) as EventSummaryRow[];
     return finishPage(
       rows,
@@ -86,27 +91,6 @@ export class EventsService {
       (r) => toEventSummary(r, q.expand.event ? undefined : this.config.summaryTruncateBytes, q.expand.summary),
       (c) => `${c.k}-${c.id}`,
     );
-  }
-
-  /**
-   * How many of a page's rows (in its order) fit EXPANDED_PAGE_MAX_BYTES of events together, at least one: a page of
-   * 100 events of 500 KB was 50 MB in the api's memory, and a few such requests at once stalled it for everyone.
-   * An event stored between this read and the page's own can take the place of the last one counted on a first page
-   * (newest first): the page then passes the bound by that one event at most.
-   */
-  private async expandedPageRows(conn: ReturnType<EntityManager['getConnection']>, where: string[], params: unknown[], order: 'asc' | 'desc', limit: number): Promise<number> {
-    const sizes = (await conn.execute(
-      `select size_bytes from event_summaries where ${where.join(' and ')} order by id_ms ${order}, id_seq ${order} limit ${limit}`,
-      params,
-    )) as { size_bytes: number }[];
-    let bytes = 0;
-    let n = 0;
-    for (const { size_bytes } of sizes) {
-      bytes += size_bytes;
-      if (n > 0 && bytes > EXPANDED_PAGE_MAX_BYTES) break;
-      n++;
-    }
-    return Math.max(1, n);
   }
 
   /**

@@ -6,8 +6,9 @@ import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ComponentMeta, ConfigurableProp, INTERFACE_HTTP, validateConfiguredProps } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, newEndpointKey, newId, NotFoundError } from '@app/contracts';
-import { AutoSubscription, Component, Source, Subscription } from '@app/db';
+import { Component, Source } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
+import { autoSubscribe } from '../subscriptions/auto-subscribe';
 import { AuthContext } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
@@ -217,22 +218,12 @@ export class SourcesService {
     });
     await this.insertWithSlug(source, slugify(sourceName));
     this.logger.log(`source created source_id=${source.id} owner_id=${ownerId} component_id=${component.id} type=${meta.type}`);
-    await this.autoSubscribe(source);
+    await autoSubscribe(this.em, this.nats, source);
     await this.publisher.publishSoon(source.id);
     return { source, component };
   }
 
-  /** Subscribes the owner's auto-subscription listeners to a new source, as made by the auto-subscription's maker. */
-  private async autoSubscribe(source: Source): Promise<void> {
-    const em = this.em.fork();
-    const autos = await em.find(AutoSubscription, { ownerId: source.ownerId });
-    if (!autos.length) return;
-    for (const a of autos) {
-      em.persist(Object.assign(new Subscription(), { id: newId('subscription'), ownerId: source.ownerId, emitterId: source.id, listenerId: a.listenerId, eventName: a.eventName, createdBy: a.createdBy }));
-    }
-    await em.flush();
-    announceRoutes(this.nats, 'subscriptions', { emitters: [{ emitter_id: source.id, owner_id: source.ownerId }] });
-  }
+
 
   async get(auth: AuthContext, id: string): Promise<{ source: Source; component: Component | undefined }> {
     const em = this.em.fork();

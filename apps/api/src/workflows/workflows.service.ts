@@ -5,8 +5,9 @@ import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ConfigurableProp, readWorkflowDefinition, SECRET_NAME, secretNamesOf, WorkflowDefinition, WorkflowDefinitionError } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, ConflictError, encryptValue, newEndpointKey, newId, NotFoundError } from '@app/contracts';
-import { AutoSubscription, Component, Subscription, Workflow } from '@app/db';
+import { Component, Subscription, Workflow } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
+import { autoSubscribe } from '../subscriptions/auto-subscribe';
 import { AuthContext } from '../auth/auth.context';
 import { ComponentsService } from '../components/components.service';
 import { propsView } from '../sources/source-props';
@@ -196,7 +197,7 @@ export class WorkflowsService {
       throw e;
     }
     await this.linkTrigger(auth, w);
-    await this.autoSubscribe(w);
+    await autoSubscribe(this.em, this.nats, w);
     this.logger.log(`workflow created workflow_id=${w.id} owner_id=${ownerId} deployment_id=${w.deploymentId}`);
     await this.publisher.publishSoon(w.id);
     const current = await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null });
@@ -283,18 +284,7 @@ export class WorkflowsService {
     }
   }
 
-  /** Subscribes the owner's auto-subscription listeners to a new workflow, as made by the auto-subscription's maker. */
-  private async autoSubscribe(w: Workflow): Promise<void> {
-    const em = this.em.fork();
-    const autos = await em.find(AutoSubscription, { ownerId: w.ownerId });
-    if (!autos.length) return;
-    for (const a of autos) {
-      if (a.listenerId === w.id) continue;
-      em.persist(Object.assign(new Subscription(), { id: newId('subscription'), ownerId: w.ownerId, emitterId: w.id, listenerId: a.listenerId, eventName: a.eventName, createdBy: a.createdBy }));
-    }
-    await em.flush();
-    announceRoutes(this.nats, 'subscriptions', { emitters: [{ emitter_id: w.id, owner_id: w.ownerId }] });
-  }
+
 
   async remove(auth: AuthContext, id: string): Promise<void> {
     const w = await this.get(auth, id);

@@ -60,7 +60,8 @@ export class ListenerBacklog {
 
   /** Reads the stream's counts again (exposed for tests). */
   async read(): Promise<void> {
-    if (this.reading) return;
+    // No run of a listener started yet: nothing to count (the stream's subjects are not read for nothing).
+    if (this.reading || !this.owners.size) return;
     this.reading = true;
     try {
       const names = this.nats.names;
