@@ -1,4 +1,5 @@
-import { EgressJudge, parseRule } from './egress-rules';
+import { parseAddressRule as parseRule } from '@app/config';
+import { EgressJudge } from './egress-rules';
 import { interfaceAddress } from '../../../net/src/test-support/interface-address';
 
 describe('egress rules', () => {

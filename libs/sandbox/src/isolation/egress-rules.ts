@@ -13,8 +13,6 @@ export interface EgressRules {
   deny: string[];
 }
 
-/** One `ip`, `cidr`, `ip:port` or `cidr:port` entry (IPv6 in brackets when a port follows: `[::1]:5432`). */
-export const parseRule = parseAddressRule;
 
 const matches = (rule: Rule, ip: string, port: number): boolean =>
   (rule.port === undefined || rule.port === port) && rule.list.check(ip, isIP(ip) === 4 ? 'ipv4' : 'ipv6');
@@ -28,7 +26,7 @@ export function localAddresses(): string[] {
 
 /** Whether an address is this machine's own (loopback, unspecified, an interface's): a service listening on it may answer on all of them. */
 export function isLocalAddress(ip: string): boolean {
-  return localAddresses().some((a) => matches(parseRule(a), ip, 0));
+  return localAddresses().some((a) => matches(parseAddressRule(a), ip, 0));
 }
 
 /** Compiled rules: `refuse(ip, port)` says why a connection is refused, or undefined. */
@@ -37,8 +35,8 @@ export class EgressJudge {
   private readonly deny: Rule[];
 
   constructor(private readonly rules: EgressRules) {
-    this.allow = rules.allow.map(parseRule);
-    this.deny = rules.deny.map(parseRule);
+    this.allow = rules.allow.map(parseAddressRule);
+    this.deny = rules.deny.map(parseAddressRule);
   }
 
   refuse(ip: string, port: number): string | undefined {

@@ -2,7 +2,8 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { type PlatformSettings, STANDARD_PLATFORM_PORTS } from '@app/net';
 import type { EgressRules } from './egress-rules';
-import { isLocalAddress, localAddresses, parseRule } from './egress-rules';
+import { parseAddressRule } from '@app/config';
+import { isLocalAddress, localAddresses } from './egress-rules';
 import type { SandboxIsolationOptions } from './isolated-runner';
 import { findBwrap, probeSandbox } from './sandbox-command';
 
@@ -37,18 +38,6 @@ const list = (text: string): string[] =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-
-function checked(env: string, entries: string[]): string[] {
-  for (const e of entries) {
-    try {
-      parseRule(e);
-    } catch (err) {
-      throw new IsolationUnavailableError(`${env}: ${(err as Error).message}`);
-    }
-  }
-  return entries;
-}
-
 
 const rule = (ip: string, port: number): string => (isIP(ip.split('/')[0]) === 6 ? `[${ip}]:${port}` : `${ip}:${port}`);
 
@@ -91,7 +80,7 @@ async function platformServices(s: IsolationSettings): Promise<string[]> {
   for (const addr of local) for (const p of localPorts) out.push(rule(addr, p));
   return out.filter((r) => {
     try {
-      parseRule(r);
+      parseAddressRule(r);
       return true;
     } catch {
       return false;
@@ -124,8 +113,9 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
   }
   const egress: EgressRules = {
     policy: { allowLoopback: s.allowLoopback, allowPrivate: s.allowPrivateAddresses },
-    allow: checked('SANDBOX_EGRESS_ALLOW', list(s.sandboxEgressAllow)),
-    deny: [...checked('SANDBOX_EGRESS_DENY', list(s.sandboxEgressDeny)), ...(await platformServices(s))],
+    // Their entries were checked when the configuration was loaded (libs/config address-rule.ts).
+    allow: list(s.sandboxEgressAllow),
+    deny: [...list(s.sandboxEgressDeny), ...(await platformServices(s))],
   };
   const options: SandboxIsolationOptions = {
     bwrap,
