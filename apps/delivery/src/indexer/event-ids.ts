@@ -5,7 +5,8 @@ export function parseEventId(id: string): { ms: number; seq: number } | undefine
   return { ms: Number(m[1]), seq: Number(m[2]) };
 }
 
-export type ChannelClass = 'emits' | '$errors' | '$logs';
+export const CHANNEL_CLASSES = ['emits', '$errors', '$logs'] as const;
+export type ChannelClass = (typeof CHANNEL_CLASSES)[number];
 
 /** Retention is counted per emitter and class: default and custom channels share `emits`. */
 export function channelClassOf(name: string): ChannelClass {

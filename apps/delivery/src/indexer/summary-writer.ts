@@ -1,6 +1,6 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { CHANNEL_NAME_MAX_CHARS, EmittedEvent } from '@app/contracts';
-import { channelClassOf, parseEventId } from './event-ids';
+import { CHANNEL_CLASSES, channelClassOf, parseEventId } from './event-ids';
 import { pgJson, pgText } from '../common/pg-text';
 import { insertRows, RowColumn } from '../common/pg-rows';
 
@@ -90,7 +90,11 @@ export class SummaryWriter {
     }
   }
 
-  /** Deletes a source's events, all of them or an inclusive id range (either end optional). */
+  /**
+   * Deletes a source's events, all of them or an inclusive id range (either end optional). Its classes are trimmed
+   * first: summaries past the retention count that no trim removed yet would otherwise move up into the newest
+   * `retention` of their class (which lists show and trims keep) once newer ones are deleted.
+   */
   async deleteRange(emitterId: string, startId?: string, endId?: string): Promise<number> {
     const where = ['emitter_id = ?'];
     const params: unknown[] = [emitterId];
@@ -106,6 +110,7 @@ export class SummaryWriter {
       where.push('(id_ms, id_seq) <= (?, ?)');
       params.push(end.ms, end.seq);
     }
+    await this.trim(CHANNEL_CLASSES.map((c) => ({ e: emitterId, c })));
     const res = (await this.em.getConnection().execute(`delete from event_summaries where ${where.join(' and ')}`, params, 'run')) as { affectedRows?: number };
     return res.affectedRows ?? 0;
   }
