@@ -113,7 +113,7 @@ describe('API input hardening: client-chosen input is a 4xx, never a 500', () =>
       const cursor = Buffer.from(JSON.stringify(value)).toString('base64url');
       const res = await api.get(`/sources/${sourceId}/event_summaries?after=${cursor}`);
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: 'after is not a valid cursor', code: 'invalid_request', details: { param: 'after' } });
+      expect(res.body).toEqual({ error: 'after is not a valid cursor', code: 'invalid_request', details: { in: 'query', field: 'after' } });
     }
     const sources = await api.get(`/users/me/sources?before=${Buffer.from(JSON.stringify([1.5, 'dc_x'])).toString('base64url')}`);
     expect(sources.status).toBe(400);

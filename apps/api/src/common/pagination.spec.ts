@@ -16,6 +16,9 @@ describe('pagination parameters', () => {
     const c = encodeCursor({ k: 1, id: 'dc_a' });
     expect(() => parsePageQuery({ after: c, before: c })).toThrow(/either after or before/);
     expect(() => keysetClause({ limit: 10, after: 'garbage' }, 'k', 'id')).toThrow(/after is not a valid cursor/);
+    // A cursor of another list (a webhook's, on the list of sources) is no cursor of this one.
+    expect(() => keysetClause({ limit: 10, before: encodeCursor({ k: 1, id: 'wh_a' }) }, 'k', 'id', 'dc_')).toThrow(/before is not a valid cursor/);
+    expect(keysetClause({ limit: 10, before: c }, 'k', 'id', 'dc_').params).toEqual([1, 'dc_a']);
   });
 
   it('round-trips cursors and pages newest first in both directions', () => {

@@ -26,18 +26,18 @@ export function parsePageQuery(input: Record<string, unknown> | undefined, defau
   if (q.limit !== undefined && q.limit !== '') {
     const n = typeof q.limit === 'number' ? q.limit : /^\d+$/.test(String(q.limit)) ? Number(q.limit) : NaN;
     if (!Number.isInteger(n) || n < 1 || n > maxLimit) {
-      throw new BadRequestError(`limit must be an integer from 1 to ${maxLimit}`, { param: 'limit', value: q.limit });
+      throw new BadRequestError(`limit must be an integer from 1 to ${maxLimit}`, { in: 'query', field: 'limit', value: q.limit });
     }
     limit = n;
   }
   const cursor = (name: 'after' | 'before'): string | undefined => {
     const v = q[name];
     if (v === undefined || v === '') return undefined;
-    if (typeof v !== 'string') throw new BadRequestError(`${name} must be a cursor string`, { param: name });
+    if (typeof v !== 'string') throw new BadRequestError(`${name} must be a cursor string`, { in: 'query', field: name });
     return v;
   };
   const page: PageQuery = { limit, after: cursor('after'), before: cursor('before') };
-  if (page.after && page.before) throw new BadRequestError('pass either after or before, not both');
+  if (page.after && page.before) throw new BadRequestError('pass either after or before, not both', { in: 'query', fields: ['after', 'before'] });
   return page;
 }
 
@@ -66,24 +66,31 @@ export function decodeCursor(cursor: string, param = 'cursor', idPattern = /^[^\
   } catch {
     /* fall through */
   }
-  throw new BadRequestError(`${param} is not a valid cursor`, { param });
+  throw new BadRequestError(`${param} is not a valid cursor`, { in: 'query', field: param });
 }
 
 /**
  * SQL for a newest-first keyset page over `(keyColumn, idColumn)`: `after` moves to
  * older items, `before` to newer ones. Returns the extra where-clause, its params,
  * and the order to query in (reverse for `before`, flipped back by `finishPage`).
+ * `idPrefix` (`dc_`, `wh_`…) is the prefix of the list's ids: a cursor of another list is refused.
  */
-export function keysetClause(page: PageQuery, keyColumn: string, idColumn: string): { where: string; params: unknown[]; order: 'asc' | 'desc' } {
+export function keysetClause(page: PageQuery, keyColumn: string, idColumn: string, idPrefix = ''): { where: string; params: unknown[]; order: 'asc' | 'desc' } {
   if (page.after) {
-    const c = decodeCursor(page.after, 'after');
+    const c = listCursor(page.after, 'after', idPrefix);
     return { where: `(${keyColumn}, ${idColumn}) < (?, ?)`, params: [c.k, c.id], order: 'desc' };
   }
   if (page.before) {
-    const c = decodeCursor(page.before, 'before');
+    const c = listCursor(page.before, 'before', idPrefix);
     return { where: `(${keyColumn}, ${idColumn}) > (?, ?)`, params: [c.k, c.id], order: 'asc' };
   }
   return { where: 'true', params: [], order: 'desc' };
+}
+
+function listCursor(cursor: string, param: 'after' | 'before', idPrefix: string): CursorKey {
+  const c = decodeCursor(cursor, param);
+  if (!c.id.startsWith(idPrefix)) throw new BadRequestError(`${param} is not a valid cursor`, { in: 'query', field: param });
+  return c;
 }
 
 /** Builds the paginated envelope from rows fetched in `order`, newest first in the output. */

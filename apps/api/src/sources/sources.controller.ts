@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { NotFoundError } from '@app/contracts';
+import { ID_PREFIX, NotFoundError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { Input, mergeInput, objectParam, optionalBoolean, optionalString } from '../common/input';
@@ -77,7 +77,7 @@ export class SourcesController {
   private async list(ownerId: string, query: Record<string, unknown>): Promise<Page<SourceDto>> {
     const page = parsePageQuery(query);
     const em = this.em.fork();
-    const { where, params, order } = keysetClause(page, 'created_at_ms', 'id');
+    const { where, params, order } = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.source);
     const conn = em.getConnection();
     const ids: { id: string }[] = await conn.execute(
       `select id from sources where owner_id = ? and deleted_at is null and ${where} order by created_at_ms ${order}, id ${order} limit ?`,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager, LockMode } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { encryptValue, newId, NotFoundError } from '@app/contracts';
+import { encryptValue, ID_PREFIX, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, Subscription, Webhook, WebhookDelivery } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
 import { assertAccess, AuthContext } from '../auth/auth.context';
@@ -48,7 +48,7 @@ export class WebhooksService {
 
   async list(ownerId: string, page: PageQuery): Promise<Page<WebhookDto>> {
     const em = this.em.fork();
-    const k = keysetClause(page, 'created_at_ms', 'id');
+    const k = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.webhook);
     const rows = await em.getConnection().execute<{ id: string }[]>(
       `select id from webhooks where owner_id = ? and ${k.where} order by created_at_ms ${k.order}, id ${k.order} limit ${page.limit}`,
       [ownerId, ...k.params],
@@ -97,7 +97,7 @@ export class WebhooksService {
   async deliveries(auth: AuthContext, id: string, page: PageQuery): Promise<Page<WebhookDeliveryDto>> {
     const em = this.em.fork();
     await this.get(auth, id, em);
-    const k = keysetClause(page, 'created_at_ms', 'id');
+    const k = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.delivery);
     const rows = await em.getConnection().execute<{ id: string }[]>(
       `select id from webhook_deliveries where webhook_id = ? and ${k.where} order by created_at_ms ${k.order}, id ${k.order} limit ${page.limit}`,
       [id, ...k.params],

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Query } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ConflictError, InvocationMessage, newId, NotFoundError, PayloadTooLargeError } from '@app/contracts';
+import { ConflictError, ID_PREFIX, InvocationMessage, newId, NotFoundError, PayloadTooLargeError } from '@app/contracts';
 import { Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
@@ -103,7 +103,7 @@ export class WorkflowsController {
   private async list(ownerId: string, query: Record<string, unknown>): Promise<Page<WorkflowDto>> {
     const page = parsePageQuery(query);
     const em = this.em.fork();
-    const { where, params, order } = keysetClause(page, 'created_at_ms', 'id');
+    const { where, params, order } = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.workflow);
     const conn = em.getConnection();
     const ids: { id: string }[] = await conn.execute(`select id from workflows where owner_id = ? and deleted_at is null and ${where} order by created_at_ms ${order}, id ${order} limit ?`, [ownerId, ...params, page.limit]);
     const [{ count }] = (await conn.execute(`select count(*)::int as count from workflows where owner_id = ? and deleted_at is null`, [ownerId])) as { count: number }[];

@@ -1,0 +1,45 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { HTTP_SOURCE } from './support/components';
+import { startSystem, System } from './support/system';
+
+/** What an acceptance pass of the REST API against docs/api.md and docs/events.md found answered otherwise. */
+describe('API to the letter of its docs: cursors, required parameters, content codings', () => {
+  let system: System;
+  let user: TestUser;
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: ['api'] });
+    user = createUser(system);
+    api = client(system, user.apiKey);
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  it("refuses another list's cursor, naming the parameter in details.field as every bad value is named", async () => {
+    const component = (await api.post('/components', { component_code: HTTP_SOURCE })).body.data.id as string;
+    expect((await api.post('/sources', { component_id: component })).status).toBe(200);
+    expect((await api.post('/webhooks', { url: 'https://example.com/hook' })).status).toBe(200);
+    const sourceCursor = (await api.get('/users/me/sources')).body.page_info.end_cursor as string;
+    const webhookCursor = (await api.get('/users/me/webhooks')).body.page_info.end_cursor as string;
+
+    // Each list takes its own cursors.
+    expect((await api.get(`/users/me/sources?after=${sourceCursor}`)).body).toMatchObject({ page_info: { count: 0 }, data: [] });
+    expect((await api.get(`/users/me/webhooks?before=${webhookCursor}`)).status).toBe(200);
+
+    for (const [path, param, cursor] of [
+      ['/users/me/sources', 'after', webhookCursor],
+      ['/users/me/sources', 'before', webhookCursor],
+      ['/users/me/webhooks', 'after', sourceCursor],
+      ['/users/me/workflows', 'after', sourceCursor],
+    ]) {
+      const res = await api.get(`${path}?${param}=${cursor}`);
+      expect([path, res.status, res.body]).toEqual([path, 400, { error: `${param} is not a valid cursor`, code: 'invalid_request', details: { in: 'query', field: param } }]);
+    }
+    const garbage = await api.get('/users/me/sources?after=garbage');
+    expect(garbage.body).toEqual({ error: 'after is not a valid cursor', code: 'invalid_request', details: { in: 'query', field: 'after' } });
+    const both = await api.get(`/users/me/sources?after=${sourceCursor}&before=${sourceCursor}`);
+    expect([both.status, both.body]).toEqual([400, { error: 'pass either after or before, not both', code: 'invalid_request', details: { in: 'query', fields: ['after', 'before'] } }]);
+  });
+});
