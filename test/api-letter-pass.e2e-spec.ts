@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { client, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
 import { startSystem, System } from './support/system';
@@ -41,5 +42,19 @@ describe('API to the letter of its docs: cursors, required parameters, content c
     expect(garbage.body).toEqual({ error: 'after is not a valid cursor', code: 'invalid_request', details: { in: 'query', field: 'after' } });
     const both = await api.get(`/users/me/sources?after=${sourceCursor}&before=${sourceCursor}`);
     expect([both.status, both.body]).toEqual([400, { error: 'pass either after or before, not both', code: 'invalid_request', details: { in: 'query', fields: ['after', 'before'] } }]);
+  });
+
+  it('answers a compressed body 415 naming Content-Encoding (gzip was read as "not valid UTF-8", a mislabelled plain body was taken)', async () => {
+    const json = JSON.stringify({ url: 'https://example.com/compressed' });
+    const post = (body: Buffer | string, encoding: string) =>
+      fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json', 'content-encoding': encoding }, body });
+    for (const [body, encoding] of [[gzipSync(json), 'gzip'], [json, 'gzip'], [json, 'br'], [json, 'identity, gzip']] as const) {
+      const res = await post(body, encoding);
+      const error = `Content-Encoding ${encoding} is not accepted: send the request body uncompressed`;
+      expect([encoding, res.status, await res.json()]).toEqual([encoding, 415, { error, code: 'unsupported_media_type', details: { header: 'content-encoding' } }]);
+    }
+    expect((await api.get('/users/me/webhooks?limit=100')).body.data.filter((w: { url: string }) => w.url.endsWith('/compressed'))).toEqual([]);
+    const identity = await post(json, 'identity');
+    expect(identity.status).toBe(200);
   });
 });

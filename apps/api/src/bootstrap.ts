@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppConfig, createLogger, PinoNestLogger } from '@app/config';
-import { BadRequestError, parseFormBody } from '@app/contracts';
+import { ApiError, BadRequestError, parseFormBody } from '@app/contracts';
 import { AppModule } from './app.module';
 import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
 import { assertJsonTextLimits, assertNoNul, repeatedJsonKey } from './common/json-limits';
@@ -59,6 +59,7 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   // Read as bytes: decoded as text by Fastify, a byte that is not UTF-8 became U+FFFD and the body's length a mismatch.
   fastify.addContentTypeParser(['application/json', 'text/plain', 'application/x-www-form-urlencoded'], { parseAs: 'buffer' }, (req, bytes, done) => {
     try {
+      assertIdentityEncoding(req.headers['content-encoding']);
       if (!isUtf8(bytes as Buffer)) throw new BadRequestError('the request body is not valid UTF-8', { reason: 'invalid_utf8' });
       const text = bytes.toString('utf8');
       if (text.trim() === '') return done(null, undefined);
@@ -88,6 +89,16 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   // Fastify error handler, set at init: setting another one here would only be replaced (FSTWRN004).
   app.enableShutdownHooks();
   return app;
+}
+
+/**
+ * A compressed body (`Content-Encoding: gzip`) is not decoded: read as JSON it was "not valid UTF-8", or, from a client
+ * that labels a plain body so, accepted while saying otherwise. 415 names the header, as HTTP's semantics ask.
+ */
+function assertIdentityEncoding(header: string | undefined): void {
+  const codings = (header ?? '').split(',').map((c) => c.trim().toLowerCase()).filter(Boolean);
+  if (codings.every((c) => c === 'identity')) return;
+  throw new ApiError(415, 'unsupported_media_type', `Content-Encoding ${codings.join(', ')} is not accepted: send the request body uncompressed`, { header: 'content-encoding' });
 }
 
 /** Parsed JSON whose text gives no key twice in one object (JSON.parse would keep the last value): at any depth, as a repeated form field. */
