@@ -1,6 +1,7 @@
 import { gzipSync } from 'node:zlib';
 import { client, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
+import { fillPath, Json, operationsOf } from './support/openapi-requests';
 import { startSystem, System } from './support/system';
 
 /** What an acceptance pass of the REST API against docs/api.md and docs/events.md found answered otherwise. */
@@ -10,7 +11,8 @@ describe('API to the letter of its docs: cursors, required parameters, content c
   let api: ReturnType<typeof client>;
 
   beforeAll(async () => {
-    system = await startSystem({}, { apps: ['api'] });
+    // The body limit is twice COMPONENT_MAX_BYTES plus 1 MiB: 1.125 MiB here.
+    system = await startSystem({ COMPONENT_MAX_BYTES: '65536' }, { apps: ['api'] });
     user = createUser(system);
     api = client(system, user.apiKey);
   });
@@ -56,5 +58,20 @@ describe('API to the letter of its docs: cursors, required parameters, content c
     expect((await api.get('/users/me/webhooks?limit=100')).body.data.filter((w: { url: string }) => w.url.endsWith('/compressed'))).toEqual([]);
     const identity = await post(json, 'identity');
     expect(identity.status).toBe(200);
+  });
+
+  it('declares 413 and 415 on every operation that reads a request body, as each answers them', async () => {
+    const doc = (await (await fetch(`${system.origin}/v1/openapi.json`)).json()) as Json;
+    const withBody = operationsOf(doc).filter((op) => op.method !== 'GET');
+    expect(withBody.length).toBeGreaterThan(15);
+    const send = (method: string, path: string, type: string, body: string) =>
+      fetch(system.origin + fillPath(path, {}), { method, headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': type }, body });
+    const tooLarge = 'x'.repeat(2 * 1024 * 1024);
+    for (const op of withBody) {
+      const xml = await send(op.method, op.path, 'application/xml', '<x/>');
+      const large = await send(op.method, op.path, 'text/plain', tooLarge);
+      expect([op.operationId, xml.status, large.status]).toEqual([op.operationId, 415, 413]);
+      expect([op.operationId, op.statuses.includes(413), op.statuses.includes(415)]).toEqual([op.operationId, true, true]);
+    }
   });
 });

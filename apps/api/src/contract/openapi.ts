@@ -33,7 +33,9 @@ function responses(route: RouteContract): Json {
   }
   // Every authenticated route takes `org_id`, and one naming an org the caller is not a member of is a 404;
   // it may wait its turn behind the key's other requests (429), and needs Postgres (503 while it is unavailable).
-  const errors = [...new Set([400, ...(route.public ? [] : [401, 404, 429, 503]), ...(route.errors ?? [])])].sort((x, y) => x - y);
+  // A request body is parsed on every route but GET's: one over the server's body limit is a 413, one of another type a 415.
+  const bodyErrors = route.method === 'GET' ? [] : [413, 415];
+  const errors = [...new Set([400, ...(route.public ? [] : [401, 404, 429, 503]), ...bodyErrors, ...(route.errors ?? [])])].sort((x, y) => x - y);
   for (const status of errors) out[status] = { $ref: `#/components/responses/Error${status}` };
   return out;
 }
@@ -44,7 +46,8 @@ const ERROR_TEXT: Record<number, string> = {
   403: 'quota_exceeded: the account already has as many of this resource as its quota allows (details.resource, details.limit)',
   404: 'not found, or not yours (on every route: org_id naming an org you are not a member of)',
   409: 'conflict',
-  413: 'too large',
+  413: 'too large (a value over its limit, or a request body over the server\'s body limit)',
+  415: 'the request body is not JSON, text or a form, or is compressed (Content-Encoding)',
   429: 'too many requests at once with this API key (API_MAX_CONCURRENT_PER_KEY): retry after `Retry-After` seconds',
   503: 'a service it needs (Postgres, NATS) is unavailable or saturated for now: retry after `Retry-After` seconds',
 };
