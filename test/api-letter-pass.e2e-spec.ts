@@ -74,4 +74,23 @@ describe('API to the letter of its docs: cursors, required parameters, content c
       expect([op.operationId, op.statuses.includes(413), op.statuses.includes(415)]).toEqual([op.operationId, true, true]);
     }
   });
+
+  it('says a required parameter given empty is missing in the shape of an absent one (details.in, details.fields)', async () => {
+    const missing = (fields: string[], where: 'query' | 'body') => ({
+      error: `${fields.join(', ')} ${fields.length > 1 ? 'are' : 'is'} required`,
+      code: 'invalid_request',
+      details: { in: where, fields },
+    });
+    const both = await api.post('/subscriptions?emitter_id=&listener_id=');
+    expect([both.status, both.body]).toEqual([400, missing(['emitter_id', 'listener_id'], 'query')]);
+    const one = await api.del('/subscriptions?emitter_id=dc_x&listener_id=&event_name=');
+    expect([one.status, one.body]).toEqual([400, missing(['listener_id'], 'query')]);
+    const auto = await api.post('/auto_subscriptions?event_name=&listener_id=wh_x');
+    expect([auto.status, auto.body]).toEqual([400, missing(['event_name'], 'query')]);
+    const inBody = await api.post('/subscriptions', { emitter_id: '', listener_id: 'wh_x' });
+    expect([inBody.status, inBody.body]).toEqual([400, missing(['emitter_id'], 'body')]);
+    // Absent, as the route's schema answers it.
+    const absent = await api.post('/auto_subscriptions?listener_id=wh_x');
+    expect([absent.status, absent.body]).toEqual([400, missing(['event_name'], 'query')]);
+  });
 });

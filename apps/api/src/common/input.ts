@@ -23,6 +23,17 @@ export function optionalString(input: Input, name: string, { nullable = false, m
   return v;
 }
 
+/**
+ * Required parameters given empty (`?emitter_id=&listener_id=`) are missing, and said so as the route's schema says
+ * it of absent ones: every one in `details.fields`, `details.in` where they were given.
+ */
+export function requireNonEmpty(input: Input, body: unknown, names: string[]): void {
+  const empty = names.filter((n) => input[n] === undefined || input[n] === null || input[n] === '');
+  if (!empty.length) return;
+  const inBody = body !== null && typeof body === 'object' && empty.some((n) => Object.hasOwn(body, n));
+  throw new BadRequestError(`${empty.join(', ')} ${empty.length > 1 ? 'are' : 'is'} required`, { in: inBody ? 'body' : 'query', fields: empty });
+}
+
 export function requiredString(input: Input, name: string, opts: { maxLength?: number } = {}): string {
   const v = optionalString(input, name, opts);
   if (v === undefined || v === null || v === '') throw new BadRequestError(`${name} is required`, { field: name });
