@@ -93,4 +93,22 @@ describe('API to the letter of its docs: cursors, required parameters, content c
     const absent = await api.post('/auto_subscriptions?listener_id=wh_x');
     expect([absent.status, absent.body]).toEqual([400, missing(['event_name'], 'query')]);
   });
+
+  it('refuses a number too large for a double (1e400 was read as Infinity and stored as null)', async () => {
+    const code = 'module.exports = { name: "obj", version: "1", props: { o: { type: "object", optional: true } }, async run() {} };';
+    const component = (await api.post('/components', { component_code: code })).body.data.id as string;
+    const send = (body: string) => fetch(`${system.baseUrl}/sources`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body });
+    const res = await send(`{"component_id":"${component}","configured_props":{"o":{"list":[1,-1e400]}}}`);
+    expect([res.status, await res.json()]).toEqual([
+      400,
+      { error: 'the request body holds a number too large to be represented at configured_props.o.list[1]', code: 'invalid_request', details: { reason: 'number_out_of_range', path: 'configured_props.o.list[1]' } },
+    ]);
+    const digits = await send(`{"component_id":"${component}","configured_props":{"o":{"n":${'9'.repeat(400)}}}}`);
+    expect(digits.status).toBe(400);
+    const inQuery = await api.post(`/sources?component_id=${component}&configured_props=${encodeURIComponent('{"o":{"n":1e999}}')}`);
+    expect([inQuery.status, inQuery.body.details]).toEqual([400, { reason: 'number_out_of_range', path: 'o.n' }]);
+    // Large numbers a double holds are kept.
+    const kept = await send(`{"component_id":"${component}","configured_props":{"o":{"n":1e300}}}`);
+    expect([kept.status, (await kept.json()).data.configured_props]).toEqual([200, { o: { n: 1e300 } }]);
+  });
 });

@@ -6,7 +6,7 @@ import { AppConfig, createLogger, PinoNestLogger } from '@app/config';
 import { ApiError, BadRequestError, parseFormBody } from '@app/contracts';
 import { AppModule } from './app.module';
 import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
-import { assertJsonTextLimits, assertNoNul, repeatedJsonKey } from './common/json-limits';
+import { assertFiniteNumbers, assertJsonTextLimits, assertNoNul, repeatedJsonKey } from './common/json-limits';
 import { clientErrorHandler, frameworkErrors, registerRequestHygiene } from './common/protocol-errors';
 import { requireDeclaredRoutes } from './contract/route-coverage';
 import { givenMoreThanOnce } from './contract/contract-validator';
@@ -105,6 +105,7 @@ function assertIdentityEncoding(header: string | undefined): void {
 function withoutRepeatedKeys(json: unknown, text: string): unknown {
   const repeated = repeatedJsonKey(text);
   if (repeated !== undefined) throw givenMoreThanOnce(repeated, 'body');
+  assertFiniteNumbers(json);
   return json;
 }
 

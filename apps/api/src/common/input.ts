@@ -1,5 +1,5 @@
 import { BadRequestError } from '@app/contracts';
-import { assertJsonTextLimits } from './json-limits';
+import { assertFiniteNumbers, assertJsonTextLimits } from './json-limits';
 
 /**
  * Request input helpers. Which parameters a route takes, and their types, are declared in its contract
@@ -57,11 +57,15 @@ export function objectParam(input: Input, name: string): unknown {
   const v = input[name];
   if (typeof v !== 'string') return v;
   assertJsonTextLimits(v, name);
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(v);
-    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed;
+    parsed = JSON.parse(v);
   } catch {
     /* not JSON: reported below */
+  }
+  if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
+    assertFiniteNumbers(parsed, name);
+    return parsed;
   }
   throw new BadRequestError(`${name} must be an object (in the query string: its JSON text)`, { field: name });
 }

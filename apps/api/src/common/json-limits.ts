@@ -14,6 +14,21 @@ export function assertJsonTextLimits(text: string, what = 'the request body', ma
   if (problem === 'depth') throw new BadRequestError(`${what} is nested deeper than ${maxDepth} levels`, { max_depth: maxDepth });
 }
 
+/**
+ * Rejects a number too large for a double (`1e400`, 400 digits): JSON.parse reads it as Infinity, which every later
+ * JSON.stringify (Postgres, NATS, the sandbox) writes as null, so what was stored would not be what was sent.
+ * Called on parsed JSON, which is at most JSON_MAX_DEPTH deep (checked on its text first).
+ */
+export function assertFiniteNumbers(value: unknown, what = 'the request body', path = ''): void {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new BadRequestError(`${what} holds a number too large to be represented${path ? ` at ${path}` : ''}`, { reason: 'number_out_of_range', ...(path ? { path } : {}) });
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => assertFiniteNumbers(v, what, `${path}[${i}]`));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) assertFiniteNumbers(v, what, path ? `${path}.${k}` : k);
+  }
+}
+
 /** Rejects NUL characters in a string that will reach Postgres (ids, names, cursors). */
 export function assertNoNul(value: string, what: string): void {
   if (value.includes('\u0000')) throw nulError(what);
