@@ -109,6 +109,24 @@ describe('API to the letter of its docs: cursors, required parameters, content c
     expect([inQuery.status, inQuery.body.details]).toEqual([400, { reason: 'number_out_of_range', path: 'o.n' }]);
     // Large numbers a double holds are kept.
     const kept = await send(`{"component_id":"${component}","configured_props":{"o":{"n":1e300}}}`);
-    expect([kept.status, (await kept.json()).data.configured_props]).toEqual([200, { o: { n: 1e300 } }]);
+    expect([kept.status, ((await kept.json()) as { data: { configured_props: unknown } }).data.configured_props]).toEqual([200, { o: { n: 1e300 } }]);
+  });
+
+  it('says where a missing component was looked for (details.in), as every missing field', async () => {
+    const none = (fields: string[], where: 'query' | 'body') => ({
+      error: `${fields.slice(0, -1).join(', ')} or ${fields[fields.length - 1]} is required`,
+      code: 'invalid_request',
+      details: { in: where, fields },
+    });
+    const components = ['component_code', 'component_url'];
+    const sources = ['component_id', 'component_code', 'component_url'];
+    expect((await api.post('/components')).body).toEqual(none(components, 'query'));
+    expect((await api.post('/components', {})).body).toEqual(none(components, 'body'));
+    expect((await api.post('/components?component_code=')).body).toEqual(none(components, 'query'));
+    expect((await api.post('/sources', { component_id: '', name: 'x' })).body).toEqual(none(sources, 'body'));
+    expect((await api.post('/sources?name=x')).body).toEqual(none(sources, 'query'));
+    const source = (await api.post('/sources', { component_code: HTTP_SOURCE })).body.data.id as string;
+    expect((await api.put(`/sources/${source}`, { active: false })).body).toEqual(none(sources, 'body'));
+    expect((await api.put(`/sources/${source}?active=false`)).body).toEqual(none(sources, 'query'));
   });
 });

@@ -25,13 +25,25 @@ export function optionalString(input: Input, name: string, { nullable = false, m
 
 /**
  * Required parameters given empty (`?emitter_id=&listener_id=`) are missing, and said so as the route's schema says
- * it of absent ones: every one in `details.fields`, `details.in` where they were given.
+ * it of absent ones: every one in `details.fields`, `details.in` where they were given (absent: `query` for a request
+ * without a body, else `body`).
  */
-export function requireNonEmpty(input: Input, body: unknown, names: string[]): void {
-  const empty = names.filter((n) => input[n] === undefined || input[n] === null || input[n] === '');
-  if (!empty.length) return;
-  const inBody = body !== null && typeof body === 'object' && empty.some((n) => Object.hasOwn(body, n));
-  throw new BadRequestError(`${empty.join(', ')} ${empty.length > 1 ? 'are' : 'is'} required`, { in: inBody ? 'body' : 'query', fields: empty });
+export function requireNonEmpty(query: unknown, body: unknown, names: string[]): void {
+  const input = mergeInput(query, body);
+  const empty = names.filter((n) => isEmpty(input[n]));
+  if (empty.length) throw missingError(`${empty.join(', ')} ${empty.length > 1 ? 'are' : 'is'} required`, query, body, empty);
+}
+
+const isEmpty = (v: unknown): boolean => v === undefined || v === null || v === '';
+
+function missingError(message: string, query: unknown, body: unknown, fields: string[]): BadRequestError {
+  return new BadRequestError(message, { in: missingIn(query, body, fields), fields });
+}
+
+/** Where missing `fields` were looked for: where one was given empty, else the query of a request without a body, else its body. */
+export function missingIn(query: unknown, body: unknown, fields: string[]): 'query' | 'body' {
+  const given = (from: unknown) => from !== null && typeof from === 'object' && fields.some((n) => Object.hasOwn(from, n));
+  return given(body) ? 'body' : given(query) || body === undefined ? 'query' : 'body';
 }
 
 export function requiredString(input: Input, name: string, opts: { maxLength?: number } = {}): string {

@@ -3,7 +3,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
-import { Input, mergeInput, objectParam, optionalString } from '../common/input';
+import { Input, mergeInput, missingIn, objectParam, optionalString } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
 import { componentUrlParam } from './component-url';
 import { RegistrySeeder } from './registry.seeder';
@@ -28,7 +28,7 @@ export class ComponentsController {
     const ownerId = namespaceOf(auth, input.org_id);
     const code = optionalString(input, 'component_code', { maxLength: Number.MAX_SAFE_INTEGER }) ?? undefined;
     const url = componentUrlParam(input);
-    const resolved = await this.components.resolveCode(code, url);
+    const resolved = await this.components.resolveCode(code, url, undefined, missingIn(query, body, ['component_code', 'component_url']));
     const c = await this.components.save(ownerId, auth.userId, resolved);
     return { data: toComponentDto(c) };
   }

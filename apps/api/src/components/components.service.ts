@@ -137,10 +137,10 @@ export class ComponentsService {
    * The code to save: `component_code` when given (the URL is then only metadata), else
    * the file at `component_url` (plus a bundle when it imports relative files).
    */
-  async resolveCode(code: string | undefined, url: string | undefined, required = ['component_code', 'component_url']): Promise<ResolvedCode> {
+  async resolveCode(code: string | undefined, url: string | undefined, required = ['component_code', 'component_url'], missingIn?: 'query' | 'body'): Promise<ResolvedCode> {
     if (code !== undefined && code !== '') return { code, url };
     if (url) return { ...(await loadComponentUrl(url, this.fetchPolicy)), url };
-    throw new BadRequestError(`${required.slice(0, -1).join(', ')} or ${required[required.length - 1]} is required`, { fields: required });
+    throw new BadRequestError(`${required.slice(0, -1).join(', ')} or ${required[required.length - 1]} is required`, { ...(missingIn ? { in: missingIn } : {}), fields: required });
   }
 
   analyze(code: string, account: string, defaults?: DescriptorDefaults): Promise<AnalyzedComponent> {

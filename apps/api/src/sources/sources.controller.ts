@@ -3,19 +3,21 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { ID_PREFIX, NotFoundError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
-import { Input, mergeInput, objectParam, optionalBoolean, optionalString } from '../common/input';
+import { Input, mergeInput, missingIn, objectParam, optionalBoolean, optionalString } from '../common/input';
 import { finishPage, keysetClause, Page, parsePageQuery } from '../common/pagination';
 import { componentUrlParam } from '../components/component-url';
 import { ComponentRef, SourceDto, SourcesService } from './sources.service';
 
 const MAX = Number.MAX_SAFE_INTEGER;
 
-function componentRef(input: Input): ComponentRef {
+function componentRef(query: unknown, body: unknown): ComponentRef {
+  const input = mergeInput(query, body);
   return {
     componentId: optionalString(input, 'component_id') || undefined,
     code: optionalString(input, 'component_code', { maxLength: MAX }) || undefined,
     url: componentUrlParam(input),
     key: optionalString(input, 'key', { maxLength: 255 }) || undefined,
+    missingIn: missingIn(query, body, ['component_id', 'component_code', 'component_url', 'key']),
   };
 }
 
@@ -33,7 +35,7 @@ export class SourcesController {
   async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: SourceDto }> {
     const input = mergeInput(query, body);
     const ownerId = namespaceOf(auth, input.org_id);
-    const { source, component } = await this.sources.create(auth, ownerId, componentRef(input), sourceName(input), objectParam(input, 'configured_props'));
+    const { source, component } = await this.sources.create(auth, ownerId, componentRef(query, body), sourceName(input), objectParam(input, 'configured_props'));
     return { data: this.sources.toDto(source, component, true) };
   }
 
@@ -48,7 +50,7 @@ export class SourcesController {
   async update(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: SourceDto }> {
     const input = mergeInput(query, body);
     const { source, component } = await this.sources.update(auth, id, {
-      ref: componentRef(input),
+      ref: componentRef(query, body),
       name: sourceName(input),
       configuredProps: objectParam(input, 'configured_props'),
       active: optionalBoolean(input, 'active') ?? true,

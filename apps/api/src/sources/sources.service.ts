@@ -26,6 +26,8 @@ export interface ComponentRef {
   code?: string;
   url?: string;
   key?: string;
+  /** Where a missing component was looked for (`details.in` of the 400 when none of them is given). */
+  missingIn?: 'query' | 'body';
 }
 
 export interface SourceDto {
@@ -95,7 +97,7 @@ export class SourcesService {
       }
     } else if (!ref.code && !ref.url && ref.key) component = await this.componentByKey(auth, ownerId, ref.key);
     else {
-      const resolved = await this.components.resolveCode(ref.code, ref.url, ['component_id', 'component_code', 'component_url']);
+      const resolved = await this.components.resolveCode(ref.code, ref.url, ['component_id', 'component_code', 'component_url'], ref.missingIn);
       component = await this.components.save(ownerId, auth.userId, resolved);
     }
     if (component.type === 'action') {

@@ -14,7 +14,7 @@ export class SubscriptionsController {
   @HttpCode(200)
   async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: SubscriptionDto }> {
     const input = mergeInput(query, body);
-    requireNonEmpty(input, body, ['emitter_id', 'listener_id']);
+    requireNonEmpty(query, body, ['emitter_id', 'listener_id']);
     const emitterId = requiredString(input, 'emitter_id', { maxLength: 255 });
     const listenerId = requiredString(input, 'listener_id', { maxLength: 255 });
     return { data: await this.subs.create(auth, input.org_id, emitterId, listenerId, validateChannel(input.event_name)) };
@@ -25,7 +25,7 @@ export class SubscriptionsController {
   @HttpCode(204)
   async delete(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<void> {
     const input = mergeInput(query, body);
-    requireNonEmpty(input, body, ['emitter_id', 'listener_id']);
+    requireNonEmpty(query, body, ['emitter_id', 'listener_id']);
     const emitterId = requiredString(input, 'emitter_id', { maxLength: 255 });
     const listenerId = requiredString(input, 'listener_id', { maxLength: 255 });
     if (input.event_name === undefined) throw new BadRequestError('event_name is required (pass event_name= for the default channel)', { field: 'event_name' });
@@ -36,7 +36,7 @@ export class SubscriptionsController {
   @HttpCode(200)
   async createAuto(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: AutoSubscriptionDto }> {
     const input = mergeInput(query, body);
-    requireNonEmpty(input, body, ['event_name', 'listener_id']);
+    requireNonEmpty(query, body, ['event_name', 'listener_id']);
     const eventName = requiredString(input, 'event_name');
     if (eventName !== '$errors' && eventName !== '$logs') throw new BadRequestError('event_name must be $errors or $logs', { field: 'event_name', value: eventName });
     return { data: await this.subs.createAuto(auth, input.org_id, requiredString(input, 'listener_id', { maxLength: 255 }), eventName) };
