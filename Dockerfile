@@ -10,6 +10,9 @@ COPY scripts ./scripts
 RUN npm run build && npm prune --omit=dev
 
 FROM node:20-bookworm-slim
+# npm 11.19 knows --allow-git/--allow-remote/--allow-file/--allow-directory, with which component dependencies come
+# from the registry only (docs/sandbox.md, "npm packages and version pins"); the image's own npm 10 ignores them.
+RUN npm install -g --no-audit --no-fund npm@11.19.1
 # bubblewrap builds the per-account sandboxes component code runs in (api and runner; docs/sandbox.md).
 RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production DATA_DIR=/data

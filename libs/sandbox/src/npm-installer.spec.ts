@@ -1,7 +1,7 @@
-import { existsSync, lstatSync, mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dependencySetKey, missingVersion, missingVersionError, NpmInstaller } from './npm-installer';
+import { checkRegistryOnly, dependencySetKey, missingVersion, missingVersionError, NpmInstaller, refusedSourceError } from './npm-installer';
 import { dependencyMap, parseBareSpecifier } from './specifiers';
 import { InstallRefusedError, type SandboxLogger } from './types';
 
@@ -129,5 +129,33 @@ describe('pinned versions the registry lacks', () => {
     // A range that exists installs.
     const ok = await installer.install({ 'is-number': '^7' });
     expect(ok.versions['is-number']).toMatch(/^7\./);
+  });
+});
+
+describe('dependency sets with packages not from the registry', () => {
+  const setWith = (packages: object): string => {
+    const dir = mkdtempSync(join(tmpdir(), 'ess-set-'));
+    mkdirSync(join(dir, 'node_modules'));
+    writeFileSync(join(dir, 'node_modules', '.package-lock.json'), JSON.stringify({ lockfileVersion: 3, packages }));
+    return dir;
+  };
+
+  it('refuses a set that holds a git, file or linked package (an install by an npm that ignored the allow-* settings)', async () => {
+    await expect(checkRegistryOnly(setWith({ 'node_modules/a': { version: '1.0.0', resolved: 'git+ssh://git@internal/repo.git#abc' } }))).rejects.toThrow(
+      'a dependency of the component is a git dependency (a@git+ssh://git@internal/repo.git#abc)',
+    );
+    await expect(checkRegistryOnly(setWith({ 'node_modules/x/node_modules/b': { resolved: 'file:../../etc.tgz' } }))).rejects.toThrow('a file dependency (b@file:../../etc.tgz)');
+    await expect(checkRegistryOnly(setWith({ 'node_modules/c': { resolved: '../../../data', link: true }, '../../../data': {} }))).rejects.toThrow('a directory dependency (c@../../../data)');
+  });
+
+  it('accepts registry packages, and a set with no package at all', async () => {
+    await expect(checkRegistryOnly(setWith({ 'node_modules/a': { version: '1.0.0', resolved: 'https://registry.npmjs.org/a/-/a-1.0.0.tgz' } }))).resolves.toBeUndefined();
+    await expect(checkRegistryOnly(mkdtempSync(join(tmpdir(), 'ess-set-')))).resolves.toBeUndefined();
+  });
+
+  it('reads npm refusals of the allow-* settings', () => {
+    expect(refusedSourceError('npm error code EALLOWGIT\nnpm error Refusing to fetch "g@git+file:///srv/repo"')?.message).toContain('a git dependency (g@git+file:///srv/repo)');
+    expect(refusedSourceError('npm error code EALLOWREMOTE\n')?.message).toContain('a remote dependency, not a package of the npm registry');
+    expect(refusedSourceError('npm error code E404\n')).toBeUndefined();
   });
 });

@@ -70,6 +70,43 @@ export function missingVersionError(stderr: string, deps: Record<string, string>
   return new DependencyInstallError(`the npm registry has no version of ${missing.name} matching "${missing.range}" (ETARGET): ${by}`);
 }
 
+/**
+ * npm settings that keep every package of a dependency set a package of the registry: a package's own dependencies may name
+ * a git repository, a tarball URL, a tarball file or a directory, and npm fetched them from the app's host — a URL of a
+ * service only this machine reaches, a repository over the host's own credentials, a directory of the host — and the
+ * component read what it got. npm without these settings ignores them; the installed tree is checked after it too.
+ */
+export const REGISTRY_ONLY_ARGS = ['--allow-git=none', '--allow-remote=none', '--allow-file=none', '--allow-directory=none'];
+
+const SOURCE_KINDS: Record<string, string> = { GIT: 'git', REMOTE: 'remote', FILE: 'file', DIRECTORY: 'directory' };
+
+const notFromRegistry = (kind: string, spec?: string) =>
+  new DependencyInstallError(`a dependency of the component is a ${kind} dependency${spec ? ` (${spec})` : ''}, not a package of the npm registry: only registry packages are installed`);
+
+/** npm's refusal of a dependency that is not a registry package (EALLOWGIT, EALLOWREMOTE…), or undefined when `stderr` is another failure. */
+export function refusedSourceError(stderr: string): DependencyInstallError | undefined {
+  const code = /code EALLOW(GIT|REMOTE|FILE|DIRECTORY)\b/.exec(stderr);
+  return code ? notFromRegistry(SOURCE_KINDS[code[1]], /Refusing to fetch "(.*)"/.exec(stderr)?.[1]) : undefined;
+}
+
+/** The installed tree holds only registry packages: no linked directory, nothing outside node_modules, no git or file source. */
+export async function checkRegistryOnly(dir: string): Promise<void> {
+  let packages: Record<string, { resolved?: unknown; link?: unknown }>;
+  try {
+    packages = (JSON.parse(await readFile(join(dir, 'node_modules', '.package-lock.json'), 'utf8')) as { packages?: typeof packages }).packages ?? {};
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // no package installed at all
+    throw e;
+  }
+  for (const [path, pkg] of Object.entries(packages)) {
+    const resolved = typeof pkg.resolved === 'string' ? pkg.resolved : '';
+    const name = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
+    if (pkg.link || !path.startsWith('node_modules/')) throw notFromRegistry('directory', `${name}@${resolved || path}`);
+    if (/^git/.test(resolved)) throw notFromRegistry('git', `${name}@${resolved}`);
+    if (/^file:/.test(resolved)) throw notFromRegistry('file', `${name}@${resolved}`);
+  }
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -131,6 +168,7 @@ export class NpmInstaller {
       await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'ess-component-deps', private: true, dependencies: deps }, null, 2));
       const started = Date.now();
       await this.runNpm(dir, deps);
+      await checkRegistryOnly(dir);
       const versions: Record<string, string> = {};
       for (const name of Object.keys(deps)) {
         const pkg = JSON.parse(await readFile(join(dir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
@@ -183,7 +221,7 @@ export class NpmInstaller {
   }
 
   private runNpm(dir: string, deps: Record<string, string>): Promise<void> {
-    const args = ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--omit=dev', '--no-update-notifier', '--loglevel=error'];
+    const args = ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--omit=dev', '--no-update-notifier', '--loglevel=error', ...REGISTRY_ONLY_ARGS];
     if (this.opts.registry) args.push(`--registry=${this.opts.registry}`);
     return new Promise((resolve, reject) => {
       const child = spawn(process.platform === 'win32' ? 'npm.cmd' : 'npm', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -199,7 +237,7 @@ export class NpmInstaller {
       child.on('close', (code, signal) => {
         clearTimeout(timer);
         if (code === 0) return resolve();
-        const missing = missingVersionError(stderr, deps);
+        const missing = missingVersionError(stderr, deps) ?? refusedSourceError(stderr);
         if (missing) return reject(missing);
         const why = signal ? `killed (${signal}) after ${this.opts.timeoutMs} ms` : `exit code ${code}`;
         const detail = stderr

@@ -4,14 +4,18 @@ import { existsSync } from 'node:fs';
 import { chmod, copyFile, link, mkdir, readFile, realpath, rename, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
-import { INSTALLED_MARKER, type Marker } from '../npm-installer';
+import { checkRegistryOnly, INSTALLED_MARKER, type Marker } from '../npm-installer';
 import { treeDigest } from '../tree-digest';
 import type { BundleRef } from '../worker-protocol';
 
 const run = promisify(execFile);
 
-/** A dependency set is handed to a sandbox only while its node_modules still match the digest recorded at install. */
+/**
+ * A dependency set is handed to a sandbox only while its node_modules still match the digest recorded at install, and
+ * only when every package in it came from the registry (a set installed by an earlier version may hold others).
+ */
 async function verifyDeps(dir: string): Promise<void> {
+  await checkRegistryOnly(dir);
   const marker = JSON.parse(await readFile(join(dir, INSTALLED_MARKER), 'utf8')) as Marker;
   if (!marker.digest) return;
   if ((await treeDigest(join(dir, 'node_modules'))) !== marker.digest) {
