@@ -87,7 +87,11 @@ describe('the platform against one hostile tenant', () => {
   it("refuses the platform's Postgres to a source (runner) and to options() (api), on every local address", async () => {
     const pg = new URL(system.databaseUrl);
     const port = Number(pg.port || 5432);
-    const targets = [[pg.hostname, port], ['127.0.0.2', port], ['::ffff:127.0.0.1', port], ['localhost', port]];
+    // Also its IPv4 address written in IPv6 forms that reach it through a NAT64 or 6to4 gateway (and the IPv4-compatible
+    // form): the proxy once judged them as written, missed the deny rule and tried to connect.
+    const v4 = pg.hostname === 'localhost' ? '127.0.0.1' : pg.hostname;
+    const hex = v4.split('.').map(Number).reduce((h, b, i) => h + (i === 2 ? ':' : '') + b.toString(16).padStart(2, '0'), '');
+    const targets = [[pg.hostname, port], ['127.0.0.2', port], ['::ffff:127.0.0.1', port], ['localhost', port], [`64:ff9b::${v4}`, port], [`2002:${hex}::1`, port], [`::${v4}`, port]];
     const report = (await (await call(await deploy(a, DIALER), { targets })).json()) as Record<string, string>;
     for (const [host] of targets) expect([host, report[`${host} ${port}`]]).toEqual([host, expect.stringMatching(/^ECONNREFUSED .*service of the platform/)]);
 

@@ -90,8 +90,11 @@ function embeddedIpv4(ip: string): string | undefined {
   return undefined;
 }
 
-/** Judges an IPv6 address that embeds an IPv4 one as that IPv4 address. */
-function normalise(ip: string): [string, 'ipv4' | 'ipv6'] | undefined {
+/**
+ * Judges an IPv6 address that embeds an IPv4 one as that IPv4 address; exported for address rules (SANDBOX_EGRESS_DENY
+ * and the platform's services), which must not miss `64:ff9b::10.0.0.5` for `10.0.0.5:4222`.
+ */
+export function judgedAddress(ip: string): [string, 'ipv4' | 'ipv6'] | undefined {
   const v = isIP(ip);
   if (v === 4) return [ip, 'ipv4'];
   if (v !== 6) return undefined;
@@ -100,7 +103,7 @@ function normalise(ip: string): [string, 'ipv4' | 'ipv6'] | undefined {
 }
 
 export function classifyAddress(ip: string): AddressClass {
-  const n = normalise(ip);
+  const n = judgedAddress(ip);
   if (!n) return 'invalid';
   const [addr, family] = n;
   if (always.check(addr, family)) return 'metadata';
@@ -123,7 +126,7 @@ function ownAddressList(): BlockList {
   const list = new BlockList();
   for (const entries of Object.values(networkInterfaces())) {
     for (const a of entries ?? []) {
-      const n = normalise(a.address.split('%')[0]);
+      const n = judgedAddress(a.address.split('%')[0]);
       if (n) list.addAddress(n[0], n[1]);
     }
   }
@@ -137,7 +140,7 @@ function ownAddressList(): BlockList {
  * 127.0.0.1, so the platform's own requests treat such an address as loopback.
  */
 export function isOwnAddress(ip: string): boolean {
-  const n = normalise(ip);
+  const n = judgedAddress(ip);
   return !!n && ownAddressList().check(n[0], n[1]);
 }
 

@@ -44,3 +44,14 @@ describe('EgressJudge and this machine', () => {
     expect([open.refuse(own, 6379), open.refuse('127.0.0.1', 6379)]).toEqual([undefined, undefined]);
   });
 });
+
+describe('EgressJudge and IPv6 addresses that embed an IPv4 one', () => {
+  it('refuses a denied service however its IPv4 address is written in IPv6 (NAT64, 6to4, IPv4-compatible, mapped)', () => {
+    const j = new EgressJudge({ policy: { allowLoopback: true, allowPrivate: true }, allow: [], deny: ['203.0.113.7:4222', '10.0.0.0/8:5432'] });
+    for (const ip of ['64:ff9b::203.0.113.7', '64:ff9b::cb00:7107', '2002:cb00:7107::1', '::203.0.113.7', '::ffff:203.0.113.7']) {
+      expect([ip, j.refuse(ip, 4222)]).toEqual([ip, expect.stringMatching(/service of the platform/)]);
+    }
+    expect(j.refuse('64:ff9b::10.1.2.3', 5432)).toMatch(/service of the platform/);
+    expect(j.refuse('64:ff9b::203.0.113.7', 443)).toBeUndefined();
+  });
+});

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { parseAddressRule, type AddressRule as Rule } from '@app/config';
-import { classifyAddress, refusalReason, type AddressPolicy } from '@app/net';
+import { classifyAddress, judgedAddress, refusalReason, type AddressPolicy } from '@app/net';
 
 /** What code in a sandbox may connect to (TCP), decided per resolved address and port. */
 export interface EgressRules {
@@ -14,8 +14,15 @@ export interface EgressRules {
 }
 
 
-const matches = (rule: Rule, ip: string, port: number): boolean =>
-  (rule.port === undefined || rule.port === port) && rule.list.check(ip, isIP(ip) === 4 ? 'ipv4' : 'ipv6');
+/**
+ * An address matches a rule as written or as the IPv4 address it embeds: through a NAT64 or 6to4 gateway,
+ * `64:ff9b::a.b.c.d` and `2002:…` reach a.b.c.d, and the deny list once let them through to a platform service.
+ */
+const matches = (rule: Rule, ip: string, port: number): boolean => {
+  if (rule.port !== undefined && rule.port !== port) return false;
+  const embedded = judgedAddress(ip);
+  return rule.list.check(ip, isIP(ip) === 4 ? 'ipv4' : 'ipv6') || (!!embedded && rule.list.check(...embedded));
+};
 
 /** Every address of this machine (loopback and interfaces): the platform's ports are refused on all of them. */
 export function localAddresses(): string[] {
