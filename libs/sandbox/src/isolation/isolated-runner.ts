@@ -10,7 +10,7 @@ import { EgressProxy } from './egress-proxy';
 import { EgressJudge, type EgressRules } from './egress-rules';
 import type { HostConfig, SandboxRunIn } from './host-protocol';
 import { HostProcess, STOPPED_BESIDE } from './host-process';
-import { INSIDE, type Mount, sandboxCommand } from './sandbox-command';
+import { INSIDE, type Mount, sandboxCommand, sandboxEnv } from './sandbox-command';
 
 /** How accounts' sandbox processes are started and bounded (the SANDBOX_* settings). */
 export interface SandboxIsolationOptions {
@@ -233,7 +233,7 @@ export class IsolatedRunner {
       uid,
       asRoot: this.asRoot,
     });
-    return { command, args, env: { TMPDIR: '/tmp', HOME: '/tmp', PATH: '/usr/bin:/bin', ...(caMounts.length ? { NODE_EXTRA_CA_CERTS: ca! } : {}) } };
+    return { command, args, env: sandboxEnv(caMounts.length ? ca : undefined) };
   }
 
   private evictIfFull(): void {

@@ -1,3 +1,4 @@
+import { access } from 'node:fs';
 import { sandboxError, type TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 import { startRuntime, type TaskHandler } from '../worker/runtime';
@@ -17,7 +18,9 @@ export class OwnThreadRunner {
 
   constructor(config: Pick<HostConfig, 'platformRequireFrom' | 'vmTimeout' | 'heapMb' | 'egressSocket'>) {
     // Component code sees the environment a worker thread of the pool gives it: none (the process's own
-    // variables, read at its start, are not component code's business).
+    // variables, read at its start, are not component code's business). libuv's thread pool reads UV_THREADPOOL_SIZE
+    // (sandbox-command.ts) when it first gets work: it gets some before the variables go.
+    access('/tmp', () => undefined);
     for (const key of Object.keys(process.env)) delete process.env[key];
     this.handle = startRuntime(config);
   }

@@ -57,6 +57,16 @@ export function nodeInstall(): { node: string; prefix?: string } {
   return node.startsWith('/usr/') ? { node } : { node, prefix: dirname(dirname(node)) };
 }
 
+/**
+ * The environment of a sandbox host: nothing of the app's. UV_THREADPOOL_SIZE=1: async crypto (`pbkdf2`, `scrypt`),
+ * zlib and file calls run on libuv's thread pool, four threads by default, whose work the run timeout does not see
+ * (the process's own thread stays free) and which goes on after the run ended: one run queued hours of `pbkdf2` on
+ * four cores and returned at once.
+ */
+export function sandboxEnv(extraCaCerts?: string): Record<string, string> {
+  return { TMPDIR: '/tmp', HOME: '/tmp', PATH: '/usr/bin:/bin', UV_THREADPOOL_SIZE: '1', ...(extraCaCerts ? { NODE_EXTRA_CA_CERTS: extraCaCerts } : {}) };
+}
+
 export function sandboxCommand(input: SandboxCommandInput): { command: string; args: string[] } {
   const { node, prefix } = nodeInstall();
   const readOnly = prefix ? [...input.readOnly, { outside: prefix, inside: prefix }] : input.readOnly;
@@ -79,6 +89,8 @@ export function sandboxCommand(input: SandboxCommandInput): { command: string; a
     '--allow-fs-write=/tmp/',
     // Worker threads only for the pool that needs them: on its own thread, component code cannot start one at all.
     ...(input.hostConfig.runIn === 'workers' ? ['--allow-worker'] : [`--max-old-space-size=${input.hostConfig.heapMb}`]),
+    // One V8 background thread (garbage collection, WebAssembly compiles): component code cannot queue work for four.
+    '--v8-pool-size=1',
     '--no-warnings',
     input.hostFile,
     JSON.stringify(input.hostConfig),
