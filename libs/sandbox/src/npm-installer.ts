@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { treeDigest } from './tree-digest';
 import { forgetFailure, InstallRefusedError, type InstallAdmission, type SandboxLogger } from './types';
@@ -8,6 +8,8 @@ import { forgetFailure, InstallRefusedError, type InstallAdmission, type Sandbox
 /** Written last into a dependency directory: its presence means the install finished. */
 export const INSTALLED_MARKER = '.ess-installed.json';
 const STALE_LOCK_MS = 10 * 60_000;
+/** How often the size of a dependency set being installed is measured. */
+const SIZE_CHECK_MS = 1000;
 const FAILURE_RETRY_MS = 60_000;
 
 export class DependencyInstallError extends Error {
@@ -32,6 +34,8 @@ export interface NpmInstallerOptions {
   cacheDir: string;
   registry?: string;
   timeoutMs: number;
+  /** Largest dependency set on disk (NPM_INSTALL_MAX_MB); npm is stopped once the set passes it. */
+  maxBytes?: number;
   logger?: SandboxLogger;
 }
 
@@ -80,6 +84,9 @@ export const REGISTRY_ONLY_ARGS = ['--allow-git=none', '--allow-remote=none', '-
 
 const SOURCE_KINDS: Record<string, string> = { GIT: 'git', REMOTE: 'remote', FILE: 'file', DIRECTORY: 'directory' };
 
+const tooLargeError = (maxBytes: number) =>
+  new DependencyInstallError(`the component's npm dependencies take more than ${Math.round(maxBytes / 1024 / 1024)} MiB on disk, the most NPM_INSTALL_MAX_MB allows: not installed`);
+
 const notFromRegistry = (kind: string, spec?: string) =>
   new DependencyInstallError(`a dependency of the component is a ${kind} dependency${spec ? ` (${spec})` : ''}, not a package of the npm registry: only registry packages are installed`);
 
@@ -105,6 +112,14 @@ export async function checkRegistryOnly(dir: string): Promise<void> {
     if (/^git/.test(resolved)) throw notFromRegistry('git', `${name}@${resolved}`);
     if (/^file:/.test(resolved)) throw notFromRegistry('file', `${name}@${resolved}`);
   }
+}
+
+/** Bytes of the files under `dir` (links not followed; 0 when it is gone). */
+export async function treeBytes(dir: string): Promise<number> {
+  const entries = await readdir(dir, { recursive: true }).catch(() => [] as string[]);
+  let total = 0;
+  for (const e of entries) total += await lstat(join(dir, e)).then((st) => st.size, () => 0);
+  return total;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -167,8 +182,15 @@ export class NpmInstaller {
       await mkdir(dir, { recursive: true });
       await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'ess-component-deps', private: true, dependencies: deps }, null, 2));
       const started = Date.now();
-      await this.runNpm(dir, deps);
-      await checkRegistryOnly(dir);
+      try {
+        await this.runNpm(dir, deps);
+        await checkRegistryOnly(dir);
+        if (this.opts.maxBytes && (await treeBytes(dir)) > this.opts.maxBytes) throw tooLargeError(this.opts.maxBytes);
+      } catch (e) {
+        // Nothing of a refused set stays on disk.
+        await rm(dir, { recursive: true, force: true });
+        throw e;
+      }
       const versions: Record<string, string> = {};
       for (const name of Object.keys(deps)) {
         const pkg = JSON.parse(await readFile(join(dir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
@@ -230,12 +252,32 @@ export class NpmInstaller {
         stderr = (stderr + d.toString()).slice(-4000);
       });
       const timer = setTimeout(() => child.kill('SIGKILL'), this.opts.timeoutMs);
+      // A package anyone can publish may unpack to gigabytes: the disk is the one NATS and the other accounts' sets use.
+      let tooLarge = false;
+      let measuring = false;
+      const max = this.opts.maxBytes;
+      const sizeCheck = max
+        ? setInterval(() => {
+            if (measuring) return;
+            measuring = true;
+            void treeBytes(dir).then((bytes) => {
+              measuring = false;
+              if (bytes > max && !tooLarge) {
+                tooLarge = true;
+                child.kill('SIGKILL');
+              }
+            });
+          }, SIZE_CHECK_MS)
+        : undefined;
       child.on('error', (e) => {
         clearTimeout(timer);
+        clearInterval(sizeCheck);
         reject(new DependencyInstallError(`npm could not start: ${e.message}`));
       });
       child.on('close', (code, signal) => {
         clearTimeout(timer);
+        clearInterval(sizeCheck);
+        if (tooLarge) return reject(tooLargeError(max!));
         if (code === 0) return resolve();
         const missing = missingVersionError(stderr, deps) ?? refusedSourceError(stderr);
         if (missing) return reject(missing);

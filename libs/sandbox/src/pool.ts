@@ -74,6 +74,7 @@ export class SandboxPool {
       npmCacheDir: opts.npmCacheDir,
       npmRegistry: opts.npmRegistry,
       installTimeoutMs: opts.installTimeoutMs ?? 300_000,
+      installMaxBytes: opts.installMaxBytes,
       logger: opts.logger,
     });
   }

@@ -42,9 +42,9 @@ export class ComponentPreparer {
   private readonly installer: NpmInstaller;
   private static readonly MAX_CACHED = 5000;
 
-  constructor(opts: { npmCacheDir: string; npmRegistry?: string; installTimeoutMs: number; logger?: SandboxLogger }) {
+  constructor(opts: { npmCacheDir: string; npmRegistry?: string; installTimeoutMs: number; installMaxBytes?: number; logger?: SandboxLogger }) {
     this.bundleDir = join(opts.npmCacheDir, 'bundles');
-    this.installer = new NpmInstaller({ cacheDir: opts.npmCacheDir, registry: opts.npmRegistry, timeoutMs: opts.installTimeoutMs, logger: opts.logger });
+    this.installer = new NpmInstaller({ cacheDir: opts.npmCacheDir, registry: opts.npmRegistry, timeoutMs: opts.installTimeoutMs, maxBytes: opts.installMaxBytes, logger: opts.logger });
   }
 
   /** `key` identifies the input (code hash, base URL, pinned versions); computed by the caller when it already knows it. */

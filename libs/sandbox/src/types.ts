@@ -212,6 +212,8 @@ export interface SandboxPoolOptions {
   concurrentTasksPerWorker?: number;
   /** Longest `npm install` of one dependency set (default 300,000 ms). */
   installTimeoutMs?: number;
+  /** Largest dependency set on disk (default: no bound). */
+  installMaxBytes?: number;
 }
 
 export interface SandboxPoolStats {

@@ -7,6 +7,7 @@ export interface PoolSettings extends IsolationSettings {
   workerVmTimeout: string;
   npmCacheDir: string;
   npmRegistry?: string;
+  npmInstallMaxMb?: number;
 }
 
 /**
@@ -21,6 +22,7 @@ export async function createSandboxPool(settings: PoolSettings, opts: { threads:
     heapMb: settings.workerHeapMb,
     npmCacheDir: settings.npmCacheDir,
     npmRegistry: settings.npmRegistry,
+    installMaxBytes: settings.npmInstallMaxMb ? settings.npmInstallMaxMb * 1024 * 1024 : undefined,
     vmTimeout: settings.workerVmTimeout as 'always' | 'adaptive' | 'never',
     logger: opts.logger,
     fetchText: opts.fetchText,

@@ -1,20 +1,25 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { dependencySetKey } from '../libs/sandbox/src/npm-installer';
 import { client, createUser } from './support/accounts';
 import { startSystem, System } from './support/system';
 
 /**
- * A tenant publishes a package on the npm registry (here a local stand-in, NPM_REGISTRY) whose own dependencies are
- * not registry packages: a tarball URL of a service only this machine reaches, a git repository over HTTP, a file
- * tarball and a directory of the host. The import itself is a plain registry name, so the check of import pins does
- * not see them; npm would fetch them from the api's host (outside the egress policy) and hand what it got to the
- * tenant's sandbox, whose top-level code reads it back in the component's name.
+ * Packages a tenant publishes on the npm registry (here a local stand-in, NPM_REGISTRY) and imports.
+ *
+ * One whose own dependencies are not registry packages: a tarball URL of a service only this machine reaches, a git
+ * repository over HTTP, a file tarball and a directory of the host. The import itself is a plain registry name, so the
+ * check of import pins does not see them; npm would fetch them from the api's host (outside the egress policy) and
+ * hand what it got to the tenant's sandbox, whose top-level code reads it back in the component's name.
+ *
+ * One that unpacks to more than NPM_INSTALL_MAX_MB: it would stay on the disk NATS and every account's sets use.
  */
-describe('npm dependencies that are not registry packages', () => {
+describe('npm packages a hostile tenant publishes', () => {
   let system: System;
   let registry: Server;
   let internal: Server;
@@ -26,9 +31,10 @@ describe('npm dependencies that are not registry packages', () => {
   const run = Date.now().toString(36);
   const n = (name: string) => `${name}-${run}`;
 
-  const tarball = (name: string, main: string, dependencies: Record<string, string> = {}): string => {
+  const tarball = (name: string, main: string, dependencies: Record<string, string> = {}, padBytes = 0): string => {
     const dir = join(work, name);
     mkdirSync(join(dir, 'package'), { recursive: true });
+    if (padBytes) writeFileSync(join(dir, 'package', 'pad.bin'), randomBytes(padBytes));
     writeFileSync(join(dir, 'package', 'package.json'), JSON.stringify({ name, version: '1.0.0', main: 'index.js', dependencies }));
     writeFileSync(join(dir, 'package', 'index.js'), main);
     const out = join(work, `${name}-1.0.0.tgz`);
@@ -58,11 +64,13 @@ describe('npm dependencies that are not registry packages', () => {
       [n('ess-evil-dir')]: { 'ess-host-dir': `file:${hostDir}` },
       'ess-plain-child': {},
       [n('ess-plain')]: { 'ess-plain-child': '^1.0.0' },
+      [n('ess-huge')]: {},
     };
     const tarballs: Record<string, Buffer> = {};
     for (const [name, d] of Object.entries(deps)) {
       const inner = Object.keys(d)[0];
-      tarballs[name] = readFileSync(tarball(name, inner ? `module.exports = String(require(${JSON.stringify(inner)}));` : 'module.exports = "FROM-REGISTRY";', d));
+      const main = inner ? `module.exports = String(require(${JSON.stringify(inner)}));` : 'module.exports = "FROM-REGISTRY";';
+      tarballs[name] = readFileSync(tarball(name, main, d, name === n('ess-huge') ? 24 * 1024 * 1024 : 0));
       packages[name] = d;
     }
     registry = createServer((req, res) => {
@@ -74,7 +82,7 @@ describe('npm dependencies that are not registry packages', () => {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ name, 'dist-tags': { latest: '1.0.0' }, versions: { '1.0.0': version } }));
     });
     await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve));
-    system = await startSystem({ REGISTRY_DIR: 'off', NPM_REGISTRY: `http://127.0.0.1:${port(registry)}/` }, { apps: ['api'] });
+    system = await startSystem({ REGISTRY_DIR: 'off', NPM_REGISTRY: `http://127.0.0.1:${port(registry)}/`, NPM_INSTALL_MAX_MB: '8' }, { apps: ['api'] });
     api = client(system, createUser(system).apiKey);
   });
   afterAll(async () => {
@@ -106,5 +114,13 @@ describe('npm dependencies that are not registry packages', () => {
     const res = await save(n('ess-plain'));
     expect(res.status).toBe(200);
     expect(res.body.data.name).toBe('leak FROM-REGISTRY');
+  });
+
+  // 24 MiB of random bytes in one package (a package anyone can publish may unpack to gigabytes on the disk NATS uses).
+  it('refuses a dependency set larger than NPM_INSTALL_MAX_MB, and keeps nothing of it on disk', async () => {
+    const res = await save(n('ess-huge'));
+    expect([res.status, res.body.code]).toEqual([400, 'invalid_component']);
+    expect(res.body.error).toContain("the component's npm dependencies take more than 8 MiB on disk, the most NPM_INSTALL_MAX_MB allows");
+    expect(existsSync(join(system.env.DATA_DIR, 'npm', dependencySetKey({ [n('ess-huge')]: 'latest' })))).toBe(false);
   });
 });
