@@ -1,7 +1,7 @@
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkRegistryOnly, dependencySetKey, missingVersion, missingVersionError, NpmInstaller, refusedSourceError } from './npm-installer';
+import { checkRegistryOnly, dependencySetKey, missingVersion, missingVersionError, NpmInstaller, refusedSourceError, treeBytes } from './npm-installer';
 import { dependencyMap, parseBareSpecifier } from './specifiers';
 import { InstallRefusedError, type SandboxLogger } from './types';
 
@@ -157,5 +157,16 @@ describe('dependency sets with packages not from the registry', () => {
     expect(refusedSourceError('npm error code EALLOWGIT\nnpm error Refusing to fetch "g@git+file:///srv/repo"')?.message).toContain('a git dependency (g@git+file:///srv/repo)');
     expect(refusedSourceError('npm error code EALLOWREMOTE\n')?.message).toContain('a remote dependency, not a package of the npm registry');
     expect(refusedSourceError('npm error code E404\n')).toBeUndefined();
+  });
+});
+
+describe('the size of a dependency set on disk', () => {
+  it('counts every file and directory as at least a block, so many empty files count', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ess-size-'));
+    mkdirSync(join(dir, 'a'));
+    for (let i = 0; i < 100; i++) writeFileSync(join(dir, 'a', `f${i}`), '');
+    writeFileSync(join(dir, 'big'), Buffer.alloc(100_000));
+    expect(await treeBytes(dir)).toBe(4096 + 100 * 4096 + 100_000);
+    expect(await treeBytes(join(dir, 'gone'))).toBe(0);
   });
 });

@@ -114,11 +114,14 @@ export async function checkRegistryOnly(dir: string): Promise<void> {
   }
 }
 
-/** Bytes of the files under `dir` (links not followed; 0 when it is gone). */
+/** A file or directory takes at least one block on disk (and an inode): a million empty files are not nothing. */
+const BLOCK_BYTES = 4096;
+
+/** What the entries under `dir` take on disk, each at least a block (links not followed; 0 when it is gone). */
 export async function treeBytes(dir: string): Promise<number> {
   const entries = await readdir(dir, { recursive: true }).catch(() => [] as string[]);
   let total = 0;
-  for (const e of entries) total += await lstat(join(dir, e)).then((st) => st.size, () => 0);
+  for (const e of entries) total += await lstat(join(dir, e)).then((st) => Math.max(st.size, BLOCK_BYTES), () => 0);
   return total;
 }
 
