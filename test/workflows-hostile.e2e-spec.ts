@@ -101,6 +101,16 @@ describe('workflows against a hostile tenant', () => {
     await sentinelStillRuns(3);
   });
 
+  it('keeps a $.service.db key named __proto__ as a key like any other, from one run to the next', async () => {
+    const code = step('const seen = { proto: this.db.get("__proto__") ?? null, k: this.db.get("k") ?? null }; this.db.set("__proto__", { polluted: true }); this.db.set("k", "v"); return seen;', 'props: { db: "$.service.db" },');
+    const id = await create('proto-db', [{ name: 'one', code }]);
+    expect((await runOnce(id)).steps[0].return_value).toEqual({ proto: null, k: null });
+    expect((await api().post(`/workflows/${id}/run`, { event: { n: 2 } })).status).toBe(202);
+    const second = await eventually(async () => (await runsOf(a, id)).find((r) => r !== undefined && (r.steps[0]?.return_value as { k: unknown } | undefined)?.k !== null), { what: 'the second run', timeoutMs: 30_000 });
+    // The key was once assigned into the step's db object, set its prototype instead and was lost with the stored state.
+    expect(second.steps[0].return_value).toEqual({ proto: { polluted: true }, k: 'v' });
+  });
+
   it('ends the run at $.flow.exit() even when the step catches it', async () => {
     const id = await create('exit-caught', [
       { name: 'leave', code: step('try { $.flow.exit("done"); } catch (e) { /* swallowed */ } return "after";') },

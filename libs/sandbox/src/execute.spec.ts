@@ -38,6 +38,13 @@ describe('SandboxPool.execute', () => {
     expect('gone' in r.dbWrites).toBe(true);
   });
 
+  it('returns a db write to the key __proto__ as an own key, not as the change set\'s prototype', async () => {
+    const code = `module.exports = { name: 'p', version: '1', props: { db: '$.service.db' }, async run() { this.db.set('__proto__', { polluted: true }); } };`;
+    const r = await pool.execute(task(code));
+    expect((r.dbWrites as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(Object.getOwnPropertyDescriptor(r.dbWrites, '__proto__')?.value).toEqual({ polluted: true });
+  });
+
   it('runs ESM sources (export default and export { x as default }) with spread props', async () => {
     const a = `const common = { props: { x: { type: 'string' } } };
       const c = { name: 'esm', version: '1', props: { ...common.props }, run() { this.$emit({ x: this.x }) } };

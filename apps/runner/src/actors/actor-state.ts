@@ -89,6 +89,11 @@ export class KvActorStateStore implements ActorStateStore {
   }
 }
 
+/** Sets a db key as an own property: defined, not assigned, so that a key `__proto__` (a db key like any other) does not set the object's prototype. */
+export function setDbKey(db: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(db, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** `db` with `writes` applied (an undefined value deletes its key). */
 export function withWrites(db: Record<string, unknown>, writes: Record<string, unknown>): Record<string, unknown> {
   const keys = Object.keys(writes);
@@ -96,8 +101,7 @@ export function withWrites(db: Record<string, unknown>, writes: Record<string, u
   const next = { ...db };
   for (const k of keys) {
     if (writes[k] === undefined) delete next[k];
-    // Defined, not assigned: a key `__proto__` (a db key like any other) must not set the object's prototype.
-    else Object.defineProperty(next, k, { value: writes[k], enumerable: true, writable: true, configurable: true });
+    else setDbKey(next, k, writes[k]);
   }
   return next;
 }

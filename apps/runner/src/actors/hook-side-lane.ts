@@ -1,3 +1,4 @@
+import { setDbKey } from './actor-state';
 import type { RunInput } from './source-execution';
 import type { InvocationDelivery } from './actor-deps';
 import { type SettledDelivery, settleOnce } from './settled-delivery';
@@ -41,7 +42,7 @@ export class HookSideLane {
 
   /** Records a served request's db writes (kept until the next hook). */
   gather(writes: Record<string, unknown>): void {
-    Object.assign(this.gathered, writes);
+    for (const k of Object.keys(writes)) setDbKey(this.gathered, k, writes[k]);
   }
 
   /** The db writes of the requests served beside the last hook. */

@@ -1,7 +1,7 @@
 import { decryptValue, type DesiredWorkflowState, type EncryptedValue, isEncrypted, WORKFLOW_PLATFORM_VERSION } from '@app/contracts';
 import { dbSizeBytes, type ExecuteResult, type LogRecord, type SendRecord } from '@app/sandbox';
 import type { ActorDeps } from '../actors/actor-deps';
-import { STATE_ROOM_BYTES } from '../actors/actor-state';
+import { STATE_ROOM_BYTES, withWrites } from '../actors/actor-state';
 import { decryptDeep, resolveProps } from '../actors/props';
 import { resolveTemplates, TemplateError } from './templates';
 import { sendProblem, type SendSettings } from './workflow-sends';
@@ -27,14 +27,7 @@ export function stepDbMaxBytes(config: ActorDeps['config'], dbs: Record<string, 
 export function withDbWrites(dbs: Record<string, Record<string, unknown>>, writes: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> {
   if (!Object.keys(writes).length) return dbs;
   const out = { ...dbs };
-  for (const [cell, w] of Object.entries(writes)) {
-    const db = { ...(out[cell] ?? {}) };
-    for (const [k, v] of Object.entries(w)) {
-      if (v === undefined) delete db[k];
-      else db[k] = v;
-    }
-    out[cell] = db;
-  }
+  for (const [cell, w] of Object.entries(writes)) out[cell] = withWrites(out[cell] ?? {}, w);
   return out;
 }
 

@@ -76,7 +76,8 @@ async function executeWith(task: Omit<WorkerExecuteTask, 'port'>, logs: LogRecor
     port?.close();
   }
   const dbWrites: Record<string, unknown> = {};
-  for (const [k, json] of state.written) dbWrites[k] = json === undefined ? undefined : JSON.parse(json);
+  // Defined, not assigned: a key `__proto__` is a db key like any other, not the change set's prototype.
+  for (const [k, json] of state.written) Object.defineProperty(dbWrites, k, { value: json === undefined ? undefined : JSON.parse(json), enumerable: true, writable: true, configurable: true });
   const result: ExecuteResult = { emits: state.emits, dbWrites, logs: state.logs, durationMs: performance.now() - started };
   if (error) result.error = error;
   if (state.response) result.response = state.response;
