@@ -23,6 +23,12 @@ const OVERRUN_GRACE_MS = 1000;
 const STDERR_DRAIN_MS = 1000;
 const HEAP_EXHAUSTED = /JavaScript heap out of memory|Reached heap limit/;
 /**
+ * Bytes of a sandbox's stderr the app reads per second; past them it stops reading until the second is over (the
+ * sandbox's writes then wait). Node writes little there (a fatal error, a heap exhaustion), but component code can
+ * write to the descriptor itself: a loop of writes once held a third of the runner's thread for as long as it ran.
+ */
+const STDERR_BYTES_PER_SECOND = 64 * 1024;
+/**
  * How a run fails when the app stopped its process for a blocked thread without knowing which run blocked it (the
  * app cannot see inside; several were in flight): it may be the culprit as well as a bystander, so the caller runs
  * it again as a suspect (IsolatedRunner).
@@ -102,9 +108,7 @@ export class HostProcess {
     const channel = child.stdio[3] as Socket;
     this.channel = channel;
     channel.on('error', () => undefined);
-    child.stderr?.on('data', (d: Buffer) => {
-      this.stderr = (this.stderr + d.toString('utf8')).slice(-STDERR_KEEP);
-    });
+    this.readStderr(child);
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the sandbox process did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
       const reader = new FrameReader(
@@ -148,6 +152,32 @@ export class HostProcess {
       if (this.opts.runIn === 'process') this.checkDeadlines();
     }, MEMORY_CHECK_MS);
     this.watchdog.unref();
+  }
+
+  /** Keeps the tail of the process's stderr, reading at most STDERR_BYTES_PER_SECOND (all of it once the process exited). */
+  private readStderr(child: ChildProcess): void {
+    const stderr = child.stderr;
+    if (!stderr) return;
+    let windowStart = Date.now();
+    let bytes = 0;
+    let resume: NodeJS.Timeout | undefined;
+    stderr.on('data', (d: Buffer) => {
+      this.stderr = (this.stderr + d.toString('utf8')).slice(-STDERR_KEEP);
+      const now = Date.now();
+      if (now - windowStart >= 1000) [windowStart, bytes] = [now, 0];
+      bytes += d.length;
+      if (bytes < STDERR_BYTES_PER_SECOND || this.exited || resume) return;
+      stderr.pause();
+      resume = setTimeout(() => {
+        resume = undefined;
+        stderr.resume();
+      }, 1000 - (now - windowStart));
+      resume.unref();
+    });
+    child.once('exit', () => {
+      clearTimeout(resume);
+      stderr.resume();
+    });
   }
 
   async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void, suspect = false): Promise<TaskOutcome<T>> {
