@@ -58,3 +58,23 @@ describe('dedupe strategies', () => {
     expect(applyDedupe(undefined, c(1, 1, undefined), {}).emitted).toHaveLength(3);
   });
 });
+
+describe('dedupe ids of hostile length', () => {
+  const long = 'x'.repeat(400_000);
+  it('caches a long id as its hash, which still dedupes it', () => {
+    const first = applyDedupe('unique', [{ item: 1, id: `${long}a` }], {});
+    expect(first.emitted).toEqual([1]);
+    expect(first.state.unique).toEqual([expect.stringMatching(/^sha256:[0-9a-f]{64}$/)]);
+    expect(applyDedupe('unique', [{ item: 2, id: `${long}a` }, { item: 3, id: `${long}b` }], first.state).emitted).toEqual([3]);
+    const last = applyDedupe('last', [{ item: 1, id: `${long}a` }, { item: 2, id: `${long}b` }], {});
+    expect(last.state.last).toMatch(/^sha256:/);
+    expect(applyDedupe('last', [{ item: 1, id: `${long}a` }, { item: 2, id: `${long}b` }, { item: 3, id: 'c' }], last.state).emitted).toEqual([3]);
+  });
+
+  it('takes no numeric id of more than 256 characters under greatest', () => {
+    const out = applyDedupe('greatest', [{ item: 1, id: '9'.repeat(300) }], {});
+    expect(out.emitted).toEqual([]);
+    expect(out.rejected[0].reason.length).toBeLessThan(300);
+    expect(out.state.greatest).toBeUndefined();
+  });
+});
