@@ -52,6 +52,15 @@ function threadTicks(pid: number): Map<string, number> {
   return out;
 }
 
+/** Reports its sandbox's scheduling priority, after trying to raise it to the apps' own. */
+const PRIORITY = `module.exports = { name: "Priority", version: "1", props: { http: { type: "$.interface.http", customResponse: true } },
+  async run() {
+    const os = require("os");
+    let raised;
+    try { os.setPriority(0); raised = "raised"; } catch (e) { raised = e.code || e.message; }
+    this.http.respond({ status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify({ priority: os.getPriority(), raised }) });
+  } };`;
+
 describe('CPU work a run leaves to other threads of its sandbox', () => {
   let system: System;
 
@@ -82,5 +91,19 @@ describe('CPU work a run leaves to other threads of its sandbox', () => {
     // shared between them); now the one.
     const busy = [...after].filter(([tid, ticks]) => ticks - (before.get(tid) ?? 0) >= 30).map(([tid]) => tid);
     expect(busy.length).toBe(1);
+  });
+
+  // A busy tenant competed with the api, the runner, NATS and Postgres at their own priority.
+  it('runs component code below the platform\'s priority (SANDBOX_NICE), which it cannot raise back', async () => {
+    const api = client(system, createUser(system).apiKey);
+    const res = await api.post('/sources', { component_code: PRIORITY });
+    expect(res.status).toBe(200);
+    const url = res.body.data.configured_props.http.endpoint_url as string;
+    const report = await eventually(async () => {
+      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      return r.status === 200 ? ((await r.json()) as { priority: number; raised: string }) : undefined;
+    }, { what: 'the priority probe to answer', timeoutMs: 30_000 });
+    expect(report.priority).toBe(10);
+    expect(report.raised).not.toBe('raised');
   });
 });

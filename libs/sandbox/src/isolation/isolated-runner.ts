@@ -18,6 +18,8 @@ export interface SandboxIsolationOptions {
   bwrap: string;
   /** Size of the sandbox's /tmp (a tmpfs of its own, emptied when the sandbox stops). */
   tmpMb: number;
+  /** Scheduling priority of the sandbox processes (SANDBOX_NICE): below the platform's own processes. */
+  nice: number;
   /** Where an account's runs execute inside its sandbox process (SANDBOX_RUN_IN). */
   runIn: SandboxRunIn;
   threadsPerAccount: number;
@@ -229,6 +231,7 @@ export class IsolatedRunner {
       hostConfig: config,
       readOnly: [...app, { outside: view.dir, inside: INSIDE.code }, ...caMounts],
       tmpMb: this.opts.tmpMb,
+      nice: this.opts.nice,
       sockets,
       uid,
       asRoot: this.asRoot,

@@ -22,6 +22,8 @@ export interface SandboxCommandInput {
   readOnly: Mount[];
   /** Size of the sandbox's /tmp, a tmpfs of its own: the only writable place. */
   tmpMb: number;
+  /** nice of the sandbox (0–19): component code cannot raise its priority back. */
+  nice: number;
   /** The account's egress sockets (mounted at INSIDE.sockets; not readable as files). */
   sockets: string;
   /** uid/gid the sandbox runs as when the app runs as root. */
@@ -77,6 +79,8 @@ export function sandboxCommand(input: SandboxCommandInput): { command: string; a
   for (const d of ancestors(readOnly.map((m) => m.inside))) if (!d.startsWith('/etc/')) args.push('--perms', '0755', '--dir', d);
   for (const m of readOnly) args.push('--ro-bind', m.outside, m.inside);
   args.push('--chdir', '/tmp', '--');
+  // A busy tenant's threads get the CPU after the platform's own processes (lowering a priority needs no privilege; raising it back does).
+  if (input.nice > 0) args.push('/usr/bin/nice', '-n', String(input.nice), '--');
   args.push('/usr/bin/prlimit', '--core=0', '--nofile=4096', '--nproc=4096', '--');
   if (input.asRoot) args.push('/usr/bin/setpriv', `--reuid=${input.uid}`, `--regid=${input.uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--');
   const slash = (p: string) => (p.endsWith('/') ? p : `${p}/`);

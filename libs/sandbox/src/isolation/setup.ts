@@ -14,6 +14,7 @@ export interface IsolationSettings extends PlatformSettings {
   sandboxThreadsPerAccount: number;
   sandboxMemoryMb: number;
   sandboxTmpMb: number;
+  sandboxNice: number;
   sandboxIdleMs: number;
   sandboxMaxProcesses: number;
   sandboxUidBase: number;
@@ -120,6 +121,7 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
   const options: SandboxIsolationOptions = {
     bwrap,
     tmpMb: s.sandboxTmpMb,
+    nice: s.sandboxNice,
     runIn: s.sandboxRunIn as SandboxIsolationOptions['runIn'],
     threadsPerAccount: s.sandboxThreadsPerAccount,
     memoryMb: s.sandboxMemoryMb,

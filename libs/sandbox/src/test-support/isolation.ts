@@ -8,6 +8,7 @@ export function isolationSettings(dataDir: string, overrides: Partial<IsolationS
     sandboxThreadsPerAccount: 2,
     sandboxMemoryMb: 1024,
     sandboxTmpMb: 64,
+    sandboxNice: 10,
     sandboxIdleMs: 300_000,
     sandboxMaxProcesses: 64,
     sandboxUidBase: 200_000,
