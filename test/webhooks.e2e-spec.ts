@@ -145,6 +145,19 @@ describe('webhooks: API and signed, retried delivery', () => {
     });
   });
 
+  it('delivers events of channels named with any characters, the name percent-encoded when it is not printable ASCII', async () => {
+    const r = await receiver();
+    const { src, wh } = await wire(r);
+    const names = ['plain name', 'snow☃man', 'line\nbreak', 'é'];
+    for (const name of names) expect((await api.post('/subscriptions', { emitter_id: src, listener_id: wh, event_name: name })).status).toBe(200);
+    await subscriptionsLoaded(system);
+    const sent = [];
+    for (const name of names) sent.push(await emitter.emit(src, user.id, { name }, { name }));
+    await eventually(async () => r.ids().size === names.length, { what: 'every channel delivered', timeoutMs: 15_000 });
+    const header = (id: string) => r.received.find((x) => x.headers['webhook-id'] === id)!.headers['x-pd-event-name'];
+    expect(sent.map((ev) => header(ev.id))).toEqual(['plain name', 'snow%E2%98%83man', 'line%0Abreak', '%C3%A9']);
+  });
+
   it('retries failures on the schedule until success, and records exhausted attempts', async () => {
     const r = await receiver();
     r.respond = (_req, n) => (n <= 2 ? { status: 500, body: 'x'.repeat(5000) } : { status: 200 });

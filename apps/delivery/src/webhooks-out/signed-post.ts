@@ -9,6 +9,15 @@ import { WebhookSigner } from './webhook-signer';
 /** How much of a response body an attempt record keeps. */
 const RESPONSE_BODY_MAX = 1024;
 
+/**
+ * A channel name as a header value: as it is when printable ASCII, else percent-encoded UTF-8. A channel may be named
+ * with any characters (`$emit(e, { name: "☃" })`, a line break), which no header can carry: such events failed every
+ * attempt ("invalid x-pd-event-name header") and never reached the webhook.
+ */
+export function eventNameHeader(name: string): string {
+  return /^[\x20-\x7e]*$/.test(name) ? name : encodeURIComponent(name);
+}
+
 /** The `webhook-id` of an event: its event id (DESIGN.md); `x-pd-emitter-id` tells emitters apart. */
 export const webhookIdOf = (ev: { id: string }): string => ev.id;
 
@@ -39,7 +48,7 @@ export class SignedPost {
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
       'webhook-signature': this.signer(hook.id, hook.secret).sign(webhookIdOf(ev), now, body),
       'x-pd-emitter-id': ev.emitterId,
-      'x-pd-event-name': ev.name ?? '',
+      'x-pd-event-name': eventNameHeader(ev.name ?? ''),
       'x-pd-emit-id': ev.emitId,
       'x-pd-event-id': ev.id,
     };
