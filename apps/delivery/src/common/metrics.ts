@@ -1,6 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
+/** The sender's figures the gauges read at scrape time. */
+export interface SenderFigures {
+  direct: number;
+  queue: number;
+  inFlight: number;
+  failing: { inFlight: number; ownersWaiting: number };
+}
+
 /** Prometheus counters and histograms of the delivery app. */
 @Injectable()
 export class DeliveryMetrics {
@@ -19,7 +27,7 @@ export class DeliveryMetrics {
   readonly retriesWaiting: Gauge;
   readonly retriesOldestAge: Gauge;
   /** Where the backlog gauges read their figures (the webhook sender and the router), at scrape time. */
-  private senderFigures?: () => { direct: number; queue: number; inFlight: number };
+  private senderFigures?: () => SenderFigures;
   private routerFigures?: () => number;
   private retryFigures?: () => Promise<{ count: number; oldestSinceMs: number | null }>;
   /** One query per scrape for both retry gauges. */
@@ -82,6 +90,8 @@ export class DeliveryMetrics {
         },
       });
     scraped('delivery_webhook_in_flight', 'webhook POSTs this replica has sent and not yet seen answered', () => this.senderFigures?.().inFlight);
+    scraped('delivery_webhook_failing_in_flight', "attempts in flight at webhooks whose last attempt here failed (at most WEBHOOK_FAILING_IN_FLIGHT_PER_ACCOUNT per account)", () => this.senderFigures?.().failing.inFlight);
+    scraped('delivery_webhook_failing_accounts_waiting', 'accounts whose failing webhooks have deliveries waiting for a slot: WEBHOOK_FAILING_IN_FLIGHT_PER_ACCOUNT of their attempts are in flight', () => this.senderFigures?.().failing.ownersWaiting);
     scraped('delivery_router_held', "EMITS messages (each one event or a batch of events) this replica's router took and has not acknowledged: buffered, being indexed and routed, or waiting for their direct webhook deliveries", () => this.routerFigures?.());
     this.retriesOldestAge = new Gauge({
       name: 'delivery_webhook_retries_oldest_age_seconds',
@@ -95,7 +105,7 @@ export class DeliveryMetrics {
   }
 
   /** Where the sender's backlog gauges read their figures. */
-  watchSender(figures: () => { direct: number; queue: number; inFlight: number }): void {
+  watchSender(figures: () => SenderFigures): void {
     this.senderFigures = figures;
   }
 

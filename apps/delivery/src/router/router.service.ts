@@ -31,6 +31,12 @@ interface Emit {
 
 /** How long a graceful stop waits for direct deliveries in flight before handing their emits back. */
 const STOP_WAIT_MS = 5_000;
+/**
+ * DELIVERIES publishes the router leaves to settle in the background at most (their emits are acked once stored);
+ * past it a batch waits for its own. Awaited in the batch, one account's failing webhooks (60 of them, each event
+ * published once per webhook) held every later batch for 100–470 ms, and every other account's events with it.
+ */
+const QUEUE_PUBLISHES_MAX = 10_000;
 
 /**
  * Consumes EMITS once for everything the delivery app does with an event. An
@@ -51,11 +57,13 @@ const STOP_WAIT_MS = 5_000;
 @Injectable()
 export class RouterService implements OnApplicationBootstrap, OnApplicationShutdown {
   private consumer?: BatchConsumer;
-  /** Messages whose routing waits for direct deliveries: kept alive, acked when they all settle. */
+  /** Messages whose routing waits for direct deliveries or queued publishes in the background: kept alive, acked when they all settle. */
   private readonly held = new Set<JsMsg>();
   private keepAlive?: NodeJS.Timeout;
   private readonly chains: ChainBudget;
   private readonly listenerBacklog: ListenerBacklog;
+  /** DELIVERIES publishes settling in the background (QUEUE_PUBLISHES_MAX). */
+  private queuePublishes = 0;
   /** Per account: when the router last logged runs of its listeners it did not start, and how many since. */
   private readonly dropped = new Map<string, { loggedAtMs: number; since: number }>();
 
@@ -119,25 +127,25 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
 
   /**
    * Publishes what must be stored before the message is done (invocations,
-   * queued deliveries) for each of its events; direct deliveries go on in the
-   * background and ack the message when they all settle, so a slow POST never
-   * holds up the next batch. An event that cannot be indexed is dropped alone;
-   * a message with none that can, as a whole.
+   * queued deliveries) for each of its events; direct deliveries and queued
+   * deliveries (up to QUEUE_PUBLISHES_MAX) go on in the background and ack the
+   * message when they all settle, so neither holds up the next batch. An event
+   * that cannot be indexed is dropped alone; a message with none that can, as a whole.
    */
   private async routeEmit({ m, events }: Emit, unindexable: Set<EmittedEvent>): Promise<void> {
     const routable = events.filter((event) => !unindexable.has(event));
     if (!routable.length) return m.term(); // malformed event ids
     if (routable.length < events.length) this.logger.warn({ subject: m.subject, seq: m.seq, skipped: events.length - routable.length }, 'skipping the events of a batch that cannot be indexed');
-    const direct: Promise<void>[] = [];
+    const background: Promise<void>[] = [];
     try {
-      await Promise.all(routable.flatMap((event) => this.cache.match(event).map((t) => this.publish(event, t, m.info.redeliveryCount, direct))));
+      await Promise.all(routable.flatMap((event) => this.cache.match(event).map((t) => this.publish(event, t, m.info.redeliveryCount, background))));
     } catch (e) {
-      void Promise.allSettled(direct); // the message is routed again: their outcomes no longer matter, but must not go unhandled
+      void Promise.allSettled(background); // the message is routed again: their outcomes no longer matter, but must not go unhandled
       return this.retry(m, e as Error);
     }
-    if (!direct.length) return m.ack();
+    if (!background.length) return m.ack();
     this.held.add(m);
-    void Promise.all(direct).then(
+    void Promise.all(background).then(
       () => {
         this.held.delete(m);
         m.ack();
@@ -173,8 +181,8 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     m.nak(1000);
   }
 
-  /** Routes to one listener; a direct webhook delivery adds its settlement to `direct` instead of being awaited. */
-  private async publish(event: EmittedEvent, { subscriptionId, listenerId, listenerOwner }: RouteTarget, deliveryCount: number, direct: Promise<void>[]): Promise<void> {
+  /** Routes to one listener; a direct webhook delivery (or a queued one, QUEUE_PUBLISHES_MAX) adds its settlement to `background` instead of being awaited. */
+  private async publish(event: EmittedEvent, { subscriptionId, listenerId, listenerOwner }: RouteTarget, deliveryCount: number, background: Promise<void>[]): Promise<void> {
     const names = this.nats.names;
     // Event ids are unique per emitter only, and a glob subscription covers many emitters.
     const msgID = `${subscriptionId}:${event.emitterId}:${event.id}`;
@@ -186,8 +194,12 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
       };
       this.metrics.eventsRouted.inc({ listener_kind: 'webhook' });
       const offered = this.sender.offer(msg, deliveryCount);
-      if (!offered) return queue();
-      direct.push(offered.then((outcome) => (outcome === 'handoff' ? queue() : void this.metrics.webhookRoutes.inc({ path: 'direct' }))));
+      if (!offered && this.queuePublishes >= QUEUE_PUBLISHES_MAX) return queue();
+      if (!offered) {
+        this.queuePublishes++;
+        return void background.push(queue().finally(() => this.queuePublishes--));
+      }
+      background.push(offered.then((outcome) => (outcome === 'handoff' ? queue() : void this.metrics.webhookRoutes.inc({ path: 'direct' }))));
     } else if (listenerId.startsWith('dc_') || listenerId.startsWith('p_')) {
       // Events of runners that predate chains start their own.
       const root = event.chain?.root ?? `${event.emitterId}:${event.id}`;

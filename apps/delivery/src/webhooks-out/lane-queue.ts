@@ -63,6 +63,11 @@ export class LaneQueue<T> {
     return [...this.direct.splice(0), ...this.stream.splice(0)];
   }
 
+  /** Removes and returns the direct events waiting. */
+  drainDirect(): T[] {
+    return this.direct.splice(0);
+  }
+
   /** Removes and returns the newest items beyond the first `keep` (messages first, then direct events). */
   excess(keep: number): T[] {
     const over = this.length - keep;

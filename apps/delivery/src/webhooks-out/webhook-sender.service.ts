@@ -15,6 +15,7 @@ import { nextDelayMs } from './retry-policy';
 import { RetryQueue } from './retry-queue';
 import { RetryCatchUp } from './retry-catch-up';
 import { directLaneMax, LaneQueue } from './lane-queue';
+import { FailingSlots } from './failing-slots';
 
 const DURABLE = 'webhook-sender';
 /**
@@ -55,7 +56,12 @@ interface Lane {
   avgLatencyMs: number;
   /** Last completion, or when the lane last became busy. */
   lastProgressMs: number;
+  /** Its last attempt here failed: its attempts take their account's FailingSlots. */
+  failing: boolean;
 }
+
+/** How an attempt ended, for the lane: `failed` (the endpoint failed; its retry is queued, or it is exhausted). */
+type Attempted = 'sent' | 'failed' | 'none';
 
 /**
  * Sends DELIVERIES to webhook endpoints: many webhooks in parallel, bounded
@@ -86,6 +92,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private readonly retries: RetryQueue;
   /** Per webhook: last failure seen here, and pulling its waiting retries forward once it answers again. */
   private readonly catchUp: RetryCatchUp;
+  private readonly failingSlots: FailingSlots;
   private stopping = false;
 
   constructor(
@@ -100,8 +107,9 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.log = new DeliveryLog(em, config.deliveryLogAsyncCommit);
     this.retries = new RetryQueue(em, nats, logger);
     this.catchUp = new RetryCatchUp(this.retries, logger, (id) => this.lanes.get(id)?.queue.length ?? 0);
+    this.failingSlots = new FailingSlots(config.webhookFailingInFlightPerAccount);
     metrics.watchRetries(() => this.retries.waiting());
-    metrics.watchSender(() => ({ direct: this.heldDirect, queue: this.heldMessages(), inFlight: this.inFlight }));
+    metrics.watchSender(() => ({ direct: this.heldDirect, queue: this.heldMessages(), inFlight: this.inFlight, failing: this.failingSlots.figures() }));
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -195,7 +203,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private dispatch(m: DeliveryItem): void {
     const webhookId = m.webhookId;
     let lane = this.lanes.get(webhookId);
-    if (!lane) this.lanes.set(webhookId, (lane = { queue: new LaneQueue(), active: 0, avgLatencyMs: 0, lastProgressMs: Date.now() }));
+    if (!lane) this.lanes.set(webhookId, (lane = { queue: new LaneQueue(), active: 0, avgLatencyMs: 0, lastProgressMs: Date.now(), failing: false }));
     const owner = this.cache.ownerOf(webhookId) ?? '';
     this.held.set(m, owner);
     if (m.direct) this.heldDirect++;
@@ -224,18 +232,28 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   }
 
   private pump(webhookId: string, lane: Lane): void {
+    // A failing webhook's attempts wait for their account's turn (FailingSlots); an owner not loaded yet counts alone.
+    const owner = this.cache.ownerOf(webhookId) ?? webhookId;
     while (lane.active < this.config.webhookConcurrency && lane.queue.length) {
-      const m = lane.queue.shift()!;
+      if (lane.failing && !this.healthy(webhookId, lane)) this.handBackDirect(lane);
+      const slot = lane.failing;
+      if (slot && !this.failingSlots.take(owner, webhookId)) return;
+      const m = lane.queue.shift();
+      if (!m) return this.releaseSlot(slot, owner);
       if (m.direct && !this.healthy(webhookId, lane)) {
         // The webhook failed or slowed down since the router handed this over: not attempted here, it goes to DELIVERIES.
         this.release(m);
         m.nak();
+        this.releaseSlot(slot, owner);
         continue;
       }
       lane.active++;
       this.inFlight++;
       const started = Date.now();
       void this.deliver(m)
+        .then((attempted) => {
+          if (attempted !== 'none') lane.failing = attempted === 'failed';
+        })
         .catch((e: Error) => {
           this.logger.error({ err: e.message, webhook_id: webhookId }, 'delivery failed unexpectedly; retrying');
           m.nak(1000);
@@ -245,8 +263,27 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
           this.countDone(lane, Date.now() - started);
           lane.active--;
           this.inFlight--;
+          this.releaseSlot(slot, owner);
           if (lane.queue.length) this.pump(webhookId, lane);
         });
+    }
+  }
+
+  /** Gives back a failing webhook's slot and lets the account's waiting webhooks take it in turn. */
+  private releaseSlot(taken: boolean, owner: string): void {
+    if (!taken) return;
+    this.failingSlots.release(owner);
+    for (let id = this.failingSlots.next(owner); id !== undefined; id = this.failingSlots.next(owner)) {
+      const lane = this.lanes.get(id);
+      if (lane) this.pump(id, lane);
+    }
+  }
+
+  /** A failing webhook's direct events go to DELIVERIES at once rather than wait for a slot with their emits unacknowledged. */
+  private handBackDirect(lane: Lane): void {
+    for (const m of lane.queue.drainDirect()) {
+      this.release(m);
+      m.nak();
     }
   }
 
@@ -274,20 +311,20 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     }
   }
 
-  private async deliver(m: DeliveryItem): Promise<void> {
+  private async deliver(m: DeliveryItem): Promise<Attempted> {
     let msg: DeliveryMessage;
     try {
       msg = m.read();
     } catch {
       // term() without a reason: nats-server 2.9 ignores `+TERM <reason>` and redelivers the message after the ack wait, forever.
       m.term(); // not JSON
-      return;
+      return 'none';
     }
     const ev = msg.event;
     const hook = await this.cache.webhook(msg.webhookId);
     if (!hook || !hook.active) {
       m.term(); // webhook disabled or deleted
-      return;
+      return 'none';
     }
     // The retry queue republishes with the attempt number; a redelivery (a replica died mid-attempt) counts the attempts logged.
     const carried = Number.isInteger(msg.attempt) && msg.attempt! > 1 ? msg.attempt! : 1;
@@ -299,7 +336,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       if (before.succeeded) {
         m.ack();
         this.metrics.webhookAttempts.inc({ outcome: 'already_delivered' });
-        return;
+        return 'none';
       }
       attempt = Math.max(carried, before.attempts + 1);
     }
@@ -317,7 +354,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       this.metrics.webhookAttempts.inc({ outcome: 'succeeded' });
       if (ev.emittedAtMs) this.metrics.emitToReceipt.observe((Date.now() - ev.emittedAtMs) / 1000);
       this.catchUp.afterSuccess(hook.id, attempt);
-      return;
+      return 'sent';
     }
     if (status === 410) {
       // The attempt is in the log before the webhook shows as disabled: a client that sees `active: false` finds its cause.
@@ -326,7 +363,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       await this.retries.drop(hook.id);
       m.term(); // webhook disabled by 410
       this.metrics.webhookAttempts.inc({ outcome: 'disabled' });
-      return;
+      return 'none';
     }
     if (status !== undefined && status >= 300 && status < 400) record.error = `redirects are not followed (status ${status})`;
     const delay = nextDelayMs(this.config.webhookRetryDelaysMs, attempt, retryAfter);
@@ -335,7 +372,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       m.term(); // attempts exhausted
       this.metrics.webhookAttempts.inc({ outcome: 'exhausted' });
       this.logger.warn({ webhook_id: hook.id, event_id: ev.id, attempts: attempt }, 'webhook delivery exhausted');
-      return;
+      return 'failed';
     }
     const dueAtMs = Date.now() + delay;
     this.catchUp.noteFailure(hook.id);
@@ -346,6 +383,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     ]);
     m.ack();
     this.metrics.webhookAttempts.inc({ outcome: 'failed' });
+    return 'failed';
   }
 
   private async disable(hook: WebhookTarget, reason: string): Promise<void> {
