@@ -27,7 +27,7 @@ const p90 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(x
  * source (40 events a second), fail at once: half answer 500, half refuse the connection. Before, each of them had
  * WEBHOOK_CONCURRENCY (64) attempts in flight, 3,840 in all, each writing its attempt row and its retry before its
  * ack: the delivery app's one event loop was busy with A's failures and B's events to a healthy webhook took
- * 200–300 ms instead of 10 (p90 up to 900 ms). Now A's failing webhooks share WEBHOOK_FAILING_IN_FLIGHT_PER_ACCOUNT
+ * 200–275 ms instead of 10 (p90 320–650 ms). Now A's failing webhooks share WEBHOOK_FAILING_IN_FLIGHT_PER_ACCOUNT
  * attempts in flight: B's events all arrive while A's storm goes on. What is asserted is the share (the replica's
  * attempts in flight during the storm), which does not depend on how loaded the machine is; B's latency is only
  * held to a generous bound against its own baseline.

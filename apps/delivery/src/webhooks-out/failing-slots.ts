@@ -5,7 +5,7 @@
  * attempts ends, in turn with the account's other waiting webhooks. Why: an attempt that fails at once (a 500,
  * a refused connection) costs the process as much as a delivery, plus two rows written before its ack, and
  * 60 such webhooks at 64 requests each (3,840 in flight) kept the single event loop busy with one account's
- * failures: every other account's deliveries waited behind them (p50 8 ms → 200–300 ms). A webhook that fails
+ * failures: every other account's deliveries waited behind them (p50 10 ms → 200–275 ms). A webhook that fails
  * now and then is held only until its next success; a webhook alone keeps WEBHOOK_CONCURRENCY at the default.
  */
 export class FailingSlots {
