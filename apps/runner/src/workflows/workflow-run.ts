@@ -3,6 +3,7 @@ import { dbSizeBytes, type ExecuteResult, type LogRecord, type SendRecord } from
 import type { ActorDeps } from '../actors/actor-deps';
 import { STATE_ROOM_BYTES, withWrites } from '../actors/actor-state';
 import { decryptDeep, resolveProps } from '../actors/props';
+import { redact, secretValues } from './secret-redaction';
 import { resolveTemplates, TemplateError } from './templates';
 import { sendProblem, type SendSettings } from './workflow-sends';
 
@@ -190,5 +191,27 @@ export async function runWorkflow(
     }
   }
   outcome.durationMs = now() - input.startedAtMs;
-  return outcome;
+  return recordedWithoutSecrets(outcome, secretValues(deps.config.secretsKey, secrets, desired.steps.map((s) => s.props)));
+}
+
+/**
+ * The outcome with secret values hidden where the run is recorded (its steps, logs and error: the run record,
+ * `$logs`, `$errors`, an HTTP caller's 502). What the steps pass on — later steps' `steps`, emits, sends, db,
+ * `$.respond()` — is left as they gave it.
+ */
+function recordedWithoutSecrets(outcome: RunOutcome, values: string[]): RunOutcome {
+  if (!values.length) return outcome;
+  return {
+    ...outcome,
+    steps: outcome.steps.map((s) => ({
+      ...s,
+      ...(s.inputs ? { inputs: redact(s.inputs, values) } : {}),
+      ...(s.return_value !== undefined ? { return_value: redact(s.return_value, values) } : {}),
+      ...(s.exports ? { exports: redact(s.exports, values) } : {}),
+      ...(s.error ? { error: { name: redact(s.error.name, values), message: redact(s.error.message, values) } } : {}),
+      ...(s.exit?.reason !== undefined ? { exit: { reason: redact(s.exit.reason, values) } } : {}),
+    })),
+    logs: outcome.logs.map((l) => ({ ...l, msg: redact(l.msg, values) })),
+    ...(outcome.error ? { error: { ...outcome.error, name: redact(outcome.error.name, values), message: redact(outcome.error.message, values), stack: redact(outcome.error.stack, values) } } : {}),
+  };
 }
