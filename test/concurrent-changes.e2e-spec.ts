@@ -76,6 +76,30 @@ describe('concurrent identical and conflicting changes', () => {
     errorsShaped([...sourceAnswers, ...workflowAnswers]);
   });
 
+  it('keeps only the inline trigger sources workflows run when their deploys race each other or a delete', async () => {
+    const api = client(system, createUser(system).apiKey);
+    const inline = { source: { code: HTTP_SOURCE, props: {} } };
+    const def = (name: string, trigger: object) => ({ name, trigger, steps: [{ name: 'a', code: STEP }] });
+    const workflows: string[] = [];
+    for (let k = 0; k < ROUNDS / 2; k++) {
+      // The same name created at once: one workflow, and the losers' sources do not stay.
+      const created = await Promise.all([0, 1, 2].map(() => api.post('/workflows', def(`c${k}`, inline))));
+      expect(created.map((w) => w.status).sort()).toEqual([200, 409, 409]);
+      workflows.push(created.find((w) => w.status === 200)?.body.data.id);
+      // Two deploys giving a manual workflow an inline source at once: the one it ends up with stays.
+      const updated: string = (await api.post('/workflows', def(`u${k}`, { manual: {} }))).body.data.id;
+      expect((await Promise.all([0, 1].map(() => api.put(`/workflows/${updated}`, def(`u${k}`, inline))))).map((r) => r.status)).toEqual([200, 200]);
+      workflows.push(updated);
+      // A deploy racing a delete: nothing stays.
+      const gone: string = (await api.post('/workflows', def(`d${k}`, { manual: {} }))).body.data.id;
+      const raced = await Promise.all([api.put(`/workflows/${gone}`, def(`d${k}`, inline)), api.del(`/workflows/${gone}`)]);
+      expect(raced.map((r) => r.status).filter((s) => ![200, 204, 404].includes(s))).toEqual([]);
+    }
+    const used = await Promise.all(workflows.map(async (id) => (await api.get(`/workflows/${id}`)).body.data.trigger.source as string));
+    const sources = (await api.get('/users/me/sources?limit=100')).body.data as { id: string }[];
+    expect(sources.map((s) => s.id).sort()).toEqual(used.sort());
+  });
+
   it('publishes a registry component once when two operators publish it at once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'reg-race-'));
     const file = join(dir, 'race.mjs');

@@ -124,7 +124,7 @@ export class WorkflowsService {
     const t = def.trigger;
     if (!('source' in t) || typeof t.source === 'string') return t as unknown as Record<string, unknown>;
     const inline = t.source;
-    const managed = managedSourceOf(previous);
+    const managed = managedSourceOf(previous?.trigger);
     try {
       const ref: ComponentRef = inline.component_id ? { componentId: inline.component_id } : inline.key ? { componentId: await this.keyToId(auth, ownerId, inline.key) } : { code: inline.code };
       if (managed) {
@@ -154,9 +154,9 @@ export class WorkflowsService {
     }
   }
 
-  /** Removes the source deployed for a workflow's trigger when the trigger no longer uses it. */
-  private async dropManagedSource(auth: AuthContext, previous: Workflow, now: Record<string, unknown> | null): Promise<void> {
-    const managed = managedSourceOf(previous);
+  /** Removes the source deployed for a workflow's trigger (`replaced`) when the trigger (`now`) no longer uses it. */
+  private async dropManagedSource(auth: AuthContext, replaced: Record<string, unknown> | undefined, now: Record<string, unknown> | null): Promise<void> {
+    const managed = managedSourceOf(replaced);
     if (!managed || (now && now.source === managed)) return;
     await this.sources.remove(auth, managed).catch((e: Error) => this.logger.warn(`removing trigger source ${managed} failed: ${e.message}`));
   }
@@ -193,6 +193,8 @@ export class WorkflowsService {
         await tx.persist(w).flush();
       });
     } catch (e) {
+      // Not stored (the name taken or the quota reached meanwhile): the source deployed for its trigger goes too.
+      await this.dropManagedSource(auth, trigger, null);
       if (/unique/i.test((e as Error).message)) throw new ConflictError(`a workflow named "${def.name}" already exists`, { name: def.name });
       throw e;
     }
@@ -224,22 +226,28 @@ export class WorkflowsService {
     const endpointKey = 'http' in def.trigger ? (w.endpointKey ?? newEndpointKey()) : null;
     await this.checkTriggerEmitter(auth, w.ownerId, def.trigger);
     const trigger = await this.triggerRow(auth, w.ownerId, def, w);
-    const updated = await em.nativeUpdate(
-      Workflow,
-      { id: w.id, deletedAt: null },
-      { name: def.name, deploymentId: newId('deployment'), trigger, steps: rows, settings: def.settings as Record<string, unknown>, secrets, active: body.active !== false, endpointKey, rev: raw('rev + 1'), updatedAt: Math.floor(Date.now() / 1000) },
-    );
-    // Deleted by a concurrent DELETE since it was read: the update did not happen (and the row may be gone).
-    const deleted = (): NotFoundError => new NotFoundError(`workflow ${id} not found`, { id });
-    const fresh = updated ? await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null }) : null;
-    if (!fresh) throw deleted();
+    // The trigger this deploy replaces, read with the row locked: another deploy may have replaced the one read above.
+    const replaced = await em.transactional(async (tx) => {
+      const [row] = await tx.execute<{ trigger: Record<string, unknown> }[]>('select trigger from workflows where id = ? and deleted_at is null for update', [w.id]);
+      if (!row) return undefined;
+      const values = { name: def.name, deploymentId: newId('deployment'), trigger, steps: rows, settings: def.settings as Record<string, unknown>, secrets, active: body.active !== false, endpointKey };
+      await tx.nativeUpdate(Workflow, { id: w.id }, { ...values, rev: raw('rev + 1'), updatedAt: Math.floor(Date.now() / 1000) });
+      return row.trigger;
+    });
+    // Deleted by a concurrent DELETE since it was read: the update did not happen, and a source deployed for it goes.
+    const deleted = async (): Promise<NotFoundError> => {
+      if (managedSourceOf(trigger) !== managedSourceOf(w.trigger)) await this.dropManagedSource(auth, trigger, null);
+      return new NotFoundError(`workflow ${id} not found`, { id });
+    };
+    const fresh = replaced ? await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null }) : null;
+    if (!fresh) throw await deleted();
     await this.linkTrigger(auth, fresh);
-    await this.dropManagedSource(auth, w, trigger);
+    await this.dropManagedSource(auth, replaced, trigger);
     this.logger.log(`workflow updated workflow_id=${w.id} deployment_id=${fresh.deploymentId}`);
     announceReplicaChange(this.nats, 'endpoints', [w.endpointKey, endpointKey]);
     await this.publisher.publishSoon(w.id);
     const current = await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null });
-    if (!current) throw deleted();
+    if (!current) throw new NotFoundError(`workflow ${id} not found`, { id });
     return current;
   }
 
@@ -290,7 +298,9 @@ export class WorkflowsService {
     const w = await this.get(auth, id);
     if (!(await softDeleteWithSubscriptions(this.em, Workflow, w.id))) throw new NotFoundError(`workflow ${id} not found`, { id });
     announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: w.id, owner_id: w.ownerId }], listeners: [w.id] });
-    await this.dropManagedSource(auth, w, null);
+    // The trigger as deleted (a deploy may have changed it since it was read above; none can now).
+    const final = await this.em.fork().findOne(Workflow, { id: w.id });
+    await this.dropManagedSource(auth, final?.trigger ?? w.trigger, null);
     this.logger.log(`workflow deleted workflow_id=${w.id}`);
     announceReplicaChange(this.nats, 'endpoints', [w.endpointKey]);
     announceReplicaChange(this.nats, 'deleted', [w.id]);
@@ -299,8 +309,8 @@ export class WorkflowsService {
   }
 }
 
-/** The source deployed for this workflow's trigger, if any. */
-function managedSourceOf(w: Workflow | undefined): string | undefined {
-  const t = w?.trigger as { source?: unknown; managed?: unknown } | undefined;
+/** The source deployed for a workflow's trigger (as stored), if any. */
+function managedSourceOf(trigger: Record<string, unknown> | undefined): string | undefined {
+  const t = trigger as { source?: unknown; managed?: unknown } | undefined;
   return t?.managed === true && typeof t.source === 'string' ? t.source : undefined;
 }
