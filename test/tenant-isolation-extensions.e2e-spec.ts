@@ -117,6 +117,27 @@ describe('tenant isolation of workflows, subscriptions, app hooks and usage', ()
     expect((await as(b).get('/users/me/subscriptions')).body.data).toEqual([]);
   });
 
+  it("runs a copy of a member's own action in an org's workflow: every member reads and redeploys it, also after that member left", async () => {
+    const org = admin(system, ['orgs', 'create', '--name', 'Steps Org', '--orgname', `steps-${b.id.slice(2, 12).toLowerCase()}`]);
+    const c = createUser(system);
+    for (const u of [b, c]) admin(system, ['orgs', 'add-member', '--org', org.id, '--user', u.id]);
+    const ACTION = 'export default { name: "b-own", version: "0.0.1", type: "action", props: { x: { type: "string" } }, async run({ $ }) { return "got " + this.x; } };';
+    const own: string = (await as(b).post('/components', { component_code: ACTION })).body.data.id;
+    const def = (x: string) => ({ name: 'org-steps', trigger: { manual: {} }, steps: [{ name: 's', action: own, props: { x } }] });
+    const wf = (await as(b).post(`/workflows?org_id=${org.id}`, def('one'))).body.data;
+    expect(wf.steps[0]).toEqual(expect.objectContaining({ action: own, component_id: expect.not.stringMatching(own) }));
+    const copy: string = wf.steps[0].component_id;
+    expect((await as(c).get(`/components/${copy}`)).body.data).toEqual(expect.objectContaining({ id: copy, code: ACTION }));
+    admin(system, ['orgs', 'remove-member', '--org', org.id, '--user', b.id]);
+    const redeployed = await as(c).put(`/workflows/${wf.id}`, def('two'));
+    expect([redeployed.status, redeployed.body.data?.steps?.[0]?.component_id]).toEqual([200, copy]);
+    expect((await as(c).post(`/workflows/${wf.id}/run`, {})).status).toBe(202);
+    const [run] = await eventually(async () => (await as(c).get(`/workflows/${wf.id}/runs`)).body.data?.length && (await as(c).get(`/workflows/${wf.id}/runs`)).body.data, { what: 'the run', timeoutMs: 30_000 });
+    expect(run.steps[0].return_value).toBe('got two');
+    // C still cannot name B's own component in a new step of its own.
+    expect((await as(c).post('/workflows', { ...def('x'), name: 'c-steps' })).status).toBe(400);
+  });
+
   it("cannot subscribe to another tenant's workflow, make it a listener, or catch its events with p_*", async () => {
     const mine = await receiver();
     const theirs = await receiver();

@@ -5,7 +5,7 @@ import { AppConfig } from '@app/config';
 import { ApiError, BadRequestError, newId, NotFoundError, PayloadTooLargeError, sha256Hex } from '@app/contracts';
 import { Component, WorkflowStepRow } from '@app/db';
 import { AuthContext } from '../auth/auth.context';
-import { ComponentsService } from '../components/components.service';
+import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
 import { byStaticProps, hasDynamicProps } from '../components/dynamic-props';
 import { encryptProps } from '../sources/source-props';
 
@@ -16,7 +16,9 @@ export type StepsConfig = Pick<AppConfig, 'secretsKey' | 'timerMinIntervalSecond
  * Turns the steps of a definition into stored steps: a code step's code is
  * saved as a component of the owner (the same code is reused), an action is
  * found by `sc_…` id, by key in the owner's namespace, then in the registry.
- * Either must be an action. Props are validated as a source's are, except
+ * Either must be an action. An action of the caller's from another namespace
+ * (their own, for an org's workflow) is saved again in the owner's, as a
+ * source's component is; a deploy may always keep an action a step has. Props are validated as a source's are, except
  * values holding a template (known only at run time); secret props and app
  * `$auth` are encrypted as for sources.
  */
@@ -32,7 +34,7 @@ export async function resolveSteps(
   const rows: WorkflowStepRow[] = [];
   const used: Component[] = [];
   for (const [i, step] of steps.entries()) {
-    const component = step.code !== undefined ? await codeComponent(components, em, auth, ownerId, step.code, step.name, i) : await actionComponent(components, auth, ownerId, step.action as string, i);
+    const component = step.code !== undefined ? await codeComponent(components, em, auth, ownerId, step.code, step.name, i) : await actionComponent(components, auth, ownerId, step.action as string, i, previous);
     const values = stepProps(component, step.props, i, config);
     // A step keeps its cell id across deploys while its name stays (so `$.service.db` and error reports follow it).
     const cellId = previous.find((p) => p.name === step.name)?.cellId ?? newId('cell');
@@ -94,9 +96,15 @@ async function codeComponent(components: ComponentsService, em: EntityManager, a
   }
 }
 
-async function actionComponent(components: ComponentsService, auth: AuthContext, ownerId: string, action: string, i: number): Promise<Component> {
-  const component = await findAction(components, auth, ownerId, action, i);
+async function actionComponent(components: ComponentsService, auth: AuthContext, ownerId: string, action: string, i: number, previous: WorkflowStepRow[]): Promise<Component> {
+  // A key names the newest version at each deploy; an id a step already runs is kept, whoever deploys.
+  const kept = action.startsWith('sc_') ? previous.find((p) => p.kind === 'action' && p.action === action) : undefined;
+  let component = kept ? await components.findById(kept.componentId) : await findAction(components, auth, ownerId, action, i);
   assertAction(component.type, i, 'action', action);
+  // Every member who can reach the workflow can read what its steps run, and one who leaves keeps no hold on it.
+  if (component.ownerId !== ownerId && component.ownerId !== REGISTRY_OWNER) {
+    component = await components.save(ownerId, auth.userId, { code: component.code, url: component.componentUrl ?? undefined, bundle: component.bundle ?? undefined });
+  }
   return component;
 }
 
