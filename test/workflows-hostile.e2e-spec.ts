@@ -71,6 +71,33 @@ describe('workflows against a hostile tenant', () => {
     await sentinelStillRuns(1);
   });
 
+  it("fails a step whose templates insert more than 4 × EVENT_MAX_BYTES (one event named thousands of times), and the runner stays up", async () => {
+    const props = (names: string[], value: unknown): { code: string; props: Record<string, unknown> } => ({
+      code: step('return Object.keys(this).length;', `props: { ${names.map((n) => `${n}: { type: "any" }`).join(', ')} },`),
+      props: Object.fromEntries(names.map((n) => [n, value])),
+    });
+    const event = { blob: 'x'.repeat(EVENT_MAX_BYTES - 4096) };
+    const cases: [string, { code: string; props: Record<string, unknown> }][] = [
+      // 200 references to a 60 KiB event: 12 MiB once copied.
+      ['a few hundred', props(['p0'], Array(200).fill('{{trigger.event}}'))],
+      // Eight props of 2,400 each, about the most one step's props document holds: 1.2 GiB once copied.
+      ['as many as fit', props(['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7'], Array(2400).fill('{{steps.trigger.event}}'))],
+      ['inside text', props(['p0'], 'x{{trigger.event}}'.repeat(3000))],
+    ];
+    for (const [what, s1] of cases) {
+      const res = await api().post('/workflows', { name: `templates ${what}`, trigger: { manual: {} }, steps: [{ name: 's1', ...s1 }] });
+      expect([what, res.status]).toEqual([what, 200]);
+      expect((await api().post(`/workflows/${res.body.data.id}/run`, { event })).status).toBe(202);
+      const run = await eventually(async () => (await runsOf(a, res.body.data.id))[0], { what: `the run of ${what}`, timeoutMs: 30_000 });
+      expect({ what, status: run.status, error: run.steps[0].error }).toEqual({ what, status: 'error', error: { name: 'TemplateError', message: `the templates of these props insert more than ${4 * EVENT_MAX_BYTES} bytes of JSON` } });
+    }
+    // A step within the bound runs: the event three times.
+    const fits = await api().post('/workflows', { name: 'templates fit', trigger: { manual: {} }, steps: [{ name: 's1', ...props(['p0', 'p1'], ['{{trigger.event}}', '{{trigger.event}}']) }, { name: 's2', ...props(['p0'], '{{trigger.event.blob}}') }] });
+    expect((await api().post(`/workflows/${fits.body.data.id}/run`, { event })).status).toBe(202);
+    expect((await eventually(async () => (await runsOf(a, fits.body.data.id))[0], { what: 'the run that fits', timeoutMs: 30_000 })).status).toBe('success');
+    await sentinelStillRuns(7);
+  });
+
   it('records a run whose steps together, or whose error, are larger than one stored event', async () => {
     // Each return value fits EVENT_MAX_BYTES; twenty of them do not fit one run record (nor one NATS message).
     const near = `return "y".repeat(${EVENT_MAX_BYTES - 1024});`;

@@ -12,6 +12,33 @@ export { parsePath, TemplateError };
 export interface TemplateScope {
   steps: Record<string, unknown>;
   secrets: Record<string, string>;
+  /**
+   * How many bytes (of JSON) the templates of one value may insert together. A template inserts a reference to
+   * the value it reads, so a few hundred of them naming one large event would otherwise make props that hold
+   * that event hundreds of times over once they are copied or serialized.
+   */
+  maxBytes?: number;
+}
+
+/** The JSON bytes of `v`, counted only up to `limit` (a value read many times over is not walked past it). */
+function jsonBytesUpTo(v: unknown, limit: number): number {
+  let total = 0;
+  const walk = (x: unknown): void => {
+    if (total > limit) return;
+    if (typeof x === 'string') total += Buffer.byteLength(x) + 2;
+    else if (Array.isArray(x)) {
+      total += 2;
+      for (const item of x) walk(item);
+    } else if (x && typeof x === 'object') {
+      total += 2;
+      for (const [k, item] of Object.entries(x)) {
+        total += Buffer.byteLength(k) + 4;
+        walk(item);
+      }
+    } else total += String(x).length + 1;
+  };
+  walk(v);
+  return total;
 }
 
 function lookup(expr: string, scope: TemplateScope): unknown {
@@ -40,19 +67,38 @@ function text(v: unknown): string {
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
-/** Resolves every template in `value` (deeply); keys are left alone. */
+/**
+ * Resolves every template in `value` (deeply); keys are left alone. Throws a `TemplateError` once the values
+ * inserted pass `scope.maxBytes`.
+ */
 export function resolveTemplates(value: unknown, scope: TemplateScope): unknown {
-  if (typeof value === 'string') {
-    if (!value.includes('{{')) return value;
-    const whole = WHOLE.exec(value);
-    if (whole) return lookup(whole[1], scope);
-    return value.replace(PART, (_m, expr: string) => text(lookup(expr, scope)));
-  }
-  if (Array.isArray(value)) return value.map((v) => resolveTemplates(v, scope));
-  if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = resolveTemplates(v, scope);
-    return out;
-  }
-  return value;
+  let left = scope.maxBytes ?? Infinity;
+  const spend = (bytes: number): void => {
+    left -= bytes;
+    if (left < 0) throw new TemplateError(`the templates of these props insert more than ${scope.maxBytes} bytes of JSON`);
+  };
+  const resolve = (v: unknown): unknown => {
+    if (typeof v === 'string') {
+      if (!v.includes('{{')) return v;
+      const whole = WHOLE.exec(v);
+      if (whole) {
+        const found = lookup(whole[1], scope);
+        spend(Number.isFinite(left) ? jsonBytesUpTo(found, left) : 0);
+        return found;
+      }
+      return v.replace(PART, (_m, expr: string) => {
+        const inserted = text(lookup(expr, scope));
+        spend(Buffer.byteLength(inserted));
+        return inserted;
+      });
+    }
+    if (Array.isArray(v)) return v.map(resolve);
+    if (v && typeof v === 'object') {
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(v)) out[k] = resolve(x);
+      return out;
+    }
+    return v;
+  };
+  return resolve(value);
 }

@@ -11,6 +11,9 @@ import { sendProblem, type SendSettings } from './workflow-sends';
 const ERROR_MESSAGE_MAX_CHARS = 2000;
 const ERROR_STACK_MAX_CHARS = 16 * 1024;
 
+/** What the templates of one step's props may insert together, in events of `EVENT_MAX_BYTES`. */
+export const STEP_TEMPLATES_MAX_EVENTS = 4;
+
 const clip = (s: string, max: number): string => (s.length > max ? `${s.slice(0, max)}… (${s.length - max} more characters)` : s);
 
 /**
@@ -128,8 +131,9 @@ export async function runWorkflow(
     try {
       const component = await deps.components.get(step.codeHash, desired.ownerId);
       // Recorded with secrets masked; run with secret props and `$auth` decrypted, then templates filled in.
-      record.inputs = inputsOf(resolveTemplates(step.props, { steps, secrets: masked }) as Record<string, unknown>);
-      const templated = resolveTemplates(decryptDeep(deps.config.secretsKey, step.props), { steps, secrets }) as Record<string, unknown>;
+      const maxBytes = STEP_TEMPLATES_MAX_EVENTS * deps.config.eventMaxBytes;
+      record.inputs = inputsOf(resolveTemplates(step.props, { steps, secrets: masked, maxBytes }) as Record<string, unknown>);
+      const templated = resolveTemplates(decryptDeep(deps.config.secretsKey, step.props), { steps, secrets, maxBytes }) as Record<string, unknown>;
       const props = resolveProps(deps.config.secretsKey, templated, component.descriptor.props);
       const timeoutMs = Math.max(1, deadline - started);
       result = await deps.executor.execute(
