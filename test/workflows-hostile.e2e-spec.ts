@@ -98,13 +98,23 @@ describe('workflows against a hostile tenant', () => {
     await sentinelStillRuns(7);
   });
 
+  it('fails the step whose return value and exports take the steps of its run over 16 × EVENT_MAX_BYTES together', async () => {
+    // Each export fits EVENT_MAX_BYTES, and one step's result fits what a sandbox may answer; 50 such steps piled up in the runner.
+    const wide = step(`const s = "z".repeat(${EVENT_MAX_BYTES - 4096}); for (let i = 0; i < 5; i++) $.export("e" + i, s); return Object.keys(steps).length;`);
+    const id = await create('piled-exports', Array.from({ length: 5 }, (_, i) => ({ name: `s${i}`, code: wide })));
+    const run = await runOnce(id);
+    const message = `the return values and exports of this run's steps together are over ${16 * EVENT_MAX_BYTES} bytes of JSON (16 × EVENT_MAX_BYTES)`;
+    expect({ status: run.status, failed: run.failed_step, error: run.steps[3]?.error, ran: run.steps.length }).toEqual({ status: 'error', failed: 's3', error: { name: 'StepsSizeLimitError', message }, ran: 4 });
+    await sentinelStillRuns(8);
+  });
+
   it('records a run whose steps together, or whose error, are larger than one stored event', async () => {
-    // Each return value fits EVENT_MAX_BYTES; twenty of them do not fit one run record (nor one NATS message).
+    // Each return value fits EVENT_MAX_BYTES; fifteen of them (within the run's 16 × EVENT_MAX_BYTES) do not fit one run record.
     const near = `return "y".repeat(${EVENT_MAX_BYTES - 1024});`;
-    const id = await create('wide', Array.from({ length: 20 }, (_, i) => ({ name: `s${i}`, code: step(near) })));
+    const id = await create('wide', Array.from({ length: 15 }, (_, i) => ({ name: `s${i}`, code: step(near) })));
     const run = await runOnce(id);
     expect(run.status).toBe('success');
-    expect(run.steps).toHaveLength(20);
+    expect(run.steps).toHaveLength(15);
     expect(run.steps.filter((s) => (s.return_value as { $truncated?: number })?.$truncated === EVENT_MAX_BYTES - 1024 + 2).length).toBeGreaterThan(0);
     // An error with a message of megabytes.
     const loud = await create('loud', [{ name: 'throws', code: step('throw new Error("e".repeat(3_000_000));') }]);

@@ -3,6 +3,7 @@ import { dbSizeBytes, type ExecuteResult, type LogRecord, type SendRecord } from
 import type { ActorDeps } from '../actors/actor-deps';
 import { STATE_ROOM_BYTES, withWrites } from '../actors/actor-state';
 import { decryptDeep, resolveProps } from '../actors/props';
+import { jsonBytesUpTo } from './json-bytes';
 import { redact, secretValues } from './secret-redaction';
 import { resolveTemplates, TemplateError } from './templates';
 import { sendProblem, type SendSettings } from './workflow-sends';
@@ -13,6 +14,8 @@ const ERROR_STACK_MAX_CHARS = 16 * 1024;
 
 /** What the templates of one step's props may insert together, in events of `EVENT_MAX_BYTES`. */
 export const STEP_TEMPLATES_MAX_EVENTS = 4;
+/** What the steps of one run may return and export together, in events of `EVENT_MAX_BYTES`. */
+export const RUN_OUTPUTS_MAX_EVENTS = 16;
 
 const clip = (s: string, max: number): string => (s.length > max ? `${s.slice(0, max)}… (${s.length - max} more characters)` : s);
 
@@ -123,6 +126,8 @@ export async function runWorkflow(
   }
   const sendSettings = deps.config as SendSettings;
   const masked = Object.fromEntries(Object.keys(secrets).map((k) => [k, '**********']));
+  const outputsMax = RUN_OUTPUTS_MAX_EVENTS * deps.config.eventMaxBytes;
+  let outputsLeft = outputsMax;
   for (const step of desired.steps) {
     const started = now();
     const record: StepRecord = { name: step.name, cell_id: step.cellId, duration_ms: 0 };
@@ -176,6 +181,12 @@ export async function runWorkflow(
     if (Object.keys(result.dbWrites ?? {}).length) outcome.dbWrites[step.cellId] = result.dbWrites;
     const problem = result.error ? undefined : (result.sends ?? []).map((x) => sendProblem(x, sendSettings)).find((m) => m !== undefined);
     if (problem) result.error = { name: 'SendError', message: problem, stack: `SendError: ${problem}` };
+    // What the steps hand on is kept for the whole run (and sent to every later step): bounded together.
+    outputsLeft -= result.error ? 0 : jsonBytesUpTo({ r: result.returnValue, e: result.exports ?? {} }, outputsLeft);
+    if (outputsLeft < 0) {
+      const message = `the return values and exports of this run's steps together are over ${outputsMax} bytes of JSON (${RUN_OUTPUTS_MAX_EVENTS} × EVENT_MAX_BYTES)`;
+      result.error = { name: 'StepsSizeLimitError', message, stack: `StepsSizeLimitError: ${message}` };
+    }
     if (result.error) {
       const name = clip(String(result.error.name), 200);
       const message = clip(String(result.error.message), ERROR_MESSAGE_MAX_CHARS);
