@@ -108,6 +108,31 @@ describe('workflows against a hostile tenant', () => {
     await sentinelStillRuns(8);
   });
 
+  it("keeps 1,000 lines of console output per run, whatever its steps print (each step alone may print 1,000)", async () => {
+    const loud = step('for (let i = 0; i < 600; i++) console.log("line " + i);');
+    const id = await create('chatty', [0, 1, 2].map((i) => ({ name: `s${i}`, code: loud })));
+    const ac = new AbortController();
+    const res = await fetch(`${system.origin}/sse/p/${id}/observations`, { headers: { authorization: `Bearer ${a.apiKey}` }, signal: ac.signal });
+    let text = '';
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    void (async () => {
+      for (;;) {
+        const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+        if (done) break;
+        text += Buffer.from(value as Uint8Array).toString('utf8');
+      }
+    })();
+    try {
+      await eventually(async () => text.includes(':sse-handshake'), { what: 'the stream' });
+      expect((await runOnce(id)).status).toBe('success');
+      await eventually(async () => text.includes('"k":"run"'), { what: 'the run record on the stream', timeoutMs: 30_000 });
+    } finally {
+      ac.abort();
+    }
+    expect(text.match(/"k":"console\.log"/g)?.length).toBe(1000);
+    expect(text).toContain('"msg":"800 more lines of console output dropped (a run keeps 1000)"');
+  });
+
   it('records a run whose steps together, or whose error, are larger than one stored event', async () => {
     // Each return value fits EVENT_MAX_BYTES; fifteen of them (within the run's 16 × EVENT_MAX_BYTES) do not fit one run record.
     const near = `return "y".repeat(${EVENT_MAX_BYTES - 1024});`;

@@ -14,6 +14,8 @@ const ERROR_STACK_MAX_CHARS = 16 * 1024;
 
 /** What the templates of one step's props may insert together, in events of `EVENT_MAX_BYTES`. */
 export const STEP_TEMPLATES_MAX_EVENTS = 4;
+/** Lines of console output one run keeps, all steps together (each `$logs` event); as one source invocation's. */
+export const RUN_LOGS_MAX = 1000;
 /** What the steps of one run may return and export together, in events of `EVENT_MAX_BYTES`. */
 export const RUN_OUTPUTS_MAX_EVENTS = 16;
 
@@ -126,6 +128,7 @@ export async function runWorkflow(
   }
   const sendSettings = deps.config as SendSettings;
   const masked = Object.fromEntries(Object.keys(secrets).map((k) => [k, '**********']));
+  let droppedLogs = { count: 0, step: '' };
   const outputsMax = RUN_OUTPUTS_MAX_EVENTS * deps.config.eventMaxBytes;
   let outputsLeft = outputsMax;
   for (const step of desired.steps) {
@@ -176,7 +179,10 @@ export async function runWorkflow(
       result = { emits: [], dbWrites: {}, logs: [], error: { name, message: err.message, stack: `${name}: ${err.message}` }, durationMs: now() - started };
     }
     record.duration_ms = Math.round(result.durationMs);
-    for (const l of result.logs ?? []) outcome.logs.push({ ...l, step: step.name });
+    for (const l of result.logs ?? []) {
+      if (outcome.logs.length < RUN_LOGS_MAX) outcome.logs.push({ ...l, step: step.name });
+      else droppedLogs = { count: droppedLogs.count + 1, step: droppedLogs.step || step.name };
+    }
     if (result.response && !outcome.response) outcome.response = result.response;
     if (Object.keys(result.dbWrites ?? {}).length) outcome.dbWrites[step.cellId] = result.dbWrites;
     const problem = result.error ? undefined : (result.sends ?? []).map((x) => sendProblem(x, sendSettings)).find((m) => m !== undefined);
@@ -205,6 +211,7 @@ export async function runWorkflow(
       break;
     }
   }
+  if (droppedLogs.count) outcome.logs.push({ ts: now(), k: 'console.warn', msg: `${droppedLogs.count} more lines of console output dropped (a run keeps ${RUN_LOGS_MAX})`, step: droppedLogs.step });
   outcome.durationMs = now() - input.startedAtMs;
   return recordedWithoutSecrets(outcome, secretValues(deps.config.secretsKey, secrets, desired.steps.map((s) => s.props)));
 }
