@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { createServer as createHttpServer, IncomingMessage, Server } from 'node:http';
-import { createServer as createTcpServer, Server as TcpServer, Socket } from 'node:net';
+import { connect as tcpConnect, createServer as createTcpServer, Server as TcpServer, Socket } from 'node:net';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
 
@@ -220,5 +220,33 @@ describe('workflow sends', () => {
       emits.close();
     }
     expect((await fetch(`${system.origin}/sse/p/p_unknown/sse`, { headers: { authorization: `Bearer ${user.apiKey}` } })).status).toBe(404);
+  });
+
+  it('holds at most 2 MiB for a reader of $.send.sse that does not read: it misses what comes meanwhile, and is told how much', async () => {
+    const api = client(system, user.apiKey);
+    // 100 sends of 400 KB: 40 MB the api held for each paused reader (64 streams a key).
+    const code = 'export default defineComponent({ async run({ $ }) { const s = "q".repeat(400000); for (let i = 0; i < 100; i++) $.send.sse({ channel: "c", payload: s + i }); } });';
+    const wf = (await api.post('/workflows', { name: 'sse-burst', trigger: { manual: {} }, steps: [{ name: 'send', code }] })).body.data;
+    const url = new URL(`${system.origin}/sse/p/${wf.id}/sse`);
+    const socket = tcpConnect(Number(url.port), url.hostname);
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    socket.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`);
+    try {
+      await eventually(async () => text.includes(':sse-handshake'), { what: 'the stream to open' });
+      socket.pause();
+      expect((await api.post(`/workflows/${wf.id}/run`, {})).status).toBe(202);
+      await eventually(async () => (await api.get(`/workflows/${wf.id}/runs`)).body.data?.[0]?.status === 'success', { what: 'the run' });
+      await new Promise((r) => setTimeout(r, 1000));
+      socket.resume();
+      await eventually(async () => text.includes('messages dropped: the reader fell behind'), { what: 'the notice of the dropped messages', timeoutMs: 15_000 });
+    } finally {
+      socket.destroy();
+    }
+    const received = text.match(/\nevent: c\n/g)?.length ?? 0;
+    expect(received).toBeGreaterThan(0);
+    expect(received).toBeLessThan(100);
+    const dropped = Number(/: (\d+) messages dropped: the reader fell behind/.exec(text)?.[1]);
+    expect(received + dropped).toBeLessThanOrEqual(100);
   });
 });

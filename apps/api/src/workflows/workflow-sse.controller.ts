@@ -11,6 +11,9 @@ import { answeredHead, SseService, StreamKind } from '../sse/sse.service';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 import { keepAliveAccess } from '../sse/keep-alive-access';
 
+/** What the api holds for one reader of a live `$.send.sse` stream that does not read: as much as an event stream's batch. */
+export const LIVE_UNREAD_MAX_BYTES = 2 * 1024 * 1024;
+
 /**
  * Live streams of a workflow: `emits` ($.send.emit) and `observations` ($logs
  * and $errors) as for sources, and `sse`: its `$.send.sse` events (live only,
@@ -69,15 +72,29 @@ export class WorkflowSseController implements BeforeApplicationShutdown {
     };
     this.open.add(close);
     res.on('close', close);
+    let dropped = 0;
+    const tellDropped = (): void => {
+      if (dropped && !closed) res.write(`: ${dropped} messages dropped: the reader fell behind\n\n`);
+      dropped = 0;
+    };
+    res.on('drain', tellDropped);
     void (async () => {
       for await (const m of sub) {
         if (closed) break;
+        let text: string;
         try {
           const e = decodeJson<WorkflowSseMessage>(m.data);
-          res.write(`id: ${e.id}\nevent: ${e.channel}\ndata: ${JSON.stringify(e.payload)}\n\n`);
+          text = `id: ${e.id}\nevent: ${e.channel}\ndata: ${JSON.stringify(e.payload)}\n\n`;
         } catch {
           continue;
         }
+        // Live only: a reader that has not read what it was sent misses what comes meanwhile, and is told so.
+        if (res.writableLength + Buffer.byteLength(text) > LIVE_UNREAD_MAX_BYTES) {
+          dropped++;
+          continue;
+        }
+        tellDropped();
+        res.write(text);
       }
     })().finally(close);
   }
