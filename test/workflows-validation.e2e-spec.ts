@@ -94,6 +94,28 @@ describe('workflow definitions: what a deploy refuses', () => {
     await refused({ name: 'src', steps: [{ name: 'hook', code: SOURCE_STEP }] }, 'steps[0].code');
   });
 
+  it('refuses (413) a workflow larger than the one NATS message the runner reads it from, before storing or deploying anything', async () => {
+    // Each prop within PROPS_MAX_BYTES and each step's props within PROPS_DOCUMENT_MAX_BYTES: 50 of them are 3 MB.
+    const code = 'export default defineComponent({ props: { p: { type: "string" } }, async run() { return 1; } });';
+    const steps = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `s${i}`, code, props: { p: 'x'.repeat(60_000) } }));
+    const inline = { source: { code: 'module.exports = { name: "t", version: "1", props: { http: "$.interface.http" }, async run() {} };', props: {} } };
+    const big = await api().post('/workflows', { name: 'too-big', trigger: inline, steps: steps(50) });
+    expect({ status: big.status, code: big.body.code }).toEqual({ status: 413, code: 'payload_too_large' });
+    expect(big.body.error).toMatch(/^the workflow is \d+ bytes as the runner reads it/);
+    expect(big.body.details).toEqual({ bytes: expect.any(Number), max_bytes: expect.any(Number) });
+    const bigSecrets = await api().post('/workflows', { name: 'too-big', trigger: { manual: {} }, steps: steps(1), secrets: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`S${i}`, 'y'.repeat(60_000)])) });
+    expect(bigSecrets.status).toBe(413);
+    expect((await api().get('/users/me/workflows')).body.data.map((w: { name: string }) => w.name)).not.toContain('too-big');
+    expect((await api().get('/users/me/sources')).body.data.map((x: { name: string }) => x.name)).not.toContain('too-big trigger');
+    // One that fits is stored and runs; a deploy making it too large is refused and leaves it as it was.
+    const ok = (await api().post('/workflows', { name: 'fits', trigger: { manual: {} }, steps: steps(5) })).body.data;
+    const grown = await api().put(`/workflows/${ok.id}`, { name: 'fits', trigger: { manual: {} }, steps: steps(50) });
+    expect(grown.status).toBe(413);
+    expect((await api().get(`/workflows/${ok.id}`)).body.data.deployment_id).toBe(ok.deployment_id);
+    expect((await api().post(`/workflows/${ok.id}/run`, {})).status).toBe(202);
+    expect((await eventually(async () => (await runsOf(ok.id))[0], { what: 'the run', timeoutMs: 30_000 })).status).toBe('success');
+  });
+
   it('refuses a timer with both cron and intervalSeconds, and fields of a manual trigger', async () => {
     const steps = [{ name: 'a', code: TYPED, props: { n: 1, c: 'a' } }];
     await refused({ name: 'both', trigger: { timer: { cron: '0 * * * *', intervalSeconds: 60 } }, steps }, 'trigger.timer');

@@ -2,13 +2,16 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { EntityManager } from '@mikro-orm/postgresql';
 import type { WorkflowTriggerDef } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { DesiredWorkflowState, partitionOf, WorkflowTriggerState } from '@app/contracts';
+import { DesiredWorkflowState, partitionOf, PayloadTooLargeError, WorkflowTriggerState } from '@app/contracts';
 import { Component, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { putNewerDesired } from '../common/put-newer-desired';
 import { ReconcileLoop } from '../common/reconcile-loop';
 import { ComponentsService, runnableOf } from '../components/components.service';
 import { endpointUrlOf } from '../http-endpoints/endpoint-urls';
+
+/** Room left in a NATS message beside a desired state (its KV entry's headers, a later deploy's longer ids). */
+const DESIRED_STATE_ROOM_BYTES = 4096;
 
 function triggerState(t: WorkflowTriggerDef): WorkflowTriggerState {
   if ('http' in t) return { type: 'http', customResponse: t.http.customResponse };
@@ -59,18 +62,38 @@ export class WorkflowPublisher implements OnApplicationBootstrap, OnApplicationS
       return;
     }
     const comps = await em.find(Component, { id: { $in: w.steps.map((s) => s.componentId) } });
-    const byId = new Map(comps.map((c) => [c.id, c]));
-    const steps = [];
-    for (const s of w.steps) {
-      const c = byId.get(s.componentId);
-      if (!c) throw new Error(`workflow ${id} refers to missing component ${s.componentId}`);
+    const state = this.desiredState(w, comps);
+    for (const c of comps) {
       const runnable = runnableOf(c);
       await this.components.storeCode(runnable.hash, runnable.code);
-      const dependencyVersions = (c.meta as { dependencyVersions?: Record<string, string> }).dependencyVersions;
-      steps.push({ name: s.name, cellId: s.cellId, componentId: c.id, codeHash: runnable.hash, props: s.props, ...(dependencyVersions ? { dependencyVersions } : {}) });
     }
+    await putNewerDesired(this.nats, key, state, state.workflowId);
+    await em.nativeUpdate(Workflow, { id, publishedRev: { $lt: w.rev } }, { publishedRev: w.rev });
+  }
+
+  /**
+   * Refuses (`413`) a workflow whose desired state would not fit one NATS message (its KV value): it could never be
+   * published, so it would be stored and never run.
+   */
+  assertFits(w: Workflow, components: Component[]): void {
+    const bytes = Buffer.byteLength(JSON.stringify(this.desiredState(w, components)));
+    const max = this.nats.maxPayload - DESIRED_STATE_ROOM_BYTES;
+    if (bytes > max) {
+      throw new PayloadTooLargeError(`the workflow is ${bytes} bytes as the runner reads it (its steps with their props, and its secrets), over the ${max} bytes one NATS message holds: give its steps fewer or smaller props, or it fewer secrets`, { bytes, max_bytes: max });
+    }
+  }
+
+  /** A workflow's desired state as the runner reads it, from its row and its steps' components. */
+  private desiredState(w: Workflow, components: Component[]): DesiredWorkflowState {
+    const byId = new Map(components.map((c) => [c.id, c]));
+    const steps = w.steps.map((s) => {
+      const c = byId.get(s.componentId);
+      if (!c) throw new Error(`workflow ${w.id} refers to missing component ${s.componentId}`);
+      const dependencyVersions = (c.meta as { dependencyVersions?: Record<string, string> }).dependencyVersions;
+      return { name: s.name, cellId: s.cellId, componentId: c.id, codeHash: runnableOf(c).hash, props: s.props, ...(dependencyVersions ? { dependencyVersions } : {}) };
+    });
     const settings = w.settings as { concurrency?: number; throttle?: { limit: number; period_seconds: number }; timeout_seconds?: number };
-    const state: DesiredWorkflowState = {
+    return {
       kind: 'workflow',
       workflowId: w.id,
       ownerId: w.ownerId,
@@ -89,8 +112,6 @@ export class WorkflowPublisher implements OnApplicationBootstrap, OnApplicationS
       codeHash: steps[0]?.codeHash ?? '',
       codeHashes: [...new Set(steps.map((s) => s.codeHash))],
     };
-    await putNewerDesired(this.nats, key, state, state.workflowId);
-    await em.nativeUpdate(Workflow, { id, publishedRev: { $lt: w.rev } }, { publishedRev: w.rev });
   }
 
   async publishSoon(id: string): Promise<void> {

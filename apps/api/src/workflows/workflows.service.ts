@@ -170,16 +170,15 @@ export class WorkflowsService {
     // Refused before its trigger source is deployed; counted again, under the account's lock, when it is inserted.
     await assertRoomFor(em, 'workflows', ownerId, this.config.workflowsMaxPerAccount);
     const secrets = this.secrets(def, body.secrets, {});
-    const { rows } = await resolveSteps(this.components, em, auth, ownerId, def.steps, this.config);
+    const { rows, components } = await resolveSteps(this.components, em, auth, ownerId, def.steps, this.config);
     await this.checkTriggerEmitter(auth, ownerId, def.trigger);
-    const trigger = await this.triggerRow(auth, ownerId, def);
     const w = Object.assign(new Workflow(), {
       id: newId('workflow'),
       ownerId,
       userId: auth.userId,
       name: def.name,
       deploymentId: newId('deployment'),
-      trigger,
+      trigger: storedTriggerShape(def),
       steps: rows,
       settings: def.settings as Record<string, unknown>,
       secrets,
@@ -187,6 +186,10 @@ export class WorkflowsService {
       endpointKey: 'http' in def.trigger ? newEndpointKey() : null,
       createdAtMs: Date.now(),
     });
+    // Before its trigger source is deployed: a refused definition leaves nothing behind.
+    this.publisher.assertFits(w, components);
+    const trigger = await this.triggerRow(auth, ownerId, def);
+    w.trigger = trigger;
     try {
       await em.transactional(async (tx) => {
         await assertRoomFor(tx, 'workflows', ownerId, this.config.workflowsMaxPerAccount);
@@ -222,9 +225,10 @@ export class WorkflowsService {
       throw new ConflictError(`a workflow named "${def.name}" already exists`, { name: def.name });
     }
     const secrets = this.secrets(def, body.secrets, w.secrets);
-    const { rows } = await resolveSteps(this.components, em, auth, w.ownerId, def.steps, this.config, w.steps);
+    const { rows, components } = await resolveSteps(this.components, em, auth, w.ownerId, def.steps, this.config, w.steps);
     const endpointKey = 'http' in def.trigger ? (w.endpointKey ?? newEndpointKey()) : null;
     await this.checkTriggerEmitter(auth, w.ownerId, def.trigger);
+    this.publisher.assertFits(Object.assign(new Workflow(), { ...w, trigger: storedTriggerShape(def), steps: rows, settings: def.settings, secrets, endpointKey }), components);
     const trigger = await this.triggerRow(auth, w.ownerId, def, w);
     // The trigger this deploy replaces, read with the row locked: another deploy may have replaced the one read above.
     const replaced = await em.transactional(async (tx) => {
@@ -307,6 +311,12 @@ export class WorkflowsService {
     await this.publisher.publishSoon(w.id);
     await this.nats.purgeInvocations(w.id).catch((e: Error) => this.logger.warn(`purging the invocations of deleted workflow ${w.id} failed: ${e.message}`));
   }
+}
+
+/** The trigger as it will be stored (an inline source as the `dc_…` it becomes), for measuring before it is deployed. */
+function storedTriggerShape(def: WorkflowDefinition): Record<string, unknown> {
+  const t = def.trigger as Record<string, unknown>;
+  return 'source' in t && typeof t.source !== 'string' ? { source: newId('source'), managed: true } : t;
 }
 
 /** The source deployed for a workflow's trigger (as stored), if any. */
