@@ -96,6 +96,20 @@ describe('workflow secrets in what a run records', () => {
     expect(run.steps[0].return_value).toBe('**********');
   });
 
+  it('does not run a workflow with more than 64 values to hide (each is searched for in every record of every run)', async () => {
+    const secrets = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`S${i}`, `value-${i}-${'k'.repeat(20)}`]));
+    const wf = (await api().post('/workflows', { name: 'many-secrets', trigger: { manual: {} }, secrets, steps: [{ name: 's', code: 'export default defineComponent({ async run() { return 1; } });' }] })).body.data;
+    expect((await api().post(`/workflows/${wf.id}/run`, {})).status).toBe(202);
+    const [run] = await eventually(async () => (await api().get(`/workflows/${wf.id}/runs`)).body.data.length && (await api().get(`/workflows/${wf.id}/runs`)).body.data, { what: 'the run record', timeoutMs: 30_000 });
+    expect(run.status).toBe('error');
+    const [error] = (await api().get(`/workflows/${wf.id}/$errors/event_summaries?expand=event`)).body.data;
+    expect(error.event.error.code).toBe('SecretsError');
+    expect(error.event.error.stack).toContain('65 values to hide from its records, more than 64');
+    expect((await api().put(`/workflows/${wf.id}`, { name: 'many-secrets', trigger: { manual: {} }, secrets: { S64: null }, steps: [{ name: 's', code: 'export default defineComponent({ async run() { return 1; } });' }] })).status).toBe(200);
+    expect((await api().post(`/workflows/${wf.id}/run`, {})).status).toBe(202);
+    await eventually(async () => (await api().get(`/workflows/${wf.id}/runs`)).body.data[0]?.status === 'success', { what: 'a run with 64 values', timeoutMs: 30_000 });
+  });
+
   it("does not tell an HTTP trigger's caller a secret in the error of a run that failed before responding", async () => {
     const wf = (
       await api().post('/workflows', {

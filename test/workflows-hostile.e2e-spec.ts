@@ -108,29 +108,36 @@ describe('workflows against a hostile tenant', () => {
     await sentinelStillRuns(8);
   });
 
-  it("keeps 1,000 lines of console output per run, whatever its steps print (each step alone may print 1,000)", async () => {
-    const loud = step('for (let i = 0; i < 600; i++) console.log("line " + i);');
-    const id = await create('chatty', [0, 1, 2].map((i) => ({ name: `s${i}`, code: loud })));
-    const ac = new AbortController();
-    const res = await fetch(`${system.origin}/sse/p/${id}/observations`, { headers: { authorization: `Bearer ${a.apiKey}` }, signal: ac.signal });
-    let text = '';
-    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-    void (async () => {
-      for (;;) {
-        const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
-        if (done) break;
-        text += Buffer.from(value as Uint8Array).toString('utf8');
+  it("keeps 1,000 lines and 2 MiB of console output per run, whatever its steps print (each step alone may print 1,000 lines of 16 KB)", async () => {
+    /** The $logs of one run of a new workflow, as its observations stream shows them. */
+    const logsOfRun = async (name: string, steps: { name: string; code: string }[]): Promise<string> => {
+      const id = await create(name, steps);
+      const ac = new AbortController();
+      const res = await fetch(`${system.origin}/sse/p/${id}/observations`, { headers: { authorization: `Bearer ${a.apiKey}` }, signal: ac.signal });
+      let text = '';
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      void (async () => {
+        for (;;) {
+          const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+          if (done) break;
+          text += Buffer.from(value as Uint8Array).toString('utf8');
+        }
+      })();
+      try {
+        await eventually(async () => text.includes(':sse-handshake'), { what: 'the stream' });
+        expect((await runOnce(id)).status).toBe('success');
+        await eventually(async () => text.includes('"k":"run"'), { what: 'the run record on the stream', timeoutMs: 30_000 });
+      } finally {
+        ac.abort();
       }
-    })();
-    try {
-      await eventually(async () => text.includes(':sse-handshake'), { what: 'the stream' });
-      expect((await runOnce(id)).status).toBe('success');
-      await eventually(async () => text.includes('"k":"run"'), { what: 'the run record on the stream', timeoutMs: 30_000 });
-    } finally {
-      ac.abort();
-    }
-    expect(text.match(/"k":"console\.log"/g)?.length).toBe(1000);
-    expect(text).toContain('"msg":"800 more lines of console output dropped (a run keeps 1000)"');
+      return text;
+    };
+    const many = await logsOfRun('chatty', [0, 1, 2].map((i) => ({ name: `s${i}`, code: step('for (let i = 0; i < 600; i++) console.log("line " + i);') })));
+    expect(many.match(/"k":"console\.log"/g)?.length).toBe(1000);
+    expect(many).toContain('"msg":"800 more lines of console output dropped (a run keeps 1000 lines, 2097152 characters)"');
+    const long = await logsOfRun('verbose', [{ name: 's0', code: step('for (let i = 0; i < 200; i++) console.log("v".repeat(16000));') }]);
+    expect(long.match(/"k":"console\.log"/g)?.length).toBe(131);
+    expect(long).toContain('"msg":"69 more lines of console output dropped');
   });
 
   it('records a run whose steps together, or whose error, are larger than one stored event', async () => {

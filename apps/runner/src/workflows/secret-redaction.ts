@@ -25,16 +25,22 @@ function encryptedStrings(key: Buffer, v: unknown, out: string[]): void {
 }
 
 /**
- * The values a run's record must not show: the workflow's secrets and every step's secret props and `$auth`,
- * each as written and as it appears inside JSON text (escaped), longest first (a secret holding another is
- * hidden whole).
+ * Values a workflow may have to hide: its records are searched for each of them, so a workflow holding more does
+ * not run (a few hundred values in a run's megabytes of output would hold the runner's thread for seconds).
  */
+export const REDACT_MAX_VALUES = 64;
+
+/** The values a run's record must not show: the workflow's secrets and every step's secret props and `$auth`. */
 export function secretValues(key: Buffer, secrets: Record<string, string>, stepProps: Record<string, unknown>[]): string[] {
   const found: string[] = [];
   stringsOf(Object.values(secrets), found);
   for (const props of stepProps) encryptedStrings(key, props, found);
-  const forms = found.filter((s) => s.length >= REDACT_MIN_CHARS).flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]);
-  return [...new Set(forms)].sort((a, b) => b.length - a.length);
+  return [...new Set(found.filter((s) => s.length >= REDACT_MIN_CHARS))];
+}
+
+/** What is searched for: each value as written and as it appears inside JSON text (escaped), longest first (a secret holding another is hidden whole). */
+export function redactionPatterns(values: readonly string[]): string[] {
+  return [...new Set(values.flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]))].sort((a, b) => b.length - a.length);
 }
 
 function redactText(s: string, values: readonly string[]): string {

@@ -1,6 +1,7 @@
 import type { Chain, DesiredWorkflowState, EmittedEvent } from '@app/contracts';
 import type { EmitterClock } from '../actors/emit-ids';
 import { originalEventWithin } from '../actors/outputs';
+import { redact } from './secret-redaction';
 import { RunOutcome, StepRecord, triggerContext } from './workflow-run';
 
 const jsonBytes = (v: unknown): number => (v === undefined ? 0 : Buffer.byteLength(JSON.stringify(v)));
@@ -22,6 +23,24 @@ export function stepsWithin(steps: StepRecord[], maxBytes: number): StepRecord[]
     total -= bytes - jsonBytes(marker);
   }
   return out;
+}
+
+/**
+ * The steps as the run record keeps them: cut to `maxBytes`, secret values hidden in what is left (hiding may lengthen
+ * it, so it is cut again). Hidden after the cut, so that only what is kept is searched.
+ */
+function recordedSteps(outcome: RunOutcome, maxBytes: number): StepRecord[] {
+  const kept = stepsWithin(outcome.steps, maxBytes);
+  const values = outcome.hidden ?? [];
+  if (!values.length) return kept;
+  const hidden = kept.map((s) => ({
+    ...s,
+    ...(s.inputs ? { inputs: redact(s.inputs, values) } : {}),
+    ...(s.return_value !== undefined ? { return_value: redact(s.return_value, values) } : {}),
+    ...(s.exports ? { exports: redact(s.exports, values) } : {}),
+    ...(s.exit?.reason !== undefined ? { exit: { reason: redact(s.exit.reason, values) } } : {}),
+  }));
+  return stepsWithin(hidden, maxBytes);
 }
 
 /** `$.send.emit(payload)`: the event as a workflow emit (`{ raw_event }`, as Pipedream stores it) and its channel. */
@@ -67,7 +86,7 @@ export function runEvents(desired: DesiredWorkflowState, invocationId: string, e
     k: 'run',
     msg: `run ${outcome.status}${failed ? ` at step ${failed.name}: ${failed.error?.message}` : ''} (${outcome.steps.length} of ${desired.steps.length} steps, ${Math.round(outcome.durationMs)} ms)`,
     run_id: invocationId,
-    run: { id: invocationId, status: outcome.status, started_at: new Date(startedAtMs).toISOString(), duration_ms: Math.round(outcome.durationMs), deployment_id: desired.deploymentId, failed_step: failed?.name ?? null, steps: stepsWithin(outcome.steps, eventMaxBytes - 8192) },
+    run: { id: invocationId, status: outcome.status, started_at: new Date(startedAtMs).toISOString(), duration_ms: Math.round(outcome.durationMs), deployment_id: desired.deploymentId, failed_step: failed?.name ?? null, steps: recordedSteps(outcome, eventMaxBytes - 8192) },
   }, now);
   return out;
 }

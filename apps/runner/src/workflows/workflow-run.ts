@@ -4,7 +4,7 @@ import type { ActorDeps } from '../actors/actor-deps';
 import { STATE_ROOM_BYTES, withWrites } from '../actors/actor-state';
 import { decryptDeep, resolveProps } from '../actors/props';
 import { jsonBytesUpTo } from './json-bytes';
-import { redact, secretValues } from './secret-redaction';
+import { REDACT_MAX_VALUES, redact, redactionPatterns, secretValues } from './secret-redaction';
 import { resolveTemplates, TemplateError } from './templates';
 import { sendProblem, type SendSettings } from './workflow-sends';
 
@@ -16,6 +16,8 @@ const ERROR_STACK_MAX_CHARS = 16 * 1024;
 export const STEP_TEMPLATES_MAX_EVENTS = 4;
 /** Lines of console output one run keeps, all steps together (each `$logs` event); as one source invocation's. */
 export const RUN_LOGS_MAX = 1000;
+/** Characters of console output one run keeps, all steps together (each line may have 16 K). */
+export const RUN_LOG_CHARS_MAX = 2 * 1024 * 1024;
 /** What the steps of one run may return and export together, in events of `EVENT_MAX_BYTES`. */
 export const RUN_OUTPUTS_MAX_EVENTS = 16;
 
@@ -69,6 +71,8 @@ export interface RunOutcome {
   durationMs: number;
   responded: boolean;
   response?: ExecuteResult['response'];
+  /** The secret values its records must not show (`redactionPatterns`). */
+  hidden?: string[];
 }
 
 /** The outcome of a run refused before its first step (`chainRefusal`): an error at the trigger, nothing run. */
@@ -126,9 +130,18 @@ export async function runWorkflow(
     outcome.error = { name: 'SecretsError', message: `the workflow's secrets cannot be decrypted with SECRETS_KEY: ${(e as Error).message}`, stack: '', cellId: desired.steps[0]?.cellId ?? '', step: desired.steps[0]?.name ?? '', ts: now() };
     return outcome;
   }
+  const values = secretValues(deps.config.secretsKey, secrets, desired.steps.map((s) => s.props));
+  if (values.length > REDACT_MAX_VALUES) {
+    outcome.status = 'error';
+    const message = `the workflow's secrets, secret props and $auth hold ${values.length} values to hide from its records, more than ${REDACT_MAX_VALUES}`;
+    outcome.error = { name: 'SecretsError', message, stack: `SecretsError: ${message}`, cellId: desired.steps[0]?.cellId ?? '', step: desired.steps[0]?.name ?? '', ts: now() };
+    return outcome;
+  }
+  outcome.hidden = redactionPatterns(values);
   const sendSettings = deps.config as SendSettings;
   const masked = Object.fromEntries(Object.keys(secrets).map((k) => [k, '**********']));
   let droppedLogs = { count: 0, step: '' };
+  let logChars = 0;
   const outputsMax = RUN_OUTPUTS_MAX_EVENTS * deps.config.eventMaxBytes;
   let outputsLeft = outputsMax;
   for (const step of desired.steps) {
@@ -180,8 +193,10 @@ export async function runWorkflow(
     }
     record.duration_ms = Math.round(result.durationMs);
     for (const l of result.logs ?? []) {
-      if (outcome.logs.length < RUN_LOGS_MAX) outcome.logs.push({ ...l, step: step.name });
-      else droppedLogs = { count: droppedLogs.count + 1, step: droppedLogs.step || step.name };
+      if (outcome.logs.length < RUN_LOGS_MAX && logChars + l.msg.length <= RUN_LOG_CHARS_MAX) {
+        logChars += l.msg.length;
+        outcome.logs.push({ ...l, step: step.name });
+      } else droppedLogs = { count: droppedLogs.count + 1, step: droppedLogs.step || step.name };
     }
     if (result.response && !outcome.response) outcome.response = result.response;
     if (Object.keys(result.dbWrites ?? {}).length) outcome.dbWrites[step.cellId] = result.dbWrites;
@@ -211,29 +226,22 @@ export async function runWorkflow(
       break;
     }
   }
-  if (droppedLogs.count) outcome.logs.push({ ts: now(), k: 'console.warn', msg: `${droppedLogs.count} more lines of console output dropped (a run keeps ${RUN_LOGS_MAX})`, step: droppedLogs.step });
+  if (droppedLogs.count) outcome.logs.push({ ts: now(), k: 'console.warn', msg: `${droppedLogs.count} more lines of console output dropped (a run keeps ${RUN_LOGS_MAX} lines, ${RUN_LOG_CHARS_MAX} characters)`, step: droppedLogs.step });
   outcome.durationMs = now() - input.startedAtMs;
-  return recordedWithoutSecrets(outcome, secretValues(deps.config.secretsKey, secrets, desired.steps.map((s) => s.props)));
+  return recordedWithoutSecrets(outcome, outcome.hidden);
 }
 
 /**
- * The outcome with secret values hidden where the run is recorded (its steps, logs and error: the run record,
- * `$logs`, `$errors`, an HTTP caller's 502). What the steps pass on — later steps' `steps`, emits, sends, db,
- * `$.respond()` — is left as they gave it.
+ * The outcome with secret values hidden in its logs and errors (the `$logs` and `$errors` events, an HTTP caller's
+ * 502); the steps' values are hidden in the run record once it is cut to the size of one event (`runEvents`). What
+ * the steps pass on — later steps' `steps`, emits, sends, db, `$.respond()` — is left as they gave it.
  */
-function recordedWithoutSecrets(outcome: RunOutcome, values: string[]): RunOutcome {
+function recordedWithoutSecrets(outcome: RunOutcome, values: readonly string[] = []): RunOutcome {
   if (!values.length) return outcome;
   return {
     ...outcome,
-    steps: outcome.steps.map((s) => ({
-      ...s,
-      ...(s.inputs ? { inputs: redact(s.inputs, values) } : {}),
-      ...(s.return_value !== undefined ? { return_value: redact(s.return_value, values) } : {}),
-      ...(s.exports ? { exports: redact(s.exports, values) } : {}),
-      ...(s.error ? { error: { name: redact(s.error.name, values), message: redact(s.error.message, values) } } : {}),
-      ...(s.exit?.reason !== undefined ? { exit: { reason: redact(s.exit.reason, values) } } : {}),
-    })),
+    steps: outcome.steps.map((s) => (s.error ? { ...s, error: { name: redact(s.error.name, values), message: clip(redact(s.error.message, values), ERROR_MESSAGE_MAX_CHARS) } } : s)),
     logs: outcome.logs.map((l) => ({ ...l, msg: redact(l.msg, values) })),
-    ...(outcome.error ? { error: { ...outcome.error, name: redact(outcome.error.name, values), message: redact(outcome.error.message, values), stack: redact(outcome.error.stack, values) } } : {}),
+    ...(outcome.error ? { error: { ...outcome.error, name: redact(outcome.error.name, values), message: clip(redact(outcome.error.message, values), ERROR_MESSAGE_MAX_CHARS), stack: clip(redact(outcome.error.stack, values), ERROR_STACK_MAX_CHARS) } } : {}),
   };
 }
