@@ -327,4 +327,19 @@ describe('workflows end to end', () => {
     expect(starts[1] - starts[0]).toBeGreaterThanOrEqual(1900);
     expect(starts[2] - starts[1]).toBeGreaterThanOrEqual(1900);
   });
+
+  it('lists the newest runs up to 8 MiB of run records together (at least one), whatever limit asks', async () => {
+    const code = 'export default defineComponent({ async run({ steps }) { return "r".repeat(480000) + steps.trigger.event.n; } });';
+    const wf = (await api().post('/workflows', { name: 'large-runs', trigger: { manual: {} }, steps: [{ name: 'big', code }] })).body.data;
+    for (let n = 0; n < 20; n++) expect((await api().post(`/workflows/${wf.id}/run`, { event: { n } })).status).toBe(202);
+    const runsOf = async (limit: number) => (await api().get(`/workflows/${wf.id}/runs?limit=${limit}`)).body.data as { id: string; steps: { return_value: string }[] }[];
+    const recorded = async () => (await api().get(`/workflows/${wf.id}/event_summaries?event_name=$logs&limit=1`)).body.page_info.total_count as number;
+    await eventually(async () => (await recorded()) === 20, { what: 'the 20 run records', timeoutMs: 60_000 });
+    const page = await runsOf(100);
+    // 20 records of 480 KB are 9.6 MB: the page ends before the one that would pass 8 MiB.
+    expect(page.length).toBeGreaterThanOrEqual(15);
+    expect(page.length).toBeLessThan(20);
+    expect(Buffer.byteLength(JSON.stringify(page))).toBeLessThanOrEqual(8 * 1024 * 1024);
+    expect((await runsOf(3)).length).toBe(3);
+  });
 });
