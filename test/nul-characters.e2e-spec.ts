@@ -3,8 +3,8 @@ import { Receiver, subscriptionsLoaded } from './events.helpers';
 import { eventually, freePort, startSystem, System } from './support/system';
 
 /**
- * U+0000 from component code or a webhook receiver (Postgres text cannot hold
- * it) must not stop the indexing or delivery of anyone's events.
+ * U+0000 and lone UTF-16 surrogates from component code, or U+0000 from a webhook receiver (Postgres text and
+ * jsonb cannot hold them), must not stop the indexing or delivery of anyone's events.
  */
 describe('events and answers that contain U+0000', () => {
   let system: System;
@@ -35,6 +35,29 @@ describe('events and answers that contain U+0000', () => {
     // The second emit went to a channel whose name held U+0000: indexed too (one batch failing would lose both).
     const other = await eventually(async () => (await api.get(`/sources/${created.body.data.id}/event_summaries?expand=event&event_name=${encodeURIComponent('ch\ufffdan')}`)).body.data?.[0], { what: 'the channel event', timeoutMs: 30_000 });
     expect(other.event).toEqual({ text: 'next' });
+  });
+
+  it('stores U+FFFD for a lone UTF-16 surrogate a source or a workflow emits, logs, returns or exports, and goes on indexing everyone\'s events', async () => {
+    const api = client(system, createUser(system).apiKey);
+    const other = client(system, createUser(system).apiKey);
+    // Component code makes lone surrogates (the api refuses them in requests): JSON.stringify escapes each as \ud800.
+    const lone = 'String.fromCharCode(0xd800) + "|" + String.fromCharCode(0xdc00)';
+    const source = await api.post('/sources', { component_code: `module.exports = { name: "Lone", version: "1", props: { http: "$.interface.http" }, async run() { this.$emit({ text: ${lone} }, { summary: ${lone} }); } };` });
+    const step = `export default defineComponent({ async run({ $ }) { const s = ${lone}; console.log(s); $.export(s, s); $.send.emit({ raw_event: { text: s } }); return s; } });`;
+    const wf = (await api.post('/workflows', { name: 'lone', trigger: { manual: {} }, steps: [{ name: 's', code: step }] })).body.data;
+    const sentinel = (await other.post('/workflows', { name: 'sentinel', trigger: { manual: {} }, steps: [{ name: 's', code: 'export default defineComponent({ async run({ $ }) { $.send.emit({ raw_event: "after" }); } });' }] })).body.data;
+    const url = source.body.data.configured_props.http.endpoint_url as string;
+    await eventually(async () => (await fetch(url, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status === 200, { what: 'the endpoint', timeoutMs: 30_000 });
+    expect((await api.post(`/workflows/${wf.id}/run`, {})).status).toBe(202);
+    expect((await other.post(`/workflows/${sentinel.id}/run`, {})).status).toBe(202);
+    const replaced = '\ufffd|\ufffd';
+    const sourceEvent = await eventually(async () => (await api.get(`/sources/${source.body.data.id}/event_summaries?expand=event,summary`)).body.data?.[0], { what: "the source's event", timeoutMs: 30_000 });
+    expect([sourceEvent.event, sourceEvent.summary]).toEqual([{ text: replaced }, replaced]);
+    const emitted = await eventually(async () => (await api.get(`/workflows/${wf.id}/event_summaries?expand=event`)).body.data?.[0], { what: "the workflow's emit", timeoutMs: 30_000 });
+    expect(emitted.event).toEqual({ raw_event: { text: replaced } });
+    const [run] = await eventually(async () => (await api.get(`/workflows/${wf.id}/runs`)).body.data?.length && (await api.get(`/workflows/${wf.id}/runs`)).body.data, { what: 'the run record', timeoutMs: 30_000 });
+    expect([run.steps[0].return_value, run.steps[0].exports]).toEqual([replaced, { [replaced]: replaced }]);
+    await eventually(async () => (await other.get(`/workflows/${sentinel.id}/event_summaries?expand=event`)).body.data?.[0]?.event.raw_event === 'after', { what: "another account's event", timeoutMs: 30_000 });
   });
 
   it('retries a webhook delivery of such an event with the event intact, and logs an answer that holds U+0000', async () => {

@@ -1,7 +1,6 @@
 /**
- * Postgres text and jsonb cannot hold U+0000, and component code can emit it
- * (in data, keys, a summary or a channel name), a webhook receiver can answer
- * with it. What is stored for reading (summaries, the delivery log) has U+FFFD
+ * Postgres text and jsonb cannot hold U+0000 (nor jsonb a lone UTF-16 surrogate), and component code can emit
+ * them (in data, keys, a summary or a channel name), a webhook receiver can answer with U+0000. What is stored for reading (summaries, the delivery log) has U+FFFD
  * in its place; the event in the EMITS stream keeps it.
  */
 const REPLACEMENT = '\ufffd';
@@ -21,10 +20,15 @@ export function fromExactJson<T>(stored: unknown): T {
   return (wrapped && typeof wrapped === 'object' && typeof wrapped.$json64 === 'string' ? JSON.parse(Buffer.from(wrapped.$json64, 'base64').toString('utf8')) : stored) as T;
 }
 
-/** JSON text for a jsonb column: every escaped U+0000 (`\u0000` after an even number of backslashes) becomes U+FFFD. */
+/**
+ * JSON text for a jsonb column: every escaped U+0000 and every escaped surrogate (`\u0000`, `\ud800`…`\udfff` after an
+ * odd number of backslashes) becomes U+FFFD. JSON.stringify escapes a surrogate only when it is alone (a pair is
+ * written as it is), and jsonb refuses a lone one: one such event failed its whole batch again and again, holding
+ * every account's events.
+ */
 export function pgJson(value: unknown): string {
   const json = JSON.stringify(value);
-  return json.includes('u0000') ? json.replace(/(\\+)u0000/g, (m, bs: string) => (bs.length % 2 ? `${bs.slice(0, -1)}\\ufffd` : m)) : json;
+  return /u(0000|d[89a-f])/i.test(json) ? json.replace(/(\\+)u(?:0000|d[89a-f][0-9a-f]{2})/gi, (m, bs: string) => (bs.length % 2 ? `${bs.slice(0, -1)}\\ufffd` : m)) : json;
 }
 
 /**
