@@ -187,6 +187,12 @@ describe('workflow sends', () => {
       return list.length ? list : undefined;
     });
     expect(errs[0].event.error).toEqual(expect.objectContaining({ code: 'SendError', stack: expect.stringContaining('$.send.http() needs { url') }));
+    // A header the request could not carry is malformed too: the step fails, instead of a send retried for hours.
+    const badHeader = 'export default defineComponent({ async run({ $ }) { $.send.http({ url: "https://example.com/x", headers: { "bad header": "x" } }); } });';
+    const wf2 = (await api.post('/workflows', { name: 'bad-header', trigger: { manual: {} }, steps: [{ name: 'send', code: badHeader }] })).body.data;
+    await api.post(`/workflows/${wf2.id}/run`, { event: {} });
+    const errs2 = await eventually(async () => (await api.get(`/workflows/${wf2.id}/$errors/event_summaries?expand=event`)).body.data?.[0], { what: 'the $errors event' });
+    expect(errs2.event.error).toEqual(expect.objectContaining({ code: 'SendError', stack: 'SendError: $.send.http(): header name "bad header" is not an HTTP token' }));
   });
 
   it('streams $.send.sse events and emits of a workflow over server-sent events', async () => {

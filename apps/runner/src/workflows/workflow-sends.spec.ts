@@ -6,6 +6,13 @@ const sse = (payload: unknown) => sendProblem({ kind: 'sse', payload } as Parame
 const emit = (payload: unknown) => sendProblem({ kind: 'emit', payload } as Parameters<typeof sendProblem>[0], settings);
 
 describe('$.send checks made when a step calls them', () => {
+  it('refuses a $.send.http header the request could not carry: a name that is not a token, a value with CR, LF or NUL, or not text', () => {
+    const http = (headers: unknown) => sendProblem({ kind: 'http', payload: { url: 'https://example.com/x', headers } } as never, {});
+    expect(http({ 'x-ok': 'v', 'content-type': 'application/json', n: 5 })).toBeUndefined();
+    expect(http({ 'bad header': 'x' })).toBe('$.send.http(): header name "bad header" is not an HTTP token');
+    for (const value of ['a\r\nset-cookie: x', 'a\nb', 'a\u0000b', { a: 1 }, null]) expect(http({ 'x-v': value })).toBe('$.send.http(): header x-v must be a string without CR, LF or NUL');
+  });
+
   it('keeps $.send.s3 inside the bucket it names', () => {
     expect(s3({ bucket: 'my-bucket', prefix: 'orders/', payload: {} })).toBeUndefined();
     for (const prefix of ['../other-bucket/', 'a/../../other-bucket/', '/other-bucket/', './x/', 'a/./b']) expect(s3({ bucket: 'my-bucket', prefix, payload: {} })).toMatch(/prefix must not/);

@@ -27,6 +27,9 @@ export interface SendSettings {
   s3Endpoint?: string;
 }
 
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
@@ -54,6 +57,10 @@ export function sendProblem(send: SendRecord, settings: SendSettings): string | 
       }
       if (p.method !== undefined && (typeof p.method !== 'string' || !/^[A-Za-z]+$/.test(p.method))) return '$.send.http(): method must be an HTTP method name';
       if (p.headers !== undefined && !isObject(p.headers)) return '$.send.http(): headers must be an object';
+      for (const [name, value] of Object.entries(p.headers ?? {})) {
+        if (!HEADER_NAME.test(name)) return `$.send.http(): header name ${JSON.stringify(name)} is not an HTTP token`;
+        if (!['string', 'number', 'boolean'].includes(typeof value) || /[\r\n\0]/.test(String(value))) return `$.send.http(): header ${name} must be a string without CR, LF or NUL`;
+      }
       return undefined;
     }
     case 'email':
