@@ -9,6 +9,7 @@ const { resolvePostgres, resolveNats, ensureBuilt, waitFor, log } = require('./l
 const { demoAccount } = require('./lib/demo-account');
 const { ensureBubblewrap } = require('./lib/bubblewrap');
 const { Supervisor } = require('./lib/supervisor');
+const { claimDataDir } = require('./lib/data-dir-lock');
 
 const root = path.join(__dirname, '..');
 const stops = [];
@@ -59,6 +60,8 @@ async function main() {
   ensureBubblewrap();
   const dataDir = path.resolve(process.env.DATA_DIR || path.join(root, '.data'));
   fs.mkdirSync(dataDir, { recursive: true });
+  // Before anything else: a second npm start of this DATA_DIR would stop the running one's nats-server.
+  stops.push(claimDataDir(dataDir));
 
   const pg = await resolvePostgres({ dataDir });
   stops.push(pg.stop);

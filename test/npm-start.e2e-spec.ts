@@ -236,13 +236,28 @@ describe('npm start with an app that cannot start', () => {
   });
 });
 
-describe('a second runner beside npm start (npm run start:runner, as README writes it)', () => {
+describe('beside a running npm start: a second runner (npm run start:runner, as README writes it), a second npm start', () => {
   let system: System;
   let dataDir: string;
   const procs: ChildProcess[] = [];
+  let rest: Record<string, string>;
+  let firstRunner: number;
   beforeAll(async () => {
     system = await startSystem({}, { apps: [] });
     dataDir = mkdtempSync(join(tmpdir(), 'npm-start-replica-'));
+    // No NATS_URL: npm start runs its own nats-server with a user per app, as on a fresh machine.
+    const { NATS_URL: _url, ...others } = system.env;
+    void _url;
+    rest = others;
+    const port = await freePort();
+    firstRunner = await freePort();
+    const env = { ...rest, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, RUNNER_METRICS_PORT: String(firstRunner), DELIVERY_METRICS_PORT: String(await freePort()), DATA_DIR: dataDir, REGISTRY_DIR: 'off', LEASE_TTL_MS: '3000' };
+    const start = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    procs.push(start);
+    let stdout = '';
+    start.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    start.stderr!.resume();
+    await eventually(async () => /^ready /m.test(stdout), { what: 'npm start to be ready', timeoutMs: 90_000 });
   });
   afterAll(async () => {
     for (const p of procs.reverse()) {
@@ -259,19 +274,6 @@ describe('a second runner beside npm start (npm run start:runner, as README writ
   });
 
   it("joins npm start's own nats-server as the runner's NATS user, and the partitions are split between the two runners", async () => {
-    // No NATS_URL: npm start runs its own nats-server with a user per app, as on a fresh machine.
-    const { NATS_URL: _url, ...rest } = system.env;
-    void _url;
-    const port = await freePort();
-    const firstRunner = await freePort();
-    const env = { ...rest, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, RUNNER_METRICS_PORT: String(firstRunner), DELIVERY_METRICS_PORT: String(await freePort()), DATA_DIR: dataDir, REGISTRY_DIR: 'off', LEASE_TTL_MS: '3000' };
-    const start = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    procs.push(start);
-    let stdout = '';
-    start.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    start.stderr!.resume();
-    await eventually(async () => /^ready /m.test(stdout), { what: 'npm start to be ready', timeoutMs: 90_000 });
-
     const second = await freePort();
     const { NATS_USER: _u, NATS_PASSWORD: _p, NATS_INBOX_PREFIX: _i, ...plain } = rest;
     void [_u, _p, _i];
@@ -294,5 +296,26 @@ describe('a second runner beside npm start (npm run start:runner, as README writ
       },
       { what: 'the partitions split between both runners', timeoutMs: 60_000 },
     );
+  });
+
+  it('a second npm start with the same DATA_DIR refuses to start and leaves the running one alone', async () => {
+    const natsPid = Number(readFileSync(join(dataDir, 'nats', 'nats-server.pid'), 'utf8'));
+    const port = await freePort();
+    const env = { ...rest, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, RUNNER_METRICS_PORT: String(await freePort()), DELIVERY_METRICS_PORT: String(await freePort()), DATA_DIR: dataDir, REGISTRY_DIR: 'off' };
+    const again = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    again.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    again.stdout!.resume();
+    // One that does not refuse would run on: it is stopped, and the exit code below is not 1.
+    const timer = setTimeout(() => again.kill('SIGKILL'), 60_000);
+    const code = await new Promise<number | null>((r) => again.once('exit', (c) => r(c)));
+    clearTimeout(timer);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(new RegExp(`^npm start: another npm start \\(pid ${procs[0].pid}\\) is running with DATA_DIR ${dataDir}: stop it first`, 'm'));
+    expect(stderr).not.toMatch(/^nats: /m);
+    // The first one's nats-server and runner go on.
+    expect(alive(natsPid)).toBe(true);
+    const health = (await fetch(`http://127.0.0.1:${firstRunner}/healthz`).then((r) => r.json())) as { partitions: number[] };
+    expect(health.partitions.length).toBeGreaterThan(0);
   });
 });
