@@ -110,5 +110,14 @@ describe('accounts, auth and common API behaviour', () => {
     expect(() => admin(system, ['users', 'create', '--username', 'x'])).toThrow(/--email is required/);
     expect(() => admin(system, ['users', 'set-plan', '--user', 'u_nope', '--plan', 'paid'])).toThrow(/user u_nope not found/);
     expect(() => admin(system, ['orgs', 'create', '--name', 'A', '--orgname', 'Bad Slug'])).toThrow(/orgname/);
+    // A flag without its value, or one the command does not take, is a usage error (64) and changes nothing.
+    const name = `nov${Date.now() % 1_000_000}`;
+    expect(() => admin(system, ['users', 'create', '--username', '--email', `${name}@example.com`])).toThrow(/failed \(64\): error: --username needs a value/);
+    expect(() => admin(system, ['users', 'create', '--username', name, '--email', `${name}@example.com`, '--plann', 'paid'])).toThrow(
+      /failed \(64\): error: unknown flag --plann for "users create" \(it takes --username, --email, --plan\)/,
+    );
+    expect(() => admin(system, ['keys', 'rotate', '--user'])).toThrow(/failed \(64\): error: --user needs a value/);
+    // Neither made a user: the name is still free.
+    expect(admin(system, ['users', 'create', '--username', name, '--email', `${name}@example.com`])).toMatchObject({ username: name, plan: 'free' });
   });
 });

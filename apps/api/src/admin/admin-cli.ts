@@ -65,6 +65,16 @@ const USAGE = `usage: npm run --silent admin -- <command> [flags]
   registry list
   sources set-timeout --source <dc_id> --seconds <n>|default`;
 
+/** The flags each command takes, as USAGE lists them: anything else is a typo the operator should hear of. */
+const COMMAND_FLAGS: Record<string, string[]> = Object.fromEntries(
+  USAGE.split('\n')
+    .slice(1)
+    .map((line) => {
+      const words = line.trim().split(/\s+/);
+      return [words.slice(0, 2).join(' '), words.filter((w) => /^\[?--/.test(w)).map((w) => w.replace(/^\[?--/, ''))];
+    }),
+);
+
 export function parseArgs(argv: string[]): { command: string; flags: Record<string, string>; positional: string[] } {
   const words: string[] = [];
   const flags: Record<string, string> = {};
@@ -72,12 +82,17 @@ export function parseArgs(argv: string[]): { command: string; flags: Record<stri
     const a = argv[i];
     if (a.startsWith('--')) {
       const eq = a.indexOf('=');
+      // No command takes a flag without a value: `--username --email e` must not create a user named "true".
+      if (eq < 0 && (i + 1 >= argv.length || argv[i + 1].startsWith('--'))) throw new UsageError(`${a} needs a value`);
       if (eq > 0) flags[a.slice(2, eq)] = a.slice(eq + 1);
-      else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) flags[a.slice(2)] = argv[++i];
-      else flags[a.slice(2)] = 'true';
+      else flags[a.slice(2)] = argv[++i];
     } else words.push(a);
   }
-  return { command: words.slice(0, 2).join(' '), flags, positional: words.slice(2) };
+  const command = words.slice(0, 2).join(' ');
+  const known = COMMAND_FLAGS[command];
+  const unknown = known && Object.keys(flags).find((f) => !known.includes(f));
+  if (unknown !== undefined) throw new UsageError(`unknown flag --${unknown} for "${command}" (${known.length ? `it takes ${known.map((f) => `--${f}`).join(', ')}` : 'it takes no flags'})`);
+  return { command, flags, positional: words.slice(2) };
 }
 
 export async function runAdmin(argv: string[], databaseUrl: string): Promise<unknown> {

@@ -25,7 +25,7 @@ export const REGISTRY_COMMANDS: Record<string, Command> = {
   'registry seed': async (flags, em) => {
     // registryFiles() reads a missing directory as an empty registry: a mistyped --dir would "succeed" publishing nothing.
     if (flags.dir !== undefined) {
-      if (flags.dir === 'true' || !flags.dir) throw new Error('usage: registry seed [--dir <dir>] (--dir needs a directory)');
+      if (!flags.dir) throw new Error('usage: registry seed [--dir <dir>] (--dir needs a directory)');
       const given = resolve(flags.dir);
       if (!existsSync(given) || !statSync(given).isDirectory()) throw new Error(`--dir must be a directory of component files, got "${flags.dir}" (${given} is not a directory)`);
     }

@@ -15,7 +15,7 @@ export const SOURCE_COMMANDS: Record<string, Command> = {
    */
   'sources set-timeout': async (flags, em) => {
     const id = flags.source;
-    if (!id || id === 'true') throw new Error('--source <dc_id> is required');
+    if (!id) throw new Error('--source <dc_id> is required');
     const text = flags.seconds;
     let ms: number | null;
     if (text === 'default') ms = null;
