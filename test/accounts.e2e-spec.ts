@@ -1,8 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { admin, client, createUser } from './support/accounts';
-import { startSystem, System } from './support/system';
+import { freePort, startSystem, System } from './support/system';
 
 // `npm start`'s demo account (plain JS, shared with scripts/start.js).
 const { demoAccount } = require('../scripts/lib/demo-account') as { demoAccount: (dataDir: string, databaseUrl: string) => Promise<{ id: string; api_key: string }> };
@@ -119,5 +120,17 @@ describe('accounts, auth and common API behaviour', () => {
     expect(() => admin(system, ['keys', 'rotate', '--user'])).toThrow(/failed \(64\): error: --user needs a value/);
     // Neither made a user: the name is still free.
     expect(admin(system, ['users', 'create', '--username', name, '--email', `${name}@example.com`])).toMatchObject({ username: name, plan: 'free' });
+  });
+
+  it('admin CLI and npm run migrate name the Postgres they cannot reach (its password masked), in one line', async () => {
+    const port = await freePort();
+    const url = `postgres://postgres:hunter2@127.0.0.1:${port}/nowhere`;
+    const line = `cannot connect to Postgres at DATABASE_URL (postgres://postgres:***@127.0.0.1:${port}/nowhere): connect ECONNREFUSED 127.0.0.1:${port}\n`;
+    const env = { ...process.env, DATABASE_URL: url, DATA_DIR: system.env.DATA_DIR };
+    const root = join(__dirname, '..');
+    const cli = spawnSync(process.execPath, [join(root, 'scripts', 'admin.js'), 'users', 'create', '--username', 'x', '--email', 'x@example.com'], { env, encoding: 'utf8' });
+    expect({ status: cli.status, stderr: cli.stderr, stdout: cli.stdout }).toEqual({ status: 1, stderr: `error: ${line}`, stdout: '' });
+    const migrate = spawnSync(process.execPath, [join(root, 'dist', 'libs', 'db', 'src', 'migrate.js')], { env, encoding: 'utf8' });
+    expect({ status: migrate.status, stderr: migrate.stderr }).toEqual({ status: 1, stderr: `migration failed: ${line}` });
   });
 });

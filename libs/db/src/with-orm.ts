@@ -4,7 +4,10 @@ import { ormOptions } from './orm.config';
 
 /** Opens an ORM on `databaseUrl` for one piece of work (a CLI command, a migration) and always closes it. */
 export async function withOrm<T>(databaseUrl: string, work: (orm: MikroORM) => Promise<T>): Promise<T> {
-  const orm = await MikroORM.init(ormOptions(databaseUrl));
+  // init connects (and creates the database when missing): its bare "connect ECONNREFUSED" would not say to what.
+  const orm = await MikroORM.init(ormOptions(databaseUrl)).catch((e: Error) => {
+    throw new Error(`cannot connect to Postgres at DATABASE_URL (${databaseUrlForDisplay(databaseUrl)}): ${e.message}`);
+  });
   try {
     return await work(orm);
   } finally {
@@ -20,4 +23,15 @@ export function databaseUrlOrExit(): string {
     process.exit(78);
   }
   return config.databaseUrl;
+}
+
+/** A Postgres URL as it may be shown: its password masked. */
+export function databaseUrlForDisplay(databaseUrl: string): string {
+  try {
+    const u = new URL(databaseUrl);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(not a URL)';
+  }
 }
