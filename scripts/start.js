@@ -10,6 +10,7 @@ const { demoAccount } = require('./lib/demo-account');
 const { ensureBubblewrap } = require('./lib/bubblewrap');
 const { Supervisor } = require('./lib/supervisor');
 const { claimDataDir } = require('./lib/data-dir-lock');
+const { listensOn } = require('./lib/port-owner');
 
 const root = path.join(__dirname, '..');
 const stops = [];
@@ -26,13 +27,18 @@ async function healthy(url) {
   }
 }
 
-/** Starts an app under the supervisor, which restarts it when it dies (scripts/lib/supervisor.js). */
+/** Health of the process `pid` itself: another one holding its port (a second instance) would answer for it. */
+async function ownHealth(pid, port) {
+  return Boolean(pid) && listensOn(pid, port) && (await healthy(`http://127.0.0.1:${port}/healthz`));
+}
+
+/** Starts an app under the supervisor, which restarts it when it dies (scripts/lib/supervisor.js); its health port. */
 function startApp(app, env) {
   const { loadConfig } = require('../dist/libs/config/src/config.js');
   const c = loadConfig(env);
   const port = { api: c.port, runner: c.runnerMetricsPort, delivery: c.deliveryMetricsPort }[app];
-  const url = port ? `http://127.0.0.1:${port}/healthz` : undefined;
-  supervisor.add(app, { command: process.execPath, args: [path.join(root, 'dist', 'apps', app, 'main.js')], env, healthy: url && (() => healthy(url)) });
+  supervisor.add(app, { command: process.execPath, args: [path.join(root, 'dist', 'apps', app, 'main.js')], env, healthy: port ? (pid) => ownHealth(pid, port) : undefined });
+  return port;
 }
 
 async function shutdown(code) {
@@ -97,13 +103,15 @@ async function main() {
   const account = await demoAccount(dataDir, pg.url);
 
   // Each app connects to NATS as its own user. The runner needs only NATS: it gets no Postgres credentials.
-  startApp('runner', { ...env, ...nats.appEnv('runner'), DATABASE_URL: '' });
-  startApp('delivery', { ...env, ...nats.appEnv('delivery') });
-  startApp('api', { ...env, ...nats.appEnv('api') });
-  const checks = [[`http://127.0.0.1:${config.port}/healthz`, 'api']];
-  if (config.runnerMetricsPort) checks.push([`http://127.0.0.1:${config.runnerMetricsPort}/healthz`, 'runner']);
-  if (config.deliveryMetricsPort) checks.push([`http://127.0.0.1:${config.deliveryMetricsPort}/healthz`, 'delivery']);
-  for (const [url, name] of checks) await waitFor(() => healthy(url), 60_000, `${name} to become healthy`);
+  const ports = {
+    runner: startApp('runner', { ...env, ...nats.appEnv('runner'), DATABASE_URL: '' }),
+    delivery: startApp('delivery', { ...env, ...nats.appEnv('delivery') }),
+    api: startApp('api', { ...env, ...nats.appEnv('api') }),
+  };
+  for (const name of ['api', 'runner', 'delivery']) {
+    // Longer than 5 failed starts take: the supervisor judges an app that cannot start (a port in use) first.
+    if (ports[name]) await waitFor(() => ownHealth(supervisor.pid(name), ports[name]), 180_000, `${name} to become healthy`);
+  }
 
   const base = `${config.publicUrl}/v1`;
   process.stdout.write(`ready ${base}\n`);

@@ -202,6 +202,31 @@ describe('npm start with an app that cannot start', () => {
       squatter.close();
     }
   });
+  it('an api whose PORT another instance holds is not taken for healthy: no ready line, it stops after 5 failed starts', async () => {
+    // Another instance on PORT that answers /healthz as a healthy api would.
+    const { createServer } = await import('node:http');
+    const other = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}'));
+    const port = await freePort();
+    await new Promise<void>((r) => other.listen(port, '0.0.0.0', r));
+    try {
+      const env = { ...system.env, ...natsUsers(system), PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, RUNNER_METRICS_PORT: String(await freePort()), DELIVERY_METRICS_PORT: String(await freePort()), DATA_DIR: dataDir, REGISTRY_DIR: 'off' };
+      const proc = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      let stdout = '';
+      proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+      proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      // One that takes the other instance's answers for its api's would run on, restarting it for ever.
+      const timer = setTimeout(() => proc.kill('SIGINT'), 120_000);
+      const code = await new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
+      clearTimeout(timer);
+      expect(stdout).not.toMatch(/^ready /m);
+      expect(stderr).not.toMatch(/^api is healthy again/m);
+      expect(stderr).toMatch(new RegExp(`^api failed 5 times in a row while starting; the last time: exit code 1 after [\\d.]+ s; last output: .*(port ${port} is already in use|address already in use 0\\.0\\.0\\.0:${port})`, 'm'));
+      expect(code).toBe(1);
+    } finally {
+      other.close();
+    }
+  });
   it('a configuration error stops it before any app starts, and the nats-server it started too', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'npm-start-config-'));
     try {

@@ -74,7 +74,7 @@ class Supervisor extends EventEmitter {
 
   /**
    * Starts `name` and keeps it running.
-   * spec: { command, args, env, healthy?: () => Promise<boolean> }
+   * spec: { command, args, env, healthy?: (pid) => Promise<boolean> } (`pid`: the process being judged)
    */
   add(name, spec) {
     const app = { name, spec, child: undefined, failures: 0, startFailures: 0, restarts: 0, startedAt: 0, healthyAt: 0, tail: '', timer: undefined, judging: undefined };
@@ -112,7 +112,7 @@ class Supervisor extends EventEmitter {
     const alive = () => app.child === child && child.exitCode === null && child.signalCode === null && !this.stopping;
     const healthy = app.spec.healthy ?? (async () => Date.now() - app.startedAt >= this.opts.startGraceMs);
     while (alive()) {
-      if (await healthy().catch(() => false)) break;
+      if (await healthy(child.pid).catch(() => false)) break;
       await sleep(this.opts.healthPollMs);
     }
     if (!alive()) return;
