@@ -2,3 +2,4 @@ export * from './address-policy';
 export * from './outbound-guard';
 export * from './safe-fetch';
 export * from './guarded-agent';
+export * from './resolve-host';

@@ -1,6 +1,7 @@
-import { lookup as dnsLookup, LookupAddress, LookupOptions } from 'node:dns';
+import type { LookupAddress, LookupOptions } from 'node:dns';
 import { isIP, LookupFunction } from 'node:net';
 import { AddressPolicy, classifyAddress, isOwnAddress, policyForUrl, refusalReason } from './address-policy';
+import { resolveHost } from './resolve-host';
 
 export class OutboundError extends Error {
   constructor(message: string, readonly code: 'blocked' | 'timeout' | 'too_large' | 'bad_url' | 'too_many_redirects' | 'network') {
@@ -29,19 +30,22 @@ export function outboundRefusal(ip: string, policy: AddressPolicy): string | und
  */
 export function guardedLookup(policy: AddressPolicy): LookupFunction {
   return ((hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, '', 0);
-      const list = addresses as LookupAddress[];
-      for (const a of list) {
-        const reason = outboundRefusal(a.address, policy);
-        if (reason) {
-          const e = new OutboundError(`refused to connect to ${hostname}: ${reason}`, 'blocked') as OutboundError & NodeJS.ErrnoException;
-          return callback(e, '', 0);
+    resolveHost(hostname).then(
+      (addresses) => {
+        const list = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
+        if (!list.length) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+        for (const a of list) {
+          const reason = outboundRefusal(a.address, policy);
+          if (reason) {
+            const e = new OutboundError(`refused to connect to ${hostname}: ${reason}`, 'blocked') as OutboundError & NodeJS.ErrnoException;
+            return callback(e, '', 0);
+          }
         }
-      }
-      if (options.all) return callback(null, list);
-      callback(null, list[0].address, list[0].family);
-    });
+        if (options.all) return callback(null, list);
+        callback(null, list[0].address, list[0].family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, '', 0),
+    );
   }) as LookupFunction;
 }
 

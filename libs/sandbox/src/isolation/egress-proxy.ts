@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { lookup } from 'node:dns/promises';
 import { chmodSync, rmSync } from 'node:fs';
 import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { resolveHost } from '@app/net';
 import type { SandboxLogger } from '../types';
 import type { EgressJudge } from './egress-rules';
 
@@ -101,7 +101,7 @@ export class EgressProxy {
 
   private async open(req: TunnelRequest): Promise<string> {
     const host = req.host.replace(/^\[|\]$/g, '');
-    const addresses = isIP(host) ? [host] : (await lookup(host, { all: true }).catch(() => [])).map((a) => a.address);
+    const addresses = isIP(host) ? [host] : (await resolveHost(host).catch(() => [])).map((a) => a.address);
     if (!addresses.length) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
     let refusal = '';
     const allowed = addresses.filter((ip) => {

@@ -1,0 +1,68 @@
+import { promises as dnsPromises } from 'node:dns';
+import { createSocket, type Socket } from 'node:dgram';
+import { pbkdf2 } from 'node:crypto';
+import { parseHosts, resolveHost } from './resolve-host';
+
+/**
+ * A DNS server on loopback: `A` queries for `ok.test` get 192.0.2.7, other names in `ok.*` an empty answer,
+ * and queries for names starting with `silent` no answer at all (a tenant's domain whose server never answers).
+ */
+async function startDnsServer(): Promise<{ socket: Socket; server: string }> {
+  const socket = createSocket('udp4');
+  socket.on('message', (q, peer) => {
+    let at = 12;
+    const labels: string[] = [];
+    while (q[at] !== 0) {
+      labels.push(q.subarray(at + 1, at + 1 + q[at]).toString());
+      at += q[at] + 1;
+    }
+    const question = q.subarray(12, at + 5);
+    const type = q.readUInt16BE(at + 1);
+    const name = labels.join('.');
+    if (name.startsWith('silent')) return;
+    const answers = name === 'ok.test' && type === 1 ? [Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 7])] : [];
+    const header = Buffer.from([q[0], q[1], 0x81, 0x80, 0, 1, 0, answers.length, 0, 0, 0, 0]);
+    socket.send(Buffer.concat([header, question, ...answers]), peer.port, peer.address);
+  });
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  return { socket, server: `127.0.0.1:${socket.address().port}` };
+}
+
+describe('resolveHost', () => {
+  let dns: { socket: Socket; server: string };
+  let resolver: dnsPromises.Resolver;
+
+  beforeAll(async () => {
+    dns = await startDnsServer();
+    resolver = new dnsPromises.Resolver({ timeout: 300, tries: 1 });
+    resolver.setServers([dns.server]);
+  });
+  afterAll(() => dns.socket.close());
+
+  it('answers from the DNS server, an unknown name as ENOTFOUND', async () => {
+    await expect(resolveHost('OK.test.', resolver)).resolves.toEqual([{ address: '192.0.2.7', family: 4 }]);
+    await expect(resolveHost('ok.nothing', resolver)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+  });
+
+  it('answers names of /etc/hosts from the file (localhost) without a query', async () => {
+    await expect(resolveHost('localhost', resolver)).resolves.toEqual(expect.arrayContaining([{ address: '127.0.0.1', family: 4 }]));
+  });
+
+  it("leaves libuv's thread pool free while a server never answers, and gives up in bounded time", async () => {
+    const silent = Array.from({ length: 16 }, (_, i) => resolveHost(`silent${i}.test`, resolver).catch((e: NodeJS.ErrnoException) => e.code));
+    // Four pool threads at once: each would wait behind a stuck getaddrinfo if the lookups held the pool.
+    const pooled = Array.from({ length: 4 }, () => new Promise<string>((resolve, reject) => pbkdf2('p', 's', 1, 16, 'sha256', (e) => (e ? reject(e) : resolve('done')))));
+    const race = await Promise.race([Promise.all(pooled), new Promise((r) => setTimeout(() => r('pool blocked'), 250))]);
+    expect(race).toEqual(['done', 'done', 'done', 'done']);
+    await expect(resolveHost('ok.test', resolver)).resolves.toEqual([{ address: '192.0.2.7', family: 4 }]);
+    expect(new Set(await Promise.all(silent))).toEqual(new Set(['ETIMEOUT']));
+  });
+
+  it('reads /etc/hosts lines: aliases, comments, IPv6, IPv4 first', () => {
+    const names = parseHosts('# comment\n::1 localhost ip6-localhost\n127.0.0.1 localhost  # trailing\n10.0.0.2 Receiver receiver.local\nbogus line\n');
+    expect(names.get('localhost')).toEqual([{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }]);
+    expect(names.get('receiver')).toEqual([{ address: '10.0.0.2', family: 4 }]);
+    expect(names.get('receiver.local')).toEqual([{ address: '10.0.0.2', family: 4 }]);
+    expect(names.has('bogus')).toBe(false);
+  });
+});
