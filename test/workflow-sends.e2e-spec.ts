@@ -3,6 +3,7 @@ import { createServer as createHttpServer, IncomingMessage, Server } from 'node:
 import { connect as tcpConnect, createServer as createTcpServer, Server as TcpServer, Socket } from 'node:net';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
+import { openText } from './support/sse-stream';
 
 /**
  * `$.send.http`, `$.send.email` and `$.send.s3` after a successful run, against
@@ -200,19 +201,9 @@ describe('workflow sends', () => {
     const code = 'export default defineComponent({ async run({ steps, $ }) { $.send.sse({ channel: "orders", payload: { n: steps.trigger.event.n } }); $.send.emit({ raw_event: { n: steps.trigger.event.n } }); } });';
     const wf = (await api.post('/workflows', { name: 'sse', trigger: { manual: {} }, steps: [{ name: 'send', code }] })).body.data;
     const open = async (kind: string) => {
-      const ac = new AbortController();
-      const res = await fetch(`${system.origin}/sse/p/${wf.id}/${kind}`, { headers: { authorization: `Bearer ${user.apiKey}` }, signal: ac.signal });
-      expect(res.status).toBe(200);
-      let text = '';
-      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-      void (async () => {
-        for (;;) {
-          const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
-          if (done) break;
-          text += Buffer.from(value as Uint8Array).toString('utf8');
-        }
-      })();
-      return { text: () => text, close: () => ac.abort() };
+      const stream = await openText(system, `/sse/p/${wf.id}/${kind}`, user.apiKey);
+      expect(stream.status).toBe(200);
+      return stream;
     };
     const live = await open('sse');
     const emits = await open('emits');

@@ -1,5 +1,6 @@
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
+import { openText } from './support/sse-stream';
 
 /**
  * A hostile tenant's workflows against the runner: step outputs, sends, errors and dbs of any size
@@ -112,25 +113,15 @@ describe('workflows against a hostile tenant', () => {
     /** The $logs of one run of a new workflow, as its observations stream shows them. */
     const logsOfRun = async (name: string, steps: { name: string; code: string }[]): Promise<string> => {
       const id = await create(name, steps);
-      const ac = new AbortController();
-      const res = await fetch(`${system.origin}/sse/p/${id}/observations`, { headers: { authorization: `Bearer ${a.apiKey}` }, signal: ac.signal });
-      let text = '';
-      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-      void (async () => {
-        for (;;) {
-          const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
-          if (done) break;
-          text += Buffer.from(value as Uint8Array).toString('utf8');
-        }
-      })();
+      const stream = await openText(system, `/sse/p/${id}/observations`, a.apiKey);
       try {
-        await eventually(async () => text.includes(':sse-handshake'), { what: 'the stream' });
+        await eventually(async () => stream.text().includes(':sse-handshake'), { what: 'the stream' });
         expect((await runOnce(id)).status).toBe('success');
-        await eventually(async () => text.includes('"k":"run"'), { what: 'the run record on the stream', timeoutMs: 30_000 });
+        await eventually(async () => stream.text().includes('"k":"run"'), { what: 'the run record on the stream', timeoutMs: 30_000 });
       } finally {
-        ac.abort();
+        stream.close();
       }
-      return text;
+      return stream.text();
     };
     const many = await logsOfRun('chatty', [0, 1, 2].map((i) => ({ name: `s${i}`, code: step('for (let i = 0; i < 600; i++) console.log("line " + i);') })));
     expect(many.match(/"k":"console\.log"/g)?.length).toBe(1000);

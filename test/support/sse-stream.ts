@@ -37,3 +37,21 @@ export async function openStream(system: System, path: string, apiKey: string, l
   }
   return { status: res.status, frames, close: () => ac.abort(), contentType: res.headers.get('content-type'), headers: res.headers };
 }
+
+/** Reads an SSE response as raw text as it arrives (for streams whose frames carry `event:` lines or many data lines). */
+export async function openText(system: System, path: string, apiKey: string): Promise<{ status: number; text: () => string; close: () => void }> {
+  const ac = new AbortController();
+  const res = await fetch(system.origin + path, { headers: { authorization: `Bearer ${apiKey}` }, signal: ac.signal });
+  let text = '';
+  if (res.body) {
+    const reader = res.body.getReader();
+    void (async () => {
+      for (;;) {
+        const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+        if (done) break;
+        text += Buffer.from(value as Uint8Array).toString('utf8');
+      }
+    })();
+  }
+  return { status: res.status, text: () => text, close: () => ac.abort() };
+}
