@@ -118,6 +118,8 @@ describe('accounts, auth and common API behaviour', () => {
       /failed \(64\): error: unknown flag --plann for "users create" \(it takes --username, --email, --plan\)/,
     );
     expect(() => admin(system, ['keys', 'rotate', '--user'])).toThrow(/failed \(64\): error: --user needs a value/);
+    expect(() => admin(system, ['sources', 'set-timeout', '--seconds', '5'])).toThrow(/failed \(64\): error: --source is required/);
+    expect(() => admin(system, ['registry', 'publish'])).toThrow(/failed \(64\): error: usage: registry publish <file>/);
     // Neither made a user: the name is still free.
     expect(admin(system, ['users', 'create', '--username', name, '--email', `${name}@example.com`])).toMatchObject({ username: name, plan: 'free' });
   });

@@ -4,6 +4,9 @@ import { databaseUrlOrExit, withOrm } from '@app/db';
 import { AccountsService } from '../accounts/accounts.service';
 import { REGISTRY_COMMANDS } from '../components/registry.admin';
 import { SOURCE_COMMANDS } from '../sources/sources.admin';
+import { UsageError } from './usage-error';
+
+export { UsageError };
 
 /** One admin command: parsed flags in, one JSON-serialisable result out. */
 export type AdminCommand = (flags: Record<string, string>, em: EntityManager, positional: string[]) => Promise<unknown>;
@@ -13,8 +16,6 @@ const required = (flags: Record<string, string>, name: string): string => {
   if (!v) throw new UsageError(`--${name} is required`);
   return v;
 };
-
-export class UsageError extends Error {}
 
 /** The operator commands. More contexts register theirs in `ADMIN_COMMANDS`. */
 export const ADMIN_COMMANDS: Record<string, AdminCommand> = {
@@ -60,7 +61,7 @@ const USAGE = `usage: npm run --silent admin -- <command> [flags]
   orgs create --name <name> --orgname <slug> [--email <e>]
   orgs add-member --org <o_id> --user <u_id>
   orgs remove-member --org <o_id> --user <u_id>
-  registry publish <file>
+  registry publish <file>  (or --file <file>)
   registry seed [--dir <dir>]
   registry list
   sources set-timeout --source <dc_id> --seconds <n>|default`;

@@ -6,6 +6,7 @@ import { Component } from '@app/db';
 import { publishToRegistry, registryDir, seedRegistry, underRegistryLock } from './registry';
 import { REGISTRY_OWNER } from './components.service';
 import { SandboxComponentReader } from './sandbox-component-reader';
+import { UsageError } from '../admin/usage-error';
 
 type Command = (flags: Record<string, string>, em: EntityManager, positional: string[]) => Promise<unknown>;
 
@@ -14,7 +15,7 @@ export const REGISTRY_COMMANDS: Record<string, Command> = {
   /** `registry publish <file>`: publishes one component file to the global registry. */
   'registry publish': async (flags, em, positional) => {
     const file = positional[0] ?? flags.file;
-    if (!file) throw new Error('usage: registry publish <file>');
+    if (!file) throw new UsageError('usage: registry publish <file>');
     const code = readFileSync(resolve(file), 'utf8');
     const config = loadConfig();
     const reader = await SandboxComponentReader.create(config);
@@ -25,7 +26,7 @@ export const REGISTRY_COMMANDS: Record<string, Command> = {
   'registry seed': async (flags, em) => {
     // registryFiles() reads a missing directory as an empty registry: a mistyped --dir would "succeed" publishing nothing.
     if (flags.dir !== undefined) {
-      if (!flags.dir) throw new Error('usage: registry seed [--dir <dir>] (--dir needs a directory)');
+      if (!flags.dir) throw new UsageError('usage: registry seed [--dir <dir>] (--dir needs a directory)');
       const given = resolve(flags.dir);
       if (!existsSync(given) || !statSync(given).isDirectory()) throw new Error(`--dir must be a directory of component files, got "${flags.dir}" (${given} is not a directory)`);
     }

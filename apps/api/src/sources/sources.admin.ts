@@ -1,5 +1,6 @@
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { Source } from '@app/db';
+import { UsageError } from '../admin/usage-error';
 
 type Command = (flags: Record<string, string>, em: EntityManager, positional: string[]) => Promise<unknown>;
 
@@ -15,7 +16,8 @@ export const SOURCE_COMMANDS: Record<string, Command> = {
    */
   'sources set-timeout': async (flags, em) => {
     const id = flags.source;
-    if (!id) throw new Error('--source <dc_id> is required');
+    if (!id) throw new UsageError('--source is required');
+    if (!flags.seconds) throw new UsageError('--seconds is required');
     const text = flags.seconds;
     let ms: number | null;
     if (text === 'default') ms = null;
