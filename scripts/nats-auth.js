@@ -17,6 +17,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { APPS, loadOrCreateCredentials, rotateCredentials, renderServerConfig, writePrivate } = require('./lib/nats-auth');
 const { loadOrCreateRouteUser } = require('./lib/nats-cluster');
+const { npmStartOf } = require('./lib/data-dir-lock');
 
 const root = path.join(__dirname, '..');
 const defaultDir = () => path.join(path.resolve(process.env.DATA_DIR || path.join(root, '.data')), 'nats');
@@ -63,6 +64,9 @@ function main() {
     }
     case 'rotate': {
       if (!fs.existsSync(path.join(dir, 'credentials.json'))) throw new Error(`no credentials in ${dir}`);
+      // Its server and apps keep the old passwords until it restarts, while apps joining it would take the new ones.
+      const running = npmStartOf(path.dirname(dir));
+      if (running) throw new Error(`npm start (pid ${running}) is running with these credentials: stop it first (Ctrl-C), rotate, then start it again`);
       const creds = rotateCredentials(dir);
       const compose = fs.existsSync(path.join(dir, 'compose'));
       if (compose) writeComposeFiles(dir, creds);

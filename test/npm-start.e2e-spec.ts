@@ -1,4 +1,4 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -342,5 +342,13 @@ describe('beside a running npm start: a second runner (npm run start:runner, as 
     expect(alive(natsPid)).toBe(true);
     const health = (await fetch(`http://127.0.0.1:${firstRunner}/healthz`).then((r) => r.json())) as { partitions: number[] };
     expect(health.partitions.length).toBeGreaterThan(0);
+  });
+
+  it('node scripts/nats-auth.js rotate refuses while it runs and leaves the credentials as they are', () => {
+    const file = join(dataDir, 'nats', 'credentials.json');
+    const before = readFileSync(file, 'utf8');
+    const r = spawnSync(process.execPath, [join(__dirname, '..', 'scripts', 'nats-auth.js'), 'rotate'], { env: { ...process.env, DATA_DIR: dataDir }, encoding: 'utf8' });
+    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 1, stderr: `nats-auth: npm start (pid ${procs[0].pid}) is running with these credentials: stop it first (Ctrl-C), rotate, then start it again\n` });
+    expect(readFileSync(file, 'utf8')).toBe(before);
   });
 });

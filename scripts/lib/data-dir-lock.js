@@ -21,6 +21,12 @@ function isNpmStart(pid) {
   }
 }
 
+/** The pid of the `npm start` running with `dataDir`, or undefined. */
+function npmStartOf(dataDir) {
+  const pid = pidIn(path.join(dataDir, 'npm-start.pid'));
+  return pid && isNpmStart(pid) ? pid : undefined;
+}
+
 /**
  * Claims `dataDir` for this process, or throws naming the `npm start` that holds it. A file left by one
  * that was killed is taken over. Returns the release, which removes the file while it is still ours.
@@ -36,12 +42,12 @@ function claimDataDir(dataDir) {
     } catch (e) {
       if (e.code !== 'EEXIST' || attempt === 2) throw e;
     }
-    const holder = pidIn(file);
-    if (holder && holder !== process.pid && isNpmStart(holder)) {
+    const holder = npmStartOf(dataDir);
+    if (holder && holder !== process.pid) {
       throw new Error(`another npm start (pid ${holder}) is running with DATA_DIR ${dataDir}: stop it first, join it with npm run start:api|start:runner|start:delivery, or give this one another DATA_DIR`);
     }
     fs.rmSync(file, { force: true });
   }
 }
 
-module.exports = { claimDataDir };
+module.exports = { claimDataDir, npmStartOf };
