@@ -40,6 +40,9 @@ function main() {
       Object.assign(env, { NATS_URL: joined.url, ...(env.NATS_USER ? {} : appEnv(joined.creds.apps, app)) });
       if (env.NATS_PREFIX === undefined && joined.creds.prefix) env.NATS_PREFIX = joined.creds.prefix;
       process.stderr.write(`${app}: joining npm start's installation: NATS ${joined.url} as user ${env.NATS_USER} (${dir})\n`);
+    } else {
+      // Not silently someone else's server: the default is whatever listens on this host's 4222.
+      process.stderr.write(`${app}: no npm start runs with DATA_DIR ${path.dirname(dir)}; NATS_URL is unset: connecting to its default, nats://127.0.0.1:4222\n`);
     }
   }
   require(path.join(root, 'dist', 'apps', app, 'main.js'));

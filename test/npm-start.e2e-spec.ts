@@ -351,4 +351,18 @@ describe('beside a running npm start: a second runner (npm run start:runner, as 
     expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 1, stderr: `nats-auth: npm start (pid ${procs[0].pid}) is running with these credentials: stop it first (Ctrl-C), rotate, then start it again\n` });
     expect(readFileSync(file, 'utf8')).toBe(before);
   });
+
+  it('npm run start:runner with a DATA_DIR no npm start runs with says which NATS it connects to instead', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'npm-start-none-'));
+    try {
+      // LOG_LEVEL=loud stops the app at its configuration check, before it connects anywhere.
+      const { NATS_URL: _url, ...plain } = process.env;
+      void _url;
+      const r = spawnSync(process.execPath, [join(__dirname, '..', 'scripts', 'start-app.js'), 'runner'], { env: { ...plain, DATA_DIR: dir, LOG_LEVEL: 'loud' }, encoding: 'utf8' });
+      expect(r.stderr.split('\n')[0]).toBe(`runner: no npm start runs with DATA_DIR ${dir}; NATS_URL is unset: connecting to its default, nats://127.0.0.1:4222`);
+      expect(r.status).toBe(78);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
