@@ -12,6 +12,7 @@ const { resolvePostgres, ensureBuilt, log } = require('./lib/infra');
 const { demoAccount } = require('./lib/demo-account');
 const { ensureBubblewrap } = require('./lib/bubblewrap');
 const { startClusterSystem, CLUSTER_DB } = require('./lib/cluster-system');
+const { claimDataDir } = require('./lib/data-dir-lock');
 
 const root = path.join(__dirname, '..');
 const stops = [];
@@ -32,6 +33,8 @@ async function main() {
   ensureBubblewrap();
   const dataDir = path.resolve(process.env.DATA_DIR || path.join(root, '.data'), 'cluster');
   fs.mkdirSync(dataDir, { recursive: true });
+  // A second cluster of this DATA_DIR would run its own NATS nodes on the same JetStream stores.
+  stops.push(claimDataDir(dataDir, { file: 'npm-run-cluster.pid', dataDir: path.dirname(dataDir), hint: 'or give this one another DATA_DIR' }));
 
   const pg = await resolvePostgres({ dataDir, dbName: CLUSTER_DB });
   stops.push(pg.stop);

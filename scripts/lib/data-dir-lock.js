@@ -1,8 +1,11 @@
 'use strict';
-// One `npm start` per DATA_DIR: a second one would stop the first one's nats-server (it takes the store
-// for a left-over) and share its embedded Postgres. `<DATA_DIR>/npm-start.pid` names the one running.
+// One `npm start` (and one `npm run cluster`) per DATA_DIR: a second one would stop the first one's nats-server
+// (npm start takes the store for a left-over) or run its own nodes on the same JetStream stores (cluster), and share
+// its embedded Postgres. A pid file in the directory names the one running.
 const fs = require('node:fs');
 const path = require('node:path');
+
+const OWNERS = { 'start.js': 'npm start', 'cluster.js': 'npm run cluster' };
 
 function pidIn(file) {
   try {
@@ -12,41 +15,43 @@ function pidIn(file) {
   }
 }
 
-/** Whether `pid` is a live `npm start` (scripts/start.js), not a process that reused the number. */
-function isNpmStart(pid) {
+/** What live process `pid` is, `npm start` or `npm run cluster` (scripts/start.js, scripts/cluster.js); undefined for anything else. */
+function ownerName(pid) {
   try {
-    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').some((arg) => arg.endsWith(path.join('scripts', 'start.js')));
+    const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const script = args.find((arg) => path.basename(path.dirname(arg)) === 'scripts' && OWNERS[path.basename(arg)]);
+    return script && OWNERS[path.basename(script)];
   } catch {
-    return false;
+    return undefined;
   }
 }
 
 /** The pid of the `npm start` running with `dataDir`, or undefined. */
 function npmStartOf(dataDir) {
   const pid = pidIn(path.join(dataDir, 'npm-start.pid'));
-  return pid && isNpmStart(pid) ? pid : undefined;
+  return pid && ownerName(pid) === 'npm start' ? pid : undefined;
 }
 
 /**
- * Claims `dataDir` for this process, or throws naming the `npm start` that holds it. A file left by one
- * that was killed is taken over. Returns the release, which removes the file while it is still ours.
+ * Claims `dir` for this process (`file`: its pid file there), or throws naming the process that holds it (`dataDir`:
+ * the DATA_DIR to name; `hint`: what to do instead). A file left by one that was killed is taken over. Returns the
+ * release, which removes the file while it is still ours.
  */
-function claimDataDir(dataDir) {
-  const file = path.join(dataDir, 'npm-start.pid');
+function claimDataDir(dir, { file = 'npm-start.pid', dataDir = dir, hint = 'join it with npm run start:api|start:runner|start:delivery, or give this one another DATA_DIR' } = {}) {
+  const pidFile = path.join(dir, file);
   for (let attempt = 0; ; attempt++) {
     try {
-      fs.writeFileSync(file, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+      fs.writeFileSync(pidFile, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
       return async () => {
-        if (pidIn(file) === process.pid) fs.rmSync(file, { force: true });
+        if (pidIn(pidFile) === process.pid) fs.rmSync(pidFile, { force: true });
       };
     } catch (e) {
       if (e.code !== 'EEXIST' || attempt === 2) throw e;
     }
-    const holder = npmStartOf(dataDir);
-    if (holder && holder !== process.pid) {
-      throw new Error(`another npm start (pid ${holder}) is running with DATA_DIR ${dataDir}: stop it first, join it with npm run start:api|start:runner|start:delivery, or give this one another DATA_DIR`);
-    }
-    fs.rmSync(file, { force: true });
+    const holder = pidIn(pidFile);
+    const name = holder && holder !== process.pid ? ownerName(holder) : undefined;
+    if (name) throw new Error(`another ${name} (pid ${holder}) is running with DATA_DIR ${dataDir}: stop it first, ${hint}`);
+    fs.rmSync(pidFile, { force: true });
   }
 }
 
