@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { loadConfig, natsUrlForDisplay, parseDurations, SETTINGS } from './config';
+import { loadConfig, urlForDisplay, parseDurations, SETTINGS } from './config';
 
 describe('configuration', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'cfg-'));
@@ -77,7 +77,7 @@ describe('configuration', () => {
     const file = join(dataDir, 'nats-password');
     writeFileSync(file, 'from-file\n', { mode: 0o600 });
     expect(loadConfig({ DATA_DIR: dataDir, NATS_USER: 'api', NATS_PASSWORD_FILE: file }).natsPassword).toBe('from-file');
-    expect(natsUrlForDisplay('nats://api:s3cret@a:4222,tls://tok@b:4222, c:4222')).toBe('nats://***@a:4222,tls://***@b:4222, c:4222');
+    expect(urlForDisplay('nats://api:s3cret@a:4222,tls://tok@b:4222, c:4222')).toBe('nats://***@a:4222,tls://***@b:4222, c:4222');
     expect(() => loadConfig({ DATA_DIR: dataDir, NATS_URL: 'http://api:s3cret@a:4222' })).toThrow(/got "http:\/\/\*\*\*@a:4222"/);
   });
 

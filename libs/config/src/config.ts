@@ -239,7 +239,7 @@ function checkValues(raw: Raw): void {
       u = undefined;
     }
     if (!server || !u || !NATS_SCHEMES.includes(u.protocol) || !u.hostname) {
-      throw new ConfigError(`NATS_URL must be a comma-separated list of nats://host:port (or tls://, ws://, wss://) servers, got "${natsUrlForDisplay(raw.natsUrl)}"`);
+      throw new ConfigError(`NATS_URL must be a comma-separated list of nats://host:port (or tls://, ws://, wss://) servers, got "${urlForDisplay(raw.natsUrl)}"`);
     }
   }
   if (raw.endpointDomain && !/^(?=.{1,200}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(raw.endpointDomain)) {
@@ -268,7 +268,7 @@ function checkSmtpUrl(value: string): void {
   } catch {
     protocol = undefined;
   }
-  if (protocol !== 'smtp:' && protocol !== 'smtps:') throw new ConfigError(`SMTP_URL must be a smtp:// or smtps:// URL, got "${natsUrlForDisplay(value)}"`);
+  if (protocol !== 'smtp:' && protocol !== 'smtps:') throw new ConfigError(`SMTP_URL must be a smtp:// or smtps:// URL, got "${urlForDisplay(value)}"`);
 }
 
 /** One way to authenticate to NATS at a time, each complete. */
@@ -294,9 +294,9 @@ function readNatsPassword(raw: Raw): string | undefined {
   }
 }
 
-/** NATS_URL as it may be shown: user and password of a nats://user:pass@host URL are masked. */
-export function natsUrlForDisplay(natsUrl: string): string {
-  return natsUrl.replace(/(^|,|\/\/)\s*([^@,/\s]+)@/g, (_m, lead: string) => `${lead}***@`);
+/** A URL (or a comma-separated list of them: NATS_URL) as it may be shown: the user and password of scheme://user:pass@host are masked. */
+export function urlForDisplay(url: string): string {
+  return url.replace(/(^|,|\/\/)\s*([^@,/\s]+)@/g, (_m, lead: string) => `${lead}***@`);
 }
 
 /** The operator's cap follows a larger default run timeout unless it is set too; both set and contradictory is an error. */

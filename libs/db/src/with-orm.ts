@@ -1,12 +1,12 @@
 import { MikroORM } from '@mikro-orm/postgresql';
-import { loadConfigOrExit } from '@app/config';
+import { loadConfigOrExit, urlForDisplay } from '@app/config';
 import { ormOptions } from './orm.config';
 
 /** Opens an ORM on `databaseUrl` for one piece of work (a CLI command, a migration) and always closes it. */
 export async function withOrm<T>(databaseUrl: string, work: (orm: MikroORM) => Promise<T>): Promise<T> {
   // init connects (and creates the database when missing): its bare "connect ECONNREFUSED" would not say to what.
   const orm = await MikroORM.init(ormOptions(databaseUrl)).catch((e: Error) => {
-    throw new Error(`cannot connect to Postgres at DATABASE_URL (${databaseUrlForDisplay(databaseUrl)}): ${e.message}`);
+    throw new Error(`cannot connect to Postgres at DATABASE_URL (${urlForDisplay(databaseUrl)}): ${e.message}`);
   });
   try {
     return await work(orm);
@@ -25,13 +25,3 @@ export function databaseUrlOrExit(): string {
   return config.databaseUrl;
 }
 
-/** A Postgres URL as it may be shown: its password masked. */
-export function databaseUrlForDisplay(databaseUrl: string): string {
-  try {
-    const u = new URL(databaseUrl);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(not a URL)';
-  }
-}

@@ -14,7 +14,7 @@ import {
   StorageType,
   StreamConfig,
 } from 'nats';
-import { AppConfig, natsUrlForDisplay } from '@app/config';
+import { AppConfig, urlForDisplay } from '@app/config';
 import { encodeJson, InvocationMessage, Names, partitionOf } from '@app/contracts';
 import { installationStreams, kvStream, objStream } from './nats-permissions';
 import { StreamPublisher } from './stream-publisher';
@@ -411,7 +411,7 @@ async function connectFirst(config: AppConfig, clientName: string): Promise<Nats
     } catch (e) {
       const refused = /authorization violation/i.test((e as Error).message);
       if (!refused || Date.now() >= deadline) {
-        throw new Error(`cannot connect to NATS at ${natsUrlForDisplay(config.natsUrl)} (NATS_URL${natsAuthSettings(config)}): ${(e as Error).message}`);
+        throw new Error(`cannot connect to NATS at ${urlForDisplay(config.natsUrl)} (NATS_URL${natsAuthSettings(config)}): ${(e as Error).message}`);
       }
       await new Promise((r) => setTimeout(r, 500));
     }

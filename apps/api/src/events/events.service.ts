@@ -6,11 +6,9 @@ import { Source, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext, assertAccess } from '../auth/auth.context';
 import { CursorKey, decodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
+import { bytesBoundedPageSql, EXPANDED_PAGE_MAX_BYTES } from './bytes-bounded-page';
 import { EmitsEraser } from './emits-eraser';
 import { EventSummaryDto, EventSummaryRow, Expand, parseEventId, toEventSummary } from './event-summary.dto';
-
-/** The most bytes of full events (`expand=event`) one page of event summaries holds, unless its first event alone is larger. */
-export const EXPANDED_PAGE_MAX_BYTES = 8 * 1024 * 1024;
 
 export interface SummaryQuery extends PageQuery {
   expand: Expand;
@@ -69,17 +67,10 @@ export class EventsService {
       pageParams.push(c.k, Number(c.id));
       order = q.after ? 'desc' : 'asc';
     }
-    // With full events, a page ends where they reach EXPANDED_PAGE_MAX_BYTES together (at least one): a page of 100
-    // events of 500 KB was 50 MB in the api's memory, and a few such requests at once stalled it for everyone.
+    // With full events, a page ends where they reach EXPANDED_PAGE_MAX_BYTES together (at least one).
     const budget = q.expand.event ? EXPANDED_PAGE_MAX_BYTES : Number.MAX_SAFE_INTEGER;
     const rows = (await conn.execute(
-      `select * from (
-         select emitter_id, id, id_ms, id_seq, name, emit_id, summary, indexed_at_ms, size_bytes, event,
-                sum(size_bytes) over (order by id_ms ${order}, id_seq ${order}) as upto
-           from event_summaries where ${pageWhere.join(' and ')}
-          order by id_ms ${order}, id_seq ${order} limit ${q.limit}) page
-        where upto - size_bytes = 0 or upto <= ?
-        order by id_ms ${order}, id_seq ${order}`,
+      bytesBoundedPageSql('emitter_id, id, name, emit_id, summary, indexed_at_ms, event', pageWhere.join(' and '), order, q.limit),
       [...pageParams, budget],
     )) as EventSummaryRow[];
     return finishPage(

@@ -22,7 +22,7 @@ const REPLAY_SLACK_MS = 5_000;
  * a fetch bounded by bytes (which the client library also caps at 100 messages) waited out its expiry whenever its
  * messages held less than its bytes, so a burst reached a stream 100 events every 5 s.
  */
-const BATCH_BYTES = 2 * 1024 * 1024;
+export const BATCH_BYTES = 2 * 1024 * 1024;
 /** How long one fetch waits for events before the next is asked for. */
 const BATCH_WAIT_MS = 5_000;
 

@@ -7,12 +7,9 @@ import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
 import { parseEventId, parseExpand } from '../events/event-summary.dto';
-import { answeredHead, SseService, StreamKind } from '../sse/sse.service';
+import { answeredHead, BATCH_BYTES, SseService, StreamKind } from '../sse/sse.service';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 import { keepAliveAccess } from '../sse/keep-alive-access';
-
-/** What the api holds for one reader of a live `$.send.sse` stream that does not read: as much as an event stream's batch. */
-export const LIVE_UNREAD_MAX_BYTES = 2 * 1024 * 1024;
 
 /**
  * Live streams of a workflow: `emits` ($.send.emit) and `observations` ($logs
@@ -88,8 +85,9 @@ export class WorkflowSseController implements BeforeApplicationShutdown {
         } catch {
           continue;
         }
-        // Live only: a reader that has not read what it was sent misses what comes meanwhile, and is told so.
-        if (res.writableLength + Buffer.byteLength(text) > LIVE_UNREAD_MAX_BYTES) {
+        // Live only: a reader that has not read what it was sent misses what comes meanwhile, and is told so. The api
+        // holds for it at most what it holds for an event stream's reader: one batch.
+        if (res.writableLength + Buffer.byteLength(text) > BATCH_BYTES) {
           dropped++;
           continue;
         }

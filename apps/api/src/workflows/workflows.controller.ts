@@ -6,7 +6,7 @@ import { Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { finishPage, keysetClause, Page, parsePageQuery } from '../common/pagination';
-import { EXPANDED_PAGE_MAX_BYTES } from '../events/events.service';
+import { bytesBoundedPageSql, EXPANDED_PAGE_MAX_BYTES } from '../events/bytes-bounded-page';
 import { InvocationBacklog } from '../http-endpoints/invocation-backlog';
 import { WorkflowDto, WorkflowsService } from './workflows.service';
 
@@ -84,12 +84,7 @@ export class WorkflowsController {
     const limit = Math.min(100, Math.max(1, Number(query.limit ?? 10) || 10));
     // The newest first, until they reach EXPANDED_PAGE_MAX_BYTES together (at least one), as a page of full events.
     const rows = (await this.em.getConnection().execute(
-      `select event from (
-         select event, size_bytes, sum(size_bytes) over (order by id_ms desc, id_seq desc) as upto, id_ms, id_seq
-           from event_summaries where emitter_id = ? and channel_class = '$logs' and event ->> 'k' = 'run'
-          order by id_ms desc, id_seq desc limit ${limit}) page
-        where upto - size_bytes = 0 or upto <= ?
-        order by id_ms desc, id_seq desc`,
+      bytesBoundedPageSql('event', `emitter_id = ? and channel_class = '$logs' and event ->> 'k' = 'run'`, 'desc', limit),
       [w.id, EXPANDED_PAGE_MAX_BYTES],
     )) as { event: { run?: unknown } }[];
     return { data: rows.map((r) => r.event.run).filter((r) => r !== undefined) };

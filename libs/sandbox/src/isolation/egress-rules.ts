@@ -13,7 +13,6 @@ export interface EgressRules {
   deny: string[];
 }
 
-
 /**
  * An address matches a rule as written or as the IPv4 address it embeds: through a NAT64 or 6to4 gateway,
  * `64:ff9b::a.b.c.d` and `2002:…` reach a.b.c.d, and the deny list once let them through to a platform service.
