@@ -3,19 +3,20 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { ConsumerMessages } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
 import { DeliveryMessage } from '@app/contracts';
-import { announceRoutes, boundConsumer, ensureDurable, NatsService } from '@app/nats';
+import { boundConsumer, ensureDurable, NatsService } from '@app/nats';
 import { policyFromConfig } from '@app/net';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
-import { SubscriptionCache, WebhookTarget } from '../router/subscription-cache';
-import { AttemptRecord, DeliveryLog } from './delivery-log';
+import { SubscriptionCache } from '../router/subscription-cache';
+import { DeliveryLog } from './delivery-log';
 import { DeliveryItem, directItem, DirectOutcome, streamItem } from './delivery-item';
-import { Sent, SignedPost } from './signed-post';
-import { nextDelayMs } from './retry-policy';
+import { SignedPost } from './signed-post';
 import { RetryQueue } from './retry-queue';
 import { RetryCatchUp } from './retry-catch-up';
 import { directLaneMax, LaneQueue } from './lane-queue';
 import { FailingSlots } from './failing-slots';
+import { HeldDeliveries } from './held-deliveries';
+import { WebhookAttempt } from './webhook-attempt';
 
 const DURABLE = 'webhook-sender';
 /**
@@ -60,17 +61,10 @@ interface Lane {
   failing: boolean;
 }
 
-/** How an attempt ended, for the lane: `failed` (the endpoint failed; its retry is queued, or it is exhausted). */
-type Attempted = 'sent' | 'failed' | 'none';
-
 /**
- * Sends DELIVERIES to webhook endpoints: many webhooks in parallel, bounded
- * concurrency per webhook, Standard Webhooks signatures, 410 disables the
- * webhook. A failed attempt is recorded, its next attempt is written to the
- * retry queue (`webhook_retries`), and only then is the message acked: waiting
- * retries never occupy the consumer, so a dead endpoint's backlog cannot fill
- * its max_ack_pending and stop the other webhooks. A success is acked first,
- * then recorded, and pulls the webhook's waiting retries forward (catch-up).
+ * Sends DELIVERIES (and events the router hands over directly) to webhook endpoints: many webhooks in
+ * parallel, bounded concurrency per webhook, each owner's share of the room held, failing webhooks' attempts
+ * bounded per account. Each attempt and its outcome is a WebhookAttempt.
  */
 @Injectable()
 export class WebhookSenderService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -80,12 +74,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private messages?: ConsumerMessages;
   private inFlight = 0;
   /** Deliveries taken and not yet settled: stream messages are kept alive so a crash hands them over after one ack wait. */
-  /** …with the owner of its webhook each counts for ('' while the webhook's owner is not loaded yet). */
-  private readonly held = new Map<DeliveryItem, string>();
-  /** How many each owner holds, DELIVERIES messages and direct events apart. */
-  private readonly ownerHeld = new Map<string, { stream: number; direct: number }>();
-  /** How many of `held` are direct events (the rest are DELIVERIES messages). */
-  private heldDirect = 0;
+  private readonly held = new HeldDeliveries({ stream: HELD_MAX, direct: DIRECT_HELD_MAX, share: OWNER_SHARE });
   private keepAlive?: NodeJS.Timeout;
   private pruner?: NodeJS.Timeout;
   private resume?: () => void;
@@ -93,6 +82,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   /** Per webhook: last failure seen here, and pulling its waiting retries forward once it answers again. */
   private readonly catchUp: RetryCatchUp;
   private readonly failingSlots: FailingSlots;
+  private readonly attempt: WebhookAttempt;
   private stopping = false;
 
   constructor(
@@ -108,8 +98,9 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.retries = new RetryQueue(em, nats, logger);
     this.catchUp = new RetryCatchUp(this.retries, logger, (id) => this.lanes.get(id)?.queue.length ?? 0);
     this.failingSlots = new FailingSlots(config.webhookFailingInFlightPerAccount);
+    this.attempt = new WebhookAttempt({ em, nats, cache, http: this.http, log: this.log, retries: this.retries, catchUp: this.catchUp, metrics, config, logger });
     metrics.watchRetries(() => this.retries.waiting());
-    metrics.watchSender(() => ({ direct: this.heldDirect, queue: this.heldMessages(), inFlight: this.inFlight, failing: this.failingSlots.figures() }));
+    metrics.watchSender(() => ({ direct: this.held.direct, queue: this.held.messages, inFlight: this.inFlight, failing: this.failingSlots.figures() }));
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -125,7 +116,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     const consumer = await boundConsumer(this.nats.js, names.deliveriesStream, DURABLE);
     this.messages = await consumer.consume({ max_messages: 1000 });
     this.retries.start();
-    this.keepAlive = setInterval(() => this.held.forEach((_owner, m) => m.working()), Math.max(500, ackWaitMs / 3));
+    this.keepAlive = setInterval(() => this.held.forEach((m) => m.working()), Math.max(500, ackWaitMs / 3));
     // Attempt rows are kept as long as the EMITS stream keeps the events themselves.
     this.pruner = setInterval(() => void this.log.prune(Date.now() - this.config.emitsMaxAgeSeconds * 1000).catch((e: Error) => this.logger.warn({ err: e.message }, 'pruning webhook_deliveries failed')), 600_000);
     void (async () => {
@@ -136,8 +127,8 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
           continue;
         }
         this.dispatch(item);
-        if (this.heldMessages() >= HELD_MAX) this.pushBackSlowLanes();
-        if (this.heldMessages() >= HELD_MAX) await new Promise<void>((r) => (this.resume = r));
+        if (this.held.messages >= HELD_MAX) this.pushBackSlowLanes();
+        if (this.held.messages >= HELD_MAX) await new Promise<void>((r) => (this.resume = r));
       }
     })().catch((e: Error) => this.logger.error({ err: e.message }, 'webhook consumer stopped'));
   }
@@ -169,7 +160,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
    * attempt durably queued, or dropped), `handoff` (not attempted: publish it).
    */
   offer(msg: DeliveryMessage, deliveryCount: number): Promise<DirectOutcome> | undefined {
-    if (this.stopping || this.heldDirect >= DIRECT_HELD_MAX) return undefined;
+    if (this.stopping || this.held.direct >= DIRECT_HELD_MAX) return undefined;
     const lane = this.lanes.get(msg.webhookId);
     if (lane && lane.queue.directLength >= directLaneMax(lane.avgLatencyMs, this.config.webhookConcurrency, DIRECT_HELD_MAX)) return undefined;
     if (!this.healthy(msg.webhookId, lane) || this.ownerFull(msg.webhookId, true)) return undefined;
@@ -186,49 +177,19 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     return !(failedAtMs && now - failedAtMs < DIRECT_AFTER_FAILURE_MS);
   }
 
-  private heldMessages(): number {
-    return this.held.size - this.heldDirect;
-  }
-
-  /** Whether the webhook's owner holds more than its share while less than a share is free (an owner not loaded yet holds none). */
+  /** Whether the webhook's owner holds more than its share of the kind's room while less than a share is free. */
   private ownerFull(webhookId: string, direct: boolean): boolean {
-    const owner = this.cache.ownerOf(webhookId);
-    const n = owner ? this.ownerHeld.get(owner) : undefined;
-    if (!n) return false;
-    const [mine, held, max] = direct ? [n.direct, this.heldDirect, DIRECT_HELD_MAX] : [n.stream, this.heldMessages(), HELD_MAX];
-    const share = max * OWNER_SHARE;
-    return mine >= share && max - held < share;
+    return this.held.ownerFull(this.cache.ownerOf(webhookId), direct);
   }
 
   private dispatch(m: DeliveryItem): void {
     const webhookId = m.webhookId;
     let lane = this.lanes.get(webhookId);
     if (!lane) this.lanes.set(webhookId, (lane = { queue: new LaneQueue(), active: 0, avgLatencyMs: 0, lastProgressMs: Date.now(), failing: false }));
-    const owner = this.cache.ownerOf(webhookId) ?? '';
-    this.held.set(m, owner);
-    if (m.direct) this.heldDirect++;
-    if (owner) {
-      const n = this.ownerHeld.get(owner) ?? { stream: 0, direct: 0 };
-      if (m.direct) n.direct++;
-      else n.stream++;
-      this.ownerHeld.set(owner, n);
-    }
+    this.held.add(m, this.cache.ownerOf(webhookId) ?? '');
     if (lane.active === 0 && lane.queue.length === 0) lane.lastProgressMs = Date.now();
     lane.queue.push(m, m.direct);
     this.pump(webhookId, lane);
-  }
-
-  /** Forgets a settled (or returned) delivery. */
-  private release(m: DeliveryItem): void {
-    const owner = this.held.get(m);
-    if (owner === undefined) return;
-    this.held.delete(m);
-    if (m.direct) this.heldDirect--;
-    if (!owner) return;
-    const n = this.ownerHeld.get(owner)!;
-    if (m.direct) n.direct--;
-    else n.stream--;
-    if (n.direct === 0 && n.stream === 0) this.ownerHeld.delete(owner);
   }
 
   private pump(webhookId: string, lane: Lane): void {
@@ -242,7 +203,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       if (!m) return this.releaseSlot(slot, owner);
       if (m.direct && !this.healthy(webhookId, lane)) {
         // The webhook failed or slowed down since the router handed this over: not attempted here, it goes to DELIVERIES.
-        this.release(m);
+        this.held.release(m);
         m.nak();
         this.releaseSlot(slot, owner);
         continue;
@@ -250,7 +211,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       lane.active++;
       this.inFlight++;
       const started = Date.now();
-      void this.deliver(m)
+      void this.attempt.deliver(m)
         .then((attempted) => {
           if (attempted !== 'none') lane.failing = attempted === 'failed';
         })
@@ -259,7 +220,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
           m.nak(1000);
         })
         .finally(() => {
-          this.release(m);
+          this.held.release(m);
           this.countDone(lane, Date.now() - started);
           lane.active--;
           this.inFlight--;
@@ -282,7 +243,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   /** A failing webhook's direct events go to DELIVERIES at once rather than wait for a slot with their emits unacknowledged. */
   private handBackDirect(lane: Lane): void {
     for (const m of lane.queue.drainDirect()) {
-      this.release(m);
+      this.held.release(m);
       m.nak();
     }
   }
@@ -296,7 +257,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
       const perRequestMs = Math.max(lane.avgLatencyMs, now - lane.lastProgressMs, SLOW_REQUEST_MS);
       const drainMs = (lane.queue.length / this.config.webhookConcurrency) * perRequestMs;
       for (const m of lane.queue.excess(LANE_QUEUE_MAX)) {
-        this.release(m);
+        this.held.release(m);
         m.nak(Math.round(Math.min(30_000, drainMs) * (0.8 + 0.4 * Math.random())));
       }
     }
@@ -305,95 +266,9 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private countDone(lane: Lane, latencyMs: number): void {
     lane.avgLatencyMs = lane.avgLatencyMs === 0 ? latencyMs : lane.avgLatencyMs * 0.9 + latencyMs * 0.1;
     lane.lastProgressMs = Date.now();
-    if (this.heldMessages() < HELD_MAX * 0.8 && this.resume) {
+    if (this.held.messages < HELD_MAX * 0.8 && this.resume) {
       this.resume();
       this.resume = undefined;
     }
-  }
-
-  private async deliver(m: DeliveryItem): Promise<Attempted> {
-    let msg: DeliveryMessage;
-    try {
-      msg = m.read();
-    } catch {
-      // term() without a reason: nats-server 2.9 ignores `+TERM <reason>` and redelivers the message after the ack wait, forever.
-      m.term(); // not JSON
-      return 'none';
-    }
-    const ev = msg.event;
-    const hook = await this.cache.webhook(msg.webhookId);
-    if (!hook || !hook.active) {
-      m.term(); // webhook disabled or deleted
-      return 'none';
-    }
-    // The retry queue republishes with the attempt number; a redelivery (a replica died mid-attempt) counts the attempts logged.
-    const carried = Number.isInteger(msg.attempt) && msg.attempt! > 1 ? msg.attempt! : 1;
-    let attempt = carried;
-    if (m.deliveryCount > 1) {
-      const before = await this.log.attemptsSoFar(hook.id, ev.emitterId, ev.id);
-      // Delivered already, but the ack never reached the stream (lost with a NATS connection, or a crash just after it):
-      // the success is on record, so the receiver gets no second copy.
-      if (before.succeeded) {
-        m.ack();
-        this.metrics.webhookAttempts.inc({ outcome: 'already_delivered' });
-        return 'none';
-      }
-      attempt = Math.max(carried, before.attempts + 1);
-    }
-    const body = JSON.stringify(ev.event ?? null);
-    const now = new Date();
-    const base: Omit<AttemptRecord, 'status'> = { webhookId: hook.id, eventId: ev.id, emitterId: ev.emitterId, attempt };
-    const { status, retryAfter, record }: Sent =
-      hook.secret === undefined
-        ? { record: { ...base, error: 'the signing secret cannot be decrypted with SECRETS_KEY (was the key changed?)' } }
-        : await this.http.send({ ...hook, secret: hook.secret }, ev, body, now, base);
-    if (status !== undefined && status >= 200 && status < 300) {
-      // The receiver has the event: ack at once; the attempt row is observability and is written in the background.
-      m.ack();
-      this.log.record({ ...record, status: 'succeeded' }).catch((e: Error) => this.logger.warn({ err: e.message, webhook_id: hook.id }, 'recording a successful attempt failed'));
-      this.metrics.webhookAttempts.inc({ outcome: 'succeeded' });
-      if (ev.emittedAtMs) this.metrics.emitToReceipt.observe((Date.now() - ev.emittedAtMs) / 1000);
-      this.catchUp.afterSuccess(hook.id, attempt);
-      return 'sent';
-    }
-    if (status === 410) {
-      // The attempt is in the log before the webhook shows as disabled: a client that sees `active: false` finds its cause.
-      await this.log.record({ ...record, status: 'disabled' });
-      await this.disable(hook, `the endpoint answered 410 Gone at ${now.toISOString()}`);
-      await this.retries.drop(hook.id);
-      m.term(); // webhook disabled by 410
-      this.metrics.webhookAttempts.inc({ outcome: 'disabled' });
-      return 'none';
-    }
-    if (status !== undefined && status >= 300 && status < 400) record.error = `redirects are not followed (status ${status})`;
-    const delay = nextDelayMs(this.config.webhookRetryDelaysMs, attempt, retryAfter);
-    if (delay === undefined) {
-      await this.log.record({ ...record, status: 'exhausted' });
-      m.term(); // attempts exhausted
-      this.metrics.webhookAttempts.inc({ outcome: 'exhausted' });
-      this.logger.warn({ webhook_id: hook.id, event_id: ev.id, attempts: attempt }, 'webhook delivery exhausted');
-      return 'failed';
-    }
-    const dueAtMs = Date.now() + delay;
-    this.catchUp.noteFailure(hook.id);
-    // Both durable before the ack: a crash before it redelivers the message (a duplicate attempt, never a lost one).
-    await Promise.all([
-      this.log.record({ ...record, status: 'failed', nextAttemptAtMs: dueAtMs }),
-      this.retries.enqueue({ attempt: attempt + 1, dueAtMs, message: { webhookId: msg.webhookId, subscriptionId: msg.subscriptionId, event: ev } }),
-    ]);
-    m.ack();
-    this.metrics.webhookAttempts.inc({ outcome: 'failed' });
-    return 'failed';
-  }
-
-  private async disable(hook: WebhookTarget, reason: string): Promise<void> {
-    this.cache.disableLocally(hook.id);
-    await this.em.fork().getConnection().execute(
-      `update webhooks set active = false, disabled_reason = ?, updated_at = ? where id = ?`,
-      [reason, Math.floor(Date.now() / 1000), hook.id],
-      'run',
-    );
-    announceRoutes(this.nats, 'webhooks', { listeners: [hook.id] });
-    this.logger.warn({ webhook_id: hook.id }, 'webhook disabled: endpoint answered 410');
   }
 }
