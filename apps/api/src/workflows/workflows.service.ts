@@ -17,6 +17,9 @@ import { ComponentRef, SourcesService } from '../sources/sources.service';
 import { resolveSteps } from './workflow-steps';
 import { WorkflowPublisher } from './workflow-publisher';
 
+/** Rounds a deploy starts again when other deploys of the same workflow are stored while it runs, before it answers 409. */
+const DEPLOY_ROUNDS = 5;
+
 export interface WorkflowDto {
   id: string;
   owner_id: string;
@@ -216,8 +219,21 @@ export class WorkflowsService {
     return w;
   }
 
-  /** A new deploy of the whole definition: a new `d_…`, steps re-resolved (cell ids kept by step name). */
+  /**
+   * A new deploy of the whole definition: a new `d_…`, steps re-resolved (cell ids kept by step name). A deploy
+   * stored by another request while this one ran (the row's `rev` moved) is not overwritten blind: this one
+   * starts again from the stored workflow, so the one stored last wins with a trigger source that exists.
+   */
   async update(auth: AuthContext, id: string, body: Record<string, unknown>): Promise<Workflow> {
+    for (let round = 1; ; round++) {
+      const stored = await this.deploy(auth, id, body);
+      if (stored) return stored;
+      if (round === DEPLOY_ROUNDS) throw new ConflictError(`workflow ${id} was deployed by ${DEPLOY_ROUNDS} other requests while this one ran: retry it`, { id, retryable: true });
+    }
+  }
+
+  /** One round of `update`: the workflow as stored, or undefined when another deploy was stored meanwhile (nothing of this one kept). */
+  private async deploy(auth: AuthContext, id: string, body: Record<string, unknown>): Promise<Workflow | undefined> {
     const w = await this.get(auth, id);
     const def = this.definition(body);
     const em = this.em.fork();
@@ -230,21 +246,22 @@ export class WorkflowsService {
     await this.checkTriggerEmitter(auth, w.ownerId, def.trigger);
     this.publisher.assertFits(Object.assign(new Workflow(), { ...w, trigger: storedTriggerShape(def), steps: rows, settings: def.settings, secrets, endpointKey }), components);
     const trigger = await this.triggerRow(auth, w.ownerId, def, w);
-    // The trigger this deploy replaces, read with the row locked: another deploy may have replaced the one read above.
+    // The trigger this deploy replaces, read with the row locked, unless another deploy was stored since `w` was read.
     const replaced = await em.transactional(async (tx) => {
-      const [row] = await tx.execute<{ trigger: Record<string, unknown> }[]>('select trigger from workflows where id = ? and deleted_at is null for update', [w.id]);
+      const [row] = await tx.execute<{ trigger: Record<string, unknown>; rev: number }[]>('select trigger, rev from workflows where id = ? and deleted_at is null for update', [w.id]);
       if (!row) return undefined;
+      if (row.rev !== w.rev) return 'moved' as const;
       const values = { name: def.name, deploymentId: newId('deployment'), trigger, steps: rows, settings: def.settings as Record<string, unknown>, secrets, active: body.active !== false, endpointKey };
       await tx.nativeUpdate(Workflow, { id: w.id }, { ...values, rev: raw('rev + 1'), updatedAt: Math.floor(Date.now() / 1000) });
       return row.trigger;
     });
-    // Deleted by a concurrent DELETE since it was read: the update did not happen, and a source deployed for it goes.
-    const deleted = async (): Promise<NotFoundError> => {
+    // Not stored (deleted by a concurrent DELETE, or deployed by another request): a source this deploy made goes.
+    if (replaced === undefined || replaced === 'moved') {
       if (managedSourceOf(trigger) !== managedSourceOf(w.trigger)) await this.dropManagedSource(auth, trigger, null);
-      return new NotFoundError(`workflow ${id} not found`, { id });
-    };
+      if (replaced === 'moved') return undefined;
+    }
     const fresh = replaced ? await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null }) : null;
-    if (!fresh) throw await deleted();
+    if (!fresh) throw new NotFoundError(`workflow ${id} not found`, { id });
     await this.linkTrigger(auth, fresh);
     await this.dropManagedSource(auth, replaced, trigger);
     this.logger.log(`workflow updated workflow_id=${w.id} deployment_id=${fresh.deploymentId}`);
