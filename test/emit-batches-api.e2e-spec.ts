@@ -1,9 +1,8 @@
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AckPolicy, connect, headers as natsHeaders, NatsConnection, PubAck } from 'nats';
 import { loadConfig } from '@app/config';
-import { EmitBatch, EmittedEvent, EMITS_ROUTED_HEADER, encodeJson, Names, ROUTER_DURABLE } from '@app/contracts';
+import { EmitBatch, EmittedEvent, EMITS_ROUTED_HEADER, encodeJson, Names, parseEventId, ROUTER_DURABLE } from '@app/contracts';
 import { createApiApp } from '../apps/api/src/bootstrap';
-import { parseEventId } from '../apps/api/src/events/event-summary.dto';
 import { EmitsEraser } from '../apps/api/src/events/emits-eraser';
 import { InvocationBacklog } from '../apps/api/src/http-endpoints/invocation-backlog';
 import { client, createUser, TestUser } from './support/accounts';

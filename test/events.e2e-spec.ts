@@ -69,20 +69,29 @@ describe('event summaries', () => {
     expect(rest.body.data.map((d: { event: { n: number } }) => d.event.n)).toEqual([4]);
   });
 
-  it('deletes a range without bringing back the summaries past EVENT_RETENTION that were not trimmed yet', async () => {
-    const src = await insertSource(system, user.id);
-    // Eight summaries written straight to Postgres: 1–3 are past the retention of 5 and no trim removed them yet.
-    for (let i = 1; i <= 8; i++) {
-      await sql(system, `insert into event_summaries (emitter_id, id, id_ms, id_seq, name, channel_class, owner_id, emit_id, summary, event, meta, size_bytes, indexed_at_ms)
-        values ($1, $2, $3, 0, '', 'emits', $4, $5, '', $6, '{}', 10, $3)`, [src, `${1_700_000_000_000 + i}-0`, 1_700_000_000_000 + i, user.id, `emit-${i}`, JSON.stringify({ n: i })]);
-    }
-    expect((await api.del(`/sources/${src}/events?start_id=${1_700_000_000_000 + 6}-0`)).status).toBe(202);
-    const listed = async (): Promise<number[]> => (await summaries(src, '?limit=100')).body.data.map((d: { event: { n: number } }) => d.event.n);
-    await eventually(async () => (await listed()).every((n) => n < 6), { what: 'events 6–8 deleted' });
-    expect(await listed()).toEqual([5, 4]);
-    const stored = await sql<{ n: number }>(system, 'select count(*)::int as n from event_summaries where emitter_id = $1', [src]);
-    expect(stored[0].n).toBe(2);
-  });
+  // The delivery app deletes them; with no delivery replica answering, the api itself.
+  it.each([['the delivery app', false], ['the api, no delivery app running', true]])(
+    'deletes a range without bringing back the summaries past EVENT_RETENTION that were not trimmed yet (%s)',
+    async (_who, withoutDelivery) => {
+      const src = await insertSource(system, user.id);
+      // Eight summaries written straight to Postgres: 1–3 are past the retention of 5 and no trim removed them yet.
+      for (let i = 1; i <= 8; i++) {
+        await sql(system, `insert into event_summaries (emitter_id, id, id_ms, id_seq, name, channel_class, owner_id, emit_id, summary, event, meta, size_bytes, indexed_at_ms)
+          values ($1, $2, $3, 0, '', 'emits', $4, $5, '', $6, '{}', 10, $3)`, [src, `${1_700_000_000_000 + i}-0`, 1_700_000_000_000 + i, user.id, `emit-${i}`, JSON.stringify({ n: i })]);
+      }
+      if (withoutDelivery) await system.stopApp('delivery');
+      try {
+        expect((await api.del(`/sources/${src}/events?start_id=${1_700_000_000_000 + 6}-0`)).status).toBe(202);
+        const listed = async (): Promise<number[]> => (await summaries(src, '?limit=100')).body.data.map((d: { event: { n: number } }) => d.event.n);
+        await eventually(async () => (await listed()).every((n) => n < 6), { what: 'events 6–8 deleted' });
+        expect(await listed()).toEqual([5, 4]);
+        const stored = await sql<{ n: number }>(system, 'select count(*)::int as n from event_summaries where emitter_id = $1', [src]);
+        expect(stored[0].n).toBe(2);
+      } finally {
+        if (withoutDelivery) await system.startApp('delivery', 'delivery');
+      }
+    },
+  );
 
   it('ends a page of full events (expand=event) where they reach 8 MiB together; the cursor gives the rest', async () => {
     const src = await insertSource(system, user.id);

@@ -13,3 +13,11 @@ export function channelNameProblem(name: unknown): string | undefined {
   if (name.startsWith('$')) return 'must not start with $ ($errors and $logs are written by the platform; other $ names are reserved)';
   return undefined;
 }
+
+/** The classes of channels retention counts apart (EVENT_RETENTION each): default and custom channels share `emits`. */
+export const CHANNEL_CLASSES = ['emits', '$errors', '$logs'] as const;
+export type ChannelClass = (typeof CHANNEL_CLASSES)[number];
+
+export function channelClassOf(name: string): ChannelClass {
+  return name === '$errors' || name === '$logs' ? name : 'emits';
+}

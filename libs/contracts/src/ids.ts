@@ -64,3 +64,9 @@ export function idKind(id: string): IdKind | undefined {
   }
   return undefined;
 }
+
+/** Splits an event id `<epoch_ms>-<seq>` into its numeric parts; undefined when malformed. */
+export function parseEventId(id: string): { ms: number; seq: number } | undefined {
+  const m = /^(\d{1,15})-(\d{1,9})$/.exec(id);
+  return m ? { ms: Number(m[1]), seq: Number(m[2]) } : undefined;
+}

@@ -4,3 +4,4 @@ export * from './db.module';
 export * from './with-orm';
 export * from './db-errors';
 export * from './access-changes';
+export * from './event-summaries';

@@ -64,9 +64,3 @@ export function summaryOfEmit(e: EmittedEvent, expandSummary: boolean): EventSum
   const dto: EventSummaryDto = { id: e.id, indexed_at_ms: e.emittedAtMs, event: e.event ?? null, metadata: { emit_id: e.emitId, name: e.name ?? '', emitter_id: e.emitterId } };
   return expandSummary ? withSummary(dto, e.summary) : dto;
 }
-
-/** Splits an event id `<epoch_ms>-<seq>`; undefined when malformed. */
-export function parseEventId(id: string): { ms: number; seq: number } | undefined {
-  const m = /^(\d{1,15})-(\d{1,9})$/.exec(id);
-  return m ? { ms: Number(m[1]), seq: Number(m[2]) } : undefined;
-}

@@ -1,14 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { BadRequestError, decodeJson, DeleteEventsMessage, encodeJson } from '@app/contracts';
-import { Source, Workflow } from '@app/db';
+import { BadRequestError, decodeJson, DeleteEventsMessage, encodeJson, parseEventId } from '@app/contracts';
+import { deleteSummaries, Source, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext, assertAccess } from '../auth/auth.context';
 import { CursorKey, decodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
 import { bytesBoundedPageSql, EXPANDED_PAGE_MAX_BYTES } from './bytes-bounded-page';
 import { EmitsEraser } from './emits-eraser';
-import { EventSummaryDto, EventSummaryRow, Expand, parseEventId, toEventSummary } from './event-summary.dto';
+import { EventSummaryDto, EventSummaryRow, Expand, toEventSummary } from './event-summary.dto';
 
 export interface SummaryQuery extends PageQuery {
   expand: Expand;
@@ -121,15 +121,9 @@ export class EventsService {
     void this.emits.erase(emitterId, start, end).catch((e: Error) => this.logger.error(`erasing events of ${emitterId} from the emits stream failed: ${e.message}`));
   }
 
+  /** As the delivery app would: the source's classes trimmed to EVENT_RETENTION first, then the range deleted. */
   private async deleteHere(msg: DeleteEventsMessage): Promise<void> {
-    const where = ['emitter_id = ?'];
-    const params: unknown[] = [msg.emitterId];
-    for (const [id, op] of [[msg.startId, '>='], [msg.endId, '<=']] as const) {
-      const p = id ? parseEventId(id) : undefined;
-      if (!p) continue;
-      where.push(`(id_ms, id_seq) ${op} (?, ?)`);
-      params.push(p.ms, p.seq);
-    }
-    await this.em.getConnection().execute(`delete from event_summaries where ${where.join(' and ')}`, params, 'run');
+    await deleteSummaries(this.em, this.config.eventRetention, msg.emitterId, msg.startId, msg.endId);
   }
+
 }

@@ -1,10 +1,10 @@
 import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
-import { BadRequestError } from '@app/contracts';
+import { BadRequestError, parseEventId } from '@app/contracts';
 import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
-import { parseEventId, parseExpand } from '../events/event-summary.dto';
+import { parseExpand } from '../events/event-summary.dto';
 import { SseService, StreamKind } from './sse.service';
 import { keepAliveAccess } from './keep-alive-access';
 

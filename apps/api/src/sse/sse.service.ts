@@ -2,9 +2,9 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy,
 import { FastifyReply } from 'fastify';
 import { ConsumerMessages, DeliverPolicy } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { RateLimitedError, readEmits } from '@app/contracts';
+import { parseEventId, RateLimitedError, readEmits } from '@app/contracts';
 import { NatsService } from '@app/nats';
-import { parseEventId, summaryOfEmit } from '../events/event-summary.dto';
+import { summaryOfEmit } from '../events/event-summary.dto';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 import { AccessChangeListener } from '../auth/access-change-listener';
 import { onReplicaChange } from '../common/replica-changes';

@@ -1,12 +1,12 @@
 import { BeforeApplicationShutdown, Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { BadRequestError, decodeJson, WorkflowSseMessage } from '@app/contracts';
+import { BadRequestError, decodeJson, parseEventId, WorkflowSseMessage } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
-import { parseEventId, parseExpand } from '../events/event-summary.dto';
+import { parseExpand } from '../events/event-summary.dto';
 import { answeredHead, BATCH_BYTES, SseService, StreamKind } from '../sse/sse.service';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 import { keepAliveAccess } from '../sse/keep-alive-access';

@@ -2,13 +2,13 @@ import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } fro
 import { EntityManager } from '@mikro-orm/postgresql';
 import { JsMsg, Subscription } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
-import { decodeJson, DeleteEventsMessage, EmittedEvent, encodeJson, readEmits } from '@app/contracts';
+import { channelClassOf, decodeJson, DeleteEventsMessage, EmittedEvent, encodeJson, readEmits } from '@app/contracts';
+import { TrimGroup } from '@app/db';
 import { NatsService, retryUnanswered } from '@app/nats';
 import { BatchConsumer } from '../common/durable-consumer';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
-import { channelClassOf } from './event-ids';
-import { SummaryWriter, TrimGroup } from './summary-writer';
+import { SummaryWriter } from './summary-writer';
 import { IndexRecovery } from './index-recovery';
 
 /** The consumer earlier versions indexed with; drained and removed by this one (see `drainLegacyConsumer`). */

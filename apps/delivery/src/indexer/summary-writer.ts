@@ -1,6 +1,6 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { CHANNEL_NAME_MAX_CHARS, EmittedEvent } from '@app/contracts';
-import { CHANNEL_CLASSES, channelClassOf, parseEventId } from './event-ids';
+import { CHANNEL_NAME_MAX_CHARS, channelClassOf, EmittedEvent, parseEventId } from '@app/contracts';
+import { deleteSummaries, TrimGroup, trimSummaries } from '@app/db';
 import { pgJson, pgText } from '../common/pg-text';
 import { insertRows, RowColumn } from '../common/pg-rows';
 
@@ -35,12 +35,6 @@ function fitsColumns(e: EmittedEvent): boolean {
   return [e.emitterId, e.id, e.name ?? '', e.ownerId ?? '', e.emitId ?? e.id].every((s) => typeof s === 'string' && s.length <= CHANNEL_NAME_MAX_CHARS);
 }
 
-/** An emitter's channel class, whose rows `trim` keeps to the retention count. */
-export interface TrimGroup {
-  e: string;
-  c: string;
-}
-
 /** Writes event summaries in multi-row inserts, and trims emitter/classes to the retention count. */
 export class SummaryWriter {
   /** `asyncCommit`: inserts commit without waiting for their WAL flush (INDEX_ASYNC_COMMIT). */
@@ -72,46 +66,13 @@ export class SummaryWriter {
     return { rejected, touched: [...touched.values()] };
   }
 
-  /**
-   * Keeps the newest `retention` rows of each (emitter, channel class): one
-   * statement per group (each planned on its own values: an index range scan),
-   * all sent in one round trip (the connection formats the values into the
-   * text, so several statements go as one simple query).
-   */
-  async trim(groups: TrimGroup[]): Promise<void> {
-    const one = `delete from event_summaries where emitter_id = ? and channel_class = ? and (id_ms, id_seq) < (
-         select id_ms, id_seq from event_summaries where emitter_id = ? and channel_class = ?
-         order by id_ms desc, id_seq desc offset ? limit 1)`;
-    for (let i = 0; i < groups.length; i += 100) {
-      const chunk = groups.slice(i, i + 100);
-      const params: unknown[] = [];
-      for (const g of chunk) params.push(g.e, g.c, g.e, g.c, this.retention - 1);
-      await this.em.getConnection().execute(chunk.map(() => one).join(';\n'), params, 'run');
-    }
+  /** Keeps the newest `retention` rows of each (emitter, channel class). */
+  trim(groups: TrimGroup[]): Promise<void> {
+    return trimSummaries(this.em, groups, this.retention);
   }
 
-  /**
-   * Deletes a source's events, all of them or an inclusive id range (either end optional). Its classes are trimmed
-   * first: summaries past the retention count that no trim removed yet would otherwise move up into the newest
-   * `retention` of their class (which lists show and trims keep) once newer ones are deleted.
-   */
-  async deleteRange(emitterId: string, startId?: string, endId?: string): Promise<number> {
-    const where = ['emitter_id = ?'];
-    const params: unknown[] = [emitterId];
-    const start = startId ? parseEventId(startId) : undefined;
-    const end = endId ? parseEventId(endId) : undefined;
-    if (startId && !start) return 0;
-    if (endId && !end) return 0;
-    if (start) {
-      where.push('(id_ms, id_seq) >= (?, ?)');
-      params.push(start.ms, start.seq);
-    }
-    if (end) {
-      where.push('(id_ms, id_seq) <= (?, ?)');
-      params.push(end.ms, end.seq);
-    }
-    await this.trim(CHANNEL_CLASSES.map((c) => ({ e: emitterId, c })));
-    const res = (await this.em.getConnection().execute(`delete from event_summaries where ${where.join(' and ')}`, params, 'run')) as { affectedRows?: number };
-    return res.affectedRows ?? 0;
+  /** Deletes a source's events, all of them or an inclusive id range (either end optional), its classes trimmed first. */
+  deleteRange(emitterId: string, startId?: string, endId?: string): Promise<number> {
+    return deleteSummaries(this.em, this.retention, emitterId, startId, endId);
   }
 }
