@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { resolve, join } from 'node:path';
 import { parseAddressRule } from './address-rule';
 
@@ -202,9 +202,21 @@ function loadSecretsKey(raw: string | undefined, dataDir: string): Buffer {
   const file = join(dataDir, 'secrets.key');
   if (existsSync(file)) return decode(readFileSync(file, 'utf8'), file);
   mkdirSync(dataDir, { recursive: true });
+  // Written whole under a name of its own, then linked into place: apps started at the same instant on a fresh
+  // DATA_DIR all end with the key the first link put there (one that lost the race reads it), and none reads a
+  // file half written.
   const key = randomBytes(32);
-  writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600 });
-  return key;
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  writeFileSync(tmp, key.toString('hex') + '\n', { mode: 0o600 });
+  try {
+    linkSync(tmp, file);
+    return key;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    return decode(readFileSync(file, 'utf8'), file);
+  } finally {
+    unlinkSync(tmp);
+  }
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
