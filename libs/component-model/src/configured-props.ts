@@ -1,10 +1,7 @@
 import { Cron } from 'croner';
-import { BadRequestError, PayloadTooLargeError } from '@app/contracts';
+import { BadRequestError, PayloadTooLargeError, TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
 import type { ConfigurableProp, PropOption } from './analyze-component';
 import { INTERFACE_HTTP, INTERFACE_TIMER, isSystemType, SERVICE_DB } from './prop-types';
-
-/** Longest timer interval (a year and a day), for sources and workflows alike. */
-export const TIMER_MAX_INTERVAL_SECONDS = 366 * 86400;
 
 export interface ConfiguredPropsLimits {
   /** Smallest `intervalSeconds` a timer may use. */

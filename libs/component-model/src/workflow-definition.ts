@@ -1,4 +1,5 @@
-import { cronProblem, TIMER_MAX_INTERVAL_SECONDS } from './configured-props';
+import { TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
+import { cronProblem } from './configured-props';
 import { readTimerSchedule, TimerSchedule } from './timer-event';
 import { forEachTemplate, secretOf, templateProblem } from './workflow-templates';
 

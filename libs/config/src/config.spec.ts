@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { loadConfig, urlForDisplay, parseDurations, SETTINGS } from './config';
+import { loadConfig, urlForDisplay, parseDurations, MAX_DURATION_MS, SETTINGS } from './config';
 
 describe('configuration', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'cfg-'));
@@ -52,6 +52,15 @@ describe('configuration', () => {
     [{ SANDBOX_EGRESS_ALLOW: '10.0.0.0/33' }, /SANDBOX_EGRESS_ALLOW .*got "10.0.0.0\/33"/],
     [{ SANDBOX_EGRESS_ALLOW: '10.0.0.1:70000' }, /SANDBOX_EGRESS_ALLOW .*got "10.0.0.1:70000"/],
     [{ SANDBOX_EGRESS_DENY: '10.0.0.1, example.com' }, /SANDBOX_EGRESS_DENY .*got "example.com"/],
+    // Longer than a timer holds: each webhook attempt used to time out after 1 ms, the keep-alive of held messages ran every 1 ms.
+    [{ WEBHOOK_TIMEOUT_MS: '3000000000' }, /^WEBHOOK_TIMEOUT_MS must be at most 2147483647 \(about 24.8 days, the longest delay a timer holds\), got 3000000000$/],
+    [{ DELIVERY_ACK_WAIT_MS: '99999999999999999999999' }, /^DELIVERY_ACK_WAIT_MS must be at most 2147483647 .*, got 99999999999999999999999$/],
+    [{ DB_STATEMENT_TIMEOUT_MS: '2147483648' }, /^DB_STATEMENT_TIMEOUT_MS must be at most 2147483647/],
+    // A retry due past bigint could not be written: the attempt was made again a second later instead of after the delay.
+    [{ WEBHOOK_RETRY_SCHEDULE: '5s,30d' }, /^WEBHOOK_RETRY_SCHEDULE entries must be at most 2147483647 ms \(about 24.8 days, the longest delay a timer holds\); bad entry "30d"$/],
+    [{ WEBHOOK_RETRY_SCHEDULE: '99999999999999999999999d' }, /WEBHOOK_RETRY_SCHEDULE entries must be at most/],
+    [{ TIMER_MIN_INTERVAL_SECONDS: '31622401' }, /^TIMER_MIN_INTERVAL_SECONDS must be at most 31622400 \(366 days, the longest intervalSeconds a timer takes\), got 31622401$/],
+    [{ EMITS_MAX_AGE_SECONDS: '1000000000000' }, /^EMITS_MAX_AGE_SECONDS must be at most 9223372036 \(about 292 years: NATS holds the age in nanoseconds\)/],
   ])('names the variable of a wrong value: %p', (env, message) => {
     expect(() => loadConfig({ DATA_DIR: dataDir, ...env })).toThrow(message);
   });
@@ -88,6 +97,13 @@ describe('configuration', () => {
 
   it('parses duration lists', () => {
     expect(parseDurations('X', '200ms,1s,2m')).toEqual([200, 1000, 120_000]);
+    expect(parseDurations('X', '24d')).toEqual([2_073_600_000]);
+  });
+
+  it('bounds every duration in milliseconds by what a timer holds, and accepts that bound', () => {
+    const unbounded = Object.values(SETTINGS).filter((s) => s.env.endsWith('_MS') && (s.max === undefined || s.max > MAX_DURATION_MS)).map((s) => s.env);
+    expect(unbounded).toEqual([]);
+    expect(loadConfig({ DATA_DIR: dataDir, WEBHOOK_TIMEOUT_MS: String(MAX_DURATION_MS) }).webhookTimeoutMs).toBe(MAX_DURATION_MS);
   });
 
   it('documents every setting in the README', () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { resolve, join } from 'node:path';
+import { TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
 import { parseAddressRule } from './address-rule';
 
 /**
@@ -15,10 +16,18 @@ interface Setting<K extends Kind> {
   default?: K extends 'int' ? number : K extends 'bool' ? boolean : string;
   min?: number;
   max?: number;
+  /** Why `max` is the bound, shown after it when a value is over it. */
+  maxWhy?: string;
   doc: string;
 }
 
+/** The longest delay a Node.js timer holds: a longer one fires after 1 ms (a timeout at once, an interval in a busy loop). */
+export const MAX_DURATION_MS = 2_147_483_647;
+const DURATION_WHY = '(about 24.8 days, the longest delay a timer holds)';
+
 const int = (env: string, def: number, doc: string, min = 0, max = Number.MAX_SAFE_INTEGER): Setting<'int'> => ({ env, kind: 'int', default: def, min, max, doc });
+/** A duration in milliseconds: every one ends up in a timer (or Postgres's statement_timeout, which has the same bound). */
+const ms = (env: string, def: number, doc: string, min = 0): Setting<'int'> => ({ ...int(env, def, doc, min, MAX_DURATION_MS), maxWhy: DURATION_WHY });
 const str = (env: string, def: string | undefined, doc: string): Setting<'string'> => ({ env, kind: 'string', default: def, doc });
 const url = (env: string, def: string | undefined, doc: string): Setting<'url'> => ({ env, kind: 'url', default: def, doc });
 const bool = (env: string, def: boolean, doc: string): Setting<'bool'> => ({ env, kind: 'bool', default: def, doc });
@@ -29,10 +38,10 @@ export const SETTINGS = {
   publicUrl: url('PUBLIC_URL', undefined, 'external base URL of the api (default http://localhost:$PORT)'),
   databaseUrl: url('DATABASE_URL', undefined, 'Postgres connection URL (npm start resolves one when unset)'),
   dbPoolMax: int('DB_POOL_MAX', 10, 'Postgres connections one api or delivery process keeps open at most', 1, 1000),
-  dbPoolAcquireTimeoutMs: int('DB_POOL_ACQUIRE_TIMEOUT_MS', 5_000, 'how long a query of the api waits for a free Postgres connection before its request is answered 503 with Retry-After', 100),
-  dbStatementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', 30_000, 'Postgres statement_timeout of the api\'s connections: a statement running longer is cancelled and its request answered 503 (0 = none)', 0),
+  dbPoolAcquireTimeoutMs: ms('DB_POOL_ACQUIRE_TIMEOUT_MS', 5_000, 'how long a query of the api waits for a free Postgres connection before its request is answered 503 with Retry-After', 100),
+  dbStatementTimeoutMs: ms('DB_STATEMENT_TIMEOUT_MS', 30_000, 'Postgres statement_timeout of the api\'s connections: a statement running longer is cancelled and its request answered 503 (0 = none)', 0),
   apiMaxConcurrentPerKey: int('API_MAX_CONCURRENT_PER_KEY', 8, '/v1 requests with one API key that an api replica works on at once; more wait for their turn (0 = no limit), so one account cannot take every Postgres connection', 0, 10_000),
-  apiQueueWaitMs: int('API_QUEUE_WAIT_MS', 10_000, 'how long a /v1 request over API_MAX_CONCURRENT_PER_KEY waits for its turn before it is answered 429 with Retry-After', 0),
+  apiQueueWaitMs: ms('API_QUEUE_WAIT_MS', 10_000, 'how long a /v1 request over API_MAX_CONCURRENT_PER_KEY waits for its turn before it is answered 429 with Retry-After', 0),
   natsUrl: str('NATS_URL', 'nats://127.0.0.1:4222', 'NATS server(s), comma separated'),
   natsUser: str('NATS_USER', '', 'NATS user name of this app (with NATS_PASSWORD or NATS_PASSWORD_FILE); npm start and npm test generate one per app'),
   natsPassword: str('NATS_PASSWORD', undefined, 'password of NATS_USER (never logged)'),
@@ -46,9 +55,9 @@ export const SETTINGS = {
   secretsKey: str('SECRETS_KEY', undefined, '32-byte key (hex or base64) encrypting secret props and webhook secrets; generated into DATA_DIR when unset'),
   logLevel: str('LOG_LEVEL', 'info', 'log level: fatal, error, warn, info, debug, trace or silent'),
   partitions: int('PARTITIONS', 32, 'number of source partitions (fixed for the life of an installation)', 1, 4096),
-  leaseTtlMs: int('LEASE_TTL_MS', 10_000, 'partition lease time-to-live', 1000),
-  runTimeoutMs: int('RUN_TIMEOUT_MS', 300_000, 'default wall-clock limit of one run or hook', 100),
-  maxRunTimeoutMs: int('MAX_RUN_TIMEOUT_MS', 300_000, 'operator cap of a per-source run timeout (raised to RUN_TIMEOUT_MS when only that is set higher)', 100),
+  leaseTtlMs: ms('LEASE_TTL_MS', 10_000, 'partition lease time-to-live', 1000),
+  runTimeoutMs: ms('RUN_TIMEOUT_MS', 300_000, 'default wall-clock limit of one run or hook', 100),
+  maxRunTimeoutMs: ms('MAX_RUN_TIMEOUT_MS', 300_000, 'operator cap of a per-source run timeout (raised to RUN_TIMEOUT_MS when only that is set higher)', 100),
   workerHeapMb: int('WORKER_HEAP_MB', 256, 'old-generation heap cap per worker thread, or of an account\'s whole sandbox process with SANDBOX_RUN_IN=process', 16),
   workerVmTimeout: str('WORKER_VM_TIMEOUT', 'adaptive', 'how a synchronous endless loop in component code is stopped: always (vm timeout on every call, ~50 µs each), adaptive (vm timeout only for code that already hung its thread; its first hang terminates the worker, or with SANDBOX_RUN_IN=process stops the account\'s sandbox process), never (terminate the worker or stop the process every time)'),
   workerThreads: int('WORKER_THREADS', 0, 'Piscina pool size (0 = number of CPUs)', 0, 256),
@@ -58,7 +67,7 @@ export const SETTINGS = {
   sandboxMemoryMb: int('SANDBOX_MEMORY_MB', 1024, 'resident memory (RSS, heap and off-heap) one account\'s sandbox process may use before it is stopped', 64),
   sandboxNice: int('SANDBOX_NICE', 10, 'scheduling priority (nice) of the sandbox processes: component code gets the CPU after the platform\'s own processes (api, runner, delivery, NATS, Postgres) when the machine is busy, and cannot raise it back (0 = the apps\' own priority)', 0, 19),
   sandboxTmpMb: int('SANDBOX_TMP_MB', 256, 'size of the /tmp of one account\'s sandbox (its own tmpfs, emptied when the sandbox stops): the only place component code can write files', 1, 1_048_576),
-  sandboxIdleMs: int('SANDBOX_IDLE_MS', 300_000, 'a sandbox process with nothing to run for this long is stopped', 1000),
+  sandboxIdleMs: ms('SANDBOX_IDLE_MS', 300_000, 'a sandbox process with nothing to run for this long is stopped', 1000),
   sandboxMaxProcesses: int('SANDBOX_MAX_PROCESSES', 64, 'sandbox processes one app keeps at once; beyond it the least recently used idle one is stopped', 1, 10_000),
   sandboxUidBase: int('SANDBOX_UID_BASE', 200_000, 'first uid of the 100,000 the sandboxes run as when the app runs as root (one per account, derived from its id)', 1000, 2_000_000_000),
   sandboxEgressAllow: str('SANDBOX_EGRESS_ALLOW', '', 'comma-separated ip, cidr, ip:port or cidr:port that component code may connect to whatever ALLOW_LOOPBACK / ALLOW_PRIVATE_ADDRESSES say'),
@@ -78,12 +87,12 @@ export const SETTINGS = {
   npmInstallsPerDayPerAccount: int('NPM_INSTALLS_PER_DAY_PER_ACCOUNT', 50, 'npm dependency sets not yet on this machine that one account\'s component saves may install in 24 hours, per api replica (each runs npm and keeps its packages on disk; sets already installed are free); over it a save answers 429 with Retry-After (0 = no bound)', 0),
   npmInstallMaxMb: int('NPM_INSTALL_MAX_MB', 1024, 'largest npm dependency set of a component on disk (all its packages, unpacked); npm is stopped once a set passes it and the save answers 400 (a package anyone can publish may unpack to gigabytes on the disk NATS and the other accounts use)', 1),
   componentBytesPerDayPerAccount: int('COMPONENT_BYTES_PER_DAY_PER_ACCOUNT', 256 * 1024 * 1024, 'bytes of component code (and bundles) one account may save in 24 hours, by POST /components, sources deployed from code or a URL, and workflow steps, each save counting at least 16 KiB; over it a save answers 429 with Retry-After (at least twice COMPONENT_MAX_BYTES; 0 = no bound)', 0),
-  componentReadTimeoutMs: int('COMPONENT_READ_TIMEOUT_MS', 60_000, 'wall-clock limit of reading a component (bundling, installing its npm imports, loading) or calling a prop\'s options()', 100),
-  componentUrlTimeoutMs: int('COMPONENT_URL_TIMEOUT_MS', 10_000, 'timeout of each fetch of a component_url file', 100),
+  componentReadTimeoutMs: ms('COMPONENT_READ_TIMEOUT_MS', 60_000, 'wall-clock limit of reading a component (bundling, installing its npm imports, loading) or calling a prop\'s options()', 100),
+  componentUrlTimeoutMs: ms('COMPONENT_URL_TIMEOUT_MS', 10_000, 'timeout of each fetch of a component_url file', 100),
   registryDir: str('REGISTRY_DIR', '', 'directory of the shipped registry components the api publishes in the background at start (default: registry/components of the install; "off" disables)'),
-  componentGcIntervalMs: int('COMPONENT_GC_INTERVAL_MS', 3_600_000, 'how often one api replica removes component code that no source uses from the object store (0 disables)', 0),
-  componentGcGraceMs: int('COMPONENT_GC_GRACE_MS', 3_600_000, 'component code stored or re-used by a publish within this time is never removed', 1000),
-  reconcileIntervalMs: int('RECONCILE_INTERVAL_MS', 5_000, 'how often the api republishes sources whose desired state lags Postgres', 100),
+  componentGcIntervalMs: ms('COMPONENT_GC_INTERVAL_MS', 3_600_000, 'how often one api replica removes component code that no source uses from the object store (0 disables)', 0),
+  componentGcGraceMs: ms('COMPONENT_GC_GRACE_MS', 3_600_000, 'component code stored or re-used by a publish within this time is never removed', 1000),
+  reconcileIntervalMs: ms('RECONCILE_INTERVAL_MS', 5_000, 'how often the api republishes sources whose desired state lags Postgres', 100),
   emitsPerInvocation: int('EMITS_PER_INVOCATION', 10_000, 'emits allowed in one invocation', 1),
   emitsBytesPerSecondPerAccount: int('EMITS_BYTES_PER_SECOND_PER_ACCOUNT', 8 * 1024 * 1024, "bytes of events (as stored in EMITS) one account's sources and workflows publish per second from one runner, after a burst of ten seconds' worth (at least EVENT_MAX_BYTES); over it publishing waits as for EMITS_PER_SECOND_PER_ACCOUNT (0 = no bound)", 0),
   emitsPerSecondPerAccount: int('EMITS_PER_SECOND_PER_ACCOUNT', 1000, "events (all channels, $logs and $errors included) one account's sources and workflows publish per second from one runner, after a burst of ten seconds' worth (at least EMITS_PER_INVOCATION); over it publishing waits, nothing is dropped, and the account's backlog (then its endpoints' 429s) grows instead of every account's delivery delay (0 = no bound)", 0),
@@ -97,27 +106,27 @@ export const SETTINGS = {
   ingestMaxPendingDeliveriesPerAccount: int('INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT', 2_000, "deliveries to one account's webhooks waiting in DELIVERIES (routed, not yet sent), above which the HTTP endpoints of that account's sources answer 429 with Retry-After; other accounts are not held back (0 = no bound)", 0),
   ingestBacklogPollMs: int('INGEST_BACKLOG_POLL_MS', 250, 'how often each api replica reads the INVOCATIONS backlog for back-pressure', 50, 10_000),
   httpBurst: int('HTTP_BURST', 50, 'burst allowance per HTTP source endpoint', 1),
-  httpResponseTimeoutMs: int('HTTP_RESPONSE_TIMEOUT_MS', 30_000, 'how long a customResponse endpoint waits for respond()', 100),
-  httpRequestTimeoutMs: int('HTTP_REQUEST_TIMEOUT_MS', 60_000, "how long a client has to send a whole request (headers and body) to the api before its connection is closed (408), so connections that never finish their request cannot hold the api's file descriptors; streams and held responses are not affected (0 = no limit)", 0),
-  timerMinIntervalSeconds: int('TIMER_MIN_INTERVAL_SECONDS', 15, "smallest intervalSeconds a timer may use (a component's own default under it is raised to it)", 1),
+  httpResponseTimeoutMs: ms('HTTP_RESPONSE_TIMEOUT_MS', 30_000, 'how long a customResponse endpoint waits for respond()', 100),
+  httpRequestTimeoutMs: ms('HTTP_REQUEST_TIMEOUT_MS', 60_000, "how long a client has to send a whole request (headers and body) to the api before its connection is closed (408), so connections that never finish their request cannot hold the api's file descriptors; streams and held responses are not affected (0 = no limit)", 0),
+  timerMinIntervalSeconds: { ...int('TIMER_MIN_INTERVAL_SECONDS', 15, "smallest intervalSeconds a timer may use (a component's own default under it is raised to it)", 1, TIMER_MAX_INTERVAL_SECONDS), maxWhy: '(366 days, the longest intervalSeconds a timer takes)' },
   indexAsyncCommit: bool('INDEX_ASYNC_COMMIT', true, 'commit event summaries without waiting for Postgres to flush them to disk (synchronous_commit off for these inserts only): an event is still indexed, and visible, before any listener gets it, and its delivery no longer waits out the disk\'s slow flushes; a Postgres crash can lose the last moments of these commits, which every delivery app re-indexes from EMITS once it sees Postgres started again (false = each index batch waits for its flush)'),
   deliveryLogAsyncCommit: bool('DELIVERY_LOG_ASYNC_COMMIT', true, "commit the rows of successful webhook attempts (GET /webhooks/{id}/deliveries; written in batches of up to 50 ms after the message is acknowledged) without waiting for Postgres to flush them to disk: a Postgres crash can lose the rows of its last moments, not the deliveries (failed, exhausted and disabled attempts always wait for their flush: retries depend on them; false = successes wait for theirs too)"),
   eventRetention: int('EVENT_RETENTION', 100, 'event summaries kept per source and channel class (the delivery apps trim to it, the api lists at most it: give them the same value)', 1),
   summaryTruncateBytes: int('SUMMARY_TRUNCATE_BYTES', 1024, 'event data above this is truncated in summaries unless expand=event', 64),
-  emitsMaxAgeSeconds: int('EMITS_MAX_AGE_SECONDS', 7 * 24 * 3600, 'how long the EMITS stream keeps events', 60),
+  emitsMaxAgeSeconds: { ...int('EMITS_MAX_AGE_SECONDS', 7 * 24 * 3600, 'how long the EMITS stream keeps events', 60, 9_223_372_036), maxWhy: '(about 292 years: NATS holds the age in nanoseconds)' },
   emitsMaxBytes: int('EMITS_MAX_BYTES', 1024 * 1024 * 1024, "size cap of the EMITS stream, reserved from the NATS server's JetStream storage at start; the oldest events go first above it (0 = no cap)", 0),
   sseMaxStreamsPerKey: int('SSE_MAX_STREAMS_PER_KEY', 64, 'event streams (SSE) one user\'s API key may have open at once on one api replica; more answer 429 (0: no limit). Each holds a socket of the api, a JetStream consumer and a Postgres query per SSE_KEEPALIVE_MS', 0),
-  sseKeepaliveMs: int('SSE_KEEPALIVE_MS', 15_000, 'interval of the :sse-handshake comment that keeps SSE streams alive', 100),
-  webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 'per-attempt webhook timeout', 100),
+  sseKeepaliveMs: ms('SSE_KEEPALIVE_MS', 15_000, 'interval of the :sse-handshake comment that keeps SSE streams alive', 100),
+  webhookTimeoutMs: ms('WEBHOOK_TIMEOUT_MS', 15_000, 'per-attempt webhook timeout', 100),
   webhookConcurrency: int('WEBHOOK_CONCURRENCY', 64, 'requests to one webhook in flight at once per delivery replica (a webhook\'s throughput is at most this many requests per round trip of its endpoint; a slow or hung endpoint holds at most this many connections)', 1, 1024),
   webhookFailingInFlightPerAccount: int('WEBHOOK_FAILING_IN_FLIGHT_PER_ACCOUNT', 64, "attempts in flight at once per delivery replica at one account's failing webhooks together (a webhook is failing while its last attempt failed), each held until its attempt row and retry are written: many fast-failing webhooks of one account take a bounded part of the replica and other accounts' deliveries do not wait behind their failures; the account's other attempts wait their turn, webhook by webhook (one failing webhook alone keeps WEBHOOK_CONCURRENCY at the defaults)", 1, 100_000),
-  webhookRetrySchedule: str('WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h', 'delays between webhook attempts'),
+  webhookRetrySchedule: str('WEBHOOK_RETRY_SCHEDULE', '5s,5m,30m,2h,5h,10h,10h', 'delays between webhook attempts (ms, s, m, h or d; each at most 24d)'),
   webhookMaxAckPending: int('WEBHOOK_MAX_ACK_PENDING', 50_000, 'webhook messages the delivery apps hold unacknowledged at once (waiting retries are kept in Postgres, not here)', 1),
-  deliveryAckWaitMs: int('DELIVERY_ACK_WAIT_MS', 30_000, 'how long a crashed delivery replica holds unacknowledged messages before another one gets them (work in progress is kept alive)', 1000),
+  deliveryAckWaitMs: ms('DELIVERY_ACK_WAIT_MS', 30_000, 'how long a crashed delivery replica holds unacknowledged messages before another one gets them (work in progress is kept alive)', 1000),
   allowPrivateAddresses: bool('ALLOW_PRIVATE_ADDRESSES', false, 'allow outbound connections (webhooks, component_url, component code through the sandbox egress) to private ranges'),
   allowLoopback: bool('ALLOW_LOOPBACK', false, 'allow outbound connections (webhooks, component_url, component code through the sandbox egress) to loopback addresses, and the platform\'s own requests (webhooks, $.send.http, component_url) to this machine\'s interface addresses (npm start enables it; the platform\'s own services stay refused to component code and to the platform\'s own requests)'),
   runnerReplicaId: str('RUNNER_REPLICA_ID', '', 'name of a runner replica in leases and logs (default: <hostname>-<pid>-<random>)'),
-  invocationAckWaitMs: int('INVOCATION_ACK_WAIT_MS', 30_000, 'how long an unacknowledged invocation stays with a replica before JetStream redelivers it (in-flight runs are kept alive with heartbeats)', 1000),
+  invocationAckWaitMs: ms('INVOCATION_ACK_WAIT_MS', 30_000, 'how long an unacknowledged invocation stays with a replica before JetStream redelivers it (in-flight runs are kept alive with heartbeats)', 1000),
   emitBatches: bool('EMIT_BATCHES', true, "store the events of the requests the api stored together (one INVOCATIONS message) as one EMITS message per sandbox task instead of one per event, each a re-run cannot store twice: about a tenth less CPU per event from a busy source (false = one message per event; every delivery and api replica of this version reads both, so turn it on only once none older runs)"),
   runBatchMaxInvocations: int('RUN_BATCH_MAX_INVOCATIONS', 64, "invocations waiting in one source's mailbox that run as one sandbox task (still one at a time and in order; 1 = one task per invocation)", 1, 1000),
   runnerMaxInflightPerPartition: int('RUNNER_MAX_INFLIGHT_PER_PARTITION', 2000, "messages of one partition a runner holds in memory at once (a message is an invocation, or up to 32 requests to one source that the api stored together); an account or a source holding a quarter of them takes no more while less than a quarter is free (its next invocations are handed back to JetStream and offered again later, in order), so one account\'s slow runs and backlog never hold up the partition\'s other accounts", 1, 100_000),
@@ -133,7 +142,7 @@ export const SETTINGS = {
   s3Region: str('S3_REGION', 'us-east-1', 'region used to sign $.send.s3 requests'),
   s3AccessKeyId: str('S3_ACCESS_KEY_ID', '', 'access key id of $.send.s3'),
   s3SecretAccessKey: str('S3_SECRET_ACCESS_KEY', '', 'secret access key of $.send.s3 (never logged)'),
-  sendTimeoutMs: int('SEND_TIMEOUT_MS', 15_000, 'per-attempt timeout of a workflow send ($.send.http, email, s3); failed attempts are retried on WEBHOOK_RETRY_SCHEDULE', 100),
+  sendTimeoutMs: ms('SEND_TIMEOUT_MS', 15_000, 'per-attempt timeout of a workflow send ($.send.http, email, s3); failed attempts are retried on WEBHOOK_RETRY_SCHEDULE', 100),
 } as const;
 
 type SettingValue<S> = S extends Setting<'int'> ? number : S extends Setting<'bool'> ? boolean : string;
@@ -160,7 +169,7 @@ function parseOne(name: string, s: Setting<Kind>, raw: string | undefined): unkn
       if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${s.env} must be an integer, got "${raw}"`);
       const n = Number(raw);
       if (s.min !== undefined && n < s.min) throw new ConfigError(`${s.env} must be at least ${s.min}, got ${n}`);
-      if (s.max !== undefined && n > s.max) throw new ConfigError(`${s.env} must be at most ${s.max}, got ${n}`);
+      if (s.max !== undefined && n > s.max) throw new ConfigError(`${s.env} must be at most ${s.max}${s.maxWhy ? ` ${s.maxWhy}` : ''}, got ${raw.trim()}`);
       return n;
     }
     case 'bool':
@@ -187,7 +196,9 @@ export function parseDurations(env: string, text: string): number[] {
   return text.split(',').map((part) => {
     const m = /^\s*(\d+)(ms|s|m|h|d)\s*$/.exec(part);
     if (!m) throw new ConfigError(`${env} must be a comma-separated list like 5s,5m,2h; bad entry "${part}"`);
-    return Number(m[1]) * UNITS[m[2]];
+    const delay = Number(m[1]) * UNITS[m[2]];
+    if (delay > MAX_DURATION_MS) throw new ConfigError(`${env} entries must be at most ${MAX_DURATION_MS} ms ${DURATION_WHY}; bad entry "${part.trim()}"`);
+    return delay;
   });
 }
 

@@ -7,3 +7,4 @@ export * from './secrets';
 export * from './errors';
 export * from './http-event';
 export * from './workflow-state';
+export * from './timers';
