@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { loadConfig, urlForDisplay, parseDurations, MAX_DURATION_MS, SETTINGS } from './config';
+import { ConfigError, loadConfig, urlForDisplay, parseDurations, MAX_DURATION_MS, SETTINGS } from './config';
 
 describe('configuration', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'cfg-'));
@@ -88,6 +88,19 @@ describe('configuration', () => {
     expect(loadConfig({ DATA_DIR: dataDir, NATS_USER: 'api', NATS_PASSWORD_FILE: file }).natsPassword).toBe('from-file');
     expect(urlForDisplay('nats://api:s3cret@a:4222,tls://tok@b:4222, c:4222')).toBe('nats://***@a:4222,tls://***@b:4222, c:4222');
     expect(() => loadConfig({ DATA_DIR: dataDir, NATS_URL: 'http://api:s3cret@a:4222' })).toThrow(/got "http:\/\/\*\*\*@a:4222"/);
+  });
+
+  it('names DATA_DIR, without a stack trace, when the secrets key cannot be kept there', () => {
+    const file = join(dataDir, 'a-file');
+    writeFileSync(file, 'not a directory');
+    expect(() => loadConfig({ DATA_DIR: join(file, 'data') })).toThrow(ConfigError);
+    expect(() => loadConfig({ DATA_DIR: join(file, 'data') })).toThrow(
+      new ConfigError(`DATA_DIR ${join(file, 'data')}: the generated secrets key cannot be written there: ENOTDIR (set DATA_DIR to a writable directory, or SECRETS_KEY)`),
+    );
+    const keyIsDir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    mkdirSync(join(keyIsDir, 'secrets.key'));
+    expect(() => loadConfig({ DATA_DIR: keyIsDir })).toThrow(new ConfigError(`DATA_DIR ${keyIsDir}: ${join(keyIsDir, 'secrets.key')} cannot be read: EISDIR (set DATA_DIR to a writable directory, or SECRETS_KEY)`));
+    expect(loadConfig({ DATA_DIR: join(file, 'data'), SECRETS_KEY: 'ab'.repeat(32) }).secretsKey).toHaveLength(32);
   });
 
   it('raises the run timeout cap to a larger default run timeout unless the cap is set', () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { resolve, join } from 'node:path';
 import { TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
 import { parseAddressRule } from './address-rule';
@@ -211,23 +211,53 @@ function loadSecretsKey(raw: string | undefined, dataDir: string): Buffer {
   };
   if (raw) return decode(raw, 'SECRETS_KEY');
   const file = join(dataDir, 'secrets.key');
-  if (existsSync(file)) return decode(readFileSync(file, 'utf8'), file);
-  mkdirSync(dataDir, { recursive: true });
+  // A DATA_DIR that is not a writable directory (a file, a read-only or foreign volume) once ended `npm run migrate` with a stack trace.
+  const unusable = (e: unknown, what: string): ConfigError =>
+    new ConfigError(`DATA_DIR ${dataDir}: ${what}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message} (set DATA_DIR to a writable directory, or SECRETS_KEY)`);
+  const existing = (): string | undefined => {
+    try {
+      return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+    } catch (e) {
+      throw unusable(e, `${file} cannot be read`);
+    }
+  };
+  const text = existing();
+  if (text !== undefined) return decode(text, file);
   // Written whole under a name of its own, then linked into place: apps started at the same instant on a fresh
   // DATA_DIR all end with the key the first link put there (one that lost the race reads it), and none reads a
   // file half written.
   const key = randomBytes(32);
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
-  writeFileSync(tmp, key.toString('hex') + '\n', { mode: 0o600 });
   try {
-    linkSync(tmp, file);
-    return key;
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(tmp, key.toString('hex') + '\n', { mode: 0o600 });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    return decode(readFileSync(file, 'utf8'), file);
-  } finally {
-    unlinkSync(tmp);
+    throw unusable(e, 'the generated secrets key cannot be written there');
   }
+  /** Whether `write` created the file (false: another app's was there first). */
+  const created = (write: () => void): boolean => {
+    try {
+      write();
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw e;
+    }
+  };
+  let placed: boolean;
+  try {
+    placed = created(() => linkSync(tmp, file));
+  } catch {
+    // A volume without hard links: created exclusively in place instead.
+    try {
+      placed = created(() => writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' }));
+    } catch (e) {
+      throw unusable(e, 'the generated secrets key cannot be written there');
+    }
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+  return placed ? key : decode(existing()!, file);
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
