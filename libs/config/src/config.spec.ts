@@ -29,6 +29,8 @@ describe('configuration', () => {
     [{ LOG_LEVEL: 'verbose' }, /LOG_LEVEL must be fatal, error, warn, info, debug, trace or silent, got "verbose"/],
     [{ WORKER_VM_TIMEOUT: 'sometimes' }, /WORKER_VM_TIMEOUT must be always, adaptive or never/],
     [{ PUBLIC_URL: 'localhost:3000' }, /PUBLIC_URL must be a http:\/\/ or https:\/\/ URL/],
+    [{ PUBLIC_URL: 'https://events.example.com/?region=eu' }, /^PUBLIC_URL must be a base URL without a query or fragment, got "https:\/\/events.example.com\/\?region=eu"$/],
+    [{ PUBLIC_URL: 'https://events.example.com#x' }, /PUBLIC_URL must be a base URL without a query or fragment/],
     [{ DATABASE_URL: 'mysql://db/app' }, /DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/],
     [{ NATS_URL: 'http://127.0.0.1:4222' }, /NATS_URL must be a comma-separated list of nats:\/\/host:port/],
     [{ NATS_URL: 'nats://a:4222,' }, /NATS_URL/],

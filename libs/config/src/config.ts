@@ -35,7 +35,7 @@ const bool = (env: string, def: boolean, doc: string): Setting<'bool'> => ({ env
 export const SETTINGS = {
   port: int('PORT', 3000, 'HTTP port of the api', 1, 65535),
   host: str('HOST', '0.0.0.0', 'address the api listens on'),
-  publicUrl: url('PUBLIC_URL', undefined, 'external base URL of the api (default http://localhost:$PORT)'),
+  publicUrl: url('PUBLIC_URL', undefined, 'external base URL of the api, without a query or fragment (default http://localhost:$PORT)'),
   databaseUrl: url('DATABASE_URL', undefined, 'Postgres connection URL (npm start resolves one when unset)'),
   dbPoolMax: int('DB_POOL_MAX', 10, 'Postgres connections one api or delivery process keeps open at most', 1, 1000),
   dbPoolAcquireTimeoutMs: ms('DB_POOL_ACQUIRE_TIMEOUT_MS', 5_000, 'how long a query of the api waits for a free Postgres connection before its request is answered 503 with Retry-After', 100),
@@ -276,6 +276,8 @@ function checkValues(raw: Raw): void {
     if (!allowed.includes(new URL(value).protocol)) throw new ConfigError(`${env} must be a ${allowed.map((p) => p + '//').join(' or ')} URL, got "${value}"`);
   };
   if (raw.publicUrl) scheme('PUBLIC_URL', raw.publicUrl, ['http:', 'https:']);
+  // Endpoint URLs are PUBLIC_URL + /e/<key>: after a query or fragment they pointed nowhere (https://x/?a=1/e/en_…).
+  if (/[?#]/.test(raw.publicUrl ?? '')) throw new ConfigError(`PUBLIC_URL must be a base URL without a query or fragment, got "${raw.publicUrl}"`);
   if (raw.databaseUrl) scheme('DATABASE_URL', raw.databaseUrl, ['postgres:', 'postgresql:']);
   if (raw.npmRegistry) scheme('NPM_REGISTRY', raw.npmRegistry, ['http:', 'https:']);
   // The schemes the mailer (parseSmtpUrl) and the S3 signer (path-style over HTTP) accept.
