@@ -59,12 +59,28 @@ function postgresAddresses(url) {
   return require('node:net').isIP(host) ? [host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`] : [];
 }
 
+/** The configuration as the apps will read it; undefined (the line written) when a value is wrong. */
+function checkConfig(env) {
+  const { loadConfig, ConfigError } = require('../dist/libs/config/src/config.js');
+  try {
+    return loadConfig(env);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`configuration error: ${e.message}\n`);
+    return undefined;
+  }
+}
+
 async function main() {
   process.on('SIGINT', () => shutdown(0));
   process.on('SIGTERM', () => shutdown(0));
   ensureBuilt(root);
-  ensureBubblewrap();
   const dataDir = path.resolve(process.env.DATA_DIR || path.join(root, '.data'));
+  const port = process.env.PORT || '3000';
+  const defaults = { DATA_DIR: dataDir, PORT: port, ALLOW_LOOPBACK: process.env.ALLOW_LOOPBACK || 'true' };
+  // A wrong value stops it before it starts anything (Postgres, NATS, an app), as README "Configuration" says.
+  if (!checkConfig({ ...process.env, ...defaults })) return shutdown(78);
+  ensureBubblewrap();
   fs.mkdirSync(dataDir, { recursive: true });
   // Before anything else: a second npm start of this DATA_DIR would stop the running one's nats-server.
   stops.push(claimDataDir(dataDir));
@@ -76,27 +92,17 @@ async function main() {
   stops.push(nats.stop);
   log(`nats: ${nats.how}`);
 
-  const port = process.env.PORT || '3000';
   const env = {
     ...process.env,
-    DATA_DIR: dataDir,
+    ...defaults,
     DATABASE_URL: pg.url,
     NATS_URL: nats.url,
-    PORT: port,
-    ALLOW_LOOPBACK: process.env.ALLOW_LOOPBACK || 'true',
     // Loopback is open (local webhook receivers), but component code never reaches this Postgres.
     SANDBOX_EGRESS_DENY: [process.env.SANDBOX_EGRESS_DENY, ...postgresAddresses(pg.url)].filter(Boolean).join(','),
   };
-  // Validate the configuration once, before any app starts; a bad one stops the Postgres and NATS started above too.
-  const { loadConfig, ConfigError } = require('../dist/libs/config/src/config.js');
-  let config;
-  try {
-    config = loadConfig(env);
-  } catch (e) {
-    if (!(e instanceof ConfigError)) throw e;
-    process.stderr.write(`configuration error: ${e.message}\n`);
-    return shutdown(78);
-  }
+  // Again with the URLs found or started above; a wrong one stops the Postgres and NATS started above too.
+  const config = checkConfig(env);
+  if (!config) return shutdown(78);
   const { migrate } = require('../dist/libs/db/src/migrate.js');
   const applied = await migrate(pg.url);
   if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
