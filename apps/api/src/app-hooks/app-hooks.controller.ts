@@ -6,6 +6,7 @@ import { BadRequestError, ConflictError, InvocationMessage, newId, PayloadTooLar
 import { Component, Source } from '@app/db';
 import { NatsService } from '@app/nats';
 import { assertAccess, Auth, AuthContext, namespaceOf } from '../auth/auth.context';
+import { mergeInput } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { runnableOf } from '../components/components.service';
 
@@ -36,8 +37,9 @@ export class AppHooksController {
 
   @Post('apps/:app/hook_events')
   @HttpCode(202)
-  async channel(@Auth() auth: AuthContext, @Param('app') app: string, @Query('org_id') orgId: unknown, @Body() body: HookBody): Promise<{ data: { delivered: { source_id: string; invocation_id: string }[] } }> {
-    const owner = namespaceOf(auth, orgId);
+  async channel(@Auth() auth: AuthContext, @Param('app') app: string, @Query() query: unknown, @Body() body: HookBody): Promise<{ data: { delivered: { source_id: string; invocation_id: string }[] } }> {
+    // `org_id` is a common parameter: in the query string or the body (body wins), as on every POST.
+    const owner = namespaceOf(auth, mergeInput(query, body).org_id);
     this.checkSize(body.event);
     const em = this.em.fork();
     const sources = await em.find(Source, { ownerId: owner, active: true, deletedAt: null }, { orderBy: { createdAtMs: 'asc' } });

@@ -5,6 +5,7 @@ import { ConflictError, ID_PREFIX, InvocationMessage, newId, NotFoundError, Payl
 import { Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
+import { mergeInput } from '../common/input';
 import { finishPage, keysetClause, Page, parsePageQuery } from '../common/pagination';
 import { bytesBoundedPageSql, EXPANDED_PAGE_MAX_BYTES } from '../events/bytes-bounded-page';
 import { InvocationBacklog } from '../http-endpoints/invocation-backlog';
@@ -27,7 +28,7 @@ export class WorkflowsController {
   @Post('workflows')
   @HttpCode(200)
   async create(@Auth() auth: AuthContext, @Query() query: Record<string, unknown>, @Body() body: Record<string, unknown>): Promise<{ data: WorkflowDto }> {
-    const ownerId = namespaceOf(auth, query.org_id ?? body.org_id);
+    const ownerId = namespaceOf(auth, mergeInput(query, body).org_id);
     const { org_id: _org, include: _i, exclude: _e, ...definition } = body;
     return this.dto(await this.workflows.create(auth, ownerId, definition));
   }
