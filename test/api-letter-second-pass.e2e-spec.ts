@@ -4,7 +4,7 @@ import { startSystem, System } from './support/system';
 const HOOK = 'module.exports = { name: "Hooked", version: "1", props: { github: { type: "app", app: "github" }, hook: { type: "$.interface.apphook", appProp: "github", eventNames: ["push"] } }, async run(e) { this.$emit(e) } };';
 
 /** What a second acceptance pass of the REST API against the spec and docs/api.md found answered otherwise. */
-describe('API to the letter, second pass: common parameters', () => {
+describe('API to the letter, second pass: common parameters and authentication', () => {
   let system: System;
   let user: TestUser;
   let api: ReturnType<typeof client>;
@@ -43,5 +43,19 @@ describe('API to the letter, second pass: common parameters', () => {
     expect([created.status, created.body.data?.owner_id]).toEqual([200, orgY]);
     expect((await api.get(`/orgs/${orgY}/workflows`)).body.data.map((w: { id: string }) => w.id)).toEqual([created.body.data.id]);
     expect((await api.get(`/orgs/${orgX}/workflows`)).body.data).toEqual([]);
+  });
+
+  it('answers 401 with the WWW-Authenticate challenge HTTP requires of it, on the API and the event streams', async () => {
+    const cases: [string, Record<string, string>, string][] = [
+      ['missing', {}, 'Bearer realm="api"'],
+      ['malformed', { authorization: `Basic ${Buffer.from(`x:${user.apiKey}`).toString('base64')}` }, 'Bearer realm="api", error="invalid_request"'],
+      ['invalid', { authorization: 'Bearer pd_not-a-key' }, 'Bearer realm="api", error="invalid_token"'],
+    ];
+    for (const url of [`${system.baseUrl}/users/me`, `${system.baseUrl}/users/me/sources`, `${system.origin}/sse/dc/dc_x/emits`]) {
+      for (const [what, headers, challenge] of cases) {
+        const res = await fetch(url, { headers });
+        expect([what, url, res.status, res.headers.get('www-authenticate'), ((await res.json()) as { code: string }).code]).toEqual([what, url, 401, challenge, 'unauthorized']);
+      }
+    }
   });
 });

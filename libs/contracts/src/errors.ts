@@ -20,9 +20,13 @@ export class BadRequestError extends ApiError {
   }
 }
 
+/**
+ * 401 with the `WWW-Authenticate: Bearer` challenge HTTP requires of it (RFC 9110 §15.5.2; RFC 6750 §3):
+ * `error="invalid_token"` for a key given but not valid, `invalid_request` for a malformed header.
+ */
 export class UnauthorizedError extends ApiError {
-  constructor(message = 'missing or invalid API key: send Authorization: Bearer <API_KEY>') {
-    super(401, 'unauthorized', message);
+  constructor(message = 'missing or invalid API key: send Authorization: Bearer <API_KEY>', error?: 'invalid_token' | 'invalid_request') {
+    super(401, 'unauthorized', message, undefined, { 'www-authenticate': `Bearer realm="api"${error ? `, error="${error}"` : ''}` });
   }
 }
 

@@ -43,7 +43,8 @@ export class ApiKeyGuard implements CanActivate {
     const req = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined>; auth?: AuthContext }>();
     const header = req.headers.authorization;
     const key = bearerKey(header);
-    if (!key) throw new UnauthorizedError(header ? 'malformed Authorization header: expected "Bearer <API_KEY>"' : 'missing API key: send Authorization: Bearer <API_KEY>');
+    if (!key && header) throw new UnauthorizedError('malformed Authorization header: expected "Bearer <API_KEY>"', 'invalid_request');
+    if (!key) throw new UnauthorizedError('missing API key: send Authorization: Bearer <API_KEY>');
     req.auth = await this.authenticate(key);
     return true;
   }
@@ -52,7 +53,7 @@ export class ApiKeyGuard implements CanActivate {
   async authenticate(key: string): Promise<AuthContext> {
     const rows: AuthRow[] = await this.em.getConnection().execute(AUTH_QUERY, [sha256Hex(key)]);
     const row = rows[0];
-    if (!row) throw new UnauthorizedError('invalid API key');
+    if (!row) throw new UnauthorizedError('invalid API key', 'invalid_token');
     return { userId: row.id, username: row.username, email: row.email, plan: row.plan, orgIds: row.org_ids };
   }
 }
