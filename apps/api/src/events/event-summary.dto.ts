@@ -14,7 +14,7 @@ export interface EventSummaryRow {
   event: unknown;
 }
 
-/** How a truncated event is marked: `event` becomes this object (see docs/events.md). */
+/** How a truncated event is marked: `event` (or one field of an envelope) becomes this object (see docs/events.md). */
 export interface TruncatedEvent {
   $truncated: true;
   size_bytes: number;
@@ -44,11 +44,34 @@ export function parseExpand(value: unknown): Expand {
   return { event: parts.includes('event'), summary: parts.includes('summary') };
 }
 
+function marker(json: string, sizeBytes: number, truncateBytes: number): TruncatedEvent {
+  return { $truncated: true, size_bytes: sizeBytes, preview: json.slice(0, truncateBytes) };
+}
+
+/**
+ * Events whose fields the spec names, a workflow's emit `{ raw_event }` and an `$errors` event
+ * `{ original_event, error, … }`: their data is truncated field by field, so that they keep that shape.
+ */
+function isEnvelope(row: EventSummaryRow): row is EventSummaryRow & { event: Record<string, unknown> } {
+  const enveloped = row.name === '$errors' || (row.emitter_id.startsWith('p_') && row.name !== '$logs');
+  return enveloped && typeof row.event === 'object' && row.event !== null && !Array.isArray(row.event);
+}
+
+function truncateFields(event: Record<string, unknown>, truncateBytes: number): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(event).map(([k, v]) => {
+      const json = JSON.stringify(v) ?? 'null';
+      const bytes = Buffer.byteLength(json);
+      return [k, bytes > truncateBytes ? marker(json, bytes, truncateBytes) : v];
+    }),
+  );
+}
+
 /** `truncateBytes` undefined: the full event (`expand=event`). */
 export function toEventSummary(row: EventSummaryRow, truncateBytes: number | undefined, expandSummary: boolean): EventSummaryDto {
   let event = row.event;
   if (truncateBytes !== undefined && row.size_bytes > truncateBytes) {
-    event = { $truncated: true, size_bytes: row.size_bytes, preview: JSON.stringify(row.event).slice(0, truncateBytes) } satisfies TruncatedEvent;
+    event = isEnvelope(row) ? truncateFields(row.event, truncateBytes) : marker(JSON.stringify(row.event), row.size_bytes, truncateBytes);
   }
   const dto: EventSummaryDto = { id: row.id, indexed_at_ms: Number(row.indexed_at_ms), event, metadata: { emit_id: row.emit_id, name: row.name, emitter_id: row.emitter_id } };
   return expandSummary ? withSummary(dto, row.summary) : dto;
