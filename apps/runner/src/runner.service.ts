@@ -11,6 +11,7 @@ import { EXECUTOR, Executor } from './executor/executor.port';
 import { JetStreamPublisher } from './ops/jetstream-publisher';
 import { EmitBudget, EmitBudgets } from './ops/emit-budget';
 import { RunnerMetrics } from './ops/runner-metrics';
+import { SandboxRestarts } from './ops/sandbox-restarts';
 import { PartitionLeases } from './partitions/partition-leases';
 import { PartitionWorker } from './partitions/partition-worker';
 import { TimerService } from './timers/timer.service';
@@ -34,6 +35,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
   private timers: TimerService | undefined;
   private deps: ActorDeps | undefined;
   private publisher: JetStreamPublisher | undefined;
+  private restarts: SandboxRestarts | undefined;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -48,6 +50,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
 
   async onApplicationBootstrap(): Promise<void> {
     const maxPayload = this.nats.maxPayload;
+    this.restarts = new SandboxRestarts(this.nats, this.executor, this.metrics, this.logger);
     this.timers = new TimerService(this.nats, this.metrics, this.logger);
     this.deps = {
       executor: this.executor,
@@ -114,6 +117,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
     await this.leases?.close();
     for (const p of [...this.workers.keys()]) await this.stopPartition(p, true);
     this.timers?.close();
+    this.restarts?.close();
     this.publisher?.close();
     await this.executor.close();
   }

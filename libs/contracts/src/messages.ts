@@ -141,6 +141,16 @@ export interface DeleteEventsMessage {
 }
 
 /**
+ * Core NATS `ctl.restart-sandboxes`, published by every api replica that hears an access change (a member removed,
+ * keys revoked or rotated): each runner stops these accounts' sandbox processes (`accounts` absent: every account's,
+ * after a change may have been missed). `id` is the change's own, the same from every replica: a runner acts once.
+ */
+export interface RestartSandboxes {
+  id: string;
+  accounts?: string[];
+}
+
+/**
  * One `EMITS` message holding the events of several invocations: the requests the api stored together in one
  * `INVOCATIONS` message, run in one sandbox task (docs/architecture.md, "Events stored together"). Its
  * `Nats-Msg-Id` is `<the INVOCATIONS message's first invocation id>:p<part>`; `invocations` names the invocations

@@ -64,7 +64,7 @@ export function installationStreams(n: Names): string[] {
  *   at start; reads EMITS for SSE; purges a deleted webhook's deliveries and a deleted
  *   source's or workflow's invocations; erases deleted events from EMITS, storing
  *   again the other events of a message holding several (so it publishes emits);
- *   publishes `changed.*` and the `ctl.delete-events` request; receives
+ *   publishes `changed.*`, `ctl.restart-sandboxes` and the `ctl.delete-events` request; receives
  *   custom HTTP responses on `resp.*`. It cannot publish deliveries or usage,
  *   nor write actor state.
  * - runner: consumes INVOCATIONS, watches KV `sources` and reads component code
@@ -72,7 +72,7 @@ export function installationStreams(n: Names): string[] {
  *   lists the live replicas' keys there),
  *   publishes emits (and reads an EMITS message back by sequence: a part of a
  *   message's events a run again found stored), usage, workflow sends, timer
- *   invocations and custom HTTP responses. It
+ *   invocations and custom HTTP responses; hears `ctl.restart-sandboxes`. It
  *   cannot write desired state or code, publish deliveries, nor change streams.
  * - delivery: consumes EMITS, USAGE, DELIVERIES and SENDS, publishes deliveries and
  *   listener invocations, `changed.webhooks`, and answers `ctl.delete-events`.
@@ -153,7 +153,8 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             ...consumeStream(objStream(n.componentsStore)),
           ],
         },
-        subscribe: { allow: [inbox] },
+        // Access changes that restart accounts' sandbox processes (every replica hears them: no queue group).
+        subscribe: { allow: [inbox, n.restartSandboxes] },
       };
     case 'delivery':
       return {

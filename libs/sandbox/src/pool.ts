@@ -31,6 +31,7 @@ import type { ResponseMessage, WorkerAdditionalPropsTask, WorkerDescribeTask, Wo
 interface TaskRunner {
   run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>>;
   stats(): SandboxPoolStats;
+  restart(accounts?: readonly string[]): number;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -68,7 +69,8 @@ export class SandboxPool {
       this.runner = new IsolatedRunner({ ...opts.isolation, npmCacheDir: opts.npmCacheDir, heapMb: opts.heapMb, vmTimeout, concurrentTasksPerWorker, logger: opts.logger });
     } else {
       const pool = new WorkerPool({ threads: opts.threads, heapMb: opts.heapMb, vmTimeout, concurrentTasksPerWorker, logger: opts.logger });
-      this.runner = { run: (_account, task, timeoutMs, onResponse) => pool.run(task, timeoutMs, onResponse), stats: () => pool.stats(), close: (g) => pool.close(g) };
+      // No process per account to restart: every account's code shares this process's workers (SANDBOX_ISOLATION=none, one trusted team).
+      this.runner = { run: (_account, task, timeoutMs, onResponse) => pool.run(task, timeoutMs, onResponse), stats: () => pool.stats(), restart: () => 0, close: (g) => pool.close(g) };
     }
     this.preparer = new ComponentPreparer({
       npmCacheDir: opts.npmCacheDir,
@@ -82,6 +84,14 @@ export class SandboxPool {
   /** Figures for metrics: worker threads, tasks waiting or running, tasks completed, utilization (0–1) since start. */
   stats(): SandboxPoolStats {
     return this.runner.stats();
+  }
+
+  /**
+   * Restarts the sandbox processes of these accounts (every account's without a list) because who may reach them
+   * changed: runs in flight run again on the new process. Returns how many processes were stopped.
+   */
+  restartSandboxes(accounts?: readonly string[]): number {
+    return this.runner.restart(accounts);
   }
 
   /** Reads a component's definition. Returns `error` for code that does not bundle, install or load. */

@@ -31,7 +31,7 @@ export class AccountsService {
     await this.getUser(userId);
     await this.em.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) });
     const key = await this.issueKey(userId);
-    await notifyAccessChanged(this.em);
+    await notifyAccessChanged(this.em, await this.reachedBy(userId));
     return key;
   }
 
@@ -39,7 +39,7 @@ export class AccountsService {
   async revokeKeys(userId: string): Promise<number> {
     await this.getUser(userId);
     const revoked = await this.em.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) });
-    if (revoked > 0) await notifyAccessChanged(this.em);
+    if (revoked > 0) await notifyAccessChanged(this.em, await this.reachedBy(userId));
     return revoked;
   }
 
@@ -77,8 +77,17 @@ export class AccountsService {
     if (!(await this.em.findOne(Org, { id: orgId }))) throw new NotFoundError(`org ${orgId} not found`);
     await this.getUser(userId);
     const removed = await this.em.nativeDelete(OrgMember, { orgId, userId });
-    if (removed > 0) await notifyAccessChanged(this.em);
+    if (removed > 0) await notifyAccessChanged(this.em, [orgId]);
     return { removed: removed > 0 };
+  }
+
+  /**
+   * The accounts a user's keys reach (the user's own and every org's): after a revocation, code that whoever held a
+   * key left running in their sandbox processes must not see their later runs (docs/sandbox.md, "Access changes").
+   */
+  private async reachedBy(userId: string): Promise<string[]> {
+    const memberships = await this.em.find(OrgMember, { userId });
+    return [userId, ...memberships.map((m) => m.orgId)];
   }
 
   async getUser(userId: string): Promise<User> {

@@ -1,7 +1,9 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ACCESS_CHANGED_CHANNEL } from '@app/db';
+import { encodeJson, RestartSandboxes } from '@app/contracts';
+import { AccessChange, ACCESS_CHANGED_CHANNEL, parseAccessChange } from '@app/db';
 import { NatsService } from '@app/nats';
 
 const RECONNECT_MIN_MS = 1000;
@@ -11,14 +13,15 @@ const RECONNECT_MAX_MS = 30_000;
  * Listens on Postgres for access changes (`notifyAccessChanged`: a key rotated, a membership added or
  * removed, a plan changed, by this replica, another one or the admin CLI) and passes each on: the
  * delivery apps reload their subscriptions (`changed.subscriptions`), so an ex-member's webhooks and
- * sources stop receiving the org's events at once, and the handlers registered here run (open event
- * streams check their access). A lost connection is made again, and counts as a change: one may have
- * been missed meanwhile.
+ * sources stop receiving the org's events at once; the runners restart the sandbox processes the change
+ * names (`ctl.restart-sandboxes`); and the handlers registered here run (open event streams check their
+ * access, the api's own sandbox processes restart). A lost connection is made again, and counts as a
+ * change that may have restarted any account's sandbox: one may have been missed meanwhile.
  */
 @Injectable()
 export class AccessChangeListener implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('AccessChangeListener');
-  private readonly handlers = new Set<() => void>();
+  private readonly handlers = new Set<(change: AccessChange | undefined) => void>();
   private client: Client | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryMs = RECONNECT_MIN_MS;
@@ -29,8 +32,8 @@ export class AccessChangeListener implements OnModuleInit, OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  /** Runs `handler` on every access change; returns its removal. */
-  onChange(handler: () => void): () => void {
+  /** Runs `handler` on every access change (`undefined`: one may have been missed, any account's); returns its removal. */
+  onChange(handler: (change: AccessChange | undefined) => void): () => void {
     this.handlers.add(handler);
     return () => this.handlers.delete(handler);
   }
@@ -48,7 +51,7 @@ export class AccessChangeListener implements OnModuleInit, OnModuleDestroy {
   private async connect(missedAny: boolean): Promise<void> {
     if (this.stopped || !this.config.databaseUrl) return;
     const client = new Client({ connectionString: this.config.databaseUrl, application_name: 'ess-api-access-changes' });
-    client.on('notification', () => this.changed());
+    client.on('notification', (n) => this.changed(parseAccessChange(n.payload)));
     client.on('error', (e) => this.lost(client, e));
     client.on('end', () => this.lost(client));
     try {
@@ -60,7 +63,7 @@ export class AccessChangeListener implements OnModuleInit, OnModuleDestroy {
     }
     this.client = client;
     this.retryMs = RECONNECT_MIN_MS;
-    if (missedAny) this.changed();
+    if (missedAny) this.changed(undefined);
   }
 
   private lost(client: Client, e?: Error): void {
@@ -76,12 +79,16 @@ export class AccessChangeListener implements OnModuleInit, OnModuleDestroy {
     this.retryMs = Math.min(RECONNECT_MAX_MS, this.retryMs * 2);
   }
 
-  private changed(): void {
+  private changed(change: AccessChange | undefined): void {
     try {
       this.nats.nc.publish(this.nats.names.changed('subscriptions'));
+      if (!change || change.sandboxes.length) {
+        const restart: RestartSandboxes = change ? { id: change.id, accounts: change.sandboxes } : { id: randomUUID() };
+        this.nats.nc.publish(this.nats.names.restartSandboxes, encodeJson(restart));
+      }
     } catch (e) {
-      this.logger.warn(`could not tell the delivery apps of an access change: ${(e as Error).message}`);
+      this.logger.warn(`could not tell the delivery apps and runners of an access change: ${(e as Error).message}`);
     }
-    for (const handler of this.handlers) handler();
+    for (const handler of this.handlers) handler(change);
   }
 }

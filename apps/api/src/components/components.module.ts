@@ -1,5 +1,6 @@
 import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
+import { AccessChangeListener } from '../auth/access-change-listener';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
 import { ComponentGc } from './component-gc';
 import { ComponentsController } from './components.controller';
@@ -18,7 +19,10 @@ import { SandboxComponentReader } from './sandbox-component-reader';
   exports: [ComponentsService, COMPONENT_READER, RegistrySeeder, ComponentGc],
 })
 export class ComponentsModule implements OnApplicationShutdown {
-  constructor(@Inject(COMPONENT_READER) private readonly reader: ComponentReader) {}
+  constructor(@Inject(COMPONENT_READER) private readonly reader: ComponentReader, access: AccessChangeListener) {
+    // The api's own sandbox processes (reading components, options()) restart on the same changes as the runners'.
+    access.onChange((change) => reader.restartSandboxes(change?.sandboxes));
+  }
 
   async onApplicationShutdown(): Promise<void> {
     await this.reader.close();

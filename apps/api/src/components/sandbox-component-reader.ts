@@ -41,6 +41,10 @@ export class SandboxComponentReader implements ComponentReader {
     return this.pool.additionalProps(code, configuredProps, timeoutMs, account, previousProps);
   }
 
+  restartSandboxes(accounts?: readonly string[]): void {
+    this.pool.restartSandboxes(accounts);
+  }
+
   close(): Promise<void> {
     return this.pool.close();
   }

@@ -30,6 +30,10 @@ export class SandboxExecutor implements Executor {
     return this.pool.describe(code, { timeoutMs: this.config.maxRunTimeoutMs, account });
   }
 
+  restartSandboxes(accounts?: readonly string[]): number {
+    return this.pool.restartSandboxes(accounts);
+  }
+
   stats(): ReturnType<SandboxPool['stats']> {
     return this.pool.stats();
   }

@@ -19,6 +19,7 @@ export class RunnerMetrics {
   readonly handedBack: Counter;
   readonly sandboxes: Gauge;
   readonly sandboxTasks: Gauge;
+  readonly sandboxRestarts: Counter;
 
   constructor(registry: Registry, sandboxStats: () => { sandboxes?: number; queueSize: number } | undefined = () => undefined) {
     this.invocations = new Counter({ name: 'runner_invocations_total', help: 'Invocations processed, by outcome (ok, error, skipped, duplicate, stale, chain_refused: past SUBSCRIPTION_MAX_DEPTH or SUBSCRIPTION_CHAIN_MAX_RUNS, not run) and kind', labelNames: ['outcome', 'kind'], registers: [registry] });
@@ -66,6 +67,7 @@ export class RunnerMetrics {
         this.set(sandboxStats()?.queueSize ?? 0);
       },
     });
+    this.sandboxRestarts = new Counter({ name: 'runner_sandbox_restarts_total', help: "Accounts' sandbox processes restarted because their access changed (a member removed, keys revoked or rotated: ctl.restart-sandboxes)", registers: [registry] });
     this.handedBack = new Counter({ name: 'runner_invocations_handed_back_total', help: "Invocations handed back to JetStream for later (a nak with a delay) because their account or source held a quarter of the partition's room while less than a quarter was free, or an earlier one of their source was still handed back", registers: [registry] });
     this.fenced = new Counter({ name: 'runner_fenced_total', help: 'Actors dropped because another replica fenced their state', registers: [registry] });
   }

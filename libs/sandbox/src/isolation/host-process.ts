@@ -34,6 +34,11 @@ const STDERR_BYTES_PER_SECOND = 64 * 1024;
  * it again as a suspect (IsolatedRunner).
  */
 export const STOPPED_BESIDE = 'SandboxStoppedError';
+/**
+ * How a run fails when the app restarted its process because the account's access changed (a member removed, keys
+ * revoked: IsolatedRunner.restart): nothing of it was kept, and the caller runs it again on the new process.
+ */
+export const RESTARTED = 'SandboxRestartedError';
 
 interface Pending {
   resolve: (out: TaskOutcome<unknown>) => void;

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import type { SandboxLogger, SandboxPoolStats } from '../types';
 import { resolveHostFile, resolveWorkerFile } from '../worker-file';
-import type { TaskOutcome } from '../worker-pool';
+import { sandboxError, type TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 import { AccountView, accountKey } from './account-view';
 import { EgressProxy } from './egress-proxy';
 import { EgressJudge, type EgressRules } from './egress-rules';
 import type { HostConfig, SandboxRunIn } from './host-protocol';
-import { HostProcess, STOPPED_BESIDE } from './host-process';
+import { HostProcess, RESTARTED, STOPPED_BESIDE } from './host-process';
 import { INSIDE, type Mount, sandboxCommand, sandboxEnv } from './sandbox-command';
 
 /** How accounts' sandbox processes are started and bounded (the SANDBOX_* settings). */
@@ -117,16 +117,37 @@ export class IsolatedRunner {
     return turn;
   }
 
+  /** One run in the account's sandbox process; a run in flight when that process was restarted (`restart`) runs again on the new one. */
   private async attempt<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse: ((r: ResponseMessage) => void) | undefined, suspect: boolean): Promise<TaskOutcome<T>> {
-    let sandbox: AccountSandbox;
-    try {
-      sandbox = await this.sandbox(account);
-    } catch (e) {
-      return { failed: setupFailure(e) };
+    for (;;) {
+      let sandbox: AccountSandbox;
+      try {
+        sandbox = await this.sandbox(account);
+      } catch (e) {
+        return { failed: setupFailure(e) };
+      }
+      const out = await sandbox.host.run<T>(task, timeoutMs, onResponse, suspect);
+      if ('failed' in out && out.failed.name === RESTARTED && !this.closed) continue;
+      this.completed++;
+      return out;
     }
-    const out = await sandbox.host.run<T>(task, timeoutMs, onResponse, suspect);
-    this.completed++;
-    return out;
+  }
+
+  /**
+   * Stops the sandbox processes of these accounts (every account's without a list) at once, when who may reach an
+   * account changed: code a removed member (or a revoked key's holder) left running there — a patched global, a timer —
+   * must not see the account's later runs. Runs in flight run again on a new process, as after a stop for a blocked
+   * thread (nothing of their first attempt was kept); the next run starts the new process. Returns how many were stopped.
+   */
+  restart(accounts?: readonly string[]): number {
+    const stopped = accounts ? accounts.filter((a) => this.sandboxes.has(a)) : [...this.sandboxes.keys()];
+    for (const account of stopped) {
+      const s = this.sandboxes.get(account)!;
+      this.sandboxes.delete(account);
+      this.opts.logger?.info({ account, in_flight: s.host.inFlight }, "sandbox process restarted: the account's access changed");
+      s.host.kill(sandboxError(RESTARTED, "the account's sandbox process was restarted: its access changed"));
+    }
+    return stopped.length;
   }
 
   stats(): SandboxPoolStats & { sandboxes: number } {

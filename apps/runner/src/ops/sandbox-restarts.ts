@@ -1,0 +1,44 @@
+import type { Subscription } from 'nats';
+import { decodeJson, RestartSandboxes } from '@app/contracts';
+import type { Logger } from '@app/config';
+import type { NatsService } from '@app/nats';
+import type { Executor } from '../executor/executor.port';
+import type { RunnerMetrics } from './runner-metrics';
+
+/** Change ids remembered: every api replica passes each change on, and a runner restarts once. */
+const SEEN_MAX = 1000;
+
+/**
+ * Hears `ctl.restart-sandboxes` (every api replica publishes one per access change: a member removed, keys revoked
+ * or rotated) and restarts those accounts' sandbox processes on this replica: code a removed member left running
+ * there (a patched global, a timer) does not see the account's later runs. Runs in flight run again on the new
+ * process (libs/sandbox, IsolatedRunner.restart), so no invocation is lost or run twice over.
+ */
+export class SandboxRestarts {
+  private readonly seen = new Set<string>();
+  private readonly sub: Subscription;
+
+  constructor(nats: NatsService, private readonly executor: Executor, private readonly metrics: RunnerMetrics, private readonly logger: Logger) {
+    this.sub = nats.nc.subscribe(nats.names.restartSandboxes, { callback: (err, msg) => !err && this.heard(msg.data) });
+  }
+
+  private heard(data: Uint8Array): void {
+    let change: RestartSandboxes;
+    try {
+      change = decodeJson<RestartSandboxes>(data);
+    } catch {
+      return;
+    }
+    if (typeof change?.id !== 'string' || this.seen.has(change.id)) return;
+    if (this.seen.size >= SEEN_MAX) this.seen.clear();
+    this.seen.add(change.id);
+    const accounts = Array.isArray(change.accounts) ? change.accounts.filter((a): a is string => typeof a === 'string') : undefined;
+    const stopped = this.executor.restartSandboxes?.(accounts) ?? 0;
+    this.metrics.sandboxRestarts.inc(stopped);
+    if (stopped) this.logger.info({ accounts: accounts ?? 'all', stopped }, 'access changed: sandbox processes restarted');
+  }
+
+  close(): void {
+    this.sub.unsubscribe();
+  }
+}
