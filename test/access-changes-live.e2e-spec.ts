@@ -1,3 +1,4 @@
+import { encodeJson } from '@app/contracts';
 import { admin, client, createUser, TestUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { Emitter, insertSource, Receiver, streamEnds, subscriptionsLoaded } from './events.helpers';
@@ -97,6 +98,27 @@ describe('an ended membership stops what already flows to the ex-member', () => 
     const ownerStream = await fetch(`${system.origin}/sse/dc/${orgSource}/emits`, { headers: { authorization: `Bearer ${owner.apiKey}` } });
     expect(ownerStream.status).toBe(200);
     await ownerStream.body?.cancel();
+  });
+
+  it("ends the ex-member's live $.send.sse stream of an org workflow before it shows a message sent after the removal", async () => {
+    const created = await client(system, owner.apiKey).post(`/workflows?org_id=${org.id}`, { name: 'live', trigger: { manual: {} }, steps: [{ name: 'one', code: 'export default { async run() { return 1; } };' }] });
+    expect(created.status).toBe(200);
+    const wf = created.body.data.id as string;
+    const send = (n: string): void => emitter.nc.publish(emitter.names.workflowSse(wf), encodeJson({ id: `inv_${n}:v0`, channel: 'c', payload: { n }, ts: Date.now() }));
+    const ac = new AbortController();
+    const res = await fetch(`${system.origin}/sse/p/${wf}/sse`, { headers: { authorization: `Bearer ${member.apiKey}` }, signal: ac.signal });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const text: string[] = [new TextDecoder().decode((await reader.read()).value)];
+    expect(text[0]).toContain(':sse-handshake');
+    send('before');
+    while (!text.join('').includes('inv_before')) text.push(new TextDecoder().decode((await reader.read()).value));
+
+    admin(system, ['orgs', 'remove-member', '--org', org.id, '--user', member.id]);
+    send('after');
+    // Without the change reaching the stream, it would stay open until the keep-alive (60 s) and show `after`.
+    expect(await streamEnds(reader, ac, 10_000, (t) => text.push(t))).toBe(true);
+    expect(text.join('')).not.toContain('inv_after');
   });
 
   it('ends the event streams of a deleted source at once, not at their next keep-alive', async () => {

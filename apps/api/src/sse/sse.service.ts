@@ -11,6 +11,14 @@ import { onReplicaChange } from '../common/replica-changes';
 
 export type StreamKind = 'emits' | 'observations';
 
+/** An open stream held by `SseService.hold`. */
+export interface HeldStream {
+  closed: () => boolean;
+  /** The access check in progress, if any: write nothing until it answers true. */
+  gate: () => Promise<boolean> | undefined;
+  close: () => void;
+}
+
 /** Replay starts this much before the resume id's time, so clock skew between emitters cannot skip events. */
 const REPLAY_SLACK_MS = 5_000;
 /**
@@ -88,7 +96,7 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
    * Postgres query every SSE_KEEPALIVE_MS for as long as it stays open — one key opened thousands.
    * Returns the release (idempotent).
    */
-  private admit(holder: string): () => void {
+  admit(holder: string): () => void {
     const max = this.config.sseMaxStreamsPerKey;
     const n = this.perHolder.get(holder) ?? 0;
     if (max > 0 && n >= max) {
@@ -130,10 +138,29 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     const res = reply.raw;
     res.writeHead(200, SSE_RESPONSE_HEADERS);
     res.write(':sse-handshake\n\n');
-    let closed = false;
     /** The batch of events being written (one at a time: the next is fetched once the client has read this one). */
     let batch: ConsumerMessages | undefined;
-    // On an access change (a key rotated, a membership ended) no event is written until the caller's access is checked again.
+    const held = this.hold(res, sourceId, stillAllowed, release, () => batch?.stop());
+    // After a reconnection the stream ends: the consumer may be gone with a restarted server (fetches would wait on
+    // it for ever), and the client resumes with Last-Event-ID on a new one.
+    const reconnects = this.nats.reconnects;
+    const batchMessages = Math.max(1, Math.floor(BATCH_BYTES / this.nats.maxPayload));
+    const batches = async (): Promise<ConsumerMessages | undefined> => {
+      batch = held.closed() || this.nats.reconnects !== reconnects ? undefined : await consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS });
+      return batch;
+    };
+    void this.pump(batches, res, sourceId, kind, after, expandSummary, held.closed, held.gate).finally(held.close);
+  }
+
+  /**
+   * Holds an open stream of `streamId` (a source or a workflow; its handshake written, `release` from `admit`):
+   * on an access change (a key rotated, a membership ended) and at every keep-alive its caller's access is checked
+   * again (`stillAllowed`), and no event may be written until the check answers (`gate`); a denied check, the
+   * source's or workflow's deletion (on any api replica), the api's shutdown or the client's going ends it (`stop`
+   * ends what feeds it).
+   */
+  hold(res: FastifyReply['raw'], streamId: string, stillAllowed: () => Promise<boolean>, release: () => void, stop: () => void): HeldStream {
+    let closed = false;
     let gate: Promise<boolean> | undefined;
     const recheck = (): void => {
       const current: Promise<boolean> = stillAllowed().then((ok) => {
@@ -143,7 +170,7 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
       });
       gate = current;
     };
-    // Each keep-alive first checks that the caller may still read the source (key not revoked, still a member).
+    // Each keep-alive first checks that the caller may still read the stream (key not revoked, still a member).
     const timer = setInterval(() => {
       recheck();
       void gate?.then((ok) => ok && !closed && res.write(':sse-handshake\n\n'));
@@ -153,27 +180,19 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
       closed = true;
       release();
       clearInterval(timer);
-      batch?.stop();
+      stop();
       this.open.delete(close);
       this.rechecks.delete(recheck);
-      const ofSource = this.bySource.get(sourceId);
+      const ofSource = this.bySource.get(streamId);
       ofSource?.delete(close);
-      if (!ofSource?.size) this.bySource.delete(sourceId);
+      if (!ofSource?.size) this.bySource.delete(streamId);
       res.end();
     };
     this.open.add(close);
     this.rechecks.add(recheck);
-    this.bySource.set(sourceId, (this.bySource.get(sourceId) ?? new Set()).add(close));
+    this.bySource.set(streamId, (this.bySource.get(streamId) ?? new Set()).add(close));
     res.on('close', close);
-    // After a reconnection the stream ends: the consumer may be gone with a restarted server (fetches would wait on
-    // it for ever), and the client resumes with Last-Event-ID on a new one.
-    const reconnects = this.nats.reconnects;
-    const batchMessages = Math.max(1, Math.floor(BATCH_BYTES / this.nats.maxPayload));
-    const batches = async (): Promise<ConsumerMessages | undefined> => {
-      batch = closed || this.nats.reconnects !== reconnects ? undefined : await consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS });
-      return batch;
-    };
-    void this.pump(batches, res, sourceId, kind, after, expandSummary, () => closed, () => gate).finally(close);
+    return { closed: () => closed, gate: () => gate, close };
   }
 
   private async pump(

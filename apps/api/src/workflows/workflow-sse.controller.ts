@@ -1,6 +1,6 @@
-import { BeforeApplicationShutdown, Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/common';
+import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
-import { APP_CONFIG, AppConfig } from '@app/config';
+import type { Subscription } from 'nats';
 import { BadRequestError, decodeJson, parseEventId, WorkflowSseMessage } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
@@ -17,20 +17,13 @@ import { keepAliveAccess } from '../sse/keep-alive-access';
  * one named SSE message per event: `event: <channel>`, `data: <payload JSON>`).
  */
 @Controller('sse/p')
-export class WorkflowSseController implements BeforeApplicationShutdown {
-  private readonly open = new Set<() => void>();
-
+export class WorkflowSseController {
   constructor(
     private readonly events: EventsService,
     private readonly sse: SseService,
     private readonly guard: ApiKeyGuard,
     private readonly nats: NatsService,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
-
-  beforeApplicationShutdown(): void {
-    for (const close of [...this.open]) close();
-  }
 
   @Get(':id/emits')
   emits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
@@ -46,38 +39,36 @@ export class WorkflowSseController implements BeforeApplicationShutdown {
   async live(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('authorization') authorization: string, @Res() reply: FastifyReply): Promise<void> {
     await this.events.assertWorkflow(auth, id);
     if (answeredHead(reply)) return;
-    const stillAllowed = this.access(authorization, id);
-    const sub = this.nats.nc.subscribe(this.nats.names.workflowSse(id));
-    // The server has the subscription before the handshake says the stream is open.
-    await this.nats.nc.flush().catch((err: Error) => {
-      sub.unsubscribe();
-      throw err;
-    });
+    const release = this.sse.admit(auth.userId);
+    let sub: Subscription;
+    try {
+      sub = this.nats.nc.subscribe(this.nats.names.workflowSse(id));
+      // The server has the subscription before the handshake says the stream is open.
+      await this.nats.nc.flush().catch((err: Error) => {
+        sub.unsubscribe();
+        throw err;
+      });
+    } catch (e) {
+      release();
+      throw e;
+    }
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, SSE_RESPONSE_HEADERS);
     res.write(':sse-handshake\n\n');
-    let closed = false;
-    const timer = setInterval(() => void stillAllowed().then((ok) => (closed ? undefined : ok ? res.write(':sse-handshake\n\n') : close())), this.config.sseKeepaliveMs);
-    const close = (): void => {
-      if (closed) return;
-      closed = true;
-      clearInterval(timer);
-      sub.unsubscribe();
-      this.open.delete(close);
-      res.end();
-    };
-    this.open.add(close);
-    res.on('close', close);
+    // Held as the event streams are: ended by an access change that denies it, the workflow's deletion, the shutdown.
+    const held = this.sse.hold(res, id, this.access(authorization, id), release, () => sub.unsubscribe());
     let dropped = 0;
     const tellDropped = (): void => {
-      if (dropped && !closed) res.write(`: ${dropped} messages dropped: the reader fell behind\n\n`);
+      if (dropped && !held.closed()) res.write(`: ${dropped} messages dropped: the reader fell behind\n\n`);
       dropped = 0;
     };
     res.on('drain', tellDropped);
     void (async () => {
       for await (const m of sub) {
-        if (closed) break;
+        if (held.closed()) break;
+        const pending = held.gate();
+        if (pending && !(await pending)) break;
         let text: string;
         try {
           const e = decodeJson<WorkflowSseMessage>(m.data);
@@ -94,7 +85,7 @@ export class WorkflowSseController implements BeforeApplicationShutdown {
         tellDropped();
         res.write(text);
       }
-    })().finally(close);
+    })().finally(held.close);
   }
 
   private access(authorization: string, id: string): () => Promise<boolean> {
