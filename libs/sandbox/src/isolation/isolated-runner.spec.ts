@@ -124,6 +124,17 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
     expect((await run('u_a', dial(port(open)))).error).toBeUndefined();
   });
 
+  it("restarts an account's sandbox process at once: what its code left is gone, and the next process connects through the egress proxy", async () => {
+    const mark = `module.exports = { name: "m", version: "1", async run() { await new Promise((r) => setTimeout(r, 500)); this.$emit(globalThis.__mark = (globalThis.__mark ?? 0) + 1); } };`;
+    expect((await run('u_restart', mark)).emits[0].event).toBe(1);
+    const again = run('u_restart', mark);
+    expect(pool.restartSandboxes(['u_restart', 'u_none'])).toBe(1);
+    // Started before the stopped process's exit is handled: its proxy, closing, once removed this one's socket.
+    const next = run('u_restart', dial(port(open)));
+    expect((await again).emits[0].event).toBe(1);
+    expect((await next).emits[0].event).toBe('hello from an allowed service');
+  });
+
   it("runs again, one at a time, the runs in flight when one blocked the account's process: only the blocker fails", async () => {
     // Each run answers `respond()` first: the next run is sent once the previous one is running in the sandbox.
     const start = (account: string, body: string, timeoutMs: number) => {

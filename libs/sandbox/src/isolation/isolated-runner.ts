@@ -70,6 +70,8 @@ export class IsolatedRunner {
   private readonly asRoot = process.getuid?.() === 0;
   private readonly sweeper: NodeJS.Timeout;
   private completed = 0;
+  /** Sandbox processes started so far (names each one's egress socket directory). */
+  private launches = 0;
   private closed = false;
   /** Bundles whose run blocked its sandbox process's thread: their runs are guarded ('adaptive' vm timeout) from then on. */
   private readonly guarded = new Set<string>();
@@ -198,7 +200,9 @@ export class IsolatedRunner {
     this.evictIfFull();
     const key = accountKey(account);
     const uid = this.uidOf(key);
-    const sockets = join(this.runDir, key);
+    // A directory of this process's own: the proxy of a process being stopped removes its socket as it closes, which
+    // was the next process's when they shared a path (a restart or a crash, and at once the account's next run).
+    const sockets = join(this.runDir, `${key}-${(this.launches++).toString(36)}`);
     mkdirSync(sockets, { recursive: true, mode: 0o755 });
     const view = this.view(account);
     mkdirSync(view.dir, { recursive: true, mode: 0o755 });
@@ -216,6 +220,7 @@ export class IsolatedRunner {
     const sandbox = { host, egress };
     host.onExit = () => {
       egress.close();
+      rmSync(sockets, { recursive: true, force: true });
       if (this.sandboxes.get(account) === sandbox) this.sandboxes.delete(account);
     };
     host.start();
