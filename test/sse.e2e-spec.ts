@@ -44,6 +44,19 @@ describe('SSE streams of a source', () => {
     obs.close();
   });
 
+  it('keeps or drops the fields of each event with the common include / exclude parameters', async () => {
+    const src = await insertSource(system, user.id);
+    const picked = await openStream(system, `/sse/dc/${src}/emits?include=id,event`, user.apiKey);
+    const dropped = await openStream(system, `/sources/${src}/sse?exclude=event,indexed_at_ms`, user.apiKey);
+    await eventually(async () => picked.frames[0]?.comment === 'sse-handshake' && dropped.frames[0]?.comment === 'sse-handshake', { what: 'handshakes' });
+    const a = await emitter.emit(src, user.id, { a: 1 });
+    await eventually(async () => events(picked.frames).length === 1 && events(dropped.frames).length === 1, { what: 'the event on both streams' });
+    expect(JSON.parse(picked.frames.find((f) => f.data)!.data!)).toEqual({ id: a.id, event: { a: 1 } });
+    expect(JSON.parse(dropped.frames.find((f) => f.data)!.data!)).toEqual({ id: a.id, metadata: { emit_id: a.emitId, name: '', emitter_id: src } });
+    picked.close();
+    dropped.close();
+  });
+
   it('shows an event emitted as soon as the handshake is read (the stream starts before its handshake)', async () => {
     for (let i = 0; i < 20; i++) {
       const src = await insertSource(system, user.id);

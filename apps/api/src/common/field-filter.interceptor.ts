@@ -18,6 +18,13 @@ function filterObject(item: unknown, include?: string[], exclude?: string[]): un
   return out;
 }
 
+/** The common `include` / `exclude` parameters of a request: each object given keeps or drops its top-level fields. */
+export function fieldFilter(params: Record<string, unknown>): (item: unknown) => unknown {
+  const include = fields(params.include);
+  const exclude = fields(params.exclude);
+  return include || exclude ? (item) => filterObject(item, include, exclude) : (item) => item;
+}
+
 /** The common `include` / `exclude` parameters (query or body): keep or drop top-level fields of each returned object. */
 @Injectable()
 export class FieldFilterInterceptor implements NestInterceptor {

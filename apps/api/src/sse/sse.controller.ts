@@ -4,8 +4,7 @@ import { BadRequestError, parseEventId } from '@app/contracts';
 import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
-import { parseExpand } from '../events/event-summary.dto';
-import { SseService, StreamKind } from './sse.service';
+import { eventView, SseService, StreamKind } from './sse.service';
 import { keepAliveAccess } from './keep-alive-access';
 
 /**
@@ -24,28 +23,28 @@ export class SseController {
   ) {}
 
   @Get('sse/dc/:id/emits')
-  emits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
-    return this.open(auth, authorization, id, 'emits', lastId, expand, reply);
+  emits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply): Promise<void> {
+    return this.open(auth, authorization, id, 'emits', lastId, query, reply);
   }
 
   @Get('sources/:id/sse')
-  pipedreamEmits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
-    return this.open(auth, authorization, id, 'emits', lastId, expand, reply);
+  pipedreamEmits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply): Promise<void> {
+    return this.open(auth, authorization, id, 'emits', lastId, query, reply);
   }
 
   @Get('sse/dc/:id/observations')
-  observations(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
-    return this.open(auth, authorization, id, 'observations', lastId, expand, reply);
+  observations(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply): Promise<void> {
+    return this.open(auth, authorization, id, 'observations', lastId, query, reply);
   }
 
-  private async open(auth: AuthContext, authorization: string, id: string, kind: StreamKind, lastId: string | undefined, expand: unknown, reply: FastifyReply): Promise<void> {
-    const { summary } = parseExpand(expand);
+  private async open(auth: AuthContext, authorization: string, id: string, kind: StreamKind, lastId: string | undefined, query: Record<string, unknown>, reply: FastifyReply): Promise<void> {
+    const view = eventView(query);
     await this.events.assertSource(auth, id);
     const after = lastId ? parseEventId(lastId) : undefined;
     if (lastId && !after) throw new BadRequestError('Last-Event-ID must be an event id like 1700000000000-0', { header: 'last-event-id' });
     // Access is checked again at every keep-alive: a revoked key or a removed member loses the stream too.
     const key = bearerKey(authorization) ?? '';
     const stillAllowed = keepAliveAccess(async () => this.events.assertSource(await this.guard.authenticate(key), id));
-    await this.sse.stream(reply, id, kind, after, summary, stillAllowed, auth.userId);
+    await this.sse.stream(reply, id, kind, after, view, stillAllowed, auth.userId);
   }
 }

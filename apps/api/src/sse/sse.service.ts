@@ -2,14 +2,25 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy,
 import { FastifyReply } from 'fastify';
 import { ConsumerMessages, DeliverPolicy } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { parseEventId, RateLimitedError, readEmits } from '@app/contracts';
+import { EmittedEvent, parseEventId, RateLimitedError, readEmits } from '@app/contracts';
 import { NatsService } from '@app/nats';
-import { summaryOfEmit } from '../events/event-summary.dto';
+import { parseExpand, summaryOfEmit } from '../events/event-summary.dto';
+import { fieldFilter } from '../common/field-filter.interceptor';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 import { AccessChangeListener } from '../auth/access-change-listener';
 import { onReplicaChange } from '../common/replica-changes';
 
 export type StreamKind = 'emits' | 'observations';
+
+/** What a stream writes as each event's `data:`. */
+export type EventView = (e: EmittedEvent) => unknown;
+
+/** An event's summary as a stream's query asks for it: `expand=summary`, and the common `include` / `exclude`. */
+export function eventView(query: Record<string, unknown>): EventView {
+  const { summary } = parseExpand(query.expand);
+  const pick = fieldFilter(query);
+  return (e) => pick(summaryOfEmit(e, summary));
+}
 
 /** An open stream held by `SseService.hold`. */
 export interface HeldStream {
@@ -113,19 +124,19 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     };
   }
 
-  async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, stillAllowed: () => Promise<boolean>, holder = ''): Promise<void> {
+  async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, view: EventView, stillAllowed: () => Promise<boolean>, holder = ''): Promise<void> {
     if (answeredHead(reply)) return;
     const release = this.admit(holder);
     let handedOver = false;
     try {
-      await this.openStream(reply, sourceId, kind, after, expandSummary, stillAllowed, release);
+      await this.openStream(reply, sourceId, kind, after, view, stillAllowed, release);
       handedOver = true;
     } finally {
       if (!handedOver) release();
     }
   }
 
-  private async openStream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, expandSummary: boolean, stillAllowed: () => Promise<boolean>, release: () => void): Promise<void> {
+  private async openStream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, view: EventView, stillAllowed: () => Promise<boolean>, release: () => void): Promise<void> {
     await this.nats.ensureConnected();
     // A new stream shows every event stored after its handshake. The ordered consumer is made on the first fetch,
     // after the handshake is written, so "new" would be counted from then: it starts after the stream's last sequence
@@ -149,7 +160,7 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
       batch = held.closed() || this.nats.reconnects !== reconnects ? undefined : await consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS });
       return batch;
     };
-    void this.pump(batches, res, sourceId, kind, after, expandSummary, held.closed, held.gate).finally(held.close);
+    void this.pump(batches, res, sourceId, kind, after, view, held.closed, held.gate).finally(held.close);
   }
 
   /**
@@ -201,7 +212,7 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     sourceId: string,
     kind: StreamKind,
     after: { ms: number; seq: number } | undefined,
-    expandSummary: boolean,
+    view: EventView,
     isClosed: () => boolean,
     accessCheck: () => Promise<boolean> | undefined,
   ): Promise<void> {
@@ -216,7 +227,7 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
             if (!e || !belongs(kind, e.name ?? '')) continue;
             const id = parseEventId(e.id);
             if (after && id && (id.ms < after.ms || (id.ms === after.ms && id.seq <= after.seq))) continue;
-            res.write(`id: ${e.id}\ndata: ${JSON.stringify(summaryOfEmit(e, expandSummary))}\n\n`);
+            res.write(`id: ${e.id}\ndata: ${JSON.stringify(view(e))}\n\n`);
           }
         }
         // The next batch once the client has read this one. Not waited for inside the batch: a fetch that expires

@@ -6,8 +6,7 @@ import { NatsService } from '@app/nats';
 import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
-import { parseExpand } from '../events/event-summary.dto';
-import { answeredHead, BATCH_BYTES, SseService, StreamKind } from '../sse/sse.service';
+import { answeredHead, BATCH_BYTES, eventView, SseService, StreamKind } from '../sse/sse.service';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 import { keepAliveAccess } from '../sse/keep-alive-access';
 
@@ -26,13 +25,13 @@ export class WorkflowSseController {
   ) {}
 
   @Get(':id/emits')
-  emits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
-    return this.stream(auth, authorization, id, 'emits', lastId, expand, reply);
+  emits(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply): Promise<void> {
+    return this.stream(auth, authorization, id, 'emits', lastId, query, reply);
   }
 
   @Get(':id/observations')
-  observations(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query('expand') expand: unknown, @Res() reply: FastifyReply): Promise<void> {
-    return this.stream(auth, authorization, id, 'observations', lastId, expand, reply);
+  observations(@Auth() auth: AuthContext, @Param('id') id: string, @Headers('last-event-id') lastId: string | undefined, @Headers('authorization') authorization: string, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply): Promise<void> {
+    return this.stream(auth, authorization, id, 'observations', lastId, query, reply);
   }
 
   @Get(':id/sse')
@@ -93,11 +92,11 @@ export class WorkflowSseController {
     return keepAliveAccess(async () => this.events.assertWorkflow(await this.guard.authenticate(key), id));
   }
 
-  private async stream(auth: AuthContext, authorization: string, id: string, kind: StreamKind, lastId: string | undefined, expand: unknown, reply: FastifyReply): Promise<void> {
-    const { summary } = parseExpand(expand);
+  private async stream(auth: AuthContext, authorization: string, id: string, kind: StreamKind, lastId: string | undefined, query: Record<string, unknown>, reply: FastifyReply): Promise<void> {
+    const view = eventView(query);
     await this.events.assertWorkflow(auth, id);
     const after = lastId ? parseEventId(lastId) : undefined;
     if (lastId && !after) throw new BadRequestError('Last-Event-ID must be an event id like 1700000000000-0', { header: 'last-event-id' });
-    await this.sse.stream(reply, id, kind, after, summary, this.access(authorization, id), auth.userId);
+    await this.sse.stream(reply, id, kind, after, view, this.access(authorization, id), auth.userId);
   }
 }
