@@ -1,16 +1,16 @@
 import { ApiClient } from './api-client';
 import { CommandContext } from './command';
-import { cyan, dim, formatTime, note, out, printJsonLine, red, yellow } from './output';
+import { cyan, dim, formatTime, jsonText, multiLine, note, oneLine, out, printJsonLine, red, yellow } from './output';
 import { EventSummary } from './sources';
 import { followStream } from './sse';
 
 /** Printing of event summaries and `$logs` / `$errors` observations, shared by events, logs and dev. */
 export function printEvent(ctx: CommandContext, e: EventSummary): void {
   if (ctx.json) return printJsonLine(e);
-  const channel = e.metadata?.name ? ` ${cyan(`[${e.metadata.name}]`)}` : '';
-  const summary = e.summary ? ` ${e.summary}` : '';
-  out(dim(`${formatTime(e.indexed_at_ms)}  ${e.id}`) + channel + summary);
-  out(JSON.stringify(e.event, null, 2));
+  const channel = e.metadata?.name ? ` ${cyan(`[${oneLine(e.metadata.name)}]`)}` : '';
+  const summary = e.summary ? ` ${oneLine(e.summary)}` : '';
+  out(dim(`${formatTime(e.indexed_at_ms)}  ${oneLine(e.id)}`) + channel + summary);
+  out(jsonText(e.event, 2));
 }
 
 interface LogEvent {
@@ -30,14 +30,16 @@ export function printObservation(ctx: CommandContext, e: EventSummary): void {
     const err = ev.error ?? {};
     // A source's error has name and message; a workflow's (the spec's form) code, cellId and stack.
     // The event id ends the line: it is what `pd replay <workflow> <event id>` takes.
-    out(`${dim(when)} ${red('error')} ${err.name ?? err.code ?? 'Error'}: ${err.message ?? err.stack?.split('\n')[0].replace(/^[^:]*:\s*/, '') ?? JSON.stringify(e.event)} ${dim(`(event ${e.id})`)}`);
-    if (err.stack) out(dim(err.stack.split('\n').slice(1, 6).join('\n')));
+    const stack = typeof err.stack === 'string' ? err.stack.split('\n') : [];
+    const message = err.message ?? stack[0]?.replace(/^[^:]*:\s*/, '') ?? jsonText(e.event);
+    out(`${dim(when)} ${red('error')} ${oneLine(String(err.name ?? err.code ?? 'Error'))}: ${multiLine(String(message))} ${dim(`(event ${oneLine(e.id)})`)}`);
+    if (stack.length > 1) out(dim(multiLine(stack.slice(1, 6).join('\n'))));
     return;
   }
-  const kind = (ev.k ?? 'log').replace(/^console\./, '');
+  const kind = oneLine(String(ev.k ?? 'log')).replace(/^console\./, '');
   const color = kind === 'error' ? red : kind === 'warn' ? yellow : dim;
-  const msg = typeof ev.msg === 'string' ? ev.msg : JSON.stringify(ev.msg ?? e.event);
-  const step = typeof ev.step === 'string' && ev.step ? `${cyan(`[${ev.step}]`)} ` : '';
+  const msg = typeof ev.msg === 'string' ? multiLine(ev.msg) : jsonText(ev.msg ?? e.event);
+  const step = typeof ev.step === 'string' && ev.step ? `${cyan(`[${oneLine(ev.step)}]`)} ` : '';
   out(`${dim(when)} ${color(kind.padEnd(5))} ${step}${msg}`);
 }
 

@@ -8,7 +8,7 @@ import { eventsCommand, logsCommand } from './commands/events';
 import { deleteCommand, deployCommand, listCommand, publishCommand, runCommand, updateCommand } from './commands/sources';
 import { replayCommand, runsCommand } from './commands/workflows';
 import { CliError, describeError } from './errors';
-import { bold } from './output';
+import { bold, oneLine } from './output';
 
 const COMMANDS: Command[] = [loginCommand, configCommand, deployCommand, devCommand, publishCommand, listCommand, eventsCommand, logsCommand, updateCommand, deleteCommand, runCommand, replayCommand, runsCommand];
 const ALIASES: Record<string, string> = { ls: 'list', rm: 'delete', log: 'logs', event: 'events' };
@@ -117,7 +117,7 @@ function print(text: string): number {
 
 function fail(message: string, code: number): number {
   const label = process.stderr.isTTY && !process.env.NO_COLOR ? '\u001b[31mError:\u001b[0m' : 'Error:';
-  process.stderr.write(`${label} ${message}\n`);
+  process.stderr.write(`${label} ${oneLine(message)}\n`);
   return code;
 }
 

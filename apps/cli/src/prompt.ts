@@ -1,5 +1,6 @@
 import { createInterface, Interface } from 'node:readline';
 import { CliError } from './errors';
+import { note, oneLine } from './output';
 
 /**
  * Line prompts on stderr (stdout stays clean for data). `secret` hides the
@@ -44,7 +45,7 @@ export async function askValid<T>(question: string, parse: (answer: string) => T
     try {
       return parse(answer);
     } catch (e) {
-      process.stderr.write(`  ${(e as Error).message}\n`);
+      note(`  ${oneLine((e as Error).message)}`);
     }
   }
 }

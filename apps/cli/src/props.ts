@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { CliError } from './errors';
 import { askValid } from './prompt';
+import { note, oneLine } from './output';
 
 /** A prop as `GET/POST /v1/components` describes it in `configurable_props`. */
 export interface PropDescriptor {
@@ -109,11 +110,11 @@ export async function completeProps(descriptors: PropDescriptor[], given: PropVa
 }
 
 async function promptFor(d: PropDescriptor): Promise<unknown> {
-  const label = d.label && d.label !== d.name ? `${d.label} (${d.name})` : d.name;
-  if (d.description) process.stderr.write(`  ${d.description.split('\n')[0]}\n`);
+  const label = oneLine(d.label && d.label !== d.name ? `${d.label} (${d.name})` : d.name);
+  if (d.description) note(`  ${oneLine(d.description.split('\n')[0])}`);
   const choices = (d.options ?? []).map((o) => (o && typeof o === 'object' && 'value' in o ? { label: String((o as { label?: unknown }).label ?? (o as { value: unknown }).value), value: (o as { value: unknown }).value } : { label: String(o), value: o }));
   if (choices.length > 0) {
-    choices.forEach((c, i) => process.stderr.write(`  ${i + 1}) ${c.label}\n`));
+    choices.forEach((c, i) => note(`  ${i + 1}) ${oneLine(c.label)}`));
     return askValid(`${label} [1-${choices.length}]: `, (a) => {
       const n = Number(a.trim());
       if (Number.isInteger(n) && n >= 1 && n <= choices.length) return choices[n - 1].value;

@@ -6,7 +6,7 @@ import { bundleComponent } from './bundle';
 import { CommandContext } from './command';
 import { CliError } from './errors';
 import { isNpmAction, npmActionFile } from './npm-action';
-import { fields, green, out, printJson, printJsonLine, withSpinner } from './output';
+import { fields, green, note, out, printJson, printJsonLine, withSpinner } from './output';
 import { findWorkflow, triggerText, Workflow } from './workflows';
 
 /** A deploy argument that is a workflow file: `.yaml`/`.yml`, or `.json` holding `trigger` and `steps`. */
@@ -110,7 +110,7 @@ export async function deployWorkflowBody(ctx: CommandContext, wf: WorkflowFile, 
 /** `toStderr`: for `pd dev`, whose stdout is the stream (with `--json`, the workflow is its first line). */
 export function printWorkflow(ctx: CommandContext, w: Workflow, title: string, toStderr = false): void {
   if (ctx.json) return (toStderr ? printJsonLine : printJson)(w);
-  const write = toStderr ? (line: string) => process.stderr.write(`${line}\n`) : out;
+  const write = toStderr ? note : out;
   write(green(title));
   write(fields([
     ['id', w.id],

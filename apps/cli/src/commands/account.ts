@@ -2,7 +2,7 @@ import { ApiClient } from '../api-client';
 import { Command, str, usageError } from '../command';
 import { CONFIG_KEYS, configPath, DEFAULT_API_BASE_URL, isConfigKey, loginBaseUrl, normalizeBaseUrl, profileName, readConfigFile, updateProfile } from '../config';
 import { ApiResponseError, CliError } from '../errors';
-import { fields, out, printJson, withSpinner } from '../output';
+import { fields, oneLine, out, printJson, withSpinner } from '../output';
 import { ask } from '../prompt';
 
 interface User {
@@ -45,7 +45,7 @@ export const loginCommand: Command = {
       ...(orgId !== undefined ? { org_id: orgId } : {}),
     });
     if (ctx.json) return printJson({ profile, config_path: path, api_base_url: apiBaseUrl, user: me.data });
-    out(`Logged in as ${me.data.username} <${me.data.email}> (${me.data.id})`);
+    out(oneLine(`Logged in as ${me.data.username} <${me.data.email}> (${me.data.id})`));
     out(`Saved profile "${profile}" to ${path}`);
   },
 };

@@ -2,7 +2,7 @@ import { bundleComponent } from '../bundle';
 import { Command, list, orgOf, str } from '../command';
 import { deploy, givenProps, looksLikeAction, orgQuery, printSource, saveLocalComponent } from '../deploy';
 import { CliError } from '../errors';
-import { bold, dim, fields, green, out, printJson, table, withSpinner } from '../output';
+import { bold, dim, fields, green, oneLine, out, printJson, table, withSpinner } from '../output';
 import { Component, endpointUrl, listSources, onSource, propsAsInput, resolveSource, Source } from '../sources';
 import { assertNotOtherJson, deployWorkflowFile, isWorkflowFile } from '../workflow-file';
 import { basePath, listWorkflows, resolveTarget, triggerText } from '../workflows';
@@ -163,12 +163,12 @@ export const deleteCommand: Command = {
     if (target.kind === 'workflow') {
       await withSpinner(`Deleting ${target.id}`, () => ctx.client.request('DELETE', `/workflows/${target.id}`), 'Deleted');
       if (ctx.json) return printJson({ id: target.id, name: target.name, deleted: true });
-      return out(`${green('✔')} Deleted workflow ${target.id} (${target.name})`);
+      return out(`${green('✔')} Deleted workflow ${target.id} (${oneLine(target.name)})`);
     }
     const source = await resolveSource(ctx.client, target.id, orgOf(ctx, values));
     await withSpinner(`Deleting ${source.id}`, () => onSource(ref, () => ctx.client.request('DELETE', `/sources/${source.id}`)), 'Deleted');
     if (ctx.json) return printJson({ id: source.id, name: source.name, deleted: true });
-    out(`${green('✔')} Deleted source ${source.id} (${source.name})`);
+    out(`${green('✔')} Deleted source ${source.id} (${oneLine(source.name)})`);
   },
 };
 
@@ -201,6 +201,6 @@ export const runCommand: Command = {
     const res = await withSpinner(`Running ${source.id}`, () => onSource(ref, () => ctx.client.request<{ data?: Record<string, unknown> }>('POST', `${basePath(source)}/run`, { body })), 'Invoked');
     if (ctx.json) return printJson(res?.data ?? { id: source.id, invoked: true });
     const detail = res?.data && typeof res.data === 'object' ? Object.entries(res.data).filter(([, v]) => typeof v !== 'object').map(([k, v]) => `${k}=${String(v)}`).join(' ') : '';
-    out(`${green('✔')} Invoked ${source.id} (${source.name})${detail ? ` ${dim(detail)}` : ''}`);
+    out(`${green('✔')} Invoked ${source.id} (${oneLine(source.name)})${detail ? ` ${dim(oneLine(detail))}` : ''}`);
   },
 };

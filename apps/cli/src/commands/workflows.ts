@@ -1,6 +1,6 @@
 import { Command, CommandContext, orgOf, str } from '../command';
 import { CliError } from '../errors';
-import { dim, green, out, printJson, red, withSpinner } from '../output';
+import { dim, green, jsonText, oneLine, out, printJson, red, withSpinner } from '../output';
 import { resolveWorkflow } from '../workflows';
 
 interface StepRecord {
@@ -25,7 +25,7 @@ interface RunRecord {
 }
 
 const short = (v: unknown): string => {
-  const text = JSON.stringify(v) ?? 'undefined';
+  const text = jsonText(v);
   return text.length > 120 ? `${text.slice(0, 117)}…` : text;
 };
 
@@ -48,7 +48,7 @@ export const replayCommand: Command = {
     const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
     const res = await withSpinner(`Replaying ${eventId}`, () => ctx.client.request<{ data: { invocation_id: string } }>('POST', `/workflows/${w.id}/replay`, { body: { event_id: eventId } }), 'Replayed');
     if (ctx.json) return printJson(res.data);
-    out(`${green('✔')} Replayed ${eventId} into ${w.id} (${w.name}) ${dim(`invocation_id=${res.data.invocation_id}`)}`);
+    out(`${green('✔')} Replayed ${oneLine(eventId)} into ${w.id} (${oneLine(w.name)}) ${dim(`invocation_id=${oneLine(String(res.data.invocation_id))}`)}`);
   },
 };
 
@@ -75,14 +75,14 @@ export const runsCommand: Command = {
 
 function printRun(_ctx: CommandContext, run: RunRecord): void {
   const status = run.status === 'error' ? red('error') : run.status === 'exit' ? 'exit' : green('success');
-  out(`${dim(run.started_at)} ${status} ${run.id} ${dim(`${run.duration_ms} ms, ${run.deployment_id}`)}`);
+  out(`${dim(oneLine(String(run.started_at)))} ${status} ${oneLine(String(run.id))} ${dim(oneLine(`${run.duration_ms} ms, ${run.deployment_id}`))}`);
   for (const s of run.steps) {
     const mark = s.error ? red('✖') : green('✔');
-    out(`  ${mark} ${s.name} ${dim(`${s.duration_ms} ms ${s.cell_id}`)}`);
+    out(`  ${mark} ${oneLine(String(s.name))} ${dim(oneLine(`${s.duration_ms} ms ${s.cell_id}`))}`);
     if (s.inputs && Object.keys(s.inputs).length) out(`      ${dim('inputs')}  ${short(s.inputs)}`);
     if (s.exports && Object.keys(s.exports).length) out(`      ${dim('exports')} ${short(s.exports)}`);
     if (s.return_value !== undefined) out(`      ${dim('return')}  ${short(s.return_value)}`);
-    if (s.exit) out(`      ${dim('exit')}    ${s.exit.reason ?? ''}`);
-    if (s.error) out(`      ${red(`${s.error.name}: ${s.error.message}`)}`);
+    if (s.exit) out(`      ${dim('exit')}    ${oneLine(String(s.exit.reason ?? ''))}`);
+    if (s.error) out(`      ${red(oneLine(`${s.error.name}: ${s.error.message}`))}`);
   }
 }
