@@ -23,6 +23,32 @@ export interface RequestOptions {
 // Saving a component may install its npm imports on the server first.
 const DEFAULT_TIMEOUT_MS = 300_000;
 
+/**
+ * The most of one answer (or one event of a stream) `pd` reads: far more than any answer of this API (a page
+ * of events ends at 8 MiB, an event is at most EVENT_MAX_BYTES, which NATS caps at 64 MiB), so a server that
+ * sends without end is refused instead of filling memory until the timeout or the process dies.
+ */
+export const MAX_RESPONSE_BYTES = 128 * 1024 * 1024;
+/** An error answer is `{ error, code, details? }`: its first 64 KiB say what went wrong. */
+export const MAX_ERROR_BYTES = 64 * 1024;
+
+/** Reads a body up to `limit` bytes: its text, and whether that is all of it (the rest is not read). */
+export async function readUpTo(res: Response, limit: number): Promise<{ text: string; whole: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const reader = res.body?.getReader();
+  for (;;) {
+    const next = reader ? await reader.read() : { done: true as const };
+    if (next.done) return { text: Buffer.concat(chunks).toString('utf8'), whole: true };
+    size += next.value.byteLength;
+    chunks.push(Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength));
+    if (size > limit) {
+      await reader?.cancel().catch(() => undefined);
+      return { text: Buffer.concat(chunks).subarray(0, limit).toString('utf8'), whole: false };
+    }
+  }
+}
+
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
 
 function isStaleConnection(e: unknown): boolean {
@@ -73,10 +99,11 @@ export class ApiClient {
     }).catch((e: unknown) => {
       throw this.networkError(e);
     });
-    const text = await res.text().catch((e: unknown) => {
+    const { text, whole } = await readUpTo(res, res.ok ? MAX_RESPONSE_BYTES : MAX_ERROR_BYTES).catch((e: unknown) => {
       throw this.networkError(e);
     });
     if (!res.ok) throw this.httpError(res.status, text);
+    if (!whole) throw this.oversized(`the answer to ${method} ${url}`);
     if (res.status === 204 || text.trim() === '') return undefined as T;
     try {
       return JSON.parse(text) as T;
@@ -102,6 +129,11 @@ export class ApiClient {
       after = info.end_cursor;
     }
     return items;
+  }
+
+  /** A server that sends more than any answer of this API is not this API. */
+  oversized(what: string): CliError {
+    return new CliError(`${what} is larger than ${MAX_RESPONSE_BYTES / 1024 / 1024} MiB, more than any answer of this API: is api_base_url ${this.config.apiBaseUrl} right?`);
   }
 
   networkError(e: unknown): CliError {

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { ApiClient } from './api-client';
+import { ApiClient, MAX_RESPONSE_BYTES, readUpTo } from './api-client';
 import { bundleComponent, Bundle } from './bundle';
 import { CommandContext } from './command';
 import { CliError } from './errors';
@@ -55,7 +55,9 @@ export async function saveLocalComponent(client: ApiClient, file: string, orgId?
 async function peekUrl(url: string): Promise<string | undefined> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-    return res.ok ? await res.text() : undefined;
+    if (!res.ok) return undefined;
+    const { text, whole } = await readUpTo(res, MAX_RESPONSE_BYTES);
+    return whole ? text : undefined;
   } catch {
     return undefined;
   }

@@ -19,4 +19,10 @@ describe('SSE parsing', () => {
       { id: '1-1', event: undefined, data: 'line1\nline2' },
     ]);
   });
+
+  it('reads a CRLF split between chunks as one line break', async () => {
+    const msgs: SseMessage[] = [];
+    for await (const m of parseSse(streamOf(['data: a\r', '\ndata: b\r\n\r', '\n']))) msgs.push(m);
+    expect(msgs).toEqual([{ id: undefined, event: undefined, data: 'a\nb' }]);
+  });
 });

@@ -1,4 +1,4 @@
-import { ApiClient } from './api-client';
+import { ApiClient, MAX_ERROR_BYTES, MAX_RESPONSE_BYTES, readUpTo } from './api-client';
 import { ApiResponseError, CliError } from './errors';
 
 export interface SseMessage {
@@ -35,18 +35,18 @@ export async function followStream(client: ApiClient, path: string, opts: Stream
     let idle: NodeJS.Timeout | undefined;
     const alive = (): void => {
       clearTimeout(idle);
-      idle = setTimeout(() => conn.abort(), IDLE_MS);
+      idle = setTimeout(() => conn.abort(new DOMException('no keepalive', 'TimeoutError')), IDLE_MS);
     };
     try {
+      alive(); // a server that takes the connection but never answers counts as silent too
       const headers: Record<string, string> = { ...client.headers(), accept: 'text/event-stream' };
       if (lastId) headers['last-event-id'] = lastId;
       const res = await fetch(client.url(path), { headers, signal: AbortSignal.any([opts.signal, conn.signal]) });
-      if (!res.ok || !res.body) throw client.httpError(res.status, await res.text().catch(() => ''));
+      if (!res.ok || !res.body) throw client.httpError(res.status, (await readUpTo(res, MAX_ERROR_BYTES).catch(() => ({ text: '' }))).text);
       if (connectedOnce && failures > 0) opts.onNotice?.('reconnected to the event stream');
       connectedOnce = true;
       failures = 0;
-      alive();
-      for await (const msg of parseSse(res.body, alive)) {
+      for await (const msg of parseSse(res.body, alive, () => client.oversized(`a message of the event stream ${path}`))) {
         if (msg.id) lastId = msg.id;
         opts.onMessage(msg);
       }
@@ -54,7 +54,9 @@ export async function followStream(client: ApiClient, path: string, opts: Stream
       if (opts.signal.aborted) return;
       const err = e instanceof CliError ? e : client.networkError(e);
       const status = err instanceof ApiResponseError ? err.status : undefined;
-      if (!connectedOnce || status === 401 || status === 403 || status === 404) throw err;
+      // The API's 5xx and a dropped connection are worth another try; what pd itself refused is not.
+      const refused = e instanceof CliError && !(e instanceof ApiResponseError);
+      if (!connectedOnce || refused || status === 401 || status === 403 || status === 404) throw err;
     } finally {
       clearTimeout(idle);
     }
@@ -66,34 +68,58 @@ export async function followStream(client: ApiClient, path: string, opts: Stream
   }
 }
 
-/** Parses the `text/event-stream` format: `id:`, `event:`, `data:` fields; `:` comments are keepalives. */
-export async function* parseSse(body: ReadableStream<Uint8Array>, onChunk?: () => void): AsyncGenerator<SseMessage> {
+/**
+ * Parses the `text/event-stream` format: `id:`, `event:`, `data:` fields; `:` comments are keepalives.
+ * A message (its lines so far and the line being read) longer than MAX_RESPONSE_BYTES characters ends
+ * the stream with `tooLong()`'s error. The text of a line is joined once, when its end arrives, so a long
+ * line costs its length, not its length per chunk. `onLine` is told of every whole line (a keepalive
+ * comment too): bytes that never end a line do not keep a stream alive.
+ */
+export async function* parseSse(body: ReadableStream<Uint8Array>, onLine?: () => void, tooLong: () => Error = () => new CliError('an event stream message is too long')): AsyncGenerator<SseMessage> {
   const decoder = new TextDecoder();
-  let buffer = '';
+  const lineBreak = /\r\n|\n|\r/g;
+  let pieces: string[] = [];
+  let piecesLength = 0;
   let data: string[] = [];
+  let dataLength = 0;
   let id: string | undefined;
   let event: string | undefined;
   for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    onChunk?.();
-    buffer += decoder.decode(chunk, { stream: true });
-    let nl: number;
-    while ((nl = buffer.search(/\r?\n|\r/)) >= 0) {
-      const line = buffer.slice(0, nl);
-      buffer = buffer.slice(nl + (buffer[nl] === '\r' && buffer[nl + 1] === '\n' ? 2 : 1));
-      if (line === '') {
-        if (data.length > 0) yield { id, event, data: data.join('\n') };
-        data = [];
-        event = undefined;
-        continue;
+    const text = decoder.decode(chunk, { stream: true });
+    pieces.push(text);
+    piecesLength += text.length;
+    if (/[\r\n]/.test(text)) {
+      const buffer = pieces.join('');
+      let start = 0;
+      let m: RegExpExecArray | null;
+      lineBreak.lastIndex = 0;
+      while ((m = lineBreak.exec(buffer)) !== null) {
+        // A \r at the very end waits for the next chunk, which may begin with its \n.
+        if (m[0] === '\r' && m.index === buffer.length - 1) break;
+        const line = buffer.slice(start, m.index);
+        start = m.index + m[0].length;
+        onLine?.();
+        if (line === '') {
+          if (data.length > 0) yield { id, event, data: data.join('\n') };
+          data = [];
+          dataLength = 0;
+          event = undefined;
+          continue;
+        }
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'data') {
+          data.push(value);
+          dataLength += value.length + 1;
+        } else if (field === 'id') id = value;
+        else if (field === 'event') event = value;
       }
-      if (line.startsWith(':')) continue;
-      const colon = line.indexOf(':');
-      const field = colon < 0 ? line : line.slice(0, colon);
-      const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-      if (field === 'data') data.push(value);
-      else if (field === 'id') id = value;
-      else if (field === 'event') event = value;
+      pieces = [buffer.slice(start)];
+      piecesLength = pieces[0].length;
     }
+    if (piecesLength + dataLength > MAX_RESPONSE_BYTES) throw tooLong();
   }
 }
 
