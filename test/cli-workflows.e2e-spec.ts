@@ -149,6 +149,9 @@ describe('pd with workflows', () => {
       const r = await pd(args, home);
       expect([args, r.code, r.stderr]).toEqual([args, 2, expect.stringMatching(/^Error: unexpected argument/)]);
     }
+    // An unknown action of pd config is an unknown command, as pd list's unknown kind is.
+    const action = await pd(['config', 'frobnicate'], home);
+    expect([action.code, action.stdout, action.stderr]).toEqual([2, '', 'Error: unknown config action "frobnicate": use get, set, unset or path; run `pd config --help`\n']);
   });
 
   it('says when pd config unset finds the key not set', async () => {

@@ -116,7 +116,7 @@ export const configCommand: Command = {
       if (v === undefined) throw new CliError(`${k} is not set in profile "${profile}"`);
       return ctx.json ? printJson({ profile, [k]: v }) : out(v);
     }
-    if (action !== undefined) throw new CliError(`unknown config action "${action}": use get, set, unset or path`);
+    if (action !== undefined) throw usageError('config', `unknown config action "${action}": use get, set, unset or path`);
     const cfg = ctx.config;
     if (ctx.json) return printJson({ profile, config_path: path, api_base_url: cfg.apiBaseUrl, api_key: mask(cfg.apiKey) ?? null, org_id: cfg.orgId ?? null });
     out(fields([
