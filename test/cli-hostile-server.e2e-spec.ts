@@ -1,6 +1,7 @@
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { createServer, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { pd, pdSpawn, tempHome } from './support/pd';
 import { eventually } from './support/system';
 
@@ -25,6 +26,7 @@ function hostileApi(): Server {
   return createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     const source = /^\/v1\/sources\/(dc_[a-z]+)$/.exec(path)?.[1];
+    if (path === '/v1/users/me') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
     if (path === '/v1/users/me/sources') return endless(res, 200, 'application/json', '{"data":"');
     if (path === '/v1/orgs/o_broken/sources') return endless(res, 500, 'application/json', '{"error":"');
     if (source) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: { id: source, name: source, name_slug: source, component_id: 'sc_1', configured_props: {}, active: true } }));
@@ -67,6 +69,12 @@ describe('pd against a hostile server at api_base_url', () => {
     expect(error.code).toBe(1);
     expect(error.stderr.trim().split('\n')).toHaveLength(1);
     expect(error.stderr).toMatch(/^Error: HTTP 500: \{"error":"a{100}/);
+  });
+
+  it('saves no profile for a server that answers JSON but no user', async () => {
+    const login = await pd(['login', '--api-key', 'pd_any', '--api-base-url', env.PD_API_BASE_URL], home);
+    expect([login.code, login.stdout, login.stderr]).toEqual([1, '', `Error: GET ${env.PD_API_BASE_URL}/users/me did not answer a user: is api_base_url ${env.PD_API_BASE_URL} right? (nothing was saved)\n`]);
+    expect(existsSync(join(home, '.config', 'pipedream', 'config'))).toBe(false);
   });
 
   it('ends a followed stream whose message never ends, and one that never answers, with an error', async () => {

@@ -36,7 +36,9 @@ export const loginCommand: Command = {
       if (!apiKey) throw new CliError('no API key entered');
     }
     const client = new ApiClient({ profile, apiKey, apiBaseUrl, configPath: path });
-    const me = await withSpinner(`Verifying the key with ${apiBaseUrl}`, () => client.request<{ data: User }>('GET', '/users/me'));
+    const me = await withSpinner(`Verifying the key with ${apiBaseUrl}`, () => client.request<{ data?: User } | undefined>('GET', '/users/me'));
+    // Any server that answers JSON would otherwise "verify" the key, and the profile would point at it.
+    if (!isUser(me?.data)) throw new CliError(`GET ${apiBaseUrl}/users/me did not answer a user: is api_base_url ${apiBaseUrl} right? (nothing was saved)`);
     const orgId = str(values, 'org-id');
     if (orgId) await assertMember(client, orgId, me.data);
     updateProfile(path, profile, {
@@ -49,6 +51,11 @@ export const loginCommand: Command = {
     out(`Saved profile "${profile}" to ${path}`);
   },
 };
+
+function isUser(v: unknown): v is User {
+  const u = v as Partial<User> | undefined;
+  return typeof u?.id === 'string' && typeof u.username === 'string';
+}
 
 /** An org the key's user cannot act in is refused at login, not at the first command that uses it. */
 async function assertMember(client: ApiClient, orgId: string, user: User): Promise<void> {
