@@ -4,6 +4,7 @@ import { NatsModule } from '@app/nats';
 import { Registry } from 'prom-client';
 import { EXECUTOR } from './executor/executor.port';
 import { SandboxExecutor } from './executor/sandbox-executor';
+import { EMIT_BUDGETS, type EmitBudgets, emitBudgetsOf, owedMs } from './ops/emit-budget';
 import { RunnerService } from './runner.service';
 
 @Module({})
@@ -13,7 +14,9 @@ export class RunnerModule {
       module: RunnerModule,
       providers: [
         { provide: Registry, useFactory: () => new Registry() },
-        { provide: EXECUTOR, useFactory: () => SandboxExecutor.create(config, createLogger('runner', config.logLevel)) },
+        { provide: EMIT_BUDGETS, useFactory: () => emitBudgetsOf(config) },
+        // An account's answers are not read while its events wait for its budgets: they wait in its own sandbox.
+        { provide: EXECUTOR, useFactory: (budgets: EmitBudgets) => SandboxExecutor.create(config, createLogger('runner', config.logLevel), (account) => owedMs(budgets, account)), inject: [EMIT_BUDGETS] },
         RunnerService,
       ],
       exports: [Registry],

@@ -9,7 +9,7 @@ import { KvActorStateStore } from './actors/actor-state';
 import { ComponentCache, ObjectStoreCodeSource } from './actors/code-cache';
 import { EXECUTOR, Executor } from './executor/executor.port';
 import { JetStreamPublisher } from './ops/jetstream-publisher';
-import { EmitBudget, EmitBudgets } from './ops/emit-budget';
+import { EMIT_BUDGETS, type EmitBudgets } from './ops/emit-budget';
 import { RunnerMetrics } from './ops/runner-metrics';
 import { SandboxRestarts } from './ops/sandbox-restarts';
 import { PartitionLeases } from './partitions/partition-leases';
@@ -41,6 +41,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly nats: NatsService,
     @Inject(EXECUTOR) private readonly executor: Executor,
+    @Inject(EMIT_BUDGETS) private readonly budgets: EmitBudgets,
     registry: Registry,
   ) {
     this.replicaId = (config.runnerReplicaId || `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`).replace(/[^A-Za-z0-9_=-]/g, '-');
@@ -56,7 +57,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
       executor: this.executor,
       components: new ComponentCache(new ObjectStoreCodeSource(this.nats.components), this.executor, (outcome) => this.metrics.installs.inc({ outcome })),
       store: new KvActorStateStore(this.nats.sourceState),
-      publisher: (this.publisher = new JetStreamPublisher(this.nats, this.logger, this.emitBudgets(), this.metrics)),
+      publisher: (this.publisher = new JetStreamPublisher(this.nats, this.logger, this.budgets, this.metrics)),
       timers: this.timers,
       metrics: this.metrics,
       logger: this.logger,
@@ -75,18 +76,6 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
     );
     await this.leases.start();
     this.logger.info({ partitions: this.leases.ownedPartitions }, 'runner ready');
-  }
-
-  /**
-   * EMITS_PER_SECOND_PER_ACCOUNT with a burst of ten seconds' worth, never less than one full invocation's emits;
-   * EMITS_BYTES_PER_SECOND_PER_ACCOUNT with a burst of ten seconds' worth, never less than one largest event.
-   */
-  private emitBudgets(): EmitBudgets {
-    const { emitsPerSecondPerAccount: rate, emitsBytesPerSecondPerAccount: bytes } = this.config;
-    return {
-      events: rate > 0 ? new EmitBudget(rate, Math.max(rate * 10, this.config.emitsPerInvocation)) : undefined,
-      bytes: bytes > 0 ? new EmitBudget(bytes, Math.max(bytes * 10, this.config.eventMaxBytes)) : undefined,
-    };
   }
 
   /**

@@ -12,8 +12,9 @@ export class SandboxExecutor implements Executor {
     readonly isolation: Isolation,
   ) {}
 
-  static async create(config: AppConfig, logger: Logger): Promise<SandboxExecutor> {
-    const { pool, isolation } = await createSandboxPool(config, { threads: config.workerThreads || availableParallelism(), logger: logger.child({ component: 'sandbox' }) });
+  /** `readPauseMs`: how long an account's sandbox answers wait before they are read (see SandboxIsolationOptions). */
+  static async create(config: AppConfig, logger: Logger, readPauseMs?: (account: string) => number): Promise<SandboxExecutor> {
+    const { pool, isolation } = await createSandboxPool(config, { threads: config.workerThreads || availableParallelism(), logger: logger.child({ component: 'sandbox' }), readPauseMs });
     return new SandboxExecutor(config, pool, isolation);
   }
 

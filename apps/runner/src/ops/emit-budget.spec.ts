@@ -42,6 +42,17 @@ describe('EmitBudget', () => {
     expect(b.take('u_a', 10)).toBe(0);
   });
 
+  it('tells how long an account owes, without taking anything', () => {
+    const b = budget();
+    expect(b.owedMs('u_a')).toBe(0);
+    b.take('u_a', 1200);
+    expect([b.owedMs('u_a'), b.owedMs('u_a'), b.owedMs('u_b')]).toEqual([2000, 2000, 0]);
+    clock = 1500;
+    expect(b.owedMs('u_a')).toBe(500);
+    clock = 2000;
+    expect(b.owedMs('u_a')).toBe(0);
+  });
+
   it('is off at 0', () => {
     expect(new EmitBudget(0, 0).take('u_a', 1e9)).toBe(0);
   });

@@ -1,3 +1,5 @@
+import type { AppConfig } from '@app/config';
+
 interface Bucket {
   tokens: number;
   atMs: number;
@@ -43,6 +45,14 @@ export class EmitBudget {
     return b.tokens >= 0 ? 0 : Math.ceil((-b.tokens * 1000) / this.perSecond);
   }
 
+  /** How long until `owner`'s publishes no longer wait (ms; 0 when it owes nothing). Takes nothing. */
+  owedMs(owner: string): number {
+    const b = this.buckets.get(owner);
+    if (!b || this.perSecond <= 0) return 0;
+    const tokens = b.tokens + (Math.max(0, this.now() - b.atMs) * this.perSecond) / 1000;
+    return tokens >= 0 ? 0 : Math.ceil((-tokens * 1000) / this.perSecond);
+  }
+
   private refilled(owner: string, now: number): Bucket {
     let b = this.buckets.get(owner);
     if (!b) {
@@ -59,3 +69,22 @@ export class EmitBudget {
     for (const [owner, b] of this.buckets) if (b.tokens + ((now - b.atMs) * this.perSecond) / 1000 >= this.burst) this.buckets.delete(owner);
   }
 }
+
+/**
+ * The runner's budgets: EMITS_PER_SECOND_PER_ACCOUNT with a burst of ten seconds' worth, never less than one full
+ * invocation's emits; EMITS_BYTES_PER_SECOND_PER_ACCOUNT with a burst of ten seconds' worth, never less than one
+ * largest event.
+ */
+export function emitBudgetsOf(config: Pick<AppConfig, 'emitsPerSecondPerAccount' | 'emitsBytesPerSecondPerAccount' | 'emitsPerInvocation' | 'eventMaxBytes'>): EmitBudgets {
+  const { emitsPerSecondPerAccount: rate, emitsBytesPerSecondPerAccount: bytes } = config;
+  return {
+    events: rate > 0 ? new EmitBudget(rate, Math.max(rate * 10, config.emitsPerInvocation)) : undefined,
+    bytes: bytes > 0 ? new EmitBudget(bytes, Math.max(bytes * 10, config.eventMaxBytes)) : undefined,
+  };
+}
+
+/** How long until `owner` owes neither budget anything (ms). */
+export const owedMs = (budgets: EmitBudgets, owner: string): number => Math.max(budgets.events?.owedMs(owner) ?? 0, budgets.bytes?.owedMs(owner) ?? 0);
+
+/** The DI token of the runner's one set of budgets (its publisher takes from them; its sandboxes' answers wait on them). */
+export const EMIT_BUDGETS = Symbol('EMIT_BUDGETS');

@@ -1,5 +1,6 @@
 import { SandboxPool } from '../pool';
 import type { FetchText, SandboxLogger } from '../types';
+import type { SandboxIsolationOptions } from './isolated-runner';
 import { setUpIsolation, type Isolation, type IsolationSettings } from './setup';
 
 export interface PoolSettings extends IsolationSettings {
@@ -15,7 +16,10 @@ export interface PoolSettings extends IsolationSettings {
  * says (refuses to start when the isolation asked for is not possible here).
  * `threads` sizes the in-process pool of SANDBOX_ISOLATION=none.
  */
-export async function createSandboxPool(settings: PoolSettings, opts: { threads: number; logger: SandboxLogger; fetchText?: FetchText }): Promise<{ pool: SandboxPool; isolation: Isolation }> {
+export async function createSandboxPool(
+  settings: PoolSettings,
+  opts: { threads: number; logger: SandboxLogger; fetchText?: FetchText; readPauseMs?: SandboxIsolationOptions['readPauseMs'] },
+): Promise<{ pool: SandboxPool; isolation: Isolation }> {
   const isolation = await setUpIsolation(settings);
   const pool = new SandboxPool({
     threads: opts.threads,
@@ -26,7 +30,7 @@ export async function createSandboxPool(settings: PoolSettings, opts: { threads:
     vmTimeout: settings.workerVmTimeout as 'always' | 'adaptive' | 'never',
     logger: opts.logger,
     fetchText: opts.fetchText,
-    isolation: isolation.options,
+    isolation: isolation.options && opts.readPauseMs ? { ...isolation.options, readPauseMs: opts.readPauseMs } : isolation.options,
   });
   return { pool, isolation };
 }

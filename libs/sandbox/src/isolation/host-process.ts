@@ -7,6 +7,7 @@ import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 import { encodeFrames, FrameReader, type FrameError } from './frame-channel';
 import type { FromHost, SandboxRunIn, ToHost } from './host-protocol';
 import { IpcBatch } from './ipc-batch';
+import { ReadHold } from './read-hold';
 import { FRAME_ENVELOPE_BYTES, checkedFromHost, frameCapBytes } from './host-messages';
 import { RESULT_MAX_BYTES } from './result-bounds';
 import { treeRssBytes } from './process-memory';
@@ -65,6 +66,8 @@ export interface HostProcessOptions {
   heapMb: number;
   /** A run blocked the process past its deadline (it was stopped). */
   onOverrun?: (task: WorkerTask) => void;
+  /** How long to wait before reading more of its answers (read-hold.ts); absent: read on. */
+  readPauseMs?: () => number;
   logger?: SandboxLogger;
 }
 
@@ -89,6 +92,7 @@ export class HostProcess {
   private readonly failures = new Map<number, SandboxError>();
   /** When the host last sent anything: a process that answers is not blocked. */
   private lastFrameMs = Date.now();
+  private hold: ReadHold | undefined;
   private stderr = '';
   private logWindow = { startMs: 0, lines: 0 };
   /** Tasks to the host, one write per turn of the event loop; a failed write fails the tasks it carried. */
@@ -113,6 +117,7 @@ export class HostProcess {
     const channel = child.stdio[3] as Socket;
     this.channel = channel;
     channel.on('error', () => undefined);
+    if (this.opts.readPauseMs) this.hold = new ReadHold(channel, this.opts.readPauseMs, () => (this.lastFrameMs = Date.now()));
     this.readStderr(child);
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the sandbox process did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
@@ -132,6 +137,7 @@ export class HostProcess {
       channel.on('data', (d: Buffer) => {
         this.lastFrameMs = Date.now();
         reader.push(d);
+        this.hold?.check();
       });
       child.once('exit', () => {
         clearTimeout(timer);
@@ -294,7 +300,8 @@ export class HostProcess {
    * runs guarded from then on (`onOverrun`). Every other run in flight fails with STOPPED_BESIDE.
    */
   private checkDeadlines(): void {
-    if (this.exited || this.stopReason) return;
+    // Answers the app holds back unread are not a silence of the process.
+    if (this.exited || this.stopReason || this.hold?.holding) return;
     const now = Date.now();
     let overdue = false;
     for (const p of this.pending.values()) if ((overdue = now > Math.max(p.sentAtMs, this.lastFrameMs) + p.timeoutMs + OVERRUN_GRACE_MS)) break;
@@ -322,6 +329,7 @@ export class HostProcess {
 
   private exit(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.watchdog) clearInterval(this.watchdog);
+    this.hold?.stop();
     const pending = [...this.pending];
     this.pending.clear();
     if (!this.stopReason && pending.length) {

@@ -33,6 +33,12 @@ export interface SandboxIsolationOptions {
   egress: EgressRules;
   /** Outbound connections one account's sandbox may have open at once (SANDBOX_EGRESS_MAX_CONNECTIONS); unbounded when absent. */
   egressMaxConnections?: number;
+  /**
+   * How long the app waits before it reads more of an account's answers (ms; 0: read on). The runner waits while the
+   * account's events wait for its EMITS_*_PER_SECOND_PER_ACCOUNT budgets, so that its results past them wait in its
+   * own sandbox, not in the runner (read-hold.ts).
+   */
+  readPauseMs?: (account: string) => number;
 }
 
 export interface IsolatedRunnerOptions extends SandboxIsolationOptions {
@@ -208,6 +214,7 @@ export class IsolatedRunner {
     mkdirSync(view.dir, { recursive: true, mode: 0o755 });
     const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets, this.opts.egressMaxConnections);
     await egress.start();
+    const pause = this.opts.readPauseMs;
     const host = new HostProcess({
       account,
       ...this.command(view, sockets, uid, egress),
@@ -215,6 +222,7 @@ export class IsolatedRunner {
       runIn: this.opts.runIn,
       heapMb: this.opts.heapMb,
       onOverrun: (task) => this.guard(task.bundle.key),
+      readPauseMs: pause && (() => pause(account)),
       logger: this.opts.logger,
     });
     const sandbox = { host, egress };
