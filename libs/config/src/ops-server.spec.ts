@@ -19,6 +19,10 @@ describe('ops server', () => {
       const res = await fetch(`http://127.0.0.1:${port}/healthz`);
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ status: 'ok' });
+      // A probe's query string does not change the path.
+      expect((await fetch(`http://127.0.0.1:${port}/healthz?probe=liveness`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${port}/metrics?x=1`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${port}/healthzz`)).status).toBe(404);
     } finally {
       server?.close();
     }

@@ -32,14 +32,16 @@ export async function serveAppOps(app: { close(): Promise<void> }, ops: AppOps):
 export async function startOpsServer(port: number, registry: Registry, healthy: () => boolean | Record<string, unknown>, portSetting?: string): Promise<Server | undefined> {
   if (!port) return undefined;
   const server = createServer((req, res) => {
-    if (req.url === '/healthz') {
+    // A probe may add a query string (`/healthz?probe=liveness`, a cache buster): the path decides.
+    const path = (req.url ?? '').split('?')[0];
+    if (path === '/healthz') {
       const h = healthy();
       const ok = h === true || (typeof h === 'object' && h !== null);
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
       res.end(JSON.stringify(typeof h === 'object' ? { status: 'ok', ...h } : { status: ok ? 'ok' : 'unavailable' }));
       return;
     }
-    if (req.url === '/metrics') {
+    if (path === '/metrics') {
       registry.metrics().then(
         (text) => {
           res.writeHead(200, { 'content-type': registry.contentType });
