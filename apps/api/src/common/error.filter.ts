@@ -3,6 +3,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '@app/contracts';
 import { allowedMethods } from '../contract/contract.interceptor';
 import { dependencyError, describeCause } from './dependency-errors';
+import { keepConnectionToDrain } from './body-too-large';
 
 interface ErrorBody {
   error: string;
@@ -35,6 +36,7 @@ export class ErrorFilter implements ExceptionFilter {
     if (dependency) this.logger.warn(`answered ${status} ${body.code}: ${describeCause(exception)}`);
     else if (status >= 500) this.logger.error((exception as Error)?.stack ?? String(exception));
     if (reply.sent) return;
+    keepConnectionToDrain(exception, host.switchToHttp().getRequest<FastifyRequest>(), reply);
     for (const [k, v] of Object.entries(headers ?? {})) reply.header(k, v);
     reply.status(status).send(body);
   }

@@ -30,6 +30,7 @@ import { installIngressFastPath } from './ingress-fast-path';
 import { scopeSetCookies } from './endpoint-cookies';
 import { dependencyError, describeCause } from '../common/dependency-errors';
 import { onReplicaChange } from '../common/replica-changes';
+import { keepConnectionToDrain } from '../common/body-too-large';
 
 /** Headers a relayed custom response may not set (the server computes them). */
 const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection']);
@@ -96,7 +97,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     void fastify.register(async (scope) => {
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: this.config.httpMaxBodyBytes }, (_req, body, done) => done(null, body));
-      scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, _req, reply) => {
+      scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
+        keepConnectionToDrain(err, req, reply);
         if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.status(413).send({ error: `request body is larger than ${this.config.httpMaxBodyBytes} bytes`, code: 'payload_too_large' });
         return this.send(reply, this.errorAnswer(err));
       });
