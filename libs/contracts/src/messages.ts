@@ -142,12 +142,12 @@ export interface DeleteEventsMessage {
 
 /**
  * Core NATS `ctl.restart-sandboxes`, published by every api replica that hears an access change (a member removed,
- * keys revoked or rotated): each runner stops these accounts' sandbox processes (`accounts` absent: every account's,
- * after a change may have been missed). `id` is the change's own, the same from every replica: a runner acts once.
+ * keys revoked or rotated): each runner stops these accounts' sandbox processes. `id` is the change's own, the same from every replica: a
+ * runner acts once.
  */
 export interface RestartSandboxes {
   id: string;
-  accounts?: string[];
+  accounts: string[];
 }
 
 /**

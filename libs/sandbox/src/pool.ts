@@ -87,10 +87,10 @@ export class SandboxPool {
   }
 
   /**
-   * Restarts the sandbox processes of these accounts (every account's without a list) because who may reach them
+   * Restarts the sandbox processes of these accounts because who may reach them
    * changed: runs in flight run again on the new process. Returns how many processes were stopped.
    */
-  restartSandboxes(accounts?: readonly string[]): number {
+  restartSandboxes(accounts: readonly string[]): number {
     return this.runner.restart(accounts);
   }
 

@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { encodeJson, RestartSandboxes } from '@app/contracts';
@@ -16,7 +15,8 @@ const RECONNECT_MAX_MS = 30_000;
  * sources stop receiving the org's events at once; the runners restart the sandbox processes the change
  * names (`ctl.restart-sandboxes`); and the handlers registered here run (open event streams check their
  * access, the api's own sandbox processes restart). A lost connection is made again, and counts as a
- * change that may have restarted any account's sandbox: one may have been missed meanwhile.
+ * change (streams check access, subscriptions reload: one may have been missed meanwhile); it restarts no
+ * sandbox process — every account's after each Postgres blip would cost every account's runs a cold start.
  */
 @Injectable()
 export class AccessChangeListener implements OnModuleInit, OnModuleDestroy {
@@ -32,7 +32,7 @@ export class AccessChangeListener implements OnModuleInit, OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  /** Runs `handler` on every access change (`undefined`: one may have been missed, any account's); returns its removal. */
+  /** Runs `handler` on every access change (`undefined`: one may have been missed while the connection was down); returns its removal. */
   onChange(handler: (change: AccessChange | undefined) => void): () => void {
     this.handlers.add(handler);
     return () => this.handlers.delete(handler);
@@ -82,8 +82,8 @@ export class AccessChangeListener implements OnModuleInit, OnModuleDestroy {
   private changed(change: AccessChange | undefined): void {
     try {
       this.nats.nc.publish(this.nats.names.changed('subscriptions'));
-      if (!change || change.sandboxes.length) {
-        const restart: RestartSandboxes = change ? { id: change.id, accounts: change.sandboxes } : { id: randomUUID() };
+      if (change?.sandboxes.length) {
+        const restart: RestartSandboxes = { id: change.id, accounts: change.sandboxes };
         this.nats.nc.publish(this.nats.names.restartSandboxes, encodeJson(restart));
       }
     } catch (e) {

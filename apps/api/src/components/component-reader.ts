@@ -45,7 +45,7 @@ export interface ComponentReader {
   /** How component code is isolated (for the start line and /healthz). */
   readonly isolation?: { mode: string; summary: string };
   /** Restarts these accounts' sandbox processes (every account's without a list): their access changed. */
-  restartSandboxes(accounts?: readonly string[]): void;
+  restartSandboxes(accounts: readonly string[]): void;
   close(): Promise<void>;
 }
 

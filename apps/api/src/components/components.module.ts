@@ -21,7 +21,7 @@ import { SandboxComponentReader } from './sandbox-component-reader';
 export class ComponentsModule implements OnApplicationShutdown {
   constructor(@Inject(COMPONENT_READER) private readonly reader: ComponentReader, access: AccessChangeListener) {
     // The api's own sandbox processes (reading components, options()) restart on the same changes as the runners'.
-    access.onChange((change) => reader.restartSandboxes(change?.sandboxes));
+    access.onChange((change) => change?.sandboxes.length && reader.restartSandboxes(change.sandboxes));
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -41,7 +41,7 @@ export class SandboxComponentReader implements ComponentReader {
     return this.pool.additionalProps(code, configuredProps, timeoutMs, account, previousProps);
   }
 
-  restartSandboxes(accounts?: readonly string[]): void {
+  restartSandboxes(accounts: readonly string[]): void {
     this.pool.restartSandboxes(accounts);
   }
 

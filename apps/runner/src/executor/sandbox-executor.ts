@@ -31,7 +31,7 @@ export class SandboxExecutor implements Executor {
     return this.pool.describe(code, { timeoutMs: this.config.maxRunTimeoutMs, account });
   }
 
-  restartSandboxes(accounts?: readonly string[]): number {
+  restartSandboxes(accounts: readonly string[]): number {
     return this.pool.restartSandboxes(accounts);
   }
 

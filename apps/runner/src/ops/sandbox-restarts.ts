@@ -29,13 +29,13 @@ export class SandboxRestarts {
     } catch {
       return;
     }
-    if (typeof change?.id !== 'string' || this.seen.has(change.id)) return;
+    if (typeof change?.id !== 'string' || !Array.isArray(change.accounts) || this.seen.has(change.id)) return;
     if (this.seen.size >= SEEN_MAX) this.seen.clear();
     this.seen.add(change.id);
-    const accounts = Array.isArray(change.accounts) ? change.accounts.filter((a): a is string => typeof a === 'string') : undefined;
+    const accounts = change.accounts.filter((a): a is string => typeof a === 'string');
     const stopped = this.executor.restartSandboxes?.(accounts) ?? 0;
     this.metrics.sandboxRestarts.inc(stopped);
-    if (stopped) this.logger.info({ accounts: accounts ?? 'all', stopped }, 'access changed: sandbox processes restarted');
+    if (stopped) this.logger.info({ accounts, stopped }, 'access changed: sandbox processes restarted');
   }
 
   close(): void {

@@ -147,8 +147,8 @@ export class IsolatedRunner {
    * must not see the account's later runs. Runs in flight run again on a new process, as after a stop for a blocked
    * thread (nothing of their first attempt was kept); the next run starts the new process. Returns how many were stopped.
    */
-  restart(accounts?: readonly string[]): number {
-    const stopped = accounts ? accounts.filter((a) => this.sandboxes.has(a)) : [...this.sandboxes.keys()];
+  restart(accounts: readonly string[]): number {
+    const stopped = accounts.filter((a) => this.sandboxes.has(a));
     for (const account of stopped) {
       const s = this.sandboxes.get(account)!;
       this.sandboxes.delete(account);
