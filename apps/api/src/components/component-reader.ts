@@ -44,7 +44,7 @@ export interface ComponentReader {
   additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account: string, previousProps?: ConfigurableProp[]): Promise<AdditionalPropsOutput>;
   /** How component code is isolated (for the start line and /healthz). */
   readonly isolation?: { mode: string; summary: string };
-  /** Restarts these accounts' sandbox processes (every account's without a list): their access changed. */
+  /** Restarts these accounts' sandbox processes: their access changed. */
   restartSandboxes(accounts: readonly string[]): void;
   close(): Promise<void>;
 }

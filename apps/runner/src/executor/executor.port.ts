@@ -15,7 +15,7 @@ export interface Executor {
   describe(code: string, account: string): Promise<DescribeResult>;
   /** The isolation component code runs under (for the start line and /healthz). */
   readonly isolation?: { mode: string; summary: string };
-  /** Restarts these accounts' sandbox processes (every account's without a list): their access changed. Returns how many were stopped. */
+  /** Restarts these accounts' sandbox processes: their access changed. Returns how many were stopped. */
   restartSandboxes?(accounts: readonly string[]): number;
   /** Sandbox processes running and tasks in them (for metrics). */
   stats?(): { sandboxes?: number; queueSize: number };

@@ -142,7 +142,7 @@ export class IsolatedRunner {
   }
 
   /**
-   * Stops the sandbox processes of these accounts (every account's without a list) at once, when who may reach an
+   * Stops the sandbox processes of these accounts at once, when who may reach an
    * account changed: code a removed member (or a revoked key's holder) left running there — a patched global, a timer —
    * must not see the account's later runs. Runs in flight run again on a new process, as after a stop for a blocked
    * thread (nothing of their first attempt was kept); the next run starts the new process. Returns how many were stopped.
