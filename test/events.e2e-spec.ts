@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import { EmittedEvent } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
@@ -67,6 +68,33 @@ describe('event summaries', () => {
     const first = await summaries(src, '?limit=4');
     const rest = await summaries(src, `?limit=2&after=${encodeURIComponent(first.body.page_info.end_cursor)}`);
     expect(rest.body.data.map((d: { event: { n: number } }) => d.event.n)).toEqual([4]);
+  });
+
+  it('answers a page and its total_count from one snapshot while events are being indexed', async () => {
+    const src = await insertSource(system, user.id);
+    const writer = new Client({ connectionString: system.databaseUrl });
+    await writer.connect();
+    let writing = true;
+    const written = (async () => {
+      for (let i = 1; writing; i++) {
+        await writer.query(`insert into event_summaries (emitter_id, id, id_ms, id_seq, name, channel_class, owner_id, emit_id, summary, event, meta, size_bytes, indexed_at_ms)
+          values ($1, $2, $3, 0, '', 'emits', $4, $5, '', $6, '{}', 10, $3)`, [src, `${1_700_000_000_000 + i}-0`, 1_700_000_000_000 + i, user.id, `emit-${i}`, JSON.stringify({ n: i })]);
+      }
+    })();
+    const seen: { listed: number; total: number }[] = [];
+    try {
+      for (let i = 0; i < 150; i++) {
+        const res = await summaries(src, '?limit=100');
+        seen.push({ listed: res.body.data.length, total: res.body.page_info.total_count });
+      }
+    } finally {
+      writing = false;
+      await written;
+      await writer.end();
+    }
+    // Every page holds exactly the total it states, never more than EVENT_RETENTION.
+    expect(seen.filter((s) => s.listed !== s.total || s.total > 5)).toEqual([]);
+    expect(seen.at(-1)).toEqual({ listed: 5, total: 5 });
   });
 
   // The delivery app deletes them; with no delivery replica answering, the api itself.

@@ -5,3 +5,4 @@ export * from './with-orm';
 export * from './db-errors';
 export * from './access-changes';
 export * from './event-summaries';
+export * from './snapshot';

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, decodeJson, DeleteEventsMessage, encodeJson, parseEventId } from '@app/contracts';
-import { deleteSummaries, Source, Workflow } from '@app/db';
+import { deleteSummaries, inSnapshot, Source, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext, assertAccess } from '../auth/auth.context';
 import { CursorKey, decodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
@@ -55,9 +55,12 @@ export class EventsService {
       where.push('name = ?');
       params.push(q.eventName);
     }
-    const conn = this.em.getConnection();
-    await this.keepRetained(conn, emitterId, channelClass, where, params);
-    const [{ n }] = (await conn.execute(`select count(*)::int as n from event_summaries where ${where.join(' and ')}`, params)) as { n: number }[];
+    return inSnapshot(this.em, (tx) => this.readPage(tx, emitterId, channelClass, where, params, q));
+  }
+
+  private async readPage(tx: EntityManager, emitterId: string, channelClass: string, where: string[], params: unknown[], q: SummaryQuery): Promise<Page<EventSummaryDto>> {
+    await this.keepRetained(tx, emitterId, channelClass, where, params);
+    const [{ n }] = (await tx.execute(`select count(*)::int as n from event_summaries where ${where.join(' and ')}`, params)) as { n: number }[];
     let order: 'asc' | 'desc' = 'desc';
     const pageWhere = [...where];
     const pageParams = [...params];
@@ -69,7 +72,7 @@ export class EventsService {
     }
     // With full events, a page ends where they reach EXPANDED_PAGE_MAX_BYTES together (at least one).
     const budget = q.expand.event ? EXPANDED_PAGE_MAX_BYTES : Number.MAX_SAFE_INTEGER;
-    const rows = (await conn.execute(
+    const rows = (await tx.execute(
       bytesBoundedPageSql('emitter_id, id, name, emit_id, summary, indexed_at_ms, event', pageWhere.join(' and '), order, q.limit),
       [...pageParams, budget],
     )) as EventSummaryRow[];
@@ -88,8 +91,8 @@ export class EventsService {
    * Lists only the newest EVENT_RETENTION summaries of the class: the delivery app trims older ones
    * within moments (trims are gathered), and a list never shows them meanwhile.
    */
-  private async keepRetained(conn: ReturnType<EntityManager['getConnection']>, emitterId: string, channelClass: string, where: string[], params: unknown[]): Promise<void> {
-    const [cut] = (await conn.execute(
+  private async keepRetained(tx: EntityManager, emitterId: string, channelClass: string, where: string[], params: unknown[]): Promise<void> {
+    const [cut] = (await tx.execute(
       `select id_ms, id_seq from event_summaries where emitter_id = ? and channel_class = ?
         order by id_ms desc, id_seq desc offset ? limit 1`,
       [emitterId, channelClass, this.config.eventRetention - 1],

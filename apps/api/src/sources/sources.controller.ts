@@ -1,10 +1,10 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { ID_PREFIX, NotFoundError } from '@app/contracts';
-import { Component, Source } from '@app/db';
+import { Component, inSnapshot, Source } from '@app/db';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { Input, mergeInput, missingIn, objectParam, optionalBoolean, optionalString } from '../common/input';
-import { finishPage, keysetClause, Page, parsePageQuery } from '../common/pagination';
+import { finishPage, keysetClause, Page, PageQuery, parsePageQuery } from '../common/pagination';
 import { componentUrlParam } from '../components/component-url';
 import { ComponentRef, SourceDto, SourcesService } from './sources.service';
 
@@ -78,14 +78,16 @@ export class SourcesController {
   /** Newest first, keyset-paginated on (created_at_ms, id): cursors survive inserts between pages. */
   private async list(ownerId: string, query: Record<string, unknown>): Promise<Page<SourceDto>> {
     const page = parsePageQuery(query);
-    const em = this.em.fork();
+    return inSnapshot(this.em, (em) => this.readPage(em, ownerId, page));
+  }
+
+  private async readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<SourceDto>> {
     const { where, params, order } = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.source);
-    const conn = em.getConnection();
-    const ids: { id: string }[] = await conn.execute(
+    const ids: { id: string }[] = await em.execute(
       `select id from sources where owner_id = ? and deleted_at is null and ${where} order by created_at_ms ${order}, id ${order} limit ?`,
       [ownerId, ...params, page.limit],
     );
-    const [{ count }] = (await conn.execute(`select count(*)::int as count from sources where owner_id = ? and deleted_at is null`, [ownerId])) as { count: number }[];
+    const [{ count }] = (await em.execute(`select count(*)::int as count from sources where owner_id = ? and deleted_at is null`, [ownerId])) as { count: number }[];
     const rows = ids.length ? await em.find(Source, { id: { $in: ids.map((r) => r.id) } }) : [];
     const byId = new Map(rows.map((r) => [r.id, r]));
     const ordered = ids.map((r) => byId.get(r.id)).filter((r): r is Source => !!r);

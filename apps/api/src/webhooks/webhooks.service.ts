@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager, LockMode } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { encryptValue, ID_PREFIX, newId, NotFoundError } from '@app/contracts';
-import { AutoSubscription, Subscription, Webhook, WebhookDelivery } from '@app/db';
+import { AutoSubscription, inSnapshot, Subscription, Webhook, WebhookDelivery } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
 import { assertAccess, AuthContext } from '../auth/auth.context';
 import { assertRoomFor } from '../common/account-quota';
@@ -46,10 +46,13 @@ export class WebhooksService {
     return assertAccess(auth, await em.findOne(Webhook, { id }), 'webhook', id);
   }
 
-  async list(ownerId: string, page: PageQuery): Promise<Page<WebhookDto>> {
-    const em = this.em.fork();
+  list(ownerId: string, page: PageQuery): Promise<Page<WebhookDto>> {
+    return inSnapshot(this.em, (em) => this.readPage(em, ownerId, page));
+  }
+
+  private async readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<WebhookDto>> {
     const k = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.webhook);
-    const rows = await em.getConnection().execute<{ id: string }[]>(
+    const rows = await em.execute<{ id: string }[]>(
       `select id from webhooks where owner_id = ? and ${k.where} order by created_at_ms ${k.order}, id ${k.order} limit ${page.limit}`,
       [ownerId, ...k.params],
     );
@@ -95,10 +98,13 @@ export class WebhooksService {
   }
 
   async deliveries(auth: AuthContext, id: string, page: PageQuery): Promise<Page<WebhookDeliveryDto>> {
-    const em = this.em.fork();
-    await this.get(auth, id, em);
+    await this.get(auth, id);
+    return inSnapshot(this.em, (em) => this.readDeliveries(em, id, page));
+  }
+
+  private async readDeliveries(em: EntityManager, id: string, page: PageQuery): Promise<Page<WebhookDeliveryDto>> {
     const k = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.delivery);
-    const rows = await em.getConnection().execute<{ id: string }[]>(
+    const rows = await em.execute<{ id: string }[]>(
       `select id from webhook_deliveries where webhook_id = ? and ${k.where} order by created_at_ms ${k.order}, id ${k.order} limit ${page.limit}`,
       [id, ...k.params],
     );

@@ -2,11 +2,11 @@ import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Quer
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { ConflictError, ID_PREFIX, InvocationMessage, newId, NotFoundError, PayloadTooLargeError } from '@app/contracts';
-import { Workflow } from '@app/db';
+import { inSnapshot, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { mergeInput } from '../common/input';
-import { finishPage, keysetClause, Page, parsePageQuery } from '../common/pagination';
+import { finishPage, keysetClause, Page, PageQuery, parsePageQuery } from '../common/pagination';
 import { bytesBoundedPageSql, EXPANDED_PAGE_MAX_BYTES } from '../events/bytes-bounded-page';
 import { InvocationBacklog } from '../http-endpoints/invocation-backlog';
 import { WorkflowDto, WorkflowsService } from './workflows.service';
@@ -105,11 +105,13 @@ export class WorkflowsController {
 
   private async list(ownerId: string, query: Record<string, unknown>): Promise<Page<WorkflowDto>> {
     const page = parsePageQuery(query);
-    const em = this.em.fork();
+    return inSnapshot(this.em, (em) => this.readPage(em, ownerId, page));
+  }
+
+  private async readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<WorkflowDto>> {
     const { where, params, order } = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.workflow);
-    const conn = em.getConnection();
-    const ids: { id: string }[] = await conn.execute(`select id from workflows where owner_id = ? and deleted_at is null and ${where} order by created_at_ms ${order}, id ${order} limit ?`, [ownerId, ...params, page.limit]);
-    const [{ count }] = (await conn.execute(`select count(*)::int as count from workflows where owner_id = ? and deleted_at is null`, [ownerId])) as { count: number }[];
+    const ids: { id: string }[] = await em.execute(`select id from workflows where owner_id = ? and deleted_at is null and ${where} order by created_at_ms ${order}, id ${order} limit ?`, [ownerId, ...params, page.limit]);
+    const [{ count }] = (await em.execute(`select count(*)::int as count from workflows where owner_id = ? and deleted_at is null`, [ownerId])) as { count: number }[];
     const rows = ids.length ? await em.find(Workflow, { id: { $in: ids.map((r) => r.id) } }) : [];
     const byId = new Map(rows.map((r) => [r.id, r]));
     const ordered = ids.map((r) => byId.get(r.id)).filter((r): r is Workflow => !!r);
