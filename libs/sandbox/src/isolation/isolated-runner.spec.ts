@@ -135,6 +135,24 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
     expect((await next).emits[0].event).toBe('hello from an allowed service');
   });
 
+  it('runs a run again after three restarts of its process at most, then fails it', async () => {
+    // Each attempt dials the allowed service once it runs: its process is restarted again at once.
+    let attempts = 0;
+    const restartOnDial = () => {
+      attempts++;
+      pool.restartSandboxes(['u_churn']);
+    };
+    open.on('connection', restartOnDial);
+    const code = `module.exports = { name: "r", version: "1", async run() { require("net").connect(${port(open)}, "127.0.0.1").on("error", () => {}); await new Promise((r) => setTimeout(r, 60_000)); } };`;
+    try {
+      const out = await pool.execute({ kind: 'execute', account: 'u_churn', sourceId: 'dc_c', invocationId: 'i_churn', codeHash: code, code, method: 'run', props: {}, db: {}, event: {}, timeoutMs: 90_000, limits: { dbMaxBytes: 1e6, eventMaxBytes: 1e6, emitsPerInvocation: 10 } });
+      expect(out.error).toMatchObject({ name: 'SandboxRestartedError' });
+      expect(attempts).toBe(4);
+    } finally {
+      open.off('connection', restartOnDial);
+    }
+  });
+
   it("runs again, one at a time, the runs in flight when one blocked the account's process: only the blocker fails", async () => {
     // Each run answers `respond()` first: the next run is sent once the previous one is running in the sandbox.
     const start = (account: string, body: string, timeoutMs: number) => {

@@ -53,6 +53,8 @@ const UID_RANGE = 100_000;
 /** Bundles remembered as having blocked a sandbox process (beyond it the memory starts over). */
 const GUARDED_MAX = 10_000;
 const SWEEP_MS = 5_000;
+/** Times a run in flight is run again after its account's sandbox process was restarted for an access change (`attempt`). */
+const RESTART_RERUNS = 3;
 
 interface AccountSandbox {
   host: HostProcess;
@@ -125,9 +127,13 @@ export class IsolatedRunner {
     return turn;
   }
 
-  /** One run in the account's sandbox process; a run in flight when that process was restarted (`restart`) runs again on the new one. */
+  /**
+   * One run in the account's sandbox process; a run in flight when that process was restarted (`restart`) runs again on
+   * the new one, RESTART_RERUNS times at most: access changes made over and over (members added and removed in a loop)
+   * then fail the run instead of running it again for good.
+   */
   private async attempt<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse: ((r: ResponseMessage) => void) | undefined, suspect: boolean): Promise<TaskOutcome<T>> {
-    for (;;) {
+    for (let reruns = 0; ; reruns++) {
       let sandbox: AccountSandbox;
       try {
         sandbox = await this.sandbox(account);
@@ -135,7 +141,7 @@ export class IsolatedRunner {
         return { failed: setupFailure(e) };
       }
       const out = await sandbox.host.run<T>(task, timeoutMs, onResponse, suspect);
-      if ('failed' in out && out.failed.name === RESTARTED && !this.closed) continue;
+      if ('failed' in out && out.failed.name === RESTARTED && !this.closed && reruns < RESTART_RERUNS) continue;
       this.completed++;
       return out;
     }
