@@ -8,3 +8,4 @@ export * from './errors';
 export * from './http-event';
 export * from './workflow-state';
 export * from './timers';
+export * from './time-slicer';

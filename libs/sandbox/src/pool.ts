@@ -1,3 +1,4 @@
+import { TimeSlicer } from '@app/contracts';
 import { ADDITIONAL_PROPS_MAX_BYTES, ADDITIONAL_PROPS_MAX_COUNT, OPTIONS_MAX_BYTES } from '@app/component-model';
 import { defaultFetchText } from './bundler';
 import { IsolatedRunner, type SandboxIsolationOptions } from './isolation/isolated-runner';
@@ -159,7 +160,7 @@ export class SandboxPool {
     const onMessage = options.onResponse ? (m: ResponseMessage) => !('i' in m) && deliver(m) : undefined;
     const out = await this.runner.run<ExecuteResult>(task.account ?? NO_ACCOUNT, wt, task.timeoutMs, onMessage);
     if ('failed' in out) return fail(out.failed);
-    const result = checkedExecuteResult(out.value, task.limits);
+    const result = await checkedExecuteResult(out.value, task.limits);
     if (result.response) deliver(result.response);
     return result;
   }
@@ -205,7 +206,9 @@ export class SandboxPool {
     const out = await this.runner.run<ExecuteResult[]>(task.account ?? NO_ACCOUNT, wt, task.timeoutMs * task.items.length, onMessage);
     if ('failed' in out) return out;
     if (!Array.isArray(out.value)) return { failed: err('SandboxProtocolError', 'the sandbox answered a batch of runs with something that is not a list of results') };
-    const results = out.value.map((r) => checkedExecuteResult(r, task.limits));
+    const slicer = new TimeSlicer();
+    const results: ExecuteResult[] = [];
+    for (const r of out.value) results.push(await checkedExecuteResult(r, task.limits, slicer));
     results.forEach((r, i) => r.response && deliver(i, r.response));
     return { results };
   }

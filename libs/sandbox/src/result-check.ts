@@ -1,5 +1,5 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
-import { channelNameProblem } from '@app/contracts';
+import { channelNameProblem, TimeSlicer } from '@app/contracts';
 import type { EmitRecord, ExecuteResult, ExecuteTask, HttpResponsePayload, LogRecord, SandboxError, SendRecord } from './types';
 
 /**
@@ -62,8 +62,11 @@ export function checkedResponse(r: unknown): HttpResponsePayload | undefined {
   return { status: r.status as number, headers, ...(r.body !== undefined ? { body: r.body as string } : {}), ...(r.bodyEncoding ? { bodyEncoding: r.bodyEncoding as 'utf8' | 'base64' } : {}) };
 }
 
-/** One run's result, as the runner may publish and store it (see above). */
-export function checkedExecuteResult(value: unknown, limits: Limits): ExecuteResult {
+/**
+ * One run's result, as the runner may publish and store it (see above). Its emits, exports and sends are checked one
+ * by one, handing the event loop back between them (`slicer`): a result may be 64 MiB of events.
+ */
+export async function checkedExecuteResult(value: unknown, limits: Limits, slicer = new TimeSlicer()): Promise<ExecuteResult> {
   if (!isRecord(value)) {
     return { emits: [], dbWrites: {}, logs: [], error: { name: 'SandboxProtocolError', message: 'the sandbox answered the run with something that is not a result' }, durationMs: 0 };
   }
@@ -95,6 +98,7 @@ export function checkedExecuteResult(value: unknown, limits: Limits): ExecuteRes
       break;
     }
     emits.push({ event: (record as EmitRecord).event, meta: meta as EmitRecord['meta'] });
+    if (slicer.due()) await slicer.handBack();
   }
 
   // JSON here; their size against DB_MAX_BYTES is the runner's check of the whole db (dbSizeBytes).
@@ -130,6 +134,7 @@ export function checkedExecuteResult(value: unknown, limits: Limits): ExecuteRes
       for (const [k, v] of Object.entries(value.exports)) {
         if (k === '__proto__') continue;
         if (within(v, `$.export("${k}")`, 'ExportSizeLimitError')) exports[k] = v;
+        if (slicer.due()) await slicer.handBack();
       }
     }
     result.exports = exports;
@@ -145,6 +150,7 @@ export function checkedExecuteResult(value: unknown, limits: Limits): ExecuteRes
       }
       if (!within(s.payload, `$.send.${s.kind}()`, 'SendSizeLimitError')) break;
       sends.push({ kind: s.kind as SendRecord['kind'], payload: s.payload });
+      if (slicer.due()) await slicer.handBack();
     }
     result.sends = sends;
     if (isRecord(value.exit)) result.exit = value.exit.reason === undefined ? {} : { reason: cut(value.exit.reason, MAX_ERROR_CHARS) };

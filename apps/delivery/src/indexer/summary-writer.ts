@@ -1,5 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { CHANNEL_NAME_MAX_CHARS, channelClassOf, EmittedEvent, parseEventId } from '@app/contracts';
+import { CHANNEL_NAME_MAX_CHARS, channelClassOf, EmittedEvent, parseEventId, TimeSlicer } from '@app/contracts';
 import { deleteSummaries, TrimGroup, trimSummaries } from '@app/db';
 import { pgJson, pgText } from '../common/pg-text';
 import { insertRows, RowColumn } from '../common/pg-rows';
@@ -35,6 +35,12 @@ function fitsColumns(e: EmittedEvent): boolean {
   return [e.emitterId, e.id, e.name ?? '', e.ownerId ?? '', e.emitId ?? e.id].every((s) => typeof s === 'string' && s.length <= CHANNEL_NAME_MAX_CHARS);
 }
 
+/**
+ * Most characters of event data in one insert: a larger batch goes as several (each idempotent; the batch is routed
+ * once all are committed), so that no single statement is built from 60 MB of one account's events at once.
+ */
+const INSERT_MAX_CHARS = 4 * 1024 * 1024;
+
 /** Writes event summaries in multi-row inserts, and trims emitter/classes to the retention count. */
 export class SummaryWriter {
   /** `asyncCommit`: inserts commit without waiting for their WAL flush (INDEX_ASYNC_COMMIT). */
@@ -47,17 +53,26 @@ export class SummaryWriter {
   async write(events: EmittedEvent[]): Promise<{ rejected: EmittedEvent[]; touched: TrimGroup[] }> {
     const rows: Row[] = [];
     const rejected: EmittedEvent[] = [];
+    // Event by event, handing the event loop back between them: a batch may hold 64 MiB of one run's events.
+    const slicer = new TimeSlicer();
     for (const event of events) {
       const parts = typeof event?.id === 'string' && typeof event.emitterId === 'string' ? parseEventId(event.id) : undefined;
       if (!parts || !fitsColumns(event)) rejected.push(event);
       else rows.push({ event, ...parts, json: pgJson(event.event ?? null) });
+      if (slicer.due()) await slicer.handBack();
     }
     const now = Date.now();
-    const values = rows.map((r) => {
+    let chunk: unknown[][] = [];
+    let chars = 0;
+    for (const r of rows) {
       const e = r.event;
-      return [e.emitterId, e.id, r.ms, r.seq, pgText(e.name ?? ''), channelClassOf(e.name ?? ''), e.ownerId ?? '', pgText(e.emitId ?? e.id), pgText(e.summary ?? null), r.json, e.meta ? pgJson(e.meta) : null, Buffer.byteLength(r.json), now];
-    });
-    await insertRows(this.em, 'event_summaries', COLUMNS, values, 'on conflict do nothing', this.asyncCommit);
+      chunk.push([e.emitterId, e.id, r.ms, r.seq, pgText(e.name ?? ''), channelClassOf(e.name ?? ''), e.ownerId ?? '', pgText(e.emitId ?? e.id), pgText(e.summary ?? null), r.json, e.meta ? pgJson(e.meta) : null, Buffer.byteLength(r.json), now]);
+      chars += r.json.length;
+      if (chars < INSERT_MAX_CHARS) continue;
+      await insertRows(this.em, 'event_summaries', COLUMNS, chunk, 'on conflict do nothing', this.asyncCommit);
+      [chunk, chars] = [[], 0];
+    }
+    await insertRows(this.em, 'event_summaries', COLUMNS, chunk, 'on conflict do nothing', this.asyncCommit);
     const touched = new Map<string, TrimGroup>();
     for (const r of rows) {
       const cls = channelClassOf(r.event.name ?? '');

@@ -1,4 +1,4 @@
-import { decodeJson, encodeJson, isEmitBatch } from '@app/contracts';
+import { decodeJson, encodeJson, isEmitBatch, mapSliced, type TimeSlicer } from '@app/contracts';
 import type { EmitGroup, GroupRun } from '../actors/actor-deps';
 
 /** Room kept in a part's message for its envelope (invocation ids) and headers. */
@@ -11,10 +11,11 @@ export interface EncodedRun {
   bytes: number;
 }
 
-export const encodeRun = (run: GroupRun): EncodedRun => {
-  const encoded = run.events.map(encodeJson);
+/** The run's events encoded, handing the event loop back between them (`slicer`: a run may emit 64 MiB). */
+export async function encodeRun(run: GroupRun, slicer: TimeSlicer): Promise<EncodedRun> {
+  const encoded = await mapSliced(run.events, (e) => encodeJson(e), slicer);
   return { run, encoded, bytes: encoded.reduce((n, e) => n + e.byteLength + 1, 0) };
-};
+}
 
 /** One `EmitBatch` message of a group: the runs whose events are in it, or a run too large to share one. */
 export interface Part {

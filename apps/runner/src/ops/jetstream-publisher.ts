@@ -1,6 +1,6 @@
 import { headers } from 'nats';
 import type { Logger } from 'pino';
-import { EmittedEvent, encodeJson, HttpResponseMessage, randomToken, UsageRecord } from '@app/contracts';
+import { EmittedEvent, encodeJson, HttpResponseMessage, mapSliced, randomToken, TimeSlicer, UsageRecord } from '@app/contracts';
 import { StreamPublisher, type NatsService } from '@app/nats';
 import type { EmitGroup, EmitUnit, Publisher } from '../actors/actor-deps';
 import { EncodedRun, encodeRun, nextPart, noteStoredPart, partBody, worthStoring } from './emit-parts';
@@ -47,7 +47,17 @@ export class JetStreamPublisher implements Publisher {
    * stored: a part found stored by an earlier delivery is read back, and what it holds is not stored again.
    */
   async publishUnits(units: EmitUnit[]): Promise<void> {
-    const prepared: Prepared[] = units.map((u) => ('group' in u ? { group: u.group, runs: u.runs.map(encodeRun) } : { loose: u.events.map((event) => ({ event, encoded: encodeJson(event) })) }));
+    const slicer = new TimeSlicer();
+    const prepared: Prepared[] = [];
+    for (const u of units) {
+      if (!('group' in u)) {
+        prepared.push({ loose: await mapSliced(u.events, (event) => ({ event, encoded: encodeJson(event) }), slicer) });
+        continue;
+      }
+      const runs: EncodedRun[] = [];
+      for (const r of u.runs) runs.push(await encodeRun(r, slicer));
+      prepared.push({ group: u.group, runs });
+    }
     const all = prepared.flatMap((u) => ('group' in u ? u.runs.flatMap((r) => r.run.events.map((event, i) => ({ event, encoded: r.encoded[i] }))) : u.loose));
     if (!all.length) return;
     const waitMs = this.budgetWaitMs(all.map((e) => e.event), all.map((e) => e.encoded));
