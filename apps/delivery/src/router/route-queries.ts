@@ -61,6 +61,13 @@ export const WEBHOOK_COLUMNS = 'id, owner_id, url, secret, active';
 /** The routing maps' key of a subscription: its emitter, or for a glob (`dc_*`) its owner and the prefix. */
 export const routeKey = (emitterId: string, ownerId: string): string => (emitterId.endsWith('*') ? `${ownerId}|${emitterId.slice(0, -1)}` : emitterId);
 export const isGlobKey = (key: string): boolean => key.includes('|');
+/** The glob (`dc_*`, `p_*`) that covers an emitter when its owner owns the glob; none for other emitters. */
+export const globOf = (emitterId: string): string | undefined => (emitterId.startsWith('dc_') ? 'dc_*' : emitterId.startsWith('p_') ? 'p_*' : undefined);
+/**
+ * The routable subscriptions of one listener that cover an event (parameters: listener id, channel, emitter id, the
+ * emitter's glob or null, the event's owner): what the cache's `match` finds for that listener, read from Postgres.
+ */
+export const LISTENER_ROUTES_SQL = routableSubscriptions(`s.listener_id = ? and s.event_name = ? and (s.emitter_id = ? or (s.emitter_id = ? and s.owner_id = ?))`);
 
 /** The routes a `changed.*` payload names; undefined (everything is read again) without a payload or with one not of that shape. */
 export function routesOf(data: Uint8Array): RoutesChanged | undefined {

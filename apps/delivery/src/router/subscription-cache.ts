@@ -7,7 +7,7 @@ import { NatsService } from '@app/nats';
 import { DeliveryMetrics } from '../common/metrics';
 import { LOGGER } from '../common/tokens';
 import { Reloads } from './reloads';
-import { isGlobKey, routableSubscriptions, routeKey, routesOf, SubRow, TEXTS, WEBHOOK_COLUMNS, WebhookRow } from './route-queries';
+import { globOf, isGlobKey, LISTENER_ROUTES_SQL, routableSubscriptions, routeKey, routesOf, SubRow, TEXTS, WEBHOOK_COLUMNS, WebhookRow } from './route-queries';
 
 export interface RouteTarget {
   subscriptionId: string;
@@ -247,8 +247,8 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
 
   /** One target per listener (the first matching subscription by id), so a listener never gets an event twice. */
   match(event: EmittedEvent): RouteTarget[] {
-    const prefix = event.emitterId.startsWith('dc_') ? 'dc_' : event.emitterId.startsWith('p_') ? 'p_' : undefined;
-    const candidates = [...(this.exact.get(event.emitterId) ?? []), ...(prefix ? (this.globs.get(`${event.ownerId}|${prefix}`) ?? []) : [])];
+    const glob = globOf(event.emitterId);
+    const candidates = [...(this.exact.get(event.emitterId) ?? []), ...(glob ? (this.globs.get(routeKey(glob, event.ownerId)) ?? []) : [])];
     const out = new Map<string, RouteTarget>();
     for (const s of candidates) {
       if (s.event_name !== (event.name ?? '') || s.listener_id === event.emitterId) continue;
@@ -256,6 +256,20 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
       if (!prev || s.id < prev.subscriptionId) out.set(s.listener_id, { subscriptionId: s.id, listenerId: s.listener_id, listenerOwner: s.listener_owner });
     }
     return [...out.values()];
+  }
+
+  /**
+   * Whether the event still routes to the listener (through any subscription: one event per listener), asked before
+   * a queued webhook delivery or retry is attempted. Waits for the changes announced so far (`settled`); a route this
+   * copy lacks is looked for in Postgres before the answer is no, since a route made a moment ago (announced to this
+   * replica late, or the announcement lost) must not drop a delivery for good.
+   */
+  async routes(event: EmittedEvent, listenerId: string): Promise<boolean> {
+    await this.settled();
+    if (this.match(event).some((t) => t.listenerId === listenerId)) return true;
+    if (listenerId === event.emitterId) return false;
+    const params = [listenerId, event.name ?? '', event.emitterId, globOf(event.emitterId) ?? null, event.ownerId];
+    return ((await this.em.fork().getConnection().execute(LISTENER_ROUTES_SQL, params)) as SubRow[]).length > 0;
   }
 
   /** The owner of a webhook as last loaded (undefined for one created since): what the sender's per-account shares count by. */

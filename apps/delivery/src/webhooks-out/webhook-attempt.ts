@@ -19,7 +19,8 @@ export type Attempted = 'sent' | 'failed' | 'none';
  * written to the retry queue (`webhook_retries`), and only then is the message acked: waiting retries never
  * occupy the consumer, so a dead endpoint's backlog cannot fill its max_ack_pending and stop the other
  * webhooks. A success is acked first, then recorded, and pulls the webhook's waiting retries forward
- * (catch-up). 410 disables the webhook; attempts past the retry schedule are exhausted.
+ * (catch-up). 410 disables the webhook; attempts past the retry schedule are exhausted. A queued delivery or retry
+ * whose event no longer routes to the webhook is dropped unsent.
  */
 export class WebhookAttempt {
   constructor(
@@ -51,6 +52,13 @@ export class WebhookAttempt {
     const hook = await cache.webhook(msg.webhookId);
     if (!hook || !hook.active) {
       m.term(); // webhook disabled or deleted
+      return 'none';
+    }
+    // Queued or retried, the delivery waited while its route may have gone (the subscription deleted, its owner or
+    // maker out of an org): it is dropped, not sent. The router's direct attempts were routed a moment ago.
+    if (!m.direct && !(await cache.routes(ev, hook.id))) {
+      m.term(); // no longer routed
+      metrics.webhookAttempts.inc({ outcome: 'unrouted' });
       return 'none';
     }
     // The retry queue republishes with the attempt number; a redelivery (a replica died mid-attempt) counts the attempts logged.
