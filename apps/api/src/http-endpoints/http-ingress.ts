@@ -27,6 +27,7 @@ import { RateLimiter } from './rate-limiter';
 import { IngestBatches } from './ingest-batches';
 import { endpointUrlOf } from './endpoint-urls';
 import { installIngressFastPath } from './ingress-fast-path';
+import { endpointMethods } from './endpoint-methods';
 import { scopeSetCookies } from './endpoint-cookies';
 import { dependencyError, describeCause } from '../common/dependency-errors';
 import { onReplicaChange } from '../common/replica-changes';
@@ -103,9 +104,9 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
         return this.send(reply, this.errorAnswer(err));
       });
       const handler = (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => this.handle(req, reply);
-      const route = { method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const, bodyLimit: this.config.httpMaxBodyBytes };
-      scope.route({ ...route, method: [...route.method], url: '/e/:endpointKey', handler });
-      scope.route({ ...route, method: [...route.method], url: '/e/:endpointKey/*', handler });
+      const route = { method: endpointMethods(fastify), bodyLimit: this.config.httpMaxBodyBytes, handler };
+      scope.route({ ...route, url: '/e/:endpointKey' });
+      scope.route({ ...route, url: '/e/:endpointKey/*' });
     });
     if (this.config.ingressFastPath) installIngressFastPath(fastify.server, this, { maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain });
   }
