@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { RouteContract } from '../contract/route-contract';
+import { orgTwinOf, RouteContract } from '../contract/route-contract';
 import { Data, Id } from '../contract/schemas';
 
 const Org = Type.Object({ name: Type.Union([Type.String(), Type.Null()]), id: Type.String(), orgname: Type.Union([Type.String(), Type.Null()]), email: Type.Union([Type.String(), Type.Null()]) });
@@ -83,7 +83,7 @@ export const ACCOUNT_ROUTES: RouteContract[] = [
     tag: 'users',
     extension: true,
     summary: 'Your invocations and compute time per UTC day',
-    description: 'The last `days` UTC days (today last, still counting), with the daily quotas of your plan.',
+    description: `The last \`days\` UTC days (today last, still counting), with the daily quotas of your plan. ${orgTwinOf('GET /orgs/{org_id}/usage')}`,
     query: UsageQuery,
     responses: { 200: Data(Usage) },
   },

@@ -2,7 +2,7 @@ import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, NotFoundError } from '@app/contracts';
-import { Auth, AuthContext } from '../auth/auth.context';
+import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { AccountsService, utcDay } from './accounts.service';
 import { USAGE_DEFAULT_DAYS, USAGE_MAX_DAYS } from './accounts.contract';
 
@@ -31,11 +31,13 @@ export function parseDays(query: Record<string, unknown> | undefined): number {
 export class UsageController {
   constructor(private readonly em: EntityManager, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
+  /** Your usage, or with `org_id` the org's (as `/orgs/{org_id}/usage`). */
   @Get('users/me/usage')
   async mine(@Auth() auth: AuthContext, @Query() query: Record<string, unknown>): Promise<{ data: UsageDto }> {
-    // The free plan's daily quotas, as `GET /users/me` reports them; the paid plan has none.
-    const free = auth.plan === 'free';
-    return { data: await this.usage(auth.userId, parseDays(query), free ? this.config.freeDailyInvocationsQuota : null, free ? this.config.freeDailyComputeMsQuota : null) };
+    const ownerId = namespaceOf(auth, query.org_id);
+    // The free plan's daily quotas, as `GET /users/me` reports them; the paid plan has none, nor has an org.
+    const free = ownerId === auth.userId && auth.plan === 'free';
+    return { data: await this.usage(ownerId, parseDays(query), free ? this.config.freeDailyInvocationsQuota : null, free ? this.config.freeDailyComputeMsQuota : null) };
   }
 
   @Get('orgs/:org_id/usage')

@@ -37,6 +37,9 @@ export interface RouteContract {
   errors?: number[];
 }
 
+/** The description of a `/users/me/…` list that, given `org_id`, answers what its org route `twin` answers. */
+export const orgTwinOf = (twin: string): string => `With \`org_id\`, the org's instead of yours: exactly what ${twin} answers (404 when you are not a member).`;
+
 /** The parameters every route accepts (docs/api.md "Common parameters"). */
 export const COMMON_QUERY = {
   include: Type.Optional(Type.String({ description: 'comma-separated top-level fields of each returned object to keep' })),

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { RouteContract } from '../contract/route-contract';
+import { orgTwinOf, RouteContract } from '../contract/route-contract';
 import { Data, Id, PAGE_QUERY, PageOf, Timestamp } from '../contract/schemas';
 import { ConfigurableProp } from '../components/components.contract';
 
@@ -59,7 +59,7 @@ export const SOURCE_ROUTES: RouteContract[] = [
     errors: [404, 413],
   },
   { method: 'DELETE', path: '/v1/sources/{id}', tag: 'sources', summary: 'Delete a source', params: SourceId, responses: { 204: null }, errors: [404] },
-  { method: 'GET', path: '/v1/users/me/sources', tag: 'sources', summary: 'Your sources, newest first', query: Type.Object(PAGE_QUERY), responses: { 200: PageOf(Source) } },
+  { method: 'GET', path: '/v1/users/me/sources', tag: 'sources', summary: 'Your sources, newest first', description: orgTwinOf('GET /orgs/{org_id}/sources'), query: Type.Object(PAGE_QUERY), responses: { 200: PageOf(Source) } },
   {
     method: 'GET',
     path: '/v1/orgs/{org_id}/sources',

@@ -64,9 +64,10 @@ export class SourcesController {
     await this.sources.remove(auth, id);
   }
 
+  /** Your sources, or with `org_id` (a common parameter) the org's, as `/orgs/{org_id}/sources` lists them. */
   @Get('users/me/sources')
   async mine(@Auth() auth: AuthContext, @Query() query: Record<string, unknown>): Promise<Page<SourceDto>> {
-    return this.list(auth.userId, query);
+    return this.list(namespaceOf(auth, query.org_id), query);
   }
 
   @Get('orgs/:org_id/sources')

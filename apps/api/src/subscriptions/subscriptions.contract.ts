@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { RouteContract } from '../contract/route-contract';
+import { orgTwinOf, RouteContract } from '../contract/route-contract';
 import { Data, Id } from '../contract/schemas';
 
 export const Subscription = Type.Object(
@@ -41,7 +41,7 @@ export const SUBSCRIPTION_ROUTES: RouteContract[] = [
     responses: { 200: Data(Type.Object({ id: Type.String(), event_name: Type.String(), listener_id: Type.String() })) },
     errors: [403, 404],
   },
-  { method: 'GET', path: '/v1/users/me/subscriptions', tag: 'subscriptions', summary: 'Your subscriptions', responses: { 200: Type.Object({ data: Type.Array(Subscription) }) } },
+  { method: 'GET', path: '/v1/users/me/subscriptions', tag: 'subscriptions', summary: 'Your subscriptions', description: orgTwinOf('GET /orgs/{org_id}/subscriptions'), responses: { 200: Type.Object({ data: Type.Array(Subscription) }) } },
   // The same list under Pipedream's newer name for orgs, workspaces.
   ...[
     ['/v1/orgs/{org_id}/subscriptions', "An org's subscriptions"],

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { BadRequestError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
-import { mergeInput, requiredString, requireNonEmpty } from '../common/input';
+import { Input, mergeInput, requiredString, requireNonEmpty } from '../common/input';
 import { validateChannel } from '../common/channel-name';
 import { AutoSubscriptionDto, SubscriptionDto, SubscriptionsService } from './subscriptions.service';
 
@@ -42,9 +42,10 @@ export class SubscriptionsController {
     return { data: await this.subs.createAuto(auth, input.org_id, requiredString(input, 'listener_id', { maxLength: 255 }), eventName) };
   }
 
+  /** Your subscriptions, or with `org_id` the org's. */
   @Get('users/me/subscriptions')
-  async listMine(@Auth() auth: AuthContext, @Query() query: unknown): Promise<{ data: SubscriptionDto[] }> {
-    return { data: await this.subs.list(auth.userId) };
+  async listMine(@Auth() auth: AuthContext, @Query() query: Input): Promise<{ data: SubscriptionDto[] }> {
+    return { data: await this.subs.list(namespaceOf(auth, query.org_id)) };
   }
 
   /** `/workspaces/{org_id}/subscriptions` is the same list under Pipedream's newer name for orgs. */

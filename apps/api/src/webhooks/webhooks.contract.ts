@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { RouteContract } from '../contract/route-contract';
+import { orgTwinOf, RouteContract } from '../contract/route-contract';
 import { Data, Id, NullableString, PAGE_QUERY, PageOf, Timestamp } from '../contract/schemas';
 
 export const Webhook = Type.Object(
@@ -49,7 +49,7 @@ export const WEBHOOK_ROUTES: RouteContract[] = [
     responses: { 200: Data(Webhook) },
     errors: [403, 404],
   },
-  { method: 'GET', path: '/v1/users/me/webhooks', tag: 'webhooks', summary: 'Your webhooks', query: Type.Object(PAGE_QUERY), responses: { 200: PageOf(Webhook) } },
+  { method: 'GET', path: '/v1/users/me/webhooks', tag: 'webhooks', summary: 'Your webhooks', description: orgTwinOf('GET /orgs/{org_id}/webhooks'), query: Type.Object(PAGE_QUERY), responses: { 200: PageOf(Webhook) } },
   {
     method: 'GET',
     path: '/v1/orgs/{org_id}/webhooks',

@@ -26,9 +26,10 @@ export class WebhooksController {
     return { data: await this.webhooks.create(auth, ownerId, { url: validateWebhookUrl(input.url), ...textFields(input) }) };
   }
 
+  /** Your webhooks, or with `org_id` the org's. */
   @Get('users/me/webhooks')
-  async listMine(@Auth() auth: AuthContext, @Query() query: unknown): Promise<Page<WebhookDto>> {
-    return this.webhooks.list(auth.userId, parsePageQuery(query as Input));
+  async listMine(@Auth() auth: AuthContext, @Query() query: Input): Promise<Page<WebhookDto>> {
+    return this.webhooks.list(namespaceOf(auth, query.org_id), parsePageQuery(query));
   }
 
   @Get('orgs/:org_id/webhooks')

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { RouteContract } from '../contract/route-contract';
+import { orgTwinOf, RouteContract } from '../contract/route-contract';
 import { Data, Expand, Id, PAGE_QUERY, PageOf, Timestamp } from '../contract/schemas';
 
 export const WorkflowSchema = Type.Object(
@@ -45,7 +45,7 @@ export const WORKFLOW_ROUTES: RouteContract[] = [
   { method: 'GET', path: '/v1/workflows/{id}', tag: 'workflows', extension: true, summary: 'One workflow', params: WorkflowId, responses: { 200: Data(WorkflowSchema) }, errors: [404] },
   { method: 'PUT', path: '/v1/workflows/{id}', tag: 'workflows', extension: true, summary: 'Deploy a new definition of a workflow (a new d_…)', params: WorkflowId, bodyOnly: true, bodyRequired: true, body: Type.Object(Definition), responses: { 200: Data(WorkflowSchema) }, errors: [404, 409, 413] },
   { method: 'DELETE', path: '/v1/workflows/{id}', tag: 'workflows', extension: true, summary: 'Delete a workflow', params: WorkflowId, responses: { 204: null }, errors: [404] },
-  { method: 'GET', path: '/v1/users/me/workflows', tag: 'workflows', extension: true, summary: 'Your workflows, newest first', query: Type.Object(PAGE_QUERY), responses: { 200: PageOf(WorkflowSchema) } },
+  { method: 'GET', path: '/v1/users/me/workflows', tag: 'workflows', extension: true, summary: 'Your workflows, newest first', description: orgTwinOf('GET /orgs/{org_id}/workflows'), query: Type.Object(PAGE_QUERY), responses: { 200: PageOf(WorkflowSchema) } },
   { method: 'GET', path: '/v1/orgs/{org_id}/workflows', tag: 'workflows', extension: true, summary: "An org's workflows, newest first", params: Type.Object({ org_id: Id('o_…') }), query: Type.Object(PAGE_QUERY), responses: { 200: PageOf(WorkflowSchema) }, errors: [404] },
   {
     method: 'POST',

@@ -50,9 +50,10 @@ export class WorkflowsController {
     await this.workflows.remove(auth, id);
   }
 
+  /** Your workflows, or with `org_id` the org's. */
   @Get('users/me/workflows')
   mine(@Auth() auth: AuthContext, @Query() query: Record<string, unknown>): Promise<Page<WorkflowDto>> {
-    return this.list(auth.userId, query);
+    return this.list(namespaceOf(auth, query.org_id), query);
   }
 
   @Get('orgs/:org_id/workflows')
