@@ -277,7 +277,7 @@ export class SourcesService {
     const { source } = await this.get(auth, id);
     // Its subscriptions go with it, as emitter and as listener (auto-subscriptions too); delivery reloads its routes.
     if (!(await softDeleteWithSubscriptions(this.em, Source, source.id))) throw new NotFoundError(`source ${id} not found`, { id });
-    announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: source.id, owner_id: source.ownerId }], listeners: [source.id] });
+    await announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: source.id, owner_id: source.ownerId }], listeners: [source.id] });
     this.logger.log(`source deleted source_id=${source.id}`);
     announceReplicaChange(this.nats, 'endpoints', [source.endpointKey]);
     announceReplicaChange(this.nats, 'deleted', [source.id]);

@@ -16,5 +16,5 @@ export async function autoSubscribe(em: EntityManager, nats: NatsService, emitte
     fork.persist(Object.assign(new Subscription(), { id: newId('subscription'), ownerId: emitter.ownerId, emitterId: emitter.id, listenerId: a.listenerId, eventName: a.eventName, createdBy: a.createdBy }));
   }
   await fork.flush();
-  announceRoutes(nats, 'subscriptions', { emitters: [{ emitter_id: emitter.id, owner_id: emitter.ownerId }] });
+  await announceRoutes(nats, 'subscriptions', { emitters: [{ emitter_id: emitter.id, owner_id: emitter.ownerId }] });
 }

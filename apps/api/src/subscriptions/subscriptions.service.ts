@@ -55,7 +55,7 @@ export class SubscriptionsService {
         tx.persist(sub);
         return { sub, changed: true };
       });
-      if (changed) announceRoutes(this.nats, 'subscriptions', { emitters: [{ emitter_id: sub.emitterId, owner_id: sub.ownerId }] });
+      if (changed) await announceRoutes(this.nats, 'subscriptions', { emitters: [{ emitter_id: sub.emitterId, owner_id: sub.ownerId }] });
       return toDto(sub);
     } catch (e) {
       // The same subscription made at the same moment by another request: theirs is the answer.
@@ -74,7 +74,7 @@ export class SubscriptionsService {
     const subs = (await em.find(Subscription, { emitterId, listenerId, eventName })).filter((s) => canAccess(auth, s.ownerId));
     if (!subs.length) throw notFound();
     if (!(await em.nativeDelete(Subscription, { id: { $in: subs.map((s) => s.id) } }))) throw notFound();
-    announceRoutes(this.nats, 'subscriptions', { emitters: subs.map((s) => ({ emitter_id: s.emitterId, owner_id: s.ownerId })) });
+    await announceRoutes(this.nats, 'subscriptions', { emitters: subs.map((s) => ({ emitter_id: s.emitterId, owner_id: s.ownerId })) });
   }
 
   async list(ownerId: string): Promise<SubscriptionDto[]> {

@@ -38,7 +38,7 @@ export class WebhooksService {
       await assertRoomFor(em, 'webhooks', ownerId, this.config.webhooksMaxPerAccount);
       await em.persist(webhook).flush();
     });
-    this.changed(webhook.id);
+    await this.changed(webhook.id);
     return toWebhookDto(webhook, secret);
   }
 
@@ -75,7 +75,7 @@ export class WebhooksService {
     await em.flush();
     // A disabled webhook's waiting retries go (its queued deliveries are dropped too when they come up).
     if (input.active === false) await em.getConnection().execute(`delete from webhook_retries where webhook_id = ?`, [id], 'run');
-    this.changed(id);
+    await this.changed(id);
     return toWebhookDto(webhook);
   }
 
@@ -93,7 +93,7 @@ export class WebhooksService {
       await tx.execute(`delete from webhook_retries where webhook_id = ?`, [id], 'run');
       await tx.nativeDelete(Webhook, { id: webhook.id });
     });
-    this.changed(id);
+    await this.changed(id);
     await this.nats.jsm.streams.purge(this.nats.names.deliveriesStream, { filter: this.nats.names.delivery(id) }).catch(() => undefined);
   }
 
@@ -115,7 +115,7 @@ export class WebhooksService {
   }
 
   /** The webhook and its routes are read again by the delivery apps. */
-  private changed(id: string): void {
-    announceRoutes(this.nats, 'webhooks', { listeners: [id] });
+  private changed(id: string): Promise<void> {
+    return announceRoutes(this.nats, 'webhooks', { listeners: [id] });
   }
 }

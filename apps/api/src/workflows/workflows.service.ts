@@ -293,7 +293,7 @@ export class WorkflowsService {
     }
     await em.nativeUpdate(Workflow, { id: w.id }, { triggerSubscriptionId: subscriptionId });
     const emitters = [current?.emitterId, wanted?.emitterId].filter((e): e is string => !!e).map((e) => ({ emitter_id: e, owner_id: w.ownerId }));
-    announceRoutes(this.nats, 'subscriptions', { emitters });
+    await announceRoutes(this.nats, 'subscriptions', { emitters });
   }
 
   /**
@@ -318,7 +318,7 @@ export class WorkflowsService {
   async remove(auth: AuthContext, id: string): Promise<void> {
     const w = await this.get(auth, id);
     if (!(await softDeleteWithSubscriptions(this.em, Workflow, w.id))) throw new NotFoundError(`workflow ${id} not found`, { id });
-    announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: w.id, owner_id: w.ownerId }], listeners: [w.id] });
+    await announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: w.id, owner_id: w.ownerId }], listeners: [w.id] });
     // The trigger as deleted (a deploy may have changed it since it was read above; none can now).
     const final = await this.em.fork().findOne(Workflow, { id: w.id });
     await this.dropManagedSource(auth, final?.trigger ?? w.trigger, null);

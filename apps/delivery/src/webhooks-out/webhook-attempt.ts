@@ -135,7 +135,7 @@ export class WebhookAttempt {
       [reason, Math.floor(Date.now() / 1000), hook.id],
       'run',
     );
-    announceRoutes(this.deps.nats, 'webhooks', { listeners: [hook.id] });
+    await announceRoutes(this.deps.nats, 'webhooks', { listeners: [hook.id] });
     this.deps.logger.warn({ webhook_id: hook.id }, 'webhook disabled: endpoint answered 410');
   }
 }
