@@ -1,8 +1,9 @@
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pd, pdSpawn, tempHome } from './support/pd';
+import { pd, PdResult, pdSpawn, tempHome } from './support/pd';
 import { eventually } from './support/system';
 
 const MiB = Buffer.alloc(1024 * 1024, 'a');
@@ -18,13 +19,57 @@ function endless(res: ServerResponse, status: number, type: string, head: string
   pump();
 }
 
+const SOURCE = { id: 'dc_a', name: 'a', name_slug: 'a', component_id: 'sc_1', configured_props: {}, active: true };
+const WORKFLOW = { id: 'p_a', name: 'a', active: true, deployment_id: 'd_1', trigger: { manual: {} }, steps: [] };
+const page = (data: unknown[], end_cursor = 'c1', total_count = data.length): unknown => ({ page_info: { total_count, count: data.length, start_cursor: 'c0', end_cursor }, data });
+const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
+
+/**
+ * Servers that answer 200 with JSON of the wrong shape, one per base URL (`/<case>/v1`): what each route of
+ * the case answers (a function of the request's query for the pages of a list), 404 for the others.
+ */
+const WRONG_SHAPES: Record<string, Record<string, unknown>> = {
+  'bad-id': { '/users/me/sources': page([{ ...SOURCE, id: {} }]) },
+  'page-info-string': { '/users/me/sources': { page_info: 'none', data: [SOURCE] } },
+  'same-cursor': { '/users/me/sources': () => page([SOURCE], 'again', 1e9) },
+  'endless-pages': { '/users/me/sources': (q: URLSearchParams) => page([{ ...SOURCE, id: `dc_${q.get('after') ?? 0}` }], String(Number(q.get('after') ?? 0) + 1), 1e9) },
+  'huge-page': { '/users/me/sources': page(Array.from({ length: 5000 }, (_, i) => ({ ...SOURCE, id: `dc_${i}` }))) },
+  'null-name': { '/users/me/sources': page([{ ...SOURCE, name: null }]) },
+  'timer-null': { '/users/me/workflows': page([{ ...WORKFLOW, trigger: { timer: null } }]) },
+  'null-events': { '/sources/dc_a': { data: SOURCE }, '/sources/dc_a/event_summaries': { data: null } },
+  'deep-event': { '/sources/dc_a': { data: SOURCE }, '/sources/dc_a/event_summaries': `{"data":[{"id":"1-0","indexed_at_ms":1,"metadata":{"name":""},"event":${nested(100_000)}}]}` },
+  'deep-control': { '/sources/dc_a': { data: SOURCE }, '/sources/dc_a/event_summaries': `{"data":[],"\\u001b]0;owned\\u0007":${nested(2000)}}` },
+  'id-number': { '/sources/dc_a': { data: SOURCE }, '/sources/dc_a/event_summaries': page([{ id: 5, indexed_at_ms: 1, metadata: { name: '$logs' }, event: {} }]) },
+  'far-ts': { '/sources/dc_a': { data: SOURCE }, '/sources/dc_a/event_summaries': (q: URLSearchParams) => page(q.get('event_name') === '$logs' ? [{ id: '1-0', indexed_at_ms: 1763930000000, metadata: { name: '$logs' }, event: { ts: 1e20, k: 'console.log', msg: 'hi' } }] : []) },
+  'null-prop': { '/components/registry/hello': { data: { id: 'sc_1', name: 'hello', version: '0.0.1', type: 'source', configurable_props: [null] } } },
+  'null-component': { '/components': { data: null } },
+  'props-number': { '/components': { data: { id: 'sc_1', name: 'hello', version: '0.0.1', type: 'source', configurable_props: 5 } } },
+  'name-number': { '/sources/dc_a': { data: SOURCE }, 'PUT /sources/dc_a': { data: { ...SOURCE, name: 5 } } },
+  'run-empty': { '/sources/dc_a': { data: SOURCE }, '/sources/dc_a/run': { data: {} } },
+  'replay-five': { '/workflows/p_a': { data: WORKFLOW }, '/workflows/p_a/replay': { data: 5 } },
+  'steps-null': { '/workflows/p_a': { data: WORKFLOW }, '/workflows/p_a/runs': { data: [{ id: 'inv_1', status: 'success', started_at: '2026-01-01T00:00:00.000Z', duration_ms: 1, deployment_id: 'd_1', failed_step: null, steps: null }] } },
+};
+
 /**
  * A server at api_base_url that is not this service, or is hostile: an endless answer, an endless error,
  * event streams whose one message never ends, that never answer, or that trickle bytes without a line.
  */
 function hostileApi(): Server {
   return createServer((req, res) => {
-    const path = (req.url ?? '').split('?')[0];
+    const url = new URL(req.url ?? '/', 'http://x');
+    const [, name, rest] = /^\/([a-z-]+)\/v1(\/.*)$/.exec(url.pathname) ?? [];
+    const shaped = WRONG_SHAPES[name];
+    if (shaped) {
+      const answer = shaped[`${req.method} ${rest}`] ?? shaped[rest];
+      if (answer === undefined) return res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found', code: 'not_found' }));
+      const body = typeof answer === 'function' ? (answer as (q: URLSearchParams) => unknown)(url.searchParams) : answer;
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(typeof body === 'string' ? body : JSON.stringify(body));
+    }
+    if (url.pathname === '/sse/dc/dc_badmeta/emits') {
+      // Sent again on every connection: a follower that takes it for a dropped connection reconnects for ever.
+      return res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`id: 1-0\ndata: ${JSON.stringify({ id: '1-0', indexed_at_ms: 1, metadata: { name: {} }, event: {} })}\n\n`);
+    }
+    const path = url.pathname;
     const source = /^\/v1\/sources\/(dc_[a-z]+)$/.exec(path)?.[1];
     if (path === '/v1/users/me') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
     if (path === '/v1/users/me/sources') return endless(res, 200, 'application/json', '{"data":"');
@@ -46,17 +91,34 @@ describe('pd against a hostile server at api_base_url', () => {
   let server: Server;
   let home: string;
   let env: Record<string, string>;
+  let origin: string;
+  let work: string;
+  /** Runs pd against the server of one case of WRONG_SHAPES; its base URL. */
+  const against = async (name: string, args: string[]): Promise<PdResult & { base: string }> => {
+    const base = `${origin}/${name}/v1`;
+    return { ...(await pd(args, home, { ...env, PD_API_BASE_URL: base }, work)), base };
+  };
+  /** pd ends with exit code 1 and one line saying what was wrong with which answer, and prints nothing on stdout. */
+  const refused = async (name: string, args: string[], what: (base: string) => string): Promise<void> => {
+    const r = await against(name, args);
+    expect([r.code, r.stdout, r.stderr]).toEqual([1, '', `Error: unexpected answer from ${what(r.base)}\n`]);
+  };
 
   beforeAll(async () => {
     server = hostileApi();
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     home = tempHome();
-    env = { PD_API_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, PD_API_KEY: 'pd_any' };
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    env = { PD_API_BASE_URL: `${origin}/v1`, PD_API_KEY: 'pd_any' };
+    work = mkdtempSync(join(tmpdir(), 'pd-shapes-'));
+    writeFileSync(join(work, 'action.mjs'), 'export default { key: "act", name: "Act", version: "0.0.1", type: "action", async run() { return 1; } };\n');
+    writeFileSync(join(work, 'source.mjs'), 'export default { key: "src", name: "Src", version: "0.0.1", async run() {} };\n');
   });
   afterAll(() => {
     server.closeAllConnections();
     server.close();
     rmSync(home, { recursive: true, force: true });
+    rmSync(work, { recursive: true, force: true });
   });
 
   it('refuses an answer without end in one line instead of reading it until memory runs out', async () => {
@@ -73,7 +135,7 @@ describe('pd against a hostile server at api_base_url', () => {
 
   it('saves no profile for a server that answers JSON but no user', async () => {
     const login = await pd(['login', '--api-key', 'pd_any', '--api-base-url', env.PD_API_BASE_URL], home);
-    expect([login.code, login.stdout, login.stderr]).toEqual([1, '', `Error: GET ${env.PD_API_BASE_URL}/users/me did not answer a user: is api_base_url ${env.PD_API_BASE_URL} right? (nothing was saved)\n`]);
+    expect([login.code, login.stdout, login.stderr]).toEqual([1, '', `Error: GET ${env.PD_API_BASE_URL}/users/me did not answer a user (data is not a JSON object): is api_base_url ${env.PD_API_BASE_URL} right? (nothing was saved)\n`]);
     expect(existsSync(join(home, '.config', 'pipedream', 'config'))).toBe(false);
   });
 
@@ -92,5 +154,51 @@ describe('pd against a hostile server at api_base_url', () => {
     } finally {
       expect(await follower.interrupt()).toBe(0);
     }
+  });
+
+  describe('answers 200 with JSON of the wrong shape', () => {
+    it('lists: a field of the wrong type, page_info not an object, more items than asked for', async () => {
+      await refused('bad-id', ['list', 'sources'], (b) => `GET ${b}/users/me/sources?limit=100: data[0].id is not a string`);
+      await refused('page-info-string', ['list', 'sources', '--json'], (b) => `GET ${b}/users/me/sources?limit=100: page_info is not a JSON object`);
+      await refused('huge-page', ['list', 'streams'], (b) => `GET ${b}/users/me/sources?limit=100: data has 5000 items, more than the 100 asked for`);
+      await refused('timer-null', ['list', 'workflows'], (b) => `GET ${b}/users/me/workflows?limit=100: data[0].trigger.timer is not a JSON object`);
+      await refused('null-name', ['delete', 'b'], (b) => `GET ${b}/users/me/sources?limit=100: data[0].name is not a string`);
+    });
+
+    it('stops a pagination whose cursor comes back, or whose pages never end', async () => {
+      await refused('same-cursor', ['list', 'sources'], (b) => `GET ${b}/users/me/sources?limit=100&after=again: page_info.end_cursor repeats an earlier page's: the list would never end`);
+      await refused('endless-pages', ['list', 'sources'], (b) => `GET ${b}/users/me/sources?limit=100&after=999: page_info says more items follow after 1000 pages (1000 items): the list would never end`);
+    });
+
+    it('events and logs: no list where one is expected, an event nested without end, ids that are not strings', async () => {
+      const summaries = (b: string, query: string): string => `GET ${b}/sources/dc_a/event_summaries?limit=10&expand=event%2Csummary${query}`;
+      await refused('null-events', ['events', 'dc_a'], (b) => `${summaries(b, '')}: data is not an array`);
+      await refused('deep-event', ['events', 'dc_a'], (b) => `${summaries(b, '')}: data[0].event is nested deeper than 1000 levels`);
+      // What the server named is shown with its control characters escaped.
+      await refused('deep-control', ['events', '--json', 'dc_a'], (b) => `${summaries(b, '')}: \\x1b]0;owned\\x07[0][0] is nested deeper than 1000 levels`);
+      const logs = await against('id-number', ['logs', '--no-follow', 'dc_a']);
+      expect([logs.code, logs.stdout]).toEqual([1, '']);
+      expect(logs.stderr).toMatch(/^Error: unexpected answer from GET \S+\/sources\/dc_a\/event_summaries\?limit=20&expand=event%2Csummary&event_name=%24(logs|errors): data\[0\]\.id is not a string\n$/);
+      // A log line's time is whatever its source wrote: one that is no date is shown at the time the event was indexed.
+      const far = await against('far-ts', ['logs', '--no-follow', 'dc_a']);
+      expect([far.code, far.stdout, far.stderr]).toEqual([0, '2025-11-23T20:33:20.000Z log   hi\n', '']);
+    });
+
+    it('ends a followed stream on a message that is no event summary, instead of reconnecting for ever', async () => {
+      const follow = await pd(['events', '-f', 'dc_badmeta'], home, env);
+      expect(follow.code).toBe(1);
+      expect(follow.stderr).toMatch(/\nError: unexpected answer from the event stream \/sse\/dc\/dc_badmeta\/emits\?expand=summary: metadata\.name is not a string\n$/);
+      expect(follow.stderr).not.toMatch(/reconnecting/);
+    }, 30_000);
+
+    it('deploy, dev, publish, update, run, replay and runs', async () => {
+      await refused('null-prop', ['deploy', 'hello'], (b) => `GET ${b}/components/registry/hello: data.configurable_props[0] is not a JSON object`);
+      await refused('props-number', ['dev', 'source.mjs'], (b) => `POST ${b}/components: data.configurable_props is not an array`);
+      await refused('null-component', ['publish', 'action.mjs'], (b) => `POST ${b}/components: data is not a JSON object`);
+      await refused('name-number', ['update', 'dc_a', '--active', 'false'], (b) => `PUT ${b}/sources/dc_a: data.name is not a string`);
+      await refused('run-empty', ['run', 'dc_a'], (b) => `POST ${b}/sources/dc_a/run: data.invocation_id is not a string`);
+      await refused('replay-five', ['replay', 'p_a', '1-0'], (b) => `POST ${b}/workflows/p_a/replay: data is not a JSON object`);
+      await refused('steps-null', ['runs', 'p_a'], (b) => `GET ${b}/workflows/p_a/runs?limit=5: data[0].steps is not an array`);
+    });
   });
 });

@@ -1,6 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { ApiClient } from './api-client';
+import { json, obj, str } from './answer-shape';
 
 /** A local HTTP server standing in for the API's list and error responses. */
 function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ server: Server; base: string }> {
@@ -23,7 +24,7 @@ describe('ApiClient', () => {
       res.end(JSON.stringify({ page_info: { total_count: items.length, count: data.length, start_cursor: String(start), end_cursor: String(start + data.length) }, data }));
     });
     try {
-      const all = await client(base).listAll<{ id: string }>('/users/me/sources');
+      const all = await client(base).listAll('/users/me/sources', obj({ id: str }));
       expect(all.map((s) => s.id)).toEqual(items.map((s) => s.id));
       expect(seen).toEqual(['100:', '100:100', '100:200']);
     } finally {
@@ -40,15 +41,15 @@ describe('ApiClient', () => {
       res.writeHead(404).end(JSON.stringify({ error: `no such route: GET ${req.url}`, code: 'not_found' }));
     });
     try {
-      await expect(client(base).get('/users/me/sources')).rejects.toThrow('authentication failed (invalid API key): check your API key with `pd login` or PD_API_KEY (profile "default")');
+      await expect(client(base).get('/users/me/sources', json)).rejects.toThrow('authentication failed (invalid API key): check your API key with `pd login` or PD_API_KEY (profile "default")');
       await expect(client(base).request('POST', '/sources', { body: {} })).rejects.toThrow('configured_props.count: must be at most 5 (HTTP 400)');
-      await expect(client(base).get('/nope')).rejects.toThrow(`is api_base_url ${base} right? It ends in /v1`);
-      await expect(client(base).get('/html')).rejects.toThrow(/body that is not JSON/);
-      await expect(client(base, null).get('/users/me')).rejects.toThrow('no API key configured for profile "default": run `pd login` or set PD_API_KEY');
+      await expect(client(base).get('/nope', json)).rejects.toThrow(`is api_base_url ${base} right? It ends in /v1`);
+      await expect(client(base).get('/html', json)).rejects.toThrow(/body that is not JSON/);
+      await expect(client(base, null).get('/users/me', json)).rejects.toThrow('no API key configured for profile "default": run `pd login` or set PD_API_KEY');
     } finally {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
     }
-    await expect(client(base).get('/users/me')).rejects.toThrow(`cannot reach the API at ${base}: connection refused`);
+    await expect(client(base).get('/users/me', json)).rejects.toThrow(`cannot reach the API at ${base}: connection refused`);
   });
 });

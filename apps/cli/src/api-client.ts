@@ -1,15 +1,9 @@
 import { ApiResponseError, CliError } from './errors';
 import { apiOrigin, ResolvedConfig } from './config';
+import { arr, nullable, num, obj, readShape, Shape, ShapeError, str } from './answer-shape';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type Query = Record<string, string | number | boolean | undefined>;
-
-export interface PageInfo {
-  total_count: number;
-  count: number;
-  start_cursor: string | null;
-  end_cursor: string | null;
-}
 
 export interface RequestOptions {
   query?: Query;
@@ -19,6 +13,13 @@ export interface RequestOptions {
   timeoutMs?: number;
   signal?: AbortSignal;
 }
+
+/** The most items asked for in one page (the API's maximum `limit`). */
+const PAGE_SIZE = 100;
+/** The most pages of one list `pd` reads: 100,000 items, far more than an account holds. */
+const MAX_PAGES = 1000;
+
+const pageOf = <T>(item: Shape<T>) => obj({ data: arr(item, PAGE_SIZE), page_info: obj({ total_count: num, end_cursor: nullable(str) }) });
 
 // Saving a component may install its npm imports on the server first.
 const DEFAULT_TIMEOUT_MS = 300_000;
@@ -83,8 +84,8 @@ export class ApiClient {
     return { authorization: `Bearer ${this.requireKey(apiKey)}`, accept: 'application/json', 'user-agent': 'pd-cli' };
   }
 
-  /** Sends a request; resolves with the parsed body (undefined for 204). */
-  async request<T = unknown>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+  /** Sends a request; resolves with the parsed body (undefined for 204), not yet read through a shape (see `read`). */
+  async request(method: string, path: string, opts: RequestOptions = {}): Promise<unknown> {
     const url = this.url(path, opts.query);
     const headers = this.headers(opts.apiKey);
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
@@ -104,31 +105,53 @@ export class ApiClient {
     });
     if (!res.ok) throw this.httpError(res.status, text);
     if (!whole) throw this.oversized(`the answer to ${method} ${url}`);
-    if (res.status === 204 || text.trim() === '') return undefined as T;
+    if (res.status === 204 || text.trim() === '') return undefined;
     try {
-      return JSON.parse(text) as T;
+      return JSON.parse(text) as unknown;
     } catch {
       throw new CliError(`unexpected response from ${method} ${url}: HTTP ${res.status} with a body that is not JSON`);
     }
   }
 
-  get<T = unknown>(path: string, query?: Query): Promise<T> {
-    return this.request<T>('GET', path, { query });
+  /** Sends a request and reads its answer through `shape`: an answer of another shape is a CliError naming what is wrong. */
+  async read<T>(method: string, path: string, shape: Shape<T>, opts: RequestOptions = {}): Promise<T> {
+    return this.readAnswer(await this.request(method, path, opts), shape, `${method} ${this.url(path, opts.query)}`);
   }
 
-  /** Reads every page of a paginated list (`{ page_info, data }`), following `end_cursor`. */
-  async listAll<T>(path: string, query: Query = {}): Promise<T[]> {
-    const items: T[] = [];
-    let after: string | undefined;
-    for (let pages = 0; pages < 1000; pages++) {
-      const page = await this.get<{ page_info?: PageInfo; data: T[] }>(path, { ...query, limit: 100, after });
-      if (!page || !Array.isArray(page.data)) throw new CliError(`unexpected response from GET ${path}: no data array`);
-      items.push(...page.data);
-      const info = page.page_info;
-      if (!info || page.data.length === 0 || !info.end_cursor || items.length >= info.total_count) break;
-      after = info.end_cursor;
+  /** `what` is the request (`GET <url>`) or the stream the answer came from. */
+  readAnswer<T>(answer: unknown, shape: Shape<T>, what: string): T {
+    try {
+      return readShape(answer, shape);
+    } catch (e) {
+      if (e instanceof ShapeError) throw new CliError(`unexpected answer from ${what}: ${e.message}`);
+      throw e;
     }
-    return items;
+  }
+
+  get<T>(path: string, shape: Shape<T>, query?: Query): Promise<T> {
+    return this.read('GET', path, shape, { query });
+  }
+
+  /**
+   * Reads every page of a paginated list (`{ page_info, data }`), following `end_cursor`. A cursor that comes
+   * back, or more than MAX_PAGES pages, is an unexpected answer: a list that would otherwise never end.
+   */
+  async listAll<T>(path: string, item: Shape<T>, query: Query = {}): Promise<T[]> {
+    const items: T[] = [];
+    const cursors = new Set<string>();
+    let after: string | undefined;
+    for (let pages = 1; ; pages++) {
+      const q = { ...query, limit: PAGE_SIZE, after };
+      const page = await this.get(path, pageOf(item), q);
+      items.push(...page.data);
+      const cursor = page.page_info.end_cursor;
+      if (page.data.length === 0 || !cursor || items.length >= page.page_info.total_count) return items;
+      const unexpected = (what: string): CliError => new CliError(`unexpected answer from GET ${this.url(path, q)}: ${what}`);
+      if (cursors.has(cursor)) throw unexpected("page_info.end_cursor repeats an earlier page's: the list would never end");
+      if (pages >= MAX_PAGES) throw unexpected(`page_info says more items follow after ${pages} pages (${items.length} items): the list would never end`);
+      cursors.add(cursor);
+      after = cursor;
+    }
   }
 
   /** A server that sends more than any answer of this API is not this API. */

@@ -5,7 +5,8 @@ import { CommandContext } from './command';
 import { CliError } from './errors';
 import { bold, fields, green, out, printJson, printJsonLine, withSpinner } from './output';
 import { coerceToDescriptors, completeProps, parsePropFlags, PropValues, readPropsFile } from './props';
-import { Component, endpointUrl, Source, sseUrl } from './sources';
+import { data } from './answer-shape';
+import { Component, COMPONENT, endpointUrl, Source, SOURCE, sseUrl } from './sources';
 
 export type TargetKind = 'file' | 'url' | 'registry';
 
@@ -46,7 +47,7 @@ export async function saveLocalComponent(client: ApiClient, file: string, orgId?
   // The entry's own text: a source may bundle modules that mention actions.
   if (sourceOnly && looksLikeAction(readFileSync(bundle.inputs[0] ?? file, 'utf8'))) throw actionRefusal(file);
   const res = await withSpinner('Saving the component (installing its npm imports on first use)', () =>
-    client.request<{ data: Component }>('POST', '/components', { query: orgQuery(orgId), body: { component_code: bundle.code } }),
+    client.read('POST', '/components', data(COMPONENT), { query: orgQuery(orgId), body: { component_code: bundle.code } }),
   'Saved the component');
   return { component: res.data, bundle };
 }
@@ -72,10 +73,10 @@ export async function componentFor(client: ApiClient, ref: string, orgId?: strin
       const code = await withSpinner(`Reading ${ref}`, () => peekUrl(ref));
       if (code !== undefined && looksLikeAction(code)) throw actionRefusal(ref);
     }
-    const res = await withSpinner(`Fetching ${ref}`, () => client.request<{ data: Component }>('POST', '/components', { query: orgQuery(orgId), body: { component_url: ref } }));
+    const res = await withSpinner(`Fetching ${ref}`, () => client.read('POST', '/components', data(COMPONENT), { query: orgQuery(orgId), body: { component_url: ref } }));
     return { kind, component: res.data };
   }
-  const res = await withSpinner(`Looking up ${ref} in the registry`, () => client.get<{ data: Component }>(`/components/registry/${encodeURIComponent(ref)}`)).catch((e: unknown) => {
+  const res = await withSpinner(`Looking up ${ref} in the registry`, () => client.get(`/components/registry/${encodeURIComponent(ref)}`, data(COMPONENT))).catch((e: unknown) => {
     if ((e as { status?: number }).status === 404) throw new CliError(`"${ref}" is neither a local file, a URL nor a registry component key`);
     throw e;
   });
@@ -109,7 +110,7 @@ export async function deploy(ctx: CommandContext, ref: string, opts: DeployOptio
   const body: Record<string, unknown> = { component_id: component.id, configured_props: props };
   if (kind === 'url') body.component_url = ref;
   if (opts.name) body.name = opts.name;
-  const res = await withSpinner('Deploying the source', () => client.request<{ data: Source }>('POST', '/sources', { query: orgQuery(opts.orgId), body }), 'Deployed');
+  const res = await withSpinner('Deploying the source', () => client.read('POST', '/sources', data(SOURCE), { query: orgQuery(opts.orgId), body }), 'Deployed');
   return { source: res.data, component, bundle, props };
 }
 

@@ -1,7 +1,7 @@
 import { ApiClient } from './api-client';
 import { CommandContext } from './command';
 import { cyan, dim, formatTime, jsonText, multiLine, note, oneLine, out, printJsonLine, red, yellow } from './output';
-import { EventSummary } from './sources';
+import { EVENT_SUMMARY, EventSummary } from './sources';
 import { followStream } from './sse';
 
 /** Printing of event summaries and `$logs` / `$errors` observations, shared by events, logs and dev. */
@@ -43,13 +43,20 @@ export function printObservation(ctx: CommandContext, e: EventSummary): void {
   out(`${dim(when)} ${color(kind.padEnd(5))} ${step}${msg}`);
 }
 
-export function parseSummary(data: string): EventSummary | undefined {
+/**
+ * The event summary a stream message holds; undefined for a message that is not one (not JSON, or no
+ * string `id`), which is skipped. A summary of another shape ends the stream: `unexpected answer from
+ * the event stream <path>: indexed_at_ms is not a number`.
+ */
+export function parseSummary(client: ApiClient, path: string, text: string): EventSummary | undefined {
+  let v: unknown;
   try {
-    const v = JSON.parse(data) as EventSummary;
-    return v && typeof v === 'object' && typeof v.id === 'string' ? v : undefined;
+    v = JSON.parse(text);
   } catch {
     return undefined;
   }
+  if (typeof (v as { id?: unknown } | null)?.id !== 'string') return undefined;
+  return client.readAnswer(v, EVENT_SUMMARY, `the event stream ${path}`);
 }
 
 /**
@@ -60,12 +67,13 @@ export function follow(ctx: CommandContext, client: ApiClient, sourceId: string,
   const seen = opts.seen ?? new Set<string>();
   // Sources stream at /sse/dc/<id>, workflows at /sse/p/<id>.
   const kind = sourceId.startsWith('p_') ? 'p' : 'dc';
-  return followStream(client, `/sse/${kind}/${encodeURIComponent(sourceId)}/${stream}?expand=summary`, {
+  const path = `/sse/${kind}/${encodeURIComponent(sourceId)}/${stream}?expand=summary`;
+  return followStream(client, path, {
     lastEventId: opts.after,
     signal: opts.signal,
     onNotice: (t) => note(dim(t)),
     onMessage: (msg) => {
-      const e = parseSummary(msg.data);
+      const e = parseSummary(client, path, msg.data);
       if (!e || seen.has(e.id)) return;
       seen.add(e.id);
       if (seen.size > 10_000) seen.clear();

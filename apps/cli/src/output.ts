@@ -135,7 +135,8 @@ export async function withSpinner<T>(text: string, work: () => Promise<T>, done?
   }
 }
 
+/** An ISO time; '' for what is not one (a log line's `ts` is whatever its source wrote). */
 export function formatTime(ms: number | undefined): string {
-  if (ms === undefined || !Number.isFinite(ms)) return '';
-  return new Date(ms).toISOString();
+  const date = new Date(ms ?? NaN);
+  return Number.isNaN(date.getTime()) ? '' : date.toISOString();
 }

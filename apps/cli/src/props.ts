@@ -2,22 +2,26 @@ import { readFileSync } from 'node:fs';
 import { CliError } from './errors';
 import { askValid } from './prompt';
 import { note, oneLine } from './output';
+import { arr, json, nullable, obj, opt, Shape, str } from './answer-shape';
 
 /** A prop as `GET/POST /v1/components` describes it in `configurable_props`. */
 export interface PropDescriptor {
   name: string;
   type: string;
   label?: string;
-  description?: string;
+  description?: string | null;
   default?: unknown;
   optional?: boolean;
   secret?: boolean;
-  options?: unknown[];
+  options?: unknown[] | null;
   min?: number;
   max?: number;
   /** A timer's own schedule (`$.interface.timer` with `static`): the server uses it, whatever is given. */
   static?: unknown;
 }
+
+/** What `pd` reads of a descriptor in an answer; the rest is the component author's (any JSON). */
+export const PROP_DESCRIPTOR = obj({ name: str, type: str, description: opt(nullable(str)), options: opt(nullable(arr(json))) }) as Shape<unknown> as Shape<PropDescriptor>;
 
 export type PropValues = Record<string, unknown>;
 

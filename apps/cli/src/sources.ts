@@ -1,46 +1,24 @@
 import { ApiClient } from './api-client';
+import { arr, bool, data, dict, json, num, obj, opt, ShapeOf, str } from './answer-shape';
 import { CliError } from './errors';
-import { PropDescriptor } from './props';
+import { PROP_DESCRIPTOR } from './props';
 
-/** The spec's Source. */
-export interface Source {
-  id: string;
-  user_id?: string;
-  component_id: string;
-  configured_props: Record<string, unknown>;
-  active: boolean;
-  created_at: number;
-  updated_at: number;
-  name: string;
-  name_slug: string;
-}
+/** The spec's Source: the fields `pd` reads (the rest of it passes through to `--json`). */
+export const SOURCE = obj({ id: str, component_id: str, configured_props: dict, active: bool, name: str, name_slug: str });
+export type Source = ShapeOf<typeof SOURCE>;
 
-/** The spec's Component. */
-export interface Component {
-  id: string;
-  code?: string;
-  code_hash?: string;
-  key?: string;
-  name: string;
-  version: string;
-  type?: string;
-  configurable_props: PropDescriptor[];
-  created_at?: number;
-  updated_at?: number;
-}
+/** The spec's Component: the fields `pd` reads. */
+export const COMPONENT = obj({ id: str, name: str, version: opt(str), key: opt(str), type: opt(str), configurable_props: opt(arr(PROP_DESCRIPTOR)) });
+export type Component = ShapeOf<typeof COMPONENT>;
 
-export interface EventSummary {
-  id: string;
-  indexed_at_ms: number;
-  event: unknown;
-  metadata: { emit_id?: string; name?: string; emitter_id?: string };
-  summary?: string;
-}
+/** An event summary (of an emit, `$logs` or `$errors`): the event itself is any JSON. */
+export const EVENT_SUMMARY = obj({ id: str, indexed_at_ms: num, event: json, metadata: obj({ name: opt(str) }), summary: opt(str) });
+export type EventSummary = ShapeOf<typeof EVENT_SUMMARY>;
 
 const SOURCE_ID = /^dc_[A-Za-z0-9_-]+$/;
 
 export function listSources(client: ApiClient, orgId?: string): Promise<Source[]> {
-  return client.listAll<Source>(orgId ? `/orgs/${encodeURIComponent(orgId)}/sources` : '/users/me/sources');
+  return client.listAll(orgId ? `/orgs/${encodeURIComponent(orgId)}/sources` : '/users/me/sources', SOURCE);
 }
 
 /**
@@ -51,7 +29,7 @@ export function listSources(client: ApiClient, orgId?: string): Promise<Source[]
 export async function resolveSource(client: ApiClient, ref: string, orgId?: string): Promise<Source> {
   if (SOURCE_ID.test(ref)) {
     // `GET /sources/{id}` (an extension of ours) also reaches sources of the caller's orgs.
-    const res = await onSource(ref, () => client.get<{ data: Source }>(`/sources/${encodeURIComponent(ref)}`));
+    const res = await onSource(ref, () => client.get(`/sources/${encodeURIComponent(ref)}`, data(SOURCE)));
     return res.data;
   }
   // With an org (flag or profile), its sources come first, then the caller's own.

@@ -31,6 +31,8 @@ export async function followStream(client: ApiClient, path: string, opts: Stream
   let connectedOnce = false;
   let failures = 0;
   while (!opts.signal.aborted) {
+    // What onMessage throws (a message pd refuses, a print that failed) ends the stream: it is no dropped connection.
+    let handling = false;
     const conn = new AbortController();
     let idle: NodeJS.Timeout | undefined;
     const alive = (): void => {
@@ -48,10 +50,13 @@ export async function followStream(client: ApiClient, path: string, opts: Stream
       failures = 0;
       for await (const msg of parseSse(res.body, alive, () => client.oversized(`a message of the event stream ${path}`))) {
         if (msg.id) lastId = msg.id;
+        handling = true;
         opts.onMessage(msg);
+        handling = false;
       }
     } catch (e) {
       if (opts.signal.aborted) return;
+      if (handling) throw e;
       const err = e instanceof CliError ? e : client.networkError(e);
       const status = err instanceof ApiResponseError ? err.status : undefined;
       // The API's 5xx and a dropped connection are worth another try; what pd itself refused is not.

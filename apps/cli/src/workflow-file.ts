@@ -2,12 +2,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { load } from 'js-yaml';
 import { readWorkflowDefinition, secretNamesOf, WorkflowDefinitionError } from '@app/component-model';
+import { data } from './answer-shape';
 import { bundleComponent } from './bundle';
 import { CommandContext } from './command';
 import { CliError } from './errors';
 import { isNpmAction, npmActionFile } from './npm-action';
 import { fields, green, note, out, printJson, printJsonLine, withSpinner } from './output';
-import { findWorkflow, triggerText, Workflow } from './workflows';
+import { findWorkflow, triggerText, Workflow, WORKFLOW } from './workflows';
 
 /** A deploy argument that is a workflow file: `.yaml`/`.yml`, or `.json` holding `trigger` and `steps`. */
 export function isWorkflowFile(ref: string): boolean {
@@ -102,8 +103,8 @@ export async function deployWorkflowBody(ctx: CommandContext, wf: WorkflowFile, 
   client.requireKey();
   const existing = await findWorkflow(client, wf.name, orgId);
   const res = existing
-    ? await client.request<{ data: Workflow }>('PUT', `/workflows/${existing.id}`, { body: wf.body })
-    : await client.request<{ data: Workflow }>('POST', '/workflows', { query: orgId ? { org_id: orgId } : {}, body: wf.body });
+    ? await client.read('PUT', `/workflows/${existing.id}`, data(WORKFLOW), { body: wf.body })
+    : await client.read('POST', '/workflows', data(WORKFLOW), { query: orgId ? { org_id: orgId } : {}, body: wf.body });
   return { workflow: res.data, created: !existing };
 }
 

@@ -1,22 +1,26 @@
 import { ApiClient } from './api-client';
+import { arr, bool, data, num, obj, opt, ShapeOf, str } from './answer-shape';
 import { CliError } from './errors';
 import { resolveSource } from './sources';
 
-/** A workflow as the API's extension returns it. */
-export interface Workflow {
-  id: string;
-  name: string;
-  active: boolean;
-  deployment_id: string;
-  trigger: Record<string, unknown> & { endpoint_url?: string };
-  steps: { name: string; cell_id: string; component_id: string; code?: true; action?: string }[];
-  secrets: string[];
-}
+/**
+ * A workflow as the API's extension returns it: the fields `pd` reads. The trigger is the definition's
+ * (`{ http }`, `{ timer }`, `{ events }`, …); an HTTP trigger adds `endpoint_url`.
+ */
+export const WORKFLOW = obj({
+  id: str,
+  name: str,
+  active: bool,
+  deployment_id: str,
+  trigger: obj({ endpoint_url: opt(str), timer: opt(obj({ cron: opt(str), intervalSeconds: opt(num) })), events: opt(obj({ emitter_id: str, event_name: opt(str) })) }),
+  steps: arr(obj({ name: str })),
+});
+export type Workflow = ShapeOf<typeof WORKFLOW>;
 
 export const WORKFLOW_ID = /^p_[A-Za-z0-9_-]+$/;
 
 export function listWorkflows(client: ApiClient, orgId?: string): Promise<Workflow[]> {
-  return client.listAll<Workflow>(orgId ? `/orgs/${encodeURIComponent(orgId)}/workflows` : '/users/me/workflows');
+  return client.listAll(orgId ? `/orgs/${encodeURIComponent(orgId)}/workflows` : '/users/me/workflows', WORKFLOW);
 }
 
 /**
@@ -27,7 +31,7 @@ export function listWorkflows(client: ApiClient, orgId?: string): Promise<Workfl
 export async function findWorkflow(client: ApiClient, ref: string, orgId?: string): Promise<Workflow | undefined> {
   if (WORKFLOW_ID.test(ref)) {
     try {
-      return (await client.get<{ data: Workflow }>(`/workflows/${encodeURIComponent(ref)}`)).data;
+      return (await client.get(`/workflows/${encodeURIComponent(ref)}`, data(WORKFLOW))).data;
     } catch (e) {
       if ((e as { status?: number }).status === 404) return undefined;
       throw e;
@@ -46,15 +50,9 @@ export async function resolveWorkflow(client: ApiClient, ref: string, orgId?: st
 export function triggerText(w: Workflow): string {
   const t = w.trigger;
   if ('http' in t) return 'http';
-  if ('timer' in t) {
-    const s = t.timer as { intervalSeconds?: number; cron?: string };
-    return s.cron ? `cron ${s.cron}` : `every ${s.intervalSeconds}s`;
-  }
+  if (t.timer) return t.timer.cron ? `cron ${t.timer.cron}` : `every ${t.timer.intervalSeconds}s`;
   if ('source' in t) return `source ${String(t.source)}`;
-  if ('events' in t) {
-    const e = t.events as { emitter_id: string; event_name: string };
-    return `events ${e.emitter_id}${e.event_name ? ` ${e.event_name}` : ''}`;
-  }
+  if (t.events) return `events ${t.events.emitter_id}${t.events.event_name ? ` ${t.events.event_name}` : ''}`;
   return 'manual';
 }
 

@@ -1,15 +1,13 @@
 import { ApiClient } from '../api-client';
+import { data, obj, readShape, ShapeError, ShapeOf, str as string } from '../answer-shape';
 import { Command, str, usageError } from '../command';
 import { CONFIG_KEYS, configPath, DEFAULT_API_BASE_URL, isConfigKey, loginBaseUrl, normalizeBaseUrl, profileName, readConfigFile, updateProfile } from '../config';
 import { ApiResponseError, CliError } from '../errors';
 import { fields, oneLine, out, printJson, withSpinner } from '../output';
 import { ask } from '../prompt';
 
-interface User {
-  id: string;
-  username: string;
-  email: string;
-}
+const USER = obj({ id: string, username: string, email: string });
+type User = ShapeOf<typeof USER>;
 
 export const loginCommand: Command = {
   name: 'login',
@@ -36,9 +34,8 @@ export const loginCommand: Command = {
       if (!apiKey) throw new CliError('no API key entered');
     }
     const client = new ApiClient({ profile, apiKey, apiBaseUrl, configPath: path });
-    const me = await withSpinner(`Verifying the key with ${apiBaseUrl}`, () => client.request<{ data?: User } | undefined>('GET', '/users/me'));
-    // Any server that answers JSON would otherwise "verify" the key, and the profile would point at it.
-    if (!isUser(me?.data)) throw new CliError(`GET ${apiBaseUrl}/users/me did not answer a user: is api_base_url ${apiBaseUrl} right? (nothing was saved)`);
+    const answer = await withSpinner(`Verifying the key with ${apiBaseUrl}`, () => client.request('GET', '/users/me'));
+    const me = readUser(answer, apiBaseUrl);
     const orgId = str(values, 'org-id');
     if (orgId) await assertMember(client, orgId, me.data);
     updateProfile(path, profile, {
@@ -52,9 +49,14 @@ export const loginCommand: Command = {
   },
 };
 
-function isUser(v: unknown): v is User {
-  const u = v as Partial<User> | undefined;
-  return typeof u?.id === 'string' && typeof u.username === 'string';
+/** Any server that answers JSON would otherwise "verify" the key, and the profile would point at it. */
+function readUser(answer: unknown, apiBaseUrl: string): { data: User } {
+  try {
+    return readShape(answer, data(USER));
+  } catch (e) {
+    if (!(e instanceof ShapeError)) throw e;
+    throw new CliError(`GET ${apiBaseUrl}/users/me did not answer a user (${e.message}): is api_base_url ${apiBaseUrl} right? (nothing was saved)`);
+  }
 }
 
 /** An org the key's user cannot act in is refused at login, not at the first command that uses it. */

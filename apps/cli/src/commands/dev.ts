@@ -7,7 +7,8 @@ import { deploy, givenProps, printSource } from '../deploy';
 import { CliError, describeError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
 import { dim, green, note, red } from '../output';
-import { onSource, resolveSource, Source } from '../sources';
+import { data } from '../answer-shape';
+import { onSource, resolveSource, Source, SOURCE } from '../sources';
 import { assertNotOtherJson, isWorkflowFile } from '../workflow-file';
 import { devWorkflow } from './dev-workflow';
 
@@ -94,6 +95,6 @@ export const devCommand: Command = {
 async function update(ctx: CommandContext, id: string, bundle: Bundle, props: Record<string, unknown> | undefined, ref: string): Promise<Source> {
   const body: Record<string, unknown> = { component_code: bundle.code };
   if (props) body.configured_props = props;
-  const res = await onSource(ref, () => ctx.client.request<{ data: Source }>('PUT', `/sources/${encodeURIComponent(id)}`, { body }));
+  const res = await onSource(ref, () => ctx.client.read('PUT', `/sources/${encodeURIComponent(id)}`, data(SOURCE), { body }));
   return res.data;
 }

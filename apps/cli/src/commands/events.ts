@@ -2,7 +2,8 @@ import { Command, CommandContext, flag, orgOf, str } from '../command';
 import { CliError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
 import { dim, note, printJson } from '../output';
-import { EventSummary, onSource } from '../sources';
+import { arr, data } from '../answer-shape';
+import { EVENT_SUMMARY, EventSummary, onSource } from '../sources';
 import { basePath, resolveTarget } from '../workflows';
 
 function parseCount(v: string | undefined, def: number): number {
@@ -15,9 +16,9 @@ function parseCount(v: string | undefined, def: number): number {
 /** The last `limit` summaries of a channel, oldest first. */
 async function recent(ctx: CommandContext, ref: string, id: string, limit: number, eventName?: string): Promise<EventSummary[]> {
   const page = await onSource(ref, () =>
-    ctx.client.get<{ data: EventSummary[] }>(`${basePath({ id })}/event_summaries`, { limit, expand: 'event,summary', ...(eventName ? { event_name: eventName } : {}) }),
+    ctx.client.get(`${basePath({ id })}/event_summaries`, data(arr(EVENT_SUMMARY, limit)), { limit, expand: 'event,summary', ...(eventName ? { event_name: eventName } : {}) }),
   );
-  return [...(page?.data ?? [])].sort((a, b) => compareIds(a.id, b.id));
+  return [...page.data].sort((a, b) => compareIds(a.id, b.id));
 }
 
 /** Event ids are `<epoch_ms>-<seq>`: compare numerically, part by part. */

@@ -3,7 +3,8 @@ import { Command, list, orgOf, str } from '../command';
 import { deploy, givenProps, looksLikeAction, orgQuery, printSource, saveLocalComponent } from '../deploy';
 import { CliError } from '../errors';
 import { bold, dim, fields, green, oneLine, out, printJson, table, withSpinner } from '../output';
-import { Component, endpointUrl, listSources, onSource, propsAsInput, resolveSource, Source } from '../sources';
+import { data, obj, str as string } from '../answer-shape';
+import { Component, COMPONENT, endpointUrl, listSources, onSource, propsAsInput, resolveSource, Source, SOURCE } from '../sources';
 import { assertNotOtherJson, deployWorkflowFile, isWorkflowFile } from '../workflow-file';
 import { basePath, listWorkflows, resolveTarget, triggerText } from '../workflows';
 
@@ -53,7 +54,7 @@ export const publishCommand: Command = {
       throw new CliError(`${file} is not an action (its component has no type: "action"); deploy sources with \`pd deploy ${file}\``);
     }
     const res = await withSpinner('Publishing the action', () =>
-      ctx.client.request<{ data: Component }>('POST', '/components', { query: orgQuery(orgOf(ctx, values)), body: { component_code: bundle.code } }),
+      ctx.client.read('POST', '/components', data(COMPONENT), { query: orgQuery(orgOf(ctx, values)), body: { component_code: bundle.code } }),
     'Published');
     const c = res.data;
     if (c.type && c.type !== 'action') throw new CliError(`${file} was read as a ${c.type}, not an action: deploy sources with \`pd deploy ${file}\``);
@@ -143,7 +144,7 @@ export const updateCommand: Command = {
     // The API's `active` defaults to true: send the current state so an update never re-enables by surprise.
     body.active = active ?? source.active;
     if (str(values, 'name')) body.name = str(values, 'name');
-    const res = await withSpinner(`Updating ${source.id}`, () => onSource(ref, () => ctx.client.request<{ data: Source }>('PUT', `/sources/${source.id}`, { body })), 'Updated');
+    const res = await withSpinner(`Updating ${source.id}`, () => onSource(ref, () => ctx.client.read('PUT', `/sources/${source.id}`, data(SOURCE), { body })), 'Updated');
     printSource(ctx, res.data, component, 'Updated source');
   },
 };
@@ -198,9 +199,9 @@ export const runCommand: Command = {
         throw new CliError(`--event is not valid JSON: ${(e as Error).message}`);
       }
     }
-    const res = await withSpinner(`Running ${source.id}`, () => onSource(ref, () => ctx.client.request<{ data?: Record<string, unknown> }>('POST', `${basePath(source)}/run`, { body })), 'Invoked');
-    if (ctx.json) return printJson(res?.data ?? { id: source.id, invoked: true });
-    const detail = res?.data && typeof res.data === 'object' ? Object.entries(res.data).filter(([, v]) => typeof v !== 'object').map(([k, v]) => `${k}=${String(v)}`).join(' ') : '';
+    const res = await withSpinner(`Running ${source.id}`, () => onSource(ref, () => ctx.client.read('POST', `${basePath(source)}/run`, data(obj({ invocation_id: string })), { body })), 'Invoked');
+    if (ctx.json) return printJson(res.data);
+    const detail = Object.entries(res.data).filter(([, v]) => typeof v !== 'object').map(([k, v]) => `${k}=${String(v)}`).join(' ');
     out(`${green('✔')} Invoked ${source.id} (${oneLine(source.name)})${detail ? ` ${dim(oneLine(detail))}` : ''}`);
   },
 };

@@ -1,28 +1,22 @@
 import { Command, CommandContext, orgOf, str } from '../command';
+import { arr, data, dict, json, num, obj, opt, ShapeOf, str as string } from '../answer-shape';
 import { CliError } from '../errors';
 import { dim, green, jsonText, oneLine, out, printJson, red, withSpinner } from '../output';
 import { resolveWorkflow } from '../workflows';
 
-interface StepRecord {
-  name: string;
-  cell_id: string;
-  duration_ms: number;
-  inputs?: Record<string, unknown>;
-  return_value?: unknown;
-  exports?: Record<string, unknown>;
-  error?: { name: string; message: string };
-  exit?: { reason?: string };
-}
-
-interface RunRecord {
-  id: string;
-  status: 'success' | 'error' | 'exit';
-  started_at: string;
-  duration_ms: number;
-  deployment_id: string;
-  failed_step: string | null;
-  steps: StepRecord[];
-}
+/** A run's record (`GET /workflows/{id}/runs`): the fields `pd runs` prints. */
+const STEP_RECORD = obj({
+  name: string,
+  cell_id: string,
+  duration_ms: num,
+  inputs: opt(dict),
+  return_value: json,
+  exports: opt(dict),
+  error: opt(obj({ name: string, message: string })),
+  exit: opt(obj({ reason: json })),
+});
+const RUN_RECORD = obj({ id: string, status: string, started_at: string, duration_ms: num, deployment_id: string, steps: arr(STEP_RECORD) });
+type RunRecord = ShapeOf<typeof RUN_RECORD>;
 
 const short = (v: unknown): string => {
   const text = jsonText(v);
@@ -46,9 +40,9 @@ export const replayCommand: Command = {
     const [ref, eventId] = positionals;
     if (!ref || !eventId) throw new CliError('pd replay needs a workflow and the id of one of its $errors events');
     const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
-    const res = await withSpinner(`Replaying ${eventId}`, () => ctx.client.request<{ data: { invocation_id: string } }>('POST', `/workflows/${w.id}/replay`, { body: { event_id: eventId } }), 'Replayed');
+    const res = await withSpinner(`Replaying ${eventId}`, () => ctx.client.read('POST', `/workflows/${w.id}/replay`, data(obj({ invocation_id: string })), { body: { event_id: eventId } }), 'Replayed');
     if (ctx.json) return printJson(res.data);
-    out(`${green('✔')} Replayed ${oneLine(eventId)} into ${w.id} (${oneLine(w.name)}) ${dim(`invocation_id=${oneLine(String(res.data.invocation_id))}`)}`);
+    out(`${green('✔')} Replayed ${oneLine(eventId)} into ${w.id} (${oneLine(w.name)}) ${dim(`invocation_id=${oneLine(res.data.invocation_id)}`)}`);
   },
 };
 
@@ -66,7 +60,7 @@ export const runsCommand: Command = {
     const n = str(values, 'count') ?? '5';
     if (!/^\d+$/.test(n) || Number(n) < 1 || Number(n) > 100) throw new CliError(`-n expects a count from 1 to 100, got "${n}"`);
     const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
-    const res = await ctx.client.get<{ data: RunRecord[] }>(`/workflows/${w.id}/runs`, { limit: Number(n) });
+    const res = await ctx.client.get(`/workflows/${w.id}/runs`, data(arr(RUN_RECORD, Number(n))), { limit: Number(n) });
     if (ctx.json) return printJson(res.data);
     if (!res.data.length) return out(dim(`No runs yet for ${w.id}`));
     for (const run of res.data) printRun(ctx, run);
