@@ -58,4 +58,15 @@ describe('jsonTextProblem', () => {
     expect(jsonTextProblem('{"a":"\\ud83d\\ude00 \\u00e9 \\\\ud800"}', 10, true)).toBeUndefined();
     expect(jsonTextProblem('{"a":"\\ud800"}', 10)).toBeUndefined();
   });
+
+  it('reads long strings as strings: what follows 1 MiB of code is found, brackets inside are not nesting', () => {
+    const code = 'function f() { return [[["it\'s"]]]; }\n'.repeat(30_000);
+    expect(jsonTextProblem(JSON.stringify({ component_code: code }), 2, true)).toBeUndefined();
+    expect(jsonTextProblem(JSON.stringify({ component_code: code + '\u0000' }), 2, true)).toBe('nul');
+    expect(jsonTextProblem(`{"c":"${'x'.repeat(1 << 20)}\\u0000"}`, 2, true)).toBe('nul');
+    expect(jsonTextProblem(`{"c":"${'x'.repeat(1 << 20)}\u0000"}`, 2, true)).toBe('nul');
+    expect(jsonTextProblem(`{"c":"${'x'.repeat(1 << 20)}\\ud800"}`, 2, true)).toBe('surrogate');
+    expect(jsonTextProblem(JSON.stringify({ component_code: code, a: [[[1]]] }), 2, true)).toBe('depth');
+    expect(jsonTextProblem(`{"c":"${'x'.repeat(1 << 20)}`, 2, true)).toBeUndefined();
+  });
 });

@@ -23,6 +23,9 @@ export function isJsonContentType(contentType: string): boolean {
   return type === 'application/json' || type.endsWith('+json');
 }
 
+/** What ends a run of plain characters in a JSON string: a quote, an escape, a NUL. */
+const STRING_STOPS = /["\\\u0000]/g;
+
 /**
  * The first limit JSON text breaks, found in one pass without recursion before it is parsed: arrays
  * and objects nested deeper than `maxDepth`, or (with `refuseNul`) a NUL character in a string —
@@ -34,6 +37,12 @@ export function jsonTextProblem(text: string, maxDepth: number, refuseNul = fals
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
+    if (inString) {
+      // Only these stop a string: a native search skips the rest (a 5 MiB component_code is one string).
+      STRING_STOPS.lastIndex = i;
+      if (!STRING_STOPS.test(text)) return undefined;
+      i = STRING_STOPS.lastIndex - 1;
+    }
     const ch = text.charCodeAt(i);
     if (inString) {
       if (ch === 0x5c /* \ */) {

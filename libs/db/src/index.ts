@@ -6,3 +6,4 @@ export * from './db-errors';
 export * from './access-changes';
 export * from './event-summaries';
 export * from './snapshot';
+export * from './postgres-driver';

@@ -1,5 +1,6 @@
 import { Options, ReflectMetadataProvider, UnderscoreNamingStrategy } from '@mikro-orm/core';
 import { PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { PostgresDriver } from './postgres-driver';
 import { Migrator } from '@mikro-orm/migrations';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
@@ -20,7 +21,7 @@ export interface PoolOptions {
 export function ormOptions(databaseUrl: string, debug = false, pool: PoolOptions = {}): Options<PostgreSqlDriver> {
   const warn = pool.warn;
   return {
-    driver: PostgreSqlDriver,
+    driver: PostgresDriver,
     clientUrl: databaseUrl,
     entities: ENTITIES,
     metadataProvider: ReflectMetadataProvider,

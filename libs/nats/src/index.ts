@@ -8,3 +8,4 @@ export * from './durable-consumers';
 export * from './nats-errors';
 export * from './routes-changed';
 export * from './subject-counts';
+export * from './object-put';

@@ -3,7 +3,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { codeHashesOf, decodeJson, DesiredSourceState } from '@app/contracts';
 import { Component } from '@app/db';
-import { deleteObjectIf, lastTouchMs, NatsService, rawObjectInfo } from '@app/nats';
+import { deleteObjectIf, lastTouchMs, NatsService, putSliced, rawObjectInfo } from '@app/nats';
 import { ComponentsService, runnableOf } from './components.service';
 
 /** KV `leases` key holding the last time slot a collection round was done for (by any replica). */
@@ -148,7 +148,7 @@ export class ComponentGc implements OnApplicationBootstrap, OnApplicationShutdow
           continue;
         }
         const runnable = runnableOf(c);
-        await this.nats.components.putBlob({ name }, Buffer.from(runnable.hash === name ? runnable.code : c.code, 'utf8'));
+        await putSliced(this.nats.components, name, Buffer.from(runnable.hash === name ? runnable.code : c.code, 'utf8'));
         round.restored.push(name);
         this.logger.warn(`component code restored code_hash=${name} (a publish raced the collector)`);
       }

@@ -4,7 +4,7 @@ import { analyzeComponent, AnalyzedComponent, ConfigurableProp } from '@app/comp
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, newId, NotFoundError, RateLimitedError, sha256Hex } from '@app/contracts';
 import { Component } from '@app/db';
-import { lastTouchMs, NatsService, rawObjectInfo, touchObject } from '@app/nats';
+import { lastTouchMs, NatsService, putSliced, rawObjectInfo, touchObject } from '@app/nats';
 import { policyFromConfig } from '@app/net';
 import { assertComponentBytesToday, MIN_SAVE_BYTES } from '../common/account-quota';
 import { AuthContext, canAccess } from '../auth/auth.context';
@@ -197,7 +197,7 @@ export class ComponentsService {
     for (let attempt = 0; attempt < 5; attempt++) {
       const info = await rawObjectInfo(this.nats.components, codeHash);
       if (!info || info.deleted) {
-        await this.nats.components.putBlob({ name: codeHash }, Buffer.from(code, 'utf8'));
+        await putSliced(this.nats.components, codeHash, Buffer.from(code, 'utf8'));
         break;
       }
       if (now - lastTouchMs(info) < grace / 2 || (await touchObject(this.nats.components, info, now))) break;
@@ -241,8 +241,10 @@ export class ComponentsService {
 
 /** Postgres text and jsonb cannot hold NUL: code, name or props carrying one (`name: "a\\u0000"`) are the author's error. */
 function assertNoNulInComponent(c: Component): void {
-  let found = false;
-  JSON.stringify(c, (key: string, value: unknown) => {
+  // The code and the bundle (up to COMPONENT_MAX_BYTES each) are searched natively, not walked through JSON.stringify.
+  const { code, bundle, ...rest } = c;
+  let found = code.includes('\u0000') || !!bundle?.includes('\u0000');
+  JSON.stringify(rest, (key: string, value: unknown) => {
     if (key.includes('\u0000') || (typeof value === 'string' && value.includes('\u0000'))) found = true;
     return value;
   });

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { pgLiteral } from './pg-text';
+import { pgLiteral } from '@app/db';
 
 /** A column of a multi-row insert, with the Postgres type its values are cast to. */
 export interface RowColumn {

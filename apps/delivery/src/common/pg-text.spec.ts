@@ -1,5 +1,4 @@
-import { escapeLiteral } from 'pg';
-import { fromExactJson, pgJson, pgLiteral, pgText } from './pg-text';
+import { fromExactJson, pgJson, pgText } from './pg-text';
 
 describe('text for Postgres', () => {
   it('replaces U+0000 in strings, JSON values and keys, and leaves an escaped backslash before "u0000" alone', () => {
@@ -19,10 +18,5 @@ describe('text for Postgres', () => {
     const value = { event: { text: 'a\u0000b' }, n: 1 };
     expect(fromExactJson({ $json64: Buffer.from(JSON.stringify(value)).toString('base64') })).toEqual(value);
     expect(fromExactJson({ plain: true })).toEqual({ plain: true });
-  });
-
-  it('writes a string literal exactly as node-postgres does', () => {
-    const samples = ['', 'plain', "it's", "''", '\\', 'a\\b', "a\\'b", JSON.stringify([['ev', '{"q":"x\\"y"}', "o'k"]]), '\u00e9\ud83d\ude00 \n\t', "E'x'"];
-    for (const s of samples) expect(pgLiteral(s)).toBe(escapeLiteral(s));
   });
 });

@@ -30,14 +30,3 @@ export function pgJson(value: unknown): string {
   const json = JSON.stringify(value);
   return /u(0000|d[89a-f])/i.test(json) ? json.replace(/(\\+)u(?:0000|d[89a-f][0-9a-f]{2})/gi, (m, bs: string) => (bs.length % 2 ? `${bs.slice(0, -1)}\\ufffd` : m)) : json;
 }
-
-/**
- * `s` as a Postgres string literal, the same text node-postgres's `escapeLiteral` writes (quotes doubled; with a
- * backslash, an `E''` literal with backslashes doubled), made by two native replaces instead of one string
- * concatenation per character: on a batch of summaries (a few hundred KiB of JSON) that loop was over a quarter
- * of the delivery app's allocations (docs/benchmarks.md).
- */
-export function pgLiteral(s: string): string {
-  const quoted = s.replaceAll("'", "''");
-  return s.includes('\\') ? ` E'${quoted.replaceAll('\\', '\\\\')}'` : `'${quoted}'`;
-}
