@@ -10,7 +10,8 @@ const EVENTS = 1000;
 
 /**
  * The delivery app's bound on the DELIVERIES messages it holds. Two accounts' webhooks all hang, and their 24,000
- * deliveries fill it (one account alone stops at three quarters of it: the owner share): there the consumer pauses
+ * deliveries fill it (one account alone stops at three quarters of it: the owner share; WEBHOOK_HELD_PER_ACCOUNT is
+ * raised out of the way): there the consumer pauses
  * until the held messages fall back to 80 % of it. Once the receiver answers again, every delivery arrives, once:
  * nothing is lost or left waiting behind the pause.
  */
@@ -21,7 +22,7 @@ describe('the bound on held webhook deliveries', () => {
   const released = new Promise<void>((r) => (release = r));
 
   beforeAll(async () => {
-    system = await startSystem({ HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0', WEBHOOK_TIMEOUT_MS: '120000', DELIVERY_METRICS_PORT: String(await freePort()) });
+    system = await startSystem({ HTTP_RATE_PER_SEC: '0', EMITS_PER_SECOND_PER_ACCOUNT: '0', WEBHOOK_TIMEOUT_MS: '120000', WEBHOOK_HELD_PER_ACCOUNT: String(HELD_MAX), DELIVERY_METRICS_PORT: String(await freePort()) });
     // On every loopback address: each webhook its own origin (the delivery app pools connections per origin).
     receiver = await new Receiver().start('0.0.0.0');
     receiver.respond = () => released.then(() => ({ status: 200 }));

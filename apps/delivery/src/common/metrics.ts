@@ -19,6 +19,7 @@ export class DeliveryMetrics {
   readonly routeReads: Counter<'scope'>;
   readonly deleteRequests: Counter;
   readonly webhookAttempts: Counter<'outcome'>;
+  readonly webhookHeldBack: Counter<'reason'>;
   readonly webhookLatency: Histogram<'outcome'>;
   readonly emitToReceipt: Histogram;
   readonly usageRecords: Counter;
@@ -40,6 +41,7 @@ export class DeliveryMetrics {
     this.chainStopped = new Counter({ name: 'delivery_chain_stopped_total', help: 'events not given to a listening source or workflow: reason depth (SUBSCRIPTION_MAX_DEPTH) or runs (SUBSCRIPTION_CHAIN_MAX_RUNS), their chain of subscriptions past a bound (its listeners already recorded an $errors event), or backlog, the listener\'s account has INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting to run', labelNames: ['reason'], registers: [registry] });
     this.routeReads = new Counter({ name: 'delivery_route_reads_total', help: 'reads of the subscriptions and webhooks routing uses: scope all (every route: at start, after an org membership changed, and the safety net every 30 s or more), changed (only the routes a change named)', labelNames: ['scope'], registers: [registry] });
     this.deleteRequests = new Counter({ name: 'delivery_delete_requests_total', help: 'event deletion requests handled', registers: [registry] });
+    this.webhookHeldBack = new Counter({ name: 'delivery_webhook_held_back_total', help: "DELIVERIES messages handed back unattempted, to come again in 5-15 s, because their webhook's account held its room: reason account (WEBHOOK_HELD_PER_ACCOUNT) or share (a quarter of the replica's room while less than that was free)", labelNames: ['reason'], registers: [registry] });
     this.webhookAttempts = new Counter({ name: 'delivery_webhook_attempts_total', help: 'webhook POST attempts by outcome', labelNames: ['outcome'], registers: [registry] });
     this.webhookLatency = new Histogram({
       name: 'delivery_webhook_request_seconds',

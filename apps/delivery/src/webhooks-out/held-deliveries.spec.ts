@@ -19,6 +19,16 @@ describe('HeldDeliveries', () => {
     expect([held.size, held.messages, held.direct]).toEqual([2, 1, 1]);
   });
 
+  it("counts each owner's messages (WEBHOOK_HELD_PER_ACCOUNT), not its direct events", () => {
+    const held = new HeldDeliveries({ stream: 8, direct: 4, share: 1 / 4 });
+    const [m1, m2, d1] = [stream('w1'), stream('w2'), direct('w1')];
+    [m1, m2, d1].forEach((m) => held.add(m, 'a'));
+    held.add(stream('w3'), 'b');
+    expect([held.messagesOf('a'), held.messagesOf('b'), held.messagesOf('c')]).toEqual([2, 1, 0]);
+    held.release(m2);
+    expect(held.messagesOf('a')).toBe(1);
+  });
+
   it("fills an owner only past its share while less than a share of the room is free", () => {
     const held = new HeldDeliveries({ stream: 8, direct: 4, share: 1 / 4 });
     for (let i = 0; i < 5; i++) held.add(stream(`a${i}`), 'a');

@@ -50,6 +50,11 @@ export class HeldDeliveries {
     if (n.direct === 0 && n.stream === 0) this.owners.delete(owner);
   }
 
+  /** DELIVERIES messages of the owner's webhooks held. */
+  messagesOf(owner: string): number {
+    return this.owners.get(owner)?.stream ?? 0;
+  }
+
   /** Whether the owner holds more than its share of the kind's room while less than a share is free (an unknown owner holds none). */
   ownerFull(owner: string | undefined, direct: boolean): boolean {
     const n = owner ? this.owners.get(owner) : undefined;

@@ -23,7 +23,7 @@ const POLL_MAX_MS = 1000;
 export const CATCH_UP_BATCH = 1000;
 
 /** The Nats-Msg-Id of a republished retry: a republish after a crash is deduplicated by the stream. */
-export const retryMsgId = (m: DeliveryMessage, attempt: number): string => `${m.subscriptionId}:${m.event.emitterId}:${m.event.id}:a${attempt}`;
+export const retryMsgId = (m: DeliveryMessage, attempt: number): string => `${m.subscriptionId}:${m.event.emitterId}:${m.event.id}:a${attempt}${m.heldBack ? `:h${m.heldBack}` : ''}`;
 
 /**
  * The durable retry queue of webhook deliveries (`webhook_retries`). A failed
@@ -44,6 +44,15 @@ export class RetryQueue {
   /** Resolves once the retry is committed (the caller acks after it). One waiting retry per event and webhook: a later attempt replaces an earlier one. */
   enqueue(row: WaitingRetry): Promise<void> {
     return this.writer.add(row);
+  }
+
+  /**
+   * Parks a DELIVERIES message the sender does not hold now, as the same attempt, to be republished at `dueAtMs`
+   * (the caller acks it once this resolves): a nak, even with a delay, would keep it among the consumer's
+   * max_ack_pending, and JetStream hands out nothing new while those are full.
+   */
+  holdBack(message: DeliveryMessage, dueAtMs: number): Promise<void> {
+    return this.enqueue({ attempt: message.attempt ?? 1, dueAtMs, message: { ...message, heldBack: (message.heldBack ?? 0) + 1 } });
   }
 
   private async upsert(rows: WaitingRetry[]): Promise<void> {

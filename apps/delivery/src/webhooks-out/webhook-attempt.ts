@@ -61,10 +61,11 @@ export class WebhookAttempt {
       metrics.webhookAttempts.inc({ outcome: 'unrouted' });
       return 'none';
     }
-    // The retry queue republishes with the attempt number; a redelivery (a replica died mid-attempt) counts the attempts logged.
+    // The retry queue republishes with the attempt number; a redelivery (a replica died mid-attempt), or a message handed
+    // back that may have been one, counts the attempts logged.
     const carried = Number.isInteger(msg.attempt) && msg.attempt! > 1 ? msg.attempt! : 1;
     let attempt = carried;
-    if (m.deliveryCount > 1) {
+    if (m.deliveryCount > 1 || msg.heldBack) {
       const before = await log.attemptsSoFar(hook.id, ev.emitterId, ev.id);
       // Delivered already, but the ack never reached the stream (lost with a NATS connection, or a crash just after it):
       // the success is on record, so the receiver gets no second copy.

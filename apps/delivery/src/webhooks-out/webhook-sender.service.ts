@@ -37,14 +37,20 @@ const SLOW_REQUEST_MS = 5_000;
 const DIRECT_HELD_MAX = HELD_MAX / 2;
 /**
  * The share of HELD_MAX and of DIRECT_HELD_MAX kept for the accounts below it: an account whose webhooks hold
- * more than a share takes no more while less than a share is free. Its DELIVERIES messages go back to the stream
- * (due again in OWNER_FULL_DELAY_MS) and its direct events to DELIVERIES. Many slow or silent webhooks of one
- * account (each holding its requests until WEBHOOK_TIMEOUT_MS) filled the process, and every other account's
- * deliveries waited behind them for minutes; an account alone may still use three quarters of the room (a fixed
- * quarter sent a busy account's overflow round the stream and tripled its p99 under overload).
+ * more than a share takes no more while less than a share is free. Its DELIVERIES messages are held back (below)
+ * and its direct events go to DELIVERIES. Many slow or silent webhooks of one account (each holding its requests
+ * until WEBHOOK_TIMEOUT_MS) filled the process, and every other account's deliveries waited behind them for
+ * minutes; an account alone may still use three quarters of the room (a fixed quarter sent a busy account's
+ * overflow round the stream and tripled its p99 under overload).
  */
 const OWNER_SHARE = 1 / 4;
-const OWNER_FULL_DELAY_MS = 10_000;
+/**
+ * A DELIVERIES message whose account holds WEBHOOK_HELD_PER_ACCOUNT messages here (or its share, above) is held
+ * back: parked in the retry queue, due again in this long (±50 %), and acknowledged. Not a nak: a nak'd message,
+ * delayed or not, stays among the consumer's max_ack_pending (shared by every account), so one account's hung
+ * webhooks filled it with their waiting and naked messages and no other account's queued delivery was handed out.
+ */
+const HELD_BACK_DELAY_MS = 10_000;
 /** Direct deliveries (from the router, no DELIVERIES hop) a webhook takes only while it is healthy: no failure seen for this long… */
 const DIRECT_AFTER_FAILURE_MS = 60_000;
 /** …answers faster than this on average, and has room in its lane for direct events (`directLaneMax`). */
@@ -122,11 +128,9 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     void (async () => {
       for await (const m of this.messages!) {
         const item = streamItem(m);
-        if (this.ownerFull(item.webhookId, false)) {
-          m.nak(Math.round(OWNER_FULL_DELAY_MS * (0.5 + Math.random())));
-          continue;
-        }
-        this.dispatch(item);
+        const over = this.accountOver(item.webhookId);
+        if (over) this.holdBack(item, over);
+        else this.dispatch(item);
         if (this.held.messages >= HELD_MAX) this.pushBackSlowLanes();
         if (this.held.messages >= HELD_MAX) await new Promise<void>((r) => (this.resume = r));
       }
@@ -163,7 +167,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     if (this.stopping || this.held.direct >= DIRECT_HELD_MAX) return undefined;
     const lane = this.lanes.get(msg.webhookId);
     if (lane && lane.queue.directLength >= directLaneMax(lane.avgLatencyMs, this.config.webhookConcurrency, DIRECT_HELD_MAX)) return undefined;
-    if (!this.healthy(msg.webhookId, lane) || this.ownerFull(msg.webhookId, true)) return undefined;
+    if (!this.healthy(msg.webhookId, lane) || this.ownerFull(msg.webhookId)) return undefined;
     const { item, outcome } = directItem(msg, deliveryCount);
     this.dispatch(item);
     return outcome;
@@ -177,9 +181,35 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     return !(failedAtMs && now - failedAtMs < DIRECT_AFTER_FAILURE_MS);
   }
 
-  /** Whether the webhook's owner holds more than its share of the kind's room while less than a share is free. */
-  private ownerFull(webhookId: string, direct: boolean): boolean {
-    return this.held.ownerFull(this.cache.ownerOf(webhookId), direct);
+  /** Whether the webhook's owner holds more than its share of the direct room while less than a share is free. */
+  private ownerFull(webhookId: string): boolean {
+    return this.held.ownerFull(this.cache.ownerOf(webhookId), true);
+  }
+
+  /** Why the webhook's owner takes no more DELIVERIES messages now: its WEBHOOK_HELD_PER_ACCOUNT, or its share of the room. */
+  private accountOver(webhookId: string): 'account' | 'share' | undefined {
+    const owner = this.cache.ownerOf(webhookId);
+    if (!owner) return undefined; // not loaded yet: held alone, like every delivery of an unknown owner
+    if (this.held.messagesOf(owner) >= this.config.webhookHeldPerAccount) return 'account';
+    return this.held.ownerFull(owner, false) ? 'share' : undefined;
+  }
+
+  /** Parks a message its account has no room for (HELD_BACK_DELAY_MS), then acks it; if parking fails, naks it. */
+  private holdBack(item: DeliveryItem, reason: 'account' | 'share'): void {
+    let msg: DeliveryMessage;
+    try {
+      msg = item.read();
+    } catch {
+      return this.dispatch(item); // not JSON: its attempt terms it
+    }
+    this.metrics.webhookHeldBack.inc({ reason });
+    void this.retries.holdBack(msg, Date.now() + Math.round(HELD_BACK_DELAY_MS * (0.5 + Math.random()))).then(
+      () => item.ack(),
+      (e: Error) => {
+        this.logger.warn({ err: e.message, webhook_id: item.webhookId }, 'holding back a webhook delivery failed; it comes again');
+        item.nak(HELD_BACK_DELAY_MS);
+      },
+    );
   }
 
   private dispatch(m: DeliveryItem): void {
