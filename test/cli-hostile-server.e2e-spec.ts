@@ -1,9 +1,9 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, Server, ServerResponse } from 'node:http';
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pd, PdResult, pdSpawn, tempHome } from './support/pd';
+import { pd, PdResult, pdSpawn, pdTerminal, tempHome } from './support/pd';
 import { eventually } from './support/system';
 
 const MiB = Buffer.alloc(1024 * 1024, 'a');
@@ -51,6 +51,47 @@ const WRONG_SHAPES: Record<string, Record<string, unknown>> = {
 };
 
 /**
+ * What a terminal acts on in what a server names: a colour pd itself uses (SGR 31), a window title (OSC 0),
+ * a screen clear, a carriage return, a backspace; and how pd shows it.
+ */
+const TTY = '\u001b[31mred\u001b]0;title\u0007\u001b[2J\rcr\bbs';
+const TTY_SHOWN = '\\x1b[31mred\\x1b]0;title\\x07\\x1b[2J\\rcr\\x08bs';
+const TTY_SOURCE = { id: `dc_${TTY}`, name: `n${TTY}`, name_slug: 'a', component_id: `sc_${TTY}`, configured_props: {}, active: true };
+const TTY_WORKFLOW = { ...WORKFLOW, id: `p_${TTY}`, name: `w${TTY}`, deployment_id: `d_${TTY}` };
+const TTY_COMPONENT = { id: `sc_${TTY}`, name: `c${TTY}`, version: '0.0.1', configurable_props: [] };
+
+/** The server at `/tty/v1`: every id, name and error it answers carries TTY; routes of its own ids are `/sources/dc_%1B…`. */
+function ttyAnswer(req: IncomingMessage, res: ServerResponse, rest: string): void {
+  let body = '';
+  req.on('data', (d: Buffer) => (body += d.toString()));
+  req.on('end', () => {
+    const send = (status: number, answer?: unknown): void => {
+      res.writeHead(status, { 'content-type': 'application/json' }).end(answer === undefined ? undefined : JSON.stringify(answer));
+    };
+    const route = `${req.method} ${rest.replace(/^\/(sources|workflows)\/(dc|p)_%1B[^/]*/, '/$1/<hostile>')}`;
+    const answers: Record<string, () => void> = {
+      'GET /sources/dc_a': () => send(200, { data: TTY_SOURCE }),
+      'GET /sources/dc_err': () => send(422, { error: `refused ${TTY}`, code: 'refused' }),
+      'GET /users/me/sources': () => send(200, page([TTY_SOURCE])),
+      'GET /users/me/workflows': () => send(200, page([])),
+      'GET /workflows/p_a': () => send(200, { data: TTY_WORKFLOW }),
+      'GET /sources/<hostile>/event_summaries': () => send(200, page([])),
+      // pd dev sends new code (component_code): refused; pd update --active answers the source.
+      'PUT /sources/<hostile>': () => (body.includes('component_code') ? send(400, { error: `bad code ${TTY}`, code: 'bad_code' }) : send(200, { data: TTY_SOURCE })),
+      'DELETE /sources/<hostile>': () => send(204),
+      'DELETE /workflows/<hostile>': () => send(204),
+      'POST /sources/<hostile>/run': () => send(202, { data: { invocation_id: `inv_${TTY}` } }),
+      'POST /workflows/<hostile>/replay': () => send(200, { data: { invocation_id: `inv_${TTY}` } }),
+      'GET /workflows/<hostile>/runs': () => send(200, { data: [] }),
+      'POST /components': () => send(200, { data: TTY_COMPONENT }),
+      'POST /sources': () => send(200, { data: TTY_SOURCE }),
+      'POST /workflows': () => send(200, { data: TTY_WORKFLOW }),
+    };
+    (answers[route] ?? (() => send(404, { error: 'not found', code: 'not_found' })))();
+  });
+}
+
+/**
  * A server at api_base_url that is not this service, or is hostile: an endless answer, an endless error,
  * event streams whose one message never ends, that never answer, or that trickle bytes without a line.
  */
@@ -58,6 +99,7 @@ function hostileApi(): Server {
   return createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const [, name, rest] = /^\/([a-z-]+)\/v1(\/.*)$/.exec(url.pathname) ?? [];
+    if (name === 'tty') return ttyAnswer(req, res, rest);
     const shaped = WRONG_SHAPES[name];
     if (shaped) {
       const answer = shaped[`${req.method} ${rest}`] ?? shaped[rest];
@@ -76,6 +118,7 @@ function hostileApi(): Server {
     if (path === '/v1/orgs/o_broken/sources') return endless(res, 500, 'application/json', '{"error":"');
     if (source) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: { id: source, name: source, name_slug: source, component_id: 'sc_1', configured_props: {}, active: true } }));
     if (path.endsWith('/event_summaries')) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ page_info: { total_count: 0, count: 0, start_cursor: null, end_cursor: null }, data: [] }));
+    if (/^\/tty\/sse\/(dc|p)\/(dc|p)_%1B/.test(path)) return res.writeHead(200, { 'content-type': 'text/event-stream' }).write(':hello\n\n'); // held open
     if (path === '/sse/dc/dc_flood/emits') return endless(res, 200, 'text/event-stream', ':hello\n\ndata: ');
     if (path === '/sse/dc/dc_silent/emits') return; // takes the connection, never answers
     if (path === '/sse/dc/dc_trickle/emits') {
@@ -154,6 +197,56 @@ describe('pd against a hostile server at api_base_url', () => {
     } finally {
       expect(await follower.interrupt()).toBe(0);
     }
+  });
+
+  describe('on a terminal with colours, names what the server named with its controls escaped', () => {
+    /** pd's own escape sequences on a terminal: its colours, and a spinner's return to the start of its line. */
+    const OWN_SEQUENCES = /\u001b\[(?:0|1|2|31|32|33|36)m|\r\u001b\[2K/g;
+    /** What a terminal acts on instead of showing: C0 controls but tab and line feed, DEL, C1 controls, bidi overrides. */
+    const TERMINAL_CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+    const ttyEnv = (): Record<string, string> => ({ ...env, PD_API_BASE_URL: `${origin}/tty/v1` });
+    /** The output holds pd's own colours, each text the server named as `shown`, and no other escape sequence. */
+    const expectEscaped = (output: string, shown: string[]): void => {
+      expect(output).toMatch(new RegExp(OWN_SEQUENCES.source));
+      for (const text of shown) expect(output).toContain(text);
+      expect(output).not.toContain('\u001b[31mred');
+      expect(output.replace(OWN_SEQUENCES, '')).not.toMatch(TERMINAL_CONTROL);
+    };
+
+    it.each<[string[], number, string[]]>([
+      [['events', 'dc_a'], 0, [`No events yet for dc_${TTY_SHOWN}`]],
+      [['logs', '--no-follow', 'dc_a'], 0, [`No logs yet for dc_${TTY_SHOWN}`]],
+      [['update', 'dc_a', '--active', 'false'], 0, [`Updated source\u001b[0m dc_${TTY_SHOWN}\n`, `name:         n${TTY_SHOWN}\n`]],
+      [['delete', 'dc_a'], 0, [`Deleted source dc_${TTY_SHOWN} (n${TTY_SHOWN})`]],
+      [['delete', 'p_a'], 0, [`Deleted workflow p_${TTY_SHOWN} (w${TTY_SHOWN})`]],
+      [['run', 'dc_a'], 0, [`Invoked dc_${TTY_SHOWN} (n${TTY_SHOWN}) \u001b[2minvocation_id=inv_${TTY_SHOWN}`]],
+      [['replay', 'p_a', '1-0'], 0, [`Replayed 1-0 into p_${TTY_SHOWN} (w${TTY_SHOWN})`]],
+      [['runs', 'p_a'], 0, [`No runs yet for p_${TTY_SHOWN}`]],
+      [['publish', 'action.mjs'], 0, [`Published action\u001b[0m sc_${TTY_SHOWN}\n`]],
+      [['deploy', 'source.mjs'], 0, [`Deployed source\u001b[0m dc_${TTY_SHOWN}\n`, `component:    sc_${TTY_SHOWN} (c${TTY_SHOWN} v0.0.1)`]],
+      [['events', 'dc_err'], 1, [`Error:\u001b[0m refused ${TTY_SHOWN} (HTTP 422)\n`]],
+    ])('pd %j', async (args, code, shown) => {
+      const t = pdTerminal(args, home, ttyEnv(), work);
+      expect(await t.exited).toBe(code);
+      expectEscaped(t.output(), shown);
+    });
+
+    /** pd dev of a file: what it deployed, an update the server refuses after `changed` is saved, the stop with Ctrl-C. */
+    it.each<[string, string, string, string[]]>([
+      ['dev-source.mjs', 'dev-source.mjs', 'export default { key: "dev", name: "Dev", version: "0.0.2", async run() {} };\n', [`Deployed source\u001b[0m dc_${TTY_SHOWN}\n`, `update failed: bad code ${TTY_SHOWN} (HTTP 400)`, `Stopped. dc_${TTY_SHOWN} stays deployed`]],
+      ['dev-flow.yaml', 'dev-step.mjs', 'export default defineComponent({ async run() { return 2; } });\n', [`streaming events and logs of p_${TTY_SHOWN}`, `deploy failed: the name changed from "w${TTY_SHOWN}" to "dev-flow"`, `Stopped. p_${TTY_SHOWN} stays deployed`]],
+    ])('pd dev %s', async (file, changed, code, shown) => {
+      writeFileSync(join(work, 'dev-source.mjs'), 'export default { key: "dev", name: "Dev", version: "0.0.1", async run() {} };\n');
+      writeFileSync(join(work, 'dev-step.mjs'), 'export default defineComponent({ async run() { return 1; } });\n');
+      writeFileSync(join(work, 'dev-flow.yaml'), ['name: dev-flow', 'trigger:', '  manual: {}', 'steps:', '  - name: first', '    code: ./dev-step.mjs', ''].join('\n'));
+      const dev = pdTerminal(['dev', file], home, ttyEnv(), work);
+      await eventually(async () => dev.output().includes('Watching'), { timeoutMs: 60_000, what: `pd dev ${file} watching` });
+      writeFileSync(join(work, changed), code);
+      await eventually(async () => dev.output().includes('failed:'), { timeoutMs: 60_000, what: `pd dev ${file} redeploying` });
+      dev.type('\u0003');
+      expect(await dev.exited).toBe(0);
+      expectEscaped(dev.output(), shown);
+    });
   });
 
   describe('answers 200 with JSON of the wrong shape', () => {

@@ -72,3 +72,33 @@ export function pdSpawn(args: string[], home: string, extra: Record<string, stri
     },
   };
 }
+
+/** A `pd` on a pseudo-terminal: what a user at a terminal sees, stdout and stderr in one stream. */
+export interface PdTerminal {
+  /** Everything written to the terminal so far, its `\r\n` line ends (the terminal's) read as `\n`. */
+  output(): string;
+  /** Types on the terminal: `\x03` is Ctrl-C. */
+  type(text: string): void;
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+}
+
+/**
+ * Runs `bin/pd.js` on a pseudo-terminal (util-linux `script`), with colours on (no NO_COLOR): stdin,
+ * stdout and stderr are a terminal, so pd colours its output and draws its spinners.
+ */
+export function pdTerminal(args: string[], home: string, extra: Record<string, string> = {}, cwd?: string): PdTerminal {
+  const { NO_COLOR: _, ...env } = pdEnv(home, extra);
+  const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+  const command = `exec ${[process.execPath, PD_BIN, ...args].map(quote).join(' ')}`;
+  const child = spawn('script', ['-qefc', command, '/dev/null'], { env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => {
+    clearTimeout(timer);
+    resolve(code);
+  }));
+  return { output: () => output.replace(/\r\n/g, '\n'), type: (text) => child.stdin.write(text), exited };
+}

@@ -3,7 +3,7 @@ import { ApiClient, MAX_RESPONSE_BYTES, readUpTo } from './api-client';
 import { bundleComponent, Bundle } from './bundle';
 import { CommandContext } from './command';
 import { CliError } from './errors';
-import { bold, fields, green, out, printJson, printJsonLine, withSpinner } from './output';
+import { bold, fields, green, oneLine, out, printJson, printJsonLine, withSpinner } from './output';
 import { coerceToDescriptors, completeProps, parsePropFlags, PropValues, readPropsFile } from './props';
 import { data } from './answer-shape';
 import { Component, COMPONENT, endpointUrl, Source, SOURCE, sseUrl } from './sources';
@@ -124,10 +124,10 @@ export function describeSource(client: ApiClient, source: Source, component?: Co
   };
 }
 
-/** `oneLine`: for streams (`pd dev --json`), where every document is one line. */
-export function printSource(ctx: CommandContext, source: Source, component: Component | undefined, heading: string, oneLine = false): void {
-  if (ctx.json) return (oneLine ? printJsonLine : printJson)(describeSource(ctx.client, source, component));
-  out(`${green('✔')} ${bold(heading)} ${source.id}`);
+/** `jsonLine`: for streams (`pd dev --json`), where every document is one line. */
+export function printSource(ctx: CommandContext, source: Source, component: Component | undefined, heading: string, jsonLine = false): void {
+  if (ctx.json) return (jsonLine ? printJsonLine : printJson)(describeSource(ctx.client, source, component));
+  out(`${green('✔')} ${bold(heading)} ${oneLine(source.id)}`);
   out(fields([
     ['id', source.id],
     ['name', source.name],

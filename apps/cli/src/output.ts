@@ -30,7 +30,11 @@ export function multiLine(text: string): string {
   return text.replace(CONTROL, escaped);
 }
 
-/** A line on its way to the terminal: controls escaped, this module's colours kept when colours are on. */
+/**
+ * A line on its way to the terminal: controls escaped, this module's colours kept when colours are on. It cannot
+ * tell those colours from the same codes in a value: a value from the API is put in a line through `oneLine` or
+ * `multiLine` (before it is coloured), never as it is.
+ */
 export function forTerminal(text: string, colours = useColor()): string {
   return text.replace(OWN_COLOUR_OR_CONTROL, (m: string, code?: string) => (code !== undefined && colours && PALETTE.has(code) ? m : m.replace(CONTROL, escaped)));
 }

@@ -3,7 +3,7 @@ import { basename, relative } from 'node:path';
 import { CommandContext } from '../command';
 import { describeError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
-import { dim, green, note, red } from '../output';
+import { dim, green, note, oneLine, red } from '../output';
 import { deployWorkflowBody, printWorkflow, readWorkflowFile } from '../workflow-file';
 import { ComponentWatcher } from '../file-watcher';
 
@@ -17,7 +17,7 @@ export async function devWorkflow(ctx: CommandContext, file: string, orgId?: str
   let wf = await readWorkflowFile(file);
   const { workflow, created } = await deployWorkflowBody(ctx, wf, orgId);
   printWorkflow(ctx, workflow, created ? 'Created workflow' : 'Deployed workflow', true);
-  const stopped = (): void => note(dim(`\nStopped. ${workflow.id} stays deployed: \`pd delete ${workflow.id}\` removes it.`));
+  const stopped = (): void => note(dim(`\nStopped. ${oneLine(workflow.id)} stays deployed: \`pd delete ${oneLine(workflow.id)}\` removes it.`));
   if (ac.signal.aborted) return stopped();
   let lastHash = hash(wf.body);
   let busy: Promise<void> = Promise.resolve();
@@ -30,16 +30,16 @@ export async function devWorkflow(ctx: CommandContext, file: string, orgId?: str
       const { workflow: updated } = await deployWorkflowBody(ctx, next, orgId);
       wf = next;
       lastHash = hash(next.body);
-      note(`${green('✔')} ${new Date().toISOString()} deployed ${updated.id} (${updated.deployment_id}) from ${next.inputs.map((f) => relative(process.cwd(), f) || basename(f)).join(', ')}`);
+      note(`${green('✔')} ${new Date().toISOString()} deployed ${oneLine(updated.id)} (${oneLine(updated.deployment_id)}) from ${next.inputs.map((f) => relative(process.cwd(), f) || basename(f)).join(', ')}`);
     } catch (e) {
-      note(`${red('✖')} deploy failed: ${describeError(e)} ${dim('(fix the file and save again)')}`);
+      note(`${red('✖')} deploy failed: ${oneLine(describeError(e))} ${dim('(fix the file and save again)')}`);
     }
   };
   const watcher = new ComponentWatcher(() => {
     busy = busy.then(rebuild);
   });
   watcher.track(wf.inputs);
-  note(dim(`Watching ${wf.inputs.length} file${wf.inputs.length === 1 ? '' : 's'}; streaming events and logs of ${workflow.id} (Ctrl-C to stop)`));
+  note(dim(`Watching ${wf.inputs.length} file${wf.inputs.length === 1 ? '' : 's'}; streaming events and logs of ${oneLine(workflow.id)} (Ctrl-C to stop)`));
   onStop = () => {
     watcher.close();
     stopped();

@@ -6,7 +6,7 @@ import { Command, CommandContext, list, orgOf, str } from '../command';
 import { deploy, givenProps, printSource } from '../deploy';
 import { CliError, describeError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
-import { dim, green, note, red } from '../output';
+import { dim, green, note, oneLine, red } from '../output';
 import { data } from '../answer-shape';
 import { onSource, resolveSource, Source, SOURCE } from '../sources';
 import { assertNotOtherJson, isWorkflowFile } from '../workflow-file';
@@ -56,7 +56,7 @@ export const devCommand: Command = {
       props = undefined; // the server keeps the props given on deploy
       printSource(ctx, source, deployed.component, 'Deployed source', true);
     }
-    const stopped = (): void => note(dim(`\nStopped. ${source.id} stays deployed: \`pd delete ${source.id}\` removes it.`));
+    const stopped = (): void => note(dim(`\nStopped. ${oneLine(source.id)} stays deployed: \`pd delete ${oneLine(source.id)}\` removes it.`));
     if (ac.signal.aborted) return stopped();
     let lastHash = hash(bundle.code);
     let busy: Promise<void> = Promise.resolve();
@@ -67,16 +67,16 @@ export const devCommand: Command = {
         if (hash(next.code) === lastHash) return;
         const updated = await update(ctx, source.id, next, props, source.id);
         lastHash = hash(next.code);
-        note(`${green('✔')} ${new Date().toISOString()} updated ${updated.id} from ${next.inputs.map((f) => relative(process.cwd(), f) || basename(f)).join(', ')}`);
+        note(`${green('✔')} ${new Date().toISOString()} updated ${oneLine(updated.id)} from ${next.inputs.map((f) => relative(process.cwd(), f) || basename(f)).join(', ')}`);
       } catch (e) {
-        note(`${red('✖')} update failed: ${describeError(e)} ${dim('(fix the file and save again)')}`);
+        note(`${red('✖')} update failed: ${oneLine(describeError(e))} ${dim('(fix the file and save again)')}`);
       }
     };
     const watcher = new ComponentWatcher(() => {
       busy = busy.then(rebuild);
     });
     watcher.track(bundle.inputs);
-    note(dim(`Watching ${bundle.inputs.length} file${bundle.inputs.length === 1 ? '' : 's'}; streaming events and logs of ${source.id} (Ctrl-C to stop)`));
+    note(dim(`Watching ${bundle.inputs.length} file${bundle.inputs.length === 1 ? '' : 's'}; streaming events and logs of ${oneLine(source.id)} (Ctrl-C to stop)`));
     onStop = () => {
       watcher.close();
       stopped();

@@ -1,7 +1,7 @@
 import { Command, CommandContext, flag, orgOf, str } from '../command';
 import { CliError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
-import { dim, note, printJson } from '../output';
+import { dim, note, oneLine, printJson } from '../output';
 import { arr, data } from '../answer-shape';
 import { EVENT_SUMMARY, EventSummary, onSource } from '../sources';
 import { basePath, resolveTarget } from '../workflows';
@@ -49,7 +49,7 @@ export const eventsCommand: Command = {
     const events = await recent(ctx, ref, id, limit);
     const following = flag(values, 'follow');
     if (ctx.json && !following) return printJson(events);
-    if (events.length === 0 && !ctx.json) note(dim(following ? `No events yet for ${id}; waiting for new ones (Ctrl-C to stop)` : `No events yet for ${id}`));
+    if (events.length === 0 && !ctx.json) note(dim(following ? `No events yet for ${oneLine(id)}; waiting for new ones (Ctrl-C to stop)` : `No events yet for ${oneLine(id)}`));
     for (const e of events) printEvent(ctx, e);
     if (!following) return;
     const ac = untilInterrupted();
@@ -78,7 +78,7 @@ export const logsCommand: Command = {
     const history = [...logs, ...errors].sort((a, b) => compareIds(a.id, b.id)).slice(-limit);
     const following = values.follow !== false;
     if (ctx.json && !following) return printJson(history);
-    if (history.length === 0 && !ctx.json) note(dim(following ? `No logs yet for ${id}; waiting (Ctrl-C to stop)` : `No logs yet for ${id}`));
+    if (history.length === 0 && !ctx.json) note(dim(following ? `No logs yet for ${oneLine(id)}; waiting (Ctrl-C to stop)` : `No logs yet for ${oneLine(id)}`));
     for (const e of history) printObservation(ctx, e);
     if (!following) return;
     const ac = untilInterrupted();

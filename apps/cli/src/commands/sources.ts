@@ -59,7 +59,7 @@ export const publishCommand: Command = {
     const c = res.data;
     if (c.type && c.type !== 'action') throw new CliError(`${file} was read as a ${c.type}, not an action: deploy sources with \`pd deploy ${file}\``);
     if (ctx.json) return printJson(c);
-    out(`${green('✔')} ${bold('Published action')} ${c.id}`);
+    out(`${green('✔')} ${bold('Published action')} ${oneLine(c.id)}`);
     out(fields([['id', c.id], ['key', c.key], ['name', c.name], ['version', c.version], ['props', (c.configurable_props ?? []).map((p) => p.name).join(', ')]]));
   },
 };
@@ -164,12 +164,12 @@ export const deleteCommand: Command = {
     if (target.kind === 'workflow') {
       await withSpinner(`Deleting ${target.id}`, () => ctx.client.request('DELETE', `/workflows/${target.id}`), 'Deleted');
       if (ctx.json) return printJson({ id: target.id, name: target.name, deleted: true });
-      return out(`${green('✔')} Deleted workflow ${target.id} (${oneLine(target.name)})`);
+      return out(`${green('✔')} Deleted workflow ${oneLine(target.id)} (${oneLine(target.name)})`);
     }
     const source = await resolveSource(ctx.client, target.id, orgOf(ctx, values));
     await withSpinner(`Deleting ${source.id}`, () => onSource(ref, () => ctx.client.request('DELETE', `/sources/${source.id}`)), 'Deleted');
     if (ctx.json) return printJson({ id: source.id, name: source.name, deleted: true });
-    out(`${green('✔')} Deleted source ${source.id} (${oneLine(source.name)})`);
+    out(`${green('✔')} Deleted source ${oneLine(source.id)} (${oneLine(source.name)})`);
   },
 };
 
@@ -202,6 +202,6 @@ export const runCommand: Command = {
     const res = await withSpinner(`Running ${source.id}`, () => onSource(ref, () => ctx.client.read('POST', `${basePath(source)}/run`, data(obj({ invocation_id: string })), { body })), 'Invoked');
     if (ctx.json) return printJson(res.data);
     const detail = Object.entries(res.data).filter(([, v]) => typeof v !== 'object').map(([k, v]) => `${k}=${String(v)}`).join(' ');
-    out(`${green('✔')} Invoked ${source.id} (${oneLine(source.name)})${detail ? ` ${dim(oneLine(detail))}` : ''}`);
+    out(`${green('✔')} Invoked ${oneLine(source.id)} (${oneLine(source.name)})${detail ? ` ${dim(oneLine(detail))}` : ''}`);
   },
 };

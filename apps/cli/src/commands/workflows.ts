@@ -42,7 +42,7 @@ export const replayCommand: Command = {
     const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
     const res = await withSpinner(`Replaying ${eventId}`, () => ctx.client.read('POST', `/workflows/${w.id}/replay`, data(obj({ invocation_id: string })), { body: { event_id: eventId } }), 'Replayed');
     if (ctx.json) return printJson(res.data);
-    out(`${green('✔')} Replayed ${oneLine(eventId)} into ${w.id} (${oneLine(w.name)}) ${dim(`invocation_id=${oneLine(res.data.invocation_id)}`)}`);
+    out(`${green('✔')} Replayed ${oneLine(eventId)} into ${oneLine(w.id)} (${oneLine(w.name)}) ${dim(`invocation_id=${oneLine(res.data.invocation_id)}`)}`);
   },
 };
 
@@ -62,7 +62,7 @@ export const runsCommand: Command = {
     const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
     const res = await ctx.client.get(`/workflows/${w.id}/runs`, data(arr(RUN_RECORD, Number(n))), { limit: Number(n) });
     if (ctx.json) return printJson(res.data);
-    if (!res.data.length) return out(dim(`No runs yet for ${w.id}`));
+    if (!res.data.length) return out(dim(`No runs yet for ${oneLine(w.id)}`));
     for (const run of res.data) printRun(ctx, run);
   },
 };
