@@ -47,6 +47,8 @@ const WRONG_SHAPES: Record<string, Record<string, unknown>> = {
   'name-number': { '/sources/dc_a': { data: SOURCE }, 'PUT /sources/dc_a': { data: { ...SOURCE, name: 5 } } },
   'run-empty': { '/sources/dc_a': { data: SOURCE }, '/sources/dc_a/run': { data: {} } },
   'replay-five': { '/workflows/p_a': { data: WORKFLOW }, '/workflows/p_a/replay': { data: 5 } },
+  // Ids that would climb out of their route if pd put them into a path as they are.
+  'slash-id': { '/sources/dc_a': { data: { ...SOURCE, id: 'dc_a/../../users/me' } }, '/workflows/p_a': { data: { ...WORKFLOW, id: 'p_a/../../users/me' } } },
   'steps-null': { '/workflows/p_a': { data: WORKFLOW }, '/workflows/p_a/runs': { data: [{ id: 'inv_1', status: 'success', started_at: '2026-01-01T00:00:00.000Z', duration_ms: 1, deployment_id: 'd_1', failed_step: null, steps: null }] } },
 };
 
@@ -91,6 +93,9 @@ function ttyAnswer(req: IncomingMessage, res: ServerResponse, rest: string): voi
   });
 }
 
+/** Every request the server got (method and path). */
+const requests: string[] = [];
+
 /**
  * A server at api_base_url that is not this service, or is hostile: an endless answer, an endless error,
  * event streams whose one message never ends, that never answer, or that trickle bytes without a line.
@@ -101,6 +106,7 @@ function hostileApi(): Server {
     const [, name, rest] = /^\/([a-z-]+)\/v1(\/.*)$/.exec(url.pathname) ?? [];
     if (name === 'tty') return ttyAnswer(req, res, rest);
     const shaped = WRONG_SHAPES[name];
+    requests.push(`${req.method} ${url.pathname}`);
     if (shaped) {
       const answer = shaped[`${req.method} ${rest}`] ?? shaped[rest];
       if (answer === undefined) return res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not found', code: 'not_found' }));
@@ -283,6 +289,18 @@ describe('pd against a hostile server at api_base_url', () => {
       expect(follow.stderr).toMatch(/\nError: unexpected answer from the event stream \/sse\/dc\/dc_badmeta\/emits\?expand=summary: metadata\.name is not a string\n$/);
       expect(follow.stderr).not.toMatch(/reconnecting/);
     }, 30_000);
+
+    it('puts the ids a server names into a path encoded, so that they cannot lead to another route', async () => {
+      for (const args of [['update', 'dc_a', '--active', 'false'], ['delete', 'p_a'], ['replay', 'p_a', '1-0'], ['runs', 'p_a']]) await against('slash-id', args);
+      // Past the look-ups of dc_a and p_a, which answer those ids:
+      const sent = requests.filter((r) => r.includes('/slash-id/') && r !== 'GET /slash-id/v1/sources/dc_a' && r !== 'GET /slash-id/v1/workflows/p_a');
+      expect(sent).toEqual([
+        'PUT /slash-id/v1/sources/dc_a%2F..%2F..%2Fusers%2Fme',
+        'DELETE /slash-id/v1/workflows/p_a%2F..%2F..%2Fusers%2Fme',
+        'POST /slash-id/v1/workflows/p_a%2F..%2F..%2Fusers%2Fme/replay',
+        'GET /slash-id/v1/workflows/p_a%2F..%2F..%2Fusers%2Fme/runs',
+      ]);
+    });
 
     it('deploy, dev, publish, update, run, replay and runs', async () => {
       await refused('null-prop', ['deploy', 'hello'], (b) => `GET ${b}/components/registry/hello: data.configurable_props[0] is not a JSON object`);

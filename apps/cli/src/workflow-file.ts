@@ -103,7 +103,7 @@ export async function deployWorkflowBody(ctx: CommandContext, wf: WorkflowFile, 
   client.requireKey();
   const existing = await findWorkflow(client, wf.name, orgId);
   const res = existing
-    ? await client.read('PUT', `/workflows/${existing.id}`, data(WORKFLOW), { body: wf.body })
+    ? await client.read('PUT', `/workflows/${encodeURIComponent(existing.id)}`, data(WORKFLOW), { body: wf.body })
     : await client.read('POST', '/workflows', data(WORKFLOW), { query: orgId ? { org_id: orgId } : {}, body: wf.body });
   return { workflow: res.data, created: !existing };
 }

@@ -144,7 +144,7 @@ export const updateCommand: Command = {
     // The API's `active` defaults to true: send the current state so an update never re-enables by surprise.
     body.active = active ?? source.active;
     if (str(values, 'name')) body.name = str(values, 'name');
-    const res = await withSpinner(`Updating ${source.id}`, () => onSource(ref, () => ctx.client.read('PUT', `/sources/${source.id}`, data(SOURCE), { body })), 'Updated');
+    const res = await withSpinner(`Updating ${source.id}`, () => onSource(ref, () => ctx.client.read('PUT', `/sources/${encodeURIComponent(source.id)}`, data(SOURCE), { body })), 'Updated');
     printSource(ctx, res.data, component, 'Updated source');
   },
 };
@@ -162,12 +162,12 @@ export const deleteCommand: Command = {
     if (!ref) throw new CliError('pd delete needs the name or id of a source or workflow');
     const target = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
     if (target.kind === 'workflow') {
-      await withSpinner(`Deleting ${target.id}`, () => ctx.client.request('DELETE', `/workflows/${target.id}`), 'Deleted');
+      await withSpinner(`Deleting ${target.id}`, () => ctx.client.request('DELETE', `/workflows/${encodeURIComponent(target.id)}`), 'Deleted');
       if (ctx.json) return printJson({ id: target.id, name: target.name, deleted: true });
       return out(`${green('✔')} Deleted workflow ${oneLine(target.id)} (${oneLine(target.name)})`);
     }
     const source = await resolveSource(ctx.client, target.id, orgOf(ctx, values));
-    await withSpinner(`Deleting ${source.id}`, () => onSource(ref, () => ctx.client.request('DELETE', `/sources/${source.id}`)), 'Deleted');
+    await withSpinner(`Deleting ${source.id}`, () => onSource(ref, () => ctx.client.request('DELETE', `/sources/${encodeURIComponent(source.id)}`)), 'Deleted');
     if (ctx.json) return printJson({ id: source.id, name: source.name, deleted: true });
     out(`${green('✔')} Deleted source ${oneLine(source.id)} (${oneLine(source.name)})`);
   },

@@ -40,7 +40,7 @@ export const replayCommand: Command = {
     const [ref, eventId] = positionals;
     if (!ref || !eventId) throw new CliError('pd replay needs a workflow and the id of one of its $errors events');
     const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
-    const res = await withSpinner(`Replaying ${eventId}`, () => ctx.client.read('POST', `/workflows/${w.id}/replay`, data(obj({ invocation_id: string })), { body: { event_id: eventId } }), 'Replayed');
+    const res = await withSpinner(`Replaying ${eventId}`, () => ctx.client.read('POST', `/workflows/${encodeURIComponent(w.id)}/replay`, data(obj({ invocation_id: string })), { body: { event_id: eventId } }), 'Replayed');
     if (ctx.json) return printJson(res.data);
     out(`${green('✔')} Replayed ${oneLine(eventId)} into ${oneLine(w.id)} (${oneLine(w.name)}) ${dim(`invocation_id=${oneLine(res.data.invocation_id)}`)}`);
   },
@@ -60,7 +60,7 @@ export const runsCommand: Command = {
     const n = str(values, 'count') ?? '5';
     if (!/^\d+$/.test(n) || Number(n) < 1 || Number(n) > 100) throw new CliError(`-n expects a count from 1 to 100, got "${n}"`);
     const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
-    const res = await ctx.client.get(`/workflows/${w.id}/runs`, data(arr(RUN_RECORD, Number(n))), { limit: Number(n) });
+    const res = await ctx.client.get(`/workflows/${encodeURIComponent(w.id)}/runs`, data(arr(RUN_RECORD, Number(n))), { limit: Number(n) });
     if (ctx.json) return printJson(res.data);
     if (!res.data.length) return out(dim(`No runs yet for ${oneLine(w.id)}`));
     for (const run of res.data) printRun(ctx, run);
