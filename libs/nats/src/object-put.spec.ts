@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { connect, NatsConnection, ObjectStore } from 'nats';
 import { TimeSlicer } from '@app/contracts';
 import { putSliced } from './object-put';
-import { natsAdmin, need } from '../../../test/support/env';
+import { scratchObjectStore } from '../../../test/support/scratch-object-store';
 
 /** A slicer always due: every chunk is read after a hand-back. */
 class EveryChunk extends TimeSlicer {
@@ -18,21 +17,10 @@ class EveryChunk extends TimeSlicer {
 
 // Real NATS (the test run's server): what the api stores component code with.
 describe('putSliced', () => {
-  const bucket = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}_put`;
-  let nc: NatsConnection;
-  let os: ObjectStore;
-
-  beforeAll(async () => {
-    nc = await connect(natsAdmin());
-    os = await nc.jetstream().views.os(bucket);
-  });
-  afterAll(async () => {
-    await os.destroy().catch(() => undefined);
-    await nc.drain();
-  });
+  const store = scratchObjectStore('put');
 
   const read = async (name: string): Promise<Buffer> => {
-    const r = (await os.get(name))!;
+    const r = (await store.os.get(name))!;
     const chunks: Uint8Array[] = [];
     const reader = r.data.getReader();
     for (let x = await reader.read(); !x.done; x = await reader.read()) chunks.push(x.value);
@@ -42,16 +30,16 @@ describe('putSliced', () => {
   it('stores what putBlob stores, handing the event loop back between chunks', async () => {
     const data = randomBytes(1024 * 1024 + 5);
     const slicer = new EveryChunk();
-    const sliced = await putSliced(os, 'sliced', data, slicer);
+    const sliced = await putSliced(store.os, 'sliced', data, slicer);
     // 9 chunks of 128 KiB, each read after a turn of the event loop.
     expect(slicer.handBacks).toBeGreaterThanOrEqual(9);
-    const blob = await os.putBlob({ name: 'blob' }, data);
+    const blob = await store.os.putBlob({ name: 'blob' }, data);
     expect({ size: sliced.size, chunks: sliced.chunks, digest: sliced.digest }).toEqual({ size: blob.size, chunks: blob.chunks, digest: blob.digest });
     expect((await read('sliced')).equals(data)).toBe(true);
   });
 
   it('stores an empty object', async () => {
-    const info = await putSliced(os, 'empty', new Uint8Array(0));
+    const info = await putSliced(store.os, 'empty', new Uint8Array(0));
     expect(info.size).toBe(0);
     expect((await read('empty')).length).toBe(0);
   });

@@ -14,7 +14,7 @@ export function putSliced(os: ObjectStore, name: string, data: Uint8Array, slice
 }
 
 /** `data` as a stream of CHUNK_BYTES chunks, each read after a hand-back of the event loop when `slicer` is due. */
-export function slicedStream(data: Uint8Array, slicer: TimeSlicer): ReadableStream<Uint8Array> {
+function slicedStream(data: Uint8Array, slicer: TimeSlicer): ReadableStream<Uint8Array> {
   let at = 0;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
