@@ -23,6 +23,7 @@ const path = require('node:path');
 const ROOT = path.join(__dirname, '..');
 const support = require(path.join(ROOT, 'bench/support/system'));
 const { closedLoop, openLoop } = require(path.join(ROOT, 'bench/support/load'));
+const { benchHttpKind } = require(path.join(ROOT, 'bench/support/http-client'));
 const { startReceiver } = require(path.join(ROOT, 'bench/support/receiver'));
 const { startNodeRed } = require(path.join(ROOT, 'bench/support/node-red'));
 const { deployPipeline, FORWARDER, PIPELINE_SYSTEM_ENV } = require(path.join(ROOT, 'bench/support/pipeline'));
@@ -150,7 +151,7 @@ async function measure(receiver, cpuSources, run, ours = false) {
 }
 
 async function main() {
-  console.log(`peers: ${SECONDS} s × ${CONNECTIONS} connections per closed-loop row, ${ROUNDS} round(s) per system (A-B-B-A); load average (1, 5, 15 min) at each row's end; ${os.cpus().length} cores`);
+  console.log(`peers: ${SECONDS} s × ${CONNECTIONS} connections per closed-loop row, ${ROUNDS} round(s) per system (A-B-B-A); load average (1, 5, 15 min) at each row's end; ${os.cpus().length} cores; bench client over ${benchHttpKind()}`);
   const receiver = await startReceiver();
   let red;
   let system;

@@ -23,6 +23,7 @@ const ROOT = path.join(__dirname, '..');
 const { connect } = require(path.join(ROOT, 'node_modules', 'nats'));
 const support = require(path.join(ROOT, 'bench/support/system'));
 const { closedLoop, openLoop } = require(path.join(ROOT, 'bench/support/load'));
+const { benchHttpKind } = require(path.join(ROOT, 'bench/support/http-client'));
 const { startReceiver } = require(path.join(ROOT, 'bench/support/receiver'));
 const { deployPipeline, FORWARDER, PIPELINE_SYSTEM_ENV } = require(path.join(ROOT, 'bench/support/pipeline'));
 const procStats = require(path.join(ROOT, 'bench/support/proc-stats'));
@@ -164,7 +165,7 @@ async function main() {
     const emitted = [...stats.acceptedN.keys()].filter((n) => receiver.emittedAt.has(n)).map((n) => receiver.receipts.get(n) - receiver.emittedAt.get(n)).sort((a, b) => a - b);
     const rows = procStats.perEvent(before, procStats.take(measured), stats.accepted);
 
-    console.log(`profile: ${ENDPOINTS} source(s), ${RATE > 0 ? `${RATE} requests/s offered` : `${CONNECTIONS} connections`} for ${SECONDS} s${WARMUP_SECONDS > 0 ? ` after ${WARMUP_SECONDS} s of warm-up` : ''}${process.env.BENCH_NODE_ARGS ? `, apps with node ${process.env.BENCH_NODE_ARGS}` : ''}; ${os.cpus().length} cores`);
+    console.log(`profile: ${ENDPOINTS} source(s), ${RATE > 0 ? `${RATE} requests/s offered` : `${CONNECTIONS} connections`} for ${SECONDS} s${WARMUP_SECONDS > 0 ? ` after ${WARMUP_SECONDS} s of warm-up` : ''}${process.env.BENCH_NODE_ARGS ? `, apps with node ${process.env.BENCH_NODE_ARGS}` : ''}; ${os.cpus().length} cores; bench client over ${benchHttpKind()}`);
     console.log(`${stats.accepted} events accepted and delivered in ${wallMs} ms: ${Math.round((stats.accepted / wallMs) * 1000)}/s; load average ${load()}\n`);
     console.log('| process | CPU µs/event | kernel | main threads | other threads | reads/event | writes/event | context switches/event | resident MiB |');
     console.log('|---|---|---|---|---|---|---|---|---|');

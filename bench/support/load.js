@@ -4,7 +4,7 @@
 // keep-alive connections. `closedLoop` keeps N requests in flight for a time;
 // `openLoop` offers a fixed rate whatever the answers. A 429 is counted and
 // its Retry-After obeyed by that connection (closed loop) before it sends again.
-const http = require('node:http');
+const { benchHttpClient } = require('./http-client');
 
 const BODY_BYTES = 200;
 
@@ -12,17 +12,6 @@ const BODY_BYTES = 200;
 function bodyOf(n, t) {
   const head = JSON.stringify({ n, t, pad: '' });
   return JSON.stringify({ n, t, pad: 'x'.repeat(Math.max(0, BODY_BYTES - head.length)) });
-}
-
-function post(agent, url, body) {
-  return new Promise((resolve) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode, retryAfter: Number(res.headers['retry-after']) || 0 }));
-    });
-    req.on('error', () => resolve({ status: 0, retryAfter: 0 }));
-    req.end(body);
-  });
 }
 
 function newStats() {
@@ -44,7 +33,7 @@ function count(stats, n, t, res) {
  * when it was sent.
  */
 async function closedLoop({ urls, connections = 32, seconds = 15, requests = Infinity, firstN = 0 }) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const client = benchHttpClient(connections);
   const stats = newStats();
   const end = Date.now() + seconds * 1000;
   let i = 0;
@@ -53,13 +42,13 @@ async function closedLoop({ urls, connections = 32, seconds = 15, requests = Inf
       const n = firstN + i;
       const url = urls[i++ % urls.length];
       const t = Date.now();
-      const res = await post(agent, url, bodyOf(n, t));
+      const res = await client.post(url, bodyOf(n, t));
       count(stats, n, t, res);
       if (res.status === 429) await new Promise((r) => setTimeout(r, Math.min(Math.max(res.retryAfter, 1) * 1000, end - Date.now())));
     }
   }));
   stats.endedAt = Date.now();
-  agent.destroy();
+  client.destroy();
   return stats;
 }
 
@@ -68,7 +57,7 @@ async function closedLoop({ urls, connections = 32, seconds = 15, requests = Inf
  * request number, how late it left against its schedule (the generator's own process was not running meanwhile).
  */
 async function openLoop({ urls, rate, seconds, firstN = 0, connections = 256 }) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const client = benchHttpClient(connections);
   const stats = { ...newStats(), sendLagMs: new Map() };
   const total = Math.round(rate * seconds);
   const t0 = Date.now();
@@ -79,11 +68,11 @@ async function openLoop({ urls, rate, seconds, firstN = 0, connections = 256 }) 
     const n = firstN + i;
     const t = Date.now();
     stats.sendLagMs.set(n, t - (t0 + (i * 1000) / rate));
-    pending.push(post(agent, urls[i % urls.length], bodyOf(n, t)).then((res) => count(stats, n, t, res)));
+    pending.push(client.post(urls[i % urls.length], bodyOf(n, t)).then((res) => count(stats, n, t, res)));
   }
   await Promise.all(pending);
   stats.endedAt = Date.now();
-  agent.destroy();
+  client.destroy();
   return stats;
 }
 
