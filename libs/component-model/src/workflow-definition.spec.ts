@@ -69,6 +69,10 @@ describe('readWorkflowDefinition', () => {
     expect(e.message.startsWith(`${path}: `)).toBe(true);
   });
 
+  it('says a manual trigger takes no fields, rather than listing none as allowed', () => {
+    expect(errorOf({ ...ok, trigger: { manual: { x: 1 } } }).message).toBe('trigger.manual.x: unknown field (trigger.manual takes no fields)');
+  });
+
   it('keeps a manual trigger of {} or null, and templates that can resolve', () => {
     expect(readWorkflowDefinition({ ...ok, trigger: { manual: {} } }).trigger).toEqual({ manual: {} });
     expect(readWorkflowDefinition({ ...ok, trigger: { manual: null } }).trigger).toEqual({ manual: {} });

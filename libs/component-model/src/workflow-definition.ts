@@ -63,7 +63,8 @@ const MAX_STEPS = 50;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function only(obj: Record<string, unknown>, allowed: string[], path: string): void {
-  for (const k of Object.keys(obj)) if (!allowed.includes(k)) throw new WorkflowDefinitionError(path ? `${path}.${k}` : k, `unknown field (allowed: ${allowed.join(', ')})`);
+  const hint = allowed.length ? `allowed: ${allowed.join(', ')}` : `${path} takes no fields`;
+  for (const k of Object.keys(obj)) if (!allowed.includes(k)) throw new WorkflowDefinitionError(path ? `${path}.${k}` : k, `unknown field (${hint})`);
 }
 
 function positiveInt(v: unknown, path: string, max: number): number {
