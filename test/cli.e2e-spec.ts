@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { admin, createUser, TestUser } from './support/accounts';
+import { admin, client, createUser, TestUser } from './support/accounts';
 import { pd, PD_BIN, pdAt, pdEnv, pdSpawn, tempHome } from './support/pd';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { sql } from './events.helpers';
@@ -244,6 +244,20 @@ describe('pd command-line tool', () => {
     expect(unknown.stderr.trim()).toBe('Error: "no-such-registry-key" is neither a local file, a URL nor a registry component key');
     for (const id of [counter.id]) expect((await pd(['delete', id], home)).code).toBe(0);
     expect((await pd(['delete', 'from-url'], home)).code).toBe(0);
+  });
+
+  it('deploys a component of the account by its key or sc_ id, as POST /sources with `key` names one (the spec\'s "pd deploy <source key>")', async () => {
+    const code = SOURCE_ENTRY.replace('import { shout } from "./lib/shout.mjs";', 'const shout = (s) => s;').replace('key: "cli-test-source"', 'key: "cli-saved-source"');
+    const saved = await client(system, user.apiKey).post('/components', { component_code: code });
+    expect(saved.status).toBe(200);
+    const byKey = await pd(['deploy', 'cli-saved-source', '--prop', 'greeting=by key', '--json'], home);
+    expect(byKey.stderr).toBe('');
+    const deployed = json<{ id: string; component_id: string }>(byKey.stdout);
+    expect(deployed.component_id).toBe(saved.body.data.id);
+    const byId = await pd(['deploy', saved.body.data.id, '--prop', 'greeting=by id', '--json'], home);
+    expect(byId.stderr).toBe('');
+    expect(json<{ component_id: string }>(byId.stdout).component_id).toBe(saved.body.data.id);
+    for (const id of [deployed.id, json<{ id: string }>(byId.stdout).id]) expect((await pd(['delete', id], home)).code).toBe(0);
   });
 
   it('shows the event a request to the endpoint produced (pd events -n 1), by name and by id', async () => {

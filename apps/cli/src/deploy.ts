@@ -8,14 +8,14 @@ import { coerceToDescriptors, completeProps, parsePropFlags, PropValues, readPro
 import { data } from './answer-shape';
 import { Component, COMPONENT, endpointUrl, Source, SOURCE, sseUrl } from './sources';
 
-export type TargetKind = 'file' | 'url' | 'registry';
+export type TargetKind = 'file' | 'url' | 'key';
 
-/** A deploy argument is a URL, a local file, or else a registry key. */
+/** A deploy argument is a URL, a local file, or else a component key (yours, else the registry's) or `sc_…` id. */
 export function classifyTarget(ref: string): TargetKind {
   if (/^https?:\/\//i.test(ref)) return 'url';
   if (existsSync(ref)) return 'file';
   if (/[\\/]/.test(ref) || /\.(m|c)?[jt]s$/i.test(ref)) throw new CliError(`file not found: ${ref}`);
-  return 'registry';
+  return 'key';
 }
 
 export interface PropInput {
@@ -76,11 +76,27 @@ export async function componentFor(client: ApiClient, ref: string, orgId?: strin
     const res = await withSpinner(`Fetching ${ref}`, () => client.read('POST', '/components', data(COMPONENT), { query: orgQuery(orgId), body: { component_url: ref } }));
     return { kind, component: res.data };
   }
-  const res = await withSpinner(`Looking up ${ref} in the registry`, () => client.get(`/components/registry/${encodeURIComponent(ref)}`, data(COMPONENT))).catch((e: unknown) => {
-    if ((e as { status?: number }).status === 404) throw new CliError(`"${ref}" is neither a local file, a URL nor a registry component key`);
+  return { kind, component: await withSpinner(`Looking up ${ref}`, () => componentByKey(client, ref, orgId)) };
+}
+
+const isNotFound = (e: unknown): boolean => (e as { status?: number }).status === 404;
+
+/**
+ * A key names a component as `POST /sources` with `key` does: the newest one of yours with that key (the org's with
+ * an org), else the registry's; an `sc_…` id names a saved component you can reach.
+ */
+async function componentByKey(client: ApiClient, ref: string, orgId?: string): Promise<Component> {
+  const path = encodeURIComponent(ref);
+  const own = await client.get(`/components/${path}`, data(COMPONENT), orgQuery(orgId)).catch((e: unknown) => {
+    if (isNotFound(e)) return undefined;
     throw e;
   });
-  return { kind, component: res.data };
+  if (own) return own.data;
+  const res = await client.get(`/components/registry/${path}`, data(COMPONENT)).catch((e: unknown) => {
+    if (isNotFound(e)) throw new CliError(`"${ref}" is neither a local file, a URL nor a registry component key`);
+    throw e;
+  });
+  return res.data;
 }
 
 export interface DeployOptions {

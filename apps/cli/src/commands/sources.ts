@@ -16,8 +16,8 @@ const PROP_OPTIONS = { prop: { type: 'string', multiple: true }, props: { type: 
 
 export const deployCommand: Command = {
   name: 'deploy',
-  summary: 'deploy a source from a local file, a registry key or a URL',
-  usage: 'pd deploy <file | registry key | url> [--prop name=value]... [--props file.json] [--name <name>] [--org <o_…>]',
+  summary: 'deploy a source from a local file, a component key (yours or the registry\'s) or a URL',
+  usage: 'pd deploy <file | component key | url> [--prop name=value]... [--props file.json] [--name <name>] [--org <o_…>]',
   help: [
     ...PROP_HELP,
     '--name <name>          name of the source (default: the component name, made unique)',
@@ -29,7 +29,7 @@ export const deployCommand: Command = {
   maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd deploy needs a file, registry key or URL (see pd deploy --help)');
+    if (!ref) throw new CliError('pd deploy needs a file, component key or URL (see pd deploy --help)');
     if (isWorkflowFile(ref)) return deployWorkflowFile(ctx, ref, orgOf(ctx, values));
     assertNotOtherJson(ref);
     const { source, component } = await deploy(ctx, ref, { name: str(values, 'name'), orgId: orgOf(ctx, values), props: { flags: list(values, 'prop'), file: str(values, 'props') } });
