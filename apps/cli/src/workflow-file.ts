@@ -8,6 +8,7 @@ import { CommandContext } from './command';
 import { CliError } from './errors';
 import { isNpmAction, npmActionFile } from './npm-action';
 import { fields, green, note, out, printJson, printJsonLine, withSpinner } from './output';
+import { endpointUrl, SOURCE } from './sources';
 import { findWorkflow, triggerText, Workflow, WORKFLOW } from './workflows';
 
 /** A deploy argument that is a workflow file: `.yaml`/`.yml`, or `.json` holding `trigger` and `steps`. */
@@ -109,8 +110,24 @@ export async function deployWorkflowBody(ctx: CommandContext, wf: WorkflowFile, 
 }
 
 /** `toStderr`: for `pd dev`, whose stdout is the stream (with `--json`, the workflow is its first line). */
-export function printWorkflow(ctx: CommandContext, w: Workflow, title: string, toStderr = false): void {
+/**
+ * Where requests that run the workflow go: its HTTP trigger's endpoint, or that of the source it is triggered by
+ * (an inline `trigger.source` with `$.interface.http` is deployed with the workflow, and its URL is shown nowhere else).
+ */
+async function triggerEndpoint(ctx: CommandContext, w: Workflow): Promise<string | undefined> {
+  if (w.trigger.endpoint_url) return w.trigger.endpoint_url;
+  const source = (w.trigger as { source?: unknown }).source;
+  if (typeof source !== 'string' || !source.startsWith('dc_')) return undefined;
+  const res = await ctx.client.get(`/sources/${encodeURIComponent(source)}`, data(SOURCE)).catch((e: unknown) => {
+    if ((e as { status?: number }).status === 404) return undefined; // deleted meanwhile: the deploy itself succeeded
+    throw e;
+  });
+  return res && endpointUrl(res.data);
+}
+
+export async function printWorkflow(ctx: CommandContext, w: Workflow, title: string, toStderr = false): Promise<void> {
   if (ctx.json) return (toStderr ? printJsonLine : printJson)(w);
+  const endpoint = await triggerEndpoint(ctx, w);
   const write = toStderr ? note : out;
   write(green(title));
   write(fields([
@@ -118,7 +135,7 @@ export function printWorkflow(ctx: CommandContext, w: Workflow, title: string, t
     ['name', w.name],
     ['deployment', w.deployment_id],
     ['trigger', triggerText(w)],
-    ['endpoint', w.trigger.endpoint_url],
+    ['endpoint', endpoint],
     ['sse', `${ctx.client.origin}/sse/p/${w.id}/emits`],
     ['steps', w.steps.map((s) => s.name).join(' → ')],
   ]));
@@ -127,7 +144,7 @@ export function printWorkflow(ctx: CommandContext, w: Workflow, title: string, t
 export async function deployWorkflowFile(ctx: CommandContext, file: string, orgId?: string): Promise<void> {
   const wf = await withSpinner(`Reading ${file}`, () => readWorkflowFile(file));
   const { workflow, created } = await withSpinner(`Deploying ${wf.name}`, () => deployWorkflowBody(ctx, wf, orgId));
-  printWorkflow(ctx, workflow, created ? 'Created workflow' : 'Deployed workflow');
+  await printWorkflow(ctx, workflow, created ? 'Created workflow' : 'Deployed workflow');
 }
 
 /**

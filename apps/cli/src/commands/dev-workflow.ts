@@ -16,7 +16,7 @@ export async function devWorkflow(ctx: CommandContext, file: string, orgId?: str
   const ac = untilInterrupted(() => onStop());
   let wf = await readWorkflowFile(file);
   const { workflow, created } = await deployWorkflowBody(ctx, wf, orgId);
-  printWorkflow(ctx, workflow, created ? 'Created workflow' : 'Deployed workflow', true);
+  await printWorkflow(ctx, workflow, created ? 'Created workflow' : 'Deployed workflow', true);
   const stopped = (): void => note(dim(`\nStopped. ${oneLine(workflow.id)} stays deployed: \`pd delete ${oneLine(workflow.id)}\` removes it.`));
   if (ac.signal.aborted) return stopped();
   let lastHash = hash(wf.body);
