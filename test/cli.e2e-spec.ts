@@ -402,6 +402,15 @@ describe('pd command-line tool', () => {
     expect(await saved()).toBe(before);
   });
 
+  it('refuses pd dev of a component key or URL before deploying anything: only a local file can be watched', async () => {
+    const before = (await pd(['list', 'sources', '--json'], home)).stdout;
+    for (const ref of ['http-request-counter', 'https://example.com/source.mjs']) {
+      const r = await pd(['dev', ref], home);
+      expect([r.code, r.stdout, r.stderr]).toEqual([1, '', `Error: file not found: ${ref} (pd dev watches a local file; a component key or URL is deployed with \`pd deploy ${ref}\`)\n`]);
+    }
+    expect((await pd(['list', 'sources', '--json'], home)).stdout).toBe(before);
+  });
+
   it('develops a source: redeploys on each save of an imported file and streams its events', async () => {
     const dev = pdSpawn(['dev', 'source.mjs', '--prop', 'greeting=dev', '--name', 'cli dev'], home, {}, dir);
     try {

@@ -3,7 +3,7 @@ import { basename, relative } from 'node:path';
 import { ComponentWatcher } from '../file-watcher';
 import { bundleComponent, Bundle } from '../bundle';
 import { Command, CommandContext, list, orgOf, str } from '../command';
-import { deploy, givenProps, printSource } from '../deploy';
+import { classifyTarget, deploy, givenProps, printSource } from '../deploy';
 import { CliError, describeError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
 import { dim, green, note, oneLine, red } from '../output';
@@ -33,6 +33,8 @@ export const devCommand: Command = {
     if (!file) throw new CliError('pd dev needs the file of a source component');
     if (isWorkflowFile(file)) return devWorkflow(ctx, file, orgOf(ctx, values));
     assertNotOtherJson(file);
+    // Only a local file can be watched: a key or URL was deployed, then failed on the bundle it does not have.
+    if (classifyTarget(file) !== 'file') throw new CliError(`file not found: ${file} (pd dev watches a local file; a component key or URL is deployed with \`pd deploy ${file}\`)`);
     const orgId = orgOf(ctx, values);
     const propInput = { flags: list(values, 'prop'), file: str(values, 'props') };
     // Ctrl-C is handled from the start: one that comes while deploying (or just after the source is printed) stops cleanly too.
