@@ -137,13 +137,15 @@ describe('pd with workflows', () => {
     expect((await pd(['delete', 'dev-json-flow'], home)).code).toBe(0);
   });
 
-  it('prints the endpoint of a workflow triggered by an inline HTTP source, where its requests go', async () => {
+  it('prints (pd deploy, pd list workflows) the endpoint of a workflow triggered by an inline HTTP source, where its requests go', async () => {
     writeFileSync(join(dir, 'hook.js'), 'module.exports = { name: "Hook", version: "1", props: { http: "$.interface.http" }, async run(e) { this.$emit(e.body); } };\n');
     writeFileSync(join(dir, 'hooked.yaml'), ['name: hooked-flow', 'trigger:', '  source: { component: ./hook.js }', 'steps:', '  - name: first', '    code: ./first.mjs', ''].join('\n'));
     const r = await pd(['deploy', 'hooked.yaml'], home, {}, dir);
     expect([r.code, r.stderr]).toEqual([0, '']);
     const endpoint = /endpoint:\s+(\S+)/.exec(r.stdout)?.[1];
     expect(endpoint).toMatch(/\/e\/en/);
+    const listed = (await pd(['list', 'workflows'], home)).stdout.split('\n').find((l) => l.includes('hooked-flow'));
+    expect(listed?.trim().endsWith(endpoint!)).toBe(true);
     expect((await fetch(endpoint!, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":7}' })).status).toBe(200);
     await eventually(async () => (await pd(['events', 'hooked-flow', '--json'], home)).stdout.includes('"n": 7'), { what: 'the run of the request' });
     expect((await pd(['delete', 'hooked-flow'], home)).code).toBe(0);

@@ -92,7 +92,11 @@ export const listCommand: Command = {
       const workflows = await withSpinner('Listing workflows', () => listWorkflows(ctx.client, orgOf(ctx, values)));
       if (ctx.json) return printJson(workflows);
       if (workflows.length === 0) return out(dim('No workflows yet: deploy one with `pd deploy workflow.yaml`'));
-      return out(table(['ID', 'NAME', 'TRIGGER', 'STEPS', 'ACTIVE', 'ENDPOINT'], workflows.map((w) => [w.id, w.name, triggerText(w), String(w.steps.length), w.active ? 'true' : 'false', w.trigger.endpoint_url ?? ''])));
+      // A workflow triggered by a source (its own inline one included) is reached at that source's endpoint; its sources are the owner's.
+      const sourceOf = (w: (typeof workflows)[number]): unknown => (w.trigger as { source?: unknown }).source;
+      const sources = workflows.some((w) => typeof sourceOf(w) === 'string') ? await listSources(ctx.client, orgOf(ctx, values)) : [];
+      const endpointOf = new Map(sources.map((s) => [s.id, endpointUrl(s)]));
+      return out(table(['ID', 'NAME', 'TRIGGER', 'STEPS', 'ACTIVE', 'ENDPOINT'], workflows.map((w) => [w.id, w.name, triggerText(w), String(w.steps.length), w.active ? 'true' : 'false', w.trigger.endpoint_url ?? endpointOf.get(String(sourceOf(w))) ?? ''])));
     }
     if (!what || !['sources', 'source', 'src', 'so'].includes(what)) {
       throw new CliError(`pd list needs what to list: pd list sources, pd list streams or pd list workflows${what ? ` (not "${what}")` : ''}`, 2);
