@@ -109,10 +109,9 @@ export async function deployWorkflowBody(ctx: CommandContext, wf: WorkflowFile, 
   return { workflow: res.data, created: !existing };
 }
 
-/** `toStderr`: for `pd dev`, whose stdout is the stream (with `--json`, the workflow is its first line). */
 /**
  * Where requests that run the workflow go: its HTTP trigger's endpoint, or that of the source it is triggered by
- * (an inline `trigger.source` with `$.interface.http` is deployed with the workflow, and its URL is shown nowhere else).
+ * (an inline `trigger.source` with `$.interface.http` is deployed with the workflow: the workflow object has no URL).
  */
 async function triggerEndpoint(ctx: CommandContext, w: Workflow): Promise<string | undefined> {
   if (w.trigger.endpoint_url) return w.trigger.endpoint_url;
@@ -125,6 +124,7 @@ async function triggerEndpoint(ctx: CommandContext, w: Workflow): Promise<string
   return res && endpointUrl(res.data);
 }
 
+/** `toStderr`: for `pd dev`, whose stdout is the stream (with `--json`, the workflow is its first line). */
 export async function printWorkflow(ctx: CommandContext, w: Workflow, title: string, toStderr = false): Promise<void> {
   if (ctx.json) return (toStderr ? printJsonLine : printJson)(w);
   const endpoint = await triggerEndpoint(ctx, w);
