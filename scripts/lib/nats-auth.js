@@ -146,7 +146,10 @@ async function startNatsServer({ bin, dir, host = '127.0.0.1', port, installatio
   const pidFile = path.join(dir, 'nats-server.pid');
   await stopLeftOver(pidFile);
   writePrivate(configFile, renderServerConfig({ listen: `${host}:${port}`, storeDir, installations, admin, pidFile }));
-  const child = spawn(bin, ['-c', configFile, '-l', logFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Its own process group: a terminal's Ctrl-C signals npm start and the apps, and NATS must outlive the apps' graceful
+  // stop (leases deleted, queued invocations handed back; against a stopped server each lease waited out a request
+  // timeout until the apps were killed). npm start stops it after the apps; stopLeftOver, at the next start, one left.
+  const child = spawn(bin, ['-c', configFile, '-l', logFile], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const url = `nats://${host}:${port}`;
