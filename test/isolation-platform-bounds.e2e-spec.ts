@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
 
@@ -51,6 +52,46 @@ const FLOODER = `module.exports = {
   },
 };`;
 
+const MIB = 1024 * 1024;
+
+/** Downloads from and uploads to a server as fast as the egress lets it, for `ms`; answers the bytes it received. */
+const MOVER = `module.exports = {
+  name: "Mover", version: "1",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run(event) {
+    const net = require("net"), chunk = Buffer.alloc(65536, 120), socks = [];
+    let received = 0, stop = false;
+    for (let i = 0; i < 4; i++) {
+      const s = net.connect(event.body.port, "127.0.0.1");
+      s.on("error", () => {});
+      s.on("data", (d) => { received += d.length; });
+      const push = () => { while (!stop && s.write(chunk)); };
+      s.on("drain", push);
+      s.on("connect", push);
+      socks.push(s);
+    }
+    await new Promise((r) => setTimeout(r, event.body.ms));
+    stop = true;
+    for (const s of socks) s.destroy();
+    this.http.respond({ status: 200, body: String(received) });
+  },
+};`;
+
+/** Sends 1 MiB chunks to whoever connects, as fast as they are taken, and counts what it is sent. */
+async function blaster(): Promise<{ server: Server; port: number; received: () => number }> {
+  const chunk = Buffer.alloc(1 << 20, 121);
+  let received = 0;
+  const server = createServer((s) => {
+    const push = () => { while (!s.destroyed && s.write(chunk)); };
+    s.on('drain', push);
+    s.on('data', (d) => (received += d.length));
+    s.on('error', () => undefined);
+    push();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { server, port: (server.address() as AddressInfo).port, received: () => received };
+}
+
 describe('the platform against one hostile tenant', () => {
   let system: System;
   let a: TestUser;
@@ -75,7 +116,7 @@ describe('the platform against one hostile tenant', () => {
 
   beforeAll(async () => {
     // Loopback open, as under npm start and in the other tests; no SANDBOX_EGRESS_DENY: the apps must refuse their Postgres themselves.
-    system = await startSystem({ ALLOW_LOOPBACK: 'true', SANDBOX_EGRESS_DENY: '', SANDBOX_EGRESS_MAX_CONNECTIONS: '50', HTTP_RATE_PER_SEC: '0', HTTP_RESPONSE_TIMEOUT_MS: '30000' });
+    system = await startSystem({ ALLOW_LOOPBACK: 'true', SANDBOX_EGRESS_DENY: '', SANDBOX_EGRESS_MAX_CONNECTIONS: '50', SANDBOX_EGRESS_BYTES_PER_SECOND: String(MIB), HTTP_RATE_PER_SEC: '0', HTTP_RESPONSE_TIMEOUT_MS: '30000' });
     a = createUser(system);
     b = createUser(system);
     responder = await deploy(b, RESPONDER);
@@ -138,6 +179,23 @@ describe('the platform against one hostile tenant', () => {
     expect(report.reason).toMatch(/SANDBOX_EGRESS_MAX_CONNECTIONS/);
     // 600 unclaimed tunnels held about 1,200 descriptors of the runner for 10 s.
     expect(readdirSync(`/proc/${runner}/fd`).length - fdsBefore).toBeLessThan(400);
+    await platformUp();
+  });
+
+  it('caps the bytes one account moves through the egress proxy, both ways', async () => {
+    // Every byte of a tunnel is copied on the thread of the app that runs the sandbox: one source reading from a fast
+    // server at 355 MB/s kept the runner's thread busy, and another account's source answered a tenth as many requests.
+    const server = await blaster();
+    try {
+      // An account of its own: the one above still holds its 50 connections for a few seconds.
+      const received = Number(await (await call(await deploy(createUser(system), MOVER), { port: server.port, ms: 3000 })).text());
+      const moved = received + server.received();
+      expect(received).toBeGreaterThan(0);
+      // A burst of ten seconds' worth, then 1 MiB a second: 13 MiB in 3 s (before, hundreds of MiB).
+      expect(moved).toBeLessThan(16 * MIB);
+    } finally {
+      server.server.close();
+    }
     await platformUp();
   });
 });

@@ -9,3 +9,4 @@ export * from './http-event';
 export * from './workflow-state';
 export * from './timers';
 export * from './time-slicer';
+export * from './rate-budget';

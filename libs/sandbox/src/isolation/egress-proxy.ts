@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, rmSync } from 'node:fs';
 import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
+import type { RateBudget } from '@app/contracts';
 import { resolveHost } from '@app/net';
 import type { SandboxLogger } from '../types';
 import type { EgressJudge } from './egress-rules';
@@ -40,6 +41,8 @@ export class EgressProxy {
     private readonly insideDir = dir,
     /** Connections the account may have open (or asked for) at once: its sandbox cannot make the app run out of descriptors. */
     private readonly maxConnections = Number.MAX_SAFE_INTEGER,
+    /** Bytes the account may move per second, both ways and all its connections together (keyed by `account`). */
+    private readonly bytes?: RateBudget,
   ) {}
 
   get socketPath(): string {
@@ -149,6 +152,32 @@ export class EgressProxy {
     throw last ?? new Error('no address');
   }
 
+  /**
+   * `from.pipe(to)`, within the account's byte budget: past it, `from` is not read until the budget has refilled.
+   * Every byte is copied on this app's thread, and one source reading a fast server through it at 355 MB/s kept the
+   * runner's thread busy: another account's source answered a tenth as many requests meanwhile.
+   */
+  private relay(from: Socket, to: Socket): void {
+    if (!this.bytes) {
+      from.pipe(to);
+      return;
+    }
+    const budget = this.bytes;
+    from.on('data', (chunk: Buffer) => {
+      const flowing = to.write(chunk);
+      const waitMs = budget.take(this.account, chunk.length);
+      if (flowing && waitMs === 0) return;
+      from.pause();
+      let pending = (flowing ? 0 : 1) + (waitMs > 0 ? 1 : 0);
+      const resume = () => {
+        if (--pending === 0 && !from.destroyed) from.resume();
+      };
+      if (!flowing) to.once('drain', resume);
+      if (waitMs > 0) setTimeout(resume, waitMs).unref();
+    });
+    from.once('end', () => to.end());
+  }
+
   /** A one-shot Unix socket for the sandbox side of one connection. */
   private async tunnel(upstream: Socket): Promise<string> {
     const name = `t-${randomBytes(12).toString('hex')}.sock`;
@@ -169,8 +198,8 @@ export class EgressProxy {
       done();
       inner.on('error', () => upstream.destroy());
       upstream.on('error', () => inner.destroy());
-      inner.pipe(upstream);
-      upstream.pipe(inner);
+      this.relay(inner, upstream);
+      this.relay(upstream, inner);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

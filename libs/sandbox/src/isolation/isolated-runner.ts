@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
+import { RateBudget } from '@app/contracts';
 import type { SandboxLogger, SandboxPoolStats } from '../types';
 import { resolveHostFile, resolveWorkerFile } from '../worker-file';
 import { sandboxError, type TaskOutcome } from '../worker-pool';
@@ -33,6 +34,8 @@ export interface SandboxIsolationOptions {
   egress: EgressRules;
   /** Outbound connections one account's sandbox may have open at once (SANDBOX_EGRESS_MAX_CONNECTIONS); unbounded when absent. */
   egressMaxConnections?: number;
+  /** Bytes one account's sandbox moves through its egress proxy per second (SANDBOX_EGRESS_BYTES_PER_SECOND); unbounded when absent or 0. */
+  egressBytesPerSecond?: number;
   /**
    * How long the app waits before it reads more of an account's answers (ms; 0: read on). The runner waits while the
    * account's events wait for its EMITS_*_PER_SECOND_PER_ACCOUNT budgets, so that its results past them wait in its
@@ -72,6 +75,8 @@ export class IsolatedRunner {
   private readonly starting = new Map<string, Promise<AccountSandbox>>();
   private readonly views = new Map<string, AccountView>();
   private readonly judge: EgressJudge;
+  /** Every account's bytes through its egress proxies, kept across its sandbox's restarts (a restart owes what it owed). */
+  private readonly egressBytes: RateBudget | undefined;
   private readonly runDir: string;
   private readonly hostFile = resolveHostFile();
   private readonly workerFile = resolveWorkerFile();
@@ -88,6 +93,8 @@ export class IsolatedRunner {
 
   constructor(private readonly opts: IsolatedRunnerOptions) {
     this.judge = new EgressJudge(opts.egress);
+    const rate = opts.egressBytesPerSecond ?? 0;
+    this.egressBytes = rate > 0 ? new RateBudget(rate, rate * 10) : undefined;
     // Unix socket paths are short (108 bytes): the egress sockets live under the temp dir,
     // in a directory named after this process (left over by a killed app, it is removed by the next one).
     removeStaleRunDirs();
@@ -218,7 +225,7 @@ export class IsolatedRunner {
     mkdirSync(sockets, { recursive: true, mode: 0o755 });
     const view = this.view(account);
     mkdirSync(view.dir, { recursive: true, mode: 0o755 });
-    const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets, this.opts.egressMaxConnections);
+    const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets, this.opts.egressMaxConnections, this.egressBytes);
     await egress.start();
     const pause = this.opts.readPauseMs;
     const host = new HostProcess({

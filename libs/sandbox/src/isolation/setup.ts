@@ -21,6 +21,7 @@ export interface IsolationSettings extends PlatformSettings {
   sandboxEgressAllow: string;
   sandboxEgressDeny: string;
   sandboxEgressMaxConnections: number;
+  sandboxEgressBytesPerSecond: number;
   dataDir: string;
 }
 
@@ -130,6 +131,7 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
     uidBase: s.sandboxUidBase,
     egress,
     egressMaxConnections: s.sandboxEgressMaxConnections,
+    egressBytesPerSecond: s.sandboxEgressBytesPerSecond,
   };
   const who = asRoot ? `uids ${s.sandboxUidBase}+ (one per account)` : 'a user namespace of the app\'s uid';
   return {

@@ -15,6 +15,7 @@ export function isolationSettings(dataDir: string, overrides: Partial<IsolationS
     sandboxEgressAllow: '',
     sandboxEgressDeny: '',
     sandboxEgressMaxConnections: 256,
+    sandboxEgressBytesPerSecond: 8 * 1024 * 1024,
     allowLoopback: false,
     allowPrivateAddresses: false,
     natsUrl: 'nats://127.0.0.1:4222',

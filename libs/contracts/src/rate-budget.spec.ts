@@ -1,9 +1,9 @@
-import { EmitBudget } from './emit-budget';
+import { RateBudget } from './rate-budget';
 
-describe('EmitBudget', () => {
+describe('RateBudget', () => {
   let clock = 0;
   beforeEach(() => (clock = 0));
-  const budget = () => new EmitBudget(100, 1000, () => clock);
+  const budget = () => new RateBudget(100, 1000, () => clock);
 
   it('lets an account publish its burst at once, then at its rate', () => {
     const b = budget();
@@ -54,6 +54,6 @@ describe('EmitBudget', () => {
   });
 
   it('is off at 0', () => {
-    expect(new EmitBudget(0, 0).take('u_a', 1e9)).toBe(0);
+    expect(new RateBudget(0, 0).take('u_a', 1e9)).toBe(0);
   });
 });
