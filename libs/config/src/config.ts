@@ -145,6 +145,7 @@ export const SETTINGS = {
   s3AccessKeyId: str('S3_ACCESS_KEY_ID', '', 'access key id of $.send.s3'),
   s3SecretAccessKey: str('S3_SECRET_ACCESS_KEY', '', 'secret access key of $.send.s3 (never logged)'),
   sendTimeoutMs: ms('SEND_TIMEOUT_MS', 15_000, 'per-attempt timeout of a workflow send ($.send.http, email, s3); failed attempts are retried on WEBHOOK_RETRY_SCHEDULE', 100),
+  sendsInFlightPerAccount: int('SENDS_IN_FLIGHT_PER_ACCOUNT', 8, "workflow sends ($.send.http, email, s3) of one account a delivery replica performs at once, of its 32; the account's next ones wait in Postgres (due again in 5-15 s) meanwhile, so one account's slow or silent receivers never hold every other account's sends", 1, 32),
 } as const;
 
 type SettingValue<S> = S extends Setting<'int'> ? number : S extends Setting<'bool'> ? boolean : string;

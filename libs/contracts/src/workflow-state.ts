@@ -67,6 +67,10 @@ export interface SendMessage {
   kind: 'http' | 'email' | 's3';
   payload: unknown;
   createdAtMs: number;
+  /** The attempt this message is (1 when absent): a retry or a held-back send republished from `send_retries`. */
+  attempt?: number;
+  /** Times the send was held back (its account had its share of the sender's slots): part of the republished copy's id. */
+  heldBack?: number;
 }
 
 /** Core NATS `sse.<workflowId>`: one `$.send.sse({ channel, payload })` of a successful run. */

@@ -19,6 +19,8 @@ describe('per-app NATS permissions', () => {
     expect(holders('acme.emit.>')).toEqual(['api', 'runner']);
     expect(holders('$KV.acme_source-state.>')).toEqual(['runner']);
     expect(holders('acme.dlv.>')).toEqual(['delivery']);
+    // Delivery republishes a workflow send's retry when it is due.
+    expect(holders('acme.send.>')).toEqual(['runner', 'delivery']);
     expect(holders('acme.inv.>')).toEqual(['api', 'runner', 'delivery']);
   });
 

@@ -74,8 +74,9 @@ export function installationStreams(n: Names): string[] {
  *   message's events a run again found stored), usage, workflow sends, timer
  *   invocations and custom HTTP responses; hears `ctl.restart-sandboxes`. It
  *   cannot write desired state or code, publish deliveries, nor change streams.
- * - delivery: consumes EMITS, USAGE, DELIVERIES and SENDS, publishes deliveries and
- *   listener invocations, `changed.webhooks`, and answers `ctl.delete-events`.
+ * - delivery: consumes EMITS, USAGE, DELIVERIES and SENDS, publishes deliveries,
+ *   workflow sends (a retry or a held-back send, republished when due), listener
+ *   invocations, `changed.webhooks`, and answers `ctl.delete-events`.
  *   It cannot touch any bucket nor publish emits.
  *
  * Every app reads stream info (a non-api app waits for the api's streams) and
@@ -163,6 +164,7 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             ...info,
             subject('inv', '>'),
             subject('dlv', '>'),
+            subject('send', '>'),
             subject('changed', '>'),
             ...consumeStream(n.emitsStream),
             ...consumeStream(n.usageStream),

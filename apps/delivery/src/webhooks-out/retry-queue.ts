@@ -3,6 +3,7 @@ import { DeliveryMessage, encodeJson, newId } from '@app/contracts';
 import type { Logger } from '@app/config';
 import type { NatsService } from '@app/nats';
 import { BatchWriter } from '../common/batch-writer';
+import { DuePoller, untilDue } from '../common/due-poller';
 import { fromExactJson } from '../common/pg-text';
 import { inTransaction } from '../common/transaction';
 
@@ -17,8 +18,6 @@ const MAX_ROWS = 200;
 const LINGER_MS = 10;
 /** Due rows republished per poll (a full batch polls again at once). */
 const POLL_BATCH = 500;
-/** Longest wait between polls; a retry due sooner is polled for when it is due. */
-const POLL_MAX_MS = 1000;
 /** Waiting retries of one webhook pulled forward by one catch-up. */
 export const CATCH_UP_BATCH = 1000;
 
@@ -35,9 +34,7 @@ export const retryMsgId = (m: DeliveryMessage, attempt: number): string => `${m.
  */
 export class RetryQueue {
   private readonly writer = new BatchWriter<WaitingRetry>((rows) => this.upsert(rows), { maxItems: MAX_ROWS, lingerMs: LINGER_MS });
-  private pollTimer?: NodeJS.Timeout;
-  private polling?: Promise<void>;
-  private stopped = false;
+  private readonly poller = new DuePoller(() => this.poll(), (e) => this.logger.warn({ err: e.message }, 'republishing due webhook retries failed'));
 
   constructor(private readonly em: EntityManager, private readonly nats: NatsService, private readonly logger: Logger) {}
 
@@ -82,35 +79,17 @@ export class RetryQueue {
 
   /** Starts the poller that republishes due retries. */
   start(): void {
-    this.stopped = false;
-    this.plan(0);
+    this.poller.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.pollTimer);
-    await this.polling;
+    await this.poller.stop();
     await this.writer.idle();
   }
 
   /** Polls soon (a catch-up made retries due now). */
   wake(): void {
-    if (!this.stopped && !this.polling) this.plan(0);
-  }
-
-  private plan(ms: number): void {
-    clearTimeout(this.pollTimer);
-    this.pollTimer = setTimeout(() => {
-      this.polling = this.poll()
-        .catch((e: Error) => {
-          this.logger.warn({ err: e.message }, 'republishing due webhook retries failed');
-          return POLL_MAX_MS;
-        })
-        .then((next) => {
-          this.polling = undefined;
-          if (!this.stopped) this.plan(next);
-        });
-    }, ms);
+    this.poller.wake();
   }
 
   /** Republishes one batch of due retries; returns the wait before the next poll. */
@@ -129,10 +108,7 @@ export class RetryQueue {
       await tx.execute(`delete from webhook_retries where id in (${rows.map(() => '?').join(', ')})`, rows.map((r) => r.id), 'run');
       return rows.length === POLL_BATCH;
     });
-    if (full) return 0;
-    const [next] = (await this.em.fork().execute(`select min(due_at_ms)::bigint as due from webhook_retries`, [])) as { due: string | null }[];
-    if (next?.due == null) return POLL_MAX_MS;
-    return Math.max(20, Math.min(POLL_MAX_MS, Number(next.due) - Date.now()));
+    return full ? 0 : untilDue(this.em, 'webhook_retries');
   }
 
   /**

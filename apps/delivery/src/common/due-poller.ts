@@ -1,0 +1,55 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+/** Longest wait between polls; a row due sooner is polled for when it is due. */
+export const POLL_MAX_MS = 1000;
+
+/**
+ * Runs `poll` (one batch of due rows; it returns the wait before the next poll) again and again, one at a time,
+ * until stopped: the loop of the durable retry queues kept in Postgres (webhook deliveries, workflow sends).
+ */
+export class DuePoller {
+  private timer?: NodeJS.Timeout;
+  private polling?: Promise<void>;
+  private stopped = false;
+
+  constructor(private readonly poll: () => Promise<number>, private readonly onError: (e: Error) => void) {}
+
+  start(): void {
+    this.stopped = false;
+    this.plan(0);
+  }
+
+  /** Resolves once a poll under way is done. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.polling;
+  }
+
+  /** Polls soon (rows were made due now). */
+  wake(): void {
+    if (!this.stopped && !this.polling) this.plan(0);
+  }
+
+  private plan(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.polling = this.poll()
+        .catch((e: Error) => {
+          this.onError(e);
+          return POLL_MAX_MS;
+        })
+        .then((next) => {
+          this.polling = undefined;
+          if (!this.stopped) this.plan(next);
+        });
+    }, ms);
+  }
+}
+
+/** The wait before the next poll of `table` (its `due_at_ms` column): until its earliest row is due, within bounds. */
+export async function untilDue(em: EntityManager, table: 'webhook_retries' | 'send_retries'): Promise<number> {
+  const [next] = (await em.fork().execute(`select min(due_at_ms)::bigint as due from ${table}`, [])) as { due: string | null }[];
+  if (next?.due == null) return POLL_MAX_MS;
+  return Math.max(20, Math.min(POLL_MAX_MS, Number(next.due) - Date.now()));
+}
