@@ -55,7 +55,7 @@ export class SendsService implements OnApplicationBootstrap, OnApplicationShutdo
       { concurrency: CONCURRENCY, perOwner: config.sendsInFlightPerAccount, waitingPerOwner: WAITING_PER_ACCOUNT, waitingMax: WAITING_MAX },
       ({ m, msg }) => this.handle(m, msg),
     );
-    this.attempts = new Counter({ name: 'delivery_send_attempts_total', help: 'workflow send attempts ($.send.http, email, s3) by kind and outcome (ok, retry, failed; held_back: not attempted yet, its account had SENDS_IN_FLIGHT_PER_ACCOUNT in flight)', labelNames: ['kind', 'outcome'], registers: [registry] });
+    this.attempts = new Counter({ name: 'delivery_send_attempts_total', help: 'workflow send attempts ($.send.http, email, s3) by kind and outcome (ok, retry, failed; held_back: not attempted yet, its account had no room on this replica: SENDS_IN_FLIGHT_PER_ACCOUNT in flight and 256 waiting)', labelNames: ['kind', 'outcome'], registers: [registry] });
     const retries = this.retries;
     new Gauge({
       name: 'delivery_sends_waiting',
