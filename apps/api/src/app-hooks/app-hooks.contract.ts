@@ -18,7 +18,8 @@ export const APP_HOOK_ROUTES: RouteContract[] = [
     summary: "Post an event to an app's hook channel",
     description:
       'Runs every active source of yours (or of `org_id`) that has a `$.interface.apphook` prop on an app prop of this app and whose ' +
-      '`eventNames` (static, or its `eventNames()` method with the source\'s props) include `event_name`, with `event` as the event. Each run is stored as an invocation before the 202.',
+      '`eventNames` (static, or its `eventNames()` method with the source\'s props) include `event_name`, with `event` as the event. Each run is stored as an invocation before the 202. ' +
+      '429 `backlog_full` (scope `account`) while the account has INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting.',
     params: Type.Object({ app: Type.String({ pattern: '^[a-z0-9_]+$', maxLength: 100, description: 'app slug (slack, github…)' }) }),
     bodyOnly: true,
     bodyRequired: true,
@@ -32,7 +33,7 @@ export const APP_HOOK_ROUTES: RouteContract[] = [
     tag: 'sources',
     extension: true,
     summary: "Post an app hook event to one source",
-    description: "Runs the source's run() with `event`, as its app's webhook would; the source must have a `$.interface.apphook` prop. `event_name`, when given, must be one of its event names.",
+    description: "Runs the source's run() with `event`, as its app's webhook would; the source must have a `$.interface.apphook` prop. `event_name`, when given, must be one of its event names. 429 `backlog_full` (scope `account`) while the account has INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting.",
     params: Type.Object({ id: Id('dc_…') }),
     bodyOnly: true,
     bodyRequired: true,

@@ -9,6 +9,7 @@ import { assertAccess, Auth, AuthContext, namespaceOf } from '../auth/auth.conte
 import { mergeInput } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { runnableOf } from '../components/components.service';
+import { InvocationBacklog } from '../http-endpoints/invocation-backlog';
 
 type HookBody = { event_name?: string; event: Record<string, unknown> };
 
@@ -24,13 +25,16 @@ function listNames(names: string[]): string {
 /**
  * Feeds `$.interface.apphook` sources (app_hooks.contract.ts). Event names of a hook whose
  * `eventNames` is a method are asked in the owner's sandbox with the source's props (no `$auth`),
- * like a prop's `options()`.
+ * like a prop's `options()`. Both routes answer 429 `backlog_full` while the owner has
+ * INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting, as manual runs do: unbounded, one account's
+ * events to a slow source filled its partition's consumer and the partition's other sources stopped.
  */
 @Controller('v1')
 export class AppHooksController {
   constructor(
     private readonly em: EntityManager,
     private readonly nats: NatsService,
+    private readonly backlog: InvocationBacklog,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
   ) {}
@@ -41,6 +45,7 @@ export class AppHooksController {
     // `org_id` is a common parameter: in the query string or the body (body wins), as on every POST.
     const owner = namespaceOf(auth, mergeInput(query, body).org_id);
     this.checkSize(body.event);
+    this.backlog.assertAccountRoom(owner);
     const em = this.em.fork();
     const sources = await em.find(Source, { ownerId: owner, active: true, deletedAt: null }, { orderBy: { createdAtMs: 'asc' } });
     const components = new Map((await em.find(Component, { id: { $in: [...new Set(sources.map((s) => s.componentId))] } })).map((c) => [c.id, c]));
@@ -66,6 +71,7 @@ export class AppHooksController {
     const component = await em.findOne(Component, { id: source.componentId });
     const hooks = (component?.meta as unknown as ComponentMeta | undefined)?.appHooks ?? [];
     if (!component || !hooks.length) throw new BadRequestError(`source ${id} has no $.interface.apphook prop`, { id }, 'no_app_hook');
+    this.backlog.assertAccountRoom(source.ownerId);
     if (body.event_name !== undefined) {
       const names = new Set<string>();
       for (const hook of hooks) for (const n of await this.eventNames(component, source, hook, source.ownerId)) names.add(n);
