@@ -52,7 +52,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
   async onApplicationBootstrap(): Promise<void> {
     const maxPayload = this.nats.maxPayload;
     this.restarts = new SandboxRestarts(this.nats, this.executor, this.metrics, this.logger);
-    this.timers = new TimerService(this.nats, this.metrics, this.logger);
+    this.timers = new TimerService(this.nats, this.metrics, this.logger, this.config.maxRunTimeoutMs);
     this.deps = {
       executor: this.executor,
       components: new ComponentCache(new ObjectStoreCodeSource(this.nats.components), this.executor, (outcome) => this.metrics.installs.inc({ outcome })),

@@ -28,6 +28,8 @@ export interface Publisher {
 export interface TimerPort {
   start(sourceId: string, partition: number, spec: TimerSpec, state: TimerState): void;
   stop(sourceId: string): void;
+  /** The run of the source's timer slot `slotMs` was processed. */
+  processed(sourceId: string, slotMs: number): void;
 }
 
 /**

@@ -67,7 +67,7 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: 
         for (const u of us) events.push(...('group' in u ? u.runs.flatMap((r) => r.events) : u.events));
       },
       publishUsage: (u) => void usage.push(u), reply: (_s, r) => void replies.push(r) },
-    timers: { start: () => undefined, stop: () => undefined },
+    timers: { start: () => undefined, stop: () => undefined, processed: () => undefined },
     metrics: new RunnerMetrics(new Registry()),
     logger: pino({ level: 'silent' }),
     config: { secretsKey: Buffer.alloc(32), runTimeoutMs: 1000, maxRunTimeoutMs: 1000, dbMaxBytes: 1000, eventMaxBytes: 1000, emitsPerInvocation: 10, subscriptionMaxDepth: 16, subscriptionChainMaxRuns: 100, ...config },

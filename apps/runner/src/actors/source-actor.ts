@@ -352,6 +352,7 @@ export class SourceActor {
       const recent = [...current.recent, ...runnable.map((d) => d.msg.invocationId)].slice(-RECENT_INVOCATIONS);
       await this.save({ ...current, db, dedupe, timer, recent });
     }
+    if (timer?.lastSlotMs !== undefined && timer !== current.timer) this.deps.timers.processed(this.sourceId, timer.lastSlotMs);
     executed.forEach(({ result }, i) => finished(outcomes, runnable[i], result));
   }
 

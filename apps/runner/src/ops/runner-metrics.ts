@@ -14,6 +14,7 @@ export class RunnerMetrics {
   readonly emitPartsReadBack: Counter;
   readonly timerLag: Histogram;
   readonly timerSources: Gauge;
+  readonly timerSlotsSkipped: Counter;
   readonly installs: Counter<'outcome'>;
   readonly fenced: Counter;
   readonly handedBack: Counter;
@@ -50,6 +51,7 @@ export class RunnerMetrics {
       registers: [registry],
     });
     this.timerSources = new Gauge({ name: 'runner_timer_sources', help: 'Active timer sources scheduled on this replica', registers: [registry] });
+    this.timerSlotsSkipped = new Counter({ name: 'runner_timer_slots_skipped_total', help: "Timer slots not fired because the source's previous slot was still waiting to be processed", registers: [registry] });
     this.installs = new Counter({ name: 'runner_installs_total', help: 'Component code loads from the object store (cache misses), by outcome', labelNames: ['outcome'], registers: [registry] });
     this.sandboxes = new Gauge({
       name: 'runner_sandbox_processes',

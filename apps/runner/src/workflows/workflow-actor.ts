@@ -257,6 +257,7 @@ export class WorkflowActor {
       const timer = msg.kind === 'timer' && msg.scheduledAtMs !== undefined && s.timer ? { ...s.timer, lastSlotMs: Math.max(s.timer.lastSlotMs ?? 0, msg.scheduledAtMs) } : s.timer;
       return { ...s, dbs, timer, recent: [...s.recent, msg.invocationId].slice(-RECENT) };
     });
+    if (msg.kind === 'timer' && msg.scheduledAtMs !== undefined) this.deps.timers.processed(this.sourceId, msg.scheduledAtMs);
     // A refused run is no run: not counted as usage.
     if (!refused) this.deps.publisher.publishUsage({ ownerId: desired.ownerId, sourceId: this.sourceId, invocationId: msg.invocationId, computeMs: Math.round(outcome.durationMs), finishedAtMs: this.now() }, delivery.redelivered || msg.kind === 'subscription' || msg.kind === 'timer');
     delivery.ack();
