@@ -1,4 +1,5 @@
 import { client, createUser, TestUser } from './support/accounts';
+import { COUNTER, post, sourcesOf } from './support/partition-sources';
 import { eventually, startSystem, System } from './support/system';
 
 /**
@@ -10,7 +11,6 @@ import { eventually, startSystem, System } from './support/system';
  * INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting.
  */
 const SLEEPER = `module.exports = { name: "Hook sleeper", version: "1", props: { github: { type: "app", app: "github" }, hook: { type: "$.interface.apphook", appProp: "github", eventNames: ["push"] } }, async run() { await new Promise((r) => setTimeout(r, 600000)); } };`;
-const COUNTER = 'module.exports = { name: "Counter", version: "0.0.1", props: { http: "$.interface.http" }, async run(event) { this.$emit({ n: event.body.n }); } };';
 
 describe('app hook events against the invocation backlog (an account flooding a slow app hook source)', () => {
   let system: System;
@@ -26,19 +26,12 @@ describe('app hook events against the invocation backlog (an account flooding a 
     await system?.stop();
   });
 
-  const deploy = async (u: TestUser, code: string, name: string): Promise<{ id: string; url?: string }> => {
-    const res = await client(system, u.apiKey).post('/sources', { component_code: code, name });
-    expect([name, res.status]).toEqual([name, 200]);
-    return { id: res.body.data.id, url: res.body.data.configured_props.http?.endpoint_url };
-  };
-  const emitted = async (u: TestUser, id: string): Promise<number[]> =>
-    ((await client(system, u.apiKey).get(`/sources/${id}/event_summaries?limit=100&expand=event`)).body?.data ?? []).map((e: { event: { n: number } }) => e.event.n).reverse();
-  const post = async (url: string, body: unknown): Promise<number> => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).status;
+  const { deploy, emitted } = sourcesOf(() => system);
 
   it("runs B's source while A's app hook events wait for a source that never finishes", async () => {
     const sleeper = await deploy(a, SLEEPER, 'a-hook-sleeper');
     const countB = await deploy(b, COUNTER, 'b-counter');
-    expect(await post(countB.url as string, { n: -1 })).toBe(200);
+    expect(await post(countB.url, { n: -1 })).toBe(200);
     await eventually(async () => (await emitted(b, countB.id)).includes(-1), { what: "B's source to run" });
 
     const statuses = new Map<number, number>();
@@ -50,7 +43,7 @@ describe('app hook events against the invocation backlog (an account flooding a 
       else expect(res.status).toBe(202);
     }
 
-    for (let n = 0; n < 10; n++) expect(await post(countB.url as string, { n })).toBe(200);
+    for (let n = 0; n < 10; n++) expect(await post(countB.url, { n })).toBe(200);
     await eventually(async () => (await emitted(b, countB.id)).length === 11, { what: "B's 10 invocations to run behind A's app hook events", timeoutMs: 60_000 });
     expect(await emitted(b, countB.id)).toEqual([-1, ...Array.from({ length: 10 }, (_, n) => n)]);
     expect(statuses.get(429) ?? 0).toBeGreaterThan(0);

@@ -1,6 +1,7 @@
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { scrapeMetrics } from './support/metrics';
+import { COUNTER, post, sourcesOf } from './support/partition-sources';
 
 /**
  * One account's slow sources cannot hold up the other sources of their partition. A runner holds at most
@@ -8,24 +9,6 @@ import { scrapeMetrics } from './support/metrics';
  * that with runs that wait ten minutes, and before, B's next invocation waited behind them for as long.
  */
 const SLEEPER = 'module.exports = { name: "Sleeper", version: "0.0.1", props: { http: "$.interface.http" }, async run() { await new Promise((r) => setTimeout(r, 600000)); } };';
-const COUNTER = 'module.exports = { name: "Counter", version: "0.0.1", props: { http: "$.interface.http" }, async run(event) { this.$emit({ n: event.body.n }); } };';
-
-/** Deploys an HTTP source of a user's, and reads the `n` of its events, oldest first. */
-function sourcesOf(system: () => System) {
-  return {
-    deploy: async (u: TestUser, code: string, name: string): Promise<{ id: string; url: string }> => {
-      const res = await client(system(), u.apiKey).post('/sources', { component_code: code, name });
-      expect(res.status).toBe(200);
-      return { id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url };
-    },
-    emitted: async (u: TestUser, id: string): Promise<number[]> => {
-      const res = await client(system(), u.apiKey).get(`/sources/${id}/event_summaries?limit=100&expand=event`);
-      // Newest first.
-      return ((res.body?.data ?? []) as { event: { n: number } }[]).map((e) => e.event.n).reverse();
-    },
-  };
-}
-const post = async (url: string, body: unknown): Promise<number> => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).status;
 
 describe("fairness between the sources of a partition (an account's slow runs and backlog)", () => {
   let system: System;
