@@ -13,16 +13,21 @@ export const SLICE_MS = 10;
  *     for (const x of items) { work(x); if (slicer.due()) await slicer.handBack(); }
  */
 export class TimeSlicer {
-  private since = performance.now();
+  private since: number;
+
+  /** `now`: the clock, in milliseconds (a test's own). */
+  constructor(private readonly now: () => number = () => performance.now()) {
+    this.since = now();
+  }
 
   due(): boolean {
-    return performance.now() - this.since >= SLICE_MS;
+    return this.now() - this.since >= SLICE_MS;
   }
 
   /** Resumes after the I/O and timers that were waiting. */
   async handBack(): Promise<void> {
     await new Promise<void>((r) => setImmediate(r));
-    this.since = performance.now();
+    this.since = this.now();
   }
 }
 
