@@ -7,7 +7,7 @@
 const http = require('node:http');
 const net = require('node:net');
 
-const HEAD_END = Buffer.from('\r\n\r\n');
+const { HEAD_END, header, chunked } = require('./http1');
 
 /** One keep-alive connection: one request at a time (no pipelining). */
 class Connection {
@@ -47,15 +47,15 @@ class Connection {
     const status = Number(head.slice(9, 12));
     const bodyStart = headEnd + 4;
     let end;
-    const length = /\r\ncontent-length:\s*(\d+)/.exec(head);
-    if (length) end = bodyStart + Number(length[1]);
-    else if (/\r\ntransfer-encoding:[^\r]*chunked/.test(head)) end = chunkedEnd(this.buf, bodyStart);
+    const length = header(head, 'content-length');
+    if (length !== undefined) end = bodyStart + Number(length);
+    else if (/chunked/.test(header(head, 'transfer-encoding') ?? '')) end = chunked(this.buf, bodyStart)?.end;
     else if (status === 204 || status === 304 || status < 200) end = bodyStart;
     else return; // read until the server closes the connection
     if (end === undefined || this.buf.length < end) return;
     this.buf = this.buf.subarray(end);
-    const retryAfter = Number(/\r\nretry-after:\s*(\d+)/.exec(head)?.[1] ?? 0);
-    this.finish({ status, retryAfter }, /\r\nconnection:\s*close/.test(head));
+    const retryAfter = Number(header(head, 'retry-after')) || 0;
+    this.finish({ status, retryAfter }, header(head, 'connection') === 'close');
   }
 
   finish(answer, close) {
@@ -66,22 +66,6 @@ class Connection {
       this.socket.destroy();
     }
     if (resolve) resolve(answer);
-  }
-}
-
-/** Where a chunked body ends in `buf` (from `start`), or undefined while it is not all there. */
-function chunkedEnd(buf, start) {
-  let at = start;
-  for (;;) {
-    const lineEnd = buf.indexOf('\r\n', at);
-    if (lineEnd < 0) return undefined;
-    const size = parseInt(buf.toString('latin1', at, lineEnd), 16);
-    if (size === 0) {
-      const trailerEnd = buf.indexOf(HEAD_END, lineEnd - 2);
-      return trailerEnd < 0 ? undefined : trailerEnd + 4;
-    }
-    at = lineEnd + 2 + size + 2;
-    if (at > buf.length) return undefined;
   }
 }
 
