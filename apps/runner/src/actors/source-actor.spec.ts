@@ -174,6 +174,24 @@ describe('SourceActor', () => {
     expect(t.gone).toContain('fenced');
   });
 
+  it('keeps the desired state it was given when it is fenced while loading, so that it can be rebuilt', async () => {
+    const t = setup(() => ({}));
+    const first = t.actor('r1#1');
+    first.setDesired(desired(1));
+    await settle();
+    // Every write of this replica's fence loses to another writer (a replica taking the partition over meanwhile).
+    const save = t.store.save.bind(t.store);
+    t.store.save = async (id, state, revision) => {
+      if (state.fence === 'r2#5') throw new StateConflictError('conflict');
+      return save(id, state, revision);
+    };
+    const fresh = t.actor('r2#5');
+    fresh.setDesired(desired(2));
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(t.gone).toEqual(['fenced']);
+    expect(fresh.lastDesired?.rev).toBe(2);
+  });
+
   it('does not run a redelivered invocation that already finished', async () => {
     const t = setup(() => ({ dbWrites: { k: 1 } }));
     const a = t.actor();

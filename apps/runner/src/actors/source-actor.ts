@@ -22,6 +22,8 @@ export class SourceActor {
   private draining = false;
   private stored: StoredState | null = null;
   private desired: DesiredSourceState | undefined;
+  /** The newest desired state given, applied or not (what a rebuilt actor starts from). */
+  private given: DesiredSourceState | undefined;
   private clock = new EmitterClock();
   private loaded = false;
   private stopped = false;
@@ -47,20 +49,17 @@ export class SourceActor {
     return this.queue.length;
   }
 
-  /** The last desired state this actor was given (to rebuild it after it was fenced). */
+  /**
+   * The last desired state this actor was given, to rebuild it after it was fenced: also one it had not applied
+   * yet (fenced while loading its state), else the source would stay without an actor on this replica.
+   */
   get lastDesired(): DesiredSourceState | undefined {
-    return this.desired ?? this.queued();
-  }
-
-  private queued(): DesiredSourceState | undefined {
-    for (let i = this.queue.length - 1; i >= 0; i--) {
-      const job = this.queue[i];
-      if (job.kind === 'desired') return job.desired;
-    }
-    return undefined;
+    return this.given;
   }
 
   setDesired(desired: DesiredSourceState): void {
+    if (this.stopped) return;
+    this.given = desired;
     this.enqueue({ kind: 'desired', desired });
   }
 
@@ -167,6 +166,8 @@ export class SourceActor {
         break;
       } catch (e) {
         if (!(e instanceof StateConflictError) || attempt >= 5) throw e;
+        // Another writer in between (the previous owner's last write): read again after it.
+        await new Promise((r) => setTimeout(r, 25 << attempt));
       }
     }
     this.clock = new EmitterClock(this.stored?.state.emitter, this.now);
