@@ -33,14 +33,13 @@ export class EmitsEraser {
   constructor(private readonly nats: NatsService) {}
 
   /**
-   * Erases the emitter's events in the inclusive range (all when neither end is given); returns how many (for all,
-   * the messages purged: a message holding several events counts once).
+   * Erases the emitter's events in the inclusive range (all when neither end is given) stored up to `lastSeq` (the
+   * stream's end when the request came: later events are not the ones it deleted); returns how many (for all, the
+   * messages purged: a message holding several events counts once).
    */
-  async erase(emitterId: string, start?: EventIdParts, end?: EventIdParts): Promise<number> {
+  async erase(emitterId: string, lastSeq: number, start?: EventIdParts, end?: EventIdParts): Promise<number> {
     const stream = this.nats.names.emitsStream;
     const subject = this.nats.names.emit(emitterId);
-    // Events emitted after the request are not the ones it deleted: the scan stops at the stream's end as of now.
-    const lastSeq = (await this.nats.jsm.streams.info(stream)).state.last_seq;
     if (!start && !end) return (await this.nats.jsm.streams.purge(stream, { filter: subject, seq: lastSeq + 1 })).purged;
     // Read before the scan: a message the router acknowledges during it gets no `Ess-Routed` and may be routed
     // twice, never not at all. No router yet (no delivery app started): nothing was routed.

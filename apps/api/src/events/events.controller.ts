@@ -29,7 +29,7 @@ export class EventsController {
   @HttpCode(202)
   async deleteEvents(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown, @Body() body: unknown): Promise<void> {
     const input = mergeInput(query, body);
-    await this.events.assertSource(auth, id);
+    const source = await this.events.assertSource(auth, id);
     const str = (name: string): string | undefined => {
       const v = input[name];
       // Empty is not "absent": an empty variable in a client must not delete every event.
@@ -37,7 +37,7 @@ export class EventsController {
       if (typeof v !== 'string') throw new BadRequestError(`${name} must be a string`, { field: name });
       return v;
     };
-    await this.events.requestDelete(id, str('start_id'), str('end_id'));
+    await this.events.requestDelete(source, str('start_id'), str('end_id'));
   }
 
   /** Events a workflow emitted with `$.send.emit` (default and custom channels), newest first. */

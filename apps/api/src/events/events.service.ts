@@ -1,13 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { BadRequestError, decodeJson, DeleteEventsMessage, encodeJson, parseEventId } from '@app/contracts';
+import { BadRequestError, decodeJson, DeleteEventsMessage, encodeJson, parseEventId, RateLimitedError } from '@app/contracts';
 import { deleteSummaries, inSnapshot, Source, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext, assertAccess } from '../auth/auth.context';
 import { CursorKey, decodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
 import { bytesBoundedPageSql, EXPANDED_PAGE_MAX_BYTES } from './bytes-bounded-page';
 import { EmitsEraser } from './emits-eraser';
+import { Deletion, DELETIONS_WAITING_PER_ACCOUNT, DeletionLanes } from './deletion-lanes';
 import { EventSummaryDto, EventSummaryRow, Expand, toEventSummary } from './event-summary.dto';
 
 export interface SummaryQuery extends PageQuery {
@@ -25,10 +26,13 @@ function eventCursor(cursor: string, param: 'after' | 'before'): CursorKey {
   return id ? { k: id.ms, id: String(id.seq) } : decodeCursor(cursor, param, /^\d{1,9}$/);
 }
 
+const DELETION_RETRY_AFTER_SECONDS = 2;
+
 /** Reads and deletes the indexed events of a source. */
 @Injectable()
 export class EventsService {
   private readonly logger = new Logger('EventsService');
+  private readonly deletions = new DeletionLanes(DELETIONS_WAITING_PER_ACCOUNT, (d) => this.performDelete(d));
 
   constructor(
     private readonly em: EntityManager,
@@ -103,10 +107,11 @@ export class EventsService {
   }
 
   /**
-   * Validates the range, then asks the delivery app to delete the summaries (deleting here when no delivery
-   * replica answers) and erases the events from EMITS, which a resumed event stream replays.
+   * Validates the range and queues the deletion in the account's lane (DeletionLanes): there it asks the delivery
+   * app to delete the summaries (deleting here when no delivery replica answers), then erases the events from
+   * EMITS, which a resumed event stream replays. 429 when the account has DELETIONS_WAITING_PER_ACCOUNT waiting.
    */
-  async requestDelete(emitterId: string, startId?: string, endId?: string): Promise<void> {
+  async requestDelete(source: Pick<Source, 'id' | 'ownerId'>, startId?: string, endId?: string): Promise<void> {
     const start = startId !== undefined ? parseEventId(startId) : undefined;
     const end = endId !== undefined ? parseEventId(endId) : undefined;
     if (startId !== undefined && !start) throw new BadRequestError('start_id must be an event id like 1700000000000-0', { field: 'start_id' });
@@ -114,14 +119,24 @@ export class EventsService {
     if (start && end && (start.ms > end.ms || (start.ms === end.ms && start.seq > end.seq))) {
       throw new BadRequestError('start_id must not be after end_id', { start_id: startId, end_id: endId });
     }
-    const msg: DeleteEventsMessage = { emitterId, ...(startId ? { startId } : {}), ...(endId ? { endId } : {}) };
-    void this.nats.nc.request(this.nats.names.deleteEvents, encodeJson(msg), { timeout: 5_000 }).then(
+    // Events emitted after the request are not the ones it deletes: EMITS is erased up to its end as of now.
+    const lastSeq = (await this.nats.jsm.streams.info(this.nats.names.emitsStream)).state.last_seq;
+    const deletion: Deletion = { emitterId: source.id, ...(startId ? { startId } : {}), ...(endId ? { endId } : {}), lastSeq };
+    if (!this.deletions.offer(source.ownerId, deletion)) {
+      throw new RateLimitedError(`${DELETIONS_WAITING_PER_ACCOUNT} deletions of events of this account are waiting; try again shortly`, DELETION_RETRY_AFTER_SECONDS);
+    }
+  }
+
+  private async performDelete(d: Deletion): Promise<void> {
+    const msg: DeleteEventsMessage = { emitterId: d.emitterId, ...(d.startId ? { startId: d.startId } : {}), ...(d.endId ? { endId: d.endId } : {}) };
+    await this.nats.nc.request(this.nats.names.deleteEvents, encodeJson(msg), { timeout: 5_000 }).then(
       (reply) => {
         if (!decodeJson<{ ok: boolean }>(reply.data).ok) return this.deleteHere(msg);
       },
       () => this.deleteHere(msg),
-    ).catch((e: Error) => this.logger.error(`deleting events of ${emitterId} failed: ${e.message}`));
-    void this.emits.erase(emitterId, start, end).catch((e: Error) => this.logger.error(`erasing events of ${emitterId} from the emits stream failed: ${e.message}`));
+    ).catch((e: Error) => this.logger.error(`deleting events of ${d.emitterId} failed: ${e.message}`));
+    const [start, end] = [d.startId, d.endId].map((id) => (id === undefined ? undefined : parseEventId(id)));
+    await this.emits.erase(d.emitterId, d.lastSeq, start, end).catch((e: Error) => this.logger.error(`erasing events of ${d.emitterId} from the emits stream failed: ${e.message}`));
   }
 
   /** As the delivery app would: the source's classes trimmed to EVENT_RETENTION first, then the range deleted. */
