@@ -4,6 +4,7 @@ import { connect as tcpConnect, createServer as createTcpServer, Server as TcpSe
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
 import { openText } from './support/sse-stream';
+import { sql } from './events.helpers';
 
 /**
  * `$.send.http`, `$.send.email` and `$.send.s3` after a successful run, against
@@ -245,5 +246,30 @@ describe('workflow sends', () => {
     expect(received).toBeLessThan(100);
     const dropped = Number(/: (\d+) messages dropped: the reader fell behind/.exec(text)?.[1]);
     expect(received + dropped).toBeLessThanOrEqual(100);
+  });
+
+  it("drops a deleted workflow's sends: none is attempted again, none waits for its next attempt", async () => {
+    const api = client(system, user.apiKey);
+    const tries: string[] = [];
+    const down = createHttpServer((req, res) => {
+      tries.push(String(req.headers['x-order']));
+      res.writeHead(503).end();
+    });
+    const port = await listen(down);
+    try {
+      const code = 'export default defineComponent({ async run({ steps, $ }) { $.send.http({ method: "POST", url: steps.trigger.event.url, headers: { "x-order": "7" }, data: {} }); } });';
+      const wf = (await api.post('/workflows', { name: 'sender-to-delete', trigger: { manual: {} }, steps: [{ name: 'send', code }] })).body.data;
+      expect((await api.post(`/workflows/${wf.id}/run`, { event: { url: `http://127.0.0.1:${port}/in` } })).status).toBe(202);
+      await eventually(async () => tries.length >= 1, { what: 'the first attempt', timeoutMs: 30_000 });
+      expect((await api.del(`/workflows/${wf.id}`)).status).toBe(204);
+      const seen = tries.length;
+      // WEBHOOK_RETRY_SCHEDULE is 1s,1s,1s: three more attempts would have come by now.
+      await new Promise((r) => setTimeout(r, 5_000));
+      expect(tries.length - seen).toBeLessThanOrEqual(1); // at most one attempt that had already begun
+      const waiting = await sql<{ n: string }>(system, `select count(*) as n from send_retries where message->>'workflowId' = $1`, [wf.id]);
+      expect(Number(waiting[0].n)).toBe(0);
+    } finally {
+      await new Promise((r) => down.close(r));
+    }
   });
 });

@@ -109,6 +109,8 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             kvSubjects(n.leasesBucket),
             objSubjects(n.componentsStore),
             `$JS.API.STREAM.PURGE.${n.deliveriesStream}`,
+            // A deleted workflow's sends not performed yet.
+            `$JS.API.STREAM.PURGE.${n.sendsStream}`,
             // A deleted source's or workflow's waiting invocations.
             `$JS.API.STREAM.PURGE.${n.invocationsStream}`,
             // Deleted events leave EMITS too (DELETE /sources/{id}/events): a purge of the source's subject, or one message at a time.

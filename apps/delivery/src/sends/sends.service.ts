@@ -44,7 +44,7 @@ export class SendsService implements OnApplicationBootstrap, OnApplicationShutdo
 
   constructor(
     private readonly nats: NatsService,
-    em: EntityManager,
+    private readonly em: EntityManager,
     registry: Registry,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(LOGGER) private readonly logger: Logger,
@@ -55,7 +55,7 @@ export class SendsService implements OnApplicationBootstrap, OnApplicationShutdo
       { concurrency: CONCURRENCY, perOwner: config.sendsInFlightPerAccount, waitingPerOwner: WAITING_PER_ACCOUNT, waitingMax: WAITING_MAX },
       ({ m, msg }) => this.handle(m, msg),
     );
-    this.attempts = new Counter({ name: 'delivery_send_attempts_total', help: 'workflow send attempts ($.send.http, email, s3) by kind and outcome (ok, retry, failed; held_back: not attempted yet, its account had no room on this replica: SENDS_IN_FLIGHT_PER_ACCOUNT in flight and 256 waiting)', labelNames: ['kind', 'outcome'], registers: [registry] });
+    this.attempts = new Counter({ name: 'delivery_send_attempts_total', help: 'workflow send attempts ($.send.http, email, s3) by kind and outcome (ok, retry, failed; dropped: its workflow was deleted; held_back: not attempted yet, its account had no room on this replica: SENDS_IN_FLIGHT_PER_ACCOUNT in flight and 256 waiting)', labelNames: ['kind', 'outcome'], registers: [registry] });
     const retries = this.retries;
     new Gauge({
       name: 'delivery_sends_waiting',
@@ -121,9 +121,25 @@ export class SendsService implements OnApplicationBootstrap, OnApplicationShutdo
     return (msg.attempt ?? 1) + m.info.deliveryCount - 1;
   }
 
+  /**
+   * Whether the send's workflow is still there: a deleted workflow's sends are dropped (the api purges those in
+   * SENDS and in send_retries when it deletes it; this catches the ones a replica already held). When Postgres
+   * cannot tell, the send goes ahead.
+   */
+  private async workflowLive(workflowId: string): Promise<boolean> {
+    const rows = await this.em.fork().getConnection().execute(`select 1 from workflows where id = ? and deleted_at is null`, [workflowId]).catch(() => [{}]);
+    return rows.length > 0;
+  }
+
   private async handle(m: JsMsg, msg: SendMessage): Promise<void> {
     const attempt = this.attemptOf(m, msg);
     const ids = { workflow_id: msg.workflowId, invocation_id: msg.invocationId, kind: msg.kind, attempt };
+    if (!(await this.workflowLive(msg.workflowId))) {
+      m.term();
+      this.attempts.inc({ kind: msg.kind, outcome: 'dropped' });
+      this.logger.info(ids, 'workflow deleted: its send is dropped');
+      return;
+    }
     const keepAlive = setInterval(() => m.working(), Math.max(500, this.config.deliveryAckWaitMs / 3));
     try {
       const what = await this.performers.perform(msg);
