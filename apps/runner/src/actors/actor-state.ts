@@ -89,6 +89,27 @@ export class KvActorStateStore implements ActorStateStore {
   }
 }
 
+/**
+ * Reads a state and writes `fence` into it with compare-and-set (`withFence` builds the state to write from what was
+ * read, or from nothing). Another writer in between (the previous owner's last write) is waited out and read again,
+ * up to 5 times; a stopped actor (`stopped()`: its partition lost or handed back) never writes its fence over a new
+ * owner's. Returns the state written, or null when there was none and `withFence(null)` is null.
+ */
+export async function loadWithFence(store: ActorStateStore, id: string, stopped: () => boolean, withFence: (found: ActorState | null) => ActorState | null): Promise<StoredState | null> {
+  for (let attempt = 0; ; attempt++) {
+    const found = await store.load(id);
+    const state = withFence(found?.state ?? null);
+    if (!state) return null;
+    try {
+      if (stopped()) throw new StateConflictError('actor stopped');
+      return { state, revision: await store.save(id, state, found?.revision ?? 0) };
+    } catch (e) {
+      if (!(e instanceof StateConflictError) || attempt >= 5 || stopped()) throw e;
+      await new Promise((r) => setTimeout(r, 25 << attempt));
+    }
+  }
+}
+
 /** Sets a db key as an own property: defined, not assigned, so that a key `__proto__` (a db key like any other) does not set the object's prototype. */
 export function setDbKey(db: Record<string, unknown>, key: string, value: unknown): void {
   Object.defineProperty(db, key, { value, enumerable: true, writable: true, configurable: true });

@@ -192,6 +192,18 @@ describe('SourceActor', () => {
     expect(fresh.lastDesired?.rev).toBe(2);
   });
 
+  it('writes no fence once stopped while loading (its partition was lost): a new owner keeps the state', async () => {
+    const t = setup(() => ({}));
+    t.actor('r0#1').setDesired(desired(1));
+    await settle();
+    const stale = t.actor('r1#1');
+    stale.setDesired(desired(1));
+    void stale.stop(false);
+    await settle();
+    expect(t.store.data.get('dc_1')?.state.fence).toBe('r0#1');
+    expect(t.gone).toEqual([]);
+  });
+
   it('does not run a redelivered invocation that already finished', async () => {
     const t = setup(() => ({ dbWrites: { k: 1 } }));
     const a = t.actor();

@@ -1,6 +1,6 @@
 import { chainRefusal, DesiredSourceState, unpackHttpEvent } from '@app/contracts';
 import { addEmits, Executed, RunContext, RunInput, SourceExecution } from './source-execution';
-import { ActorState, emptyState, RECENT_INVOCATIONS, StateConflictError, StoredState, withWrites } from './actor-state';
+import { ActorState, emptyState, loadWithFence, RECENT_INVOCATIONS, StateConflictError, StoredState, withWrites } from './actor-state';
 import type { ActorDeps, EmitUnit, InvocationDelivery } from './actor-deps';
 import { EmitterClock } from './emit-ids';
 import { admit, finished, OutcomeContext } from './invocation-outcomes';
@@ -154,22 +154,7 @@ export class SourceActor {
 
   /** Reads the state and writes this replica's fence into it, so a previous owner's late writes fail. */
   private async load(): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const stored = await this.deps.store.load(this.sourceId);
-      if (!stored) {
-        this.stored = null;
-        break;
-      }
-      try {
-        const state = { ...stored.state, fence: this.fence };
-        this.stored = { state, revision: await this.deps.store.save(this.sourceId, state, stored.revision) };
-        break;
-      } catch (e) {
-        if (!(e instanceof StateConflictError) || attempt >= 5) throw e;
-        // Another writer in between (the previous owner's last write): read again after it.
-        await new Promise((r) => setTimeout(r, 25 << attempt));
-      }
-    }
+    this.stored = await loadWithFence(this.deps.store, this.sourceId, () => this.stopped, (found) => (found ? { ...found, fence: this.fence } : null));
     this.clock = new EmitterClock(this.stored?.state.emitter, this.now);
     this.loaded = true;
   }
@@ -182,6 +167,7 @@ export class SourceActor {
   }
 
   private fenced(): void {
+    if (this.stopped) return;
     this.log().warn('state was written by another replica: dropping the actor (fenced)');
     this.deps.metrics.fenced.inc();
     this.halt();

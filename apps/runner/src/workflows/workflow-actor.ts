@@ -1,6 +1,6 @@
 import { type DesiredSourceState, type DesiredWorkflowState, chainOf, chainRefusal, encodeJson, fnv1a, unpackHttpEvent } from '@app/contracts';
 import type { ActorDeps, InvocationDelivery } from '../actors/actor-deps';
-import { type ActorState, StateConflictError } from '../actors/actor-state';
+import { type ActorState, loadWithFence, StateConflictError } from '../actors/actor-state';
 import { EmitterClock, type EmitterClockState } from '../actors/emit-ids';
 import { replyError } from '../actors/source-execution';
 import { specKey, type TimerState } from '../timers/timer-slots';
@@ -129,17 +129,10 @@ export class WorkflowActor {
   /** Reads the state once and writes this replica's fence into it. */
   private load(): Promise<void> {
     this.loading ??= (async () => {
-      for (let attempt = 0; ; attempt++) {
-        const found = await this.deps.store.load(this.sourceId);
-        const base = (found?.state as unknown as WorkflowState | undefined) ?? { kind: 'workflow', fence: this.fence, recent: [], emitter: { lastMs: 0, seq: 0 }, dbs: {} };
-        const state: WorkflowState = { ...base, kind: 'workflow', fence: this.fence, dbs: base.dbs ?? {}, recent: base.recent ?? [] };
-        try {
-          this.stored = { state, revision: await this.deps.store.save(this.sourceId, state as unknown as ActorState, found?.revision ?? 0) };
-          break;
-        } catch (e) {
-          if (!(e instanceof StateConflictError) || attempt >= 5) throw e;
-        }
-      }
+      this.stored = (await loadWithFence(this.deps.store, this.sourceId, () => this.stopped, (found) => {
+        const base = (found as unknown as WorkflowState | null) ?? { kind: 'workflow', fence: this.fence, recent: [], emitter: { lastMs: 0, seq: 0 }, dbs: {} };
+        return { ...base, kind: 'workflow', fence: this.fence, dbs: base.dbs ?? {}, recent: base.recent ?? [] } as unknown as ActorState;
+      })) as unknown as { state: WorkflowState; revision: number };
       this.clock = new EmitterClock(this.stored?.state.emitter, this.now);
     })();
     return this.loading;
