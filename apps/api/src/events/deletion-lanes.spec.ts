@@ -30,6 +30,23 @@ describe('DeletionLanes', () => {
     gates.shift()?.();
   });
 
+  it('tells when every deletion taken is done (a graceful stop waits for them), or gives up after its timeout', async () => {
+    let release: () => void = () => undefined;
+    const done: string[] = [];
+    const lanes = new DeletionLanes(4, async (x) => {
+      if (x.emitterId === 'dc_slow') await new Promise<void>((r) => (release = r));
+      done.push(x.emitterId);
+    });
+    lanes.offer('u_a', d('dc_slow', 1));
+    lanes.offer('u_a', d('dc_2', 2));
+    lanes.offer('u_b', d('dc_3', 3));
+    await lanes.idle(20);
+    expect(done).toEqual(['dc_3']);
+    setTimeout(() => release(), 10);
+    await lanes.idle(5_000);
+    expect(done.sort()).toEqual(['dc_2', 'dc_3', 'dc_slow']);
+  });
+
   it('goes on after a deletion that failed', async () => {
     const done: string[] = [];
     const lanes = new DeletionLanes(4, async (x) => {

@@ -19,6 +19,7 @@ const sameRequest = (a: Deletion, b: Deletion): boolean => a.emitterId === b.emi
  */
 export class DeletionLanes {
   private readonly lanes = new Map<string, Deletion[]>();
+  private readonly running = new Set<Promise<void>>();
 
   constructor(private readonly waitingMax: number, private readonly perform: (d: Deletion) => Promise<void>) {}
 
@@ -27,7 +28,8 @@ export class DeletionLanes {
     const lane = this.lanes.get(ownerId);
     if (!lane) {
       this.lanes.set(ownerId, [deletion]);
-      void this.run(ownerId);
+      const run = this.run(ownerId).finally(() => this.running.delete(run));
+      this.running.add(run);
       return true;
     }
     // lane[0] is running: only those behind it can be joined.
@@ -39,6 +41,16 @@ export class DeletionLanes {
     if (lane.length - 1 >= this.waitingMax) return false;
     lane.push(deletion);
     return true;
+  }
+
+  /** Resolves once every deletion taken has been performed, or after `timeoutMs`. */
+  async idle(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)));
+    const all = (async () => {
+      while (this.running.size) await Promise.all([...this.running]);
+    })();
+    await Promise.race([all, timeout]).finally(() => clearTimeout(timer));
   }
 
   private async run(ownerId: string): Promise<void> {

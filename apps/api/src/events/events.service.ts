@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, decodeJson, DeleteEventsMessage, encodeJson, parseEventId, RateLimitedError } from '@app/contracts';
@@ -27,10 +27,11 @@ function eventCursor(cursor: string, param: 'after' | 'before'): CursorKey {
 }
 
 const DELETION_RETRY_AFTER_SECONDS = 2;
+const DELETIONS_SHUTDOWN_WAIT_MS = 10_000;
 
 /** Reads and deletes the indexed events of a source. */
 @Injectable()
-export class EventsService {
+export class EventsService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('EventsService');
   private readonly deletions = new DeletionLanes(DELETIONS_WAITING_PER_ACCOUNT, (d) => this.performDelete(d));
 
@@ -40,6 +41,11 @@ export class EventsService {
     private readonly emits: EmitsEraser,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
+
+  /** Deletions answered 202 are performed before the api stops (NATS and Postgres are still there), up to 10 s. */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.deletions.idle(DELETIONS_SHUTDOWN_WAIT_MS);
+  }
 
   async assertSource(auth: AuthContext, id: string): Promise<Source> {
     const source = await this.em.fork().findOne(Source, { id, deletedAt: null });
