@@ -1,4 +1,4 @@
-import { ConsumerMessages, JsMsg, KvEntry, QueuedIterator } from 'nats';
+import { ConsumerMessages, JsMsg, KvEntry } from 'nats';
 import type { Logger } from 'pino';
 import { decodeJson, DesiredSourceState, encodeJson, HttpResponseMessage, InvocationMessage } from '@app/contracts';
 import { boundConsumer, ensureDurable, type NatsService } from '@app/nats';
@@ -8,6 +8,7 @@ import { WorkflowActor } from '../workflows/workflow-actor';
 import { NatsSendPublisher } from '../workflows/workflow-sends';
 import { DEFER_MAX_MS, PartitionAdmission } from './partition-admission';
 import { invocationsOf, MessageInvocations, RanBefore } from './message-invocations';
+import { DesiredStateWatch } from './desired-watch';
 
 /** Sources (`dc_…`) and workflows (`p_…`) share partitions, desired states and invocation consumers. */
 type PartitionActor = SourceActor | WorkflowActor;
@@ -45,7 +46,7 @@ export class PartitionWorker {
   private readonly admission: PartitionAdmission;
   private readonly refencing = new Set<string>();
   private readonly ranBefore: RanBefore;
-  private watch: QueuedIterator<KvEntry> | undefined;
+  private watch: DesiredStateWatch | undefined;
   private messages: ConsumerMessages | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -68,11 +69,8 @@ export class PartitionWorker {
   }
 
   async start(): Promise<void> {
-    let initialized!: () => void;
-    const ready = new Promise<void>((r) => (initialized = r));
-    this.watch = await this.nats.sources.watch({ key: this.nats.names.sourceKey(this.partition, '*'), initializedFn: () => initialized() });
-    void this.follow(this.watch);
-    await ready;
+    this.watch = new DesiredStateWatch(this.nats.sources, this.nats.names.sourceKey(this.partition, '*'), (entry) => this.onDesired(entry), this.log);
+    await this.watch.start();
     if (this.stopped) return;
     const durable = `runner_p${this.partition}`;
     const stream = this.nats.names.invocationsStream;
@@ -110,27 +108,18 @@ export class PartitionWorker {
     this.log.info({ graceful }, 'partition stopped');
   }
 
-  private async follow(watch: QueuedIterator<KvEntry>): Promise<void> {
+  private onDesired(entry: KvEntry): void {
+    if (this.stopped) return;
+    const sourceId = entry.key.slice(entry.key.indexOf('.') + 1);
+    if (entry.operation !== 'PUT') return this.actor(sourceId).delete();
+    let desired: DesiredSourceState;
     try {
-      for await (const entry of watch) {
-        if (this.stopped) break;
-        const sourceId = entry.key.slice(entry.key.indexOf('.') + 1);
-        if (entry.operation === 'PUT') {
-          let desired: DesiredSourceState;
-          try {
-            desired = decodeJson<DesiredSourceState>(entry.value);
-          } catch (err) {
-            this.log.error({ err, source_id: sourceId }, 'unreadable desired state');
-            continue;
-          }
-          this.actor(sourceId).setDesired(desired);
-        } else {
-          this.actor(sourceId).delete();
-        }
-      }
+      desired = decodeJson<DesiredSourceState>(entry.value);
     } catch (err) {
-      if (!this.stopped) this.log.error({ err }, 'desired-state watch failed');
+      this.log.error({ err, source_id: sourceId }, 'unreadable desired state');
+      return;
     }
+    this.actor(sourceId).setDesired(desired);
   }
 
   private actor(sourceId: string): PartitionActor {
