@@ -204,6 +204,24 @@ describe('SourceActor', () => {
     expect(t.gone).toEqual([]);
   });
 
+  it('deletes again after removing its state failed (NATS unavailable for a moment), without running deactivate twice', async () => {
+    const t = setup(() => ({}));
+    const a = t.actor();
+    a.setDesired(desired(1));
+    await settle();
+    const remove = t.store.remove.bind(t.store);
+    let failures = 1;
+    t.store.remove = async (id) => {
+      if (failures-- > 0) throw new Error('TIMEOUT');
+      return remove(id);
+    };
+    a.delete();
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(t.store.data.has('dc_1')).toBe(false);
+    expect(t.gone).toEqual(['deleted']);
+    expect(t.calls.filter((c) => c.method === 'deactivate')).toHaveLength(1);
+  });
+
   it('does not run a redelivered invocation that already finished', async () => {
     const t = setup(() => ({ dbWrites: { k: 1 } }));
     const a = t.actor();

@@ -122,8 +122,9 @@ export class SourceActor {
           if (e instanceof StateConflictError) this.fenced();
           else {
             this.log().error({ err: e }, 'actor job failed');
-            // A desired state not applied (NATS unavailable for a moment) is applied again, unless a newer one came.
-            if (job.kind === 'desired') this.retryDesired(job.desired);
+            // A desired state not applied (NATS unavailable for a moment) is applied again, unless a newer one came;
+            // a deletion likewise (its deactivate hook has not run, its state is still there).
+            if (job.kind !== 'invoke') this.retryJob(job);
           }
         }
       }
@@ -159,9 +160,9 @@ export class SourceActor {
     this.loaded = true;
   }
 
-  private retryDesired(desired: DesiredSourceState): void {
+  private retryJob(job: Job): void {
     const timer = setTimeout(() => {
-      if (!this.stopped && !this.queue.some((j) => j.kind !== 'invoke')) this.enqueue({ kind: 'desired', desired });
+      if (!this.stopped && !this.queue.some((j) => j.kind !== 'invoke')) this.enqueue(job);
     }, 1000);
     timer.unref?.();
   }
@@ -273,6 +274,8 @@ export class SourceActor {
       const executed = await this.execution.execute({ method: 'deactivate', invocationId: `${this.sourceId}.deleted.deactivate`, codeHash: state.codeHash, configuredProps: state.configuredProps ?? {}, endpointUrl: state.endpointUrl }, this.ctx());
       this.deps.metrics.hooks.inc({ hook: 'deactivate', outcome: executed.result.error ? 'error' : 'ok' });
       await this.execution.publish(state, executed, this.ctx());
+      // Not again when removing the state fails and the deletion is tried again.
+      if (this.stored) this.stored = { ...this.stored, state: { ...this.stored.state, active: false } };
     }
     if (this.stored) await this.deps.store.remove(this.sourceId, this.stored.revision);
     this.stored = null;

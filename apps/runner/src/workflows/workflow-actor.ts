@@ -70,7 +70,15 @@ export class WorkflowActor {
       await this.load();
       await this.applyTimer();
       this.pump();
-    });
+    }, () => this.retryDesired(next));
+  }
+
+  /** A desired state not applied (NATS unavailable for a moment) is applied again a second later, unless a newer one came. */
+  private retryDesired(desired: DesiredWorkflowState): void {
+    const timer = setTimeout(() => {
+      if (!this.stopped && this.desired === desired) this.setDesired(desired as unknown as DesiredSourceState);
+    }, 1000);
+    timer.unref?.();
   }
 
   delete(): void {
@@ -85,7 +93,7 @@ export class WorkflowActor {
       this.log().info('workflow deleted: state removed');
       this.halt();
       this.onGone(this, 'deleted');
-    });
+    }, () => setTimeout(() => this.delete(), 1000).unref?.());
   }
 
   invoke(delivery: InvocationDelivery): void {
@@ -109,12 +117,15 @@ export class WorkflowActor {
     for (const d of this.waiting.splice(0)) d.nak();
   }
 
-  private async guard(job: () => Promise<void>): Promise<void> {
+  private async guard(job: () => Promise<void>, onFailure?: () => void): Promise<void> {
     try {
       await job();
     } catch (e) {
       if (e instanceof StateConflictError) this.fenced();
-      else this.log().error({ err: e }, 'workflow job failed');
+      else {
+        this.log().error({ err: e }, 'workflow job failed');
+        onFailure?.();
+      }
     }
   }
 
@@ -126,7 +137,7 @@ export class WorkflowActor {
     this.onGone(this, 'fenced');
   }
 
-  /** Reads the state once and writes this replica's fence into it. */
+  /** Reads the state once and writes this replica's fence into it (again on the next call when that failed). */
   private load(): Promise<void> {
     this.loading ??= (async () => {
       this.stored = (await loadWithFence(this.deps.store, this.sourceId, () => this.stopped, (found) => {
@@ -134,7 +145,10 @@ export class WorkflowActor {
         return { ...base, kind: 'workflow', fence: this.fence, dbs: base.dbs ?? {}, recent: base.recent ?? [] } as unknown as ActorState;
       })) as unknown as { state: WorkflowState; revision: number };
       this.clock = new EmitterClock(this.stored?.state.emitter, this.now);
-    })();
+    })().catch((e: unknown) => {
+      this.loading = undefined;
+      throw e;
+    });
     return this.loading;
   }
 
