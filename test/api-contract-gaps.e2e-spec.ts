@@ -128,6 +128,35 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect(((await once.json()) as { data: { url: string; name: string } }).data).toMatchObject({ url: 'https://a.example.com/', name: 'ci' });
   });
 
+  it('reads a form body as text, as the query string: active=false and page=1 are what they name (each was "must be a boolean / an integer")', async () => {
+    const form = (method: string, path: string, body: string) =>
+      fetch(`${system.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/x-www-form-urlencoded' }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as any })); // eslint-disable-line @typescript-eslint/no-explicit-any
+    const wh = (await api.post('/webhooks', { url: 'https://a.example.com/' })).body.data;
+    const off = await form('PUT', `/webhooks/${wh.id}`, 'active=false&name=form');
+    expect([off.status, off.body.data?.active, off.body.data?.name]).toEqual([200, false, 'form']);
+    expect((await api.get(`/webhooks/${wh.id}`)).body.data.active).toBe(false);
+    const on = await form('PUT', `/webhooks/${wh.id}`, 'active=true');
+    expect([on.status, on.body.data?.active]).toEqual([200, true]);
+    // Text that names no boolean or integer is refused as in the query string, naming the body.
+    const bad = await form('PUT', `/webhooks/${wh.id}`, 'active=maybe');
+    expect(bad.status).toBe(400);
+    expectErrorBody(bad.body, 'invalid_request');
+    expect(bad.body.details).toMatchObject({ in: 'body', field: 'active' });
+
+    const code = 'module.exports = { name: "Opts", version: "1", props: { color: { type: "string", options: ["red", "blue"] } }, async run() {} };';
+    const sc = (await api.post('/components', { component_code: code })).body.data;
+    const page = await form('POST', `/components/${sc.id}/props/color/options`, 'page=1');
+    expect([page.status, page.body]).toEqual([200, (await api.post(`/components/${sc.id}/props/color/options?page=1`)).body]);
+    for (const text of ['1.5', '+1', '']) {
+      const refused = await form('POST', `/components/${sc.id}/props/color/options`, `page=${encodeURIComponent(text)}`);
+      expect([text, refused.status, refused.body.code, refused.body.details?.in, refused.body.details?.field]).toEqual([text, 400, 'invalid_request', 'body', 'page']);
+      expect(refused.body.error).toBe('page must be an integer written in digits');
+    }
+    // A JSON body keeps JSON's types: "false" is a string there, not a boolean.
+    const json = await api.put(`/webhooks/${wh.id}`, { active: 'false' });
+    expect([json.status, json.body.details?.field]).toEqual([400, 'active']);
+  });
+
   it('refuses a key given twice in a JSON body, at any depth, as a repeated form field (the last value was kept)', async () => {
     const post = (path: string, body: string, type = 'application/json') =>
       fetch(`${system.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': type }, body });

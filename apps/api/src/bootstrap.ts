@@ -9,7 +9,7 @@ import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
 import { assertFiniteNumbers, assertJsonTextLimits, assertNoNul, repeatedJsonKey } from './common/json-limits';
 import { clientErrorHandler, frameworkErrors, registerRequestHygiene } from './common/protocol-errors';
 import { requireDeclaredRoutes } from './contract/route-coverage';
-import { givenMoreThanOnce } from './contract/contract-validator';
+import { givenMoreThanOnce, markFormBody } from './contract/contract-validator';
 import { registerWebUi } from './web/web-ui';
 import { registerResponseHeaders } from './common/response-headers';
 import { installLeanAsyncBind } from './common/lean-async-bind';
@@ -75,7 +75,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
           // A field given twice is refused as a repeated query parameter is, rather than one value being picked.
           if (Array.isArray(v)) throw givenMoreThanOnce(k, 'body');
         }
-        return done(null, form);
+        // Its values are text: checked as a query string's are (`active=false`, `page=1`), not as JSON's types.
+        return done(null, markFormBody(form));
       }
       assertJsonTextLimits(text);
       const json = tryJson(text);

@@ -1,9 +1,18 @@
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import { TObject, Type } from '@sinclair/typebox';
 import { BadRequestError } from '@app/contracts';
-import { bodyOf, COMMON_QUERY, queryOf, RouteContract } from './route-contract';
+import { bodyOf, COMMON_QUERY, formBodyOf, queryOf, RouteContract } from './route-contract';
 
 export type Where = 'path' | 'query' | 'body';
+
+/** Bodies parsed from `application/x-www-form-urlencoded` fields: text, checked as a query string is. */
+const FORM_BODIES = new WeakSet<object>();
+
+/** Marks a parsed form body (its values are text, as a query string's). */
+export function markFormBody<T extends object>(form: T): T {
+  FORM_BODIES.add(form);
+  return form;
+}
 
 /** Query strings carry text: `limit=5` is checked as the integer it names (on a copy: handlers read the text). */
 const textAjv = new Ajv({ allErrors: true, strict: false, coerceTypes: true });
@@ -18,6 +27,7 @@ export class RouteValidator {
   private readonly params?: ValidateFunction;
   private readonly query: ValidateFunction;
   private readonly body?: ValidateFunction;
+  private readonly formBody?: ValidateFunction;
   private readonly requiredBodyFields: string[];
 
   constructor(readonly route: RouteContract) {
@@ -29,6 +39,7 @@ export class RouteValidator {
     // A required body field may come in the query string instead: required-ness is checked on both together.
     this.requiredBodyFields = body?.required ?? [];
     this.body = compile(jsonAjv, body ? { ...body, required: [] } : undefined);
+    this.formBody = compile(textAjv, formBodyOf(route));
   }
 
   /** Throws the 400 a client gets for input the declaration does not allow. */
@@ -41,7 +52,8 @@ export class RouteValidator {
       if (this.route.bodyRequired) throw new BadRequestError('a JSON object body is required', { in: 'body' });
     } else if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new BadRequestError('the request body must be a JSON object', { in: 'body' });
-    } else check(this.body, body, 'body');
+    } else if (this.formBody && FORM_BODIES.has(body)) checkText(this.formBody, structuredClone(body as Record<string, unknown>), 'body');
+    else check(this.body, body, 'body');
     const b = (body ?? {}) as Record<string, unknown>;
     const missing = this.requiredBodyFields.filter((f) => b[f] === undefined && q[f] === undefined);
     // Such fields may come in the body or in the query: a request without a body was missing them in its query.

@@ -71,13 +71,29 @@ export function routeKey(method: string, routerPathOrPattern: string): string {
  * body's fields (a client may send them in the query string: scalars as text, anything else as JSON text).
  */
 export function queryOf(route: RouteContract): TObject {
-  const props: Record<string, TSchema> = { ...COMMON_QUERY, ...(route.query?.properties ?? {}) };
-  for (const [name, schema] of Object.entries(route.bodyOnly ? {} : (route.body?.properties ?? {}))) {
-    if (name in props) continue;
+  return Type.Object(asText({ ...COMMON_QUERY, ...(route.query?.properties ?? {}) }, route.bodyOnly ? {} : (route.body?.properties ?? {})), { additionalProperties: false });
+}
+
+/** `fields` added to `props` as text carries them: scalars as the text of their type, anything else as JSON text. */
+function asText(props: Record<string, TSchema>, fields: Record<string, TSchema>): Record<string, TSchema> {
+  const out = { ...props };
+  for (const [name, schema] of Object.entries(fields)) {
+    if (name in out) continue;
     const type = (schema as { type?: unknown }).type;
-    props[name] = type === 'string' || type === 'integer' || type === 'boolean' || type === 'number' ? Type.Optional(Type.Unsafe({ ...schema })) : Type.Optional(Type.String({ description: 'JSON text' }));
+    out[name] = type === 'string' || type === 'integer' || type === 'boolean' || type === 'number' ? Type.Optional(Type.Unsafe({ ...schema })) : Type.Optional(Type.String({ description: 'JSON text' }));
   }
-  return Type.Object(props, { additionalProperties: false });
+  return out;
+}
+
+/**
+ * The schema of a form body (`application/x-www-form-urlencoded` fields, not JSON): text like a query string, so
+ * its fields are what the query string may carry (`active=false`, `page=1`). Undefined for a route whose body
+ * fields come from a JSON body only (`bodyOnly`): a form there is checked as the JSON body it stands for.
+ */
+export function formBodyOf(route: RouteContract): TObject | undefined {
+  const body = bodyOf(route);
+  if (!body || route.bodyOnly) return undefined;
+  return Type.Object(asText(COMMON_QUERY, route.body?.properties ?? {}), { additionalProperties: false });
 }
 
 /** The body schema of a route: its fields plus the common parameters (which may come in the body too). */
