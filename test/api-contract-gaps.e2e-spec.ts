@@ -242,6 +242,31 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expectErrorBody(JSON.parse(connect.body), 'method_not_allowed');
   });
 
+  it('refuses two Host headers (one was picked), and answers an Expect it cannot meet in the error shape (417 had no body)', async () => {
+    const created = await api.post('/sources', { component_code: HTTP_SOURCE });
+    const endpoint = new URL(created.body.data.configured_props.http.endpoint_url as string).pathname;
+    // Known to the api's endpoint lookup, so that a plain POST there takes its fast path.
+    expect((await fetch(`${system.origin}${endpoint}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":1}' })).status).toBe(200);
+    const requests = [
+      `GET /v1/users/me HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`,
+      `POST ${endpoint} HTTP/1.1\r\nHost: a.example\r\nhost: b.example\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{"n":2}`,
+      `GET /e/en_nope HTTP/1.1\r\nHost: a.example\r\nHost: a.example\r\n\r\n`,
+    ];
+    for (const request of requests) {
+      const res = await rawRequest(system.origin, request);
+      expect([request.split('\r\n')[0], res.status]).toEqual([request.split('\r\n')[0], 400]);
+      expect(JSON.parse(res.body)).toEqual({ error: 'send one Host header, not several', code: 'invalid_request', details: { header: 'host' } });
+    }
+
+    const expectation = await rawRequest(system.origin, `POST /v1/webhooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Type: application/json\r\nExpect: something-else\r\nContent-Length: 2\r\n\r\n{}`);
+    expect(expectation.status).toBe(417);
+    expect(JSON.parse(expectation.body)).toEqual({ error: 'the Expect header asks for something-else: only 100-continue is supported', code: 'expectation_failed', details: { header: 'expect' } });
+    // 100-continue is met: the body is asked for and read.
+    const cont = await rawRequest(system.origin, `POST /v1/webhooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}`);
+    expect(cont.headers).toMatch(/^HTTP\/1\.1 100 Continue/);
+    expect(JSON.parse(cont.body.slice(cont.body.indexOf('{')))).toMatchObject({ code: 'invalid_request', details: { fields: ['url'] } });
+  });
+
   it('answers 400, not 500, to a JSON body at an HTTP endpoint nested too deep to carry, and takes 1,000 levels', async () => {
     const created = await api.post('/sources', { component_code: HTTP_SOURCE });
     const url: string = created.body.data.configured_props.http.endpoint_url;

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BadRequestError } from '@app/contracts';
@@ -50,6 +51,13 @@ export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: 
   void reply.code(status).send({ error: err.message, code: 'invalid_request' });
 }
 
+/** How many Host header lines a request has. */
+export function hostHeaders(raw: string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'host') n++;
+  return n;
+}
+
 /** Routes of the API proper (not the public HTTP interface of sources, which relays whatever it receives). */
 function isApiUrl(url: string): boolean {
   return !url.startsWith('/e/');
@@ -83,9 +91,19 @@ export function registerRequestHygiene(fastify: FastifyInstance): void {
     const body = JSON.stringify({ error: 'CONNECT is not supported: this is not a proxy', code: 'method_not_allowed' });
     socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
   });
+  // An Expect other than 100-continue: without a listener Node answers 417 with no body.
+  fastify.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const expect = String(req.headers.expect ?? '').slice(0, 100);
+    const body = JSON.stringify({ error: `the Expect header asks for ${expect}: only 100-continue is supported`, code: 'expectation_failed', details: { header: 'expect' } });
+    // The body the client holds back may still come: the connection is not read further.
+    res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', connection: 'close' });
+    res.end(body);
+  });
   fastify.addHook('onRequest', async (req) => {
     // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own check (disabled in bootstrap) would answer with no body.
     if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) throw new BadRequestError('the Host header is required', { header: 'host' });
+    // ...and exactly one (RFC 9112 §3.2: 400): Node keeps the first, where a proxy in front may have routed by another.
+    if (hostHeaders(req.raw.rawHeaders) > 1) throw new BadRequestError('send one Host header, not several', { header: 'host' });
     if (!isApiUrl(req.url)) return;
     if (/%00/i.test(req.url)) throw new BadRequestError('the URL contains a NUL character (%00), which is not accepted', { reason: 'nul_character' });
     if (hasBadQueryEncoding(req.url) && !isWebUiRoute(req.url.slice(0, req.url.indexOf('?')))) throw new BadRequestError(BAD_URL_ENCODING);

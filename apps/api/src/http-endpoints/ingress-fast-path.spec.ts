@@ -2,12 +2,18 @@ import type { IncomingMessage } from 'node:http';
 import { fastPathKey } from './ingress-fast-path';
 import { hostEndpointRewrite } from './endpoint-urls';
 
-const request = (over: { method?: string; url?: string; headers?: Record<string, string> } = {}): IncomingMessage =>
-  ({
+const request = (over: { method?: string; url?: string; headers?: Record<string, string>; rawHeaders?: string[] } = {}): IncomingMessage => {
+  const headers: Record<string, string> = { host: 'localhost:3000', 'content-length': '17', 'content-type': 'application/json', ...over.headers };
+  return {
     method: over.method ?? 'POST',
     url: over.url ?? '/e/enabc123/hooks?x=1',
-    headers: { host: 'localhost:3000', 'content-length': '17', 'content-type': 'application/json', ...over.headers },
-  }) as unknown as IncomingMessage;
+    headers,
+    // Read when the request is checked, as Node's are: the header lines as sent.
+    get rawHeaders() {
+      return over.rawHeaders ?? Object.entries(headers).flat();
+    },
+  } as unknown as IncomingMessage;
+};
 
 describe('fastPathKey: which requests the ingress serves without Fastify', () => {
   it('takes a POST, PUT or PATCH with a Content-Length body within the limit to /e/<key>[/…]', () => {
@@ -30,6 +36,8 @@ describe('fastPathKey: which requests the ingress serves without Fastify', () =>
     const noHost = request();
     delete noHost.headers.host;
     expect(fastPathKey(noHost, 2048)).toBeUndefined();
+    // Two Host lines (Node keeps the first): the route refuses them.
+    expect(fastPathKey(request({ rawHeaders: ['Host', 'localhost:3000', 'host', 'other', 'Content-Length', '17'] }), 2048)).toBeUndefined();
     for (const url of ['/e/', '/e/ENABC', '/e/en%61bc/x', '/e/enabc/a%2Fb', '/e/enabc;x=1', '/e/enabc#frag', '/v1/sources', '/e/' + 'a'.repeat(65)]) {
       expect([url, fastPathKey(request({ url }), 2048)]).toEqual([url, undefined]);
     }
