@@ -2,6 +2,7 @@ import { gzipSync } from 'node:zlib';
 import { client, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
 import { fillPath, Json, operationsOf } from './support/openapi-requests';
+import { rawRequest } from './support/raw-http';
 import { startSystem, System } from './support/system';
 
 /** What an acceptance pass of the REST API against docs/api.md and docs/events.md found answered otherwise. */
@@ -58,6 +59,22 @@ describe('API to the letter of its docs: cursors, required parameters, content c
     expect((await api.get('/users/me/webhooks?limit=100')).body.data.filter((w: { url: string }) => w.url.endsWith('/compressed'))).toEqual([]);
     const identity = await post(json, 'identity');
     expect(identity.status).toBe(200);
+  });
+
+  it('answers a body in a transfer coding other than chunked 415 naming Transfer-Encoding (it was read as sent, not decoded)', async () => {
+    const json = JSON.stringify({ url: 'https://example.com/transfer-coded' });
+    const chunked = (body: Buffer) => `${body.length.toString(16)}\r\n${body.toString('latin1')}\r\n0\r\n\r\n`;
+    const post = (te: string, body: Buffer) =>
+      rawRequest(system.origin, `POST /v1/webhooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: ${te}\r\n\r\n${chunked(body)}`);
+    // (rawRequest writes text: a plain body labelled gzip shows it as well as gzip bytes would, and it was created.)
+    for (const [te, body] of [['gzip, chunked', Buffer.from(json)], ['deflate, chunked', Buffer.from(json)], ['x-custom, chunked', Buffer.from(json)]] as const) {
+      const res = await post(te, body);
+      const error = `Transfer-Encoding ${te} is not accepted: send the request body with no transfer coding but chunked`;
+      expect([te, res.status, JSON.parse(res.body)]).toEqual([te, 415, { error, code: 'unsupported_media_type', details: { header: 'transfer-encoding' } }]);
+    }
+    expect((await api.get('/users/me/webhooks?limit=100')).body.data.filter((w: { url: string }) => w.url.endsWith('/transfer-coded'))).toEqual([]);
+    const plain = await post('chunked', Buffer.from(json));
+    expect(plain.status).toBe(200);
   });
 
   it('declares 413 and 415 on every operation that reads a request body, as each answers them', async () => {

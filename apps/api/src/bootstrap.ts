@@ -60,6 +60,7 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   fastify.addContentTypeParser(['application/json', 'text/plain', 'application/x-www-form-urlencoded'], { parseAs: 'buffer' }, (req, bytes, done) => {
     try {
       assertIdentityEncoding(req.headers['content-encoding']);
+      assertChunkedOnly(req.headers['transfer-encoding']);
       if (!isUtf8(bytes as Buffer)) throw new BadRequestError('the request body is not valid UTF-8', { reason: 'invalid_utf8' });
       const text = bytes.toString('utf8');
       if (text.trim() === '') return done(null, undefined);
@@ -100,6 +101,16 @@ function assertIdentityEncoding(header: string | undefined): void {
   const codings = (header ?? '').split(',').map((c) => c.trim().toLowerCase()).filter(Boolean);
   if (codings.every((c) => c === 'identity')) return;
   throw new ApiError(415, 'unsupported_media_type', `Content-Encoding ${codings.join(', ')} is not accepted: send the request body uncompressed`, { header: 'content-encoding' });
+}
+
+/**
+ * A transfer coding other than chunked (`Transfer-Encoding: gzip, chunked`): Node takes the chunks apart but decodes no
+ * other coding, so the body was read as sent. RFC 9112 lets a server refuse a coding it does not implement.
+ */
+function assertChunkedOnly(header: string | undefined): void {
+  const codings = (header ?? '').split(',').map((c) => c.trim().toLowerCase()).filter(Boolean);
+  if (codings.every((c) => c === 'chunked' || c === 'identity')) return;
+  throw new ApiError(415, 'unsupported_media_type', `Transfer-Encoding ${codings.join(', ')} is not accepted: send the request body with no transfer coding but chunked`, { header: 'transfer-encoding' });
 }
 
 /** Parsed JSON whose text gives no key twice in one object (JSON.parse would keep the last value): at any depth, as a repeated form field. */
