@@ -242,7 +242,7 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expectErrorBody(JSON.parse(connect.body), 'method_not_allowed');
   });
 
-  it('refuses two Host headers (one was picked), and answers an Expect it cannot meet in the error shape (417 had no body)', async () => {
+  it('refuses two Host or Content-Type headers (one was picked), and answers an Expect it cannot meet in the error shape (417 had no body)', async () => {
     const created = await api.post('/sources', { component_code: HTTP_SOURCE });
     const endpoint = new URL(created.body.data.configured_props.http.endpoint_url as string).pathname;
     // Known to the api's endpoint lookup, so that a plain POST there takes its fast path.
@@ -257,6 +257,11 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
       expect([request.split('\r\n')[0], res.status]).toEqual([request.split('\r\n')[0], 400]);
       expect(JSON.parse(res.body)).toEqual({ error: 'send one Host header, not several', code: 'invalid_request', details: { header: 'host' } });
     }
+
+    // Two Content-Type headers on an API route: Node kept the first (`application/json` here, of a body sent as a form).
+    const types = await rawRequest(system.origin, `POST /v1/webhooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Type: application/json\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 38\r\n\r\n{"url":"https://two-types.example/"}\r\n`);
+    expect([types.status, JSON.parse(types.body)]).toEqual([400, { error: 'send one Content-Type header, not several', code: 'invalid_request', details: { header: 'content-type' } }]);
+    expect((await api.get('/users/me/webhooks?limit=100')).body.data.filter((w: { url: string }) => w.url.includes('two-types'))).toEqual([]);
 
     const expectation = await rawRequest(system.origin, `POST /v1/webhooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Type: application/json\r\nExpect: something-else\r\nContent-Length: 2\r\n\r\n{}`);
     expect(expectation.status).toBe(417);

@@ -82,8 +82,8 @@ export function hasBadQueryEncoding(url: string): boolean {
 /**
  * Input rules no route may skip: a NUL character anywhere in the URL (`%00`) is refused before it can
  * reach Postgres, a query string with broken percent-encoding is refused as the router refuses such a path
- * (the dashboard's files read no query: the page reads its own), and two `Authorization` headers are refused
- * rather than picking one.
+ * (the dashboard's files read no query: the page reads its own), and two `Authorization` (or `Content-Type`) headers
+ * are refused rather than picking one.
  */
 export function registerRequestHygiene(fastify: FastifyInstance): void {
   // CONNECT (a proxy tunnel) is no request to this service: without a listener Node drops the connection unanswered.
@@ -109,7 +109,14 @@ export function registerRequestHygiene(fastify: FastifyInstance): void {
     if (hasBadQueryEncoding(req.url) && !isWebUiRoute(req.url.slice(0, req.url.indexOf('?')))) throw new BadRequestError(BAD_URL_ENCODING);
     const raw = req.raw.rawHeaders;
     let authorizations = 0;
-    for (let i = 0; i < raw.length; i += 2) if (raw[i].toLowerCase() === 'authorization') authorizations++;
+    let contentTypes = 0;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i].toLowerCase();
+      if (name === 'authorization') authorizations++;
+      else if (name === 'content-type') contentTypes++;
+    }
     if (authorizations > 1) throw new BadRequestError('send one Authorization header, not several', { header: 'authorization' });
+    // Node keeps the first Content-Type: the body would be read as one of the types given, picked for the client.
+    if (contentTypes > 1) throw new BadRequestError('send one Content-Type header, not several', { header: 'content-type' });
   });
 }
