@@ -165,7 +165,7 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
 
   /**
    * Holds an open stream of `streamId` (a source or a workflow; its handshake written, `release` from `admit`):
-   * on an access change (a key rotated, a membership ended) and at every keep-alive its caller's access is checked
+   * at once, on an access change (a key rotated, a membership ended) and at every keep-alive its caller's access is checked
    * again (`stillAllowed`), and no event may be written until the check answers (`gate`); a denied check, the
    * source's or workflow's deletion (on any api replica), the api's shutdown or the client's going ends it (`stop`
    * ends what feeds it).
@@ -203,6 +203,10 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     this.rechecks.add(recheck);
     this.bySource.set(streamId, (this.bySource.get(streamId) ?? new Set()).add(close));
     res.on('close', close);
+    // Checked once now: an access change (or the deletion) announced after the request was authenticated and
+    // before the stream was held here (its NATS consumer or subscription being made) found no stream to end.
+    // No event is written until this answers.
+    recheck();
     return { closed: () => closed, gate: () => gate, close };
   }
 
