@@ -272,6 +272,29 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect(JSON.parse(cont.body.slice(cont.body.indexOf('{')))).toMatchObject({ code: 'invalid_request', details: { fields: ['url'] } });
   });
 
+  it('refuses an emitter_id that is a glob other than dc_* or p_* with 400 naming the field (it answered 404 source not found)', async () => {
+    const webhook = (await api.post('/webhooks', { url: 'https://example.com/h' })).body.data.id as string;
+    const refused = (value: string) => ({ error: 'emitter_id must be a source id (dc_…), a workflow id (p_…), or a glob dc_* or p_*', code: 'invalid_request', details: { field: 'emitter_id', value } });
+    for (const e of ['dc_*x', 'p_**', 'dc_a*b', '*dc_x']) {
+      const inBody = await api.post('/subscriptions', { emitter_id: e, listener_id: webhook });
+      expect([e, inBody.status, inBody.body]).toEqual([e, 400, refused(e)]);
+      const inQuery = await api.post(`/subscriptions?emitter_id=${encodeURIComponent(e)}&listener_id=${webhook}`);
+      expect([e, inQuery.status, inQuery.body]).toEqual([e, 400, refused(e)]);
+    }
+    // DELETE reads the same parameters: what no subscription can name is malformed there too, not "not found".
+    for (const e of ['dc_*x', 'p_**', 'x*', 'wh_1']) {
+      const del = await api.del(`/subscriptions?emitter_id=${encodeURIComponent(e)}&listener_id=${webhook}&event_name=`);
+      expect([e, del.status, del.body]).toEqual([e, 400, refused(e)]);
+    }
+    const globListener = await api.del(`/subscriptions?emitter_id=dc_*&listener_id=wh_*&event_name=`);
+    expect([globListener.status, globListener.body.details]).toEqual([400, { field: 'listener_id', value: 'wh_*' }]);
+    // The two globs, and ids of the right kind, are what they were.
+    expect((await api.post('/subscriptions', { emitter_id: 'dc_*', listener_id: webhook })).status).toBe(200);
+    expect((await api.del(`/subscriptions?emitter_id=dc_*&listener_id=${webhook}&event_name=`)).status).toBe(204);
+    expect((await api.del(`/subscriptions?emitter_id=p_*&listener_id=${webhook}&event_name=`)).status).toBe(404);
+    expect((await api.del(`/subscriptions?emitter_id=dc_nope&listener_id=${webhook}&event_name=`)).status).toBe(404);
+  });
+
   it('answers 400, not 500, to a JSON body at an HTTP endpoint nested too deep to carry, and takes 1,000 levels', async () => {
     const created = await api.post('/sources', { component_code: HTTP_SOURCE });
     const url: string = created.body.data.configured_props.http.endpoint_url;

@@ -4,6 +4,7 @@ import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { Input, mergeInput, requiredString, requireNonEmpty } from '../common/input';
 import { validateChannel } from '../common/channel-name';
 import { AutoSubscriptionDto, SubscriptionDto, SubscriptionsService } from './subscriptions.service';
+import { assertEmitterId, assertListenerId } from './endpoints';
 
 @Controller('v1')
 export class SubscriptionsController {
@@ -28,6 +29,9 @@ export class SubscriptionsController {
     requireNonEmpty(query, body, ['emitter_id', 'listener_id']);
     const emitterId = requiredString(input, 'emitter_id', { maxLength: 255 });
     const listenerId = requiredString(input, 'listener_id', { maxLength: 255 });
+    // What no subscription can name is malformed input (400), as on POST, not a subscription not found.
+    assertEmitterId(emitterId);
+    assertListenerId(listenerId);
     if (input.event_name === undefined) throw new BadRequestError('event_name is required (pass event_name= for the default channel)', { field: 'event_name' });
     await this.subs.delete(auth, emitterId, listenerId, validateChannel(input.event_name));
   }
