@@ -295,6 +295,18 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect((await api.del(`/subscriptions?emitter_id=dc_nope&listener_id=${webhook}&event_name=`)).status).toBe(404);
   });
 
+  it('answers an auto-subscription event_name other than $errors or $logs alike from the query, a form or a JSON body', async () => {
+    const webhook = (await api.post('/webhooks', { url: 'https://example.com/h' })).body.data.id as string;
+    const refused = (where: 'query' | 'body') => ({ error: 'event_name must be one of "$errors", "$logs"', code: 'invalid_request', details: { in: where, field: 'event_name', allowed: ['$errors', '$logs'] } });
+    const json = await api.post('/auto_subscriptions', { event_name: '$foo', listener_id: webhook });
+    expect([json.status, json.body]).toEqual([400, refused('body')]);
+    const query = await api.post(`/auto_subscriptions?event_name=%24foo&listener_id=${webhook}`);
+    expect([query.status, query.body]).toEqual([400, refused('query')]);
+    const form = await fetch(`${system.baseUrl}/auto_subscriptions`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/x-www-form-urlencoded' }, body: `event_name=errors&listener_id=${webhook}` });
+    expect([form.status, await form.json()]).toEqual([400, refused('body')]);
+    expect((await api.post(`/auto_subscriptions?event_name=%24errors&listener_id=${webhook}`)).status).toBe(200);
+  });
+
   it('answers 400, not 500, to a JSON body at an HTTP endpoint nested too deep to carry, and takes 1,000 levels', async () => {
     const created = await api.post('/sources', { component_code: HTTP_SOURCE });
     const url: string = created.body.data.configured_props.http.endpoint_url;

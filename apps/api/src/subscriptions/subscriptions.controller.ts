@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { BadRequestError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
-import { Input, mergeInput, requiredString, requireNonEmpty } from '../common/input';
+import { Input, mergeInput, missingIn, requiredString, requireNonEmpty } from '../common/input';
 import { validateChannel } from '../common/channel-name';
 import { AutoSubscriptionDto, SubscriptionDto, SubscriptionsService } from './subscriptions.service';
 import { assertEmitterId, assertListenerId } from './endpoints';
@@ -42,7 +42,10 @@ export class SubscriptionsController {
     const input = mergeInput(query, body);
     requireNonEmpty(query, body, ['event_name', 'listener_id']);
     const eventName = requiredString(input, 'event_name');
-    if (eventName !== '$errors' && eventName !== '$logs') throw new BadRequestError('event_name must be $errors or $logs', { field: 'event_name', value: eventName });
+    // A JSON body's event_name was checked by the route's schema; one in the query or a form is text, checked here alike.
+    if (eventName !== '$errors' && eventName !== '$logs') {
+      throw new BadRequestError('event_name must be one of "$errors", "$logs"', { in: missingIn(query, body, ['event_name']), field: 'event_name', allowed: ['$errors', '$logs'] });
+    }
     return { data: await this.subs.createAuto(auth, input.org_id, requiredString(input, 'listener_id', { maxLength: 255 }), eventName) };
   }
 
