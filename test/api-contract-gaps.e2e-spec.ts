@@ -307,6 +307,23 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect((await api.post(`/auto_subscriptions?event_name=%24errors&listener_id=${webhook}`)).status).toBe(200);
   });
 
+  it('says a malformed start_id or end_id is not an event id, without showing a regular expression', async () => {
+    const src = await sourceWithEvents();
+    for (const field of ['start_id', 'end_id']) {
+      for (const id of ['bad', '1-2-3', '17000000000000000-0']) {
+        const expected = { error: `${field} must be an event id like 1700000000000-0`, code: 'invalid_request', details: { in: 'query', field } };
+        const query = await api.del(`/sources/${src}/events?${field}=${id}`);
+        expect([field, id, query.status, query.body]).toEqual([field, id, 400, expected]);
+        const body = await fetch(`${system.baseUrl}/sources/${src}/events`, { method: 'DELETE', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ [field]: id }) });
+        expect([field, id, body.status, await body.json()]).toEqual([field, id, 400, { ...expected, details: { in: 'body', field } }]);
+      }
+    }
+    expect(await ids(src)).toHaveLength(5);
+    // A path parameter declared with a pattern reads alike.
+    const app = await api.post('/apps/Git-Hub/hook_events', { event_name: 'push', event: {} });
+    expect([app.status, app.body]).toEqual([400, { error: 'app must be an app slug of lowercase letters, digits and _ (github, google_sheets)', code: 'invalid_request', details: { in: 'path', field: 'app' } }]);
+  });
+
   it('answers 400, not 500, to a JSON body at an HTTP endpoint nested too deep to carry, and takes 1,000 levels', async () => {
     const created = await api.post('/sources', { component_code: HTTP_SOURCE });
     const url: string = created.body.data.configured_props.http.endpoint_url;

@@ -20,7 +20,7 @@ export const APP_HOOK_ROUTES: RouteContract[] = [
       'Runs every active source of yours (or of `org_id`) that has a `$.interface.apphook` prop on an app prop of this app and whose ' +
       '`eventNames` (static, or its `eventNames()` method with the source\'s props) include `event_name`, with `event` as the event. Each run is stored as an invocation before the 202. ' +
       '429 `backlog_full` (scope `account`) while the account has INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting.',
-    params: Type.Object({ app: Type.String({ pattern: '^[a-z0-9_]+$', maxLength: 100, description: 'app slug (slack, github…)' }) }),
+    params: Type.Object({ app: Type.String({ pattern: '^[a-z0-9_]+$', 'x-expected': 'an app slug of lowercase letters, digits and _ (github, google_sheets)', maxLength: 100, description: 'app slug (slack, github…)' }) }),
     bodyOnly: true,
     bodyRequired: true,
     body: Type.Object({ event_name: Type.String({ minLength: 1, maxLength: 200 }), event: HookEvent }),

@@ -110,7 +110,17 @@ function check(validate: ValidateFunction, data: unknown, where: Where): void {
     const choices = errors.filter((e) => e.keyword === 'const' && e.instancePath === first.instancePath).map((e) => JSON.stringify(e.params.allowedValue));
     throw new BadRequestError(`${fieldOf(first)} must be one of ${choices.join(', ')}`, { in: where, field: fieldOf(first), allowed: choices.map((c) => JSON.parse(c) as unknown) });
   }
+  // A text of a declared form (`pattern`) is described in words (`x-expected`), never by its regular expression.
+  const expected = first?.keyword === 'pattern' ? schemaAt(validate.schema, first.schemaPath)?.['x-expected'] : undefined;
+  if (typeof expected === 'string') throw new BadRequestError(`${fieldOf(first)} must be ${expected}`, { in: where, field: fieldOf(first) });
   throw new BadRequestError(describe(first, where), { in: where, field: fieldOf(first), errors: errors.slice(0, 10).map((e) => ({ field: fieldOf(e), rule: e.keyword, message: e.message ?? 'is not valid' })) });
+}
+
+/** The schema holding the keyword an error's `schemaPath` (`#/properties/start_id/pattern`) points at. */
+function schemaAt(root: unknown, schemaPath: string): Record<string, unknown> | undefined {
+  let at: unknown = root;
+  for (const part of schemaPath.split('/').slice(1, -1)) at = at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined;
+  return at !== null && typeof at === 'object' ? (at as Record<string, unknown>) : undefined;
 }
 
 function unknownNames(unknown: string[], where: Where, allowed: string[]): BadRequestError {
