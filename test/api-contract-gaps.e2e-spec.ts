@@ -324,6 +324,30 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect([app.status, app.body]).toEqual([400, { error: 'app must be an app slug of lowercase letters, digits and _ (github, google_sheets)', code: 'invalid_request', details: { in: 'path', field: 'app' } }]);
   });
 
+  it('answers a request line of another HTTP version than 1.0 or 1.1 (HTTP/2.0 as text, HTTP/0.9) in the error shape, not as HTTP/1.1 without Host', async () => {
+    const created = await api.post('/sources', { component_code: HTTP_SOURCE });
+    const endpoint = new URL(created.body.data.configured_props.http.endpoint_url as string).pathname;
+    // Known to the api's endpoint lookup, so that a plain POST there takes its fast path.
+    expect((await fetch(`${system.origin}${endpoint}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":1}' })).status).toBe(200);
+    for (const version of ['2.0', '0.9']) {
+      const requests = [
+        `GET /v1/users/me HTTP/${version}\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`,
+        `GET /v1/users/me HTTP/${version}\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`,
+        `POST ${endpoint} HTTP/${version}\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{"n":2}`,
+        `GET /e/en_nope HTTP/${version}\r\n\r\n`,
+      ];
+      for (const request of requests) {
+        const res = await rawRequest(system.origin, request);
+        expect([request.split('\r\n')[0], res.status, JSON.parse(res.body)]).toEqual([
+          request.split('\r\n')[0],
+          400,
+          { error: `HTTP/${version} is not supported: send HTTP/1.1 (or HTTP/1.0)`, code: 'invalid_request', details: { http_version: version } },
+        ]);
+      }
+    }
+    expect((await rawRequest(system.origin, `GET /v1/users/me HTTP/1.0\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`)).status).toBe(200);
+  });
+
   it('answers 400, not 500, to a JSON body at an HTTP endpoint nested too deep to carry, and takes 1,000 levels', async () => {
     const created = await api.post('/sources', { component_code: HTTP_SOURCE });
     const url: string = created.body.data.configured_props.http.endpoint_url;

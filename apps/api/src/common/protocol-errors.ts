@@ -100,6 +100,11 @@ export function registerRequestHygiene(fastify: FastifyInstance): void {
     res.end(body);
   });
   fastify.addHook('onRequest', async (req) => {
+    // Node's parser takes an `HTTP/2.0` or `HTTP/0.9` request line as text (other versions it refuses): neither is
+    // HTTP/1.x, whose rules (Host) this server applies, so it is refused rather than read as HTTP/1.1 without them.
+    if (req.raw.httpVersionMajor !== 1) {
+      throw new BadRequestError(`HTTP/${req.raw.httpVersion} is not supported: send HTTP/1.1 (or HTTP/1.0)`, { http_version: req.raw.httpVersion });
+    }
     // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own check (disabled in bootstrap) would answer with no body.
     if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) throw new BadRequestError('the Host header is required', { header: 'host' });
     // ...and exactly one (RFC 9112 §3.2: 400): Node keeps the first, where a proxy in front may have routed by another.

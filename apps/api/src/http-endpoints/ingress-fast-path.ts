@@ -63,9 +63,9 @@ export function fastPathKey(req: IncomingMessage, maxBodyBytes: number, rewrite?
   const url = req.url;
   if (!url || !url.startsWith('/e/') || !METHODS.has(req.method ?? '')) return undefined;
   const headers = req.headers;
-  // One Host header (HTTP/1.1 requires it: the Fastify route's hook refuses a request without, or with several), a body of a length
+  // HTTP/1.x (the route's hook refuses another version), one Host header (HTTP/1.1 requires it: the Fastify route's hook refuses a request without, or with several), a body of a length
   // given up front and within the limit (Fastify answers the others: 413, chunked bodies).
-  if (headers.host === undefined || headers['transfer-encoding'] !== undefined || hostHeaders(req.rawHeaders) !== 1) return undefined;
+  if (headers.host === undefined || req.httpVersionMajor !== 1 || headers['transfer-encoding'] !== undefined || hostHeaders(req.rawHeaders) !== 1) return undefined;
   const length = headers['content-length'];
   if (length === undefined || !CONTENT_LENGTH.test(length) || Number(length) > maxBodyBytes) return undefined;
   const contentType = headers['content-type'];
