@@ -85,4 +85,34 @@ describe("one account's silent webhooks do not hold back another account's deliv
       await shared.stop();
     }
   });
+  it("routes V's event while M's one run fans out to 200 healthy webhooks (400,000 deliveries)", async () => {
+    // M's webhooks answer at once: nothing fails or hangs, there is only much of it. Before, the router awaited the
+    // DELIVERIES publishes of M's fan-out past its 10,000 in the background inside its batch, so V's event, emitted
+    // behind M's 2,000, waited until about 400,000 publishes were stored (more than a minute).
+    const m = createUser(system);
+    const v = createUser(system);
+    const api = client(system, m.apiKey);
+    const flood = (await api.post('/sources', { component_code: FLOOD_SOURCE, name: 'flood-fan-out' })).body.data;
+    const many = await new Receiver().start('0.0.0.0');
+    try {
+      const port = new URL(many.url).port;
+      for (let i = 0; i < 200; i++) {
+        const wh = (await api.post('/webhooks', { url: `http://127.0.0.${(i % 100) + 1}:${port}/fan${i}` })).body.data.id;
+        expect((await api.post('/subscriptions', { emitter_id: flood.id, listener_id: wh })).status).toBe(200);
+      }
+      const victim = await httpSourceToWebhook(system, client(system, v.apiKey), fast.url);
+      await subscriptionsLoaded(system);
+      await firstDelivered(victim.url, fast);
+      const res = await fetch(flood.configured_props.http.endpoint_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n: 2000 }) });
+      expect(res.status).toBe(200);
+      await eventually(async () => many.received.length >= 1000, { what: "M's deliveries to start", timeoutMs: 30_000 });
+      const sent = await fetch(victim.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"probe":"fan-out"}' });
+      expect(sent.status).toBe(200);
+      await eventually(async () => fast.received.some((r) => r.body === '{"probe":"fan-out"}'), { what: "V's event delivered beside M's fan-out", timeoutMs: 10_000 });
+      // M's fan-out is still being routed and delivered meanwhile.
+      expect(many.received.length).toBeLessThan(400_000);
+    } finally {
+      await many.stop();
+    }
+  });
 });

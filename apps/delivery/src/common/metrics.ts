@@ -16,6 +16,7 @@ export class DeliveryMetrics {
   readonly webhookRoutes: Counter<'path'>;
   readonly eventsRouted: Counter<'listener_kind'>;
   readonly chainStopped: Counter<'reason'>;
+  readonly emitsHandedBack: Counter;
   readonly routeReads: Counter<'scope'>;
   readonly deleteRequests: Counter;
   readonly webhookAttempts: Counter<'outcome'>;
@@ -39,6 +40,7 @@ export class DeliveryMetrics {
     this.webhookRoutes = new Counter({ name: 'delivery_webhook_routes_total', help: 'webhook deliveries by path: direct (POSTed by the router\'s process, no DELIVERIES hop), queue (published to DELIVERIES: the webhook was failing, slow or busy)', labelNames: ['path'], registers: [registry] });
     this.eventsRouted = new Counter({ name: 'delivery_events_routed_total', help: 'deliveries and invocations published for subscriptions', labelNames: ['listener_kind'], registers: [registry] });
     this.chainStopped = new Counter({ name: 'delivery_chain_stopped_total', help: 'events not given to a listening source or workflow: reason depth (SUBSCRIPTION_MAX_DEPTH) or runs (SUBSCRIPTION_CHAIN_MAX_RUNS), their chain of subscriptions past a bound (its listeners already recorded an $errors event), or backlog, the listener\'s account has INGEST_MAX_PENDING_PER_ACCOUNT invocations waiting to run', labelNames: ['reason'], registers: [registry] });
+    this.emitsHandedBack = new Counter({ name: 'delivery_emits_handed_back_total', help: 'EMITS messages handed back unrouted for 1 s: an owner of webhooks they route to had its share (2,500) of DELIVERIES publishes settling, so other accounts\' events were routed meanwhile', registers: [registry] });
     this.routeReads = new Counter({ name: 'delivery_route_reads_total', help: 'reads of the subscriptions and webhooks routing uses: scope all (every route: at start, after an org membership changed, and the safety net every 30 s or more), changed (only the routes a change named)', labelNames: ['scope'], registers: [registry] });
     this.deleteRequests = new Counter({ name: 'delivery_delete_requests_total', help: 'event deletion requests handled', registers: [registry] });
     this.webhookHeldBack = new Counter({ name: 'delivery_webhook_held_back_total', help: "DELIVERIES messages handed back unattempted, to come again in 5-15 s, because their webhook's account held its room: reason account (WEBHOOK_HELD_PER_ACCOUNT) or share (a quarter of the replica's room while less than that was free)", labelNames: ['reason'], registers: [registry] });

@@ -37,6 +37,16 @@ const STOP_WAIT_MS = 5_000;
  * published once per webhook) held every later batch for 100–470 ms, and every other account's events with it.
  */
 const QUEUE_PUBLISHES_MAX = 10_000;
+/**
+ * DELIVERIES publishes one account's webhooks may have settling in the background (a quarter of QUEUE_PUBLISHES_MAX);
+ * an emit that would route to a webhook of an account holding as many is handed back to EMITS for HAND_BACK_MS, not
+ * routed, so the batch goes on to other accounts' events. Before, past QUEUE_PUBLISHES_MAX the batch awaited each
+ * publish of one account's fan-out (an event to 200 webhooks, 2,000 events: 400,000 publishes), and every other
+ * account's events behind it waited more than a minute.
+ */
+const QUEUE_PUBLISHES_PER_OWNER = QUEUE_PUBLISHES_MAX / 4;
+/** How long an emit handed back for its webhooks' owner waits before it is routed again. */
+const HAND_BACK_MS = 1_000;
 
 /**
  * Consumes EMITS once for everything the delivery app does with an event. An
@@ -64,6 +74,10 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
   private readonly listenerBacklog: ListenerBacklog;
   /** DELIVERIES publishes settling in the background (QUEUE_PUBLISHES_MAX). */
   private queuePublishes = 0;
+  /** DELIVERIES publishes settling in the background per webhook owner (QUEUE_PUBLISHES_PER_OWNER). */
+  private readonly queuedByOwner = new Map<string, number>();
+  /** Times each EMITS message (by stream sequence) was handed back unrouted: those deliveries were no attempts. */
+  private readonly handedBack = new Map<number, number>();
   /** Per account: when the router last logged runs of its listeners it did not start, and how many since. */
   private readonly dropped = new Map<string, { loggedAtMs: number; since: number }>();
 
@@ -139,9 +153,16 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     const routable = events.filter((event) => !unindexable.has(event));
     if (!routable.length) return m.term(); // malformed event ids
     if (routable.length < events.length) this.logger.warn({ subject: m.subject, seq: m.seq, skipped: events.length - routable.length }, 'skipping the events of a batch that cannot be indexed');
+    const routes = routable.map((event) => ({ event, targets: this.cache.match(event) }));
+    if (routes.some(({ targets }) => targets.some((t) => t.listenerId.startsWith('wh_') && (this.queuedByOwner.get(t.listenerOwner) ?? 0) >= QUEUE_PUBLISHES_PER_OWNER))) {
+      return this.handBack(m);
+    }
+    // A message handed back before was not routed then: only its other redeliveries may have made attempts.
+    const deliveryCount = m.info.redeliveryCount - (this.handedBack.get(m.seq) ?? 0);
+    this.handedBack.delete(m.seq);
     const background: Promise<void>[] = [];
     try {
-      await Promise.all(routable.flatMap((event) => this.cache.match(event).map((t) => this.publish(event, t, m.info.redeliveryCount, background))));
+      await Promise.all(routes.flatMap(({ event, targets }) => targets.map((t) => this.publish(event, t, deliveryCount, background))));
     } catch (e) {
       void Promise.allSettled(background); // the message is routed again: their outcomes no longer matter, but must not go unhandled
       return this.retry(m, e as Error);
@@ -178,6 +199,14 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     this.dropped.set(owner, seen);
   }
 
+  /** The message goes back to EMITS unrouted for HAND_BACK_MS: a webhook owner it routes to has its share of publishes settling. */
+  private handBack(m: JsMsg): void {
+    this.metrics.emitsHandedBack.inc();
+    if (this.handedBack.size >= 100_000 && !this.handedBack.has(m.seq)) this.handedBack.clear();
+    this.handedBack.set(m.seq, (this.handedBack.get(m.seq) ?? 0) + 1);
+    m.nak(HAND_BACK_MS);
+  }
+
   /** Every event of the message is routed again: its publishes are deduplicated, a direct POST may be sent twice. */
   private retry(m: JsMsg, e: Error): void {
     this.logger.warn({ err: e.message, subject: m.subject, seq: m.seq }, 'routing failed; retrying');
@@ -200,7 +229,15 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
       if (!offered && this.queuePublishes >= QUEUE_PUBLISHES_MAX) return queue();
       if (!offered) {
         this.queuePublishes++;
-        return void background.push(queue().finally(() => this.queuePublishes--));
+        this.queuedByOwner.set(listenerOwner, (this.queuedByOwner.get(listenerOwner) ?? 0) + 1);
+        return void background.push(
+          queue().finally(() => {
+            this.queuePublishes--;
+            const left = (this.queuedByOwner.get(listenerOwner) ?? 1) - 1;
+            if (left > 0) this.queuedByOwner.set(listenerOwner, left);
+            else this.queuedByOwner.delete(listenerOwner);
+          }),
+        );
       }
       background.push(offered.then((outcome) => (outcome === 'handoff' ? queue() : void this.metrics.webhookRoutes.inc({ path: 'direct' }))));
     } else if (listenerId.startsWith('dc_') || listenerId.startsWith('p_')) {
