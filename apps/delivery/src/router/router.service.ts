@@ -137,9 +137,17 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
         m.term(); // not JSON
       }
     }
-    const unindexable = await this.indexer.index(emits.flatMap((e) => e.events));
+    // A message whose webhooks' owner has its share of publishes settling from earlier batches goes back before it
+    // is indexed: handed back again and again while a fan-out drains, it would be indexed again each time.
     await this.cache.settled();
-    await Promise.all(emits.map((e) => this.routeEmit(e, unindexable)));
+    const routed: Emit[] = [];
+    for (const e of emits) {
+      if (this.overShare(e.events)) this.handBack(e.m);
+      else routed.push(e);
+    }
+    const unindexable = await this.indexer.index(routed.flatMap((e) => e.events));
+    await this.cache.settled();
+    await Promise.all(routed.map((e) => this.routeEmit(e, unindexable)));
   }
 
   /**
@@ -153,10 +161,9 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     const routable = events.filter((event) => !unindexable.has(event));
     if (!routable.length) return m.term(); // malformed event ids
     if (routable.length < events.length) this.logger.warn({ subject: m.subject, seq: m.seq, skipped: events.length - routable.length }, 'skipping the events of a batch that cannot be indexed');
+    // Checked again: the messages before it in this batch may have brought an owner to its share.
+    if (this.overShare(routable)) return this.handBack(m);
     const routes = routable.map((event) => ({ event, targets: this.cache.match(event) }));
-    if (routes.some(({ targets }) => targets.some((t) => t.listenerId.startsWith('wh_') && (this.queuedByOwner.get(t.listenerOwner) ?? 0) >= QUEUE_PUBLISHES_PER_OWNER))) {
-      return this.handBack(m);
-    }
     // A message handed back before was not routed then: only its other redeliveries may have made attempts.
     const deliveryCount = m.info.redeliveryCount - (this.handedBack.get(m.seq) ?? 0);
     this.handedBack.delete(m.seq);
@@ -197,6 +204,12 @@ export class RouterService implements OnApplicationBootstrap, OnApplicationShutd
     }
     if (this.dropped.size >= 10_000 && !this.dropped.has(owner)) this.dropped.clear();
     this.dropped.set(owner, seen);
+  }
+
+  /** Whether the events route to a webhook whose owner has QUEUE_PUBLISHES_PER_OWNER publishes settling. */
+  private overShare(events: EmittedEvent[]): boolean {
+    if (!this.queuedByOwner.size) return false;
+    return events.some((event) => this.cache.match(event).some((t) => t.listenerId.startsWith('wh_') && (this.queuedByOwner.get(t.listenerOwner) ?? 0) >= QUEUE_PUBLISHES_PER_OWNER));
   }
 
   /** The message goes back to EMITS unrouted for HAND_BACK_MS: a webhook owner it routes to has its share of publishes settling. */
