@@ -137,6 +137,20 @@ describe('delivery: waiting-retry metrics and redelivered messages', () => {
     await sql(system, 'delete from webhook_deliveries where webhook_id = any($1)', [hooks]);
   });
 
+  it("keeps each webhook's newest WEBHOOK_DELIVERIES_RETENTION attempt rows, however recent the others", async () => {
+    // One account's healthy webhooks log thousands of attempts a second; kept 7 days, they filled the shared Postgres.
+    const now = Date.now();
+    const hooks = ['a', 'b'].map((k) => `wh_keep_${k}_${randomBytes(4).toString('hex')}`);
+    // a: 120 rows a minute old (several in one millisecond), b: 20.
+    await sql(system, `insert into webhook_deliveries (id, webhook_id, event_id, emitter_id, attempt, status, created_at_ms)
+      select 'whd_' || h || '_' || lpad(g::text, 4, '0'), h, g::text, 'dc_x', 1, 'succeeded', $2::bigint - 60000 + g / 3
+      from unnest($1::text[]) h, generate_series(1, 120) g where h = $1[1] or g <= 20`, [hooks, now]);
+    await withOrm(system.databaseUrl, (orm) => new DeliveryLog(orm.em).prune(now - 600_000, 50));
+    const left = await sql<{ webhook_id: string; n: number; oldest: string }>(system, `select webhook_id, count(*)::int as n, min(event_id::int)::text as oldest from webhook_deliveries where webhook_id = any($1) group by webhook_id order by webhook_id`, [hooks]);
+    expect(left).toEqual([{ webhook_id: hooks[0], n: 50, oldest: '71' }, { webhook_id: hooks[1], n: 20, oldest: '1' }]);
+    await sql(system, 'delete from webhook_deliveries where webhook_id = any($1)', [hooks]);
+  });
+
   it('commits a failed attempt\'s row waiting for its flush and successes without (unless told), and flush writes what waits', async () => {
     // A column whose default records, inside each insert's own transaction, whether that commit waits for its flush
     // (this suite's own database; dropped again at the end).

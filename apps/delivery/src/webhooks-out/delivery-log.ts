@@ -75,19 +75,31 @@ export class DeliveryLog {
   }
 
   /**
-   * Deletes attempt rows older than `beforeMs`, webhook by webhook through the (webhook_id, created_at_ms) index: the
-   * webhooks that have rows are listed by one index probe each (a loose index scan). A plain `created_at_ms < ?`
-   * read the whole table or index every ten minutes (84–700 ms at a million rows; 8 ms this way, with 200 webhooks).
+   * Deletes attempt rows older than `beforeMs`, and of each webhook all but its newest `keepPerWebhook` (0: no count
+   * bound), webhook by webhook through the (webhook_id, created_at_ms) index: the webhooks that have rows are listed by
+   * one index probe each (a loose index scan). A plain `created_at_ms < ?` read the whole table or index every ten
+   * minutes (84–700 ms at a million rows; 8 ms this way, with 200 webhooks). Without the count bound one account's
+   * webhooks kept every attempt of 7 days: at the thousands of deliveries a second one delivery replica makes, about a
+   * billion rows of the shared Postgres.
    */
-  async prune(beforeMs: number): Promise<void> {
+  async prune(beforeMs: number, keepPerWebhook = 0): Promise<void> {
     await this.em.getConnection().execute(
       `with recursive hooks(id) as (
          (select webhook_id from webhook_deliveries order by webhook_id limit 1)
          union all
          select (select d.webhook_id from webhook_deliveries d where d.webhook_id > hooks.id order by d.webhook_id limit 1) from hooks where hooks.id is not null
+       ),
+       cuts as (
+         select hooks.id, c.created_at_ms as at_ms, c.id as at_id
+         from hooks left join lateral (
+           select d.created_at_ms, d.id from webhook_deliveries d where ?::int > 0 and d.webhook_id = hooks.id
+           order by d.created_at_ms desc, d.id desc offset greatest(?::int, 0) limit 1
+         ) c on true
+         where hooks.id is not null
        )
-       delete from webhook_deliveries d using hooks where d.webhook_id = hooks.id and d.created_at_ms < ?`,
-      [beforeMs],
+       delete from webhook_deliveries d using cuts
+       where d.webhook_id = cuts.id and (d.created_at_ms < ? or (cuts.at_ms is not null and (d.created_at_ms, d.id) <= (cuts.at_ms, cuts.at_id)))`,
+      [keepPerWebhook, keepPerWebhook, beforeMs],
       'run',
     );
   }

@@ -123,8 +123,8 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.messages = await consumer.consume({ max_messages: 1000 });
     this.retries.start();
     this.keepAlive = setInterval(() => this.held.forEach((m) => m.working()), Math.max(500, ackWaitMs / 3));
-    // Attempt rows are kept as long as the EMITS stream keeps the events themselves.
-    this.pruner = setInterval(() => void this.log.prune(Date.now() - this.config.emitsMaxAgeSeconds * 1000).catch((e: Error) => this.logger.warn({ err: e.message }, 'pruning webhook_deliveries failed')), 600_000);
+    // Attempt rows are kept as long as the EMITS stream keeps the events themselves, WEBHOOK_DELIVERIES_RETENTION per webhook.
+    this.pruner = setInterval(() => void this.log.prune(Date.now() - this.config.emitsMaxAgeSeconds * 1000, this.config.webhookDeliveriesRetention).catch((e: Error) => this.logger.warn({ err: e.message }, 'pruning webhook_deliveries failed')), 600_000);
     void (async () => {
       for await (const m of this.messages!) {
         const item = streamItem(m);
