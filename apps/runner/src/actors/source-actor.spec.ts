@@ -4,26 +4,10 @@ import type { DesiredSourceState, EmittedEvent, HttpResponseMessage, UsageRecord
 import type { ExecuteBatchOutcome, ExecuteBatchTask, ExecuteResult, ExecuteTask } from '@app/sandbox';
 import { RunnerMetrics } from '../ops/runner-metrics';
 import { type ActorDeps, type EmitUnit, emitGroup, type InvocationDelivery } from './actor-deps';
-import { ActorState, ActorStateStore, StateConflictError, StoredState } from './actor-state';
+import { StateConflictError } from './actor-state';
+import { MemoryStore } from './memory-state-store.spec-helper';
 import { ComponentCache } from './code-cache';
 import { SourceActor } from './source-actor';
-
-class MemoryStore implements ActorStateStore {
-  data = new Map<string, StoredState>();
-  rev = 0;
-  async load(id: string) {
-    const s = this.data.get(id);
-    return s ? structuredClone(s) : null;
-  }
-  async save(id: string, state: ActorState, revision: number) {
-    if ((this.data.get(id)?.revision ?? 0) !== revision) throw new StateConflictError('conflict');
-    this.data.set(id, { state: structuredClone(state), revision: ++this.rev });
-    return this.rev;
-  }
-  async remove(id: string) {
-    this.data.delete(id);
-  }
-}
 
 type Behaviour = (task: ExecuteTask, respond: (r: { status: number; body?: string }) => void) => Partial<ExecuteResult> | Promise<Partial<ExecuteResult>>;
 

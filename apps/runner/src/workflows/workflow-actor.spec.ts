@@ -3,28 +3,8 @@ import { Registry } from 'prom-client';
 import type { DesiredSourceState, DesiredWorkflowState } from '@app/contracts';
 import { RunnerMetrics } from '../ops/runner-metrics';
 import type { ActorDeps } from '../actors/actor-deps';
-import { type ActorState, type ActorStateStore, StateConflictError, type StoredState } from '../actors/actor-state';
+import { MemoryStore } from '../actors/memory-state-store.spec-helper';
 import { WorkflowActor } from './workflow-actor';
-
-/** The `source-state` bucket in memory; its first `failLoads` reads fail as NATS does while it elects a leader. */
-class FlakyStore implements ActorStateStore {
-  data = new Map<string, StoredState>();
-  rev = 0;
-  constructor(public failLoads: number) {}
-  async load(id: string) {
-    if (this.failLoads-- > 0) throw new Error('TIMEOUT');
-    const s = this.data.get(id);
-    return s ? structuredClone(s) : null;
-  }
-  async save(id: string, state: ActorState, revision: number) {
-    if ((this.data.get(id)?.revision ?? 0) !== revision) throw new StateConflictError('conflict');
-    this.data.set(id, { state: structuredClone(state), revision: ++this.rev });
-    return this.rev;
-  }
-  async remove(id: string) {
-    this.data.delete(id);
-  }
-}
 
 const timerWorkflow = (rev: number): DesiredSourceState =>
   ({
@@ -35,7 +15,7 @@ const timerWorkflow = (rev: number): DesiredSourceState =>
 
 describe('WorkflowActor', () => {
   it('loads its state again after a read that failed (NATS unavailable for a moment), instead of never', async () => {
-    const store = new FlakyStore(1);
+    const store = new MemoryStore(1);
     const started: string[] = [];
     const deps = {
       store,
