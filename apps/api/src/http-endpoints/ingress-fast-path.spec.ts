@@ -2,10 +2,13 @@ import type { IncomingMessage } from 'node:http';
 import { fastPathKey } from './ingress-fast-path';
 import { hostEndpointRewrite } from './endpoint-urls';
 
-const request = (over: { method?: string; url?: string; headers?: Record<string, string>; rawHeaders?: string[] } = {}): IncomingMessage => {
+const request = (over: { method?: string; url?: string; headers?: Record<string, string>; rawHeaders?: string[]; httpVersion?: string } = {}): IncomingMessage => {
   const headers: Record<string, string> = { host: 'localhost:3000', 'content-length': '17', 'content-type': 'application/json', ...over.headers };
+  const httpVersion = over.httpVersion ?? '1.1';
   return {
     method: over.method ?? 'POST',
+    httpVersion,
+    httpVersionMajor: Number(httpVersion.split('.')[0]),
     url: over.url ?? '/e/enabc123/hooks?x=1',
     headers,
     // Read when the request is checked, as Node's are: the header lines as sent.
@@ -36,6 +39,9 @@ describe('fastPathKey: which requests the ingress serves without Fastify', () =>
     const noHost = request();
     delete noHost.headers.host;
     expect(fastPathKey(noHost, 2048)).toBeUndefined();
+    // A request line of another HTTP version that Node's parser takes (HTTP/2.0 as text): the route refuses it.
+    expect(fastPathKey(request({ httpVersion: '2.0' }), 2048)).toBeUndefined();
+    expect(fastPathKey(request({ httpVersion: '1.0' }), 2048)).toBe('enabc123');
     // Two Host lines (Node keeps the first): the route refuses them.
     expect(fastPathKey(request({ rawHeaders: ['Host', 'localhost:3000', 'host', 'other', 'Content-Length', '17'] }), 2048)).toBeUndefined();
     for (const url of ['/e/', '/e/ENABC', '/e/en%61bc/x', '/e/enabc/a%2Fb', '/e/enabc;x=1', '/e/enabc#frag', '/v1/sources', '/e/' + 'a'.repeat(65)]) {
