@@ -1,11 +1,10 @@
+import type { DeleteEventsMessage } from '@app/contracts';
+
 /** Deletions of one account that may wait on an api replica while one of its deletions runs. */
 export const DELETIONS_WAITING_PER_ACCOUNT = 16;
 
-/** One `DELETE /sources/{id}/events` as it waits: equal requests (same source and range) are one deletion. */
-export interface Deletion {
-  emitterId: string;
-  startId?: string;
-  endId?: string;
+/** One `DELETE /sources/{id}/events` as it waits (what the delivery app is asked, and where EMITS ends for it): equal requests (same source and range) are one deletion. */
+export interface Deletion extends DeleteEventsMessage {
   /** The last EMITS sequence when the (newest equal) request came: later events are not the ones it deletes. */
   lastSeq: number;
 }

@@ -134,7 +134,7 @@ export class EventsService implements BeforeApplicationShutdown {
   }
 
   private async performDelete(d: Deletion): Promise<void> {
-    const msg: DeleteEventsMessage = { emitterId: d.emitterId, ...(d.startId ? { startId: d.startId } : {}), ...(d.endId ? { endId: d.endId } : {}) };
+    const { lastSeq, ...msg } = d;
     await this.nats.nc.request(this.nats.names.deleteEvents, encodeJson(msg), { timeout: 5_000 }).then(
       (reply) => {
         if (!decodeJson<{ ok: boolean }>(reply.data).ok) return this.deleteHere(msg);
@@ -142,7 +142,7 @@ export class EventsService implements BeforeApplicationShutdown {
       () => this.deleteHere(msg),
     ).catch((e: Error) => this.logger.error(`deleting events of ${d.emitterId} failed: ${e.message}`));
     const [start, end] = [d.startId, d.endId].map((id) => (id === undefined ? undefined : parseEventId(id)));
-    await this.emits.erase(d.emitterId, d.lastSeq, start, end).catch((e: Error) => this.logger.error(`erasing events of ${d.emitterId} from the emits stream failed: ${e.message}`));
+    await this.emits.erase(d.emitterId, lastSeq, start, end).catch((e: Error) => this.logger.error(`erasing events of ${d.emitterId} from the emits stream failed: ${e.message}`));
   }
 
   /** As the delivery app would: the source's classes trimmed to EVENT_RETENTION first, then the range deleted. */
