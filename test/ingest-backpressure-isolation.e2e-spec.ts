@@ -11,7 +11,7 @@ import { Receiver, subscriptionsLoaded } from './events.helpers';
  */
 const ID = /\b(sc|dc|p|wh|sub|u|o|d|c|key|asub|dlv|inv|rty)_[a-z0-9]{20}\b|\ben[a-z0-9]{22}\b/;
 const HEALTH_KEYS = ['component_gc', 'ingest', 'isolation', 'registry', 'status'];
-const INGEST_KEYS = ['deliveries_pending', 'events_unrouted', 'invocations_pending', 'max_pending', 'max_pending_deliveries_per_account', 'max_pending_per_account', 'max_pending_per_source', 'refused_total'];
+const INGEST_KEYS = ['deliveries_pending', 'events_unrouted', 'invocations_pending', 'max_pending', 'max_pending_deliveries_per_account', 'max_pending_per_account', 'max_pending_per_source', 'max_retries_per_account', 'refused_total', 'retries_pending'];
 
 /** A source whose runs never end (within the test): its later invocations wait in INVOCATIONS. */
 const SLEEPER = 'module.exports = { name: "Sleeper", version: "0.0.1", props: { http: "$.interface.http" }, async run() { await new Promise((r) => setTimeout(r, 600000)); } };';

@@ -64,7 +64,7 @@ describe('HTTP ingress back-pressure (INGEST_MAX_PENDING_PER_SOURCE, INGEST_MAX_
     expect(systemFull.status).toBe(429);
     expect(await systemFull.json()).toMatchObject({ code: 'backlog_full', details: { scope: 'system', pending: 8, limit: 8 } });
     const h = await health();
-    expect(h.ingest).toEqual({ invocations_pending: 8, events_unrouted: 0, deliveries_pending: 0, max_pending: 8, max_pending_per_source: 5, max_pending_per_account: 2000, max_pending_deliveries_per_account: 2000, refused_total: 2 });
+    expect(h.ingest).toEqual({ invocations_pending: 8, events_unrouted: 0, deliveries_pending: 0, max_pending: 8, max_pending_per_source: 5, max_pending_per_account: 2000, max_pending_deliveries_per_account: 2000, retries_pending: 0, max_retries_per_account: 100000, refused_total: 2 });
     // The same figures for Prometheus, the refusals by scope.
     expect(await scrapeMetrics(`${system.origin}/metrics`)).toMatchObject({
       api_ingest_invocations_pending: 8,

@@ -33,7 +33,7 @@ const META_ROUTES: RouteContract[] = [
     extension: true,
     public: true,
     summary: "This api replica's back-pressure figures in the Prometheus text format",
-    description: 'api_ingest_invocations_pending, api_ingest_events_unrouted, api_ingest_deliveries_pending, api_ingest_drain_per_second, api_ingest_bound{bound} and api_ingest_refused_total{scope,waiting}: service-wide totals with no ids (docs/operations.md, "Api metrics").',
+    description: 'api_ingest_invocations_pending, api_ingest_events_unrouted, api_ingest_deliveries_pending, api_ingest_retries_pending, api_ingest_drain_per_second, api_ingest_bound{bound} and api_ingest_refused_total{scope,waiting}: service-wide totals with no ids (docs/operations.md, "Api metrics").',
     responses: { 200: 'prometheus' },
   },
   {

@@ -1,0 +1,94 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { HTTP_SOURCE } from './support/components';
+import { eventually, freePort, startSystem, System } from './support/system';
+import { Receiver, subscriptionsLoaded } from './events.helpers';
+
+/** An HTTP source that emits 10 events per run. */
+const FAN_OUT = 'module.exports = { name: "FanOut", version: "0.0.1", props: { http: "$.interface.http" }, async run() { for (let i = 0; i < 10; i++) this.$emit({ i }); } };';
+
+type Answer = { status: number; text: string; body: { error?: string; code?: string; details?: Record<string, unknown> }; headers: Headers };
+
+/**
+ * An account whose webhooks keep failing fills the retry queue (`webhook_retries`, kept in the shared Postgres for
+ * about a day per delivery) at the rate the delivery app fails its deliveries: before, nothing bounded it (one
+ * account wrote about 112,000 rows in 90 s). Past INGEST_MAX_RETRIES_PER_ACCOUNT waiting retries its own endpoints
+ * answer 429, another account's are served, and disabling the failing webhooks (which drops their retries) lets the
+ * account in again.
+ */
+describe("an account's waiting webhook retries hold back that account's endpoints", () => {
+  let system: System;
+  let receiver: Receiver;
+  let a: TestUser;
+  let b: TestUser;
+
+  const post = async (url: string, n: number): Promise<Answer> => {
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n }) });
+    const text = await res.text();
+    return { status: res.status, text, body: JSON.parse(text) as Answer['body'], headers: res.headers };
+  };
+  const ingest = async (): Promise<Record<string, number>> => ((await (await fetch(`${system.origin}/healthz`)).json()) as { ingest: Record<string, number> }).ingest;
+
+  beforeAll(async () => {
+    system = await startSystem({
+      HTTP_RATE_PER_SEC: '0',
+      INGEST_MAX_RETRIES_PER_ACCOUNT: '40',
+      INGEST_RETRIES_POLL_MS: '200',
+      INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT: '100000',
+      WEBHOOK_RETRY_SCHEDULE: '1h',
+      DELIVERY_METRICS_PORT: String(await freePort()),
+    });
+    receiver = await new Receiver().start();
+    receiver.respond = () => ({ status: 500 });
+    a = createUser(system);
+    b = createUser(system);
+  });
+  afterAll(async () => {
+    await receiver?.stop();
+    await system?.stop();
+  });
+
+  it("refuses the account past its bound, serves another account, and lets it in again once its failing webhooks are disabled", async () => {
+    const api = client(system, a.apiKey);
+    const source = (await api.post('/sources', { component_code: FAN_OUT, name: 'fan-out' })).body.data;
+    const url = source.configured_props.http.endpoint_url as string;
+    const webhooks: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const id = (await api.post('/webhooks', { url: receiver.url })).body.data.id as string;
+      webhooks.push(id);
+      expect((await api.post('/subscriptions', { emitter_id: source.id, listener_id: id })).status).toBe(200);
+    }
+    const bystander = (await client(system, b.apiKey).post('/sources', { component_code: HTTP_SOURCE, name: 'b-feed' })).body.data;
+    await subscriptionsLoaded(system);
+
+    // Each accepted request stands for 30 deliveries that fail and wait an hour for their next attempt.
+    let n = 0;
+    const refused = await eventually(
+      async () => {
+        const res = await post(url, n++);
+        return res.status === 429 ? res : undefined;
+      },
+      { what: "A's waiting retries to refuse A's requests", timeoutMs: 60_000, intervalMs: 50 },
+    );
+    expect(refused.body).toEqual({
+      error: expect.stringMatching(/^this account's webhooks have \d+ deliveries waiting to be retried \(limit 40\): retry after \d+ s$/),
+      code: 'backlog_full',
+      details: { scope: 'account', pending: expect.any(Number), limit: 40, retry_after_seconds: expect.any(Number) },
+    });
+    expect(refused.body.details!.pending).toBeGreaterThanOrEqual(40);
+    expect(Number(refused.headers.get('retry-after'))).toBe(refused.body.details!.retry_after_seconds);
+    for (const id of webhooks) expect(refused.text).not.toContain(id);
+    expect(refused.text).not.toContain(receiver.url);
+    expect((await ingest()).retries_pending).toBeGreaterThanOrEqual(40);
+    const metrics = await (await fetch(`${system.origin}/metrics`)).text();
+    expect(metrics).toMatch(/^api_ingest_retries_pending \d+$/m);
+    expect(metrics).toMatch(/^api_ingest_bound\{bound="account_retries"\} 40$/m);
+    expect(metrics).toMatch(/^api_ingest_refused_total\{scope="account",waiting="retries"\} [1-9]\d*$/m);
+
+    // Another account is served.
+    expect((await post(bystander.configured_props.http.endpoint_url, 0)).status).toBe(200);
+
+    // Disabling the failing webhooks drops their retries: A is served again.
+    for (const id of webhooks) expect((await api.put(`/webhooks/${id}`, { url: receiver.url, active: false })).status).toBe(200);
+    await eventually(async () => (await post(url, n++)).status === 200, { what: "A's endpoint to accept again", timeoutMs: 30_000 });
+  });
+});
