@@ -1,7 +1,7 @@
 import { client, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
 import { eventually, freePort, startSystem, System } from './support/system';
-import { Receiver, subscriptionsLoaded } from './events.helpers';
+import { Receiver, sql, subscriptionsLoaded } from './events.helpers';
 
 /** An HTTP source that emits 10 events per run. */
 const FAN_OUT = 'module.exports = { name: "FanOut", version: "0.0.1", props: { http: "$.interface.http" }, async run() { for (let i = 0; i < 10; i++) this.$emit({ i }); } };';
@@ -32,7 +32,7 @@ describe("an account's waiting webhook retries hold back that account's endpoint
     system = await startSystem({
       HTTP_RATE_PER_SEC: '0',
       INGEST_MAX_RETRIES_PER_ACCOUNT: '40',
-      INGEST_RETRIES_POLL_MS: '200',
+      WEBHOOK_RETRIES_COUNT_MS: '200',
       INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT: '100000',
       WEBHOOK_RETRY_SCHEDULE: '1h',
       DELIVERY_METRICS_PORT: String(await freePort()),
@@ -89,6 +89,87 @@ describe("an account's waiting webhook retries hold back that account's endpoint
 
     // Disabling the failing webhooks drops their retries: A is served again.
     for (const id of webhooks) expect((await api.put(`/webhooks/${id}`, { url: receiver.url, active: false })).status).toBe(200);
-    await eventually(async () => (await post(url, n++)).status === 200, { what: "A's endpoint to accept again", timeoutMs: 30_000 });
+    await eventually(async () => {
+      const r = await post(url, n++);
+      if (r.status !== 200) throw new Error(r.text);
+      return true;
+    }, { what: "A's endpoint to accept again", timeoutMs: 30_000 });
+  });
+});
+
+/**
+ * What the api does not refuse (timers, subscriptions, an api with no retry bound) reaches the retry queue too: past
+ * WEBHOOK_MAX_RETRIES_PER_ACCOUNT waiting retries, the account's failed attempts are given up and recorded as such,
+ * while another account's failed attempts still wait for their retry.
+ */
+describe("an account's failed webhook attempts past WEBHOOK_MAX_RETRIES_PER_ACCOUNT", () => {
+  let system: System;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    system = await startSystem({
+      HTTP_RATE_PER_SEC: '0',
+      INGEST_MAX_RETRIES_PER_ACCOUNT: '0',
+      WEBHOOK_MAX_RETRIES_PER_ACCOUNT: '30',
+      WEBHOOK_RETRIES_COUNT_MS: '100',
+      INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT: '100000',
+      WEBHOOK_RETRY_SCHEDULE: '1h',
+      DELIVERY_METRICS_PORT: String(await freePort()),
+    });
+    receiver = await new Receiver().start();
+    receiver.respond = () => ({ status: 503 });
+  });
+  afterAll(async () => {
+    await receiver?.stop();
+    await system?.stop();
+  });
+
+  it('are recorded as not retried, and every one is either waiting or recorded so; another account keeps its retries', async () => {
+    const a = createUser(system);
+    const b = createUser(system);
+    const api = client(system, a.apiKey);
+    const source = (await api.post('/sources', { component_code: FAN_OUT, name: 'fan-out' })).body.data;
+    const webhooks: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const id = (await api.post('/webhooks', { url: receiver.url })).body.data.id as string;
+      webhooks.push(id);
+      expect((await api.post('/subscriptions', { emitter_id: source.id, listener_id: id })).status).toBe(200);
+    }
+    const apiB = client(system, b.apiKey);
+    const sourceB = (await apiB.post('/sources', { component_code: HTTP_SOURCE, name: 'b-feed' })).body.data;
+    const webhookB = (await apiB.post('/webhooks', { url: receiver.url })).body.data.id as string;
+    expect((await apiB.post('/subscriptions', { emitter_id: sourceB.id, listener_id: webhookB })).status).toBe(200);
+    await subscriptionsLoaded(system);
+
+    // 20 requests: 200 events, 600 deliveries that fail.
+    for (let n = 0; n < 20; n++) expect((await fetch(source.configured_props.http.endpoint_url, { method: 'POST', body: JSON.stringify({ n }) })).status).toBe(200);
+    const inA = `(${webhooks.map((id) => `'${id}'`).join(', ')})`;
+    const settled = async () => {
+      const [{ waiting }] = await sql<{ waiting: number }>(system, `select count(*)::int as waiting from webhook_retries where webhook_id in ${inA}`);
+      const [{ given_up: givenUp }] = await sql<{ given_up: number }>(system, `select count(*)::int as given_up from webhook_deliveries where webhook_id in ${inA} and status = 'exhausted'`);
+      return waiting + givenUp === 600 ? { waiting, givenUp } : undefined;
+    };
+    const { waiting, givenUp } = await eventually(settled, { what: "every one of A's 600 deliveries to wait for a retry or be given up", timeoutMs: 60_000 });
+    expect(waiting).toBeGreaterThanOrEqual(30);
+    expect(waiting).toBeLessThan(600);
+    expect(givenUp).toBe(600 - waiting);
+
+    // A's webhook deliveries say why.
+    const listed = (await api.get(`/webhooks/${webhooks[0]}/deliveries?limit=100`)).body.data as { status: string; error: string | null; response_code: number | null }[];
+    const notRetried = listed.find((d) => d.status === 'exhausted');
+    expect(notRetried).toMatchObject({ response_code: 503, error: expect.stringMatching(/^not retried: this account's webhooks have \d+ deliveries waiting to be retried \(limit 30\)$/) });
+
+    // B's failed delivery waits for its retry.
+    expect((await fetch(sourceB.configured_props.http.endpoint_url, { method: 'POST', body: '{"b":1}' })).status).toBe(200);
+    const attemptsB = await eventually(
+      async () => {
+        const rows = (await apiB.get(`/webhooks/${webhookB}/deliveries`)).body.data as { status: string; next_attempt_at_ms: number | null }[];
+        return rows.length ? rows : undefined;
+      },
+      { what: "B's first attempt", timeoutMs: 30_000 },
+    );
+    expect(attemptsB.map((d) => d.status)).toEqual(['failed']);
+    expect(attemptsB[0].next_attempt_at_ms).toEqual(expect.any(Number));
+    expect(await sql(system, `select attempt from webhook_retries where webhook_id = $1`, [webhookB])).toEqual([{ attempt: 2 }]);
   });
 });

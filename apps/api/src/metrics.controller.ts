@@ -30,7 +30,7 @@ export class MetricsController {
     gauge('api_ingest_invocations_pending', 'invocations waiting in INVOCATIONS for a runner, as last read', () => backlog.stats.invocations_pending);
     gauge('api_ingest_events_unrouted', "emitted events the delivery apps' router has not acknowledged (not yet indexed and routed, or waiting for their direct webhook POSTs), as last read", () => backlog.stats.events_unrouted);
     gauge('api_ingest_deliveries_pending', 'webhook deliveries waiting in DELIVERIES (routed, not yet sent), as last read', () => backlog.stats.deliveries_pending);
-    gauge('api_ingest_retries_pending', 'webhook deliveries waiting in webhook_retries for their next attempt, as last counted (every INGEST_RETRIES_POLL_MS)', () => backlog.stats.retries_pending);
+    gauge('api_ingest_retries_pending', 'webhook deliveries waiting in webhook_retries for their next attempt, as last counted (every WEBHOOK_RETRIES_COUNT_MS)', () => backlog.stats.retries_pending);
     gauge('api_ingest_drain_per_second', 'invocations the runners took from INVOCATIONS per second, as estimated from the last reads', () => backlog.drainRate);
     const bounds = new Gauge({ name: 'api_ingest_bound', help: 'the back-pressure bounds (0 = none): system INGEST_MAX_PENDING, source INGEST_MAX_PENDING_PER_SOURCE, account INGEST_MAX_PENDING_PER_ACCOUNT, account_deliveries INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT, account_retries INGEST_MAX_RETRIES_PER_ACCOUNT', labelNames: ['bound'], registers });
     bounds.set({ bound: 'system' }, config.ingestMaxPending);

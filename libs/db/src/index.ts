@@ -7,3 +7,4 @@ export * from './access-changes';
 export * from './event-summaries';
 export * from './snapshot';
 export * from './postgres-driver';
+export * from './waiting-retries';

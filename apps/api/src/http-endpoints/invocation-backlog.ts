@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { ApiError, readEmits, ROUTER_DURABLE } from '@app/contracts';
+import { WaitingRetries } from '@app/db';
 import { NatsService, subjectCounts } from '@app/nats';
 import type { ConsumerInfo } from 'nats';
 import type { EndpointTarget } from './endpoint-lookup';
@@ -97,7 +98,7 @@ interface UnroutedSample {
  * slow webhook of one account never refuses another's requests. So is one to a
  * source whose owner's webhooks have INGEST_MAX_RETRIES_PER_ACCOUNT deliveries
  * waiting in webhook_retries (failing receivers: each retry is a row of the shared
- * Postgres kept up to about a day), counted every INGEST_RETRIES_POLL_MS. The figures
+ * Postgres kept up to about a day), counted every WEBHOOK_RETRIES_COUNT_MS. The figures
  * are as of the last read, so a burst may pass a bound by what arrives within
  * one poll interval.
  */
@@ -119,11 +120,8 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   private counted = 0;
   private deliveries = 0;
   private deliveriesByOwner = new Map<string, number>();
-  /** Deliveries waiting in webhook_retries, in all and per owner of their webhooks, as last counted (every INGEST_RETRIES_POLL_MS). */
-  private retries = 0;
-  private retriesByOwner = new Map<string, number>();
-  private retriesTimer: NodeJS.Timeout | undefined;
-  private stopped = false;
+  /** Deliveries waiting in webhook_retries, in all and per owner of their webhooks (every WEBHOOK_RETRIES_COUNT_MS). */
+  private readonly retries: WaitingRetries;
   private readonly webhookOwners = new Map<string, string>();
   private readonly emitterOwners = new Map<string, string>();
   /** Invocations drained per second (all sources), from the last two reads and the requests accepted between them. */
@@ -139,7 +137,9 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
     private readonly batches: IngestBatches,
     private readonly em: EntityManager,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.retries = new WaitingRetries(em, config.ingestMaxRetriesPerAccount, config.webhookRetriesCountMs, (message) => this.logger.warn(message));
+  }
 
   /** Figures for /healthz: the backlog as last read, the bounds, requests refused by this replica. */
   get stats(): IngestStats {
@@ -147,7 +147,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
       invocations_pending: this.total,
       events_unrouted: this.unrouted,
       deliveries_pending: this.deliveries,
-      retries_pending: this.retries,
+      retries_pending: this.retries.total,
       max_pending: this.config.ingestMaxPending,
       max_pending_per_source: this.config.ingestMaxPendingPerSource,
       max_pending_per_account: this.config.ingestMaxPendingPerAccount,
@@ -173,7 +173,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
   }
 
   onModuleInit(): void {
-    if (this.config.ingestMaxRetriesPerAccount > 0) this.countRetriesLater(this.config.ingestRetriesPollMs);
+    if (this.config.ingestMaxRetriesPerAccount > 0) this.retries.start();
     if (!this.enabled) return;
     this.timer = setInterval(() => void this.read(), this.config.ingestBacklogPollMs);
     this.timer.unref();
@@ -181,8 +181,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
 
   onModuleDestroy(): void {
     clearInterval(this.timer);
-    this.stopped = true;
-    clearTimeout(this.retriesTimer);
+    this.retries.stop();
   }
 
   /** Undefined when the source may take one more invocation; else why not. */
@@ -195,7 +194,7 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
     const owed = this.deliveriesByOwner.get(target.ownerId) ?? 0;
     if (accountLimit > 0 && owed >= accountLimit) return this.refusal('account', 'deliveries', owed, accountLimit);
     const retryLimit = this.config.ingestMaxRetriesPerAccount;
-    const retrying = this.retriesByOwner.get(target.ownerId) ?? 0;
+    const retrying = this.retries.of(target.ownerId);
     // Retries drain as their receivers recover (or give up after the retry schedule), not at the runners' rate.
     if (retryLimit > 0 && retrying >= retryLimit) return this.refusal('account', 'retries', retrying, retryLimit, RETRY_AFTER_MAX_SECONDS);
     if (systemLimit > 0 && this.counted >= systemLimit) return this.refusal('system', 'invocations', this.counted, systemLimit);
@@ -237,46 +236,6 @@ export class InvocationBacklog implements OnModuleInit, OnModuleDestroy {
     const excess = pending - Math.floor(limit * 0.9);
     const seconds = retryAfterSeconds ?? (this.drainPerSecond > 0 ? Math.ceil(excess / this.drainPerSecond) : 1);
     return { scope, waiting, pending, limit, retryAfterSeconds: Math.min(RETRY_AFTER_MAX_SECONDS, Math.max(1, seconds)) };
-  }
-
-  /** Counts the waiting retries in `ms`, and again INGEST_RETRIES_POLL_MS after, or 20 times as long as the count took if that is longer. */
-  private countRetriesLater(ms: number): void {
-    this.retriesTimer = setTimeout(() => {
-      const started = Date.now();
-      void this.countRetries().finally(() => {
-        if (!this.stopped) this.countRetriesLater(Math.max(this.config.ingestRetriesPollMs, 20 * (Date.now() - started)));
-      });
-    }, ms);
-    this.retriesTimer.unref();
-  }
-
-  /**
-   * Counts the deliveries waiting in webhook_retries per owner of their webhooks. While the whole table holds fewer
-   * than the bound, no account can reach it and a count stopped at the bound says so; past it, a count over the whole
-   * table (an index-only scan: about 0.8 s of Postgres time per million rows), hence the interval above. Postgres
-   * unreachable for a moment, the figures stay as last counted.
-   */
-  private async countRetries(): Promise<void> {
-    const limit = this.config.ingestMaxRetriesPerAccount;
-    const conn = this.em.fork().getConnection();
-    try {
-      const [{ n: few }] = (await conn.execute(`select count(*)::int as n from (select 1 from webhook_retries limit ${limit}) x`, [])) as { n: number }[];
-      if (few < limit) {
-        this.retries = few;
-        this.retriesByOwner = new Map();
-        return;
-      }
-      const rows = (await conn.execute(
-        `select w.owner_id, r.n from (select webhook_id, count(*)::int as n from webhook_retries group by webhook_id) r join webhooks w on w.id = r.webhook_id`,
-        [],
-      )) as { owner_id: string; n: number }[];
-      const byOwner = new Map<string, number>();
-      for (const { owner_id: owner, n } of rows) byOwner.set(owner, (byOwner.get(owner) ?? 0) + n);
-      this.retriesByOwner = byOwner;
-      this.retries = sum(byOwner);
-    } catch (e) {
-      this.logger.warn(`counting the waiting webhook retries failed: ${(e as Error).message}`);
-    }
   }
 
   private async read(): Promise<void> {

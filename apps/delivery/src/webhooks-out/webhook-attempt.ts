@@ -1,6 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { AppConfig, Logger } from '@app/config';
 import { DeliveryMessage } from '@app/contracts';
+import { WaitingRetries } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
 import { DeliveryMetrics } from '../common/metrics';
 import { SubscriptionCache, WebhookTarget } from '../router/subscription-cache';
@@ -31,6 +32,8 @@ export class WebhookAttempt {
       http: SignedPost;
       log: DeliveryLog;
       retries: RetryQueue;
+      /** Waiting retries per account, for WEBHOOK_MAX_RETRIES_PER_ACCOUNT. */
+      waiting: WaitingRetries;
       catchUp: RetryCatchUp;
       metrics: DeliveryMetrics;
       config: AppConfig;
@@ -102,19 +105,26 @@ export class WebhookAttempt {
       return 'none';
     }
     if (status !== undefined && status >= 300 && status < 400) record.error = `redirects are not followed (status ${status})`;
-    return this.failed(m, msg, record, attempt, retryAfter);
+    return this.failed(m, msg, hook.ownerId, record, attempt, retryAfter);
   }
 
-  /** Records a failed attempt and queues the next one (or gives up past the schedule), then settles the message. */
-  private async failed(m: DeliveryItem, msg: DeliveryMessage, record: Sent['record'], attempt: number, retryAfter: Sent['retryAfter']): Promise<Attempted> {
-    const { log, metrics } = this.deps;
+  /**
+   * Records a failed attempt and queues the next one, then settles the message; gives up past the schedule, or while
+   * the webhook's owner has WEBHOOK_MAX_RETRIES_PER_ACCOUNT retries waiting already.
+   */
+  private async failed(m: DeliveryItem, msg: DeliveryMessage, ownerId: string, record: Sent['record'], attempt: number, retryAfter: Sent['retryAfter']): Promise<Attempted> {
+    const { log, metrics, config } = this.deps;
     const ev = msg.event;
-    const delay = nextDelayMs(this.deps.config.webhookRetryDelaysMs, attempt, retryAfter);
-    if (delay === undefined) {
+    const delay = nextDelayMs(config.webhookRetryDelaysMs, attempt, retryAfter);
+    const waiting = this.deps.waiting.of(ownerId);
+    const full = config.webhookMaxRetriesPerAccount > 0 && waiting >= config.webhookMaxRetriesPerAccount;
+    if (delay === undefined || full) {
+      const why = `not retried: this account's webhooks have ${waiting} deliveries waiting to be retried (limit ${config.webhookMaxRetriesPerAccount})`;
+      if (full) record.error = record.error ? `${record.error}; ${why}` : why;
       await log.record({ ...record, status: 'exhausted' });
-      m.term(); // attempts exhausted
-      metrics.webhookAttempts.inc({ outcome: 'exhausted' });
-      this.deps.logger.warn({ webhook_id: msg.webhookId, event_id: ev.id, attempts: attempt }, 'webhook delivery exhausted');
+      m.term(); // attempts exhausted, or the account's retries full
+      metrics.webhookAttempts.inc({ outcome: full ? 'retries_full' : 'exhausted' });
+      this.deps.logger.warn({ webhook_id: msg.webhookId, event_id: ev.id, attempts: attempt, ...(full && { owner_retries_waiting: waiting }) }, full ? "webhook delivery not retried: its account's retries are full" : 'webhook delivery exhausted');
       return 'failed';
     }
     const dueAtMs = Date.now() + delay;

@@ -3,6 +3,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { ConsumerMessages } from 'nats';
 import { APP_CONFIG, AppConfig, Logger } from '@app/config';
 import { DeliveryMessage } from '@app/contracts';
+import { WaitingRetries } from '@app/db';
 import { boundConsumer, ensureDurable, NatsService } from '@app/nats';
 import { policyFromConfig } from '@app/net';
 import { DeliveryMetrics } from '../common/metrics';
@@ -85,6 +86,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private pruner?: NodeJS.Timeout;
   private resume?: () => void;
   private readonly retries: RetryQueue;
+  private readonly waiting: WaitingRetries;
   /** Per webhook: last failure seen here, and pulling its waiting retries forward once it answers again. */
   private readonly catchUp: RetryCatchUp;
   private readonly failingSlots: FailingSlots;
@@ -102,9 +104,10 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.http = new SignedPost(policyFromConfig(config), metrics, config.webhookTimeoutMs, config.webhookConcurrency);
     this.log = new DeliveryLog(em, config.deliveryLogAsyncCommit);
     this.retries = new RetryQueue(em, nats, logger);
+    this.waiting = new WaitingRetries(em, config.webhookMaxRetriesPerAccount, config.webhookRetriesCountMs, (message) => logger.warn(message));
     this.catchUp = new RetryCatchUp(this.retries, logger, (id) => this.lanes.get(id)?.queue.length ?? 0);
     this.failingSlots = new FailingSlots(config.webhookFailingInFlightPerAccount);
-    this.attempt = new WebhookAttempt({ em, nats, cache, http: this.http, log: this.log, retries: this.retries, catchUp: this.catchUp, metrics, config, logger });
+    this.attempt = new WebhookAttempt({ em, nats, cache, http: this.http, log: this.log, retries: this.retries, waiting: this.waiting, catchUp: this.catchUp, metrics, config, logger });
     metrics.watchRetries(() => this.retries.waiting());
     metrics.watchSender(() => ({ direct: this.held.direct, queue: this.held.messages, inFlight: this.inFlight, failing: this.failingSlots.figures() }));
   }
@@ -122,6 +125,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     const consumer = await boundConsumer(this.nats.js, names.deliveriesStream, DURABLE);
     this.messages = await consumer.consume({ max_messages: 1000 });
     this.retries.start();
+    if (this.config.webhookMaxRetriesPerAccount > 0) this.waiting.start();
     this.keepAlive = setInterval(() => this.held.forEach((m) => m.working()), Math.max(500, ackWaitMs / 3));
     // Attempt rows are kept as long as the EMITS stream keeps the events themselves, WEBHOOK_DELIVERIES_RETENTION per webhook.
     this.pruner = setInterval(() => void this.log.prune(Date.now() - this.config.emitsMaxAgeSeconds * 1000, this.config.webhookDeliveriesRetention).catch((e: Error) => this.logger.warn({ err: e.message }, 'pruning webhook_deliveries failed')), 600_000);
@@ -141,6 +145,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.messages?.stop();
     this.stopping = true;
     this.catchUp.stop();
+    this.waiting.stop();
     clearInterval(this.keepAlive);
     clearInterval(this.pruner);
     for (const lane of this.lanes.values()) for (const m of lane.queue.drain()) m.nak();
