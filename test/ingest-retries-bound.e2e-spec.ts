@@ -6,6 +6,19 @@ import { Receiver, sql, subscriptionsLoaded } from './events.helpers';
 /** An HTTP source that emits 10 events per run. */
 const FAN_OUT = 'module.exports = { name: "FanOut", version: "0.0.1", props: { http: "$.interface.http" }, async run() { for (let i = 0; i < 10; i++) this.$emit({ i }); } };';
 
+/** The user's FAN_OUT source, subscribed by three webhooks that POST to the receiver: 30 deliveries per request. */
+async function fanOutToThree(system: System, user: TestUser, receiver: Receiver): Promise<{ source: { id: string; configured_props: { http: { endpoint_url: string } } }; webhooks: string[] }> {
+  const api = client(system, user.apiKey);
+  const source = (await api.post('/sources', { component_code: FAN_OUT, name: 'fan-out' })).body.data;
+  const webhooks: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const id = (await api.post('/webhooks', { url: receiver.url })).body.data.id as string;
+    webhooks.push(id);
+    expect((await api.post('/subscriptions', { emitter_id: source.id, listener_id: id })).status).toBe(200);
+  }
+  return { source, webhooks };
+}
+
 type Answer = { status: number; text: string; body: { error?: string; code?: string; details?: Record<string, unknown> }; headers: Headers };
 
 /**
@@ -49,14 +62,8 @@ describe("an account's waiting webhook retries hold back that account's endpoint
 
   it("refuses the account past its bound, serves another account, and lets it in again once its failing webhooks are disabled", async () => {
     const api = client(system, a.apiKey);
-    const source = (await api.post('/sources', { component_code: FAN_OUT, name: 'fan-out' })).body.data;
+    const { source, webhooks } = await fanOutToThree(system, a, receiver);
     const url = source.configured_props.http.endpoint_url as string;
-    const webhooks: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const id = (await api.post('/webhooks', { url: receiver.url })).body.data.id as string;
-      webhooks.push(id);
-      expect((await api.post('/subscriptions', { emitter_id: source.id, listener_id: id })).status).toBe(200);
-    }
     const bystander = (await client(system, b.apiKey).post('/sources', { component_code: HTTP_SOURCE, name: 'b-feed' })).body.data;
     await subscriptionsLoaded(system);
 
@@ -128,13 +135,7 @@ describe("an account's failed webhook attempts past WEBHOOK_MAX_RETRIES_PER_ACCO
     const a = createUser(system);
     const b = createUser(system);
     const api = client(system, a.apiKey);
-    const source = (await api.post('/sources', { component_code: FAN_OUT, name: 'fan-out' })).body.data;
-    const webhooks: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const id = (await api.post('/webhooks', { url: receiver.url })).body.data.id as string;
-      webhooks.push(id);
-      expect((await api.post('/subscriptions', { emitter_id: source.id, listener_id: id })).status).toBe(200);
-    }
+    const { source, webhooks } = await fanOutToThree(system, a, receiver);
     const apiB = client(system, b.apiKey);
     const sourceB = (await apiB.post('/sources', { component_code: HTTP_SOURCE, name: 'b-feed' })).body.data;
     const webhookB = (await apiB.post('/webhooks', { url: receiver.url })).body.data.id as string;
