@@ -324,6 +324,26 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect([app.status, app.body]).toEqual([400, { error: 'app must be an app slug of lowercase letters, digits and _ (github, google_sheets)', code: 'invalid_request', details: { in: 'path', field: 'app' } }]);
   });
 
+  it('says a malformed event_id of POST /workflows/{id}/replay is not an event id, as start_id and end_id are (it answered 404)', async () => {
+    const created = await api.post('/workflows', { name: 'replayed', trigger: { manual: {} }, steps: [{ name: 'a', code: 'export default defineComponent({ async run() { return 1; } });' }] });
+    expect(created.status).toBe(200);
+    const id = created.body.data.id as string;
+    const expected = { error: 'event_id must be an event id like 1700000000000-0', code: 'invalid_request', details: { in: 'body', field: 'event_id' } };
+    for (const eventId of ['bad', '1-2-3', '17000000000000000-0', '1-0 ', '-1-0', '1.5-0', 'x'.repeat(64)]) {
+      const res = await api.post(`/workflows/${id}/replay`, { event_id: eventId });
+      expect([eventId, res.status, res.body]).toEqual([eventId, 400, expected]);
+    }
+    // The same answer whichever workflow it names: the body is checked first.
+    const other = await api.post('/workflows/p_nope/replay', { event_id: 'bad' });
+    expect([other.status, other.body]).toEqual([400, expected]);
+    // An id of the right form that is not one of its $errors events is still not found, and one that is replays.
+    expect((await api.post(`/workflows/${id}/replay`, { event_id: '1-0' })).status).toBe(404);
+    await sql(system, `insert into event_summaries (emitter_id, id, id_ms, id_seq, name, channel_class, owner_id, emit_id, summary, event, meta, size_bytes, indexed_at_ms)
+      values ($1, '1700000000001-0', 1700000000001, 0, '$errors', '$errors', $2, 'emit-err', '', $3, '{}', 10, 1700000000001)`, [id, user.id, JSON.stringify({ original_event: { n: 1 } })]);
+    const replayed = await api.post(`/workflows/${id}/replay`, { event_id: '1700000000001-0' });
+    expect([replayed.status, replayed.body]).toEqual([202, { data: { invocation_id: expect.any(String) } }]);
+  });
+
   it('answers a request line of another HTTP version than 1.0 or 1.1 (HTTP/2.0 as text, HTTP/0.9) in the error shape, not as HTTP/1.1 without Host', async () => {
     const created = await api.post('/sources', { component_code: HTTP_SOURCE });
     const endpoint = new URL(created.body.data.configured_props.http.endpoint_url as string).pathname;

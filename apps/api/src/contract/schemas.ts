@@ -26,6 +26,9 @@ export const PAGE_QUERY = {
 
 export const Id = (description: string) => Type.String({ minLength: 1, description });
 
+/** An event id (`<epoch_ms>-<seq>`); a malformed one answers 400 "… must be an event id like 1700000000000-0". */
+export const EventIdText = (description: string) => Type.String({ pattern: '^\\d{1,15}-\\d{1,9}$', 'x-expected': 'an event id like 1700000000000-0', description });
+
 /** `expand` of event summary reads: `event` (no truncation), `summary` (the `$emit` summary), or both. */
 export const Expand = Type.Union([Type.Literal(''), Type.Literal('event'), Type.Literal('summary'), Type.Literal('event,summary'), Type.Literal('summary,event')], {
   description: '"event" (full events, no truncation), "summary" (each event\'s $emit summary), or "event,summary"',

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { RouteContract } from '../contract/route-contract';
-import { Expand, Id, PAGE_QUERY, PageOf } from '../contract/schemas';
+import { EventIdText, Expand, Id, PAGE_QUERY, PageOf } from '../contract/schemas';
 
 export const EventSummary = Type.Object(
   {
@@ -13,7 +13,7 @@ export const EventSummary = Type.Object(
   { additionalProperties: false },
 );
 
-const EventId = (description: string) => Type.Optional(Type.String({ pattern: '^\\d{1,15}-\\d{1,9}$', 'x-expected': 'an event id like 1700000000000-0', description }));
+const EventId = (description: string) => Type.Optional(EventIdText(description));
 const SUMMARY_QUERY = Type.Object({
   ...PAGE_QUERY,
   expand: Type.Optional(Expand),

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { orgTwinOf, RouteContract } from '../contract/route-contract';
-import { Data, Expand, Id, PAGE_QUERY, PageOf, Timestamp } from '../contract/schemas';
+import { Data, EventIdText, Expand, Id, PAGE_QUERY, PageOf, Timestamp } from '../contract/schemas';
 
 export const WorkflowSchema = Type.Object(
   {
@@ -69,7 +69,7 @@ export const WORKFLOW_ROUTES: RouteContract[] = [
     params: WorkflowId,
     bodyOnly: true,
     bodyRequired: true,
-    body: Type.Object({ event_id: Type.String({ minLength: 1, maxLength: 64 }) }),
+    body: Type.Object({ event_id: EventIdText("one of the workflow's $errors event ids") }),
     responses: { 202: Data(Type.Object({ invocation_id: Type.String() })) },
     errors: [404, 409],
   },
