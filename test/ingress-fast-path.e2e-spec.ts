@@ -116,6 +116,47 @@ describe('HTTP endpoints: the fast path answers and stores what the framework ro
     expect((await served(routed)).fast).toBe(0);
   });
 
+  it('decodes a body in the charset its Content-Type declares, and answers 415 for a charset it does not know, either way', async () => {
+    /** Sends `bytes` with `contentType`; the answer, and the body of the event stored (when it was). */
+    const sendBytes = async (s: Side, contentType: string, bytes: Buffer): Promise<{ status: number; body: unknown; event?: { bodyRaw: unknown; body: unknown } }> => {
+      const before = await lastInvocation(s).catch(() => undefined);
+      const res = await fetch(s.endpointUrl, { method: 'POST', headers: { 'content-type': contentType }, body: new Uint8Array(bytes) });
+      const out = { status: res.status, body: (await res.json()) as unknown };
+      if (res.status !== 200) return out;
+      const inv = await lastInvocation(s);
+      expect(inv.invocationId).not.toBe(before?.invocationId);
+      const { bodyRaw, body } = inv.event as { bodyRaw: unknown; body: unknown };
+      return { ...out, event: { bodyRaw, body } };
+    };
+    const stored = (bodyRaw: string, body: unknown) => ({ status: 200, body: { success: true }, event: { bodyRaw, body } });
+    const refused = (charset: string) => ({
+      status: 415,
+      body: { error: `the request body's charset ${charset} is not supported: send it as UTF-8 (or in a charset such as iso-8859-1, windows-1252 or utf-16le)`, code: 'unsupported_media_type', details: { header: 'content-type', charset } },
+    });
+    const cases: [string, string, Buffer, unknown][] = [
+      ['latin1 text', 'text/plain; charset=iso-8859-1', Buffer.from('caf\xe9 \xa3', 'latin1'), stored('café £', 'café £')],
+      ['a label in another case', 'text/plain; Charset=Latin1', Buffer.from('\xe9', 'latin1'), stored('é', 'é')],
+      ['windows-1252 text', 'text/plain;charset=windows-1252', Buffer.from([0x80, 0x20, 0x93, 0x61, 0x94]), stored('€ “a”', '€ “a”')],
+      ['a quoted charset, UTF-16LE JSON', 'application/json; charset="utf-16le"', Buffer.from('{"a":"é☃"}', 'utf16le'), stored('{"a":"é☃"}', { a: 'é☃' })],
+      // A form's escapes stand for bytes in its charset too; one that does not decode stays as written.
+      ['a windows-1252 form', 'application/x-www-form-urlencoded; charset=windows-1252', Buffer.concat([Buffer.from('a=caf%E9&b=%80+x&c='), Buffer.from([0xe9]), Buffer.from('&d=%zz&a=%41')]), stored('a=caf%E9&b=%80+x&c=é&d=%zz&a=%41', { a: ['café', 'A'], b: '€ x', c: 'é', d: '%zz' })],
+      ['UTF-8, as before', 'text/plain; charset=utf-8', Buffer.from('é☃'), stored('é☃', 'é☃')],
+      ['no charset: UTF-8, as before', 'text/plain', Buffer.from('é☃'), stored('é☃', 'é☃')],
+      ['an unknown charset', 'text/plain; charset=klingon', Buffer.from('x'), refused('klingon')],
+      ['a charset Node does not decode', 'text/plain; charset=binary', Buffer.from('x'), refused('binary')],
+      ['an empty charset', 'application/json; charset=', Buffer.from('{}'), refused('')],
+    ];
+    // The first request of an endpoint loads it into the lookup's cache (the route serves it): from then on it is known.
+    for (const s of [fast, routed]) expect((await sendBytes(s, 'text/plain', Buffer.from('x'))).status).toBe(200);
+    const before = await served(fast);
+    for (const [what, contentType, bytes, expected] of cases) {
+      const [a, b] = [await sendBytes(fast, contentType, bytes), await sendBytes(routed, contentType, bytes)];
+      expect({ what, ...a }).toEqual({ what, ...(expected as object) });
+      expect({ what, ...b }).toEqual({ what, ...(expected as object) });
+    }
+    expect((await served(fast)).fast - before.fast).toBe(cases.length);
+  });
+
   it('answers 429 with Retry-After once the backlog bound is reached, as the route does', async () => {
     const bound = async (env: Record<string, string>): Promise<Side> => side({ ...env, INGEST_MAX_PENDING_PER_SOURCE: '1', INGEST_BACKLOG_POLL_MS: '100' });
     const [f, r] = await Promise.all([bound({}), bound({ INGRESS_FAST_PATH: 'false' })]);

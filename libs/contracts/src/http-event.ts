@@ -1,3 +1,6 @@
+import { TextDecoder } from 'node:util';
+import { ApiError } from './errors';
+
 /** The event an HTTP source's `run` receives. */
 export interface HttpEvent {
   method: string;
@@ -80,19 +83,113 @@ export function parseHttpBody(contentType: string, raw: string): unknown {
       return raw;
     }
   }
-  if (type === 'application/x-www-form-urlencoded') return parseFormBody(raw);
+  if (type === 'application/x-www-form-urlencoded') return parseFormBody(raw, formDecoderOf(contentType));
   return raw;
 }
 
-/** A form body as the query string is parsed: a field given more than once is an array of its values, none lost. */
-export function parseFormBody(raw: string): Record<string, string | string[]> {
+/**
+ * A form body as the query string is parsed: a field given more than once is an array of its values, none lost.
+ * With `decoder` (a form in another charset than UTF-8), its escapes (`%E9`) are bytes in that charset.
+ */
+export function parseFormBody(raw: string, decoder?: BodyDecoder): Record<string, string | string[]> {
   const fields = new Map<string, string | string[]>();
-  for (const [k, v] of new URLSearchParams(raw)) {
+  const entries: Iterable<[string, string]> = decoder ? formEntries(raw, decoder) : new URLSearchParams(raw);
+  for (const [k, v] of entries) {
     const prev = fields.get(k);
     fields.set(k, prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v]);
   }
   // fromEntries defines own properties: a field named "__proto__" stays a field.
   return Object.fromEntries(fields);
+}
+
+/** A run of percent escapes (`%C3%A9`): the bytes of one piece of text in the form's charset. */
+const ESCAPES = /(?:%[0-9a-fA-F]{2})+/g;
+
+/** The fields of a form as URLSearchParams splits them (`&`, `=`, `+` a space), escapes decoded in `decoder`'s charset. */
+function* formEntries(raw: string, decoder: BodyDecoder): Generator<[string, string]> {
+  const unescape = (s: string): string => s.replace(/\+/g, ' ').replace(ESCAPES, (run) => decoder.decode(Buffer.from(run.replace(/%/g, ''), 'hex')));
+  for (const pair of raw.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    yield eq < 0 ? [unescape(pair), ''] : [unescape(pair.slice(0, eq)), unescape(pair.slice(eq + 1))];
+  }
+}
+
+/** The decoder of a form's escapes: its charset's, UTF-8's for one the ingress would refuse (an event stored before it did). */
+function formDecoderOf(contentType: string): BodyDecoder | undefined {
+  try {
+    return textDecoderOf(contentType);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `charset` parameters of a Content-Type, in lower case and unquoted (`text/plain; charset="UTF-16LE"`: `utf-16le`). */
+export function charsetsOf(contentType: string): string[] {
+  const semicolon = contentType.indexOf(';');
+  if (semicolon < 0 || !/charset/i.test(contentType)) return [];
+  const out: string[] = [];
+  for (const m of contentType.slice(semicolon).matchAll(/;\s*([^\s=;]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)/g)) {
+    if (m[1].toLowerCase() !== 'charset') continue;
+    const value = m[2].startsWith('"') ? m[2].slice(1, -1).replace(/\\(.)/g, '$1') : m[2];
+    out.push(value.trim().toLowerCase());
+  }
+  return out;
+}
+
+const UTF8_LABELS = new Set(['utf-8', 'utf8', 'unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'x-unicode20utf8']);
+
+/**
+ * The decoder of the charset a Content-Type declares, when it is not UTF-8 (undefined: UTF-8, declared or not).
+ * Throws 415 `unsupported_media_type` for a charset Node's TextDecoder does not know, or two different ones.
+ */
+export function textDecoderOf(contentType: string): BodyDecoder | undefined {
+  const charsets = [...new Set(charsetsOf(contentType))];
+  if (charsets.length === 0) return undefined;
+  const shown = charsets.map((c) => (c.length > 100 ? `${c.slice(0, 100)}…` : c));
+  if (charsets.length > 1) {
+    throw new ApiError(415, 'unsupported_media_type', `the request body's Content-Type gives more than one charset (${shown.join(', ')})`, { header: 'content-type', charsets: shown });
+  }
+  if (UTF8_LABELS.has(charsets[0])) return undefined;
+  let decoder: InstanceType<typeof TextDecoder>;
+  try {
+    decoder = new TextDecoder(charsets[0]);
+  } catch {
+    throw new ApiError(
+      415,
+      'unsupported_media_type',
+      `the request body's charset ${shown[0]} is not supported: send it as UTF-8 (or in a charset such as iso-8859-1, windows-1252 or utf-16le)`,
+      { header: 'content-type', charset: shown[0] },
+    );
+  }
+  if (decoder.encoding === 'windows-1252') return WINDOWS_1252;
+  return decoder.encoding === 'utf-8' ? undefined : decoder;
+}
+
+/** Decodes bytes to text (a TextDecoder, or windows-1252's own). */
+export interface BodyDecoder {
+  decode(bytes: Uint8Array): string;
+}
+
+/** What bytes 0x80–0x9F are in windows-1252 (the WHATWG index; five of them stand for themselves). */
+const WINDOWS_1252_HIGH = '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178';
+
+/**
+ * windows-1252, the charset of every `iso-8859-1`, `latin1`, `us-ascii` and `windows-1252` label: Node 20.18.3 and later
+ * decode it as ISO-8859-1 (0x80 as U+0080, not €: nodejs/node#56542), so its 32 bytes apart are mapped here.
+ */
+const WINDOWS_1252: BodyDecoder = {
+  decode: (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1').replace(/[\u0080-\u009f]/g, (c) => WINDOWS_1252_HIGH[c.charCodeAt(0) - 0x80]),
+};
+
+/**
+ * The text of a request body: its bytes decoded in the charset its Content-Type declares (`iso-8859-1`, `utf-16le`,
+ * `windows-1252`…: any label Node's TextDecoder knows), UTF-8 without one. Bytes that do not decode become U+FFFD.
+ * Throws 415 `unsupported_media_type` for a charset it does not know.
+ */
+export function decodeHttpBody(bytes: Buffer, contentType: string | undefined): string {
+  const decoder = contentType ? textDecoderOf(contentType) : undefined;
+  return decoder ? decoder.decode(bytes) : bytes.toString('utf8');
 }
 
 /**

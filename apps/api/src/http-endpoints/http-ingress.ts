@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import {
   ApiError,
+  decodeHttpBody,
   decodeJson,
   encodeJson,
   HTTP_BODY_MAX_JSON_DEPTH,
@@ -134,7 +135,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       return reply.status(503).header('retry-after', '1').send({ error: 'the endpoint cannot be looked up right now: retry later', code: 'unavailable', details: { retry_after_seconds: 1 } });
     }
     if (!target || !target.active) return reply.status(404).send({ error: `no active HTTP ${target?.kind ?? 'source'} at endpoint ${endpointKey}`, code: 'not_found' });
-    const request: IngressRequest = { method: req.method, url: req.url, headers: req.headers, query: req.query as Record<string, unknown>, ip: req.ip, body: Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '' };
+    const request: IngressRequest = { method: req.method, url: req.url, headers: req.headers, query: req.query as Record<string, unknown>, ip: req.ip, body: Buffer.isBuffer(req.body) ? decodeHttpBody(req.body, req.headers['content-type']) : '' };
     if (!target.customResponse) return this.send(reply, await this.answerPlain(target, endpointKey, request));
     const refusal = this.refusal(target, endpointKey, request);
     if (refusal) return this.send(reply, refusal);
@@ -327,7 +328,7 @@ export interface IngressRequest {
   query: Record<string, unknown>;
   /** The client's address (the first of `X-Forwarded-For`, else the socket's). */
   ip: string;
-  /** The body as UTF-8 text ('' when the request had none). */
+  /** The body as text: decoded in the charset its Content-Type declares, else as UTF-8 ('' when the request had none). */
   body: string;
 }
 

@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Logger } from '@nestjs/common';
 import proxyAddr from '@fastify/proxy-addr';
 import { parse as parseQuery } from 'fast-querystring';
+import { decodeHttpBody } from '@app/contracts';
 import type { EndpointTarget } from './endpoint-lookup';
 import { hostEndpointRewrite } from './endpoint-urls';
 import { hostHeaders } from '../common/protocol-errors';
@@ -97,7 +98,7 @@ function serve(req: IncomingMessage, res: ServerResponse, ingress: FastIngress, 
         headers: req.headers,
         query: q >= 0 && q < url.length - 1 ? parseQuery(url.slice(q + 1)) : {},
         ip: proxyAddr.all(req, TRUST_EVERY_HOP).at(-1)!,
-        body: Buffer.concat(chunks).toString('utf8'),
+        body: decodeHttpBody(Buffer.concat(chunks), req.headers['content-type']),
       };
       answer = ingress.answerPlain(target, endpointKey, request);
     } catch (e) {
