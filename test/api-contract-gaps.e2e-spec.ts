@@ -188,6 +188,28 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect([utf8.status, ((await utf8.json()) as { data: { name: string } }).data.name]).toEqual([200, 'aéb']);
   });
 
+  it('reads an API body in the charset its Content-Type declares, and answers 415 for one it does not know (UTF-16 JSON said "contains a NUL character", charset=klingon was read as UTF-8)', async () => {
+    const post = (type: string, body: Buffer) => fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': type }, body });
+    const named = async (res: Response): Promise<[number, unknown]> => [res.status, ((await res.json()) as { data?: { name: string } }).data?.name];
+    const json = (name: string) => JSON.stringify({ url: 'https://example.com/charset', name });
+    expect(await named(await post('application/json; charset=utf-16le', Buffer.from(json('é☃'), 'utf16le')))).toEqual([200, 'é☃']);
+    expect(await named(await post('application/json; charset=ISO-8859-1', Buffer.from(json('café'), 'latin1')))).toEqual([200, 'café']);
+    expect(await named(await post('text/plain; charset="windows-1252"', Buffer.from(json('\x80 \x93'), 'latin1')))).toEqual([200, '€ “']);
+    expect(await named(await post('application/x-www-form-urlencoded; charset=windows-1252', Buffer.from('url=https%3A%2F%2Fexample.com%2Fc&name=caf%E9+%80')))).toEqual([200, 'café €']);
+    expect(await named(await post('application/json; charset=utf-8', Buffer.from(json('é'))))).toEqual([200, 'é']);
+    for (const charset of ['klingon', 'binary', '']) {
+      const res = await post(`application/json; charset=${charset}`, Buffer.from(json('x')));
+      expect([charset, res.status, await res.json()]).toEqual([
+        charset,
+        415,
+        { error: `the request body's charset ${charset} is not supported: send it as UTF-8 (or in a charset such as iso-8859-1, windows-1252 or utf-16le)`, code: 'unsupported_media_type', details: { header: 'content-type', charset } },
+      ]);
+    }
+    // Without a charset a body is UTF-8, and bytes that are not are refused as before.
+    const res = await post('application/json', Buffer.from(json('café'), 'latin1'));
+    expect([res.status, await res.json()]).toEqual([400, { error: 'the request body is not valid UTF-8', code: 'invalid_request', details: { reason: 'invalid_utf8' } }]);
+  });
+
   it('refuses every query parameter given twice alike, expand included (it said "expand must be a string")', async () => {
     const src = await sourceWithEvents();
     for (const path of [`/sources/${src}/event_summaries?expand=event&expand=summary`, `/sources/${src}/event_summaries?expand=event&expand=event`]) {

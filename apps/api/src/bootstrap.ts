@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppConfig, createLogger, PinoNestLogger } from '@app/config';
-import { ApiError, BadRequestError, parseFormBody } from '@app/contracts';
+import { ApiError, BadRequestError, parseFormBody, textDecoderOf } from '@app/contracts';
 import { AppModule } from './app.module';
 import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
 import { assertFiniteNumbers, assertJsonTextLimits, assertNoNul, repeatedJsonKey } from './common/json-limits';
@@ -61,8 +61,10 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
     try {
       assertIdentityEncoding(req.headers['content-encoding']);
       assertChunkedOnly(req.headers['transfer-encoding']);
-      if (!isUtf8(bytes as Buffer)) throw new BadRequestError('the request body is not valid UTF-8', { reason: 'invalid_utf8' });
-      const text = bytes.toString('utf8');
+      // A body in another charset its Content-Type declares (`charset=iso-8859-1`, `utf-16le`) is read in it; an unknown one is a 415.
+      const decoder = textDecoderOf(String(req.headers['content-type'] ?? ''));
+      if (!decoder && !isUtf8(bytes as Buffer)) throw new BadRequestError('the request body is not valid UTF-8', { reason: 'invalid_utf8' });
+      const text = decoder ? decoder.decode(bytes as Buffer) : bytes.toString('utf8');
       if (text.trim() === '') return done(null, undefined);
       if (String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
         // `curl -d '{...}'` without a Content-Type header sends JSON labelled as a form: read it as the JSON it is.
@@ -70,7 +72,7 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
         if (looksJson) assertJsonTextLimits(text);
         const json = looksJson ? tryJson(text) : undefined;
         if (json !== undefined) return done(null, withoutRepeatedKeys(json, text));
-        const form = parseFormBody(text);
+        const form = parseFormBody(text, decoder);
         for (const [k, v] of Object.entries(form)) {
           assertNoNul(k + String(v), 'the request body');
           // A field given twice is refused as a repeated query parameter is, rather than one value being picked.
