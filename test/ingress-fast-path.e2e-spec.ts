@@ -145,6 +145,8 @@ describe('HTTP endpoints: the fast path answers and stores what the framework ro
       ['an unknown charset', 'text/plain; charset=klingon', Buffer.from('x'), refused('klingon')],
       ['a charset Node does not decode', 'text/plain; charset=binary', Buffer.from('x'), refused('binary')],
       ['an empty charset', 'application/json; charset=', Buffer.from('{}'), refused('')],
+      // No body, no characters to decode: stored as an empty body whatever its charset.
+      ['an empty body with an unknown charset', 'text/plain; charset=klingon', Buffer.alloc(0), stored('', '')],
     ];
     // The first request of an endpoint loads it into the lookup's cache (the route serves it): from then on it is known.
     for (const s of [fast, routed]) expect((await sendBytes(s, 'text/plain', Buffer.from('x'))).status).toBe(200);

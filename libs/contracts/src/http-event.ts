@@ -185,9 +185,11 @@ const WINDOWS_1252: BodyDecoder = {
 /**
  * The text of a request body: its bytes decoded in the charset its Content-Type declares (`iso-8859-1`, `utf-16le`,
  * `windows-1252`…: any label Node's TextDecoder knows), UTF-8 without one. Bytes that do not decode become U+FFFD.
- * Throws 415 `unsupported_media_type` for a charset it does not know.
+ * Throws 415 `unsupported_media_type` for a charset it does not know (for a body of at least one byte).
  */
 export function decodeHttpBody(bytes: Buffer, contentType: string | undefined): string {
+  // No bytes, no characters: an empty body is '' whatever its charset (Fastify's route reads none for it).
+  if (bytes.length === 0) return '';
   const decoder = contentType ? textDecoderOf(contentType) : undefined;
   return decoder ? decoder.decode(bytes) : bytes.toString('utf8');
 }
