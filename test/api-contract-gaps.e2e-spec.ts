@@ -210,6 +210,25 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect([res.status, await res.json()]).toEqual([400, { error: 'the request body is not valid UTF-8', code: 'invalid_request', details: { reason: 'invalid_utf8' } }]);
   });
 
+  it('says which Content-Type a body of another type has and which it may have (it said "Unsupported Media Type")', async () => {
+    const post = (type: string) => fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': type }, body: '{"url":"https://example.com/type"}' });
+    for (const type of ['application/xml', 'application/vnd.api+json', 'multipart/form-data; boundary=x', `application/${'x'.repeat(300)}`]) {
+      const res = await post(type);
+      const shown = type.length > 100 ? `${type.slice(0, 100)}…` : type;
+      expect([type, res.status, await res.json()]).toEqual([
+        type,
+        415,
+        { error: `Content-Type ${shown} is not accepted: send the request body as application/json (or text/plain, application/x-www-form-urlencoded)`, code: 'unsupported_media_type', details: { header: 'content-type' } },
+      ]);
+    }
+    const { host } = new URL(system.origin);
+    const untyped = await rawRequest(system.origin, `POST /v1/webhooks HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Length: 2\r\n\r\n{}`);
+    expect([untyped.status, JSON.parse(untyped.body)]).toEqual([
+      415,
+      { error: 'the request body has no Content-Type: send it as application/json (or text/plain, application/x-www-form-urlencoded)', code: 'unsupported_media_type', details: { header: 'content-type' } },
+    ]);
+  });
+
   it('refuses every query parameter given twice alike, expand included (it said "expand must be a string")', async () => {
     const src = await sourceWithEvents();
     for (const path of [`/sources/${src}/event_summaries?expand=event&expand=summary`, `/sources/${src}/event_summaries?expand=event&expand=event`]) {

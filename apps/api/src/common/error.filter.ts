@@ -31,12 +31,13 @@ export class ErrorFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const dependency = dependencyError(exception);
-    const [status, body, headers] = this.methodNotAllowed(exception, host.switchToHttp().getRequest<FastifyRequest>()) ?? this.describe(dependency ?? exception);
+    const request = host.switchToHttp().getRequest<FastifyRequest>();
+    const [status, body, headers] = this.methodNotAllowed(exception, request) ?? this.unsupportedType(exception, request) ?? this.describe(dependency ?? exception);
     // A dependency that is down fails many requests at once: one line each, without a stack; a bug gets its stack.
     if (dependency) this.logger.warn(`answered ${status} ${body.code}: ${describeCause(exception)}`);
     else if (status >= 500) this.logger.error((exception as Error)?.stack ?? String(exception));
     if (reply.sent) return;
-    keepConnectionToDrain(exception, host.switchToHttp().getRequest<FastifyRequest>(), reply);
+    keepConnectionToDrain(exception, request, reply);
     for (const [k, v] of Object.entries(headers ?? {})) reply.header(k, v);
     reply.status(status).send(body);
   }
@@ -47,6 +48,18 @@ export class ErrorFilter implements ExceptionFilter {
     const allowed = allowedMethods(req.url);
     if (!allowed.length || allowed.includes(req.method)) return undefined;
     return [405, { error: `${req.method} is not allowed on ${req.url.split('?')[0]}; allowed: ${allowed.join(', ')}`, code: 'method_not_allowed' }, { allow: allowed.join(', ') }];
+  }
+
+  /** A body of a type no parser reads (Fastify's bare "Unsupported Media Type"): which type it has, which it may have. */
+  private unsupportedType(e: unknown, req: FastifyRequest | undefined): [number, ErrorBody] | undefined {
+    if (e instanceof ApiError || !req) return undefined;
+    const status = e instanceof HttpException ? e.getStatus() : (e as { statusCode?: unknown } | undefined)?.statusCode;
+    if (status !== 415) return undefined;
+    const type = req.headers['content-type'];
+    const shown = type === undefined ? undefined : type.length > 100 ? `${type.slice(0, 100)}…` : type;
+    const accepted = 'application/json (or text/plain, application/x-www-form-urlencoded)';
+    const error = shown === undefined ? `the request body has no Content-Type: send it as ${accepted}` : `Content-Type ${shown} is not accepted: send the request body as ${accepted}`;
+    return [415, { error, code: 'unsupported_media_type', details: { header: 'content-type' } }];
   }
 
   private describe(e: unknown): [number, ErrorBody, Record<string, string>?] {
