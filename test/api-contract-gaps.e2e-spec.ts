@@ -229,6 +229,18 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     ]);
   });
 
+  it("drops functions from what a prop's options() returns, as JSON does (they were answered as {\"$fn\":true,\"async\":false})", async () => {
+    const code = (ret: string) => `export default { name: "fn-options", version: "0.0.1", props: { p: { type: "string", async options() { ${ret} } } }, async run() {} };`;
+    const options = async (ret: string) => {
+      const saved = await api.post('/components', { component_code: code(ret) });
+      expect(saved.status).toBe(200);
+      const res = await api.post(`/components/${saved.body.data.id}/props/p/options`, {});
+      return [res.status, res.body];
+    };
+    expect(await options('return [() => 1, { label: "a", value: 1, extra: async () => 2 }, "b"];')).toEqual([200, { data: { options: [null, { label: 'a', value: 1 }, 'b'], context: null } }]);
+    expect(await options('return { options: [{ label: "a", value: "a" }], context: { next() {}, page: 2 } };')).toEqual([200, { data: { options: [{ label: 'a', value: 'a' }], context: { page: 2 } } }]);
+  });
+
   it('refuses every query parameter given twice alike, expand included (it said "expand must be a string")', async () => {
     const src = await sourceWithEvents();
     for (const path of [`/sources/${src}/event_summaries?expand=event&expand=summary`, `/sources/${src}/event_summaries?expand=event&expand=event`]) {

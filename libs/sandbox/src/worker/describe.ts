@@ -11,11 +11,12 @@ function marker(fn: (...a: unknown[]) => unknown): FunctionMarker {
 export const JSON_SAFE_MAX_DEPTH = 100;
 
 /**
- * A JSON-safe copy: functions become markers, cycles and non-JSON values are dropped. Nesting deeper
- * than JSON_SAFE_MAX_DEPTH throws (such a value would overflow the stack of whoever reads it next).
+ * A JSON-safe copy: functions become markers (or, with `dropFunctions`, are dropped as JSON drops them: `null` in
+ * an array, left out of an object), cycles and non-JSON values are dropped. Nesting deeper than
+ * JSON_SAFE_MAX_DEPTH throws (such a value would overflow the stack of whoever reads it next).
  */
-export function jsonSafe(v: unknown, seen = new Set<unknown>(), depth = 0): unknown {
-  if (typeof v === 'function') return marker(v as (...a: unknown[]) => unknown);
+export function jsonSafe(v: unknown, seen = new Set<unknown>(), depth = 0, dropFunctions = false): unknown {
+  if (typeof v === 'function') return dropFunctions ? undefined : marker(v as (...a: unknown[]) => unknown);
   if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
   if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
   if (typeof v !== 'object') return undefined;
@@ -24,10 +25,10 @@ export function jsonSafe(v: unknown, seen = new Set<unknown>(), depth = 0): unkn
   if (depth >= JSON_SAFE_MAX_DEPTH) throw new RangeError(`a value is nested deeper than ${JSON_SAFE_MAX_DEPTH} levels`);
   seen.add(v);
   try {
-    if (Array.isArray(v)) return v.map((x) => jsonSafe(x, seen, depth + 1) ?? null);
+    if (Array.isArray(v)) return v.map((x) => jsonSafe(x, seen, depth + 1, dropFunctions) ?? null);
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
-      const s = jsonSafe(x, seen, depth + 1);
+      const s = jsonSafe(x, seen, depth + 1, dropFunctions);
       // An own "__proto__" key (JSON.parse makes them) never leaves the sandbox: read back, it would be a prototype.
       if (s !== undefined && k !== '__proto__') out[k] = s;
     }

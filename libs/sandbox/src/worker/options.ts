@@ -10,12 +10,14 @@ import { functionsOf, isObject, planFor } from './plan';
 import { previousPropDefs } from './previous-prop-defs';
 import type { InvocationState } from './services';
 
-/** Options as plain JSON (functions and cycles dropped) so that they cross the worker boundary. */
+/** Options as plain JSON (functions and cycles dropped, as JSON drops them) so that they cross the worker boundary. */
+const plain = (v: unknown): unknown => jsonSafe(v, new Set(), 0, true);
+
 function normalize(value: unknown): OptionsResult {
-  if (Array.isArray(value)) return { options: jsonSafe(value) as unknown[] };
+  if (Array.isArray(value)) return { options: plain(value) as unknown[] };
   if (isObject(value) && Array.isArray(value.options)) {
-    const out: OptionsResult = { options: jsonSafe(value.options) as unknown[] };
-    if (value.context !== undefined) out.context = jsonSafe(value.context);
+    const out: OptionsResult = { options: plain(value.options) as unknown[] };
+    if (value.context !== undefined) out.context = plain(value.context);
     return out;
   }
   throw new TypeError('options() must return an array, or { options: [...], context }');
@@ -84,7 +86,7 @@ async function callOptions(task: WorkerOptionsTask): Promise<OptionsResult> {
     const extra = typeof inputValues === 'function' ? (inputValues as (c: unknown) => unknown)(configured) : inputValues;
     if (isObject(extra)) Object.assign(args, extra);
   }
-  if (Array.isArray(fn)) return { options: jsonSafe(fn) as unknown[] };
+  if (Array.isArray(fn)) return { options: plain(fn) as unknown[] };
   if (typeof fn !== 'function') throw new Error(`prop "${task.propName}" has no options`);
   const f = fn as (a: unknown) => unknown;
   return normalize(await callBounded(() => f.call(self, args), deadline, 'options()', task.timeoutMs));
