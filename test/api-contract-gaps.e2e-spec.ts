@@ -241,6 +241,17 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect(await options('return { options: [{ label: "a", value: "a" }], context: { next() {}, page: 2 } };')).toEqual([200, { data: { options: [{ label: 'a', value: 'a' }], context: { page: 2 } } }]);
   });
 
+  it('refuses a prop whose default is a function, and shows no function among its other fields (they were {"$fn":true,"async":false}, and a source of it was refused)', async () => {
+    const save = (props: string) => api.post('/components', { component_code: `export default { name: "fn-default", version: "0.0.1", props: ${props}, async run() {} };` });
+    for (const props of ['{ p: { type: "string", optional: true, default: () => "x" } }', '{ p: { type: "string[]", default: ["a", () => "b"] } }', '{ p: { type: "object", default: { a: { f() {} } } } }']) {
+      const res = await save(props);
+      expect([props, res.status, res.body]).toEqual([props, 400, { error: 'prop "p": default must be a value (JSON), not a function', code: 'invalid_component', details: { prop: 'p' } }]);
+    }
+    const saved = await save('{ p: { type: "string", optional: true, foo: () => 1, bar: { f() {}, n: 1, list: [() => 2, 3] } } }');
+    expect([saved.status, saved.body.data?.configurable_props]).toEqual([200, [{ name: 'p', type: 'string', optional: true, bar: { n: 1, list: [null, 3] } }]]);
+    expect((await api.post('/sources', { component_id: saved.body.data.id })).status).toBe(200);
+  });
+
   it('refuses every query parameter given twice alike, expand included (it said "expand must be a string")', async () => {
     const src = await sourceWithEvents();
     for (const path of [`/sources/${src}/event_summaries?expand=event&expand=summary`, `/sources/${src}/event_summaries?expand=event&expand=event`]) {

@@ -94,6 +94,26 @@ function isMarker(v: unknown): v is FunctionMarker {
   return typeof v === 'object' && v !== null && (v as FunctionMarker).$fn === true;
 }
 
+/** Whether a value read from component code holds a function (a marker) anywhere. */
+function holdsFunction(v: unknown, depth = 0): boolean {
+  if (isMarker(v)) return true;
+  if (typeof v !== 'object' || v === null || depth > 100) return false;
+  return (Array.isArray(v) ? v : Object.values(v)).some((x) => holdsFunction(x, depth + 1));
+}
+
+/** A value without its functions, as JSON leaves them out: `null` in an array, no key in an object (undefined alone). */
+function withoutFunctions(v: unknown, depth = 0): unknown {
+  if (isMarker(v)) return undefined;
+  if (typeof v !== 'object' || v === null || depth > 100) return v;
+  if (Array.isArray(v)) return v.map((x) => withoutFunctions(x, depth + 1) ?? null);
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) {
+    const kept = withoutFunctions(x, depth + 1);
+    if (kept !== undefined && k !== '__proto__') out[k] = kept;
+  }
+  return out;
+}
+
 function nonEmptyString(v: unknown): v is string {
   return typeof v === 'string' && v.trim() !== '';
 }
@@ -144,7 +164,11 @@ function checkTimerDefault(prop: PropDescriptor): void {
 
 export function toConfigurable(prop: PropDescriptor): ConfigurableProp {
   const out: ConfigurableProp = { name: prop.name, type: prop.type };
-  for (const [k, v] of Object.entries(prop.extra ?? {})) if (!STANDARD_FIELDS.has(k) && v !== undefined && k !== '__proto__') out[k] = v;
+  for (const [k, v] of Object.entries(prop.extra ?? {})) {
+    // Other fields are shown as the component wrote them, as JSON: a function (a method of the component's own) is not.
+    const shown = STANDARD_FIELDS.has(k) || k === '__proto__' ? undefined : withoutFunctions(v);
+    if (shown !== undefined) out[k] = shown;
+  }
   if (prop.label !== undefined) out.label = String(prop.label);
   if (prop.description !== undefined) out.description = String(prop.description);
   if (prop.optional !== undefined) out.optional = prop.optional === true;
@@ -201,7 +225,8 @@ export function checkProp(prop: PropDescriptor, isAction: boolean, appSlugs: Set
   }
   if (prop.min !== undefined && prop.max !== undefined && (prop.min as number) > (prop.max as number)) fail(`${where}: min is greater than max`, { prop: prop.name });
   if (prop.secret === true && type !== 'string') fail(`${where}: secret is allowed on string props only (type is ${type})`, { prop: prop.name });
-  // A default on a required prop is its value when none is configured (as on Pipedream).
+  // A default on a required prop is its value when none is configured (as on Pipedream): a value, stored and shown as JSON.
+  if (holdsFunction(prop.default)) fail(`${where}: default must be a value (JSON), not a function`, { prop: prop.name });
   if (type === INTERFACE_TIMER) checkTimerDefault(prop);
   if (type === 'app' && !nonEmptyString(prop.app)) fail(`${where}: an app prop needs an "app" slug`, { prop: prop.name });
 }
