@@ -108,6 +108,35 @@ describe('API input hardening: client-chosen input is a 4xx, never a 500', () =>
     expect(escaped.status).toBe(200);
   });
 
+  it('refuses a component whose code makes a lone UTF-16 surrogate in what is read from it, or in the props additionalProps() returns (a 500 before)', async () => {
+    // The request body cannot carry one (refused above), but the component's code can make one as it is read.
+    const lone = 'String.fromCharCode(0xd800)';
+    const shapes = [
+      `{ name: "n" + ${lone}, version: "1", props: {}, async run() {} }`,
+      `{ key: "k" + ${lone}, name: "n", version: "1", props: {}, async run() {} }`,
+      `{ name: "n", version: "1", description: "d" + ${lone}, props: {}, async run() {} }`,
+      `{ name: "n", version: "1", props: { s: { type: "string", label: "l" + ${lone} } }, async run() {} }`,
+      `{ name: "n", version: "1", props: { ["p" + ${lone}]: { type: "string" } }, async run() {} }`,
+      `{ name: "n", version: "1", props: { s: { type: "string", options: ["o" + ${lone}] } }, async run() {} }`,
+      `{ name: "n", version: "1", props: {}, methods: { ["m" + ${lone}]() {} }, async run() {} }`,
+    ];
+    for (const shape of shapes) {
+      const code = `module.exports = ${shape};`;
+      for (const path of ['/components', '/sources']) {
+        const res = await api.post(path, { component_code: code });
+        expect([shape, path, res.status, res.body.code, res.body.details?.reason]).toEqual([shape, path, 400, 'invalid_component', 'lone_surrogate']);
+        expect(res.body.error).toMatch(/lone UTF-16 surrogate/);
+      }
+    }
+    const added = `module.exports = { name: "n", version: "1", props: { a: { type: "string", reloadProps: true, optional: true } },
+      async additionalProps() { return { ["x" + ${lone}]: { type: "string", label: "l", optional: true } }; }, async run() {} };`;
+    const source = await api.post('/sources', { component_code: added });
+    expect([source.status, source.body.code, source.body.details?.reason]).toEqual([400, 'invalid_props', 'lone_surrogate']);
+    // A whole pair is a character like any other.
+    const pair = await api.post('/components', { component_code: 'module.exports = { name: "smile " + String.fromCharCode(0xd83d, 0xde00), version: "1", props: { s: { type: "string", label: String.fromCharCode(0xd83d, 0xde00) } }, async run() {} };' });
+    expect([pair.status, pair.body.data?.name]).toEqual([200, 'smile \u{1F600}']);
+  });
+
   it('refuses an event-summary cursor of the wrong shape', async () => {
     for (const value of [[1, 'x'], [1.5, '0'], ['1', '0'], [1], { k: 1 }, [-1, '0'], [1e300, '0']]) {
       const cursor = Buffer.from(JSON.stringify(value)).toString('base64url');

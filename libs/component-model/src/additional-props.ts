@@ -1,4 +1,4 @@
-import { BadRequestError } from '@app/contracts';
+import { BadRequestError, hasLoneSurrogate } from '@app/contracts';
 import type { ConfigurableProp } from './analyze-component';
 import { checkProp, toConfigurable } from './analyze-component';
 import type { PropDescriptor } from './descriptor';
@@ -15,10 +15,12 @@ function checkSize(added: PropDescriptor[]): void {
     throw new BadRequestError(`additionalProps() failed: it returned ${added.length} props; at most ${ADDITIONAL_PROPS_MAX_COUNT} may be added`, { limit: ADDITIONAL_PROPS_MAX_COUNT }, 'additional_props_failed');
   }
   let nul: string | undefined;
+  let lone = false;
   let json: string;
   try {
     json = JSON.stringify(added, (key: string, value: unknown) => {
       if (nul === undefined && (key.includes('\u0000') || (typeof value === 'string' && value.includes('\u0000')))) nul = key;
+      if (hasLoneSurrogate(key) || (typeof value === 'string' && hasLoneSurrogate(value))) lone = true;
       return value;
     });
   } catch {
@@ -30,6 +32,8 @@ function checkSize(added: PropDescriptor[]): void {
   }
   // Postgres text and jsonb cannot hold NUL.
   if (nul !== undefined) fail('a returned prop contains a NUL character (\\u0000) in its name or a field', { reason: 'nul_character' });
+  // Nor jsonb a lone UTF-16 surrogate: the source's insert failed (500).
+  if (lone) fail('a returned prop contains a lone UTF-16 surrogate (one half of a pair, \\ud800–\\udfff, alone) in its name or a field', { reason: 'lone_surrogate' });
 }
 
 /**

@@ -26,6 +26,14 @@ export function isJsonContentType(contentType: string): boolean {
   return type === 'application/json' || type.endsWith('+json');
 }
 
+/**
+ * Whether a string holds a lone UTF-16 surrogate (half of a pair, alone), which Postgres jsonb refuses and text keeps
+ * as U+FFFD. Node's native `isWellFormed` (Node 20; not yet in the TypeScript library this project targets).
+ */
+export function hasLoneSurrogate(text: string): boolean {
+  return !(text as string & { isWellFormed(): boolean }).isWellFormed();
+}
+
 /** What ends a run of plain characters in a JSON string: a quote, an escape, a NUL. */
 const STRING_STOPS = /["\\\u0000]/g;
 

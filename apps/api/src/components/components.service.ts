@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { analyzeComponent, AnalyzedComponent, ConfigurableProp } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { BadRequestError, newId, NotFoundError, RateLimitedError, sha256Hex } from '@app/contracts';
+import { BadRequestError, hasLoneSurrogate, newId, NotFoundError, RateLimitedError, sha256Hex } from '@app/contracts';
 import { Component } from '@app/db';
 import { lastTouchMs, NatsService, putSliced, rawObjectInfo, touchObject } from '@app/nats';
 import { policyFromConfig } from '@app/net';
@@ -239,16 +239,30 @@ export class ComponentsService {
   }
 }
 
-/** Postgres text and jsonb cannot hold NUL: code, name or props carrying one (`name: "a\\u0000"`) are the author's error. */
+/**
+ * Postgres text and jsonb cannot hold NUL, and jsonb refuses a lone UTF-16 surrogate (text keeps U+FFFD instead):
+ * code, name or props carrying one (`name: "a\\u0000"`, `label: String.fromCharCode(0xd800)`) are the author's error.
+ * The request body cannot carry a lone surrogate (refused as it is read), but code makes one as it is read: the
+ * insert failed (500) or what was answered was not what was kept.
+ */
 function assertNoNulInComponent(c: Component): void {
   // The code and the bundle (up to COMPONENT_MAX_BYTES each) are searched natively, not walked through JSON.stringify.
   const { code, bundle, ...rest } = c;
   let found = code.includes('\u0000') || !!bundle?.includes('\u0000');
+  let lone = hasLoneSurrogate(code) || (typeof bundle === 'string' && hasLoneSurrogate(bundle));
   JSON.stringify(rest, (key: string, value: unknown) => {
     if (key.includes('\u0000') || (typeof value === 'string' && value.includes('\u0000'))) found = true;
+    if (hasLoneSurrogate(key) || (typeof value === 'string' && hasLoneSurrogate(value))) lone = true;
     return value;
   });
   if (found) {
     throw new BadRequestError('the component contains a NUL character (\\u0000) in its code, name, key, description or props', { reason: 'nul_character' }, 'invalid_component');
+  }
+  if (lone) {
+    throw new BadRequestError(
+      'the component makes a lone UTF-16 surrogate (one half of a pair, \\ud800–\\udfff, alone) in its name, key, description, props or methods, which is not accepted',
+      { reason: 'lone_surrogate' },
+      'invalid_component',
+    );
   }
 }
