@@ -88,6 +88,22 @@ describe('account quotas', () => {
     expect((await client(system, createUser(system).apiKey).post('/components', { component_code: big(5) })).status).toBe(200);
   });
 
+  it("component code: what is read from the code counts too (a few hundred bytes of code once stored megabytes of description and props per save)", async () => {
+    const api = client(system, createUser(system).apiKey);
+    // Under 200 bytes of code each, which make 200,000 characters of text that does not compress as they are read.
+    const described = 'module.exports = { name: "d", version: "1", description: require("crypto").randomBytes(150000).toString("base64"), props: {}, async run() {} };';
+    const labelled = 'const l = () => require("crypto").randomBytes(1500).toString("base64"); module.exports = { name: "p", version: "1", props: Object.fromEntries(Array.from({ length: 100 }, (_, i) => ["p" + i, { type: "string", label: l() }])), async run() {} };';
+    const first = await api.post('/components', { component_code: described });
+    expect([first.status, first.body.data?.description?.length]).toEqual([200, 200_000]);
+    // 200,000 and more of the 310,000-byte budget are spent: the next such save is over it, whichever way it is stored.
+    for (const code of [described, labelled]) {
+      const refused = await api.post('/components', { component_code: code });
+      expect([refused.status, refused.body.code]).toEqual([429, 'rate_limited']);
+      expect(refused.body.error).toContain('COMPONENT_BYTES_PER_DAY_PER_ACCOUNT');
+    }
+    expect((await client(system, createUser(system).apiKey).post('/components', { component_code: labelled })).status).toBe(200);
+  });
+
   it('subscriptions: auto-subscriptions count too; making an existing one again is not refused', async () => {
     const api = client(system, createUser(system).apiKey);
     const source = (await api.post('/sources', { component_code: HTTP_SOURCE })).body.data.id as string;

@@ -44,10 +44,16 @@ export async function assertRoomFor(em: EntityManager, resource: QuotaResource, 
 const DAY_MS = 24 * 3600 * 1000;
 /** What a save counts at least: the rows one account's saves of a day can reach stay few (16,384 at 256 MiB). */
 export const MIN_SAVE_BYTES = 16 * 1024;
-const SAVE_BYTES = `greatest(octet_length(code) + coalesce(octet_length(bundle), 0), ${MIN_SAVE_BYTES})`;
+/**
+ * What a saved row holds: its code and bundle, and what was read from the code (description, props, meta: up to the
+ * 8 MiB a description may be, made by a few hundred bytes of code). Read without detoasting: `octet_length` of text is
+ * its length as stored, `pg_column_size` of jsonb its stored (possibly compressed) size.
+ */
+const SAVE_BYTES = `greatest(octet_length(code) + coalesce(octet_length(bundle), 0) + coalesce(octet_length(description), 0) + pg_column_size(configurable_props) + pg_column_size(meta), ${MIN_SAVE_BYTES})`;
 
 /**
- * Refuses a component save of `bytes` (its code and bundle, at least MIN_SAVE_BYTES) when the account's saves of the
+ * Refuses a component save of `bytes` (its code and bundle, and once read what was read from it: `savedBytes`; at
+ * least MIN_SAVE_BYTES) when the account's saves of the
  * last 24 hours plus it would pass `limit` (0 = no bound; callers keep it at least the largest save): 429 with
  * `Retry-After` until enough of them have aged out of the window. Saved components cannot be deleted, so this bounds
  * how fast one account can grow the service's storage. Run it inside the transaction that inserts, as `assertRoomFor`.
@@ -66,6 +72,6 @@ export async function assertComponentBytesToday(em: EntityManager, ownerId: stri
     [ownerId, since, saved, charge, limit],
   )) as { at: number }[];
   const fitsAt = room ? room.at + DAY_MS : now + DAY_MS;
-  const message = `this account saved ${saved} bytes of component code in the last 24 hours (each save counting at least ${MIN_SAVE_BYTES}); ${charge} more would pass COMPONENT_BYTES_PER_DAY_PER_ACCOUNT (${limit})`;
+  const message = `this account saved ${saved} bytes of components (code, bundles and what was read from them) in the last 24 hours (each save counting at least ${MIN_SAVE_BYTES}); ${charge} more would pass COMPONENT_BYTES_PER_DAY_PER_ACCOUNT (${limit})`;
   throw new RateLimitedError(message, Math.max(1, Math.ceil((fitsAt - now) / 1000)));
 }

@@ -169,15 +169,17 @@ export class ComponentsService {
     assertNoNulInComponent(c);
     const runnable = runnableOf(c);
     await this.storeCode(runnable.hash, runnable.code);
+    // Counted with what was read from the code: a few hundred bytes of code may describe megabytes of props.
+    const saved = savedBytes(c);
     await em.transactional(async (tx) => {
-      await this.withinDailyBytes(tx, ownerId, bytes);
+      await this.withinDailyBytes(tx, ownerId, saved);
       tx.persist(c);
     });
     this.logger.log(`component saved component_id=${c.id} owner_id=${ownerId} key=${c.key ?? ''} code_hash=${c.codeHash}`);
     return c;
   }
 
-  /** COMPONENT_BYTES_PER_DAY_PER_ACCOUNT, never under what one save may count (code and bundle at COMPONENT_MAX_BYTES). */
+  /** COMPONENT_BYTES_PER_DAY_PER_ACCOUNT, never under what one save's code may count (code and bundle at COMPONENT_MAX_BYTES). */
   private withinDailyBytes(em: EntityManager, ownerId: string, bytes: number): Promise<void> {
     const { componentBytesPerDayPerAccount: limit, componentMaxBytes } = this.config;
     return assertComponentBytesToday(em, ownerId, bytes, limit && Math.max(limit, 2 * componentMaxBytes, MIN_SAVE_BYTES));
@@ -265,4 +267,15 @@ function assertNoNulInComponent(c: Component): void {
       'invalid_component',
     );
   }
+}
+
+/** The bytes a saved component's row holds, as COMPONENT_BYTES_PER_DAY_PER_ACCOUNT counts them (account-quota.ts). */
+function savedBytes(c: Component): number {
+  return (
+    Buffer.byteLength(c.code) +
+    (c.bundle ? Buffer.byteLength(c.bundle) : 0) +
+    (c.description ? Buffer.byteLength(c.description) : 0) +
+    Buffer.byteLength(JSON.stringify(c.configurableProps)) +
+    Buffer.byteLength(JSON.stringify(c.meta))
+  );
 }
