@@ -120,7 +120,7 @@ export interface DeliveryMessage {
   event: EmittedEvent;
   /** The number of the attempt this message is for: absent (1) from the router, 2+ when the retry queue republishes it. */
   attempt?: number;
-  /** Times the sender handed the message back unattempted (its account held WEBHOOK_HELD_PER_ACCOUNT): each republish is a new message, and it may have been attempted before. */
+  /** Times the sender handed the message back unattempted (its account held WEBHOOK_HELD_PER_ACCOUNT or its share, or its slow webhook had too many waiting): each republish is a new message, and it may have been attempted before. */
   heldBack?: number;
 }
 

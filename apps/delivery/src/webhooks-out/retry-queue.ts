@@ -44,7 +44,7 @@ export class RetryQueue {
   }
 
   /**
-   * Parks a DELIVERIES message the sender does not hold now, as the same attempt, to be republished at `dueAtMs`
+   * Parks a delivery (a DELIVERIES message, or an event the router handed over) the sender does not hold now, as the same attempt, to be republished at `dueAtMs`
    * (the caller acks it once this resolves): a nak, even with a delay, would keep it among the consumer's
    * max_ack_pending, and JetStream hands out nothing new while those are full.
    */

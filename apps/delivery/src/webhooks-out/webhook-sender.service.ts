@@ -26,13 +26,17 @@ const DURABLE = 'webhook-sender';
  * more, where a callback consumer would go on asking), after pushing back the excess
  * of slow webhooks (test/delivery-held-bound.e2e-spec.ts): a webhook
  * whose requests take over SLOW_REQUEST_MS (or make no progress for that long)
- * keeps LANE_QUEUE_MAX messages and returns the rest to the stream until its
- * backlog should have drained. So a slow or hung endpoint never fills the
- * process and never delays the others, and a fast one keeps its backlog.
+ * keeps LANE_QUEUE_MAX messages and parks the rest in the retry queue (acknowledged,
+ * as held-back deliveries are, below) until its backlog should have drained
+ * (test/delivery-slow-push-back.e2e-spec.ts). So a slow or hung endpoint never fills
+ * the process, nor the consumer's max_ack_pending, and never delays the others, and
+ * a fast one keeps its backlog.
  */
 export const HELD_MAX = 10_000;
 const LANE_QUEUE_MAX = 1000;
 const SLOW_REQUEST_MS = 5_000;
+/** A slow lane's excess is due again when the lane should have drained, at most this long after (±20 %). */
+const SLOW_PUSH_BACK_MAX_MS = 30_000;
 
 /** Direct events held by the process at most (their emits wait unacknowledged), apart from HELD_MAX. */
 const DIRECT_HELD_MAX = HELD_MAX / 2;
@@ -207,12 +211,20 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     } catch {
       return this.dispatch(item); // not JSON: its attempt terms it
     }
+    this.park(item, msg, reason, Math.round(HELD_BACK_DELAY_MS * (0.5 + Math.random())), HELD_BACK_DELAY_MS);
+  }
+
+  /**
+   * Parks a delivery not attempted now in the retry queue, due in `delayMs`, and acks it (a direct event's emit is
+   * then acknowledged by the router: the parked row comes to DELIVERIES); if parking fails, naks it (`nakMs`).
+   */
+  private park(item: DeliveryItem, msg: DeliveryMessage, reason: 'account' | 'share' | 'slow', delayMs: number, nakMs: number): void {
     this.metrics.webhookHeldBack.inc({ reason });
-    void this.retries.holdBack(msg, Date.now() + Math.round(HELD_BACK_DELAY_MS * (0.5 + Math.random()))).then(
+    void this.retries.holdBack(msg, Date.now() + delayMs).then(
       () => item.ack(),
       (e: Error) => {
         this.logger.warn({ err: e.message, webhook_id: item.webhookId }, 'holding back a webhook delivery failed; it comes again');
-        item.nak(HELD_BACK_DELAY_MS);
+        item.nak(nakMs);
       },
     );
   }
@@ -283,17 +295,28 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     }
   }
 
-  /** Returns the excess of slow lanes to the stream, each message due back when its lane should have drained. */
+  /**
+   * Parks the excess of slow lanes in the retry queue (acknowledged: not a nak, which would keep it among the
+   * consumer's max_ack_pending for its whole delay), each delivery due when its lane should have drained.
+   */
   private pushBackSlowLanes(): void {
     const now = Date.now();
     for (const lane of this.lanes.values()) {
       const stalled = lane.active > 0 && now - lane.lastProgressMs > SLOW_REQUEST_MS;
       if (lane.queue.length <= LANE_QUEUE_MAX || (lane.avgLatencyMs <= SLOW_REQUEST_MS && !stalled)) continue;
       const perRequestMs = Math.max(lane.avgLatencyMs, now - lane.lastProgressMs, SLOW_REQUEST_MS);
-      const drainMs = (lane.queue.length / this.config.webhookConcurrency) * perRequestMs;
+      const drainMs = Math.min(SLOW_PUSH_BACK_MAX_MS, (lane.queue.length / this.config.webhookConcurrency) * perRequestMs);
       for (const m of lane.queue.excess(LANE_QUEUE_MAX)) {
         this.held.release(m);
-        m.nak(Math.round(Math.min(30_000, drainMs) * (0.8 + 0.4 * Math.random())));
+        const delayMs = Math.round(drainMs * (0.8 + 0.4 * Math.random()));
+        let msg: DeliveryMessage;
+        try {
+          msg = m.read();
+        } catch {
+          m.nak(delayMs); // not JSON: its attempt, once it comes again, terms it
+          continue;
+        }
+        this.park(m, msg, 'slow', delayMs, delayMs);
       }
     }
   }
