@@ -1,4 +1,7 @@
+import { connect } from 'nats';
+import { decodeJson, Names, partitionOf } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
+import { natsAdmin } from './support/env';
 import { HTTP_SOURCE } from './support/components';
 import { rawRequest } from './support/raw-http';
 import { eventually, startSystem, System } from './support/system';
@@ -250,6 +253,26 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     const saved = await save('{ p: { type: "string", optional: true, foo: () => 1, bar: { f() {}, n: 1, list: [() => 2, 3] } } }');
     expect([saved.status, saved.body.data?.configurable_props]).toEqual([200, [{ name: 'p', type: 'string', optional: true, bar: { n: 1, list: [null, 3] } }]]);
     expect((await api.post('/sources', { component_id: saved.body.data.id })).status).toBe(200);
+  });
+
+  it('reads JSON that starts with a byte order mark as the JSON after it, at the API and at an HTTP endpoint (the API said "not valid JSON", the endpoint kept the text)', async () => {
+    const res = await fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body: Buffer.from('\ufeff{"url":"https://example.com/bom","name":"bom"}') });
+    expect([res.status, ((await res.json()) as { data?: { name: string } }).data?.name]).toEqual([200, 'bom']);
+    const created = await api.post('/sources', { component_code: HTTP_SOURCE });
+    const src = created.body.data.id as string;
+    const endpoint = created.body.data.configured_props.http.endpoint_url as string;
+    // The request becomes an invocation in INVOCATIONS (no runner here): its event is read back from the stream.
+    expect((await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.from('\ufeff{"n":1}') })).status).toBe(200);
+    const nc = await connect(natsAdmin());
+    try {
+      const names = new Names(system.natsPrefix);
+      const m = await (await nc.jetstreamManager()).streams.getMessage(names.invocationsStream, { last_by_subj: names.invocation(partitionOf(src, Number(system.env.PARTITIONS)), src) });
+      const stored = decodeJson<{ event: { bodyRaw: string; body: unknown } } | { event: { bodyRaw: string; body: unknown } }[]>(m.data);
+      const inv = Array.isArray(stored) ? stored[stored.length - 1] : stored;
+      expect([inv.event.bodyRaw, inv.event.body]).toEqual(['\ufeff{"n":1}', { n: 1 }]);
+    } finally {
+      await nc.close();
+    }
   });
 
   it('refuses every query parameter given twice alike, expand included (it said "expand must be a string")', async () => {

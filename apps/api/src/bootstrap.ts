@@ -64,7 +64,9 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
       // A body in another charset its Content-Type declares (`charset=iso-8859-1`, `utf-16le`) is read in it; an unknown one is a 415.
       const decoder = textDecoderOf(String(req.headers['content-type'] ?? ''));
       if (!decoder && !isUtf8(bytes as Buffer)) throw new BadRequestError('the request body is not valid UTF-8', { reason: 'invalid_utf8' });
-      const text = decoder ? decoder.decode(bytes as Buffer) : bytes.toString('utf8');
+      const decoded = decoder ? decoder.decode(bytes as Buffer) : bytes.toString('utf8');
+      // A byte order mark before the text (RFC 8259 lets a reader ignore it) is not part of it.
+      const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
       if (text.trim() === '') return done(null, undefined);
       if (String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
         // `curl -d '{...}'` without a Content-Type header sends JSON labelled as a form: read it as the JSON it is.

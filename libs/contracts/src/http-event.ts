@@ -86,7 +86,8 @@ export function parseHttpBody(contentType: string, raw: string): unknown {
   if (raw === '') return raw;
   if (isJsonContentType(contentType)) {
     try {
-      return JSON.parse(raw);
+      // A byte order mark before JSON text (RFC 8259 lets a reader ignore it) is not part of it; bodyRaw keeps it.
+      return JSON.parse(raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw);
     } catch {
       return raw;
     }
