@@ -329,6 +329,14 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expectErrorBody(JSON.parse(connect.body), 'method_not_allowed');
   });
 
+  it('refuses a request target with a fragment (#…), which was read as the query string', async () => {
+    for (const target of ['/v1/users/me#x', '/v1/users/me/sources#limit=1', '/v1/users/me?limit=1#frag']) {
+      const res = await rawRequest(system.origin, `GET ${target} HTTP/1.1\r\nHost: a.example\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`);
+      expect([target, res.status]).toEqual([target, 400]);
+      expect(JSON.parse(res.body)).toEqual({ error: 'the request target contains a fragment (#…), which is never sent to a server: leave it out', code: 'invalid_request', details: { reason: 'fragment' } });
+    }
+  });
+
   it('refuses two Host or Content-Type headers (one was picked), and answers an Expect it cannot meet in the error shape (417 had no body)', async () => {
     const created = await api.post('/sources', { component_code: HTTP_SOURCE });
     const endpoint = new URL(created.body.data.configured_props.http.endpoint_url as string).pathname;

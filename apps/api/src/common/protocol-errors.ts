@@ -110,6 +110,8 @@ export function registerRequestHygiene(fastify: FastifyInstance): void {
     // ...and exactly one (RFC 9112 §3.2: 400): Node keeps the first, where a proxy in front may have routed by another.
     if (hostHeaders(req.raw.rawHeaders) > 1) throw new BadRequestError('send one Host header, not several', { header: 'host' });
     if (!isApiUrl(req.url)) return;
+    // A client keeps a URL's fragment to itself (RFC 9110 §4.2.4): in a request target, the router read it as query.
+    if (req.url.includes('#')) throw new BadRequestError('the request target contains a fragment (#…), which is never sent to a server: leave it out', { reason: 'fragment' });
     if (/%00/i.test(req.url)) throw new BadRequestError('the URL contains a NUL character (%00), which is not accepted', { reason: 'nul_character' });
     if (hasBadQueryEncoding(req.url) && !isWebUiRoute(req.url.slice(0, req.url.indexOf('?')))) throw new BadRequestError(BAD_URL_ENCODING);
     const raw = req.raw.rawHeaders;
