@@ -124,10 +124,21 @@ function checkMembership(prop: ConfigurableProp, v: unknown, where: string): voi
   if (!prop.options || prop.options.length === 0) return;
   if (prop.default !== undefined && JSON.stringify(prop.default) === JSON.stringify(v)) return;
   if (v === '' && prop.optional === true) return;
-  const allowed = optionValues(prop.options);
-  if (!allowed.some((a) => JSON.stringify(a) === JSON.stringify(v))) {
-    fail(where, `${JSON.stringify(v)} is not one of the options: ${allowed.map((a) => JSON.stringify(a)).join(', ')}`);
+  if (!allowedJson(prop.options).has(JSON.stringify(v))) {
+    fail(where, `${JSON.stringify(v)} is not one of the options: ${optionValues(prop.options).map((a) => JSON.stringify(a)).join(', ')}`);
   }
+}
+
+/**
+ * The JSON of a prop's option values, as a set built once per options list: each value of an array prop was compared
+ * with every option, each stringified again, and a component's 100,000 options against a deploy's 100,000 values held
+ * the api's thread for good (both sides are the deployer's choice).
+ */
+const allowedSets = new WeakMap<PropOption[], Set<string>>();
+function allowedJson(options: PropOption[]): Set<string> {
+  let set = allowedSets.get(options);
+  if (!set) allowedSets.set(options, (set = new Set(optionValues(options).map((a) => JSON.stringify(a)))));
+  return set;
 }
 
 /** `{ label, value }` of Pipedream's label-value form, or undefined when `v` is not one. */
