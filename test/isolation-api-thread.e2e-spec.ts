@@ -48,4 +48,13 @@ describe("the api's thread against one account's components", () => {
     const wrong = await api.post('/sources', { component_id: saved.body.data.id, configured_props: { pick: ['o1', 'nope'] } });
     expect([wrong.status, wrong.body.error]).toEqual([400, expect.stringMatching(/^configured_props\.pick\[1\]: "nope" is not one of the options/)]);
   }, 90_000);
+
+  it('reads a component of 120,000 props that each name an app by propDefinition in one pass (each prop scanned every prop)', async () => {
+    const api = client(system, createUser(system).apiKey);
+    // Under 200 bytes of code: 120,000 props whose propDefinition names an app that is not a prop of the component.
+    const code = 'const props = {}; for (let i = 0; i < 120000; i++) props["p" + i] = { type: "string", propDefinition: ["a", "x"] }; module.exports = { name: "n", version: "1", props, async run() {} };';
+    const { result, answered } = await besideAnother(api.post('/components', { component_code: code }));
+    expect([result.status, result.body.data?.configurable_props?.length]).toEqual([200, 120_000]);
+    expect(answered).toBeGreaterThan(0);
+  }, 90_000);
 });

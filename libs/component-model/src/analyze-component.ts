@@ -119,10 +119,30 @@ function nonEmptyString(v: unknown): v is string {
 }
 
 /** Resolves `propDefinition: [app, name, inputValues]`: the app's definition, overridden by fields the instance wrote. */
-export function resolvePropDefinition(prop: PropDescriptor, all: PropDescriptor[]): PropDescriptor {
+/** A component's app props by name and by app slug (the first of each), looked up once per prop instead of scanned. */
+export interface AppPropIndex {
+  byName: Map<string, PropDescriptor>;
+  bySlug: Map<unknown, PropDescriptor>;
+}
+
+export function indexAppProps(all: PropDescriptor[]): AppPropIndex {
+  const index: AppPropIndex = { byName: new Map(), bySlug: new Map() };
+  for (const p of all) {
+    if (p.type !== 'app') continue;
+    if (!index.byName.has(p.name)) index.byName.set(p.name, p);
+    if (!index.bySlug.has(p.app)) index.bySlug.set(p.app, p);
+  }
+  return index;
+}
+
+/**
+ * `apps`: the index of `all`'s app props. Each prop once scanned every prop for its app: 120,000 props of a few
+ * hundred bytes of code held the api's thread for minutes.
+ */
+export function resolvePropDefinition(prop: PropDescriptor, all: PropDescriptor[], apps: AppPropIndex = indexAppProps(all)): PropDescriptor {
   if (!prop.propDefinition) return prop;
   const [ref, defName] = prop.propDefinition;
-  const app = all.find((p) => p.type === 'app' && p.name === ref) ?? all.find((p) => p.type === 'app' && p.app === ref);
+  const app = (typeof ref === 'string' ? apps.byName.get(ref) : undefined) ?? apps.bySlug.get(ref);
   if (!app && nonEmptyString(prop.type) && prop.type !== 'unknown') {
     // An app object that is not a prop of this component: the sandbox already merged its definition into the prop.
     const { propDefinition: _ignored, ...rest } = prop;
@@ -191,12 +211,12 @@ export function toConfigurable(prop: PropDescriptor): ConfigurableProp {
 }
 
 /** An app hook listens to an app prop of the component (`appProp`) and names its events (`eventNames`: strings or a method). */
-function checkAppHook(prop: PropDescriptor, all: PropDescriptor[]): AppHookMeta {
+function checkAppHook(prop: PropDescriptor, apps: AppPropIndex): AppHookMeta {
   const where = `prop "${prop.name}"`;
   const extra = prop.extra ?? {};
   const appProp = extra.appProp;
   if (!nonEmptyString(appProp)) fail(`${where}: an app hook needs appProp, the name of an app prop of the component`, { prop: prop.name });
-  const app = all.find((p) => p.type === 'app' && p.name === appProp);
+  const app = apps.byName.get(appProp);
   if (!app) fail(`${where}: appProp "${appProp}" is not an app prop of this component`, { prop: prop.name });
   const names = extra.eventNames;
   if (names !== undefined && !isMarker(names) && !(Array.isArray(names) && names.every((n) => typeof n === 'string'))) {
@@ -261,18 +281,20 @@ export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
   if (unknownHooks.length) fail(`unknown hook${unknownHooks.length > 1 ? 's' : ''} ${unknownHooks.join(', ')}; hooks are deploy, activate and deactivate`, { field: 'hooks' });
 
   const seen = new Set<string>();
+  const apps = indexAppProps(desc.props);
   const resolved = desc.props.map((p) => {
     if (!nonEmptyString(p.name)) fail('a prop has no name', { field: 'props' });
     if (seen.has(p.name)) fail(`prop "${p.name}" is declared twice`, { prop: p.name });
     seen.add(p.name);
-    return resolvePropDefinition(p, desc.props);
+    return resolvePropDefinition(p, desc.props, apps);
   });
   // `$.airtable.baseId` names the app by slug; an app prop named after it counts too (`appProp: "airtable"`).
   const appSlugs = new Set(resolved.filter((p) => p.type === 'app').flatMap((p) => [p.name, ...(nonEmptyString(p.app) ? [p.app] : [])]));
   resolved.forEach((p) => checkProp(p, isAction, appSlugs));
   // A source without run that has a timer or HTTP interface (Pipedream's own schedule sources)
   // emits each triggering event unchanged; anything else without run is refused.
-  const appHooks = resolved.filter((p) => p.type === INTERFACE_APPHOOK).map((p) => checkAppHook(p, resolved));
+  const resolvedApps = indexAppProps(resolved);
+  const appHooks = resolved.filter((p) => p.type === INTERFACE_APPHOOK).map((p) => checkAppHook(p, resolvedApps));
   if (!desc.hasRun && (isAction || !resolved.some((p) => p.type === INTERFACE_TIMER || p.type === INTERFACE_HTTP))) {
     fail(`the component has no run method${isAction ? '' : ' (a source without run needs a $.interface.timer or $.interface.http prop: it then emits each triggering event)'}`, { field: 'run' });
   }
