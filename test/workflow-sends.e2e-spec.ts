@@ -230,16 +230,18 @@ describe('workflow sends', () => {
     let text = '';
     socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
     socket.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`);
+    // A reader that reads: once it has the last send, the api has handled every one for the paused reader too.
+    const reading = await openText(system, url.pathname, user.apiKey);
     try {
-      await eventually(async () => text.includes(':sse-handshake'), { what: 'the stream to open' });
+      await eventually(async () => text.includes(':sse-handshake') && reading.text().includes(':sse-handshake'), { what: 'the streams to open' });
       socket.pause();
       expect((await api.post(`/workflows/${wf.id}/run`, {})).status).toBe(202);
-      await eventually(async () => (await api.get(`/workflows/${wf.id}/runs`)).body.data?.[0]?.status === 'success', { what: 'the run' });
-      await new Promise((r) => setTimeout(r, 1000));
+      await eventually(async () => reading.text().includes('q99"'), { what: 'the last send at the reader that reads', timeoutMs: 60_000 });
       socket.resume();
       await eventually(async () => text.includes('messages dropped: the reader fell behind'), { what: 'the notice of the dropped messages', timeoutMs: 15_000 });
     } finally {
       socket.destroy();
+      reading.close();
     }
     const received = text.match(/\nevent: c\n/g)?.length ?? 0;
     expect(received).toBeGreaterThan(0);
