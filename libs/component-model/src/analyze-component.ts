@@ -118,7 +118,6 @@ function nonEmptyString(v: unknown): v is string {
   return typeof v === 'string' && v.trim() !== '';
 }
 
-/** Resolves `propDefinition: [app, name, inputValues]`: the app's definition, overridden by fields the instance wrote. */
 /** A component's app props by name and by app slug (the first of each), looked up once per prop instead of scanned. */
 export interface AppPropIndex {
   byName: Map<string, PropDescriptor>;
@@ -136,6 +135,7 @@ export function indexAppProps(all: PropDescriptor[]): AppPropIndex {
 }
 
 /**
+ * Resolves `propDefinition: [app, name, inputValues]`: the app's definition, overridden by fields the instance wrote.
  * `apps`: the index of `all`'s app props. Each prop once scanned every prop for its app: 120,000 props of a few
  * hundred bytes of code held the api's thread for minutes.
  */
