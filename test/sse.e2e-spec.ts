@@ -25,8 +25,10 @@ describe('SSE streams of a source', () => {
     const src = await insertSource(system, user.id);
     const emits = await openStream(system, `/sse/dc/${src}/emits`, user.apiKey);
     const obs = await openStream(system, `/sse/dc/${src}/observations`, user.apiKey);
-    expect(emits.status).toBe(200);
-    expect(emits.contentType).toMatch(/^text\/event-stream/);
+    for (const stream of [emits, obs]) {
+      expect(stream.status).toBe(200);
+      expect(stream.contentType).toMatch(/^text\/event-stream/);
+    }
     // Like every answer of the API (README, "Security model"): never stored by a browser or proxy, never type-sniffed.
     for (const stream of [emits, obs]) {
       expect(stream.headers.get('cache-control')).toBe('no-store, no-transform');
