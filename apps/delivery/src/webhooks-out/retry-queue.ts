@@ -34,6 +34,12 @@ export const retryMsgId = (m: DeliveryMessage, attempt: number): string => `${m.
  */
 export class RetryQueue {
   private readonly writer = new BatchWriter<WaitingRetry>((rows) => this.upsert(rows), { maxItems: MAX_ROWS, lingerMs: LINGER_MS });
+  /**
+   * Parked deliveries have a writer of their own: an account past its room parks thousands a second, again each
+   * time they come due, and a failed attempt's retry (which holds its webhook's slot until written) waited behind
+   * them in one writer. Both write in key order, so the two cannot deadlock on a row.
+   */
+  private readonly parks = new BatchWriter<WaitingRetry>((rows) => this.upsert(rows), { maxItems: MAX_ROWS, lingerMs: LINGER_MS });
   private readonly poller = new DuePoller(() => this.poll(), (e) => this.logger.warn({ err: e.message }, 'republishing due webhook retries failed'));
 
   constructor(private readonly em: EntityManager, private readonly nats: NatsService, private readonly logger: Logger) {}
@@ -49,7 +55,7 @@ export class RetryQueue {
    * max_ack_pending, and JetStream hands out nothing new while those are full.
    */
   holdBack(message: DeliveryMessage, dueAtMs: number): Promise<void> {
-    return this.enqueue({ attempt: message.attempt ?? 1, dueAtMs, message: { ...message, heldBack: (message.heldBack ?? 0) + 1 } });
+    return this.parks.add({ attempt: message.attempt ?? 1, dueAtMs, message: { ...message, heldBack: (message.heldBack ?? 0) + 1 } });
   }
 
   private async upsert(rows: WaitingRetry[]): Promise<void> {
@@ -84,7 +90,7 @@ export class RetryQueue {
 
   async stop(): Promise<void> {
     await this.poller.stop();
-    await this.writer.idle();
+    await Promise.all([this.writer.idle(), this.parks.idle()]);
   }
 
   /** Polls soon (a catch-up made retries due now). */

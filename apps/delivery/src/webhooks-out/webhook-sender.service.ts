@@ -54,8 +54,12 @@ const OWNER_SHARE = 1 / 4;
  * back: parked in the retry queue, due again in this long (±50 %), and acknowledged. Not a nak: a nak'd message,
  * delayed or not, stays among the consumer's max_ack_pending (shared by every account), so one account's hung
  * webhooks filled it with their waiting and naked messages and no other account's queued delivery was handed out.
+ * Held back again, it waits longer: this long times the times it was held back, up to HELD_BACK_ROUNDS_MAX times.
+ * An account's backlog held back every 10 s was written to Postgres and read again about 3,000 times a second in
+ * test/delivery-failure-storm.
  */
 const HELD_BACK_DELAY_MS = 10_000;
+const HELD_BACK_ROUNDS_MAX = 4;
 /** Direct deliveries (from the router, no DELIVERIES hop) a webhook takes only while it is healthy: no failure seen for this long… */
 const DIRECT_AFTER_FAILURE_MS = 60_000;
 /** …answers faster than this on average, and has room in its lane for direct events (`directLaneMax`). */
@@ -211,7 +215,8 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     } catch {
       return this.dispatch(item); // not JSON: its attempt terms it
     }
-    this.park(item, msg, reason, Math.round(HELD_BACK_DELAY_MS * (0.5 + Math.random())), HELD_BACK_DELAY_MS);
+    const delayMs = HELD_BACK_DELAY_MS * Math.min((msg.heldBack ?? 0) + 1, HELD_BACK_ROUNDS_MAX);
+    this.park(item, msg, reason, Math.round(delayMs * (0.5 + Math.random())), HELD_BACK_DELAY_MS);
   }
 
   /**
