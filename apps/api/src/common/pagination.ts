@@ -1,4 +1,5 @@
 import { BadRequestError } from '@app/contracts';
+import type { EntityManager, EntityName, FilterQuery } from '@mikro-orm/postgresql';
 
 export interface PageQuery {
   limit: number;
@@ -113,4 +114,33 @@ export function finishPage<R, T>(
     },
     data: sorted.map(toDto),
   };
+}
+
+/** What `ownedPage` reads: an entity of a table with `owner_id` and `created_at_ms` (and `deleted_at` when `softDeleted`). */
+interface OwnedTable<E> {
+  entity: EntityName<E>;
+  table: string;
+  idPrefix: string;
+  softDeleted: boolean;
+}
+
+/**
+ * One keyset page of an owner's rows of a table, newest first by (created_at_ms, id), as entities in the page's
+ * order, with how many the owner has; `toDto` (given the page's entities, for look-ups they share) makes the envelope.
+ */
+export async function ownedPage<E extends { id: string; createdAtMs: number }, T>(
+  em: EntityManager,
+  { entity, table, idPrefix, softDeleted }: OwnedTable<E>,
+  ownerId: string,
+  page: PageQuery,
+  toDtos: (rows: E[]) => Promise<(row: E) => T> | ((row: E) => T),
+): Promise<Page<T>> {
+  const { where, params, order } = keysetClause(page, 'created_at_ms', 'id', idPrefix);
+  const live = softDeleted ? ' and deleted_at is null' : '';
+  const ids: { id: string }[] = await em.execute(`select id from ${table} where owner_id = ?${live} and ${where} order by created_at_ms ${order}, id ${order} limit ?`, [ownerId, ...params, page.limit]);
+  const [{ count }] = (await em.execute(`select count(*)::int as count from ${table} where owner_id = ?${live}`, [ownerId])) as { count: number }[];
+  const found: E[] = ids.length ? ((await em.find(entity, { id: { $in: ids.map((r) => r.id) } } as unknown as FilterQuery<E>)) as E[]) : [];
+  const byId = new Map(found.map((r) => [r.id, r]));
+  const rows = ids.map((r) => byId.get(r.id)).filter((r): r is E => !!r);
+  return finishPage(rows, page, order, count, (r) => ({ k: r.createdAtMs, id: r.id }), await toDtos(rows));
 }

@@ -4,7 +4,7 @@ import { ID_PREFIX, NotFoundError } from '@app/contracts';
 import { Component, inSnapshot, Source } from '@app/db';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { Input, mergeInput, missingIn, objectParam, optionalBoolean, optionalString } from '../common/input';
-import { finishPage, keysetClause, Page, PageQuery, parsePageQuery } from '../common/pagination';
+import { ownedPage, Page, PageQuery, parsePageQuery } from '../common/pagination';
 import { componentUrlParam } from '../components/component-url';
 import { ComponentRef, SourceDto, SourcesService } from './sources.service';
 
@@ -82,18 +82,11 @@ export class SourcesController {
     return inSnapshot(this.em, (em) => this.readPage(em, ownerId, page));
   }
 
-  private async readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<SourceDto>> {
-    const { where, params, order } = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.source);
-    const ids: { id: string }[] = await em.execute(
-      `select id from sources where owner_id = ? and deleted_at is null and ${where} order by created_at_ms ${order}, id ${order} limit ?`,
-      [ownerId, ...params, page.limit],
-    );
-    const [{ count }] = (await em.execute(`select count(*)::int as count from sources where owner_id = ? and deleted_at is null`, [ownerId])) as { count: number }[];
-    const rows = ids.length ? await em.find(Source, { id: { $in: ids.map((r) => r.id) } }) : [];
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    const ordered = ids.map((r) => byId.get(r.id)).filter((r): r is Source => !!r);
-    const components = ordered.length ? await em.find(Component, { id: { $in: [...new Set(ordered.map((s) => s.componentId))] } }) : [];
-    const compById = new Map(components.map((c) => [c.id, c]));
-    return finishPage(ordered, page, order, count, (s) => ({ k: s.createdAtMs, id: s.id }), (s) => this.sources.toDto(s, compById.get(s.componentId), false));
+  private readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<SourceDto>> {
+    return ownedPage(em, { entity: Source, table: 'sources', idPrefix: ID_PREFIX.source, softDeleted: true }, ownerId, page, async (rows) => {
+      const components = rows.length ? await em.find(Component, { id: { $in: [...new Set(rows.map((s) => s.componentId))] } }) : [];
+      const compById = new Map(components.map((c) => [c.id, c]));
+      return (s) => this.sources.toDto(s, compById.get(s.componentId), false);
+    });
   }
 }

@@ -7,7 +7,7 @@ import { AutoSubscription, inSnapshot, Subscription, Webhook, WebhookDelivery } 
 import { announceRoutes, NatsService } from '@app/nats';
 import { assertAccess, AuthContext } from '../auth/auth.context';
 import { assertRoomFor } from '../common/account-quota';
-import { finishPage, keysetClause, Page, PageQuery } from '../common/pagination';
+import { finishPage, keysetClause, ownedPage, Page, PageQuery } from '../common/pagination';
 import { toDeliveryDto, toWebhookDto, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
 
 export interface WebhookInput {
@@ -50,16 +50,8 @@ export class WebhooksService {
     return inSnapshot(this.em, (em) => this.readPage(em, ownerId, page));
   }
 
-  private async readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<WebhookDto>> {
-    const k = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.webhook);
-    const rows = await em.execute<{ id: string }[]>(
-      `select id from webhooks where owner_id = ? and ${k.where} order by created_at_ms ${k.order}, id ${k.order} limit ${page.limit}`,
-      [ownerId, ...k.params],
-    );
-    const byId = new Map((await em.find(Webhook, { id: { $in: rows.map((r) => r.id) } })).map((w) => [w.id, w]));
-    const total = await em.count(Webhook, { ownerId });
-    const items = rows.map((r) => byId.get(r.id)!).filter(Boolean);
-    return finishPage(items, page, k.order, total, (w) => ({ k: w.createdAtMs, id: w.id }), (w) => toWebhookDto(w));
+  private readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<WebhookDto>> {
+    return ownedPage(em, { entity: Webhook, table: 'webhooks', idPrefix: ID_PREFIX.webhook, softDeleted: false }, ownerId, page, () => toWebhookDto);
   }
 
   async update(auth: AuthContext, id: string, input: WebhookInput): Promise<WebhookDto> {

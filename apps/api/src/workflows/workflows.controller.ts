@@ -6,7 +6,7 @@ import { inSnapshot, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { mergeInput } from '../common/input';
-import { finishPage, keysetClause, Page, PageQuery, parsePageQuery } from '../common/pagination';
+import { ownedPage, Page, PageQuery, parsePageQuery } from '../common/pagination';
 import { bytesBoundedPageSql, EXPANDED_PAGE_MAX_BYTES } from '../events/bytes-bounded-page';
 import { InvocationBacklog } from '../http-endpoints/invocation-backlog';
 import { WorkflowDto, WorkflowsService } from './workflows.service';
@@ -109,14 +109,10 @@ export class WorkflowsController {
     return inSnapshot(this.em, (em) => this.readPage(em, ownerId, page));
   }
 
-  private async readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<WorkflowDto>> {
-    const { where, params, order } = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.workflow);
-    const ids: { id: string }[] = await em.execute(`select id from workflows where owner_id = ? and deleted_at is null and ${where} order by created_at_ms ${order}, id ${order} limit ?`, [ownerId, ...params, page.limit]);
-    const [{ count }] = (await em.execute(`select count(*)::int as count from workflows where owner_id = ? and deleted_at is null`, [ownerId])) as { count: number }[];
-    const rows = ids.length ? await em.find(Workflow, { id: { $in: ids.map((r) => r.id) } }) : [];
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    const ordered = ids.map((r) => byId.get(r.id)).filter((r): r is Workflow => !!r);
-    const components = await this.workflows.componentsOf(ordered);
-    return finishPage(ordered, page, order, count, (w) => ({ k: w.createdAtMs, id: w.id }), (w) => this.workflows.toDto(w, components));
+  private readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<WorkflowDto>> {
+    return ownedPage(em, { entity: Workflow, table: 'workflows', idPrefix: ID_PREFIX.workflow, softDeleted: true }, ownerId, page, async (rows) => {
+      const components = await this.workflows.componentsOf(rows);
+      return (w) => this.workflows.toDto(w, components);
+    });
   }
 }
