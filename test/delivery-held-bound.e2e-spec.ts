@@ -12,12 +12,14 @@ const EVENTS = 1000;
  * The delivery app's bound on the DELIVERIES messages it holds. Two accounts' webhooks all hang, and their 24,000
  * deliveries fill it (one account alone stops at three quarters of it: the owner share; WEBHOOK_HELD_PER_ACCOUNT is
  * raised out of the way): there the consumer pauses
- * until the held messages fall back to 80 % of it. Once the receiver answers again, every delivery arrives, once:
- * nothing is lost or left waiting behind the pause.
+ * until the held messages fall back to 80 % of it. Each hung webhook is left WEBHOOK_CONCURRENCY waiting and the rest
+ * is parked, so a third account's queued delivery (a retry) is not stuck behind them until their requests time out.
+ * Once the receiver answers again, every delivery arrives, once: nothing is lost or left waiting behind the pause.
  */
 describe('the bound on held webhook deliveries', () => {
   let system: System;
   let receiver: Receiver;
+  let other: Receiver;
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
 
@@ -26,17 +28,26 @@ describe('the bound on held webhook deliveries', () => {
     // On every loopback address: each webhook its own origin (the delivery app pools connections per origin).
     receiver = await new Receiver().start('0.0.0.0');
     receiver.respond = () => released.then(() => ({ status: 200 }));
+    // The third account's receiver fails its first request: the retry comes through DELIVERIES.
+    other = await new Receiver().start();
+    other.respond = (_req, n) => (n === 1 ? { status: 500, headers: { 'retry-after': '1' } } : { status: 200 });
   });
   afterAll(async () => {
     release();
     await receiver?.stop();
+    await other?.stop();
     await system?.stop();
   });
 
-  const held = async (): Promise<number> => (await scrapeMetrics(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/metrics`))['delivery_webhook_held{path="queue"}'] ?? 0;
+  const metric = async (name: string): Promise<number> => (await scrapeMetrics(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/metrics`))[name] ?? 0;
+  const held = (): Promise<number> => metric('delivery_webhook_held{path="queue"}');
 
-  it('holds at most its bound while every receiver hangs, and delivers each of the 24,000 deliveries once they answer', async () => {
+  it("holds at most its bound while every receiver hangs, goes on with another account's delivery, and delivers each of the 24,000 once they answer", async () => {
     const port = new URL(receiver.url).port;
+    const third = client(system, createUser(system).apiKey);
+    const emitter = (await third.post('/sources', { component_code: FLOOD_SOURCE, name: 'third' })).body.data;
+    const hook = (await third.post('/webhooks', { url: other.url })).body.data.id;
+    expect((await third.post('/subscriptions', { emitter_id: emitter.id, listener_id: hook })).status).toBe(200);
     const floods: string[] = [];
     for (const [n, user] of [createUser(system), createUser(system)].entries()) {
       const api = client(system, user.apiKey);
@@ -56,12 +67,19 @@ describe('the bound on held webhook deliveries', () => {
       if (i === 0) await eventually(async () => (await held()) >= HELD_MAX * 0.75, { what: "the first account's three quarters held", timeoutMs: 60_000 });
     }
 
-    await eventually(async () => (await held()) >= HELD_MAX, { what: 'the held deliveries to reach the bound', timeoutMs: 90_000 });
-    // Full: the consumer pauses, and the bound holds.
+    await eventually(async () => (await metric('delivery_webhook_paused_total')) >= 1, { what: 'the held deliveries to reach the bound', timeoutMs: 90_000 });
+    // Full: the consumer paused, and the bound holds.
     for (let i = 0; i < 5; i++) {
       expect(await held()).toBeLessThanOrEqual(HELD_MAX);
       await new Promise((r) => setTimeout(r, 400));
     }
+    // Another account's event, while every request of the two hangs (WEBHOOK_TIMEOUT_MS is two minutes): its first
+    // attempt fails, and its retry, queued in DELIVERIES behind theirs, arrives too.
+    expect((await fetch(emitter.configured_props.http.endpoint_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n: 1 }) })).status).toBe(200);
+    await eventually(async () => other.received.length >= 2, { what: "the other account's retry, beside the hung ones", timeoutMs: 45_000 });
+    expect(other.received.map((r) => r.body)).toEqual(['{"i":0}', '{"i":0}']);
+    expect(await held()).toBeLessThanOrEqual(HELD_MAX);
+    expect(receiver.received.length).toBeLessThan(2 * WEBHOOKS * EVENTS);
 
     release();
     const total = 2 * WEBHOOKS * EVENTS;

@@ -21,6 +21,7 @@ export class DeliveryMetrics {
   readonly deleteRequests: Counter;
   readonly webhookAttempts: Counter<'outcome'>;
   readonly webhookHeldBack: Counter<'reason'>;
+  readonly webhookPaused: Counter;
   readonly webhookLatency: Histogram<'outcome'>;
   readonly emitToReceipt: Histogram;
   readonly usageRecords: Counter;
@@ -43,7 +44,8 @@ export class DeliveryMetrics {
     this.emitsHandedBack = new Counter({ name: 'delivery_emits_handed_back_total', help: 'EMITS messages handed back unrouted for 1 s: an owner of webhooks they route to had its share (2,500) of DELIVERIES publishes settling, so other accounts\' events were routed meanwhile', registers: [registry] });
     this.routeReads = new Counter({ name: 'delivery_route_reads_total', help: 'reads of the subscriptions and webhooks routing uses: scope all (every route: at start, after an org membership changed, and the safety net every 30 s or more), changed (only the routes a change named)', labelNames: ['scope'], registers: [registry] });
     this.deleteRequests = new Counter({ name: 'delivery_delete_requests_total', help: 'event deletion requests handled', registers: [registry] });
-    this.webhookHeldBack = new Counter({ name: 'delivery_webhook_held_back_total', help: "Webhook deliveries parked unattempted in webhook_retries and acknowledged, to come again later: reason account (their webhook's account held WEBHOOK_HELD_PER_ACCOUNT; due in 5-15 s), share (it held a quarter of the replica's room while less than that was free; 5-15 s) or slow (the excess over 1,000 waiting of a slow webhook's queue while the replica was full; due when it should have drained, up to 36 s)", labelNames: ['reason'], registers: [registry] });
+    this.webhookHeldBack = new Counter({ name: 'delivery_webhook_held_back_total', help: "Webhook deliveries parked unattempted in webhook_retries and acknowledged, to come again later: reason account (their webhook's account held WEBHOOK_HELD_PER_ACCOUNT; due in 5-15 s, longer each time held back again), share (it held a quarter of the replica's room while less than that was free; likewise) or slow (the excess of a slow webhook's queue over 1,000 waiting, or of a stalled one's over WEBHOOK_CONCURRENCY, while the replica was full; due when it should have drained, up to 36 s)", labelNames: ['reason'], registers: [registry] });
+    this.webhookPaused = new Counter({ name: 'delivery_webhook_paused_total', help: 'times this replica stopped taking DELIVERIES messages because it held 10,000 (taken again at 8,000)', registers: [registry] });
     this.webhookAttempts = new Counter({ name: 'delivery_webhook_attempts_total', help: 'webhook POST attempts by outcome', labelNames: ['outcome'], registers: [registry] });
     this.webhookLatency = new Histogram({
       name: 'delivery_webhook_request_seconds',

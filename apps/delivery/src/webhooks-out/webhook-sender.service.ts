@@ -24,9 +24,10 @@ const DURABLE = 'webhook-sender';
  * DELIVERIES messages held by the process at most. Above it the pull loop pauses
  * (backpressure: while its iterator is not read, the client asks the server for no
  * more, where a callback consumer would go on asking), after pushing back the excess
- * of slow webhooks (test/delivery-held-bound.e2e-spec.ts): a webhook
- * whose requests take over SLOW_REQUEST_MS (or make no progress for that long)
- * keeps LANE_QUEUE_MAX messages and parks the rest in the retry queue (acknowledged,
+ * of slow webhooks (test/delivery-held-bound.e2e-spec.ts), and again every
+ * PAUSED_CHECK_MS while it waits: a webhook whose requests take over SLOW_REQUEST_MS
+ * keeps LANE_QUEUE_MAX messages, one whose requests made no progress for that long
+ * keeps WEBHOOK_CONCURRENCY, and each parks the rest in the retry queue (acknowledged,
  * as held-back deliveries are, below) until its backlog should have drained
  * (test/delivery-slow-push-back.e2e-spec.ts). So a slow or hung endpoint never fills
  * the process, nor the consumer's max_ack_pending, and never delays the others, and
@@ -35,6 +36,8 @@ const DURABLE = 'webhook-sender';
 export const HELD_MAX = 10_000;
 const LANE_QUEUE_MAX = 1000;
 const SLOW_REQUEST_MS = 5_000;
+/** While the pull loop waits for room, how often it looks for lanes that stalled since. */
+const PAUSED_CHECK_MS = 1_000;
 /** A slow lane's excess is due again when the lane should have drained, at most this long after (±20 %). */
 const SLOW_PUSH_BACK_MAX_MS = 30_000;
 
@@ -144,7 +147,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
         if (over) this.holdBack(item, over);
         else this.dispatch(item);
         if (this.held.messages >= HELD_MAX) this.pushBackSlowLanes();
-        if (this.held.messages >= HELD_MAX) await new Promise<void>((r) => (this.resume = r));
+        if (this.held.messages >= HELD_MAX) await this.untilRoom();
       }
     })().catch((e: Error) => this.logger.error({ err: e.message }, 'webhook consumer stopped'));
   }
@@ -308,10 +311,11 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     const now = Date.now();
     for (const lane of this.lanes.values()) {
       const stalled = lane.active > 0 && now - lane.lastProgressMs > SLOW_REQUEST_MS;
-      if (lane.queue.length <= LANE_QUEUE_MAX || (lane.avgLatencyMs <= SLOW_REQUEST_MS && !stalled)) continue;
+      const keep = stalled ? this.config.webhookConcurrency : LANE_QUEUE_MAX;
+      if (lane.queue.length <= keep || (lane.avgLatencyMs <= SLOW_REQUEST_MS && !stalled)) continue;
       const perRequestMs = Math.max(lane.avgLatencyMs, now - lane.lastProgressMs, SLOW_REQUEST_MS);
       const drainMs = Math.min(SLOW_PUSH_BACK_MAX_MS, (lane.queue.length / this.config.webhookConcurrency) * perRequestMs);
-      for (const m of lane.queue.excess(LANE_QUEUE_MAX)) {
+      for (const m of lane.queue.excess(keep)) {
         this.held.release(m);
         const delayMs = Math.round(drainMs * (0.8 + 0.4 * Math.random()));
         let msg: DeliveryMessage;
@@ -326,12 +330,30 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     }
   }
 
+  /**
+   * Resolves once the held messages fall to 80 % of HELD_MAX: as requests complete, or as lanes that stall while the
+   * loop waits are pushed back (checked every PAUSED_CHECK_MS). Before, with every held request hanging, nothing
+   * completed and nothing was pushed back until WEBHOOK_TIMEOUT_MS: two accounts' hung webhooks (each under
+   * LANE_QUEUE_MAX waiting) held the replica full, and every other account's queued deliveries waited that long.
+   */
+  private untilRoom(): Promise<void> {
+    this.metrics.webhookPaused.inc();
+    return new Promise<void>((resolve) => {
+      const check = setInterval(() => {
+        if (!this.stopping) this.pushBackSlowLanes();
+        if (this.stopping || this.held.messages < HELD_MAX * 0.8) this.resume?.();
+      }, PAUSED_CHECK_MS);
+      this.resume = () => {
+        clearInterval(check);
+        this.resume = undefined;
+        resolve();
+      };
+    });
+  }
+
   private countDone(lane: Lane, latencyMs: number): void {
     lane.avgLatencyMs = lane.avgLatencyMs === 0 ? latencyMs : lane.avgLatencyMs * 0.9 + latencyMs * 0.1;
     lane.lastProgressMs = Date.now();
-    if (this.held.messages < HELD_MAX * 0.8 && this.resume) {
-      this.resume();
-      this.resume = undefined;
-    }
+    if (this.held.messages < HELD_MAX * 0.8) this.resume?.();
   }
 }
