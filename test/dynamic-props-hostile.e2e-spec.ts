@@ -7,8 +7,9 @@ import { startSystem, System } from './support/system';
 
 /**
  * A hostile tenant against dynamic props: `POST /v1/components/{id}/props/reload` and the
- * `additionalProps()` a deploy or update calls. Another account's component answers 404; the code
- * runs in the caller's own sandbox (never the owner's, never the api's); whatever `additionalProps()`
+ * `additionalProps()` a deploy or update calls. Another account's component answers 404; a registry
+ * component's code runs in the caller's own sandbox (never the api's; an account's own component's in its
+ * owner's, test/isolation-org-components); whatever `additionalProps()`
  * returns or does — huge, many, prototype keys, forbidden types, non-JSON values, throwing or endless
  * getters, endless loops — is a 4xx in the error shape `{ error, code }`, never a 5xx, a stored source
  * or an api that stops answering other accounts.

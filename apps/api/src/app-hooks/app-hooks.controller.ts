@@ -9,6 +9,7 @@ import { assertAccess, Auth, AuthContext, namespaceOf } from '../auth/auth.conte
 import { mergeInput } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { runnableOf } from '../components/components.service';
+import { sandboxOf } from '../components/dynamic-props';
 import { InvocationBacklog } from '../http-endpoints/invocation-backlog';
 
 type HookBody = { event_name?: string; event: Record<string, unknown> };
@@ -74,7 +75,7 @@ export class AppHooksController {
     this.backlog.assertAccountRoom(source.ownerId);
     if (body.event_name !== undefined) {
       const names = new Set<string>();
-      for (const hook of hooks) for (const n of await this.eventNames(component, source, hook, source.ownerId)) names.add(n);
+      for (const hook of hooks) for (const n of await this.eventNames(component, source, hook, sandboxOf(component, source.ownerId))) names.add(n);
       if (!names.has(body.event_name)) {
         throw new BadRequestError(`source ${id} does not listen to ${JSON.stringify(body.event_name)}; its event names are ${listNames([...names])}`, { event_name: body.event_name }, 'unknown_event_name');
       }
@@ -89,7 +90,7 @@ export class AppHooksController {
     }
   }
 
-  /** The hook's event names: as written, or its `eventNames()` called in the owner's sandbox (a failure lists none). */
+  /** The hook's event names: as written, or its `eventNames()` called in `owner`'s sandbox (the source's owner's; a failure lists none). */
   private async eventNames(component: Component, source: Source, hook: AppHookMeta, owner: string): Promise<string[]> {
     if (hook.eventNames) return hook.eventNames;
     const apps = new Set(((component.meta as unknown as ComponentMeta).apps ?? []).map((a) => a.prop));

@@ -35,7 +35,7 @@ export interface DescribeOutput {
 export interface ComponentReader {
   /** Reads a component in `account`'s sandbox. */
   describe(code: string, timeoutMs: number, account: string): Promise<DescribeOutput>;
-  /** Calls a prop's `options()` in `account`'s sandbox (the caller's: its props go in). */
+  /** Calls a prop's `options()` in `account`'s sandbox (the component's owner's, or the caller's for a registry component: see `sandboxOf`). */
   options(code: string, propName: string, input: OptionsInput, timeoutMs: number, account: string): Promise<OptionsOutput>;
   /**
    * Calls the component's `additionalProps(previousPropDefs)` in `account`'s sandbox, `this` holding the

@@ -63,7 +63,7 @@ export class ComponentsController {
     const namespace = namespaceOf(auth, input.org_id);
     const c = await this.components.findForCaller(auth, keyOrId, namespace);
     const configuredFirst = objectParam(input, 'configured_props') ?? {};
-    const base = await propsBaseOf(this.em, auth, namespace, optionalString(input, 'source_id') ?? undefined);
+    const base = await propsBaseOf(this.em, auth, c, namespace, optionalString(input, 'source_id') ?? undefined);
     // A prop that additionalProps() adds exists only for some values: it is found with the values given.
     const props = hasDynamicProps(c) && typeof configuredFirst === 'object' && configuredFirst !== null && !Array.isArray(configuredFirst)
       ? await reloadProps(this.reader, this.config, c, configuredFirst as Record<string, unknown>, base)
@@ -94,7 +94,7 @@ export class ComponentsController {
     const c = await this.components.findForCaller(auth, keyOrId, namespace);
     const configured = objectParam(input, 'configured_props') ?? {};
     if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
-    const base = await propsBaseOf(this.em, auth, namespace, optionalString(input, 'source_id') ?? undefined);
+    const base = await propsBaseOf(this.em, auth, c, namespace, optionalString(input, 'source_id') ?? undefined);
     return { data: { configurable_props: await reloadProps(this.reader, this.config, c, configured as Record<string, unknown>, base) } };
   }
 }

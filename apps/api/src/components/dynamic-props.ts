@@ -5,7 +5,7 @@ import { BadRequestError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { assertAccess, AuthContext } from '../auth/auth.context';
 import { ComponentReader } from './component-reader';
-import { runnableOf } from './components.service';
+import { REGISTRY_OWNER, runnableOf } from './components.service';
 
 /** Longest message of a failed `additionalProps()` shown in the 400 (the sandbox already cuts it there, adding "…"). */
 const ERROR_MESSAGE_MAX_CHARS = 2000;
@@ -67,12 +67,26 @@ export async function reloadProps(reader: ComponentReader, config: AppConfig, co
 }
 
 /**
- * The base of a reload: with `sourceId` (a source the caller can reach, else 404), the props its
- * `additionalProps()` added last time, in its owner's sandbox, which is what an update of that source
- * computes; without, none (a first deploy) in `namespace`'s sandbox.
+ * The account whose sandbox runs `component`'s code in the api (its `options()`, its `additionalProps()`): the
+ * account that owns the code — a user's or an org's component runs in its owner's sandbox whoever calls it —
+ * or, for a registry component (the operator's code, owned by no account), `caller`'s. An account's sandbox
+ * process holds only code of that account and the registry's: code one member wrote in an org never runs
+ * beside another member's own components (a global it leaves behind would see their later calls), and a
+ * member's own code never runs in the org's sandbox (it would outlive the member's removal from the org,
+ * which restarts only the org's sandbox processes).
  */
-export async function propsBaseOf(em: EntityManager, auth: AuthContext, namespace: string, sourceId: string | undefined): Promise<PropsBase> {
-  if (sourceId === undefined) return { previous: [], account: namespace };
+export function sandboxOf(component: Component, caller: string): string {
+  return component.ownerId === REGISTRY_OWNER ? caller : component.ownerId;
+}
+
+/**
+ * The base of a reload: with `sourceId` (a source the caller can reach, else 404), the props its
+ * `additionalProps()` added last time, which is what an update of that source computes; without, none (a
+ * first deploy). The code runs in the sandbox `sandboxOf` names: the component's owner's, or for a registry
+ * component the source owner's (with `sourceId`) or `namespace`'s.
+ */
+export async function propsBaseOf(em: EntityManager, auth: AuthContext, component: Component, namespace: string, sourceId: string | undefined): Promise<PropsBase> {
+  if (sourceId === undefined) return { previous: [], account: sandboxOf(component, namespace) };
   const source = assertAccess(auth, await em.fork().findOne(Source, { id: sourceId, deletedAt: null }), 'source', sourceId);
-  return { previous: (source.additionalProps ?? []) as unknown as ConfigurableProp[], account: source.ownerId };
+  return { previous: (source.additionalProps ?? []) as unknown as ConfigurableProp[], account: sandboxOf(component, source.ownerId) };
 }

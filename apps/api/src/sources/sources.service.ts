@@ -12,7 +12,7 @@ import { autoSubscribe } from '../subscriptions/auto-subscribe';
 import { AuthContext } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
-import { addedProps, byStaticProps, hasDynamicProps } from '../components/dynamic-props';
+import { addedProps, byStaticProps, hasDynamicProps, sandboxOf } from '../components/dynamic-props';
 import { RegistrySeeder } from '../components/registry.seeder';
 import { decryptProps, encryptProps, propsView, slugify, unmaskInput } from './source-props';
 import { endpointUrlOf, SourcePublisher } from './source-publisher';
@@ -125,7 +125,7 @@ export class SourcesService {
   /**
    * Validates `configured_props`. A component with `additionalProps()` is validated in two steps, as
    * Pipedream configures it: the static props first; then `additionalProps()` runs in the owner's
-   * sandbox with their values as `this` (and, on an update, the props it added last time in
+   * sandbox (`sandboxOf`: the source's component is the owner's or the registry's) with their values as `this` (and, on an update, the props it added last time in
    * `previousPropDefs`), and the props it returns are validated (and defaulted) too.
    */
   private async validate(component: Component, input: unknown, ownerId: string, previous: ConfigurableProp[] = []): Promise<Validated> {
@@ -135,7 +135,7 @@ export class SourcesService {
     }
     const given = input !== null && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;
     const staticValues = validateConfiguredProps(props, given ? byStaticProps(component, given).own : input, this.config);
-    const additional = await addedProps(this.reader, this.config, component, staticValues, { previous, account: ownerId });
+    const additional = await addedProps(this.reader, this.config, component, staticValues, { previous, account: sandboxOf(component, ownerId) });
     const all = [...props, ...additional];
     return { values: encryptProps(all, validateConfiguredProps(all, input, this.config), this.config.secretsKey), additional };
   }
