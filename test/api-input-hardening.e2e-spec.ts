@@ -361,6 +361,40 @@ describe('API input rules on every route', () => {
     expect((await api.get(`/webhooks/${webhookId}`)).status).toBe(200);
   });
 
+  it('refuses an empty org_id (query, JSON body or form) with 400 on every route, and creates nothing in the caller\'s own account', async () => {
+    const own = async () => (await api.get('/users/me/sources')).body.page_info.total_count as number;
+    const ownWebhooks = async () => (await api.get('/users/me/webhooks')).body.page_info.total_count as number;
+    const [sourcesBefore, webhooksBefore] = [await own(), await ownWebhooks()];
+    const expectEmptyOrgId = (label: string, res: { status: number; body: any }, where: 'query' | 'body') => { // eslint-disable-line @typescript-eslint/no-explicit-any
+      expect([label, res.status, res.body?.code, res.body?.details]).toEqual([label, 400, 'invalid_request', { in: where, field: 'org_id' }]);
+      expectErrorBody(res.body, 'invalid_request');
+      expect(res.body.error).toMatch(/^org_id must /);
+    };
+    const creates: [string, string, unknown][] = [
+      ['POST', '/sources', { component_id: componentId }],
+      ['POST', '/webhooks', { url: 'https://example.com/empty-org' }],
+      ['PUT', `/sources/${sourceId}`, { component_id: componentId, name: 'renamed' }],
+    ];
+    for (const [method, path, body] of [...routes(), ...creates, ['GET', '/users/me/sources'] as [string, string]]) {
+      expectEmptyOrgId(`${method} ${path}?org_id=`, await call(method, `${path}?org_id=`, body), 'query');
+    }
+    for (const [method, path, body] of creates) {
+      expectEmptyOrgId(`${method} ${path} {org_id: ""}`, await call(method, path, { ...(body as object), org_id: '' }), 'body');
+    }
+    // The body wins over the query string: an empty org_id in the body is not replaced by the query's.
+    expectEmptyOrgId('POST /sources?org_id=o_x {org_id: ""}', await api.post(`/sources?org_id=${foreignOrg}`, { component_id: componentId, org_id: '' }), 'body');
+    const form = await fetch(`${system.baseUrl}/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'url=https%3A%2F%2Fexample.com%2Fform&org_id=',
+    });
+    expectEmptyOrgId('POST /webhooks form org_id=', { status: form.status, body: await form.json() }, 'body');
+    const sse = await fetch(`${system.origin}/sse/dc/${sourceId}/emits?org_id=`, { headers: { authorization: `Bearer ${user.apiKey}` } });
+    expectEmptyOrgId('GET /sse/dc/{id}/emits?org_id=', { status: sse.status, body: await sse.json() }, 'query');
+    expect([await own(), await ownWebhooks()]).toEqual([sourcesBefore, webhooksBefore]);
+    expect((await api.get(`/sources/${sourceId}`)).body.data.name).not.toBe('renamed');
+  });
+
   it('validates the body of POST /sources/{id}/run: a JSON object or nothing', async () => {
     for (const body of ['str', 123, [], null, true]) {
       const res = await api.post(`/sources/${sourceId}/run`, body);

@@ -110,8 +110,9 @@ function check(validate: ValidateFunction, data: unknown, where: Where): void {
     const choices = errors.filter((e) => e.keyword === 'const' && e.instancePath === first.instancePath).map((e) => JSON.stringify(e.params.allowedValue));
     throw new BadRequestError(`${fieldOf(first)} must be one of ${choices.join(', ')}`, { in: where, field: fieldOf(first), allowed: choices.map((c) => JSON.parse(c) as unknown) });
   }
-  // A text of a declared form (`pattern`) is described in words (`x-expected`), never by its regular expression.
-  const expected = first?.keyword === 'pattern' ? schemaAt(validate.schema, first.schemaPath)?.['x-expected'] : undefined;
+  // A text of a declared form (`pattern`, `minLength`) is described in words (`x-expected`) where the schema gives
+  // them, never by its regular expression.
+  const expected = first?.keyword === 'pattern' || first?.keyword === 'minLength' ? schemaAt(validate.schema, first.schemaPath)?.['x-expected'] : undefined;
   if (typeof expected === 'string') throw new BadRequestError(`${fieldOf(first)} must be ${expected}`, { in: where, field: fieldOf(first) });
   throw new BadRequestError(describe(first, where), { in: where, field: fieldOf(first), errors: errors.slice(0, 10).map((e) => ({ field: fieldOf(e), rule: e.keyword, message: e.message ?? 'is not valid' })) });
 }
