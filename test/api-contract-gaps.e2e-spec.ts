@@ -213,22 +213,46 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect([res.status, await res.json()]).toEqual([400, { error: 'the request body is not valid UTF-8', code: 'invalid_request', details: { reason: 'invalid_utf8' } }]);
   });
 
+  it('reads an API body of a +json type (application/merge-patch+json, application/vnd.api+json) as JSON, as the HTTP endpoints of sources do (it was a 415)', async () => {
+    const send = (method: string, path: string, type: string, body: Buffer | string) =>
+      fetch(`${system.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': type }, body });
+    const json = (name: string) => JSON.stringify({ url: 'https://example.com/plus-json', name });
+    const created = await send('POST', '/webhooks', 'application/vnd.api+json', json('vnd'));
+    const createdBody = (await created.json()) as { data: { id: string } };
+    expect([created.status, createdBody]).toEqual([200, expect.objectContaining({ data: expect.objectContaining({ name: 'vnd' }) })]);
+    const id = createdBody.data.id;
+    expect((await api.get(`/webhooks/${id}`)).body.data.name).toBe('vnd');
+    const { id: source, component_id: componentId } = (await api.post('/sources', { component_code: HTTP_SOURCE })).body.data as { id: string; component_id: string };
+    const patched = await send('PUT', `/sources/${source}`, 'application/merge-patch+json', JSON.stringify({ component_id: componentId, name: 'patched' }));
+    expect(patched.status).toBe(200);
+    expect((await api.get(`/sources/${source}`)).body.data.name).toBe('patched');
+    // Its charset is read as for application/json, an unknown one is a 415, and the body is checked as any JSON body.
+    const latin = await send('POST', '/webhooks', 'Application/Merge-Patch+JSON; charset=ISO-8859-1', Buffer.from(json('café'), 'latin1'));
+    expect([latin.status, ((await latin.json()) as { data: { name: string } }).data.name]).toEqual([200, 'café']);
+    const klingon = await send('POST', '/webhooks', 'application/vnd.api+json; charset=klingon', json('x'));
+    expect([klingon.status, ((await klingon.json()) as { code: string }).code]).toEqual([415, 'unsupported_media_type']);
+    const broken = await send('POST', '/webhooks', 'application/merge-patch+json', '{"url":');
+    expect([broken.status, await broken.json()]).toEqual([400, { error: 'the request body is not valid JSON', code: 'invalid_request' }]);
+    const unknown = await send('POST', '/webhooks', 'application/merge-patch+json', '{"url":"https://example.com/x","bogus":1}');
+    expect([unknown.status, ((await unknown.json()) as { error: string }).error]).toEqual([400, 'unknown field: bogus']);
+  });
+
   it('says which Content-Type a body of another type has and which it may have (it said "Unsupported Media Type")', async () => {
     const post = (type: string) => fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': type }, body: '{"url":"https://example.com/type"}' });
-    for (const type of ['application/xml', 'application/vnd.api+json', 'multipart/form-data; boundary=x', `application/${'x'.repeat(300)}`]) {
+    for (const type of ['application/xml', 'application/json-seq', 'application/jsonx', 'multipart/form-data; boundary=x', `application/${'x'.repeat(300)}`]) {
       const res = await post(type);
       const shown = type.length > 100 ? `${type.slice(0, 100)}…` : type;
       expect([type, res.status, await res.json()]).toEqual([
         type,
         415,
-        { error: `Content-Type ${shown} is not accepted: send the request body as application/json (or text/plain, application/x-www-form-urlencoded)`, code: 'unsupported_media_type', details: { header: 'content-type' } },
+        { error: `Content-Type ${shown} is not accepted: send the request body as application/json (or a type ending in +json, text/plain, application/x-www-form-urlencoded)`, code: 'unsupported_media_type', details: { header: 'content-type' } },
       ]);
     }
     const { host } = new URL(system.origin);
     const untyped = await rawRequest(system.origin, `POST /v1/webhooks HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Length: 2\r\n\r\n{}`);
     expect([untyped.status, JSON.parse(untyped.body)]).toEqual([
       415,
-      { error: 'the request body has no Content-Type: send it as application/json (or text/plain, application/x-www-form-urlencoded)', code: 'unsupported_media_type', details: { header: 'content-type' } },
+      { error: 'the request body has no Content-Type: send it as application/json (or a type ending in +json, text/plain, application/x-www-form-urlencoded)', code: 'unsupported_media_type', details: { header: 'content-type' } },
     ]);
   });
 

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { isUtf8 } from 'node:buffer';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyRequest } from 'fastify';
 import { AppConfig, createLogger, PinoNestLogger } from '@app/config';
 import { ApiError, BadRequestError, parseFormBody, textDecoderOf } from '@app/contracts';
 import { AppModule } from './app.module';
@@ -57,45 +58,54 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   registerWebUi(fastify);
   // Lenient JSON: an empty body is no body (clients POST with parameters in the query).
   // Read as bytes: decoded as text by Fastify, a byte that is not UTF-8 became U+FFFD and the body's length a mismatch.
-  fastify.addContentTypeParser(['application/json', 'text/plain', 'application/x-www-form-urlencoded'], { parseAs: 'buffer' }, (req, bytes, done) => {
-    try {
-      assertIdentityEncoding(req.headers['content-encoding']);
-      assertChunkedOnly(req.headers['transfer-encoding']);
-      // A body in another charset its Content-Type declares (`charset=iso-8859-1`, `utf-16le`) is read in it; an unknown one is a 415.
-      const decoder = textDecoderOf(String(req.headers['content-type'] ?? ''));
-      if (!decoder && !isUtf8(bytes as Buffer)) throw new BadRequestError('the request body is not valid UTF-8', { reason: 'invalid_utf8' });
-      const decoded = decoder ? decoder.decode(bytes as Buffer) : bytes.toString('utf8');
-      // A byte order mark before the text (RFC 8259 lets a reader ignore it) is not part of it.
-      const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
-      if (text.trim() === '') return done(null, undefined);
-      if (String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
-        // `curl -d '{...}'` without a Content-Type header sends JSON labelled as a form: read it as the JSON it is.
-        const looksJson = /^\s*\{/.test(text);
-        if (looksJson) assertJsonTextLimits(text);
-        const json = looksJson ? tryJson(text) : undefined;
-        if (json !== undefined) return done(null, withoutRepeatedKeys(json, text));
-        const form = parseFormBody(text, decoder);
-        for (const [k, v] of Object.entries(form)) {
-          assertNoNul(k + String(v), 'the request body');
-          // A field given twice is refused as a repeated query parameter is, rather than one value being picked.
-          if (Array.isArray(v)) throw givenMoreThanOnce(k, 'body');
-        }
-        // Its values are text: checked as a query string's are (`active=false`, `page=1`), not as JSON's types.
-        return done(null, markFormBody(form));
-      }
-      assertJsonTextLimits(text);
-      const json = tryJson(text);
-      if (json === undefined) return done(Object.assign(new Error('the request body is not valid JSON'), { statusCode: 400 }), undefined);
-      done(null, withoutRepeatedKeys(json, text));
-    } catch (e) {
-      done(e as Error, undefined);
-    }
-  });
+  // A type with the +json suffix (RFC 6839: application/merge-patch+json, application/vnd.api+json) is JSON, as the HTTP
+  // endpoints of sources read it (isJsonContentType); Fastify matches the pattern against the lowercased media type.
+  fastify.addContentTypeParser(['application/json', 'text/plain', 'application/x-www-form-urlencoded'], { parseAs: 'buffer' }, parseApiBody);
+  fastify.addContentTypeParser(JSON_SUFFIX_TYPE, { parseAs: 'buffer' }, parseApiBody);
   // Errors raised by Fastify itself (body parsing, size) reach ErrorFilter through Nest's own
   // Fastify error handler, set at init: setting another one here would only be replaced (FSTWRN004).
   app.enableShutdownHooks();
   return app;
 }
+
+/** A /v1 request body (JSON, text holding JSON, or a form) read from its bytes; see createApiApp. */
+function parseApiBody(req: FastifyRequest, bytes: string | Buffer, done: (err: Error | null, body?: unknown) => void): void {
+  try {
+    assertIdentityEncoding(req.headers['content-encoding']);
+    assertChunkedOnly(req.headers['transfer-encoding']);
+    // A body in another charset its Content-Type declares (`charset=iso-8859-1`, `utf-16le`) is read in it; an unknown one is a 415.
+    const decoder = textDecoderOf(String(req.headers['content-type'] ?? ''));
+    if (!decoder && !isUtf8(bytes as Buffer)) throw new BadRequestError('the request body is not valid UTF-8', { reason: 'invalid_utf8' });
+    const decoded = decoder ? decoder.decode(bytes as Buffer) : bytes.toString('utf8');
+    // A byte order mark before the text (RFC 8259 lets a reader ignore it) is not part of it.
+    const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
+    if (text.trim() === '') return done(null, undefined);
+    if (String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
+      // `curl -d '{...}'` without a Content-Type header sends JSON labelled as a form: read it as the JSON it is.
+      const looksJson = /^\s*\{/.test(text);
+      if (looksJson) assertJsonTextLimits(text);
+      const json = looksJson ? tryJson(text) : undefined;
+      if (json !== undefined) return done(null, withoutRepeatedKeys(json, text));
+      const form = parseFormBody(text, decoder);
+      for (const [k, v] of Object.entries(form)) {
+        assertNoNul(k + String(v), 'the request body');
+        // A field given twice is refused as a repeated query parameter is, rather than one value being picked.
+        if (Array.isArray(v)) throw givenMoreThanOnce(k, 'body');
+      }
+      // Its values are text: checked as a query string's are (`active=false`, `page=1`), not as JSON's types.
+      return done(null, markFormBody(form));
+    }
+    assertJsonTextLimits(text);
+    const json = tryJson(text);
+    if (json === undefined) return done(Object.assign(new Error('the request body is not valid JSON'), { statusCode: 400 }), undefined);
+    done(null, withoutRepeatedKeys(json, text));
+  } catch (e) {
+    done(e as Error, undefined);
+  }
+}
+
+/** A media type whose subtype ends in `+json`, with or without parameters (the one isJsonContentType takes). */
+const JSON_SUFFIX_TYPE = /^[^/;]+\/[^;]*\+json(?:;|$)/;
 
 /**
  * A compressed body (`Content-Encoding: gzip`) is not decoded: read as JSON it was "not valid UTF-8", or, from a client

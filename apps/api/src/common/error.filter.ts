@@ -57,7 +57,7 @@ export class ErrorFilter implements ExceptionFilter {
     if (status !== 415) return undefined;
     const type = req.headers['content-type'];
     const shown = type === undefined ? undefined : type.length > 100 ? `${type.slice(0, 100)}…` : type;
-    const accepted = 'application/json (or text/plain, application/x-www-form-urlencoded)';
+    const accepted = 'application/json (or a type ending in +json, text/plain, application/x-www-form-urlencoded)';
     const error = shown === undefined ? `the request body has no Content-Type: send it as ${accepted}` : `Content-Type ${shown} is not accepted: send the request body as ${accepted}`;
     return [415, { error, code: 'unsupported_media_type', details: { header: 'content-type' } }];
   }
