@@ -207,6 +207,24 @@ describe('SandboxPool.execute', () => {
     expect(badName.error?.message).toContain('respond(): invalid header "bad name"');
   });
 
+  it('refuses respond() headers over 100 lines or 8 KiB (counting the content-type it adds), as any invalid respond()', async () => {
+    const src = (body: string) => `module.exports = { name: 'r', version: '1', props: { http: { type: '$.interface.http', customResponse: true } }, run() { ${body} } }`;
+    const many = await pool.execute(task(src(`this.http.respond({ status: 200, headers: Object.fromEntries(Array.from({ length: 20000 }, (_, i) => ['x-h' + i, 'v'])) })`)));
+    expect(many.error).toMatchObject({ name: 'RangeError', message: expect.stringMatching(/^respond\(\): too many headers: 20000, at most 100 /) });
+    expect(many.response).toBeUndefined();
+    const big = await pool.execute(task(src(`this.http.respond({ status: 200, headers: { 'x-big': 'a'.repeat(900 * 1024) } })`)));
+    expect(big.error).toMatchObject({ name: 'RangeError', message: expect.stringMatching(/^respond\(\): headers too large: 921609 bytes, at most 8192 /) });
+    const cookies = await pool.execute(task(src(`this.http.respond({ status: 200, headers: { 'set-cookie': Array.from({ length: 101 }, (_, i) => 'c' + i + '=1') } })`)));
+    expect(cookies.error?.message).toMatch(/^respond\(\): too many headers: 101, at most 100 /);
+    // 100 headers are taken; a JSON body's content-type would be the 101st.
+    const hundred = `Object.fromEntries(Array.from({ length: 100 }, (_, i) => ['x-h' + i, 'v']))`;
+    const atBound = await pool.execute(task(src(`this.http.respond({ status: 200, headers: ${hundred}, body: 'ok' })`)));
+    expect(atBound.error).toBeUndefined();
+    expect(Object.keys(atBound.response?.headers ?? {})).toHaveLength(100);
+    const withJson = await pool.execute(task(src(`this.http.respond({ status: 200, headers: ${hundred}, body: { ok: true } })`)));
+    expect(withJson.error?.message).toMatch(/^respond\(\): too many headers: 101, at most 100 /);
+  });
+
   describe('respond() reaches the caller before run finishes', () => {
     let server: Server;
     let released = false;

@@ -76,4 +76,15 @@ describe('checkedResponse', () => {
       expect(checkedResponse(bad)).toBeUndefined();
     }
   });
+
+  it('refuses headers over the bounds respond() checks in the sandbox (100 lines, 8 KiB), and keeps them at the bounds', () => {
+    const many = (n: number, value = 'v') => Object.fromEntries(Array.from({ length: n }, (_, i) => [`x-h${String(i).padStart(3, '0')}`, value]));
+    expect(checkedResponse({ status: 200, headers: many(100) })?.headers).toEqual(many(100));
+    expect(checkedResponse({ status: 200, headers: many(101) })).toBeUndefined();
+    expect(checkedResponse({ status: 200, headers: { 'set-cookie': Array.from({ length: 101 }, (_, i) => `c${i}=1`) } })).toBeUndefined();
+    // "x: " + value + CRLF: 8,192 bytes is the bound.
+    expect(checkedResponse({ status: 200, headers: { x: 'a'.repeat(8192 - 5) } })).toBeDefined();
+    expect(checkedResponse({ status: 200, headers: { x: 'a'.repeat(8192 - 4) } })).toBeUndefined();
+    expect(checkedResponse({ status: 200, headers: { x: 'a'.repeat(900 * 1024) } })).toBeUndefined();
+  });
 });

@@ -1,5 +1,6 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { channelNameProblem, TimeSlicer } from '@app/contracts';
+import { responseHeadersProblem } from './response-headers';
 import type { EmitRecord, ExecuteResult, ExecuteTask, HttpResponsePayload, LogRecord, SandboxError, SendRecord } from './types';
 
 /**
@@ -57,6 +58,8 @@ export function checkedResponse(r: unknown): HttpResponsePayload | undefined {
       headers[k] = Array.isArray(v) ? [...(v as string[])] : (v as string);
     }
   }
+  // The bounds respond() checks in the sandbox, again here (the component's realm can change what it checked with).
+  if (responseHeadersProblem(headers)) return undefined;
   if (r.body !== undefined && typeof r.body !== 'string') return undefined;
   if (r.bodyEncoding !== undefined && r.bodyEncoding !== 'utf8' && r.bodyEncoding !== 'base64') return undefined;
   return { status: r.status as number, headers, ...(r.body !== undefined ? { body: r.body as string } : {}), ...(r.bodyEncoding ? { bodyEncoding: r.bodyEncoding as 'utf8' | 'base64' } : {}) };

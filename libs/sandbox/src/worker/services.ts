@@ -1,6 +1,7 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { EmitRecord, ExecuteTask, HttpResponsePayload, LogRecord, SendRecord } from '../types';
 import { isObject } from './plan';
+import { responseHeadersProblem } from '../response-headers';
 
 /** Where `respond()` sends its payload at once: the task's MessagePort, or one item's share of a batch task's port. */
 export interface ResponsePort {
@@ -189,7 +190,6 @@ export function normalizeResponse(res: unknown): HttpResponsePayload {
   }
   const out: HttpResponsePayload = { status, headers };
   const body = res.body;
-  if (body === undefined || body === null) return out;
   if (typeof body === 'string') {
     out.body = body;
     out.bodyEncoding = 'utf8';
@@ -197,12 +197,15 @@ export function normalizeResponse(res: unknown): HttpResponsePayload {
     const buf = body instanceof ArrayBuffer ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
     out.body = buf.toString('base64');
     out.bodyEncoding = 'base64';
-  } else {
+  } else if (body !== undefined && body !== null) {
     const json = toJson(body, 'respond(body)');
     out.body = json ?? '';
     out.bodyEncoding = 'utf8';
     if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json; charset=utf-8';
   }
+  // Bounded as answered (the content-type added above counts), so the caller can read the answer: see response-headers.ts.
+  const problem = responseHeadersProblem(headers);
+  if (problem) throw new RangeError(`respond(): ${problem}`);
   return out;
 }
 
