@@ -4,9 +4,16 @@ import type { ConfigurableProp, PropOption } from '../types';
 import { clip } from '../format';
 import { ErrorNote } from './ui';
 
+import { isArray, MASK, optionLabel, optionValue, Raw, takesNoValue, TimerRaw, toConfigured } from './props-values';
+
+/** Longest label of a prop or of one of its options shown, and longest description or alert content: the component author's texts, of any length. */
 const LABEL_CHARS = 200;
 const DESCRIPTION_CHARS = 2000;
-import { isArray, MASK, optionLabel, optionValue, Raw, takesNoValue, TimerRaw, toConfigured } from './props-values';
+/** An option's label as the form shows it: a string (options() may answer any JSON), cut. */
+const shownLabel = (o: PropOption): string => {
+  const l = optionLabel(o) as unknown;
+  return clip(typeof l === 'string' ? l : JSON.stringify(l === undefined ? optionValue(o) : l) ?? '', LABEL_CHARS);
+};
 
 interface Props {
   componentId: string;
@@ -62,7 +69,7 @@ function PropField({ componentId, sourceId, prop: p, value, onChange, error, all
           ? 'A key-value store kept for this source.'
           : p.type === '$.interface.timer'
             ? `Runs on the component's own schedule: ${schedule}.`
-            : p.content ?? '';
+            : clip(typeof p.content === 'string' ? p.content : '', DESCRIPTION_CHARS);
     return (
       <div class="field field--info">
         <span class="field__label">{label}</span> <code>{p.type}</code>
@@ -119,7 +126,7 @@ function PropField({ componentId, sourceId, prop: p, value, onChange, error, all
           const v = JSON.stringify(optionValue(o));
           return (
             <option key={v} value={v} selected={chosen.has(v)}>
-              {optionLabel(o)}
+              {shownLabel(o)}
             </option>
           );
         })}
@@ -133,7 +140,7 @@ function PropField({ componentId, sourceId, prop: p, value, onChange, error, all
           const v = JSON.stringify(optionValue(o));
           return (
             <option key={v} value={v}>
-              {optionLabel(o)}
+              {shownLabel(o)}
             </option>
           );
         })}
@@ -193,7 +200,7 @@ function RemoteOptions({ componentId, sourceId, prop, onPick, all, raw }: { comp
               const v = JSON.stringify(optionValue(o));
               return (
                 <option key={v} value={v}>
-                  {optionLabel(o)}
+                  {shownLabel(o)}
                 </option>
               );
             })}
