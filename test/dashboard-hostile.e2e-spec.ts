@@ -208,6 +208,39 @@ describe('dashboard: another org member\'s hostile content', () => {
     await ranNothing();
   });
 
+  it("shows a search over B's many sources a page at a time, loading only that page's details", async () => {
+    const component = await asB().post(withOrg('/components'), { component_code: 'module.exports = { name: "many", version: "1", props: {}, async run() {} };' });
+    expect(component.status).toBe(200);
+    for (let i = 0; i < 45; i++) expect((await asB().post(withOrg('/sources'), { component_id: component.body.data.id, name: `many-${String(i).padStart(2, '0')}` })).status).toBe(200);
+    await signInA('/');
+    await page.getByRole('heading', { name: 'Sources', exact: true }).waitFor();
+    await page.locator('#source-search').fill('many-');
+    // From the search on, the rows' reads of their last event and $errors (two per row shown).
+    const requests: string[] = [];
+    const count = (r: { url(): string }) => /\/event_summaries/.test(r.url()) && requests.push(r.url());
+    page.on('request', count);
+    try {
+      await page.getByRole('button', { name: 'Search' }).click();
+      const rows = page.locator('table.sources tbody tr');
+      await page.getByText('1–20 of 45 matches').waitFor();
+      expect(await rows.count()).toBe(20);
+      await eventually(async () => (await rows.locator('td[data-label="Last event"]').allTextContents()).every((t) => t !== '…'), { what: 'the rows shown to load' });
+      expect(requests.length).toBeLessThanOrEqual(40);
+    } finally {
+      page.off('request', count);
+    }
+    const pager = page.getByRole('navigation', { name: 'Pages of matching sources' });
+    await pager.getByRole('button', { name: 'Older' }).click();
+    await page.getByText('21–40 of 45 matches').waitFor();
+    await pager.getByRole('button', { name: 'Older' }).click();
+    await page.getByText('41–45 of 45 matches').waitFor();
+    expect(await page.locator('table.sources tbody tr').count()).toBe(5);
+    expect(await pager.getByRole('button', { name: 'Older' }).isDisabled()).toBe(true);
+    await pager.getByRole('button', { name: 'Newer' }).click();
+    await page.getByText('21–40 of 45 matches').waitFor();
+    await ranNothing();
+  }, 240_000);
+
   it("cuts B's huge prop texts in A's edit form", async () => {
     const big = (tag: string) => `${tag}:${'x'.repeat(300 * 1024)}`;
     const code = `module.exports = {

@@ -26,8 +26,11 @@ export function SourcesPage() {
   const [search, setSearch] = useState('');
   const [term, setTerm] = useState('');
   const list = useLoad<Page<Source> | Source[]>(() => (term ? allSources() : api.sources({ limit: PAGE, after: cursor.after, before: cursor.before })), [cursor.after, cursor.before, term]);
+  /** The page of matches shown (from 0): an org's sources may be a thousand, and each row shown reads its last event and errors. */
+  const [matchPage, setMatchPage] = useState(0);
   const needle = term.toLowerCase();
-  const rows = Array.isArray(list.data) ? list.data.filter((s) => [s.name, s.name_slug, s.id, s.component_id].some((f) => f.toLowerCase().includes(needle))) : list.data?.data ?? [];
+  const matches = Array.isArray(list.data) ? list.data.filter((s) => [s.name, s.name_slug, s.id, s.component_id].some((f) => f.toLowerCase().includes(needle))) : undefined;
+  const rows = matches ? matches.slice(matchPage * PAGE, (matchPage + 1) * PAGE) : list.data && !Array.isArray(list.data) ? list.data.data : [];
   const info = Array.isArray(list.data) ? undefined : list.data?.page_info;
 
   return (
@@ -44,6 +47,7 @@ export function SourcesPage() {
         onSubmit={(e) => {
           e.preventDefault();
           setTerm(search.trim());
+          setMatchPage(0);
         }}
       >
         <label for="source-search" class="visually-hidden">
@@ -60,6 +64,7 @@ export function SourcesPage() {
             onClick={() => {
               setSearch('');
               setTerm('');
+              setMatchPage(0);
             }}
           >
             Clear
@@ -95,6 +100,19 @@ export function SourcesPage() {
       ) : null}
       {info ? (
         <Pager what="sources" info={info} pageSize={PAGE} cursor={cursor} onMove={setCursor} />
+      ) : null}
+      {matches?.length ? (
+        <nav class="pager" aria-label="Pages of matching sources">
+          <span>
+            {matchPage * PAGE + 1}–{matchPage * PAGE + rows.length} of {matches.length} {matches.length === 1 ? 'match' : 'matches'}
+          </span>
+          <button type="button" class="secondary" disabled={matchPage === 0} onClick={() => setMatchPage((n) => n - 1)}>
+            Newer
+          </button>
+          <button type="button" class="secondary" disabled={(matchPage + 1) * PAGE >= matches.length} onClick={() => setMatchPage((n) => n + 1)}>
+            Older
+          </button>
+        </nav>
       ) : null}
     </section>
   );
