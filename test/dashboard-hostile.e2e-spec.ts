@@ -271,6 +271,41 @@ describe('dashboard: another org member\'s hostile content', () => {
     await ranNothing();
   }, 240_000);
 
+  it("keeps A's page of B's deeply nested events usable", async () => {
+    const code = `module.exports = {
+  name: "deep", version: "1",
+  props: {},
+  async run(event) {
+    let v = { depth: event.depth };
+    for (let i = 0; i < event.depth; i++) v = [v];
+    this.$emit(v, { summary: "depth " + event.depth });
+  },
+};`;
+    const created = await asB().post(withOrg('/sources'), { component_code: code, name: 'deep' });
+    expect([created.status, created.text.slice(0, 300)]).toEqual([200, expect.any(String)]);
+    const id = created.body.data.id as string;
+    const depths = [500, 1000, 1500, 2000, 2500, 3000];
+    for (const depth of depths) expect((await asB().post(withOrg(`/sources/${id}/run`), { event: { depth } })).status).toBeLessThan(300);
+    const settled = await eventually(async () => {
+      const [emits, errors] = await Promise.all([asB().get(withOrg(`/sources/${id}/event_summaries`)), asB().get(withOrg(`/sources/${id}/event_summaries?event_name=$errors`))]);
+      return emits.body.data.length + errors.body.data.length === depths.length ? { emits: emits.body.data.length, errors: errors.body.data.map((e: { event: unknown }) => JSON.stringify(e.event).slice(0, 200)) } : undefined;
+    }, { what: 'the runs', timeoutMs: 60_000 });
+    // The runner refuses what it cannot serialize (past about 2,000 levels) as an $errors event; the rest are events.
+    expect(settled.emits).toBeGreaterThanOrEqual(4);
+    await signInA(`/sources/${id}`);
+    await page.locator('#panel-events').getByText('Live').waitFor();
+    await eventually(async () => (await page.locator('#panel-events .event-list > li').count()) === settled.emits, { what: 'the events shown' });
+    await openAll();
+    // Expanded, each is its JSON as text (2,000 levels indented: cut at 64 KB).
+    await page.locator('#panel-events pre').nth(settled.emits - 1).waitFor();
+    for (const text of await page.locator('#panel-events pre').allTextContents()) expect(text.length).toBeLessThanOrEqual(64 * 1024);
+    await page.getByRole('tab', { name: /Logs and errors/ }).click();
+    await openAll();
+    expect(await page.evaluate('document.title')).toBe('Event sources');
+    expect(pageErrors).toEqual([]);
+    await ranNothing();
+  }, 240_000);
+
   it('shows the org name in the workspace switcher and on the Account page as text', async () => {
     await signInA('/account');
     await page.getByRole('heading', { name: 'Organizations' }).waitFor();
