@@ -306,6 +306,31 @@ describe('dashboard: another org member\'s hostile content', () => {
     await ranNothing();
   }, 240_000);
 
+  it("renders the steps of B's huge workflow runs only for the run A opens", async () => {
+    const step = (n: number) => ({ name: `s${n}`, code: `export default defineComponent({ async run({ $ }) { $.export("e", "e${n}:" + "e".repeat(100 * 1024)); return "r${n}:" + "r".repeat(100 * 1024); } });` });
+    const res = await asB().post(withOrg('/workflows'), { name: 'huge runs', trigger: { manual: {} }, steps: [0, 1, 2, 3, 4].map(step) });
+    expect([res.status, res.text.slice(0, 300)]).toEqual([200, expect.any(String)]);
+    const wf = res.body.data;
+    for (let i = 0; i < 3; i++) {
+      expect((await asB().post(withOrg(`/workflows/${wf.id}/run`), {})).status).toBe(202);
+      await eventually(async () => (await asB().get(withOrg(`/workflows/${wf.id}/runs`))).body.data.length > i, { what: `run ${i + 1}`, timeoutMs: 30_000 });
+    }
+    await signInA(`/workflows/${wf.id}`);
+    const runs = page.locator('#panel-runs .runs > li');
+    await eventually(async () => (await runs.count()) === 3, { what: 'the 3 runs' });
+    // The newest run is open: its 5 steps, each with 100 KB of return value and exports, shown as text.
+    await runs.first().locator('.run-steps > li').nth(4).getByText(/^"r4:r{100}/).waitFor();
+    // 3 MB of run records reached the page; the closed runs' steps are not in it.
+    expect(await page.evaluate('document.querySelector("#panel-runs").textContent.length')).toBeLessThan(1.2 * 1024 * 1024);
+    expect(await runs.nth(1).locator('.run-steps').count()).toBe(0);
+    // Opened, a run shows its steps; closed again, they leave the page.
+    await runs.nth(2).locator('summary').click();
+    await runs.nth(2).locator('.run-steps > li').nth(4).getByText(/^"r4:r{100}/).waitFor();
+    await runs.nth(2).locator('summary').click();
+    await eventually(async () => (await runs.nth(2).locator('.run-steps').count()) === 0, { what: 'the steps to go' });
+    await ranNothing();
+  }, 240_000);
+
   it('shows the org name in the workspace switcher and on the Account page as text', async () => {
     await signInA('/account');
     await page.getByRole('heading', { name: 'Organizations' }).waitFor();

@@ -153,29 +153,37 @@ function StepsCard({ workflow: w }: { workflow: Workflow }) {
   );
 }
 
-/** One run, step by step: each step's outcome, duration, return value and exports, the failing step's error; steps that did not run. */
+/**
+ * One run, step by step: each step's outcome, duration, return value and exports, the failing step's error; steps that did not run.
+ * Its steps are rendered only while it is open (the newest is, at first): each of ten runs may hold megabytes of return values.
+ */
 function RunItem({ run: r, workflow: w, open }: { run: WorkflowRun; workflow: Workflow; open: boolean }) {
+  const [shown, setShown] = useState(open);
   const started = Date.parse(r.started_at);
   const skipped = notRun(r, w);
   return (
     <li class={`run run--${r.status}`}>
-      <details open={open}>
+      <details open={open} onToggle={(e) => setShown(e.currentTarget.open)}>
         <summary>
           <RunStatus status={r.status} /> <time dateTime={r.started_at} title={when(started)}>{ago(started)}</time> · {r.duration_ms} ms
           {r.failed_step ? <> · failed at step <strong>{r.failed_step}</strong></> : null}
           <span class="sub mono"> · {r.deployment_id === w.deployment_id ? 'current deployment' : `deployment ${r.deployment_id}`}</span>
         </summary>
-        <p class="sub mono">run {r.id}</p>
-        <ol class="run-steps" aria-label={`Steps of run ${r.id}`}>
-          {r.steps.map((s) => (
-            <StepItem key={s.name} step={s} />
-          ))}
-          {skipped.map((name) => (
-            <li key={name} class="run-step run-step--skipped">
-              <span class="run-step__name">{name}</span> <span class="badge badge--off">not run</span>
-            </li>
-          ))}
-        </ol>
+        {shown ? (
+          <>
+            <p class="sub mono">run {r.id}</p>
+            <ol class="run-steps" aria-label={`Steps of run ${r.id}`}>
+              {r.steps.map((s) => (
+                <StepItem key={s.name} step={s} />
+              ))}
+              {skipped.map((name) => (
+                <li key={name} class="run-step run-step--skipped">
+                  <span class="run-step__name">{name}</span> <span class="badge badge--off">not run</span>
+                </li>
+              ))}
+            </ol>
+          </>
+        ) : null}
       </details>
     </li>
   );
