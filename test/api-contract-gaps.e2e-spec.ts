@@ -237,6 +237,44 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect([unknown.status, ((await unknown.json()) as { error: string }).error]).toEqual([400, 'unknown field: bogus']);
   });
 
+  it('reads a Content-Type in any letter case as its lower-case form (RFC 9110: media types and charset are case-insensitive), at the API and at an HTTP endpoint (an upper-case form type was read as JSON: "not valid JSON")', async () => {
+    const send = (method: string, path: string, type: string, body: Buffer | string) =>
+      fetch(`${system.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': type }, body }).then(async (r) => ({ status: r.status, body: (await r.json()) as any })); // eslint-disable-line @typescript-eslint/no-explicit-any
+    const json = await send('POST', '/webhooks', 'Application/JSON', JSON.stringify({ url: 'https://example.com/case', name: 'json' }));
+    expect([json.status, json.body.data?.name]).toEqual([200, 'json']);
+    const form = await send('POST', '/webhooks', 'APPLICATION/X-WWW-FORM-URLENCODED; charset=UTF-8', 'url=https%3A%2F%2Fexample.com%2Fcase&name=form');
+    expect([form.status, form.body.data?.name]).toEqual([200, 'form']);
+    const latin = await send('POST', '/webhooks', 'Application/X-Www-Form-Urlencoded; CHARSET=ISO-8859-1', 'url=https%3A%2F%2Fexample.com%2Fcase&name=caf%E9');
+    expect([latin.status, latin.body.data?.name]).toEqual([200, 'café']);
+    // A form's values are text, as with the lower-case type: active=false is a boolean.
+    const off = await send('PUT', `/webhooks/${form.body.data.id}`, ' application/X-WWW-form-urlencoded ', 'active=false');
+    expect([off.status, off.body.data?.active]).toEqual([200, false]);
+    const created = await api.post('/sources', { component_code: HTTP_SOURCE });
+    const src = created.body.data.id as string;
+    const endpoint = created.body.data.configured_props.http.endpoint_url as string;
+    const nc = await connect(natsAdmin());
+    try {
+      const names = new Names(system.natsPrefix);
+      const lastEvent = async (): Promise<{ bodyRaw: string; body: unknown }> => {
+        const m = await (await nc.jetstreamManager()).streams.getMessage(names.invocationsStream, { last_by_subj: names.invocation(partitionOf(src, Number(system.env.PARTITIONS)), src) });
+        const stored = decodeJson<{ event: { bodyRaw: string; body: unknown } } | { event: { bodyRaw: string; body: unknown } }[]>(m.data);
+        return (Array.isArray(stored) ? stored[stored.length - 1] : stored).event;
+      };
+      for (const [type, body, parsed] of [
+        ['APPLICATION/X-WWW-FORM-URLENCODED; charset=UTF-8', 'a=1&b=caf%C3%A9', { a: '1', b: 'café' }],
+        ['Application/X-Www-Form-Urlencoded; Charset="ISO-8859-1"', 'b=caf%E9', { b: 'café' }],
+        ['Application/JSON; Charset=UTF-8', '{"n":1}', { n: 1 }],
+        ['APPLICATION/VND.API+JSON', '{"n":2}', { n: 2 }],
+      ] as const) {
+        const res = await fetch(endpoint, { method: 'POST', headers: { 'content-type': type }, body });
+        expect([type, res.status]).toEqual([type, 200]);
+        expect([type, (await lastEvent()).body]).toEqual([type, parsed]);
+      }
+    } finally {
+      await nc.close();
+    }
+  });
+
   it('says which Content-Type a body of another type has and which it may have (it said "Unsupported Media Type")', async () => {
     const post = (type: string) => fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': type }, body: '{"url":"https://example.com/type"}' });
     for (const type of ['application/xml', 'application/json-seq', 'application/jsonx', 'multipart/form-data; boundary=x', `application/${'x'.repeat(300)}`]) {

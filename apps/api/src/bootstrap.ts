@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyRequest } from 'fastify';
 import { AppConfig, createLogger, PinoNestLogger } from '@app/config';
-import { ApiError, BadRequestError, parseFormBody, textDecoderOf } from '@app/contracts';
+import { ApiError, BadRequestError, mediaTypeOf, parseFormBody, textDecoderOf } from '@app/contracts';
 import { AppModule } from './app.module';
 import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
 import { assertFiniteNumbers, assertJsonTextLimits, assertNoNul, repeatedJsonKey } from './common/json-limits';
@@ -80,7 +80,8 @@ function parseApiBody(req: FastifyRequest, bytes: string | Buffer, done: (err: E
     // A byte order mark before the text (RFC 8259 lets a reader ignore it) is not part of it.
     const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
     if (text.trim() === '') return done(null, undefined);
-    if (String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
+    // Media types are case-insensitive (RFC 9110 §8.3.1), as Fastify matched this parser: `APPLICATION/X-WWW-FORM-URLENCODED` is a form.
+    if (mediaTypeOf(req.headers['content-type']) === 'application/x-www-form-urlencoded') {
       // `curl -d '{...}'` without a Content-Type header sends JSON labelled as a form: read it as the JSON it is.
       const looksJson = /^\s*\{/.test(text);
       if (looksJson) assertJsonTextLimits(text);

@@ -20,9 +20,17 @@ export interface HttpEvent {
  */
 export const HTTP_BODY_MAX_JSON_DEPTH = 1000;
 
+/**
+ * The media type of a Content-Type without its parameters, in lower case (`Application/JSON; charset=UTF-8`:
+ * `application/json`): RFC 9110 §8.3.1 makes type and subtype case-insensitive, so every check of a body's type reads this.
+ */
+export function mediaTypeOf(contentType: string | undefined): string {
+  return (contentType ?? '').split(';')[0].trim().toLowerCase();
+}
+
 /** A content type whose body is parsed as JSON (`application/json`, `…+json`). */
 export function isJsonContentType(contentType: string): boolean {
-  const type = contentType.split(';')[0].trim().toLowerCase();
+  const type = mediaTypeOf(contentType);
   return type === 'application/json' || type.endsWith('+json');
 }
 
@@ -82,7 +90,7 @@ export function jsonTextProblem(text: string, maxDepth: number, refuseNul = fals
 
 /** JSON and form bodies parsed; anything else (or invalid JSON) stays the raw string. */
 export function parseHttpBody(contentType: string, raw: string): unknown {
-  const type = contentType.split(';')[0].trim().toLowerCase();
+  const type = mediaTypeOf(contentType);
   if (raw === '') return raw;
   if (isJsonContentType(contentType)) {
     try {
