@@ -7,3 +7,5 @@ export { normalizeTs, normalizeResponse, dbSizeBytes } from './worker/services';
 export { setUpIsolation, IsolationUnavailableError, type Isolation, type IsolationSettings } from './isolation/setup';
 export type { SandboxIsolationOptions } from './isolation/isolated-runner';
 export { createSandboxPool } from './isolation/create-pool';
+export { checkedResponse } from './result-check';
+export { responseHeadersProblem, RESPONSE_MAX_HEADERS, RESPONSE_MAX_HEADER_BYTES } from './response-headers';

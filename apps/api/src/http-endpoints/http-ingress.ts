@@ -22,6 +22,7 @@ import {
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Subscription } from 'nats';
 import { NatsService } from '@app/nats';
+import { checkedResponse, responseHeadersProblem } from '@app/sandbox';
 import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
 import { describeRefusal, InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';
@@ -65,7 +66,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   /** Reply subjects of this replica are `resp.<token>.<invocationId>`. */
   private readonly replicaToken = randomToken(12);
   /** Callers waiting for `respond()`, by invocation id; `null` answers the timeout, `'deleted'` the source's deletion. */
-  private readonly waiting = new Map<string, { sourceId: string; resolve: (r: HttpResponseMessage | null | 'deleted') => void }>();
+  private readonly waiting = new Map<string, { sourceId: string; resolve: (r: HttpResponseMessage | Unrelayable | null | 'deleted') => void }>();
   private replies: Subscription | undefined;
   /** Shutting down: the fast path leaves every request to Fastify (which answers 503 once it closes). */
   private closing = false;
@@ -219,7 +220,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     const timeoutMs = this.config.httpResponseTimeoutMs;
     this.listen();
     let timer: NodeJS.Timeout | undefined;
-    const answer = new Promise<HttpResponseMessage | null | 'deleted'>((resolve) => {
+    const answer = new Promise<HttpResponseMessage | Unrelayable | null | 'deleted'>((resolve) => {
       this.waiting.set(msg.invocationId, { sourceId: target.sourceId, resolve });
       timer = setTimeout(() => resolve(null), timeoutMs);
     });
@@ -231,6 +232,9 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       }
       if (!res) {
         return reply.status(504).send({ error: `the ${target.kind} did not call respond() within ${timeoutMs} ms`, code: 'gateway_timeout', details: { invocation_id: msg.invocationId } });
+      }
+      if ('unrelayable' in res) {
+        return reply.status(502).send({ error: `the ${target.kind} answered with a response that cannot be relayed: ${res.unrelayable}`, code: 'source_error', details: { invocation_id: msg.invocationId } });
       }
       return this.relay(res, reply, cookiePath, target.kind);
     } finally {
@@ -249,7 +253,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
         const resolve = this.waiting.get(invocationId)?.resolve;
         if (!resolve) return;
         try {
-          resolve(decodeJson<HttpResponseMessage>(m.data));
+          resolve(relayable(decodeJson<unknown>(m.data)));
         } catch {
           resolve({ status: 502, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: 'unreadable response from the source', code: 'bad_gateway' }) });
         }
@@ -317,6 +321,29 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       client_ip: request.ip,
     };
   }
+}
+
+/** An answer from the runner the api will not write, and why. */
+interface Unrelayable {
+  unrelayable: string;
+}
+
+/**
+ * The runner's answer checked again where it is written: the runner and the sandbox check it (checkedResponse), but an
+ * answer that reaches the api unchecked (a compromised runner, a bug on the message path) must not make it write a head
+ * a client cannot read (20,000 headers, one of 900 KB), throw while writing (a header name with a space: a 500), or
+ * read `null` as no answer yet (a 504 later). What respond() allows, and no more, is relayed.
+ */
+export function relayable(message: unknown): HttpResponseMessage | Unrelayable {
+  const checked = checkedResponse(message);
+  if (checked) return checked;
+  const headers = (message as { headers?: unknown } | null)?.headers;
+  const headersProblem = typeof headers === 'object' && headers !== null && !Array.isArray(headers) ? responseHeadersProblem(headers as Record<string, string | string[]>) : undefined;
+  return {
+    unrelayable:
+      headersProblem ??
+      'it is not a respond() answer (a status from 100 to 599, header names and text values as HTTP allows them, a text body in utf8 or base64)',
+  };
 }
 
 /** A request to `/e/…` as the ingress reads it, whichever way it came in (Fastify's route or the fast path). */
