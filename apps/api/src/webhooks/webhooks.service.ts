@@ -51,7 +51,7 @@ export class WebhooksService {
   }
 
   private readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<WebhookDto>> {
-    return ownedPage(em, { entity: Webhook, table: 'webhooks', idPrefix: ID_PREFIX.webhook, softDeleted: false }, ownerId, page, () => toWebhookDto);
+    return ownedPage(em, { entity: Webhook, table: 'webhooks', idPrefix: ID_PREFIX.webhook, softDeleted: false }, ownerId, page, () => (w: Webhook) => toWebhookDto(w));
   }
 
   async update(auth: AuthContext, id: string, input: WebhookInput): Promise<WebhookDto> {
