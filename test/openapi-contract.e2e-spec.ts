@@ -155,6 +155,32 @@ describe('the OpenAPI document at /v1/openapi.json', () => {
     expect(checked.sort()).toEqual(expected.sort());
   });
 
+  it('lists every body type an operation reads, and each is read as declared (only application/json was listed, forms and +json types were read too)', async () => {
+    const ops = Object.entries(doc.paths as Record<string, Record<string, Json>>).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ method: method.toUpperCase(), path, op })));
+    const withBody = ops.filter(({ op }) => op.requestBody);
+    expect(withBody.length).toBeGreaterThan(10);
+    let forms = 0;
+    for (const { method, path, op } of withBody) {
+      const name = `${method} ${path}`;
+      const content = (op.requestBody as { content: Record<string, { schema: Json }> }).content;
+      const types = Object.keys(content);
+      expect([name, types.filter((t) => t !== 'application/x-www-form-urlencoded')]).toEqual([name, ['application/json', 'application/*+json', 'text/plain']]);
+      if (types.includes('application/x-www-form-urlencoded')) forms++;
+      // A field no route has, sent in each declared type: every one is read and checked (400 naming it), none is a 415
+      // or "not valid JSON". The +json range is sent as one of its types.
+      const target = system.origin + fillPath(path, { id: 'dc_nope', keyOrId: 'sc_nope', key: 'nope', prop: 'http', org_id: 'o_nope', channel: '$errors', app: 'github' });
+      for (const type of types) {
+        const body = type === 'application/x-www-form-urlencoded' ? 'not_a_field_x=1' : '{"not_a_field_x":"1"}';
+        const sent = type === 'application/*+json' ? 'application/merge-patch+json' : type;
+        const res = await fetch(target, { method, headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': sent }, body });
+        expect([name, type, res.status, await res.json()]).toEqual([name, type, 400, expect.objectContaining({ code: 'invalid_request', details: expect.objectContaining({ in: 'body', fields: ['not_a_field_x'] }) })]);
+      }
+    }
+    // Routes that take fields from the query string take them as a form; those that read JSON only do not list one.
+    expect(forms).toBeGreaterThan(5);
+    expect(forms).toBeLessThan(withBody.length);
+  });
+
   it('generates a typed client with openapi-typescript that compiles, and openapi-fetch works against the service', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pd-client-'));
     writeFileSync(join(dir, 'openapi.json'), JSON.stringify(doc));

@@ -1,5 +1,5 @@
 import { TSchema } from '@sinclair/typebox';
-import { bodyOf, ErrorBody, queryOf, RouteContract } from './route-contract';
+import { bodyOf, ErrorBody, formBodyOf, queryOf, RouteContract } from './route-contract';
 import { API_ROUTES } from './api-routes';
 
 type Json = Record<string, unknown>;
@@ -40,6 +40,32 @@ function responses(route: RouteContract): Json {
   return out;
 }
 
+/**
+ * The body types an operation reads (bootstrap.ts parseApiBody, RouteValidator), each with what it holds: JSON as
+ * `application/json` or any `+json` type (`application/merge-patch+json`), JSON text as `text/plain`, and, on every
+ * route but those that read their fields from a JSON body only (`bodyOnly`), a form whose fields are text like the
+ * query string (`active=false`, `configured_props` as JSON text). Any of them in the charset its Content-Type names.
+ */
+function requestBody(route: RouteContract, body: TSchema): Json {
+  const json = plain(body);
+  const form = formBodyOf(route);
+  return {
+    required: !!route.bodyRequired,
+    description:
+      'A JSON object, sent as application/json, as any type with the +json suffix (application/merge-patch+json), or as text/plain holding its JSON text' +
+      (form
+        ? '; or a form (application/x-www-form-urlencoded), whose fields are text as in the query string. A JSON object sent labelled as a form (curl -d without a Content-Type) is read as JSON.'
+        : '. A JSON object sent labelled as a form (curl -d without a Content-Type) is read as JSON; a form of fields is checked as that JSON.') +
+      ' Media types are read in any letter case, in the charset the Content-Type names (UTF-8 without one).',
+    content: {
+      'application/json': { schema: json },
+      'application/*+json': { schema: json },
+      'text/plain': { schema: { type: 'string', contentMediaType: 'application/json', contentSchema: json } },
+      ...(form ? { 'application/x-www-form-urlencoded': { schema: plain(form) } } : {}),
+    },
+  };
+}
+
 const ERROR_TEXT: Record<number, string> = {
   400: 'invalid input (the message names the field)',
   401: 'missing or invalid API key',
@@ -47,7 +73,7 @@ const ERROR_TEXT: Record<number, string> = {
   404: 'not found, or not yours (on every route: org_id naming an org you are not a member of)',
   409: 'conflict',
   413: 'too large (a value over its limit, or a request body over the server\'s body limit)',
-  415: 'the request body is not JSON, text or a form, or is compressed (Content-Encoding)',
+  415: 'the request body is not JSON (application/json, a +json type), text or a form, or is compressed (Content-Encoding), or its charset is unknown',
   429: 'too many requests at once with this API key (API_MAX_CONCURRENT_PER_KEY): retry after `Retry-After` seconds',
   503: 'a service it needs (Postgres, NATS) is unavailable or saturated for now: retry after `Retry-After` seconds',
 };
@@ -65,7 +91,7 @@ export function buildOpenApi(serverUrl: string): Json {
       ...(route.extension ? { 'x-extension': true } : {}),
       ...(route.public ? { security: [] } : {}),
       parameters: parameters(route),
-      ...(body ? { requestBody: { required: !!route.bodyRequired, content: { 'application/json': { schema: plain(body) } } } } : {}),
+      ...(body ? { requestBody: requestBody(route, body) } : {}),
       responses: responses(route),
     };
     paths[route.path] = { ...(paths[route.path] ?? {}), [route.method.toLowerCase()]: op };
