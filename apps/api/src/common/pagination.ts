@@ -112,7 +112,7 @@ export function finishPage<R, T>(
       start_cursor: sorted.length ? encode(keyOf(sorted[0])) : '',
       end_cursor: sorted.length ? encode(keyOf(sorted[sorted.length - 1])) : '',
     },
-    data: sorted.map(toDto),
+    data: sorted.map((row) => toDto(row)),
   };
 }
 
