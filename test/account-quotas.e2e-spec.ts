@@ -120,4 +120,23 @@ describe('account quotas', () => {
     expect((await api.del(`/subscriptions?emitter_id=${source}&listener_id=${hooks[1]}&event_name=`)).status).toBe(204);
     expect((await api.post(`/subscriptions?emitter_id=${source}&listener_id=${hooks[1]}&event_name=custom`)).status).toBe(200);
   });
+  it("subscriptions: those a new source or workflow would get from auto-subscriptions count too, so auto-subscriptions cannot multiply the quota by the sources", async () => {
+    const api = client(system, createUser(system).apiKey);
+    const hook = (await api.post('/webhooks', { url: 'https://example.com/auto' })).body.data.id as string;
+    expect((await api.post(`/auto_subscriptions?event_name=$errors&listener_id=${hook}`)).status).toBe(200);
+    // 1 auto-subscription + 1 subscription per new source: the quota of 3 has room for two sources, whether they come at once or not.
+    const made = await Promise.all(Array.from({ length: 3 }, () => api.post('/sources', { component_code: HTTP_SOURCE })));
+    expect(made.map((r) => r.status).sort()).toEqual([200, 200, 403]);
+    expect(outcome(made.find((r) => r.status === 403)!)).toEqual({ status: 403, body: { error: expect.stringContaining('SUBSCRIPTIONS_MAX_PER_ACCOUNT'), code: 'quota_exceeded', details: { resource: 'subscriptions', limit: 3 } } });
+    // A workflow (its inline trigger source gets one too) is refused the same way, and leaves no trigger source behind.
+    const workflow = await api.post('/workflows', { name: 'auto', trigger: { source: { code: HTTP_SOURCE, props: {} } }, steps: [{ name: 'echo', code: STEP }] });
+    expect([workflow.status, workflow.body.code, workflow.body.details]).toEqual([403, 'quota_exceeded', { resource: 'subscriptions', limit: 3 }]);
+    expect((await api.get('/users/me/sources')).body.page_info.total_count).toBe(2);
+    expect((await api.get('/users/me/subscriptions')).body.data).toHaveLength(2);
+    // Deleting a source removes its subscription and makes room for the next one.
+    const first = made.find((r) => r.status === 200)!.body.data.id as string;
+    expect((await api.del(`/sources/${first}`)).status).toBe(204);
+    expect((await api.post('/sources', { component_code: HTTP_SOURCE })).status).toBe(200);
+    expect((await api.get('/users/me/subscriptions')).body.data).toHaveLength(2);
+  });
 });

@@ -16,8 +16,8 @@ export type QuotaResource = keyof typeof QUOTAS;
 
 /** 403: the account already holds as many of a resource as its quota allows. */
 export class QuotaExceededError extends ApiError {
-  constructor(resource: QuotaResource, limit: number) {
-    super(403, 'quota_exceeded', `this account already has ${limit} ${resource}, the most it may have (${QUOTAS[resource].setting}); delete some to make room`, { resource, limit });
+  constructor(resource: QuotaResource, limit: number, message?: string) {
+    super(403, 'quota_exceeded', message ?? `this account already has ${limit} ${resource}, the most it may have (${QUOTAS[resource].setting}); delete some to make room`, { resource, limit });
   }
 }
 
@@ -25,7 +25,7 @@ export class QuotaExceededError extends ApiError {
  * Inside a transaction, serializes the account's checks of `what` until it ends. Outside one (an early check, so
  * that a refused request does no costly work first) there is nothing to hold the lock for.
  */
-async function lockAccount(em: EntityManager, what: string, ownerId: string): Promise<void> {
+export async function lockAccount(em: EntityManager, what: string, ownerId: string): Promise<void> {
   if (em.isInTransaction()) await em.execute(`select pg_advisory_xact_lock(hashtext(?))`, [`quota:${what}:${ownerId}`]);
 }
 
@@ -39,6 +39,20 @@ export async function assertRoomFor(em: EntityManager, resource: QuotaResource, 
   await lockAccount(em, resource, ownerId);
   const [row] = (await em.execute(QUOTAS[resource].count, [ownerId])) as { n: number }[];
   if ((row?.n ?? 0) >= limit) throw new QuotaExceededError(resource, limit);
+}
+
+/**
+ * As `assertRoomFor`, for `adding` of `resource` at once (the subscriptions a new source or workflow gets from its
+ * account's auto-subscriptions): refused when the account's count plus them would pass `limit`. Run it inside the
+ * transaction that inserts them; it holds the same per-account lock.
+ */
+export async function assertRoomForMore(em: EntityManager, resource: QuotaResource, ownerId: string, limit: number, adding: number, what: string): Promise<void> {
+  if (!limit || adding <= 0) return;
+  await lockAccount(em, resource, ownerId);
+  const [row] = (await em.execute(QUOTAS[resource].count, [ownerId])) as { n: number }[];
+  const n = row?.n ?? 0;
+  if (n + adding <= limit) return;
+  throw new QuotaExceededError(resource, limit, `this account has ${n} ${resource}, and the ${adding} ${what} would pass the most it may have, ${limit} (${QUOTAS[resource].setting}); delete some to make room`);
 }
 
 const DAY_MS = 24 * 3600 * 1000;

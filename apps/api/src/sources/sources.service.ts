@@ -8,7 +8,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, newEndpointKey, newId, NotFoundError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
-import { autoSubscribe } from '../subscriptions/auto-subscribe';
+import { announceAutoSubscribed, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
 import { AuthContext } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
@@ -158,12 +158,14 @@ export class SourcesService {
    * concurrent creates for one owner (ten parallel POSTs of one component) each get the next free number
    * instead of racing for the same one.
    */
-  private async insertWithSlug(source: Source, base: string): Promise<void> {
-    await this.em.fork().transactional(async (em) => {
+  private async insertWithSlug(source: Source, base: string): Promise<boolean> {
+    return this.em.fork().transactional(async (em) => {
       await lockOwnerSlugs(em, source.ownerId);
       await assertRoomFor(em, 'sources', source.ownerId, this.config.sourcesMaxPerAccount);
       source.nameSlug = await this.freeSlug(em, source.ownerId, base);
       await em.persist(source).flush();
+      // With the subscriptions its account's auto-subscriptions give it, or not at all (they count in the quota).
+      return insertAutoSubscriptions(em, source, 'source', this.config.subscriptionsMaxPerAccount);
     });
   }
 
@@ -218,9 +220,9 @@ export class SourcesService {
       endpointKey: hasHttp ? newEndpointKey() : null,
       createdAtMs: Date.now(),
     });
-    await this.insertWithSlug(source, slugify(sourceName));
+    const subscribed = await this.insertWithSlug(source, slugify(sourceName));
     this.logger.log(`source created source_id=${source.id} owner_id=${ownerId} component_id=${component.id} type=${meta.type}`);
-    await autoSubscribe(this.em, this.nats, source);
+    if (subscribed) await announceAutoSubscribed(this.nats, source);
     await this.publisher.publishSoon(source.id);
     return { source, component };
   }

@@ -7,7 +7,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, ConflictError, encryptValue, newEndpointKey, newId, NotFoundError } from '@app/contracts';
 import { Component, Subscription, Workflow } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
-import { autoSubscribe } from '../subscriptions/auto-subscribe';
+import { announceAutoSubscribed, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
 import { AuthContext } from '../auth/auth.context';
 import { ComponentsService } from '../components/components.service';
 import { propsView } from '../sources/source-props';
@@ -193,10 +193,13 @@ export class WorkflowsService {
     this.publisher.assertFits(w, components);
     const trigger = await this.triggerRow(auth, ownerId, def);
     w.trigger = trigger;
+    let subscribed = false;
     try {
-      await em.transactional(async (tx) => {
+      subscribed = await em.transactional(async (tx) => {
         await assertRoomFor(tx, 'workflows', ownerId, this.config.workflowsMaxPerAccount);
         await tx.persist(w).flush();
+        // With the subscriptions its account's auto-subscriptions give it, or not at all (they count in the quota).
+        return insertAutoSubscriptions(tx, w, 'workflow', this.config.subscriptionsMaxPerAccount);
       });
     } catch (e) {
       // Not stored (the name taken or the quota reached meanwhile): the source deployed for its trigger goes too.
@@ -205,7 +208,7 @@ export class WorkflowsService {
       throw e;
     }
     await this.linkTrigger(auth, w);
-    await autoSubscribe(this.em, this.nats, w);
+    if (subscribed) await announceAutoSubscribed(this.nats, w);
     this.logger.log(`workflow created workflow_id=${w.id} owner_id=${ownerId} deployment_id=${w.deploymentId}`);
     await this.publisher.publishSoon(w.id);
     const current = await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null });
