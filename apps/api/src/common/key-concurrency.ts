@@ -63,14 +63,16 @@ export class KeyConcurrency {
 }
 
 /**
- * Applies a KeyConcurrency to `/v1` requests, keyed by the API key's hash (no lookup needed: a refused
+ * Applies a KeyConcurrency to `/v1` requests (by the route matched, however the path is escaped), keyed by the API key's hash (no lookup needed: a refused
  * request costs no query). Event streams (`/sse`) stay open for long and the public `/e/` ingress has
  * its own limits: neither counts. A request that waited too long gets 429 with Retry-After.
  */
 export function registerKeyConcurrency(fastify: FastifyInstance, limiter: KeyConcurrency): void {
   if (limiter.limit <= 0) return;
   fastify.addHook('onRequest', async (req, reply) => {
-    if (!req.url.startsWith('/v1/')) return;
+    // By the route the router matched too: it reads the path decoded, so `/%761/sources` is `/v1/sources` (and was
+    // not counted when only the URL as sent was looked at).
+    if (!req.url.startsWith('/v1/') && !req.routeOptions?.url?.startsWith('/v1/')) return;
     const key = bearerKey(req.headers.authorization);
     const release = await limiter.acquire(key ? sha256Hex(key) : '');
     if (!release) {
