@@ -139,4 +139,26 @@ describe('account quotas', () => {
     expect((await api.post('/sources', { component_code: HTTP_SOURCE })).status).toBe(200);
     expect((await api.get('/users/me/subscriptions')).body.data).toHaveLength(2);
   });
+  it('webhooks, workflows and (auto-)subscriptions: twenty concurrent creates end at the quota, and refused workflows leave no trigger source', async () => {
+    const api = client(system, createUser(system).apiKey);
+    const many = <T>(n: number, make: (i: number) => Promise<T>) => Promise.all(Array.from({ length: n }, (_, i) => make(i)));
+    const statuses = (rs: { status: number }[]) => rs.map((r) => r.status).sort();
+    const ok = (n: number, of: number) => [...Array(n).fill(200), ...Array(of - n).fill(403)];
+
+    const hooks = await many(20, (i) => api.post('/webhooks', { url: `https://example.com/race/${i}` }));
+    expect(statuses(hooks)).toEqual(ok(2, 20));
+
+    const source = (await api.post('/sources', { component_code: HTTP_SOURCE })).body.data.id as string;
+    const hook = hooks.find((r) => r.status === 200)!.body.data.id as string;
+    const subs = await many(20, (i) => (i < 2 ? api.post(`/auto_subscriptions?event_name=${['$errors', '$logs'][i]}&listener_id=${hook}`) : api.post(`/subscriptions?emitter_id=${source}&listener_id=${hook}&event_name=e${i}`)));
+    expect(statuses(subs)).toEqual(ok(3, 20));
+
+    const other = client(system, createUser(system).apiKey);
+    const workflows = await many(20, (i) => other.post('/workflows', { name: `race ${i}`, trigger: { source: { code: HTTP_SOURCE, props: {} } }, steps: [{ name: 'echo', code: STEP }] }));
+    // Refused by the workflows quota, or by the sources quota for their trigger source: nothing past either is kept.
+    expect(workflows.filter((r) => r.status === 200)).toHaveLength(2);
+    expect(workflows.filter((r) => r.status !== 200).map((r) => [r.status, r.body.code])).toEqual(Array(18).fill([403, 'quota_exceeded']));
+    expect((await other.get('/users/me/workflows')).body.data).toHaveLength(2);
+    expect((await other.get('/users/me/sources')).body.page_info.total_count).toBe(2);
+  });
 });
