@@ -1,15 +1,17 @@
 import { connect, type Socket } from 'node:net';
+import { Client } from 'pg';
 import { createUser } from './support/accounts';
 import { startSystem, System } from './support/system';
 
 /**
- * API_MAX_CONCURRENT_PER_KEY counts every request the /v1 routes answer, however its path is spelled: the router
- * decodes percent-escapes (`/%761/…` is `/v1/…`) and ignores a trailing slash, and such a request is the same work.
+ * API_MAX_CONCURRENT_PER_KEY counts every request the /v1 routes answer, however its path is spelled (the router
+ * decodes percent-escapes: `/%761/…` is `/v1/…`, the same work), and for as long as the api works on it, also after
+ * its client has gone away.
  */
-describe('API_MAX_CONCURRENT_PER_KEY and the spelling of the path', () => {
+describe('API_MAX_CONCURRENT_PER_KEY against a key that tries to pass it', () => {
   let system: System;
   beforeAll(async () => {
-    system = await startSystem({ REGISTRY_DIR: 'off', API_MAX_CONCURRENT_PER_KEY: '1', API_QUEUE_WAIT_MS: '0' }, { apps: ['api'] });
+    system = await startSystem({ REGISTRY_DIR: 'off', API_MAX_CONCURRENT_PER_KEY: '1', API_QUEUE_WAIT_MS: '0', DB_POOL_MAX: '3', DB_POOL_ACQUIRE_TIMEOUT_MS: '300' }, { apps: ['api'] });
   });
   afterAll(async () => {
     await system?.stop();
@@ -54,5 +56,47 @@ describe('API_MAX_CONCURRENT_PER_KEY and the spelling of the path', () => {
     // Once it is gone, the key is answered again.
     for (let i = 0; i < 50 && (await get('/v1/users/me')).status !== 200; i++) await sleep(100);
     expect((await get('/v1/users/me')).status).toBe(200);
+  });
+  it("keeps a request's turn until the api has finished it, when its client has gone away: abandoned requests cannot take the Postgres pool", async () => {
+    const a = createUser(system);
+    const b = createUser(system);
+    const origin = new URL(system.baseUrl).origin;
+    const pg = new Client({ connectionString: system.databaseUrl });
+    await pg.connect();
+    // Creates of A's webhooks wait in Postgres (each holding a pool connection) while this lock is held.
+    await pg.query('select pg_advisory_lock(hashtext($1))', [`quota:webhooks:${a.id}`]);
+    const waiting = async (): Promise<number> => (await pg.query(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`)).rows[0].n;
+    const answers: (number | string)[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        const ctl = new AbortController();
+        const sent = fetch(`${origin}/v1/webhooks`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${a.apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ url: 'https://example.com/abandoned' }),
+          signal: ctl.signal,
+        }).then(
+          (r) => r.status,
+          () => 'abandoned',
+        );
+        // Answered at once (the key's turn is taken), or waiting for the lock in Postgres: then its client goes away.
+        let answer: number | string | undefined;
+        for (let t = 0; t < 200 && answer === undefined && (await waiting()) <= i; t++) answer = await Promise.race([sent, sleep(50).then(() => undefined)]);
+        if (answer === undefined) {
+          ctl.abort();
+          answer = await sent;
+        }
+        answers.push(answer);
+      }
+      expect(answers).toEqual(['abandoned', 429, 429]);
+      expect((await fetch(`${origin}/v1/users/me`, { headers: { authorization: `Bearer ${b.apiKey}` } })).status).toBe(200);
+    } finally {
+      await pg.query('select pg_advisory_unlock_all()');
+      await pg.end();
+    }
+    // Once the abandoned request is done, A has its turn again.
+    const me = () => fetch(`${origin}/v1/users/me`, { headers: { authorization: `Bearer ${a.apiKey}` } });
+    for (let i = 0; i < 50 && (await me()).status !== 200; i++) await sleep(100);
+    expect((await me()).status).toBe(200);
   });
 });

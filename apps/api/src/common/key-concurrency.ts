@@ -62,13 +62,28 @@ export class KeyConcurrency {
   }
 }
 
+/** A counted request's turn: ended once, when the api has finished it (or when its client left before it began). */
+interface Turn {
+  release: () => void;
+  /** Its handler has started: the turn lasts until it has answered, whether or not the client is still there. */
+  handling: boolean;
+  /** Its client went away before the handler started: the handler is not run. */
+  gone: boolean;
+}
+
 /**
- * Applies a KeyConcurrency to `/v1` requests (by the route matched, however the path is escaped), keyed by the API key's hash (no lookup needed: a refused
- * request costs no query). Event streams (`/sse`) stay open for long and the public `/e/` ingress has
- * its own limits: neither counts. A request that waited too long gets 429 with Retry-After.
+ * Applies a KeyConcurrency to `/v1` requests (by the route matched, however the path is escaped), keyed by the API
+ * key's hash (no lookup needed: a refused request costs no query). Event streams (`/sse`) stay open for long and the
+ * public `/e/` ingress has its own limits: neither counts. A request that waited too long gets 429 with Retry-After.
+ *
+ * A turn ends when the answer is ready (`onSend`), not when the connection closes: a client that went away while its
+ * request was at work (a slow query, a wait for a lock) ended the turn at once before, while the api went on working
+ * on it, so one key could have any number of requests at work by abandoning each, and hold every Postgres connection.
+ * A request whose client left before its handler began is not handled at all.
  */
 export function registerKeyConcurrency(fastify: FastifyInstance, limiter: KeyConcurrency): void {
   if (limiter.limit <= 0) return;
+  const turns = new WeakMap<object, Turn>();
   fastify.addHook('onRequest', async (req, reply) => {
     // By the route the router matched too: it reads the path decoded, so `/%761/sources` is `/v1/sources` (and was
     // not counted when only the URL as sent was looked at).
@@ -85,8 +100,24 @@ export function registerKeyConcurrency(fastify: FastifyInstance, limiter: KeyCon
           details: { max_concurrent: limiter.limit, retry_after_seconds: 1 },
         });
     }
-    // `close` comes once the answer is sent, or when the client went away first.
-    reply.raw.once('close', release);
-    if (reply.raw.destroyed) release();
+    const turn: Turn = { release, handling: false, gone: false };
+    turns.set(req, turn);
+    const closed = (): void => {
+      if (turn.handling) return;
+      turn.gone = true;
+      release();
+    };
+    reply.raw.once('close', closed);
+    if (reply.raw.destroyed) closed();
+  });
+  fastify.addHook('preHandler', async (req, reply) => {
+    const turn = turns.get(req);
+    if (!turn) return;
+    // Nobody is there to read the answer, and the turn has ended: the work is not done.
+    if (turn.gone) return reply.status(400).send({ error: 'the client went away before its request was handled', code: 'invalid_request' });
+    turn.handling = true;
+  });
+  fastify.addHook('onSend', async (req) => {
+    turns.get(req)?.release();
   });
 }
