@@ -8,7 +8,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, newEndpointKey, newId, NotFoundError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
-import { announceAutoSubscribed, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
+import { announceAutoSubscribed, assertRoomForAutoSubscriptions, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
 import { AuthContext } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
@@ -201,6 +201,7 @@ export class SourcesService {
   async create(auth: AuthContext, ownerId: string, ref: ComponentRef, name: string | undefined, configuredProps: unknown): Promise<{ source: Source; component: Component }> {
     // Refused before its code is read and saved; counted again, under the account's lock, when it is inserted.
     await assertRoomFor(this.em.fork(), 'sources', ownerId, this.config.sourcesMaxPerAccount);
+    await assertRoomForAutoSubscriptions(this.em, ownerId, 'source', this.config.subscriptionsMaxPerAccount);
     const component = await this.component(auth, ownerId, ref);
     const { values, additional } = await this.validate(component, configuredProps, ownerId);
     const meta = component.meta as unknown as ComponentMeta;

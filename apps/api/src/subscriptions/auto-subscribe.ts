@@ -25,6 +25,17 @@ export async function insertAutoSubscriptions(tx: EntityManager, emitter: { id: 
   return true;
 }
 
+/**
+ * The early check of `insertAutoSubscriptions`, before a create does costly work (saving code, deploying a trigger
+ * source): refused when the subscriptions the account's auto-subscriptions would give `emitters` new emitters pass the
+ * quota. Counted again, under the lock, as they are inserted.
+ */
+export async function assertRoomForAutoSubscriptions(em: EntityManager, ownerId: string, kind: 'source' | 'workflow', limit: number, emitters = 1): Promise<void> {
+  if (!limit) return;
+  const autos = await em.fork().count(AutoSubscription, { ownerId });
+  await assertRoomForMore(em.fork(), 'subscriptions', ownerId, limit, autos * emitters, `subscriptions this ${kind} would get from the account's auto-subscriptions`);
+}
+
 /** Tells the delivery apps of the subscriptions `insertAutoSubscriptions` made, once they are committed. */
 export async function announceAutoSubscribed(nats: NatsService, emitter: { id: string; ownerId: string }): Promise<void> {
   await announceRoutes(nats, 'subscriptions', { emitters: [{ emitter_id: emitter.id, owner_id: emitter.ownerId }] });

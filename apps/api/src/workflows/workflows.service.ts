@@ -7,7 +7,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, ConflictError, encryptValue, newEndpointKey, newId, NotFoundError } from '@app/contracts';
 import { Component, Subscription, Workflow } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
-import { announceAutoSubscribed, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
+import { announceAutoSubscribed, assertRoomForAutoSubscriptions, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
 import { AuthContext } from '../auth/auth.context';
 import { ComponentsService } from '../components/components.service';
 import { propsView } from '../sources/source-props';
@@ -172,6 +172,8 @@ export class WorkflowsService {
     }
     // Refused before its trigger source is deployed; counted again, under the account's lock, when it is inserted.
     await assertRoomFor(em, 'workflows', ownerId, this.config.workflowsMaxPerAccount);
+    // The workflow, and an inline trigger source, each get the account's auto-subscriptions.
+    await assertRoomForAutoSubscriptions(em, ownerId, 'workflow', this.config.subscriptionsMaxPerAccount, 'source' in def.trigger && typeof def.trigger.source !== 'string' ? 2 : 1);
     const secrets = this.secrets(def, body.secrets, {});
     const { rows, components } = await resolveSteps(this.components, em, auth, ownerId, def.steps, this.config);
     await this.checkTriggerEmitter(auth, ownerId, def.trigger);
