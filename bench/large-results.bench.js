@@ -1,17 +1,26 @@
 'use strict';
 // `npm run bench -- large-results`: what one account's large run results cost every other account. Account B's
 // source answers each request itself (respond()); it is asked every 20 ms, first while nothing else runs, then while
-// account A's source emits 60 or 120 events of 500 KB in one run (30 or 60 MB: a run's result may be 64 MiB). Printed
-// for each: B's request latency (p50 / p99 / max) and how long A's events took to be indexed, with the load average.
+// account A's source emits 60 or 120 events of 500 KB in one run (30 or 60 MB: a run's result may be 64 MiB), each a
+// string, or 60 events of 40,000 small objects each (about 450 KB of JSON: many values, the costly kind to read).
+// Printed for each: B's request latency (p50 / p99 / max) and how long A's events took to be indexed, with the load
+// average.
 const os = require('node:os');
 const path = require('node:path');
 const ROOT = path.join(__dirname, '..');
 const { api, createUser, percentile, startSystem, until } = require(path.join(ROOT, 'bench/support/system'));
 
 const BIG = `module.exports = { name: "Big", version: "1", props: { http: "$.interface.http" },
-  async run(event) { const pad = "h".repeat(500000); for (let i = 0; i < event.body.n; i++) this.$emit({ i, pad: pad + i }); this.$emit({ round: event.body.round }); } };`;
+  async run(event) {
+    const { n, round, values } = event.body;
+    const pad = "h".repeat(500000);
+    const many = () => Array.from({ length: 40000 }, (_, k) => ({ k }));
+    for (let i = 0; i < n; i++) this.$emit(values ? { i, many: many() } : { i, pad: pad + i });
+    this.$emit({ round });
+  } };`;
 const RESPONDER = 'module.exports = { name: "R", version: "1", props: { http: { type: "$.interface.http", customResponse: true } }, async run() { this.http.respond({ status: 200, body: "pong" }); } };';
-const ROUNDS = [0, 60, 120, 60, 120];
+/** [events, of small values] */
+const ROUNDS = [[0], [60], [120], [60, true], [60], [120], [60, true]];
 
 const send = (url, body) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
@@ -35,7 +44,7 @@ async function main() {
     const newest = async () => (await api(system, a.apiKey).get(`/sources/${big.id}/event_summaries?limit=1`)).body.data[0]?.event?.round;
     console.log(`large results: ${os.cpus().length} cores; account B's request latency while account A's run emits N events of 500 KB`);
     console.log('| A emits | B p50 / p99 / max | A indexed in | load average |\n|---|---|---|---|');
-    for (const [round, n] of ROUNDS.entries()) {
+    for (const [round, [n, values]] of ROUNDS.entries()) {
       const latencies = [];
       let pinging = true;
       const pinger = (async () => {
@@ -50,7 +59,7 @@ async function main() {
       let took = '';
       if (n) {
         const t0 = performance.now();
-        await send(big.url, { n, round });
+        await send(big.url, { n, round, values });
         await until(async () => (await newest()) === round, { what: 'the events indexed', timeoutMs: 300_000, intervalMs: 100 });
         took = `${Math.round(performance.now() - t0)} ms`;
       } else {
@@ -61,7 +70,8 @@ async function main() {
       await pinger;
       latencies.sort((x, y) => x - y);
       const ms = (q) => Math.round(percentile(latencies, q));
-      console.log(`| ${n ? `${n} (${n / 2} MB)` : 'nothing'} | ${ms(0.5)} / ${ms(0.99)} / ${Math.round(latencies.at(-1))} ms (${latencies.length} requests) | ${took} | ${load()} |`);
+      const what = n ? (values ? `${n} × 40,000 values (${Math.round(n * 0.45)} MB)` : `${n} (${n / 2} MB)`) : 'nothing';
+      console.log(`| ${what} | ${ms(0.5)} / ${ms(0.99)} / ${Math.round(latencies.at(-1))} ms (${latencies.length} requests) | ${took} | ${load()} |`);
     }
   } finally {
     await system.stop();

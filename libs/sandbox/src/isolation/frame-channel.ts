@@ -39,10 +39,18 @@ export class FrameError extends Error {
   override name = 'SandboxProtocolError';
 }
 
+/** How a reader hands its thread back between frames: after `afterMs` of reading, `pause` is given the rest to do later. */
+export interface FrameYield {
+  afterMs: number;
+  pause: (resume: () => void) => void;
+}
+
 /**
  * Splits a byte stream into messages. `maxBytes` bounds every frame (and so
  * what the reader holds): a longer one is refused as soon as its header is
- * read. After an error the reader ignores the rest of the stream.
+ * read. After an error the reader ignores the rest of the stream. With
+ * `yielding`, frames that arrived together are read in turns of the event loop
+ * (each `v8.deserialize` is one synchronous step; frame-pieces.ts).
  */
 export class FrameReader {
   private chunks: Buffer[] = [];
@@ -56,12 +64,21 @@ export class FrameReader {
     private readonly onError: (e: FrameError) => void,
     /** Untrusted frames: a message that unfolds far beyond its frame (shared references, see unfolding.ts) is refused. */
     private readonly bounded = false,
+    private readonly yielding?: FrameYield,
   ) {}
+
+  /** Frames are waiting to be read in a later turn (`yielding`). */
+  waiting = false;
 
   push(chunk: Buffer): void {
     if (this.failed) return;
     this.chunks.push(chunk);
     this.buffered += chunk.byteLength;
+    if (!this.waiting) this.read();
+  }
+
+  private read(): void {
+    const started = this.yielding ? performance.now() : 0;
     while (!this.failed) {
       if (this.need < 0) {
         if (this.buffered < FRAME_HEADER_BYTES) return;
@@ -84,6 +101,13 @@ export class FrameReader {
         return this.fail(`the sandbox sent a message of ${bytes} bytes that unfolds to more than ${unfoldingBudget(bytes)} values and characters (shared references)`);
       }
       this.onMessage(message, bytes);
+      if (this.yielding && this.buffered >= FRAME_HEADER_BYTES && performance.now() - started >= this.yielding.afterMs) {
+        this.waiting = true;
+        return this.yielding.pause(() => {
+          this.waiting = false;
+          this.read();
+        });
+      }
     }
   }
 

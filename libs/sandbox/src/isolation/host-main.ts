@@ -13,7 +13,7 @@ import { OwnThreadRunner } from './own-thread-runner';
 import { HOST_CHANNEL_FD, type FromHost, type HostConfig, type ToHost } from './host-protocol';
 import { FrameReader, frameHeader } from './frame-channel';
 import { IpcBatch } from './ipc-batch';
-import { doneBody, responseBody } from './result-bounds';
+import { doneBodies, responseBodies } from './result-bounds';
 
 const config = JSON.parse(process.argv[2] ?? '{}') as HostConfig;
 /** The process's own exit: on this thread the component runtime replaces `process.exit` (it throws for component code). */
@@ -25,15 +25,17 @@ const channel = new Socket({ fd: HOST_CHANNEL_FD, readable: true, writable: true
 const out = new IpcBatch<Buffer>((parts) => {
   if (channel.writable) channel.write(Buffer.concat(parts));
 });
-/** Sends one serialized message (a frame body). */
-const sendBody = (body: Buffer): void => {
-  out.push(frameHeader(body.byteLength));
-  out.push(body);
+/** Sends serialized messages (frame bodies). */
+const sendBodies = (bodies: Buffer[]): void => {
+  for (const body of bodies) {
+    out.push(frameHeader(body.byteLength));
+    out.push(body);
+  }
 };
 /** Sends a message of the host's own; one that cannot be encoded (a log line's object) is dropped. */
 const send = (m: Exclude<FromHost, { t: 'done' | 'response' }>): void => {
   try {
-    sendBody(serialize(m));
+    sendBodies([serialize(m)]);
   } catch {
     // dropped
   }
@@ -52,11 +54,11 @@ function handle(m: ToHost): void {
   if (m.t === 'run') {
     const onResponse = m.respond
       ? (payload: ResponseMessage) => {
-          const body = responseBody(m.id, payload);
-          if (body) sendBody(body);
+          const bodies = responseBodies(m.id, payload);
+          if (bodies) sendBodies(bodies);
         }
       : undefined;
-    void pool.run(m.task, m.timeoutMs, onResponse).then((result) => sendBody(doneBody(m.id, m.task, result)));
+    void pool.run(m.task, m.timeoutMs, onResponse).then((result) => sendBodies(doneBodies(m.id, m.task, result)));
   } else if (m.t === 'close') {
     void pool.close(m.graceMs).then(() => {
       out.flush();

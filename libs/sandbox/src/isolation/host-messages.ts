@@ -1,6 +1,7 @@
 import type { WorkerTask } from '../worker-protocol';
 import type { FromHost } from './host-protocol';
 import { resultCapBytes } from './result-bounds';
+import { checkedPiece } from './frame-pieces';
 
 /** Room for a message's envelope (`{ t, id, out }`) around an answer, and the most a log line or `ready` may take. */
 export const FRAME_ENVELOPE_BYTES = 64 * 1024;
@@ -43,6 +44,8 @@ export function checkedFromHost(m: unknown): FromHost | string {
       if (!Number.isSafeInteger(m.id)) return 'a response without a task id';
       if (!isRecord(m.payload)) return 'a response that is not an object';
       return { t: 'response', id: m.id as number, payload: m.payload as never };
+    case 'piece':
+      return checkedPiece(m);
     case 'log':
       if (typeof m.level !== 'string' || !LEVELS.has(m.level)) return 'a log line of no known level';
       return { t: 'log', level: m.level as 'info', obj: logFields(m.obj), msg: typeof m.msg === 'string' ? m.msg.slice(0, LOG_VALUE_MAX) : undefined };

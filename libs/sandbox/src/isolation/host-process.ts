@@ -11,6 +11,7 @@ import { ReadHold } from './read-hold';
 import { FRAME_ENVELOPE_BYTES, checkedFromHost, frameCapBytes } from './host-messages';
 import { RESULT_MAX_BYTES } from './result-bounds';
 import { treeRssBytes } from './process-memory';
+import { FRAME_MAX_BYTES, PieceAssembly } from './frame-pieces';
 
 const START_TIMEOUT_MS = 30_000;
 const MEMORY_CHECK_MS = 100;
@@ -23,6 +24,8 @@ const OVERRUN_GRACE_MS = 1000;
 /** How long a dead process's exit waits for the rest of its stderr (which tells a heap exhaustion). */
 const STDERR_DRAIN_MS = 1000;
 const HEAP_EXHAUSTED = /JavaScript heap out of memory|Reached heap limit/;
+/** How long the app reads a sandbox's frames before handing its event loop to other work (frame-pieces.ts). */
+const READ_TURN_MS = 5;
 /**
  * Bytes of a sandbox's stderr the app reads per second; past them it stops reading until the second is over (the
  * sandbox's writes then wait). Node writes little there (a fatal error, a heap exhaustion), but component code can
@@ -52,6 +55,9 @@ interface Pending {
   timeoutMs: number;
   /** Run again after a stop it may have caused: the caller has no other suspect of this process in flight. */
   suspect: boolean;
+  /** Pieces of its next answer (a `response` or the `done`), and their bytes. */
+  pieces?: PieceAssembly;
+  pieceBytes: number;
 }
 
 export interface HostProcessOptions {
@@ -133,6 +139,16 @@ export class HostProcess {
         },
         (e: FrameError) => this.violation(e.message),
         true,
+        {
+          afterMs: READ_TURN_MS,
+          pause: (resume) => {
+            channel.pause();
+            setImmediate(() => {
+              resume();
+              if (!reader.waiting && !this.hold?.holding) channel.resume();
+            });
+          },
+        },
       );
       channel.on('data', (d: Buffer) => {
         this.lastFrameMs = Date.now();
@@ -202,7 +218,7 @@ export class HostProcess {
     this.lastUsedMs = Date.now();
     const id = this.nextId++;
     return new Promise<TaskOutcome<T>>((resolve) => {
-      this.pending.set(id, { resolve: resolve as (o: TaskOutcome<unknown>) => void, onResponse, what, task, sentAtMs: Date.now(), timeoutMs, suspect });
+      this.pending.set(id, { resolve: resolve as (o: TaskOutcome<unknown>) => void, onResponse, what, task, sentAtMs: Date.now(), timeoutMs, suspect, pieceBytes: 0 });
       this.out.push({ t: 'run', id, task, timeoutMs, respond: !!onResponse });
     });
   }
@@ -234,7 +250,8 @@ export class HostProcess {
 
   /**
    * The largest frame the host may send now: the largest answer one of its tasks in flight may have
-   * (result-bounds.ts), plus room for the envelope; a log line or `ready` when none is in flight.
+   * (result-bounds.ts), plus room for the envelope, and never more than FRAME_MAX_BYTES (larger answers come in
+   * pieces); a log line or `ready` when none is in flight.
    */
   private frameCap(): number {
     let cap = 0;
@@ -243,7 +260,22 @@ export class HostProcess {
       // Runs have the largest bound there is: no need to look further (thousands may be in flight).
       if (cap >= RESULT_MAX_BYTES) break;
     }
-    return cap + FRAME_ENVELOPE_BYTES;
+    return Math.min(cap + FRAME_ENVELOPE_BYTES, FRAME_MAX_BYTES);
+  }
+
+  /** The answer `m` of task `p` with its pieces put in (frame-pieces.ts), or why it cannot have them. */
+  private withPieces<M extends { out: TaskOutcome<unknown> } | { payload: ResponseMessage }>(p: Pending, m: M): M | string {
+    const pieces = p.pieces;
+    p.pieces = undefined;
+    p.pieceBytes = 0;
+    if (!pieces) return m;
+    if ('out' in m) {
+      if (!('value' in m.out)) return 'pieces of an answer that is a failure';
+      const filled = pieces.fill(m.out.value);
+      return typeof filled === 'string' ? filled : { ...m, out: { value: filled.value } };
+    }
+    const filled = pieces.fill(m.payload);
+    return typeof filled === 'string' ? filled : { ...m, payload: filled.value as ResponseMessage };
   }
 
   /**
@@ -257,13 +289,22 @@ export class HostProcess {
   }
 
   private onMessage(m: FromHost, bytes: number): void {
-    if (m.t === 'done') {
+    if (m.t === 'piece') {
+      // Those of a late response (after the task's answer) are dropped with it.
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      p.pieceBytes += bytes;
+      if (p.pieceBytes > frameCapBytes(p.task) + FRAME_ENVELOPE_BYTES) return this.violation(`pieces of ${p.pieceBytes} bytes of an answer to a ${p.task.kind} task, over its bound`);
+      (p.pieces ??= new PieceAssembly()).add(m);
+    } else if (m.t === 'done') {
       const p = this.pending.get(m.id);
       if (!p) return this.violation(`an answer to task ${m.id}, which is not in flight`);
-      if (bytes > frameCapBytes(p.task) + FRAME_ENVELOPE_BYTES) return this.violation(`an answer of ${bytes} bytes to a ${p.task.kind} task, over its bound`);
+      if (bytes + p.pieceBytes > frameCapBytes(p.task) + FRAME_ENVELOPE_BYTES) return this.violation(`an answer of ${bytes + p.pieceBytes} bytes to a ${p.task.kind} task, over its bound`);
+      const whole = this.withPieces(p, m);
+      if (typeof whole === 'string') return this.violation(whole);
       this.pending.delete(m.id);
       this.lastUsedMs = Date.now();
-      p.resolve(m.out);
+      p.resolve(whole.out);
     } else if (m.t === 'response') {
       // Late ones (after the task's answer) are dropped; more than the task can have are a violation.
       const p = this.pending.get(m.id);
@@ -271,7 +312,9 @@ export class HostProcess {
       p.responses = (p.responses ?? 0) + 1;
       const most = p.task.kind === 'executeBatch' ? p.task.items.length : 1;
       if (p.responses > most) return this.violation(`${p.responses} responses to a task that may have ${most}`);
-      p.onResponse?.(m.payload);
+      const whole = this.withPieces(p, m);
+      if (typeof whole === 'string') return this.violation(whole);
+      p.onResponse?.(whole.payload);
     } else if (m.t === 'log') {
       if (bytes > FRAME_ENVELOPE_BYTES) return this.violation(`a log line of ${bytes} bytes`);
       // The host logs a few lines per failed task: more are dropped, so the channel cannot flood the app's log.

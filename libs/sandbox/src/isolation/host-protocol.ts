@@ -5,6 +5,7 @@
  */
 import type { TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
+import type { Piece } from './frame-pieces';
 
 /** Where an account's runs execute inside its sandbox process (SANDBOX_RUN_IN). */
 export type SandboxRunIn = 'process' | 'workers';
@@ -32,4 +33,6 @@ export type FromHost =
   | { t: 'ready' }
   | { t: 'done'; id: number; out: TaskOutcome<unknown> }
   | { t: 'response'; id: number; payload: ResponseMessage }
+  /** A part of the next `done` or `response` of task `id` (frame-pieces.ts). */
+  | Piece
   | { t: 'log'; level: 'info' | 'warn' | 'error' | 'debug'; obj: object; msg?: string };

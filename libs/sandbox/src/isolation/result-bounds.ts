@@ -1,6 +1,7 @@
 import { serialize } from 'node:v8';
 import { sandboxError, type TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
+import { cutInPieces, PIECE_BYTES } from './frame-pieces';
 
 /** Most bytes one answer of a sandbox may carry to its app (as the IPC channel serializes it). */
 export const RESULT_MAX_BYTES = 64 * 1024 * 1024;
@@ -31,14 +32,15 @@ function serializedWith(message: Record<string, unknown>, key: string): { body: 
 }
 
 /**
- * The `done` message of task `id` as the host sends it to the app (serialized once, the frame's body), carrying a
- * ResultSizeLimitError instead of the outcome when that is larger than the task's cap or cannot be serialized.
- * Measured in the host's main thread, which no component code can reach (the checks in the worker share the
- * component's realm, whose JSON and Buffer it may have replaced), so that no account can make an app hold an
- * answer of any size: a string repeated by reference is small in the sandbox and large once serialized.
+ * The `done` message of task `id` as the host sends it to the app (frame bodies: the answer's pieces, if any, then
+ * the message, frame-pieces.ts), carrying a ResultSizeLimitError instead of the outcome when that is larger than the
+ * task's cap or cannot be serialized. Measured in the host's main thread, which no component code can reach (the
+ * checks in the worker share the component's realm, whose JSON and Buffer it may have replaced), so that no account
+ * can make an app hold an answer of any size: a string repeated by reference is small in the sandbox and large once
+ * serialized.
  */
-export function doneBody(id: number, task: WorkerTask, out: TaskOutcome<unknown>, cap = resultCapBytes(task)): Buffer {
-  const refused = (message: string): Buffer => serialize({ t: 'done', id, out: { failed: sandboxError('ResultSizeLimitError', message) } });
+export function doneBodies(id: number, task: WorkerTask, out: TaskOutcome<unknown>, cap = resultCapBytes(task)): Buffer[] {
+  const refused = (message: string): Buffer[] => [serialize({ t: 'done', id, out: { failed: sandboxError('ResultSizeLimitError', message) } })];
   let sized: { body: Buffer; bytes: number };
   try {
     sized = serializedWith({ t: 'done', id, out }, 'out');
@@ -46,15 +48,27 @@ export function doneBody(id: number, task: WorkerTask, out: TaskOutcome<unknown>
     // Nested too deeply for the serializer (an emit of [[[…]]] 3,000 levels deep): thrown here, it ended the sandbox process.
     return refused(`${what(task)} cannot be sent back: ${(e as Error).message}`);
   }
-  if (sized.bytes <= cap) return sized.body;
-  return refused(`${what(task)} is ${sized.bytes} bytes, over the ${cap} bytes a sandbox may send back`);
+  if (sized.bytes > cap) return refused(`${what(task)} is ${sized.bytes} bytes, over the ${cap} bytes a sandbox may send back`);
+  if (sized.body.byteLength <= PIECE_BYTES || !('value' in out)) return [sized.body];
+  try {
+    const { bodies, shell } = cutInPieces(id, out.value);
+    return [...bodies, serialize({ t: 'done', id, out: { value: shell } })];
+  } catch (e) {
+    return refused(`${what(task)} cannot be sent back: ${(e as Error).message}`);
+  }
 }
 
-/** The `response` message of task `id` (serialized once), or undefined when the payload cannot go to the app (an oversized one fails its run through `doneBody`). */
-export function responseBody(id: number, payload: ResponseMessage, cap = RESULT_MAX_BYTES): Buffer | undefined {
+/**
+ * The `response` message of task `id` (frame bodies, as doneBodies), or undefined when the payload cannot go to the
+ * app (an oversized one fails its run through `doneBodies`).
+ */
+export function responseBodies(id: number, payload: ResponseMessage, cap = RESULT_MAX_BYTES): Buffer[] | undefined {
   try {
     const sized = serializedWith({ t: 'response', id, payload }, 'payload');
-    return sized.bytes <= cap ? sized.body : undefined;
+    if (sized.bytes > cap) return undefined;
+    if (sized.body.byteLength <= PIECE_BYTES) return [sized.body];
+    const { bodies, shell } = cutInPieces(id, payload);
+    return [...bodies, serialize({ t: 'response', id, payload: shell })];
   } catch {
     return undefined;
   }
