@@ -120,6 +120,32 @@ describe('account quotas', () => {
     expect((await api.del(`/subscriptions?emitter_id=${source}&listener_id=${hooks[1]}&event_name=`)).status).toBe(204);
     expect((await api.post(`/subscriptions?emitter_id=${source}&listener_id=${hooks[1]}&event_name=custom`)).status).toBe(200);
   });
+  it("subscriptions: one made with org_id is the org's, charged to its quota, so one of its ends must be the org's; a member's route between their own ends is refused 404", async () => {
+    const member = createUser(system);
+    const api = client(system, member.apiKey);
+    const org = admin(system, ['orgs', 'create', '--name', 'Subs', '--orgname', `subs-${member.id.slice(2, 12).toLowerCase()}`]);
+    admin(system, ['orgs', 'add-member', '--org', org.id, '--user', member.id]);
+    const mine = (await api.post('/sources', { component_code: HTTP_SOURCE })).body.data.id as string;
+    const myHook = (await api.post('/webhooks', { url: 'https://example.com/mine' })).body.data.id as string;
+    const orgHook = (await api.post(`/webhooks?org_id=${org.id}`, { url: 'https://example.com/org' })).body.data.id as string;
+    // Neither end is the org's: answered as a resource outside the org is; nothing is listed in or charged to the org.
+    expect(outcome(await api.post(`/subscriptions?org_id=${org.id}&emitter_id=${mine}&listener_id=${myHook}`))).toEqual({
+      status: 404,
+      body: { error: expect.stringContaining(`org ${org.id} owns neither`), code: 'not_found', details: { org_id: org.id, emitter_id: mine, listener_id: myHook } },
+    });
+    expect((await api.get(`/orgs/${org.id}/subscriptions`)).body.data).toEqual([]);
+    // One end the org's (the listener; or the emitter: a glob is the org's sources) makes the org's subscription.
+    const orgs = [
+      await api.post(`/subscriptions?org_id=${org.id}&emitter_id=${mine}&listener_id=${orgHook}`),
+      await api.post(`/subscriptions?org_id=${org.id}&emitter_id=dc_*&listener_id=${myHook}`),
+    ];
+    expect(orgs.map((r) => r.status)).toEqual([200, 200]);
+    expect((await api.get(`/orgs/${org.id}/subscriptions`)).body.data).toEqual(orgs.map((r) => r.body.data));
+    // Without org_id the route between the member's own ends is theirs, in their list and quota.
+    const own = await api.post(`/subscriptions?emitter_id=${mine}&listener_id=${myHook}`);
+    expect(own.status).toBe(200);
+    expect((await api.get('/users/me/subscriptions')).body.data).toEqual([own.body.data]);
+  });
   it("subscriptions: those a new source or workflow would get from auto-subscriptions count too, so auto-subscriptions cannot multiply the quota by the sources", async () => {
     const api = client(system, createUser(system).apiKey);
     const hook = (await api.post('/webhooks', { url: 'https://example.com/auto' })).body.data.id as string;

@@ -25,7 +25,7 @@ const toDto = (s: Subscription): SubscriptionDto => ({ id: s.id, emitter_id: s.e
 
 /**
  * Subscriptions route an emitter's channel to a listener. The owner is the org
- * given by `org_id`, else the listener's owner; a glob covers that owner's emitters.
+ * given by `org_id` (which must own one of the ends), else the listener's owner; a glob covers that owner's emitters.
  * The caller is recorded: a route between two orgs routes only while they belong to both.
  */
 @Injectable()
@@ -38,11 +38,16 @@ export class SubscriptionsService {
       // In one transaction with the emitter and listener locked (FOR SHARE): a delete of either that runs meanwhile
       // waits for it and then removes the new subscription too, or has happened and this answers 404.
       const { sub, changed } = await this.em.fork().transactional(async (tx) => {
-        await resolveEmitter(tx, auth, emitterId, true);
+        const emitter = await resolveEmitter(tx, auth, emitterId, true);
         // Checked after both ids resolved: a glob as listener is "an id with another prefix", not a loop.
         const listener = await resolveListener(tx, auth, listenerId, true);
         if (emitterId === listenerId) throw new BadRequestError('a source cannot subscribe to itself', { emitter_id: emitterId });
-        key = { ownerId: orgId ? namespaceOf(auth, orgId) : listener.ownerId, emitterId, listenerId, eventName };
+        const ownerId = orgId ? namespaceOf(auth, orgId) : listener.ownerId;
+        // The org's list, quota and members' deletes hold it: a route between ends of other accounts is not the org's.
+        if (!emitter.glob && emitter.ownerId !== ownerId && listener.ownerId !== ownerId) {
+          throw new NotFoundError(`org ${ownerId} owns neither emitter ${emitterId} nor listener ${listenerId}: a subscription made with org_id needs one of its ends in that org`, { org_id: ownerId, emitter_id: emitterId, listener_id: listenerId });
+        }
+        key = { ownerId, emitterId, listenerId, eventName };
         const existing = await tx.findOne(Subscription, key);
         if (existing) {
           // Made again by someone else (the one who made it may have left an org it bridges): it routes for the caller now.
