@@ -122,6 +122,22 @@ describe('workflow definitions: what a deploy refuses', () => {
     await refused({ name: 'manual', trigger: { manual: { x: 1 } }, steps }, 'trigger.manual.x');
   });
 
+  it("refuses an events trigger naming the workflow itself, as one naming an emitter that does not exist or is another account's", async () => {
+    const steps = [{ name: 'a', code: TYPED, props: { n: 1, c: 'a' } }];
+    const theirs = (await client(system, createUser(system).apiKey).post('/workflows', { name: 'theirs', trigger: { manual: {} }, steps })).body.data.id as string;
+    await refused({ name: 'missing', trigger: { events: { emitter_id: 'p_nosuchworkflow', event_name: '' } }, steps }, 'trigger.events.emitter_id');
+    await refused({ name: 'theirs', trigger: { events: { emitter_id: theirs, event_name: '$errors' } }, steps }, 'trigger.events.emitter_id');
+    const wf = (await api().post('/workflows', { name: 'self', trigger: { manual: {} }, steps })).body.data;
+    for (const event_name of ['', '$errors']) {
+      const res = await api().put(`/workflows/${wf.id}`, { name: 'self', trigger: { events: { emitter_id: wf.id, event_name } }, steps });
+      expect({ status: res.status, code: res.body.code, details: res.body.details }).toEqual({ status: 400, code: 'invalid_workflow', details: { path: 'trigger.events.emitter_id' } });
+      expect(res.body.error).toBe(`trigger.events.emitter_id: a workflow cannot be triggered by its own events (${wf.id})`);
+    }
+    // Nothing of it is kept: the trigger is still manual, and no subscription feeds the workflow.
+    expect((await api().get(`/workflows/${wf.id}`)).body.data.trigger).toEqual({ manual: {} });
+    expect((await api().get('/users/me/subscriptions')).body.data.filter((s: { listener_id: string }) => s.listener_id === wf.id)).toEqual([]);
+  });
+
   it('refuses templates that cannot resolve: not steps./trigger./secrets., an unknown step, the step itself or a later one', async () => {
     const a = { name: 'a', code: TYPED, props: { n: 1, c: 'a' } };
     await refused({ name: 'tpl', steps: [a, { name: 'send', action: 'wf-send-message', props: { channel: '{{ foo }}', text: 't' } }] }, 'steps[1].props.channel');

@@ -248,7 +248,7 @@ export class WorkflowsService {
     const secrets = this.secrets(def, body.secrets, w.secrets);
     const { rows, components } = await resolveSteps(this.components, em, auth, w.ownerId, def.steps, this.config, w.steps);
     const endpointKey = 'http' in def.trigger ? (w.endpointKey ?? newEndpointKey()) : null;
-    await this.checkTriggerEmitter(auth, w.ownerId, def.trigger);
+    await this.checkTriggerEmitter(auth, w.ownerId, def.trigger, w.id);
     this.publisher.assertFits(Object.assign(new Workflow(), { ...w, trigger: storedTriggerShape(def), steps: rows, settings: def.settings, secrets, endpointKey }), components);
     const trigger = await this.triggerRow(auth, w.ownerId, def, w);
     // The trigger this deploy replaces, read with the row locked, unless another deploy was stored since `w` was read.
@@ -302,14 +302,16 @@ export class WorkflowsService {
   }
 
   /**
-   * The emitter a `source` (by id) or `events` trigger names must be the owner's: checked before anything is
-   * stored, so a refused definition (400) leaves no workflow behind.
+   * The emitter a `source` (by id) or `events` trigger names must be the owner's, and not the workflow itself
+   * (`workflowId`, on a deploy: its events never route to it): checked before anything is stored, so a refused
+   * definition (400) leaves no workflow behind.
    */
-  private async checkTriggerEmitter(auth: AuthContext, ownerId: string, trigger: WorkflowDefinition['trigger']): Promise<void> {
+  private async checkTriggerEmitter(auth: AuthContext, ownerId: string, trigger: WorkflowDefinition['trigger'], workflowId?: string): Promise<void> {
     const t = trigger as { source?: unknown; events?: { emitter_id: string } };
     const [path, emitterId] = typeof t.source === 'string' ? ['trigger.source', t.source] : t.events ? ['trigger.events.emitter_id', t.events.emitter_id] : [];
     if (!path || !emitterId) return;
     try {
+      if (emitterId === workflowId) throw new BadRequestError(`a workflow cannot be triggered by its own events (${emitterId})`);
       const emitter = await resolveEmitter(this.em.fork(), auth, emitterId);
       if (emitter.ownerId && emitter.ownerId !== ownerId) throw new NotFoundError(`emitter ${emitterId} not found`, { id: emitterId });
     } catch (e) {
