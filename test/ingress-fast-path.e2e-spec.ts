@@ -74,6 +74,8 @@ describe('HTTP endpoints: the fast path answers and stores what the framework ro
     return { ...out, event };
   };
 
+  const pick = ({ status, body }: { status: number; body: unknown }): { status: number; body: unknown } => ({ status, body });
+
   const served = async (s: Side): Promise<Record<string, number>> => {
     const m = await scrapeMetrics(`${s.system.origin}/metrics`);
     return { fast: m['api_ingress_requests_total{path="fast"}'], route: m['api_ingress_requests_total{path="route"}'] };
@@ -114,6 +116,28 @@ describe('HTTP endpoints: the fast path answers and stores what the framework ro
     expect(after.fast - before.fast).toBe(10);
     expect(after.route - before.route).toBe(3);
     expect((await served(routed)).fast).toBe(0);
+  });
+
+  it('refuses two Content-Type or two Authorization headers before storing anything, either way (the source saw the first one)', async () => {
+    const refused = (header: string, name: string) => ({ status: 400, body: { error: `send one ${name} header, not several`, code: 'invalid_request', details: { header } } });
+    const cases: [string, [string, string], unknown][] = [
+      ['two Content-Types, a POST', [`POST PATH HTTP/1.1\nContent-Type: application/json\nContent-Type: text/plain\nContent-Length: 7`, '{"a":1}'], refused('content-type', 'Content-Type')],
+      ['two Content-Types in other cases, a PUT', [`PUT PATH/x HTTP/1.1\ncontent-type: text/plain\nCONTENT-TYPE: text/plain\nContent-Length: 1`, 'x'], refused('content-type', 'Content-Type')],
+      ['two Content-Types, a chunked body', [`POST PATH HTTP/1.1\nContent-Type: application/json\nContent-Type: application/x-www-form-urlencoded\nTransfer-Encoding: chunked`, '7\r\n{"a":1}\r\n0\r\n\r\n'], refused('content-type', 'Content-Type')],
+      ['two Authorizations, a POST', [`POST PATH HTTP/1.1\nAuthorization: Bearer proxy-checked\nAuthorization: Bearer other\nContent-Type: application/json\nContent-Length: 2`, '{}'], refused('authorization', 'Authorization')],
+      ['two Authorizations, a GET', [`GET PATH/x HTTP/1.1\nAuthorization: Basic YTpi\nauthorization: Basic Yzpk`, ''], refused('authorization', 'Authorization')],
+    ];
+    for (const s of [fast, routed]) {
+      // Known to the lookup's cache: a plain POST would take the fast path.
+      expect((await send(s, `POST PATH HTTP/1.1\nContent-Length: 0`)).status).toBe(200);
+      const before = (await lastInvocation(s)).invocationId;
+      const answers = [];
+      for (const [what, [head, body]] of cases) answers.push({ what, ...pick(await send(s, head, body)) });
+      expect(answers).toEqual(cases.map(([what, , expected]) => ({ what, ...(expected as object) })));
+      expect((await lastInvocation(s)).invocationId).toBe(before);
+      // One of each is served as before.
+      expect((await send(s, `POST PATH HTTP/1.1\nAuthorization: Bearer one\nContent-Type: application/json\nContent-Length: 2`, '{}')).status).toBe(200);
+    }
   });
 
   it('decodes a body in the charset its Content-Type declares, and answers 415 for a charset it does not know, either way', async () => {

@@ -51,11 +51,26 @@ export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: 
   void reply.code(status).send({ error: err.message, code: 'invalid_request' });
 }
 
-/** How many Host header lines a request has. */
-export function hostHeaders(raw: string[]): number {
-  let n = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'host') n++;
-  return n;
+/**
+ * Headers a request may give once only, by their names as written: Node keeps the first of several, where a proxy in
+ * front may have read another (routed by another Host, checked another Authorization, parsed the body as another type).
+ */
+const SINGLE_HEADERS = new Map([
+  ['host', 'Host'],
+  ['authorization', 'Authorization'],
+  ['content-type', 'Content-Type'],
+]);
+
+/** The first of Host, Authorization and Content-Type that a request gives more than once (its lower-case name), if any. */
+export function repeatedHeader(raw: string[]): string | undefined {
+  const seen: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i].toLowerCase();
+    if (!SINGLE_HEADERS.has(name)) continue;
+    if (seen.includes(name)) return name;
+    seen.push(name);
+  }
+  return undefined;
 }
 
 /** Routes of the API proper (not the public HTTP interface of sources, which relays whatever it receives). */
@@ -82,8 +97,8 @@ export function hasBadQueryEncoding(url: string): boolean {
 /**
  * Input rules no route may skip: a NUL character anywhere in the URL (`%00`) is refused before it can
  * reach Postgres, a query string with broken percent-encoding is refused as the router refuses such a path
- * (the dashboard's files read no query: the page reads its own), and two `Authorization` (or `Content-Type`) headers
- * are refused rather than picking one.
+ * (the dashboard's files read no query: the page reads its own), and two `Host`, `Authorization` or `Content-Type`
+ * headers are refused rather than picking one, on every route.
  */
 export function registerRequestHygiene(fastify: FastifyInstance): void {
   // CONNECT (a proxy tunnel) is no request to this service: without a listener Node drops the connection unanswered.
@@ -107,23 +122,14 @@ export function registerRequestHygiene(fastify: FastifyInstance): void {
     }
     // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own check (disabled in bootstrap) would answer with no body.
     if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) throw new BadRequestError('the Host header is required', { header: 'host' });
-    // ...and exactly one (RFC 9112 §3.2: 400): Node keeps the first, where a proxy in front may have routed by another.
-    if (hostHeaders(req.raw.rawHeaders) > 1) throw new BadRequestError('send one Host header, not several', { header: 'host' });
+    // ...and exactly one (RFC 9112 §3.2: 400), as one Authorization and one Content-Type: on `/e/…` too, whose source
+    // would have seen the first of them.
+    const repeated = repeatedHeader(req.raw.rawHeaders);
+    if (repeated) throw new BadRequestError(`send one ${SINGLE_HEADERS.get(repeated)} header, not several`, { header: repeated });
     if (!isApiUrl(req.url)) return;
     // A client keeps a URL's fragment to itself (RFC 9110 §4.2.4): in a request target, the router read it as query.
     if (req.url.includes('#')) throw new BadRequestError('the request target contains a fragment (#…), which is never sent to a server: leave it out', { reason: 'fragment' });
     if (/%00/i.test(req.url)) throw new BadRequestError('the URL contains a NUL character (%00), which is not accepted', { reason: 'nul_character' });
     if (hasBadQueryEncoding(req.url) && !isWebUiRoute(req.url.slice(0, req.url.indexOf('?')))) throw new BadRequestError(BAD_URL_ENCODING);
-    const raw = req.raw.rawHeaders;
-    let authorizations = 0;
-    let contentTypes = 0;
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i].toLowerCase();
-      if (name === 'authorization') authorizations++;
-      else if (name === 'content-type') contentTypes++;
-    }
-    if (authorizations > 1) throw new BadRequestError('send one Authorization header, not several', { header: 'authorization' });
-    // Node keeps the first Content-Type: the body would be read as one of the types given, picked for the client.
-    if (contentTypes > 1) throw new BadRequestError('send one Content-Type header, not several', { header: 'content-type' });
   });
 }

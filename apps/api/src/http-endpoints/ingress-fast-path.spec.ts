@@ -44,6 +44,9 @@ describe('fastPathKey: which requests the ingress serves without Fastify', () =>
     expect(fastPathKey(request({ httpVersion: '1.0' }), 2048)).toBe('enabc123');
     // Two Host lines (Node keeps the first): the route refuses them.
     expect(fastPathKey(request({ rawHeaders: ['Host', 'localhost:3000', 'host', 'other', 'Content-Length', '17'] }), 2048)).toBeUndefined();
+    // Two Content-Type or Authorization lines, likewise.
+    expect(fastPathKey(request({ rawHeaders: ['Host', 'localhost:3000', 'Content-Type', 'application/json', 'content-type', 'text/plain', 'Content-Length', '17'] }), 2048)).toBeUndefined();
+    expect(fastPathKey(request({ rawHeaders: ['Host', 'localhost:3000', 'Authorization', 'Bearer a', 'AUTHORIZATION', 'Bearer b', 'Content-Length', '17'] }), 2048)).toBeUndefined();
     for (const url of ['/e/', '/e/ENABC', '/e/en%61bc/x', '/e/enabc/a%2Fb', '/e/enabc;x=1', '/e/enabc#frag', '/v1/sources', '/e/' + 'a'.repeat(65)]) {
       expect([url, fastPathKey(request({ url }), 2048)]).toEqual([url, undefined]);
     }

@@ -5,7 +5,7 @@ import { parse as parseQuery } from 'fast-querystring';
 import { decodeHttpBody } from '@app/contracts';
 import type { EndpointTarget } from './endpoint-lookup';
 import { hostEndpointRewrite } from './endpoint-urls';
-import { hostHeaders } from '../common/protocol-errors';
+import { repeatedHeader } from '../common/protocol-errors';
 import type { IngressAnswer, IngressRequest } from './http-ingress';
 
 /** What the fast path asks of the ingress (HttpIngress). */
@@ -64,9 +64,10 @@ export function fastPathKey(req: IncomingMessage, maxBodyBytes: number, rewrite?
   const url = req.url;
   if (!url || !url.startsWith('/e/') || !METHODS.has(req.method ?? '')) return undefined;
   const headers = req.headers;
-  // HTTP/1.x (the route's hook refuses another version), one Host header (HTTP/1.1 requires it: the Fastify route's hook refuses a request without, or with several), a body of a length
-  // given up front and within the limit (Fastify answers the others: 413, chunked bodies).
-  if (headers.host === undefined || req.httpVersionMajor !== 1 || headers['transfer-encoding'] !== undefined || hostHeaders(req.rawHeaders) !== 1) return undefined;
+  // HTTP/1.x (the route's hook refuses another version), a Host header (HTTP/1.1 requires it: the Fastify route's hook
+  // refuses a request without), no Host, Authorization or Content-Type given twice (the hook refuses those too), a body
+  // of a length given up front and within the limit (Fastify answers the others: 413, chunked bodies).
+  if (headers.host === undefined || req.httpVersionMajor !== 1 || headers['transfer-encoding'] !== undefined || repeatedHeader(req.rawHeaders)) return undefined;
   const length = headers['content-length'];
   if (length === undefined || !CONTENT_LENGTH.test(length) || Number(length) > maxBodyBytes) return undefined;
   const contentType = headers['content-type'];
