@@ -1,12 +1,13 @@
 import { connect, type Socket } from 'node:net';
 import { Client } from 'pg';
 import { createUser } from './support/accounts';
+import { rawRequest } from './support/raw-http';
 import { startSystem, System } from './support/system';
 
 /**
  * API_MAX_CONCURRENT_PER_KEY counts every request the /v1 routes answer, however its path is spelled (the router
  * decodes percent-escapes: `/%761/…` is `/v1/…`, the same work), and for as long as the api works on it, also after
- * its client has gone away.
+ * its client has gone away; requests without a key count per client address, not all in one lane.
  */
 describe('API_MAX_CONCURRENT_PER_KEY against a key that tries to pass it', () => {
   let system: System;
@@ -19,33 +20,34 @@ describe('API_MAX_CONCURRENT_PER_KEY against a key that tries to pass it', () =>
 
   const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-  /** A request of `key` whose body never ends: it holds the key's one turn until the socket closes. */
-  const hold = async (key: string): Promise<{ socket: Socket; answered: () => boolean }> => {
+  /** A request (of `key`, or without one) whose body never ends: it holds a turn of its lane until the socket closes. */
+  const hold = async (key?: string, localAddress?: string): Promise<{ socket: Socket; answered: () => boolean }> => {
     const url = new URL(system.baseUrl);
-    const socket = connect(Number(url.port), url.hostname);
+    const socket = connect({ port: Number(url.port), host: url.hostname, localAddress });
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     let answered = false;
     socket.on('data', () => (answered = true));
-    socket.write(`POST /v1/sources HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"compo`);
+    const auth = key ? `Authorization: Bearer ${key}\r\n` : '';
+    socket.write(`POST /v1/sources HTTP/1.1\r\nHost: ${url.host}\r\n${auth}Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"compo`);
     return { socket, answered: () => answered };
   };
 
-  /** Holds the key's turn: a plain /v1 request of the key is refused while the held one is still unanswered. */
-  const holdTurn = async (key: string, get: (path: string) => Promise<Response>): Promise<Socket> => {
+  /** Holds the lane's one turn: `refused()` (another request of the lane is answered 429) while the held one is still unanswered. */
+  const holdTurn = async (refused: () => Promise<boolean>, key?: string, localAddress?: string): Promise<Socket> => {
     for (let attempt = 0; attempt < 20; attempt++) {
-      const held = await hold(key);
+      const held = await hold(key, localAddress);
       await sleep(100);
-      if ((await get('/v1/users/me')).status === 429 && !held.answered()) return held.socket;
+      if ((await refused()) && !held.answered()) return held.socket;
       held.socket.destroy();
     }
-    throw new Error('the held request never took the key\'s turn');
+    throw new Error('the held request never took the lane\'s turn');
   };
 
   it('answers 429 to a second request of the key whichever way /v1 is written', async () => {
     const { apiKey } = createUser(system);
     const origin = new URL(system.baseUrl).origin;
     const get = (path: string) => fetch(origin + path, { headers: { authorization: `Bearer ${apiKey}` } });
-    const socket = await holdTurn(apiKey, get);
+    const socket = await holdTurn(async () => (await get('/v1/users/me')).status === 429, apiKey);
     try {
       const answers: Record<string, number> = {};
       for (const path of ['/v1/users/me', '/%761/users/me', '/v%31/users/me', '/%76%31/users/me', '/v1/users/me/', '/v1/%75sers/me']) answers[path] = (await get(path)).status;
@@ -56,6 +58,21 @@ describe('API_MAX_CONCURRENT_PER_KEY against a key that tries to pass it', () =>
     // Once it is gone, the key is answered again.
     for (let i = 0; i < 50 && (await get('/v1/users/me')).status !== 200; i++) await sleep(100);
     expect((await get('/v1/users/me')).status).toBe(200);
+  });
+  it('gives requests without an API key a lane per client address: one address holding it leaves the others answered', async () => {
+    const { host } = new URL(system.origin);
+    const status = async (path: string, localAddress: string): Promise<number> => (await rawRequest(system.origin, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\n\r\n`, { localAddress })).status;
+    // 127.0.0.2 holds its keyless lane's one turn with a request whose body never ends.
+    const socket = await holdTurn(async () => (await status('/v1/openapi.json', '127.0.0.2')) === 429, undefined, '127.0.0.2');
+    try {
+      expect({
+        other: await status('/v1/openapi.json', '127.0.0.1'),
+        otherUnauthorized: await status('/v1/users/me', '127.0.0.1'),
+        same: await status('/v1/openapi.json', '127.0.0.2'),
+      }).toEqual({ other: 200, otherUnauthorized: 401, same: 429 });
+    } finally {
+      socket.destroy();
+    }
   });
   it("keeps a request's turn until the api has finished it, when its client has gone away: abandoned requests cannot take the Postgres pool", async () => {
     const a = createUser(system);

@@ -9,11 +9,12 @@ export interface RawResponse {
 /**
  * Sends bytes as written (duplicate headers, oversized request lines, broken encodings that
  * `fetch` would refuse to send) and reads the answer until the server closes the connection.
+ * `localAddress`: the client's own address (another loopback address, 127.0.0.2, is another client).
  */
-export function rawRequest(origin: string, request: string): Promise<RawResponse> {
+export function rawRequest(origin: string, request: string, opts: { localAddress?: string } = {}): Promise<RawResponse> {
   const { hostname, port } = new URL(origin);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
+    const socket = connect({ port: Number(port), host: hostname, localAddress: opts.localAddress });
     const chunks: Buffer[] = [];
     socket.on('data', (d) => chunks.push(d));
     socket.on('error', (e) => (chunks.length ? undefined : reject(e)));

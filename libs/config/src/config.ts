@@ -40,7 +40,7 @@ export const SETTINGS = {
   dbPoolMax: int('DB_POOL_MAX', 10, 'Postgres connections one api or delivery process keeps open at most', 1, 1000),
   dbPoolAcquireTimeoutMs: ms('DB_POOL_ACQUIRE_TIMEOUT_MS', 5_000, 'how long a query of the api waits for a free Postgres connection before its request is answered 503 with Retry-After', 100),
   dbStatementTimeoutMs: ms('DB_STATEMENT_TIMEOUT_MS', 30_000, 'Postgres statement_timeout of the api\'s connections: a statement running longer is cancelled and its request answered 503 (0 = none)', 0),
-  apiMaxConcurrentPerKey: int('API_MAX_CONCURRENT_PER_KEY', 8, '/v1 requests with one API key that an api replica works on at once; more wait for their turn (0 = no limit), so one account cannot take every Postgres connection', 0, 10_000),
+  apiMaxConcurrentPerKey: int('API_MAX_CONCURRENT_PER_KEY', 8, '/v1 requests with one API key that an api replica works on at once; more wait for their turn (0 = no limit), so one account cannot take every Postgres connection; requests without a key count per client address (the connection\'s, never X-Forwarded-For), so one client cannot take another\'s turns', 0, 10_000),
   apiQueueWaitMs: ms('API_QUEUE_WAIT_MS', 10_000, 'how long a /v1 request over API_MAX_CONCURRENT_PER_KEY waits for its turn before it is answered 429 with Retry-After', 0),
   natsUrl: str('NATS_URL', 'nats://127.0.0.1:4222', 'NATS server(s), comma separated'),
   natsUser: str('NATS_USER', '', 'NATS user name of this app (with NATS_PASSWORD or NATS_PASSWORD_FILE); npm start and npm test generate one per app'),

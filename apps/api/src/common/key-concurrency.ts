@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sha256Hex } from '@app/contracts';
 import { bearerKey } from '../auth/api-key.guard';
 
@@ -72,8 +72,19 @@ interface Turn {
 }
 
 /**
- * Applies a KeyConcurrency to `/v1` requests (by the route matched, however the path is escaped), keyed by the API
- * key's hash (no lookup needed: a refused request costs no query). Event streams (`/sse`) stay open for long and the
+ * The lane a request waits in: its API key's (by the key's hash: no lookup needed, a refused request costs no query),
+ * or, without a key, its client address's: the address of the connection, which a client cannot choose, not the
+ * X-Forwarded-For it writes itself. Keyless requests shared one lane before, so a few clients holding slow bodies open
+ * had every other keyless request (`/v1/openapi.json`, a request about to be answered 401) refused 429.
+ */
+function laneOf(req: FastifyRequest): { lane: string; keyless: boolean } {
+  const key = bearerKey(req.headers.authorization);
+  return key ? { lane: sha256Hex(key), keyless: false } : { lane: `address:${req.raw.socket.remoteAddress ?? ''}`, keyless: true };
+}
+
+/**
+ * Applies a KeyConcurrency to `/v1` requests (by the route matched, however the path is escaped), in the lane of the
+ * request's API key, or of its client address without one (laneOf). Event streams (`/sse`) stay open for long and the
  * public `/e/` ingress has its own limits: neither counts. A request that waited too long gets 429 with Retry-After.
  *
  * A turn ends when the answer is ready (`onSend`), not when the connection closes: a client that went away while its
@@ -88,14 +99,14 @@ export function registerKeyConcurrency(fastify: FastifyInstance, limiter: KeyCon
     // By the route the router matched too: it reads the path decoded, so `/%761/sources` is `/v1/sources` (and was
     // not counted when only the URL as sent was looked at).
     if (!req.url.startsWith('/v1/') && !req.routeOptions?.url?.startsWith('/v1/')) return;
-    const key = bearerKey(req.headers.authorization);
-    const release = await limiter.acquire(key ? sha256Hex(key) : '');
+    const { lane, keyless } = laneOf(req);
+    const release = await limiter.acquire(lane);
     if (!release) {
       return reply
         .status(429)
         .header('retry-after', '1')
         .send({
-          error: `too many requests at once with this API key: at most ${limiter.limit} run at a time and the others did not get their turn in time; retry after 1 s`,
+          error: `too many requests at once ${keyless ? 'without an API key from this address' : 'with this API key'}: at most ${limiter.limit} run at a time and the others did not get their turn in time; retry after 1 s`,
           code: 'rate_limited',
           details: { max_concurrent: limiter.limit, retry_after_seconds: 1 },
         });

@@ -74,7 +74,7 @@ const ERROR_TEXT: Record<number, string> = {
   409: 'conflict',
   413: 'too large (a value over its limit, or a request body over the server\'s body limit)',
   415: 'the request body is not JSON (application/json, a +json type), text or a form, or is compressed (Content-Encoding), or its charset is unknown',
-  429: 'too many requests at once with this API key (API_MAX_CONCURRENT_PER_KEY): retry after `Retry-After` seconds',
+  429: 'too many requests at once with this API key, or without a key from this client address (API_MAX_CONCURRENT_PER_KEY): retry after `Retry-After` seconds',
   503: 'a service it needs (Postgres, NATS) is unavailable or saturated for now: retry after `Retry-After` seconds',
 };
 
