@@ -55,6 +55,13 @@ module.exports = {
     if (p === "db") { JSON.stringify = () => "1"; JSON.parse = () => 1n; this.db.set("k", 1); }
     if (p === "bigint" || p === "cycle" || p === "huge") this.$emit({ small: true });
     if (p === "fine") this.$emit({ fine: event.body.n });
+    // An answer of many small values, sent in pieces; then a frame over the bound of one, forged.
+    if (p === "values") for (let i = 0; i < event.body.n; i++) this.$emit({ i, many: Array.from({ length: 30000 }, (_, k) => ({ k })) });
+    if (p === "wide-frame") {
+      this.http.respond({ status: 200, body: "sending" });
+      fs.writeSync(3, frame({ t: "response", id: 2 ** 40, payload: { status: 200, body: "w".repeat(2 << 20) } }));
+      return;
+    }
     if (p === "deep") { let v = 1; for (let i = 0; i < 3000; i++) v = [v]; this.$emit({ deep: v }); }
     if (p === "stall") {
       // With worker threads, the pool's table of task start times is shared with every worker: "still queued" (0)
@@ -121,6 +128,24 @@ describe.each([
     await platformUp();
     // The owner's next run gets a new sandbox.
     expect(await (await send(probe.url, { probe: 'fine', n: 1 })).text()).toBe('ok fine');
+  });
+
+  it('takes a run result of many small values whole (sent in pieces), and stops a sandbox that writes one frame over 1 MiB', async () => {
+    const probe = await deploy(a, PROBE);
+    await ready(probe.url);
+    expect(await (await send(probe.url, { probe: 'values', n: 6 })).text()).toBe('ok values');
+    const got = await eventually(async () => {
+      const list = (await events(probe.id)).filter((x: { many?: unknown }) => x.many);
+      return list.length === 6 && list;
+    }, { what: "the run's 6 events", timeoutMs: 30_000 });
+    for (const e of got) expect([e.many.length, e.many[0], e.many[29_999]]).toEqual([30_000, { k: 0 }, { k: 29_999 }]);
+    expect(got.map((e: { i: number }) => e.i).sort()).toEqual([0, 1, 2, 3, 4, 5]);
+
+    // 2 MiB in one frame: under the 64 MiB a run's answer may have, over what one frame may (the answer goes in pieces).
+    expect([200, 502]).toContain((await send(probe.url, { probe: 'wide-frame' })).status);
+    const e = await eventually(async () => (await events(probe.id, '$errors')).find((x: { error?: { name: string } }) => x.error?.name === 'SandboxProtocolError'), { what: 'a SandboxProtocolError', timeoutMs: 30_000 });
+    expect(e.error.message).toMatch(/a message of \d+ bytes, over the 1048576 bytes it may send/);
+    await platformUp();
   });
 
   it('stops a sandbox whose options() writes to the channel; the api goes on', async () => {

@@ -58,4 +58,18 @@ describe('FrameReader', () => {
     expect(errors).toEqual([]);
     expect(got).toHaveLength(3);
   });
+
+  it('with yielding, reads frames that arrived together in turns, and only appends what comes meanwhile', () => {
+    const got: unknown[] = [];
+    const turns: (() => void)[] = [];
+    const reader = new FrameReader(() => 1024, (m) => got.push(m), () => undefined, true, { afterMs: 0, pause: (resume) => turns.push(resume) });
+    reader.push(encodeFrames(['a', 'b', 'c']));
+    expect([got, reader.waiting, turns.length]).toEqual([['a'], true, 1]);
+    reader.push(encodeFrame('d'));
+    expect(got).toEqual(['a']);
+    turns.shift()!();
+    expect(got).toEqual(['a', 'b']);
+    while (turns.length) turns.shift()!();
+    expect([got, reader.waiting]).toEqual([['a', 'b', 'c', 'd'], false]);
+  });
 });
