@@ -18,7 +18,8 @@ interface Side {
   path: string;
 }
 
-const ENV = { HTTP_MAX_BODY_BYTES: '2048', HTTP_RATE_PER_SEC: '0' };
+// The requests come from 127.0.0.1: trusted as a proxy, its X-Forwarded-For is read (by each way by the same rule).
+const ENV = { HTTP_MAX_BODY_BYTES: '2048', HTTP_RATE_PER_SEC: '0', TRUST_PROXY: '127.0.0.1' };
 
 describe('HTTP endpoints: the fast path answers and stores what the framework route does', () => {
   let fast: Side;
@@ -85,7 +86,7 @@ describe('HTTP endpoints: the fast path answers and stores what the framework ro
   const deep = '['.repeat(200) + ']'.repeat(200);
   const cases: [string, [string, string]][] = [
     ['JSON with a query, a path and a header', json('{"hello":"wörld","n":[1,2,{"a":null}]}')],
-    ['the client address from X-Forwarded-For', json('{}', '\nX-Forwarded-For: 203.0.113.7, 10.0.0.1')],
+    ['the client address from X-Forwarded-For (its last address: 10.0.0.1 is not trusted)', json('{}', '\nX-Forwarded-For: 203.0.113.7, 10.0.0.1')],
     ['JSON that does not parse', json('{"a":')],
     ['JSON nested too deeply (400)', json(deep)],
     ['a form, PUT', [`PUT PATH HTTP/1.1\nContent-Type: application/x-www-form-urlencoded\nContent-Length: 12`, 'a=1&b=%C3%A9']],

@@ -83,6 +83,8 @@ async function startClusterSystem({ dataDir, databaseUrl, port, base, env: extra
     PUBLIC_URL: publicUrl,
     HOST: '127.0.0.1',
     ALLOW_LOOPBACK: process.env.ALLOW_LOOPBACK || 'true',
+    // The apis listen on loopback behind the round-robin there: its X-Forwarded-For names the client.
+    TRUST_PROXY: process.env.TRUST_PROXY || '127.0.0.1',
     ...extraEnv,
     SANDBOX_EGRESS_DENY: [process.env.SANDBOX_EGRESS_DENY, extraEnv.SANDBOX_EGRESS_DENY, ...platform].filter(Boolean).join(','),
   };

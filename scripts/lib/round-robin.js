@@ -4,7 +4,8 @@
 // skipped for a second and the request goes to the next one — it never reached the refused replica,
 // so trying another is safe. A replica that fails after it got the request is not retried (the
 // request may have been acted upon): the client gets 502. Response bodies stream (SSE works); request
-// bodies are read first (the api caps them far below MAX_BODY). Adds X-Forwarded-For (the api trusts it).
+// bodies are read first (the api caps them far below MAX_BODY). Appends the client's address to X-Forwarded-For
+// (the api reads it with TRUST_PROXY: cluster-system.js names the round-robin's address, docker-compose.yml one hop).
 const http = require('node:http');
 
 const MAX_BODY = 8 * 1024 * 1024;

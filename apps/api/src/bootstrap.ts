@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyRequest } from 'fastify';
-import { AppConfig, createLogger, PinoNestLogger } from '@app/config';
+import { AppConfig, createLogger, PinoNestLogger, trustProxyFunction } from '@app/config';
 import { ApiError, BadRequestError, mediaTypeOf, parseFormBody, textDecoderOf } from '@app/contracts';
 import { AppModule } from './app.module';
 import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
@@ -24,7 +24,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   installLeanAsyncBind();
   const adapter = new FastifyAdapter({
     bodyLimit: config.componentMaxBytes * 2 + 1024 * 1024,
-    trustProxy: true,
+    // req.ip (client_ip of HTTP source events) reads X-Forwarded-For only from the proxies TRUST_PROXY names: any client writes it.
+    trustProxy: trustProxyFunction(config.trustProxy),
     // A request not received whole within this closes its connection (Node's requestTimeout; Fastify's default is none):
     // 21,000 connections that each sent a header and part of a body once held every file descriptor of the api.
     requestTimeout: config.httpRequestTimeoutMs,

@@ -54,6 +54,11 @@ describe('configuration', () => {
     [{ SANDBOX_EGRESS_ALLOW: '10.0.0.0/33' }, /SANDBOX_EGRESS_ALLOW .*got "10.0.0.0\/33"/],
     [{ SANDBOX_EGRESS_ALLOW: '10.0.0.1:70000' }, /SANDBOX_EGRESS_ALLOW .*got "10.0.0.1:70000"/],
     [{ SANDBOX_EGRESS_DENY: '10.0.0.1, example.com' }, /SANDBOX_EGRESS_DENY .*got "example.com"/],
+    [{ TRUST_PROXY: 'yes' }, /^TRUST_PROXY must be empty, true, a number of proxy hops or a comma-separated list of addresses and CIDRs \(127.0.0.1,10.0.0.0\/8\), got "yes"$/],
+    [{ TRUST_PROXY: '-1' }, /^TRUST_PROXY must be .*, got "-1"$/],
+    [{ TRUST_PROXY: '1.5' }, /^TRUST_PROXY must be .*, got "1.5"$/],
+    [{ TRUST_PROXY: '10.0.0.0/33' }, /^TRUST_PROXY must be .*, got "10.0.0.0\/33"$/],
+    [{ TRUST_PROXY: '127.0.0.1, proxy.internal' }, /^TRUST_PROXY must be .*, got "proxy.internal"$/],
     // Longer than a timer holds: each webhook attempt used to time out after 1 ms, the keep-alive of held messages ran every 1 ms.
     [{ WEBHOOK_TIMEOUT_MS: '3000000000' }, /^WEBHOOK_TIMEOUT_MS must be at most 2147483647 \(about 24.8 days, the longest delay a timer holds\), got 3000000000$/],
     [{ DELIVERY_ACK_WAIT_MS: '99999999999999999999999' }, /^DELIVERY_ACK_WAIT_MS must be at most 2147483647 .*, got 99999999999999999999999$/],

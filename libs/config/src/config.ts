@@ -3,6 +3,7 @@ import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } 
 import { resolve, join } from 'node:path';
 import { TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
 import { parseAddressRule } from './address-rule';
+import { parseTrustProxy, TrustProxy } from './trust-proxy';
 
 /**
  * The one place that reads the environment. Every setting is declared once with
@@ -36,6 +37,7 @@ export const SETTINGS = {
   port: int('PORT', 3000, 'HTTP port of the api', 1, 65535),
   host: str('HOST', '0.0.0.0', 'address the api listens on'),
   publicUrl: url('PUBLIC_URL', undefined, 'external base URL of the api, without a query or fragment (default http://localhost:$PORT)'),
+  trustProxy: str('TRUST_PROXY', '', 'proxies in front of the api whose X-Forwarded-For says who the client is (client_ip of HTTP source events): empty or false = none, the client is the connection\'s address (a client writes X-Forwarded-For itself); true = every hop (only when every request comes through proxies that overwrite the header); a number = that many proxies in front of the api; a comma-separated list of addresses and CIDRs (127.0.0.1,10.0.0.0/8; loopback, linklocal, uniquelocal) = those'),
   databaseUrl: url('DATABASE_URL', undefined, 'Postgres connection URL (npm start resolves one when unset)'),
   dbPoolMax: int('DB_POOL_MAX', 10, 'Postgres connections one api or delivery process keeps open at most', 1, 1000),
   dbPoolAcquireTimeoutMs: ms('DB_POOL_ACQUIRE_TIMEOUT_MS', 5_000, 'how long a query of the api waits for a free Postgres connection before its request is answered 503 with Retry-After', 100),
@@ -155,7 +157,7 @@ export const SETTINGS = {
 type SettingValue<S> = S extends Setting<'int'> ? number : S extends Setting<'bool'> ? boolean : string;
 type Raw = { [K in keyof typeof SETTINGS]: SettingValue<(typeof SETTINGS)[K]> };
 
-export interface AppConfig extends Omit<Raw, 'publicUrl' | 'databaseUrl' | 'secretsKey' | 'npmRegistry' | 'natsPassword' | 'natsToken'> {
+export interface AppConfig extends Omit<Raw, 'publicUrl' | 'databaseUrl' | 'secretsKey' | 'npmRegistry' | 'natsPassword' | 'natsToken' | 'trustProxy'> {
   /** NATS_PASSWORD, or the content of NATS_PASSWORD_FILE. */
   natsPassword: string | undefined;
   natsToken: string | undefined;
@@ -165,6 +167,7 @@ export interface AppConfig extends Omit<Raw, 'publicUrl' | 'databaseUrl' | 'secr
   secretsKey: Buffer;
   webhookRetryDelaysMs: number[];
   npmCacheDir: string;
+  trustProxy: TrustProxy;
 }
 
 export class ConfigError extends Error {}
@@ -361,6 +364,14 @@ export function urlForDisplay(url: string): string {
   return url.replace(/(^|,|\/\/)\s*([^@,/\s]+)@/g, (_m, lead: string) => `${lead}***@`);
 }
 
+function readTrustProxy(text: string): TrustProxy {
+  try {
+    return parseTrustProxy(text);
+  } catch (e) {
+    throw new ConfigError((e as Error).message);
+  }
+}
+
 /** The operator's cap follows a larger default run timeout unless it is set too; both set and contradictory is an error. */
 function runTimeoutCapMs(raw: Raw, env: NodeJS.ProcessEnv): number {
   if (raw.runTimeoutMs <= raw.maxRunTimeoutMs) return raw.maxRunTimeoutMs;
@@ -390,6 +401,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     secretsKey: loadSecretsKey(env.SECRETS_KEY, dataDir),
     webhookRetryDelaysMs: parseDurations('WEBHOOK_RETRY_SCHEDULE', raw.webhookRetrySchedule),
     npmCacheDir: join(dataDir, 'npm'),
+    trustProxy: readTrustProxy(raw.trustProxy),
   };
 }
 

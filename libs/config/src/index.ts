@@ -3,3 +3,4 @@ export * from './config.module';
 export * from './logger';
 export * from './ops-server';
 export * from './address-rule';
+export * from './trust-proxy';

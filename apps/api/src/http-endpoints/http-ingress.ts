@@ -110,7 +110,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       scope.route({ ...route, url: '/e/:endpointKey' });
       scope.route({ ...route, url: '/e/:endpointKey/*' });
     });
-    if (this.config.ingressFastPath) installIngressFastPath(fastify.server, this, { maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain });
+    if (this.config.ingressFastPath) installIngressFastPath(fastify.server, this, { maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain, trustProxy: this.config.trustProxy });
   }
 
   /**
@@ -353,7 +353,7 @@ export interface IngressRequest {
   url: string;
   headers: IncomingHttpHeaders;
   query: Record<string, unknown>;
-  /** The client's address (the first of `X-Forwarded-For`, else the socket's). */
+  /** The client's address: the connection's, or the one a proxy TRUST_PROXY names forwarded in `X-Forwarded-For`. */
   ip: string;
   /** The body as text: decoded in the charset its Content-Type declares, else as UTF-8 ('' when the request had none). */
   body: string;

@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { Logger } from '@nestjs/common';
 import proxyAddr from '@fastify/proxy-addr';
 import { parse as parseQuery } from 'fast-querystring';
+import { trustProxyFunction, type TrustProxy } from '@app/config';
 import { decodeHttpBody } from '@app/contracts';
 import type { EndpointTarget } from './endpoint-lookup';
 import { hostEndpointRewrite } from './endpoint-urls';
@@ -20,6 +21,8 @@ export interface FastIngress {
 export interface FastPathOptions {
   maxBodyBytes: number;
   endpointDomain: string;
+  /** TRUST_PROXY, as Fastify's `trustProxy` reads it (bootstrap.ts): the client address is the one the route sees. */
+  trustProxy: TrustProxy;
 }
 
 /** Methods whose body Fastify always reads (and the fast path then too). */
@@ -28,8 +31,6 @@ const ENDPOINT_KEY = /^[a-z0-9]{1,64}$/;
 const CONTENT_LENGTH = /^\d{1,10}$/;
 /** A media type with optional parameters, as Fastify's content-type parser reads it without surprises. */
 const PLAIN_CONTENT_TYPE = /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;[ \w!#$%&'*+.^`|~=/"-]*)?$/;
-/** `trustProxy: true` (bootstrap.ts): every hop is trusted, the client is the first address of X-Forwarded-For. */
-const TRUST_EVERY_HOP = (): boolean => true;
 
 /**
  * The HTTP interface's common case served without Fastify: a POST, PUT or PATCH with a `Content-Length` body
@@ -43,6 +44,7 @@ const TRUST_EVERY_HOP = (): boolean => true;
 export function installIngressFastPath(server: Server, ingress: FastIngress, opts: FastPathOptions): void {
   const logger = new Logger('IngressFastPath');
   const rewrite = opts.endpointDomain ? hostEndpointRewrite(opts.endpointDomain) : undefined;
+  const trust = trustProxyFunction(opts.trustProxy);
   const routed = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
   if (routed.length !== 1) {
     // Something else listens too (an embedding of the api): every request stays with the listeners as they are.
@@ -55,7 +57,7 @@ export function installIngressFastPath(server: Server, ingress: FastIngress, opt
     const endpointKey = fastPathKey(req, opts.maxBodyBytes, rewrite);
     const target = endpointKey ? ingress.plainTarget(endpointKey) : undefined;
     if (!endpointKey || !target) return fastify.call(server, req, res);
-    serve(req, res, ingress, target, endpointKey, logger);
+    serve(req, res, ingress, target, endpointKey, trust, logger);
   });
 }
 
@@ -83,7 +85,7 @@ export function fastPathKey(req: IncomingMessage, maxBodyBytes: number, rewrite?
   return ENDPOINT_KEY.test(endpointKey) ? endpointKey : undefined;
 }
 
-function serve(req: IncomingMessage, res: ServerResponse, ingress: FastIngress, target: EndpointTarget, endpointKey: string, logger: Logger): void {
+function serve(req: IncomingMessage, res: ServerResponse, ingress: FastIngress, target: EndpointTarget, endpointKey: string, trust: (address: string, hop: number) => boolean, logger: Logger): void {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('error', () => undefined);
@@ -98,7 +100,7 @@ function serve(req: IncomingMessage, res: ServerResponse, ingress: FastIngress, 
         url,
         headers: req.headers,
         query: q >= 0 && q < url.length - 1 ? parseQuery(url.slice(q + 1)) : {},
-        ip: proxyAddr.all(req, TRUST_EVERY_HOP).at(-1)!,
+        ip: proxyAddr.all(req, trust).at(-1)!,
         body: decodeHttpBody(Buffer.concat(chunks), req.headers['content-type']),
       };
       answer = ingress.answerPlain(target, endpointKey, request);
