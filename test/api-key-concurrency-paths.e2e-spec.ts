@@ -12,7 +12,8 @@ import { startSystem, System } from './support/system';
 describe('API_MAX_CONCURRENT_PER_KEY against a key that tries to pass it', () => {
   let system: System;
   beforeAll(async () => {
-    system = await startSystem({ REGISTRY_DIR: 'off', API_MAX_CONCURRENT_PER_KEY: '1', API_QUEUE_WAIT_MS: '0', DB_POOL_MAX: '3', DB_POOL_ACQUIRE_TIMEOUT_MS: '300' }, { apps: ['api'] });
+    // 127.0.0.3 plays a reverse proxy the api trusts; 127.0.0.1 and 127.0.0.2 are clients.
+    system = await startSystem({ REGISTRY_DIR: 'off', TRUST_PROXY: '127.0.0.3', API_MAX_CONCURRENT_PER_KEY: '1', API_QUEUE_WAIT_MS: '0', DB_POOL_MAX: '3', DB_POOL_ACQUIRE_TIMEOUT_MS: '300' }, { apps: ['api'] });
   });
   afterAll(async () => {
     await system?.stop();
@@ -21,21 +22,21 @@ describe('API_MAX_CONCURRENT_PER_KEY against a key that tries to pass it', () =>
   const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
   /** A request (of `key`, or without one) whose body never ends: it holds a turn of its lane until the socket closes. */
-  const hold = async (key?: string, localAddress?: string): Promise<{ socket: Socket; answered: () => boolean }> => {
+  const hold = async (key?: string, localAddress?: string, headers = ''): Promise<{ socket: Socket; answered: () => boolean }> => {
     const url = new URL(system.baseUrl);
     const socket = connect({ port: Number(url.port), host: url.hostname, localAddress });
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     let answered = false;
     socket.on('data', () => (answered = true));
     const auth = key ? `Authorization: Bearer ${key}\r\n` : '';
-    socket.write(`POST /v1/sources HTTP/1.1\r\nHost: ${url.host}\r\n${auth}Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"compo`);
+    socket.write(`POST /v1/sources HTTP/1.1\r\nHost: ${url.host}\r\n${auth}${headers}Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"compo`);
     return { socket, answered: () => answered };
   };
 
   /** Holds the lane's one turn: `refused()` (another request of the lane is answered 429) while the held one is still unanswered. */
-  const holdTurn = async (refused: () => Promise<boolean>, key?: string, localAddress?: string): Promise<Socket> => {
+  const holdTurn = async (refused: () => Promise<boolean>, key?: string, localAddress?: string, headers = ''): Promise<Socket> => {
     for (let attempt = 0; attempt < 20; attempt++) {
-      const held = await hold(key, localAddress);
+      const held = await hold(key, localAddress, headers);
       await sleep(100);
       if ((await refused()) && !held.answered()) return held.socket;
       held.socket.destroy();
@@ -61,7 +62,7 @@ describe('API_MAX_CONCURRENT_PER_KEY against a key that tries to pass it', () =>
   });
   it('gives requests without an API key a lane per client address: one address holding it leaves the others answered', async () => {
     const { host } = new URL(system.origin);
-    const status = async (path: string, localAddress: string): Promise<number> => (await rawRequest(system.origin, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\n\r\n`, { localAddress })).status;
+    const status = async (path: string, localAddress: string, headers = ''): Promise<number> => (await rawRequest(system.origin, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\n${headers}\r\n`, { localAddress })).status;
     // 127.0.0.2 holds its keyless lane's one turn with a request whose body never ends.
     const socket = await holdTurn(async () => (await status('/v1/openapi.json', '127.0.0.2')) === 429, undefined, '127.0.0.2');
     try {
@@ -69,7 +70,21 @@ describe('API_MAX_CONCURRENT_PER_KEY against a key that tries to pass it', () =>
         other: await status('/v1/openapi.json', '127.0.0.1'),
         otherUnauthorized: await status('/v1/users/me', '127.0.0.1'),
         same: await status('/v1/openapi.json', '127.0.0.2'),
-      }).toEqual({ other: 200, otherUnauthorized: 401, same: 429 });
+        // A client's own X-Forwarded-For is not read: it is no proxy the api trusts.
+        sameNamingAnother: await status('/v1/openapi.json', '127.0.0.2', 'X-Forwarded-For: 198.51.100.7\r\n'),
+      }).toEqual({ other: 200, otherUnauthorized: 401, same: 429, sameNamingAnother: 429 });
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  it('behind a proxy named in TRUST_PROXY, gives each client the proxy names a lane of its own', async () => {
+    const { host } = new URL(system.origin);
+    const via = (client: string) => `X-Forwarded-For: ${client}\r\n`;
+    const status = async (client: string): Promise<number> => (await rawRequest(system.origin, `GET /v1/openapi.json HTTP/1.1\r\nHost: ${host}\r\n${via(client)}\r\n`, { localAddress: '127.0.0.3' })).status;
+    const socket = await holdTurn(async () => (await status('198.51.100.1')) === 429, undefined, '127.0.0.3', via('198.51.100.1'));
+    try {
+      expect({ sameClient: await status('198.51.100.1'), otherClient: await status('198.51.100.2') }).toEqual({ sameClient: 429, otherClient: 200 });
     } finally {
       socket.destroy();
     }

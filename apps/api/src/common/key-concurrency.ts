@@ -73,13 +73,14 @@ interface Turn {
 
 /**
  * The lane a request waits in: its API key's (by the key's hash: no lookup needed, a refused request costs no query),
- * or, without a key, its client address's: the address of the connection, which a client cannot choose, not the
- * X-Forwarded-For it writes itself. Keyless requests shared one lane before, so a few clients holding slow bodies open
- * had every other keyless request (`/v1/openapi.json`, a request about to be answered 401) refused 429.
+ * or, without a key, its client address's: `req.ip`, the address of the connection, or the client a proxy named in
+ * TRUST_PROXY forwarded for — never an X-Forwarded-For a client wrote itself. Keyless requests shared one lane before,
+ * so a few clients holding slow bodies open had every other keyless request (`/v1/openapi.json`, a request about to be
+ * answered 401) refused 429.
  */
 function laneOf(req: FastifyRequest): { lane: string; keyless: boolean } {
   const key = bearerKey(req.headers.authorization);
-  return key ? { lane: sha256Hex(key), keyless: false } : { lane: `address:${req.raw.socket.remoteAddress ?? ''}`, keyless: true };
+  return key ? { lane: sha256Hex(key), keyless: false } : { lane: `address:${req.ip}`, keyless: true };
 }
 
 /**
