@@ -99,6 +99,8 @@ export class HostProcess {
   /** When the host last sent anything: a process that answers is not blocked. */
   private lastFrameMs = Date.now();
   private hold: ReadHold | undefined;
+  /** The task whose answer is coming in pieces: the host sends one answer's pieces together, so at most one is open. */
+  private piecesOf: Pending | undefined;
   private stderr = '';
   private logWindow = { startMs: 0, lines: 0 };
   /** Tasks to the host, one write per turn of the event loop; a failed write fails the tasks it carried. */
@@ -268,6 +270,7 @@ export class HostProcess {
     const pieces = p.pieces;
     p.pieces = undefined;
     p.pieceBytes = 0;
+    if (this.piecesOf === p) this.piecesOf = undefined;
     if (!pieces) return m;
     if ('out' in m) {
       if (!('value' in m.out)) return 'pieces of an answer that is a failure';
@@ -293,6 +296,9 @@ export class HostProcess {
       // Those of a late response (after the task's answer) are dropped with it.
       const p = this.pending.get(m.id);
       if (!p) return;
+      // Open answers of several tasks would each hold up to their bound here, unread by the runner (read-hold.ts).
+      if (this.piecesOf && this.piecesOf !== p) return this.violation('pieces of two answers at once');
+      this.piecesOf = p;
       p.pieceBytes += bytes;
       if (p.pieceBytes > frameCapBytes(p.task) + FRAME_ENVELOPE_BYTES) return this.violation(`pieces of ${p.pieceBytes} bytes of an answer to a ${p.task.kind} task, over its bound`);
       (p.pieces ??= new PieceAssembly()).add(m);
