@@ -26,7 +26,7 @@ export type PiecePart = { from: number; items: unknown[] } | { entries: [string,
 export type Piece = { t: 'piece'; id: number; path: PieceKey[] } & PiecePart;
 
 /** An object `v8.serialize` writes as its own enumerable properties (of any realm), not a Map, Date, Error, binary data… */
-const isPlainObject = (v: object): boolean => !Array.isArray(v) && Object.prototype.toString.call(v) === '[object Object]';
+const isPlainObject = (v: object): boolean => Object.getPrototypeOf(v) === Object.prototype || (!Array.isArray(v) && Object.prototype.toString.call(v) === '[object Object]');
 const splittable = (v: unknown): v is unknown[] | Record<string, unknown> => typeof v === 'object' && v !== null && (Array.isArray(v) ? v.length <= 2 ** 24 : isPlainObject(v));
 
 /**
