@@ -3,8 +3,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@app/config';
-import { leaseConnectionOptions, NatsService } from './nats.service';
-import { natsAdminEnv, need } from '../../../test/support/env';
+import { connect, NatsConnection } from 'nats';
+import { isNatsUnavailable } from './nats-errors';
+import { leaseConnectionOptions, NatsService, retryUnanswered } from './nats.service';
+import { natsAdmin, natsAdminEnv, need } from '../../../test/support/env';
 
 // Real NATS (the test run's server): the streams and buckets of DESIGN.md as the apps create them.
 describe('NatsService streams and buckets', () => {
@@ -78,5 +80,42 @@ describe('NatsService streams and buckets', () => {
     expect(options.servers).toEqual(['10.0.0.3:4222', 'nats://10.0.0.1:4222', 'nats://10.0.0.2:4222']);
     expect(options.noRandomize).toBe(true);
     expect(options.name).toBe('runner.leases');
+  });
+});
+
+// Real NATS: a request whose subject has a subscriber that never replies times out, as a loaded JetStream does.
+describe('retryUnanswered', () => {
+  const subject = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}.unanswered`;
+  let nc: NatsConnection;
+  let tries = 0;
+
+  beforeAll(async () => {
+    nc = await connect(natsAdmin());
+    nc.subscribe(subject, { callback: () => tries++ });
+    await nc.flush();
+  });
+  beforeEach(() => (tries = 0));
+  afterAll(() => nc.drain());
+
+  const unanswered = (): Promise<unknown> => nc.request(subject, undefined, { timeout: 100 });
+
+  it('after its last try throws an error naming what it did (the start-up callers)', async () => {
+    const e = await retryUnanswered('reading the subject', unanswered, { attempts: 3 }).catch((err: Error) => err);
+    expect(tries).toBe(3);
+    expect((e as Error).message).toBe('reading the subject: no answer from NATS after 3 tries (TIMEOUT)');
+    expect(isNatsUnavailable(e)).toBe(false);
+  });
+
+  it('with rethrow, after its last try throws the NATS error itself (a request answers it 503)', async () => {
+    const e = await retryUnanswered('reading the subject', unanswered, { attempts: 3, rethrow: true }).catch((err: Error) => err);
+    expect(tries).toBe(3);
+    expect((e as { code?: string }).code).toBe('TIMEOUT');
+    expect(isNatsUnavailable(e)).toBe(true);
+  });
+
+  it('returns the first answer', async () => {
+    let n = 0;
+    await expect(retryUnanswered('reading the subject', () => (++n < 3 ? unanswered() : Promise.resolve('answer')), { attempts: 3, rethrow: true })).resolves.toBe('answer');
+    expect(tries).toBe(2);
   });
 });

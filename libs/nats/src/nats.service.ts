@@ -281,16 +281,18 @@ function replicasError(e: Error, stream: string, replicas: number): Error {
  * Runs a JetStream admin request again when its answer does not come in time, or when JetStream has
  * no responder for a moment (`503`: a server reloading its config or electing a leader): with several
  * api replicas creating the same replicated stream at once, nats-server 2.9 may never answer one of
- * them although the stream gets created; the next try finds it and updates it.
+ * them although the stream gets created; the next try finds it and updates it. After the last of `attempts`
+ * tries it throws an error naming `what` (for the start-up's log), or with `rethrow` the last try's error
+ * itself (a request that needs NATS answers that 503, where a plain error answers 500).
  */
-export async function retryUnanswered<T>(what: string, fn: () => Promise<T>, attempts = 6): Promise<T> {
+export async function retryUnanswered<T>(what: string, fn: () => Promise<T>, { attempts = 6, rethrow = false } = {}): Promise<T> {
   for (let i = 1; ; i++) {
     try {
       return await fn();
     } catch (e) {
       const message = (e as Error).message;
       const unavailable = message === '503' || (e as { code?: string }).code === '503';
-      if (!(/TIMEOUT/.test(message) || unavailable) || i >= attempts) throw i > 1 ? new Error(`${what}: no answer from NATS after ${i} tries (${message})`) : e;
+      if (!(/TIMEOUT/.test(message) || unavailable) || i >= attempts) throw i > 1 && !rethrow ? new Error(`${what}: no answer from NATS after ${i} tries (${message})`) : e;
       // A timeout has waited already; "no responders" answers at once.
       if (unavailable) await new Promise((r) => setTimeout(r, 1000));
     }

@@ -3,7 +3,7 @@ import { FastifyReply } from 'fastify';
 import { ConsumerMessages, DeliverPolicy } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { EmittedEvent, parseEventId, RateLimitedError, readEmits } from '@app/contracts';
-import { isNatsUnavailable, NatsService } from '@app/nats';
+import { NatsService, retryUnanswered } from '@app/nats';
 import { parseExpand, summaryOfEmit } from '../events/event-summary.dto';
 import { fieldFilter } from '../common/field-filter.interceptor';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
@@ -59,19 +59,9 @@ export function answeredHead(reply: FastifyReply): boolean {
 }
 
 /**
- * Runs a stream's opening requests to JetStream again (at most OPEN_TRIES times in all) while NATS does not answer
- * them: on a loaded server a stream info can miss the client's timeout once. The last try's error answers (503).
+ * A stream's opening requests to JetStream are made at most this many times while NATS does not answer them:
+ * on a loaded server a stream info can miss the client's timeout once. The last try's error answers (503).
  */
-async function whileUnanswered<T>(open: () => Promise<T>): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await open();
-    } catch (e) {
-      if (i >= OPEN_TRIES || !isNatsUnavailable(e)) throw e;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-}
 const OPEN_TRIES = 3;
 
 const belongs = (kind: StreamKind, name: string): boolean => (kind === 'observations') === (name === '$logs' || name === '$errors');
@@ -157,12 +147,12 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     // A new stream shows every event stored after its handshake. The ordered consumer is made on the first fetch,
     // after the handshake is written, so "new" would be counted from then: it starts after the stream's last sequence
     // as it stands now instead.
-    const consumer = await whileUnanswered(async () => {
+    const consumer = await retryUnanswered('opening a stream', async () => {
       const start = after
         ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, after.ms - REPLAY_SLACK_MS)).toISOString() }
         : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: (await this.nats.jsm.streams.info(this.nats.names.emitsStream)).state.last_seq + 1 };
       return this.nats.js.consumers.get(this.nats.names.emitsStream, { filterSubjects: this.nats.names.emit(sourceId), ...start });
-    });
+    }, { attempts: OPEN_TRIES, rethrow: true });
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, SSE_RESPONSE_HEADERS);
