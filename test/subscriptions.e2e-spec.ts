@@ -58,7 +58,6 @@ describe('subscriptions and auto-subscriptions', () => {
       [{ emitter_id: 'x_1', listener_id: wh }, 400],
       [{ emitter_id: src, listener_id: 'sc_1' }, 400],
       [{ emitter_id: src, listener_id: wh, event_name: '$bogus' }, 400],
-      [{ emitter_id: src, listener_id: src }, 400],
       [{ emitter_id: 'dc_*', listener_id: 'dc_*' }, 400],
       [{ emitter_id: src, listener_id: 'dc_*' }, 400],
       [{ emitter_id: src, listener_id: wh, extra: '1' }, 400],
@@ -74,6 +73,15 @@ describe('subscriptions and auto-subscriptions', () => {
       const res = await subscribe(params);
       expect({ params, status: res.status }).toEqual({ params, status });
       if (status !== 200) expect(res.body).toEqual(expect.objectContaining({ code: status === 400 ? 'invalid_request' : 'not_found' }));
+    }
+  });
+
+  it('an emitter subscribed to itself: 400 invalid_request naming what it is, a workflow as a workflow (before: "a source")', async () => {
+    const src = await insertSource(system, user.id);
+    const wf = (await api.post('/workflows', { name: 'self', trigger: { manual: {} }, steps: [{ name: 's1', code: 'export default defineComponent({ async run() { return 1 } })' }] })).body.data.id;
+    for (const [id, what] of [[src, 'source'], [wf, 'workflow']]) {
+      const res = await subscribe({ emitter_id: id, listener_id: id });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: { error: `a ${what} cannot subscribe to itself`, code: 'invalid_request', details: { emitter_id: id } } });
     }
   });
 

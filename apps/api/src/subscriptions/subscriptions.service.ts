@@ -41,7 +41,7 @@ export class SubscriptionsService {
         const emitter = await resolveEmitter(tx, auth, emitterId, true);
         // Checked after both ids resolved: a glob as listener is "an id with another prefix", not a loop.
         const listener = await resolveListener(tx, auth, listenerId, true);
-        if (emitterId === listenerId) throw new BadRequestError('a source cannot subscribe to itself', { emitter_id: emitterId });
+        if (emitterId === listenerId) throw new BadRequestError(`a ${emitterId.startsWith('p_') ? 'workflow' : 'source'} cannot subscribe to itself`, { emitter_id: emitterId });
         const ownerId = orgId ? namespaceOf(auth, orgId) : listener.ownerId;
         // The org's list, quota and members' deletes hold it: a route between ends of other accounts is not the org's.
         if (!emitter.glob && emitter.ownerId !== ownerId && listener.ownerId !== ownerId) {
