@@ -241,6 +241,31 @@ describe('dashboard: another org member\'s hostile content', () => {
     await ranNothing();
   }, 240_000);
 
+  it("shows the many subscriptions of B's webhook 20 at a time, with a button for 20 more", async () => {
+    const hook = await asB().post(withOrg('/webhooks'), { url: 'https://hooks.example.com/many', name: 'many subscriptions' });
+    expect(hook.status).toBe(200);
+    // Channels named by B, the last one hostile: shown as text like the rest.
+    const channels = Array.from({ length: 45 }, (_, i) => (i === 44 ? hostile('channel').slice(0, 255) : `ch-${String(i).padStart(2, '0')}`));
+    for (const event_name of channels) expect((await asB().post(withOrg('/subscriptions'), { emitter_id: 'dc_*', listener_id: hook.body.data.id, event_name })).status).toBe(200);
+    await signInA('/webhooks');
+    const card = page.getByRole('article', { name: 'Webhook many subscriptions' });
+    const rows = card.locator('ul.subs li');
+    await card.getByText('20 of 45 subscriptions shown').waitFor();
+    expect(await rows.count()).toBe(20);
+    expect(await rows.first().textContent()).toContain('ch-00');
+    const more = card.getByRole('button', { name: /^Show \d+ more subscriptions$/ });
+    expect(await more.textContent()).toBe('Show 20 more subscriptions');
+    await more.click();
+    await card.getByText('40 of 45 subscriptions shown').waitFor();
+    expect(await rows.count()).toBe(40);
+    expect(await more.textContent()).toBe('Show 5 more subscriptions');
+    await more.click();
+    await card.getByText(channels[44]).waitFor();
+    expect(await rows.count()).toBe(45);
+    expect(await more.count()).toBe(0);
+    await ranNothing();
+  }, 240_000);
+
   it("cuts B's huge prop texts in A's edit form", async () => {
     const big = (tag: string) => `${tag}:${'x'.repeat(300 * 1024)}`;
     const code = `module.exports = {

@@ -101,7 +101,12 @@ const CHANNELS: Array<[string, string]> = [
   ['$logs', '$logs'],
 ];
 
+/** A webhook's subscriptions are shown this many at a time: an account may have 10,000 (SUBSCRIPTIONS_MAX_PER_ACCOUNT). */
+const SUBSCRIPTIONS_PAGE = 20;
+
 function WebhookCard({ webhook: w, subscriptions, sources, onChange }: { webhook: Webhook; subscriptions: Subscription[]; sources: Source[]; onChange: () => void }) {
+  const [shown, setShown] = useState(SUBSCRIPTIONS_PAGE);
+  const more = Math.min(SUBSCRIPTIONS_PAGE, subscriptions.length - shown);
   const [emitter, setEmitter] = useState('');
   const [channel, setChannel] = useState('');
   const [error, setError] = useState<unknown>();
@@ -132,7 +137,7 @@ function WebhookCard({ webhook: w, subscriptions, sources, onChange }: { webhook
       <h3>Subscriptions</h3>
       {subscriptions.length ? (
         <ul class="subs">
-          {subscriptions.map((s) => (
+          {subscriptions.slice(0, shown).map((s) => (
             <li key={s.id}>
               {nameOf(s.emitter_id)} <span class="channel">{s.event_name || 'default channel'}</span>{' '}
               <button type="button" class="link" onClick={() => act(() => api.unsubscribe({ emitter_id: s.emitter_id, listener_id: s.listener_id, event_name: s.event_name }))} aria-label={`Unsubscribe ${nameOf(s.emitter_id)} ${s.event_name || 'default channel'}`}>
@@ -144,6 +149,16 @@ function WebhookCard({ webhook: w, subscriptions, sources, onChange }: { webhook
       ) : (
         <p class="sub">Nothing feeds this webhook yet.</p>
       )}
+      {more > 0 ? (
+        <p class="row">
+          <span class="sub">
+            {shown} of {subscriptions.length} subscriptions shown
+          </span>
+          <button type="button" class="secondary" onClick={() => setShown((n) => n + SUBSCRIPTIONS_PAGE)}>
+            Show {more} more subscriptions
+          </button>
+        </p>
+      ) : null}
       <form
         class="row wrap"
         onSubmit={(e) => {
