@@ -7,20 +7,21 @@ import { doneBodies, responseBodies } from './result-bounds';
 const bundle = { key: 'k', path: '/code/bundles/x.cjs', format: 'cjs' as const };
 const runTask = { kind: 'executeBatch', bundle, items: [{}], timeoutMs: 1000 } as unknown as WorkerTask;
 
-/** What the app reads of the host's bodies: each frame checked as it comes, the pieces put into the last message. */
+/** What the app reads of the host's bodies: each frame checked and put in as it comes, then the last message. */
 function read(bodies: Buffer[]): { message: Record<string, unknown>; frames: number[] } | string {
   const pieces = new PieceAssembly();
   const frames = bodies.map((b) => b.byteLength);
   for (const body of bodies.slice(0, -1)) {
     const m = checkedFromHost(deserialize(body));
     if (typeof m === 'string' || m.t !== 'piece') return typeof m === 'string' ? m : 'not a piece';
-    pieces.add(m);
+    const misfit = pieces.add(m);
+    if (misfit) return misfit;
   }
   const last = checkedFromHost(deserialize(bodies[bodies.length - 1])) as Record<string, unknown>;
   const root = last.t === 'done' ? (last.out as { value: unknown }).value : last.payload;
-  const filled = pieces.fill(root);
-  if (typeof filled === 'string') return filled;
-  return { message: last.t === 'done' ? { ...last, out: { value: filled.value } } : { ...last, payload: filled.value }, frames };
+  const whole = pieces.finish(root);
+  if (typeof whole === 'string') return whole;
+  return { message: last.t === 'done' ? { ...last, out: { value: whole.value } } : { ...last, payload: whole.value }, frames };
 }
 
 describe('large answers in pieces (host cuts, app puts together)', () => {
@@ -53,31 +54,43 @@ describe('large answers in pieces (host cuts, app puts together)', () => {
   });
 
   describe('pieces forged by code in the sandbox', () => {
+    /** The answer `pieces` make with `shell` in the final message, or why the first that does not fit does not. */
     const fill = (shell: unknown, ...pieces: Record<string, unknown>[]): unknown => {
       const assembly = new PieceAssembly();
       for (const p of pieces) {
         const checked = checkedFromHost({ t: 'piece', id: 1, ...p });
         if (typeof checked === 'string') return checked;
-        assembly.add(checked as Piece);
+        const misfit = assembly.add(checked as Piece);
+        if (misfit) return misfit;
       }
-      return assembly.fill(shell);
+      return assembly.finish(shell);
     };
+    const root = (fields: [string, unknown][]) => ({ path: [], entries: fields });
 
     it('puts nothing on a prototype, and follows no path that is not own data', () => {
       expect(fill({}, { path: [], entries: [['__proto__', { polluted: true }]] })).toBe('a piece without entries');
       expect(fill({}, { path: ['__proto__'], entries: [['polluted', true]] })).toBe('a piece without a path');
-      expect(fill({}, { path: ['constructor'], entries: [['polluted', true]] })).toBe('a piece for no array or object');
-      expect(fill({ a: [] }, { path: ['a', 'length'], entries: [['x', 1]] })).toBe('a piece for no array or object');
+      expect(fill({}, root([['a', []]]), { path: ['constructor'], entries: [['polluted', true]] })).toBe('a piece for no array or object');
+      expect(fill({}, root([['a', []]]), { path: ['a', 'length'], entries: [['x', 1]] })).toBe('a piece for no array or object');
+      expect(fill({}, { path: ['a'], entries: [['x', 1]] })).toBe('a piece inside an answer that has none yet');
       expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     });
 
     it('cannot make an array sparse or set a field twice', () => {
       expect(fill([], { path: [], from: 1_000_000_000, items: ['x'] })).toBe('a piece out of order');
-      expect(fill([], { path: [], entries: [['0', 'x']] })).toBe('a piece of fields for an array');
-      expect(fill({}, { path: [], from: 0, items: ['x'] })).toBe('a piece out of order');
-      expect(fill({ a: 1 }, { path: [], entries: [['a', 2]] })).toBe('a piece that sets a field twice');
-      expect(fill({ a: 1 }, { path: ['a'], text: 'x' })).toBe('a piece of text for no string');
+      expect(fill([], { path: [], from: 0, items: ['x'] }, { path: [], entries: [['0', 'x']] })).toBe('a piece of fields for an array');
+      expect(fill({}, root([['a', 1]]), { path: [], from: 0, items: ['x'] })).toBe('a piece out of order');
+      expect(fill({}, root([['a', 1]]), root([['a', 2]]))).toBe('a piece that sets a field twice');
+      expect(fill({}, root([['a', 1]]), { path: ['a'], text: 'x' })).toBe('a piece of text for no string');
       expect(fill([], { path: [], from: 0, items: ['a'] }, { path: [], from: 1, items: ['b'] })).toEqual({ value: ['a', 'b'] });
+    });
+
+    it('takes the answer only when the final message holds an empty shell of its kind', () => {
+      expect(fill({}, root([['a', 1]]))).toEqual({ value: { a: 1 } });
+      expect(fill({ b: 2 }, root([['a', 1]]))).toBe('an answer that does not match its pieces');
+      expect(fill([], root([['a', 1]]))).toBe('an answer that does not match its pieces');
+      expect(fill('x', { path: [], text: 'abc' })).toBe('an answer that does not match its pieces');
+      expect(fill('', { path: [], text: 'abc' })).toEqual({ value: 'abc' });
     });
 
     it('refuses pieces that are not pieces', () => {

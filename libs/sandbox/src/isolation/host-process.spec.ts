@@ -55,8 +55,8 @@ describe('HostProcess reading answers in pieces', () => {
 
   it('stops a host whose pieces do not fit the answer', async () => {
     host = scriptedHost(`
-      send({ t: "piece", id: ids[0], path: ["nowhere"], entries: [["a", 1]] });
-      send({ t: "done", id: ids[0], out: { value: {} } });`);
+      send({ t: "piece", id: ids[0], path: [], entries: [["a", 1]] });
+      send({ t: "piece", id: ids[0], path: ["nowhere"], entries: [["a", 1]] });`);
     const outcomes = await Promise.all([host.run(task, 5000), host.run(task, 5000)]);
     for (const o of outcomes) expect(o).toEqual({ failed: { name: 'SandboxProtocolError', message: expect.stringContaining('(a piece for no array or object)') } });
   });

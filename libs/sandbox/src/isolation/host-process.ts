@@ -274,10 +274,10 @@ export class HostProcess {
     if (!pieces) return m;
     if ('out' in m) {
       if (!('value' in m.out)) return 'pieces of an answer that is a failure';
-      const filled = pieces.fill(m.out.value);
+      const filled = pieces.finish(m.out.value);
       return typeof filled === 'string' ? filled : { ...m, out: { value: filled.value } };
     }
-    const filled = pieces.fill(m.payload);
+    const filled = pieces.finish(m.payload);
     return typeof filled === 'string' ? filled : { ...m, payload: filled.value as ResponseMessage };
   }
 
@@ -301,7 +301,8 @@ export class HostProcess {
       this.piecesOf = p;
       p.pieceBytes += bytes;
       if (p.pieceBytes > frameCapBytes(p.task) + FRAME_ENVELOPE_BYTES) return this.violation(`pieces of ${p.pieceBytes} bytes of an answer to a ${p.task.kind} task, over its bound`);
-      (p.pieces ??= new PieceAssembly()).add(m);
+      const misfit = (p.pieces ??= new PieceAssembly()).add(m);
+      if (misfit) return this.violation(misfit);
     } else if (m.t === 'done') {
       const p = this.pending.get(m.id);
       if (!p) return this.violation(`an answer to task ${m.id}, which is not in flight`);
