@@ -211,10 +211,13 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     this.rechecks.add(recheck);
     this.bySource.set(streamId, (this.bySource.get(streamId) ?? new Set()).add(close));
     res.on('close', close);
-    // Checked once now: an access change (or the deletion) announced after the request was authenticated and
-    // before the stream was held here (its NATS consumer or subscription being made) found no stream to end.
-    // No event is written until this answers.
-    recheck();
+    // A client that left while the stream was being opened closed its socket before that listener was added: its
+    // close never comes again, and the stream (its place in SSE_MAX_STREAMS_PER_KEY, keep-alive and consumer) would
+    // be held for the api's lifetime. Otherwise checked once now: an access change (or the deletion) announced after
+    // the request was authenticated and before the stream was held here found no stream to end. No event is
+    // written until this answers.
+    if (res.destroyed) close();
+    else recheck();
     return { closed: () => closed, gate: () => gate, close };
   }
 
