@@ -19,6 +19,17 @@ describe('timer slots', () => {
     expect(planTimer(every, { ...state, lastSlotMs: 70_000 }, 400_000)).toEqual({ catchUpMs: 370_000, nextMs: 430_000 });
   });
 
+  it("fires the latest missed cron slot as the catch-up, however long the source was away", () => {
+    // A month of minutes: the catch-up was looked for slot by slot, 10,000 at most (each a timezone conversion), so a
+    // runner starting many such sources held its thread for seconds, and fired a slot days old.
+    const spec = { cron: '* * * * *', timezone: 'Europe/Paris' };
+    const away = (now: number) => ({ anchorMs: 0, specKey: 'x', lastSlotMs: now - 30 * 86_400_000 });
+    const now = Date.parse('2026-12-01T10:00:30Z');
+    expect(planTimer(spec, away(now), now)).toEqual({ catchUpMs: Date.parse('2026-12-01T10:00:00Z'), nextMs: Date.parse('2026-12-01T10:01:00Z') });
+    const onSlot = Date.parse('2026-12-01T10:00:00Z');
+    expect(planTimer(spec, away(onSlot), onSlot)).toEqual({ catchUpMs: onSlot, nextMs: Date.parse('2026-12-01T10:01:00Z') });
+  });
+
   it('supports cron with a timezone', () => {
     const spec = { cron: '0 9 * * *', timezone: 'Europe/Paris' };
     const next = slotAfter(spec, { anchorMs: 0, specKey: 'x' }, Date.parse('2024-06-01T08:00:00Z'));
