@@ -54,21 +54,24 @@ export class EmitsEraser {
       filterSubjects: subject,
       ...(start ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, start.ms - SCAN_SLACK_MS)).toISOString() } : {}),
     });
+    const isLast = (m: JsMsg): boolean => m.info.pending === 0 || m.seq >= lastSeq;
     let erased = 0;
     for (;;) {
-      const batch = await consumer.fetch({ max_messages: FETCH_BATCH, expires: FETCH_EXPIRES_MS });
-      let seen = 0;
-      let last = false;
-      for await (const m of batch) {
-        seen++;
-        last = m.info.pending === 0 || m.seq >= lastSeq;
+      // A fetch is read whole before anything is erased: one that completes while its messages wait unread drops
+      // them (the ordered consumer does not ask for them again), and a range's events were left in EMITS.
+      const messages: JsMsg[] = [];
+      for await (const m of await consumer.fetch({ max_messages: FETCH_BATCH, expires: FETCH_EXPIRES_MS })) {
+        messages.push(m);
+        if (isLast(m)) break;
+      }
+      for (const m of messages) {
         if (m.seq > lastSeq) break;
         const events = readEmits(m.data) ?? [];
         const erasing = events.filter(inRange).length;
         if (erasing && (await this.eraseFrom(m, events.filter((e) => !inRange(e)), routedSeq))) erased += erasing;
-        if (last) break;
       }
-      if (!seen || last) return erased;
+      const end = messages[messages.length - 1];
+      if (!end || isLast(end)) return erased;
     }
   }
 
