@@ -2,12 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { DeliverPolicy, headers as natsHeaders, JsMsg } from 'nats';
 import { EmitBatch, EmittedEvent, EMITS_ROUTED_HEADER, encodeJson, parseEventId, readEmits, ROUTER_DURABLE } from '@app/contracts';
 import { NatsService } from '@app/nats';
+import { BATCH_BYTES } from '../sse/sse.service';
 
 type EventIdParts = { ms: number; seq: number };
 
 /** How far before `start_id`'s time the scan begins: an emitter's clock may run ahead of the stream's. */
 const SCAN_SLACK_MS = 5_000;
-const FETCH_BATCH = 500;
 const FETCH_EXPIRES_MS = 1_000;
 
 const order = (a: EventIdParts, b: EventIdParts): number => a.ms - b.ms || a.seq - b.seq;
@@ -55,12 +55,15 @@ export class EmitsEraser {
       ...(start ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, start.ms - SCAN_SLACK_MS)).toISOString() } : {}),
     });
     const isLast = (m: JsMsg): boolean => m.info.pending === 0 || m.seq >= lastSeq;
+    // The scan holds what an event stream does: as many messages as 2 MiB holds at the largest a message can be.
+    // 500 at a time were up to 500 MB of the api's memory for each account deleting.
+    const batchMessages = Math.max(1, Math.floor(BATCH_BYTES / this.nats.maxPayload));
     let erased = 0;
     for (;;) {
       // A fetch is read whole before anything is erased: one that completes while its messages wait unread drops
       // them (the ordered consumer does not ask for them again), and a range's events were left in EMITS.
       const messages: JsMsg[] = [];
-      for await (const m of await consumer.fetch({ max_messages: FETCH_BATCH, expires: FETCH_EXPIRES_MS })) {
+      for await (const m of await consumer.fetch({ max_messages: batchMessages, expires: FETCH_EXPIRES_MS })) {
         messages.push(m);
         if (isLast(m)) break;
       }
