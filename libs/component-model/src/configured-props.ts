@@ -36,8 +36,15 @@ function optionValues(options: PropOption[]): unknown[] {
   return options.map((o) => (typeof o === 'object' && o !== null ? o.value : o));
 }
 
+/**
+ * The longest cron expression taken: every minute, hour, day, month and weekday written out is under 400 characters.
+ * A cron is parsed whenever its source is shown (`interval_seconds`); one as long as a prop value (64 KB) cost 7 ms.
+ */
+export const CRON_MAX_LENGTH = 1000;
+
 /** Checks a 5-field cron expression and optional IANA timezone; returns the error text or undefined. */
 export function cronProblem(cron: string, timezone?: string): string | undefined {
+  if (cron.length > CRON_MAX_LENGTH) return `cron must be at most ${CRON_MAX_LENGTH} characters`;
   if (cron.trim().split(/\s+/).length !== 5) return `cron must have 5 fields (minute hour day-of-month month day-of-week), got "${cron}"`;
   try {
     const job = new Cron(cron, { paused: true, timezone });
