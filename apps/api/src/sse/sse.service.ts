@@ -1,6 +1,6 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
-import { ConsumerMessages, DeliverPolicy } from 'nats';
+import { ConsumerMessages, DeliverPolicy, JsMsg } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { EmittedEvent, parseEventId, RateLimitedError, readEmits } from '@app/contracts';
 import { NatsService, retryUnanswered } from '@app/nats';
@@ -231,20 +231,39 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     isClosed: () => boolean,
     accessCheck: () => Promise<boolean> | undefined,
   ): Promise<void> {
+    const write = (m: JsMsg): void => {
+      // One message may hold the events of several invocations (an EmitBatch): each is written, in order.
+      for (const e of readEmits(m.data) ?? []) {
+        if (!e || !belongs(kind, e.name ?? '')) continue;
+        const id = parseEventId(e.id);
+        if (after && id && (id.ms < after.ms || (id.ms === after.ms && id.seq <= after.seq))) continue;
+        res.write(`id: ${e.id}\ndata: ${JSON.stringify(view(e))}\n\n`);
+      }
+    };
+    // A message read while an access check is in flight is written once that check has passed (a denied one ends the
+    // stream), after those read before it. Waiting for the check inside the batch's iteration lost the batch's other
+    // messages when its fetch completed meanwhile: an event was dropped whenever a keep-alive check took longer than
+    // the next event took to come.
+    let written: Promise<boolean> = Promise.resolve(true);
+    let waiting = 0;
     try {
       for (let batch = await nextBatch(); batch && !isClosed(); batch = await nextBatch()) {
         for await (const m of batch) {
           if (isClosed()) return;
           const pending = accessCheck();
-          if (pending && !(await pending)) return;
-          // One message may hold the events of several invocations (an EmitBatch): each is written, in order.
-          for (const e of readEmits(m.data) ?? []) {
-            if (!e || !belongs(kind, e.name ?? '')) continue;
-            const id = parseEventId(e.id);
-            if (after && id && (id.ms < after.ms || (id.ms === after.ms && id.seq <= after.seq))) continue;
-            res.write(`id: ${e.id}\ndata: ${JSON.stringify(view(e))}\n\n`);
+          if (!pending && !waiting) {
+            write(m);
+            continue;
           }
+          waiting++;
+          written = written.then(async (ok) => ok && (await (pending ?? true))).then((ok) => {
+            waiting--;
+            if (ok && !isClosed()) write(m);
+            return ok;
+          });
         }
+        // No next batch while this one's messages wait for a check.
+        if (!(await written)) return;
         // The next batch once the client has read this one. Not waited for inside the batch: a fetch that expires
         // while its messages wait unread drops them (the ordered consumer does not ask for them again).
         if (res.writableNeedDrain) {
