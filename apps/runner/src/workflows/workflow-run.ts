@@ -20,6 +20,11 @@ export const RUN_LOGS_MAX = 1000;
 export const RUN_LOG_CHARS_MAX = 2 * 1024 * 1024;
 /** What the steps of one run may return and export together, in events of `EVENT_MAX_BYTES`. */
 export const RUN_OUTPUTS_MAX_EVENTS = 16;
+/**
+ * What the `$.send.*` payloads of one run's steps may hold together (kept until the run ends), in events of
+ * `EVENT_MAX_BYTES`: 64 MiB at the default, what one step's answer may hold.
+ */
+export const RUN_SENDS_MAX_EVENTS = 128;
 
 const clip = (s: string, max: number): string => (s.length > max ? `${s.slice(0, max)}… (${s.length - max} more characters)` : s);
 
@@ -144,6 +149,8 @@ export async function runWorkflow(
   let logChars = 0;
   const outputsMax = RUN_OUTPUTS_MAX_EVENTS * deps.config.eventMaxBytes;
   let outputsLeft = outputsMax;
+  const sendsMax = RUN_SENDS_MAX_EVENTS * deps.config.eventMaxBytes;
+  let sendsLeft = sendsMax;
   for (const step of desired.steps) {
     const started = now();
     const record: StepRecord = { name: step.name, cell_id: step.cellId, duration_ms: 0 };
@@ -207,6 +214,12 @@ export async function runWorkflow(
     if (outputsLeft < 0) {
       const message = `the return values and exports of this run's steps together are over ${outputsMax} bytes of JSON (${RUN_OUTPUTS_MAX_EVENTS} × EVENT_MAX_BYTES)`;
       result.error = { name: 'StepsSizeLimitError', message, stack: `StepsSizeLimitError: ${message}` };
+    }
+    // Every step's sends are kept until the run ends (they are acted on only after it succeeded): bounded together.
+    sendsLeft -= result.error ? 0 : jsonBytesUpTo(result.sends ?? [], sendsLeft);
+    if (sendsLeft < 0) {
+      const message = `the $.send.* payloads of this run's steps together are over ${sendsMax} bytes of JSON (${RUN_SENDS_MAX_EVENTS} × EVENT_MAX_BYTES)`;
+      result.error = { name: 'SendsSizeLimitError', message, stack: `SendsSizeLimitError: ${message}` };
     }
     if (result.error) {
       const name = clip(String(result.error.name), 200);
