@@ -13,6 +13,14 @@ describe('$.send checks made when a step calls them', () => {
     for (const value of ['a\r\nset-cookie: x', 'a\nb', 'a\u0000b', { a: 1 }, null]) expect(http({ 'x-v': value })).toBe('$.send.http(): header x-v must be a string without CR, LF or NUL');
   });
 
+  it('refuses the $.send.http headers that frame the request or manage its connection (other accounts share it)', () => {
+    const http = (headers: unknown) => sendProblem({ kind: 'http', payload: { url: 'https://example.com/x', headers } } as never, {});
+    for (const name of ['Content-Length', 'transfer-encoding', 'Connection', 'keep-alive', 'Proxy-Connection', 'upgrade', 'TE', 'trailer', 'Expect']) {
+      expect(http({ [name]: '1' })).toBe(`$.send.http(): header ${name} is the platform's to set (it frames the request or manages its connection)`);
+    }
+    expect(http({ host: 'example.org', 'content-type': 'text/plain', 'x-te': '1' })).toBeUndefined();
+  });
+
   it('keeps $.send.s3 inside the bucket it names', () => {
     expect(s3({ bucket: 'my-bucket', prefix: 'orders/', payload: {} })).toBeUndefined();
     for (const prefix of ['../other-bucket/', 'a/../../other-bucket/', '/other-bucket/', './x/', 'a/./b']) expect(s3({ bucket: 'my-bucket', prefix, payload: {} })).toMatch(/prefix must not/);
