@@ -5,6 +5,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { Public } from './auth/api-key.guard';
 import { IngestRefusals, InvocationBacklog } from './http-endpoints/invocation-backlog';
 import { HttpIngress } from './http-endpoints/http-ingress';
+import { WorkflowSseHub } from './workflows/workflow-sse-hub';
 
 /**
  * `GET /metrics` (Prometheus text) of this api replica: the backlog its HTTP ingress reads (every
@@ -16,7 +17,7 @@ export class MetricsController {
   /** The public figures (also served on API_METRICS_PORT, with the process's own: main.ts). */
   readonly registry = new Registry();
 
-  constructor(backlog: InvocationBacklog, ingress: HttpIngress, @Inject(APP_CONFIG) config: AppConfig) {
+  constructor(backlog: InvocationBacklog, ingress: HttpIngress, sseHub: WorkflowSseHub, @Inject(APP_CONFIG) config: AppConfig) {
     const registers = [this.registry];
     const gauge = (name: string, help: string, read: () => number): Gauge =>
       new Gauge({
@@ -31,6 +32,8 @@ export class MetricsController {
     gauge('api_ingest_events_unrouted', "emitted events the delivery apps' router has not acknowledged (not yet indexed and routed, or waiting for their direct webhook POSTs), as last read", () => backlog.stats.events_unrouted);
     gauge('api_ingest_deliveries_pending', 'webhook deliveries waiting in DELIVERIES (routed, not yet sent), as last read', () => backlog.stats.deliveries_pending);
     gauge('api_ingest_retries_pending', 'webhook deliveries waiting in webhook_retries for their next attempt, as last counted (every WEBHOOK_RETRIES_COUNT_MS)', () => backlog.stats.retries_pending);
+    gauge('api_workflow_sse_readers', 'open $.send.sse streams (GET /sse/p/{id}/sse) on this replica', () => sseHub.readers);
+    gauge('api_workflow_sse_subscriptions', 'NATS subscriptions this replica holds for $.send.sse streams: one per workflow that has readers here, however many', () => sseHub.subscriptions);
     gauge('api_ingest_drain_per_second', 'invocations the runners took from INVOCATIONS per second, as estimated from the last reads', () => backlog.drainRate);
     const bounds = new Gauge({ name: 'api_ingest_bound', help: 'the back-pressure bounds (0 = none): system INGEST_MAX_PENDING, source INGEST_MAX_PENDING_PER_SOURCE, account INGEST_MAX_PENDING_PER_ACCOUNT, account_deliveries INGEST_MAX_PENDING_DELIVERIES_PER_ACCOUNT, account_retries INGEST_MAX_RETRIES_PER_ACCOUNT', labelNames: ['bound'], registers });
     bounds.set({ bound: 'system' }, config.ingestMaxPending);

@@ -1,19 +1,19 @@
 import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
-import type { Subscription } from 'nats';
-import { BadRequestError, decodeJson, parseEventId, WorkflowSseMessage } from '@app/contracts';
-import { NatsService } from '@app/nats';
+import { BadRequestError, parseEventId } from '@app/contracts';
 import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
-import { answeredHead, BATCH_BYTES, eventView, SseService, StreamKind } from '../sse/sse.service';
+import { answeredHead, BATCH_BYTES, eventView, HeldStream, SseService, StreamKind } from '../sse/sse.service';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 import { keepAliveAccess } from '../sse/keep-alive-access';
+import { SseText, WorkflowSseHub } from './workflow-sse-hub';
 
 /**
  * Live streams of a workflow: `emits` ($.send.emit) and `observations` ($logs
  * and $errors) as for sources, and `sse`: its `$.send.sse` events (live only,
- * one named SSE message per event: `event: <channel>`, `data: <payload JSON>`).
+ * one named SSE message per event: `event: <channel>`, `data: <payload JSON>`), read from one NATS subscription
+ * per workflow however many read it (WorkflowSseHub).
  */
 @Controller('sse/p')
 export class WorkflowSseController {
@@ -21,7 +21,7 @@ export class WorkflowSseController {
     private readonly events: EventsService,
     private readonly sse: SseService,
     private readonly guard: ApiKeyGuard,
-    private readonly nats: NatsService,
+    private readonly hub: WorkflowSseHub,
   ) {}
 
   @Get(':id/emits')
@@ -39,52 +39,61 @@ export class WorkflowSseController {
     await this.events.assertWorkflow(auth, id);
     if (answeredHead(reply)) return;
     const release = this.sse.admit(auth.userId);
-    let sub: Subscription;
+    const res = reply.raw;
+    /** What the reader is owed: messages written once its access is checked, in order; past BATCH_BYTES it misses them. */
+    const queue: SseText[] = [];
+    let queued = 0;
+    let dropped = 0;
+    let writing = false;
+    let held: HeldStream | undefined;
+    const tellDropped = (): void => {
+      if (dropped && !held?.closed()) res.write(`: ${dropped} messages dropped: the reader fell behind\n\n`);
+      dropped = 0;
+    };
+    const write = async (): Promise<void> => {
+      if (writing || !held) return;
+      writing = true;
+      try {
+        while (queue.length && !held.closed()) {
+          const pending = held.gate();
+          if (pending && !(await pending)) return;
+          const m = queue.shift() as SseText;
+          queued -= m.bytes;
+          // Live only: a reader that has not read what it was sent misses what comes meanwhile, and is told so. The api
+          // holds for it at most what it holds for an event stream's reader: one batch.
+          if (res.writableLength + m.bytes > BATCH_BYTES) {
+            dropped++;
+            continue;
+          }
+          tellDropped();
+          res.write(m.text);
+        }
+      } finally {
+        writing = false;
+      }
+    };
+    let leave: () => void;
     try {
-      sub = this.nats.nc.subscribe(this.nats.names.workflowSse(id));
       // The server has the subscription before the handshake says the stream is open.
-      await this.nats.nc.flush().catch((err: Error) => {
-        sub.unsubscribe();
-        throw err;
+      leave = await this.hub.join(id, (m) => {
+        if (queued + m.bytes > BATCH_BYTES) dropped++;
+        else {
+          queue.push(m);
+          queued += m.bytes;
+        }
+        void write();
       });
     } catch (e) {
       release();
       throw e;
     }
     reply.hijack();
-    const res = reply.raw;
     res.writeHead(200, SSE_RESPONSE_HEADERS);
     res.write(':sse-handshake\n\n');
     // Held as the event streams are: ended by an access change that denies it, the workflow's deletion, the shutdown.
-    const held = this.sse.hold(res, id, this.access(authorization, id), release, () => sub.unsubscribe());
-    let dropped = 0;
-    const tellDropped = (): void => {
-      if (dropped && !held.closed()) res.write(`: ${dropped} messages dropped: the reader fell behind\n\n`);
-      dropped = 0;
-    };
+    held = this.sse.hold(res, id, this.access(authorization, id), release, leave);
     res.on('drain', tellDropped);
-    void (async () => {
-      for await (const m of sub) {
-        if (held.closed()) break;
-        const pending = held.gate();
-        if (pending && !(await pending)) break;
-        let text: string;
-        try {
-          const e = decodeJson<WorkflowSseMessage>(m.data);
-          text = `id: ${e.id}\nevent: ${e.channel}\ndata: ${JSON.stringify(e.payload)}\n\n`;
-        } catch {
-          continue;
-        }
-        // Live only: a reader that has not read what it was sent misses what comes meanwhile, and is told so. The api
-        // holds for it at most what it holds for an event stream's reader: one batch.
-        if (res.writableLength + Buffer.byteLength(text) > BATCH_BYTES) {
-          dropped++;
-          continue;
-        }
-        tellDropped();
-        res.write(text);
-      }
-    })().finally(held.close);
+    void write();
   }
 
   private access(authorization: string, id: string): () => Promise<boolean> {

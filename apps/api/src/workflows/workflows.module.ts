@@ -5,6 +5,7 @@ import { HttpEndpointsModule } from '../http-endpoints/http-endpoints.module';
 import { SourcesModule } from '../sources/sources.module';
 import { SseModule } from '../sse/sse.module';
 import { WorkflowSseController } from './workflow-sse.controller';
+import { WorkflowSseHub } from './workflow-sse-hub';
 import { WorkflowPublisher } from './workflow-publisher';
 import { WorkflowsController } from './workflows.controller';
 import { WorkflowsService } from './workflows.service';
@@ -12,7 +13,7 @@ import { WorkflowsService } from './workflows.service';
 @Module({
   imports: [ComponentsModule, EventsModule, HttpEndpointsModule, SseModule, SourcesModule],
   controllers: [WorkflowsController, WorkflowSseController],
-  providers: [WorkflowsService, WorkflowPublisher],
-  exports: [WorkflowsService],
+  providers: [WorkflowsService, WorkflowPublisher, WorkflowSseHub],
+  exports: [WorkflowsService, WorkflowSseHub],
 })
 export class WorkflowsModule {}
