@@ -21,7 +21,8 @@ export interface Publisher {
    * its invocation id; others may be summed with more before publishing.
    */
   publishUsage(usage: UsageRecord, exact?: boolean): void;
-  reply(subject: string, response: HttpResponseMessage): void;
+  /** Answers an HTTP caller; `of` names what answered in the error a response too large for one message gets. */
+  reply(subject: string, response: HttpResponseMessage, of?: 'source' | 'workflow'): void;
 }
 
 /** The replica's timer scheduler as an actor sees it. */

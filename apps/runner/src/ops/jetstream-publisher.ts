@@ -190,11 +190,11 @@ export class JetStreamPublisher implements Publisher {
    * A custom response goes back as one NATS message: one larger than the server's `max_payload` is answered
    * `502 response_too_large` at once, instead of leaving the client to wait for the api's timeout.
    */
-  reply(subject: string, response: HttpResponseMessage): void {
+  reply(subject: string, response: HttpResponseMessage, of: 'source' | 'workflow' = 'source'): void {
     const data = encodeJson(response);
     const max = this.nats.maxPayload;
     if (data.byteLength <= max) return this.nats.nc.publish(subject, data);
-    const error = { error: `the source's response is ${data.byteLength} bytes, over the ${max} bytes one NATS message carries (the server's max_payload)`, code: 'response_too_large' };
+    const error = { error: `the ${of}'s response is ${data.byteLength} bytes, over the ${max} bytes one NATS message carries (the server's max_payload)`, code: 'response_too_large' };
     this.nats.nc.publish(subject, encodeJson({ status: 502, headers: { 'content-type': 'application/json' }, body: JSON.stringify(error) }));
   }
 }

@@ -240,7 +240,7 @@ export class WorkflowActor {
       : await runWorkflow(this.deps, desired, { invocationId: msg.invocationId, event, replyTo: msg.replyTo, dbs: state.dbs, startedAtMs, stopped: () => this.stopped });
     if (this.stopped) return delivery.nak();
     if (msg.replyTo && !outcome.responded) {
-      if (outcome.response) this.deps.publisher.reply(msg.replyTo, outcome.response);
+      if (outcome.response) this.deps.publisher.reply(msg.replyTo, outcome.response, 'workflow');
       else replyError(this.deps.publisher, msg.replyTo, 502, outcome.error ? `the workflow failed before responding: ${outcome.error.message}` : 'the workflow finished without calling $.respond()');
     }
     const events = runEvents(desired, msg.invocationId, event, startedAtMs, outcome, this.clock, this.deps.config.eventMaxBytes, this.now(), chainOf(msg.invocationId, msg.chain));

@@ -188,7 +188,7 @@ export async function runWorkflow(
               onResponse: (r) => {
                 if (!input.replyTo || outcome.responded || input.stopped()) return;
                 outcome.responded = true;
-                deps.publisher.reply(input.replyTo, r);
+                deps.publisher.reply(input.replyTo, r, 'workflow');
               },
             }
           : {},
