@@ -15,6 +15,8 @@ import { SandboxRestarts } from './ops/sandbox-restarts';
 import { PartitionLeases } from './partitions/partition-leases';
 import { PartitionWorker } from './partitions/partition-worker';
 import { TimerService } from './timers/timer.service';
+import { HeldBudget } from './workflows/held-budget';
+import { ACCOUNT_HELD_MAX_EVENTS } from './workflows/workflow-run';
 
 /**
  * The runner replica: holds partition leases and runs a `PartitionWorker`
@@ -63,6 +65,7 @@ export class RunnerService implements OnApplicationBootstrap, BeforeApplicationS
       logger: this.logger,
       // The actor state (db included) and each emitted event are one NATS message: they must fit the server's max_payload.
       config: { ...this.config, stateMaxBytes: maxPayload - 1024, eventMaxBytes: this.eventCapBytes(maxPayload) },
+      held: new HeldBudget(ACCOUNT_HELD_MAX_EVENTS * this.eventCapBytes(maxPayload)),
     };
     this.leases = new PartitionLeases(
       this.nats.leases,

@@ -7,6 +7,7 @@ import type { TimerSpec } from './props';
 import type { TimerState } from '../timers/timer-slots';
 import type { ActorStateStore } from './actor-state';
 import type { ComponentCache } from './code-cache';
+import type { HeldBudget } from '../workflows/held-budget';
 
 /** Side effects of an invocation on JetStream (fakes in unit tests). */
 export interface Publisher {
@@ -91,5 +92,7 @@ export interface ActorDeps {
   metrics: RunnerMetrics;
   logger: Logger;
   config: ActorConfig;
+  /** What each account's workflow runs in progress hold in this runner's memory (none: no bound). */
+  held?: HeldBudget;
   now?: () => number;
 }

@@ -5,7 +5,7 @@ import { EmitterClock, type EmitterClockState } from '../actors/emit-ids';
 import { replyError } from '../actors/source-execution';
 import { specKey, type TimerState } from '../timers/timer-slots';
 import { runEvents } from './workflow-events';
-import { refusedRun, runWorkflow, withDbWrites } from './workflow-run';
+import { refusedRun, type RunOutcome, runWorkflow, withDbWrites } from './workflow-run';
 import type { SendPublisher } from './workflow-sends';
 
 /** KV `source-state`, key = workflow id. */
@@ -238,6 +238,17 @@ export class WorkflowActor {
     const outcome = refused
       ? refusedRun(desired, refused, startedAtMs)
       : await runWorkflow(this.deps, desired, { invocationId: msg.invocationId, event, replyTo: msg.replyTo, dbs: state.dbs, startedAtMs, stopped: () => this.stopped });
+    try {
+      await this.finish(delivery, desired, event, startedAtMs, outcome, !!refused);
+    } finally {
+      // Its sends and outputs are published (or it comes again): its account's runs no longer hold them.
+      this.deps.held?.release(desired.ownerId, outcome.heldBytes);
+    }
+  }
+
+  /** Answers, publishes and records a run that ended, then acknowledges its invocation. */
+  private async finish(delivery: InvocationDelivery, desired: DesiredWorkflowState, event: unknown, startedAtMs: number, outcome: RunOutcome, refused: boolean): Promise<void> {
+    const { msg } = delivery;
     if (this.stopped) return delivery.nak();
     if (msg.replyTo && !outcome.responded) {
       if (outcome.response) this.deps.publisher.reply(msg.replyTo, outcome.response, 'workflow');

@@ -25,6 +25,8 @@ export const RUN_OUTPUTS_MAX_EVENTS = 16;
  * `EVENT_MAX_BYTES`: 64 MiB at the default, what one step's answer may hold.
  */
 export const RUN_SENDS_MAX_EVENTS = 128;
+/** What the runs of one account in progress on one runner may hold together (`HeldBudget`), in events of `EVENT_MAX_BYTES`: 256 MiB at the default. */
+export const ACCOUNT_HELD_MAX_EVENTS = 512;
 
 const clip = (s: string, max: number): string => (s.length > max ? `${s.slice(0, max)}… (${s.length - max} more characters)` : s);
 
@@ -78,11 +80,13 @@ export interface RunOutcome {
   response?: ExecuteResult['response'];
   /** The secret values its records must not show (`redactionPatterns`). */
   hidden?: string[];
+  /** What it took of its account's `HeldBudget` (its steps' sends and outputs), released once it is published. */
+  heldBytes: number;
 }
 
 /** The outcome of a run refused before its first step (`chainRefusal`): an error at the trigger, nothing run. */
 export function refusedRun(desired: DesiredWorkflowState, error: { name: string; message: string }, ts: number): RunOutcome {
-  return { status: 'error', steps: [], logs: [], sends: [], dbWrites: {}, durationMs: 0, responded: false, error: { ...error, stack: '', cellId: desired.steps[0]?.cellId ?? '', step: 'trigger', ts } };
+  return { status: 'error', steps: [], logs: [], sends: [], dbWrites: {}, durationMs: 0, responded: false, heldBytes: 0, error: { ...error, stack: '', cellId: desired.steps[0]?.cellId ?? '', step: 'trigger', ts } };
 }
 
 /** The `original_context` of `$errors` events and `steps.trigger.context`. */
@@ -124,7 +128,7 @@ export async function runWorkflow(
   const now = deps.now ?? Date.now;
   const context = triggerContext(desired, input.invocationId, input.startedAtMs);
   const steps: Record<string, unknown> = { trigger: { event: input.event, context } };
-  const outcome: RunOutcome = { status: 'success', steps: [], logs: [], sends: [], dbWrites: {}, durationMs: 0, responded: false };
+  const outcome: RunOutcome = { status: 'success', steps: [], logs: [], sends: [], dbWrites: {}, durationMs: 0, responded: false, heldBytes: 0 };
   const deadline = input.startedAtMs + desired.runTimeoutMs;
   let secrets: Record<string, string>;
   try {
@@ -210,16 +214,26 @@ export async function runWorkflow(
     const problem = result.error ? undefined : (result.sends ?? []).map((x) => sendProblem(x, sendSettings)).find((m) => m !== undefined);
     if (problem) result.error = { name: 'SendError', message: problem, stack: `SendError: ${problem}` };
     // What the steps hand on is kept for the whole run (and sent to every later step): bounded together.
-    outputsLeft -= result.error ? 0 : jsonBytesUpTo({ r: result.returnValue, e: result.exports ?? {} }, outputsLeft);
+    const outputBytes = result.error ? 0 : jsonBytesUpTo({ r: result.returnValue, e: result.exports ?? {} }, outputsLeft);
+    outputsLeft -= outputBytes;
     if (outputsLeft < 0) {
       const message = `the return values and exports of this run's steps together are over ${outputsMax} bytes of JSON (${RUN_OUTPUTS_MAX_EVENTS} × EVENT_MAX_BYTES)`;
       result.error = { name: 'StepsSizeLimitError', message, stack: `StepsSizeLimitError: ${message}` };
     }
     // Every step's sends are kept until the run ends (they are acted on only after it succeeded): bounded together.
-    sendsLeft -= result.error ? 0 : jsonBytesUpTo(result.sends ?? [], sendsLeft);
+    const sendBytes = result.error ? 0 : jsonBytesUpTo(result.sends ?? [], sendsLeft);
+    sendsLeft -= sendBytes;
     if (sendsLeft < 0) {
       const message = `the $.send.* payloads of this run's steps together are over ${sendsMax} bytes of JSON (${RUN_SENDS_MAX_EVENTS} × EVENT_MAX_BYTES)`;
       result.error = { name: 'SendsSizeLimitError', message, stack: `SendsSizeLimitError: ${message}` };
+    }
+    // …and so is what all the account's runs in progress on this runner hold together.
+    if (!result.error && deps.held) {
+      if (deps.held.take(desired.ownerId, outputBytes + sendBytes)) outcome.heldBytes += outputBytes + sendBytes;
+      else {
+        const message = `this account's workflow runs in progress on this runner would hold more than ${deps.held.maxBytes} bytes of JSON of sends, return values and exports together (${ACCOUNT_HELD_MAX_EVENTS} × EVENT_MAX_BYTES): run fewer at once`;
+        result.error = { name: 'HeldSizeLimitError', message, stack: `HeldSizeLimitError: ${message}` };
+      }
     }
     if (result.error) {
       const name = clip(String(result.error.name), 200);

@@ -1,0 +1,62 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * What one account's workflow runs in progress hold in the runner's memory together. A run keeps its steps' sends,
+ * return values and exports until it ends, each run bounded on its own; but an account may have any number of runs
+ * waiting in a later step, and 80 runs of 45 MB of sends each, sleeping in their second step, held 3.6 GB of the
+ * runner every account's runs share. Now the step that would take its account's runs in progress on a runner past
+ * 512 × EVENT_MAX_BYTES fails, and what a run held is given back once it is published.
+ */
+const EVENT_MAX_BYTES = 64 * 1024;
+const step = (body: string) => `export default defineComponent({ async run({ steps, $ }) { ${body} } });`;
+const STEPS = [
+  // About 6 MiB of sends (the run's own bound is 128 × 64 KiB = 8 MiB), then a wait in the next step.
+  { name: 'send', code: step(`const s = "v".repeat(${EVENT_MAX_BYTES - 4096}); for (let i = 0; i < 100; i++) $.send.sse({ channel: "c", payload: s });`) },
+  { name: 'wait', code: step('await new Promise((r) => setTimeout(r, 6000));') },
+];
+type Run = { status: string; failed_step: string | null; steps: { error?: { name: string; message: string } }[] };
+
+describe("what one account's workflow runs in progress hold in the runner", () => {
+  let system: System;
+  let a: TestUser;
+  let b: TestUser;
+
+  beforeAll(async () => {
+    system = await startSystem({ EVENT_MAX_BYTES: String(EVENT_MAX_BYTES) });
+    a = createUser(system);
+    b = createUser(system);
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  const workflow = async (user: TestUser, name: string): Promise<string> => {
+    const res = await client(system, user.apiKey).post('/workflows', { name, trigger: { manual: {} }, steps: STEPS });
+    expect(res.status).toBe(200);
+    return res.body.data.id as string;
+  };
+  const run = async (user: TestUser, id: string): Promise<void> => {
+    expect((await client(system, user.apiKey).post(`/workflows/${id}/run`, {})).status).toBe(202);
+  };
+  const runsOf = async (user: TestUser, id: string, n: number): Promise<Run[]> =>
+    eventually(async () => {
+      const runs = (await client(system, user.apiKey).get(`/workflows/${id}/runs?limit=100`)).body.data as Run[] | undefined;
+      return runs && runs.length >= n ? runs : undefined;
+    }, { what: `${n} runs of ${id}`, timeoutMs: 60_000 });
+
+  it("fails the step that would take its account's runs past 512 × EVENT_MAX_BYTES; another account's runs are not counted", async () => {
+    const [mine, theirs] = [await workflow(a, 'a-holds'), await workflow(b, 'b-holds')];
+    // Six runs of A at once: five hold 30 MiB, the sixth's sends would take A past 32 MiB. B's three run beside them.
+    for (let i = 0; i < 6; i++) await run(a, mine);
+    for (let i = 0; i < 3; i++) await run(b, theirs);
+    const ofA = await runsOf(a, mine, 6);
+    const message = `this account's workflow runs in progress on this runner would hold more than ${512 * EVENT_MAX_BYTES} bytes of JSON of sends, return values and exports together (512 × EVENT_MAX_BYTES): run fewer at once`;
+    expect(ofA.filter((r) => r.status === 'success')).toHaveLength(5);
+    expect(ofA.filter((r) => r.status === 'error').map((r) => ({ failed: r.failed_step, error: r.steps[0].error }))).toEqual([{ failed: 'send', error: { name: 'HeldSizeLimitError', message } }]);
+    expect((await runsOf(b, theirs, 3)).map((r) => r.status)).toEqual(['success', 'success', 'success']);
+    // Given back once they ended: A's next run holds as much again.
+    await run(a, mine);
+    expect((await runsOf(a, mine, 7))[0].status).toBe('success');
+  });
+});
