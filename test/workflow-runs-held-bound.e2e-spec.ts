@@ -51,12 +51,30 @@ describe("what one account's workflow runs in progress hold in the runner", () =
     for (let i = 0; i < 6; i++) await run(a, mine);
     for (let i = 0; i < 3; i++) await run(b, theirs);
     const ofA = await runsOf(a, mine, 6);
-    const message = `this account's workflow runs in progress on this runner would hold more than ${512 * EVENT_MAX_BYTES} bytes of JSON of sends, return values and exports together (512 × EVENT_MAX_BYTES): run fewer at once`;
+    const message = `this account's workflow runs in progress on this runner would hold more than ${512 * EVENT_MAX_BYTES} bytes of JSON of sends, return values, exports and recorded props together (512 × EVENT_MAX_BYTES): run fewer at once`;
     expect(ofA.filter((r) => r.status === 'success')).toHaveLength(5);
     expect(ofA.filter((r) => r.status === 'error').map((r) => ({ failed: r.failed_step, error: r.steps[0].error }))).toEqual([{ failed: 'send', error: { name: 'HeldSizeLimitError', message } }]);
     expect((await runsOf(b, theirs, 3)).map((r) => r.status)).toEqual(['success', 'success', 'success']);
     // Given back once they ended: A's next run holds as much again.
     await run(a, mine);
     expect((await runsOf(a, mine, 7))[0].status).toBe('success');
+  });
+
+  it('counts the props its templates filled in, which each run keeps for its record, as it counts sends', async () => {
+    // 49 steps whose props are each about 60 KB of the event (a step's record keeps at most one event of them), then a
+    // wait: about 2.9 MiB a run, so 12 runs do not fit in 32 MiB.
+    const fill = { code: 'export default defineComponent({ props: { t: { type: "string" } }, async run() {} });', props: { t: 'x{{trigger.event.s}}' } };
+    const wait = { name: 'wait', code: step('await new Promise((r) => setTimeout(r, 20000));') };
+    const res = await client(system, a.apiKey).post('/workflows', { name: 'a-fills', trigger: { manual: {} }, steps: [...Array.from({ length: 49 }, (_, i) => ({ ...fill, name: `fill${i}` })), wait] });
+    expect(res.status).toBe(200);
+    const id = res.body.data.id as string;
+    const event = { s: 'f'.repeat(EVENT_MAX_BYTES - 4096) };
+    for (let i = 0; i < 12; i++) expect((await client(system, a.apiKey).post(`/workflows/${id}/run`, { event })).status).toBe(202);
+    const runs = await runsOf(a, id, 12);
+    // Runs that go step by step side by side pass the bound together: some of them fail, and give back what they held.
+    const errors = runs.filter((r) => r.status === 'error').map((r) => r.steps[r.steps.length - 1].error?.name);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(new Set(errors)).toEqual(new Set(['HeldSizeLimitError']));
+    expect(runs.some((r) => r.status === 'success')).toBe(true);
   });
 });

@@ -160,11 +160,19 @@ export async function runWorkflow(
     const record: StepRecord = { name: step.name, cell_id: step.cellId, duration_ms: 0 };
     outcome.steps.push(record);
     let result: ExecuteResult;
+    /** What the run record keeps of the step's props (filled in by templates). */
+    let inputBytes = 0;
     try {
       const component = await deps.components.get(step.codeHash, desired.ownerId);
       // Recorded with secrets masked; run with secret props and `$auth` decrypted, then templates filled in.
       const maxBytes = STEP_TEMPLATES_MAX_EVENTS * deps.config.eventMaxBytes;
       record.inputs = inputsOf(resolveTemplates(step.props, { steps, secrets: masked, maxBytes }) as Record<string, unknown>);
+      // Kept for the run record, which holds at most one event: larger inputs could only be cut from it.
+      inputBytes = jsonBytesUpTo(record.inputs, Infinity);
+      if (inputBytes > deps.config.eventMaxBytes) {
+        record.inputs = { $truncated: inputBytes };
+        inputBytes = 0;
+      }
       const templated = resolveTemplates(decryptDeep(deps.config.secretsKey, step.props), { steps, secrets, maxBytes }) as Record<string, unknown>;
       const props = resolveProps(deps.config.secretsKey, templated, component.descriptor.props);
       const timeoutMs = Math.max(1, deadline - started);
@@ -228,10 +236,11 @@ export async function runWorkflow(
       result.error = { name: 'SendsSizeLimitError', message, stack: `SendsSizeLimitError: ${message}` };
     }
     // …and so is what all the account's runs in progress on this runner hold together.
+    const heldBytes = outputBytes + sendBytes + inputBytes;
     if (!result.error && deps.held) {
-      if (deps.held.take(desired.ownerId, outputBytes + sendBytes)) outcome.heldBytes += outputBytes + sendBytes;
+      if (deps.held.take(desired.ownerId, heldBytes)) outcome.heldBytes += heldBytes;
       else {
-        const message = `this account's workflow runs in progress on this runner would hold more than ${deps.held.maxBytes} bytes of JSON of sends, return values and exports together (${ACCOUNT_HELD_MAX_EVENTS} × EVENT_MAX_BYTES): run fewer at once`;
+        const message = `this account's workflow runs in progress on this runner would hold more than ${deps.held.maxBytes} bytes of JSON of sends, return values, exports and recorded props together (${ACCOUNT_HELD_MAX_EVENTS} × EVENT_MAX_BYTES): run fewer at once`;
         result.error = { name: 'HeldSizeLimitError', message, stack: `HeldSizeLimitError: ${message}` };
       }
     }
