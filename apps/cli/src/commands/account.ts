@@ -94,8 +94,8 @@ export const configCommand: Command = {
     const path = configPath();
     const profile = profileName(ctx.overrides);
     const checkKey = (k: string | undefined): string => {
-      if (!k) throw new CliError(`name a key: ${CONFIG_KEYS.join(', ')}`);
-      if (!isConfigKey(k)) throw new CliError(`unknown config key "${k}": use one of ${CONFIG_KEYS.join(', ')}`);
+      if (!k) throw usageError('config', `name a key: ${CONFIG_KEYS.join(', ')}`);
+      if (!isConfigKey(k)) throw usageError('config', `unknown config key "${k}": use one of ${CONFIG_KEYS.join(', ')}`);
       return k;
     };
     // config takes a fixed number of arguments per action (3 at most, which main checks).
@@ -105,7 +105,7 @@ export const configCommand: Command = {
     if (action === 'path') return out(path);
     if (action === 'set') {
       const k = checkKey(key);
-      if (value === undefined) throw new CliError(`pd config set ${k} needs a value`);
+      if (value === undefined) throw usageError('config', `pd config set ${k} needs a value`);
       const saved = k === 'api_base_url' ? normalizeBaseUrl(value) : value;
       updateProfile(path, profile, { [k]: saved });
       return ctx.json ? printJson({ profile, [k]: saved }) : out(`Set ${k} in profile "${profile}" (${path})`);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { basename, relative } from 'node:path';
 import { ComponentWatcher } from '../file-watcher';
 import { bundleComponent, Bundle } from '../bundle';
-import { Command, CommandContext, list, orgOf, str } from '../command';
+import { Command, CommandContext, list, orgOf, str, usageError } from '../command';
 import { classifyTarget, deploy, givenProps, printSource } from '../deploy';
 import { CliError, describeError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
@@ -30,7 +30,7 @@ export const devCommand: Command = {
   maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const file = positionals[0];
-    if (!file) throw new CliError('pd dev needs the file of a source component');
+    if (!file) throw usageError('dev', 'pd dev needs the file of a source component or workflow');
     if (isWorkflowFile(file)) return devWorkflow(ctx, file, orgOf(ctx, values));
     assertNotOtherJson(file);
     // Only a local file can be watched: a key or URL was deployed, then failed on the bundle it does not have.

@@ -1,4 +1,4 @@
-import { Command, CommandContext, flag, orgOf, str } from '../command';
+import { Command, CommandContext, flag, orgOf, str, usageError } from '../command';
 import { CliError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
 import { dim, note, oneLine, printJson } from '../output';
@@ -43,7 +43,7 @@ export const eventsCommand: Command = {
   maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd events needs the name or id of a source or workflow');
+    if (!ref) throw usageError('events', 'pd events needs the name or id of a source or workflow');
     const limit = parseCount(str(values, 'count'), 10);
     const { id } = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
     const events = await recent(ctx, ref, id, limit);
@@ -71,7 +71,7 @@ export const logsCommand: Command = {
   maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd logs needs the name or id of a source or workflow');
+    if (!ref) throw usageError('logs', 'pd logs needs the name or id of a source or workflow');
     const limit = parseCount(str(values, 'count'), 20);
     const { id } = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
     const [logs, errors] = await Promise.all([recent(ctx, ref, id, limit, '$logs'), recent(ctx, ref, id, limit, '$errors')]);

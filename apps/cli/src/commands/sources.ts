@@ -1,5 +1,5 @@
 import { bundleComponent } from '../bundle';
-import { Command, list, orgOf, str } from '../command';
+import { Command, list, orgOf, str, usageError } from '../command';
 import { deploy, givenProps, looksLikeAction, orgQuery, printSource, saveLocalComponent } from '../deploy';
 import { CliError } from '../errors';
 import { bold, dim, fields, green, oneLine, out, printJson, table, withSpinner } from '../output';
@@ -29,7 +29,7 @@ export const deployCommand: Command = {
   maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd deploy needs a file, component key or URL (see pd deploy --help)');
+    if (!ref) throw usageError('deploy', 'pd deploy needs a file, component key or URL');
     if (isWorkflowFile(ref)) return deployWorkflowFile(ctx, ref, orgOf(ctx, values));
     assertNotOtherJson(ref);
     const { source, component } = await deploy(ctx, ref, { name: str(values, 'name'), orgId: orgOf(ctx, values), props: { flags: list(values, 'prop'), file: str(values, 'props') } });
@@ -47,7 +47,7 @@ export const publishCommand: Command = {
   maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const file = positionals[0];
-    if (!file) throw new CliError('pd publish needs the file of an action component');
+    if (!file) throw usageError('publish', 'pd publish needs the file of an action component');
     ctx.client.requireKey();
     const bundle = await bundleComponent(file);
     if (!looksLikeAction(bundle.code)) {
@@ -131,7 +131,7 @@ export const updateCommand: Command = {
   maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd update needs the name or id of a source');
+    if (!ref) throw usageError('update', 'pd update needs the name or id of a source');
     const source = await resolveSource(ctx.client, ref, orgOf(ctx, values));
     const body: Record<string, unknown> = {};
     const file = str(values, 'file');
@@ -163,7 +163,7 @@ export const deleteCommand: Command = {
   maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd delete needs the name or id of a source or workflow');
+    if (!ref) throw usageError('delete', 'pd delete needs the name or id of a source or workflow');
     const target = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
     if (target.kind === 'workflow') {
       await withSpinner(`Deleting ${target.id}`, () => ctx.client.request('DELETE', `/workflows/${encodeURIComponent(target.id)}`), 'Deleted');
@@ -191,7 +191,7 @@ export const runCommand: Command = {
   maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd run needs the name or id of a source or workflow');
+    if (!ref) throw usageError('run', 'pd run needs the name or id of a source or workflow');
     const target = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
     const source = target.kind === 'source' ? await resolveSource(ctx.client, target.id, orgOf(ctx, values)) : { id: target.id, name: target.name };
     const eventText = str(values, 'event');

@@ -1,4 +1,4 @@
-import { Command, CommandContext, orgOf, str } from '../command';
+import { Command, CommandContext, orgOf, str, usageError } from '../command';
 import { arr, data, dict, json, num, obj, opt, ShapeOf, str as string } from '../answer-shape';
 import { CliError } from '../errors';
 import { dim, green, jsonText, oneLine, out, printJson, red, withSpinner } from '../output';
@@ -38,7 +38,7 @@ export const replayCommand: Command = {
   maxPositionals: 2,
   async run(ctx, { values, positionals }) {
     const [ref, eventId] = positionals;
-    if (!ref || !eventId) throw new CliError('pd replay needs a workflow and the id of one of its $errors events');
+    if (!ref || !eventId) throw usageError('replay', 'pd replay needs a workflow and the id of one of its $errors events');
     const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
     const res = await withSpinner(`Replaying ${eventId}`, () => ctx.client.read('POST', `/workflows/${encodeURIComponent(w.id)}/replay`, data(obj({ invocation_id: string })), { body: { event_id: eventId } }), 'Replayed');
     if (ctx.json) return printJson(res.data);
@@ -56,7 +56,7 @@ export const runsCommand: Command = {
   maxPositionals: 1,
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
-    if (!ref) throw new CliError('pd runs needs a workflow name or id');
+    if (!ref) throw usageError('runs', 'pd runs needs a workflow name or id');
     const n = str(values, 'count') ?? '5';
     if (!/^\d+$/.test(n) || Number(n) < 1 || Number(n) > 100) throw new CliError(`-n expects a count from 1 to 100, got "${n}"`);
     const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));

@@ -1,0 +1,34 @@
+import { rmSync } from 'node:fs';
+import { pd, tempHome } from './support/pd';
+
+/** Usage mistakes are found before any request: no server is needed to see what a user sees. */
+describe('pd usage mistakes', () => {
+  let home: string;
+
+  beforeAll(() => {
+    home = tempHome();
+  });
+  afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+  it('refuses a missing argument as a usage mistake (exit 2) pointing to the command help', async () => {
+    const cases: [string[], string][] = [
+      [['deploy'], 'pd deploy needs a file, component key or URL; run `pd deploy --help`'],
+      [['dev'], 'pd dev needs the file of a source component or workflow; run `pd dev --help`'],
+      [['publish'], 'pd publish needs the file of an action component; run `pd publish --help`'],
+      [['events'], 'pd events needs the name or id of a source or workflow; run `pd events --help`'],
+      [['logs'], 'pd logs needs the name or id of a source or workflow; run `pd logs --help`'],
+      [['update'], 'pd update needs the name or id of a source; run `pd update --help`'],
+      [['delete'], 'pd delete needs the name or id of a source or workflow; run `pd delete --help`'],
+      [['run'], 'pd run needs the name or id of a source or workflow; run `pd run --help`'],
+      [['runs'], 'pd runs needs a workflow name or id; run `pd runs --help`'],
+      [['replay', 'my-flow'], 'pd replay needs a workflow and the id of one of its $errors events; run `pd replay --help`'],
+      [['config', 'get'], 'name a key: api_key, api_base_url, org_id; run `pd config --help`'],
+      [['config', 'set', 'org_id'], 'pd config set org_id needs a value; run `pd config --help`'],
+      [['config', 'get', 'bogus'], 'unknown config key "bogus": use one of api_key, api_base_url, org_id; run `pd config --help`'],
+    ];
+    for (const [args, message] of cases) {
+      const r = await pd(args, home);
+      expect([args, r.code, r.stdout, r.stderr]).toEqual([args, 2, '', `Error: ${message}\n`]);
+    }
+  });
+});
