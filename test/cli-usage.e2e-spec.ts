@@ -31,4 +31,18 @@ describe('pd usage mistakes', () => {
       expect([args, r.code, r.stdout, r.stderr]).toEqual([args, 2, '', `Error: ${message}\n`]);
     }
   });
+
+  it('refuses help on an unknown command as an unknown command, and takes global options without a command as pd alone', async () => {
+    const unknown = await pd(['help', 'frobnicate'], home);
+    expect([unknown.code, unknown.stdout, unknown.stderr]).toEqual([2, '', 'Error: unknown command "frobnicate"; run `pd --help` for the list\n']);
+    const known = await pd(['help', 'ls'], home);
+    expect([known.code, known.stderr, known.stdout.split('\n')[0]]).toEqual([0, '', 'pd list — list your sources, their event streams, or your workflows']);
+    const alone = await pd([], home);
+    for (const args of [['--json'], ['--profile', 'staging'], ['-h', '--json']]) {
+      const r = await pd(args, home);
+      expect([args, r.code, r.stderr, r.stdout]).toEqual([args, 0, '', alone.stdout]);
+    }
+    const bogus = await pd(['--bogus'], home);
+    expect([bogus.code, bogus.stderr]).toEqual([2, 'Error: unknown option --bogus; run `pd --help`\n']);
+  });
 });

@@ -15,6 +15,11 @@ const ALIASES: Record<string, string> = { ls: 'list', rm: 'delete', log: 'logs',
 
 /** Exit code for usage mistakes (unknown command or option), as most CLIs do. */
 const USAGE_EXIT = 2;
+/** The options `pd` takes without a command (`--profile` and its value are skipped apart). */
+const GLOBAL_FLAGS = new Set(['--profile', '--json', '--help', '-h']);
+
+const commandNamed = (name: string): Command | undefined => COMMANDS.find((c) => c.name === (ALIASES[name] ?? name));
+const unknownCommand = (name: string): number => fail(`unknown command "${name}"; run \`pd --help\` for the list`, USAGE_EXIT);
 
 function version(): string {
   for (const p of [join(__dirname, '..', '..', '..', '..', 'package.json'), join(__dirname, '..', '..', '..', 'package.json')]) {
@@ -82,15 +87,18 @@ export async function main(argv: string[]): Promise<number> {
   const { name, rest } = splitCommand(argv);
   if (!name) {
     if (rest.includes('--version') || rest.includes('-v')) return print(version());
-    if (rest.length === 0 || rest.includes('--help') || rest.includes('-h')) return print(mainHelp());
-    return fail(`unknown option ${rest[0]}; run \`pd --help\``, USAGE_EXIT);
+    // Global options without a command (`pd --json`, `pd --profile staging`) are `pd` alone: the list of commands.
+    const unknown = rest.find((a, i) => !GLOBAL_FLAGS.has(a) && rest[i - 1] !== '--profile');
+    return unknown === undefined ? print(mainHelp()) : fail(`unknown option ${unknown}; run \`pd --help\``, USAGE_EXIT);
   }
   if (name === 'help') {
-    const target = COMMANDS.find((c) => c.name === (ALIASES[rest[0]] ?? rest[0]));
-    return print(target ? commandHelp(target) : mainHelp());
+    const topic = splitCommand(rest).name;
+    if (topic === undefined) return print(mainHelp());
+    const target = commandNamed(topic);
+    return target ? print(commandHelp(target)) : unknownCommand(topic);
   }
-  const command = COMMANDS.find((c) => c.name === (ALIASES[name] ?? name));
-  if (!command) return fail(`unknown command "${name}"; run \`pd --help\` for the list`, USAGE_EXIT);
+  const command = commandNamed(name);
+  if (!command) return unknownCommand(name);
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args: rest, options: { ...GLOBAL_OPTIONS, ...command.options } as Record<string, OptionSpec>, allowPositionals: true, allowNegative: true, strict: true });
