@@ -392,13 +392,17 @@ describe('pd command-line tool', () => {
       const url = `http://127.0.0.1:${(files.address() as AddressInfo).port}/action.mjs`;
       const fromUrl = await pd(['deploy', url], home, {}, dir);
       expect(fromUrl.code).toBe(1);
-      expect(fromUrl.stderr.trim()).toBe(`Error: ${url} is an action, not a source: save it with \`pd publish ${url}\``);
+      // pd publish takes a local file: the URL is not what to give it.
+      expect(fromUrl.stderr.trim()).toBe(`Error: ${url} is an action, not a source: only sources are deployed (\`pd publish <file>\` saves an action from a local file)`);
     } finally {
       files.close();
     }
     const fromUpdate = await pd(['update', sourceId, '--file', 'action.mjs'], home, {}, dir);
     expect(fromUpdate.code).toBe(1);
     expect(fromUpdate.stderr.trim()).toBe('Error: action.mjs is an action, not a source: save it with `pd publish action.mjs`');
+    // The key of an action already saved (published above): nothing to publish again.
+    const fromKey = await pd(['deploy', 'cli-test-action'], home, {}, dir);
+    expect([fromKey.code, fromKey.stderr]).toEqual([1, 'Error: cli-test-action is an action, not a source: only sources are deployed (`pd publish <file>` saves an action from a local file)\n']);
     expect(await saved()).toBe(before);
   });
 

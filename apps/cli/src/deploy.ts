@@ -39,7 +39,9 @@ export function looksLikeAction(code: string): boolean {
   return /\btype\s*:\s*(["'`])action\1/.test(code);
 }
 
-const actionRefusal = (ref: string): CliError => new CliError(`${ref} is an action, not a source: save it with \`pd publish ${ref}\``);
+/** `pd publish` takes a local file: a URL or the key of a saved action is not something to give it. */
+const actionRefusal = (ref: string): CliError =>
+  new CliError(`${ref} is an action, not a source: ${classifyTarget(ref) === 'file' ? `save it with \`pd publish ${ref}\`` : 'only sources are deployed (`pd publish <file>` saves an action from a local file)'}`);
 
 /** Bundles a local file and saves it as a component; with `sourceOnly`, an action is refused before anything is saved. */
 export async function saveLocalComponent(client: ApiClient, file: string, orgId?: string, sourceOnly = false): Promise<{ component: Component; bundle: Bundle }> {
@@ -119,7 +121,7 @@ export async function deploy(ctx: CommandContext, ref: string, opts: DeployOptio
   client.requireKey();
   const { component, kind, bundle } = await componentFor(client, ref, opts.orgId, true);
   // Code that hides its type from the static check (a registry component, a computed type) is caught here, before any source exists.
-  if (component.type === 'action') throw new CliError(`${component.name} is an action, not a source: save it with \`pd publish ${ref}\``);
+  if (component.type === 'action') throw actionRefusal(ref);
   const given = givenProps(opts.props);
   const descriptors = component.configurable_props ?? [];
   const props = await completeProps(descriptors, coerceToDescriptors(given.values, descriptors, given.raw), ctx.interactive);
