@@ -19,6 +19,7 @@ function endless(res: ServerResponse, status: number, type: string, head: string
   pump();
 }
 
+const HTML_404 = '<!DOCTYPE html>\n<html>\n  <head><title>404 Not Found</title></head>\n  <body><h1>Not Found</h1><p>The requested URL was not found on this server.</p></body>\n</html>\n';
 const SOURCE = { id: 'dc_a', name: 'a', name_slug: 'a', component_id: 'sc_1', configured_props: {}, active: true };
 const WORKFLOW = { id: 'p_a', name: 'a', active: true, deployment_id: 'd_1', trigger: { manual: {} }, steps: [] };
 const page = (data: unknown[], end_cursor = 'c1', total_count = data.length): unknown => ({ page_info: { total_count, count: data.length, start_cursor: 'c0', end_cursor }, data });
@@ -122,6 +123,8 @@ function hostileApi(): Server {
     if (path === '/v1/users/me') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
     if (path === '/v1/users/me/sources') return endless(res, 200, 'application/json', '{"data":"');
     if (path === '/v1/orgs/o_broken/sources') return endless(res, 500, 'application/json', '{"error":"');
+    // Another web server at api_base_url (a mistyped port): its own error page.
+    if (path.startsWith('/html/v1/')) return res.writeHead(404, { 'content-type': 'text/html' }).end(HTML_404);
     if (source) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: { id: source, name: source, name_slug: source, component_id: 'sc_1', configured_props: {}, active: true } }));
     if (path.endsWith('/event_summaries')) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ page_info: { total_count: 0, count: 0, start_cursor: null, end_cursor: null }, data: [] }));
     if (/^\/tty\/sse\/(dc|p)\/(dc|p)_%1B/.test(path)) return res.writeHead(200, { 'content-type': 'text/event-stream' }).write(':hello\n\n'); // held open
@@ -179,7 +182,18 @@ describe('pd against a hostile server at api_base_url', () => {
     const error = await pd(['list', 'sources', '--org', 'o_broken'], home, env);
     expect(error.code).toBe(1);
     expect(error.stderr.trim().split('\n')).toHaveLength(1);
-    expect(error.stderr).toMatch(/^Error: HTTP 500: \{"error":"a{100}/);
+    expect(error.stderr).toMatch(new RegExp(`^Error: GET ${env.PD_API_BASE_URL}/orgs/o_broken/sources\\?limit=100 answered HTTP 500 with a body that is not an error of this API \\("\\{"error":"a+…"\\): is api_base_url ${env.PD_API_BASE_URL} right\\?\n$`));
+  });
+
+  it('names the request and points to api_base_url when an error answer is not one of this API (another web server)', async () => {
+    const base = `${origin}/html/v1`;
+    const page = '"<!DOCTYPE html> <html> <head><title>404 Not Found</title></head> <body><h1>Not Found</h1><p>The requ…"';
+    const login = await pd(['login', '--api-key', 'pd_any', '--api-base-url', base], home);
+    expect([login.code, login.stdout, login.stderr]).toEqual([1, '', `Error: GET ${base}/users/me answered HTTP 404 with a body that is not an error of this API (${page}): is api_base_url ${base} right?\n`]);
+    const list = await pd(['list', 'sources'], home, { ...env, PD_API_BASE_URL: base });
+    expect([list.code, list.stdout, list.stderr]).toEqual([1, '', `Error: GET ${base}/users/me/sources?limit=100 answered HTTP 404 with a body that is not an error of this API (${page}): is api_base_url ${base} right?\n`]);
+    const follow = await pd(['events', '-f', 'dc_x'], home, { ...env, PD_API_BASE_URL: base });
+    expect([follow.code, follow.stdout, follow.stderr]).toEqual([1, '', `Error: GET ${base}/sources/dc_x answered HTTP 404 with a body that is not an error of this API (${page}): is api_base_url ${base} right?\n`]);
   });
 
   it('saves no profile for a server that answers JSON but no user', async () => {

@@ -1,4 +1,4 @@
-import { ApiResponseError, CliError } from './errors';
+import { ApiResponseError, CliError, ForeignErrorAnswer } from './errors';
 import { apiOrigin, ResolvedConfig } from './config';
 import { arr, nullable, num, obj, readShape, Shape, ShapeError, str } from './answer-shape';
 
@@ -103,7 +103,7 @@ export class ApiClient {
     const { text, whole } = await readUpTo(res, res.ok ? MAX_RESPONSE_BYTES : MAX_ERROR_BYTES).catch((e: unknown) => {
       throw this.networkError(e);
     });
-    if (!res.ok) throw this.httpError(res.status, text);
+    if (!res.ok) throw this.httpError(res.status, text, `${method} ${url}`);
     if (!whole) throw this.oversized(`the answer to ${method} ${url}`);
     if (res.status === 204 || text.trim() === '') return undefined;
     try {
@@ -176,14 +176,20 @@ export class ApiClient {
     return new CliError(`cannot reach the API at ${this.config.apiBaseUrl}: ${reason}; check api_base_url (\`pd config\`) or PD_API_BASE_URL`);
   }
 
-  httpError(status: number, text: string): CliError {
+  /** `request` (`GET <url>`) is named when the answer is not an error of this API: a server that is not this service. */
+  httpError(status: number, text: string, request: string): CliError {
     let body: { error?: unknown; code?: unknown; details?: unknown } | undefined;
     try {
       body = JSON.parse(text) as typeof body;
     } catch {
       body = undefined;
     }
-    const message = typeof body?.error === 'string' ? body.error : `HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ''}`;
+    if (typeof body?.error !== 'string' && status !== 401) {
+      const start = text.replace(/\s+/g, ' ').trim();
+      const shown = start ? ` ("${start.length > 100 ? `${start.slice(0, 100)}…` : start}")` : '';
+      return new ForeignErrorAnswer(status, `http_${status}`, `${request} answered HTTP ${status} with a body that is not an error of this API${shown}: is api_base_url ${this.config.apiBaseUrl} right?`);
+    }
+    const message = typeof body?.error === 'string' ? body.error : `HTTP ${status}`;
     const code = typeof body?.code === 'string' ? body.code : `http_${status}`;
     const details = body?.details && typeof body.details === 'object' ? (body.details as Record<string, unknown>) : undefined;
     if (status === 401) {

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { ApiClient, MAX_RESPONSE_BYTES, readUpTo } from './api-client';
 import { bundleComponent, Bundle } from './bundle';
 import { CommandContext } from './command';
-import { CliError } from './errors';
+import { CliError, isNotFound } from './errors';
 import { bold, fields, green, oneLine, out, printJson, printJsonLine, withSpinner } from './output';
 import { coerceToDescriptors, completeProps, parsePropFlags, PropValues, readPropsFile } from './props';
 import { data } from './answer-shape';
@@ -80,8 +80,6 @@ export async function componentFor(client: ApiClient, ref: string, orgId?: strin
   }
   return { kind, component: await withSpinner(`Looking up ${ref}`, () => componentByKey(client, ref, orgId)) };
 }
-
-const isNotFound = (e: unknown): boolean => (e as { status?: number }).status === 404;
 
 /**
  * A key names a component as `POST /sources` with `key` does: the newest one of yours with that key (the org's with

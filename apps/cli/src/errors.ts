@@ -20,6 +20,14 @@ export class ApiResponseError extends CliError {
   }
 }
 
+/** An error status whose body is not `{ error, code }`: a server at api_base_url that is not this service, or a proxy. */
+export class ForeignErrorAnswer extends ApiResponseError {}
+
+/** The API itself answered 404: another server's 404 says nothing about what was looked up. */
+export function isNotFound(e: unknown): boolean {
+  return e instanceof ApiResponseError && e.status === 404 && !(e instanceof ForeignErrorAnswer);
+}
+
 /** Turns any thrown value into the one line shown to the user. */
 export function describeError(e: unknown): string {
   if (e instanceof CliError) return e.message;

@@ -1,6 +1,6 @@
 import { ApiClient } from './api-client';
 import { arr, bool, data, dict, json, num, obj, opt, ShapeOf, str } from './answer-shape';
-import { CliError } from './errors';
+import { CliError, isNotFound } from './errors';
 import { PROP_DESCRIPTOR } from './props';
 
 /** The spec's Source: the fields `pd` reads (the rest of it passes through to `--json`). */
@@ -94,7 +94,7 @@ export async function onSource<T>(ref: string, work: () => Promise<T>): Promise<
   try {
     return await work();
   } catch (e) {
-    if ((e as { status?: number }).status === 404) throw new CliError(`source "${ref}" not found (HTTP 404)`);
+    if (isNotFound(e)) throw new CliError(`source "${ref}" not found (HTTP 404)`);
     throw e;
   }
 }

@@ -44,7 +44,7 @@ export async function followStream(client: ApiClient, path: string, opts: Stream
       const headers: Record<string, string> = { ...client.headers(), accept: 'text/event-stream' };
       if (lastId) headers['last-event-id'] = lastId;
       const res = await fetch(client.url(path), { headers, signal: AbortSignal.any([opts.signal, conn.signal]) });
-      if (!res.ok || !res.body) throw client.httpError(res.status, (await readUpTo(res, MAX_ERROR_BYTES).catch(() => ({ text: '' }))).text);
+      if (!res.ok || !res.body) throw client.httpError(res.status, (await readUpTo(res, MAX_ERROR_BYTES).catch(() => ({ text: '' }))).text, `GET ${client.url(path)}`);
       if (connectedOnce && failures > 0) opts.onNotice?.('reconnected to the event stream');
       connectedOnce = true;
       failures = 0;

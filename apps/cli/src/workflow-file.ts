@@ -5,7 +5,7 @@ import { readWorkflowDefinition, secretNamesOf, WorkflowDefinitionError } from '
 import { data } from './answer-shape';
 import { bundleComponent } from './bundle';
 import { CommandContext } from './command';
-import { CliError } from './errors';
+import { CliError, isNotFound } from './errors';
 import { isNpmAction, npmActionFile } from './npm-action';
 import { fields, green, note, out, printJson, printJsonLine, withSpinner } from './output';
 import { endpointUrl, SOURCE } from './sources';
@@ -118,7 +118,7 @@ async function triggerEndpoint(ctx: CommandContext, w: Workflow): Promise<string
   const source = (w.trigger as { source?: unknown }).source;
   if (typeof source !== 'string' || !source.startsWith('dc_')) return undefined;
   const res = await ctx.client.get(`/sources/${encodeURIComponent(source)}`, data(SOURCE)).catch((e: unknown) => {
-    if ((e as { status?: number }).status === 404) return undefined; // deleted meanwhile: the deploy itself succeeded
+    if (isNotFound(e)) return undefined; // deleted meanwhile: the deploy itself succeeded
     throw e;
   });
   return res && endpointUrl(res.data);

@@ -1,6 +1,6 @@
 import { ApiClient } from './api-client';
 import { arr, bool, data, num, obj, opt, ShapeOf, str } from './answer-shape';
-import { CliError } from './errors';
+import { CliError, isNotFound } from './errors';
 import { resolveSource } from './sources';
 
 /**
@@ -33,7 +33,7 @@ export async function findWorkflow(client: ApiClient, ref: string, orgId?: strin
     try {
       return (await client.get(`/workflows/${encodeURIComponent(ref)}`, data(WORKFLOW))).data;
     } catch (e) {
-      if ((e as { status?: number }).status === 404) return undefined;
+      if (isNotFound(e)) return undefined;
       throw e;
     }
   }

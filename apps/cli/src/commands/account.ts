@@ -2,7 +2,7 @@ import { ApiClient } from '../api-client';
 import { data, obj, readShape, ShapeError, ShapeOf, str as string } from '../answer-shape';
 import { Command, str, usageError } from '../command';
 import { CONFIG_KEYS, configPath, DEFAULT_API_BASE_URL, isConfigKey, loginBaseUrl, normalizeBaseUrl, profileName, readConfigFile, updateProfile } from '../config';
-import { ApiResponseError, CliError } from '../errors';
+import { CliError, isNotFound } from '../errors';
 import { fields, oneLine, out, printJson, withSpinner } from '../output';
 import { ask } from '../prompt';
 
@@ -64,7 +64,7 @@ async function assertMember(client: ApiClient, orgId: string, user: User): Promi
   try {
     await withSpinner(`Checking org ${orgId}`, () => client.request('GET', `/orgs/${encodeURIComponent(orgId)}/sources`, { query: { limit: 1 } }));
   } catch (e) {
-    if (e instanceof ApiResponseError && e.status === 404) throw new CliError(`org ${orgId} not found, or ${user.username} is not a member of it: check --org-id (nothing was saved)`);
+    if (isNotFound(e)) throw new CliError(`org ${orgId} not found, or ${user.username} is not a member of it: check --org-id (nothing was saved)`);
     throw e;
   }
 }
