@@ -363,6 +363,9 @@ describe('pd command-line tool', () => {
     }, { what: 'an event with the new prop', timeoutMs: 60_000, intervalMs: 1000 });
     const off = await pd(['update', sourceId, '--active', 'false', '--json'], home);
     expect(json<{ active: boolean }>(off.stdout).active).toBe(false);
+    // A run of an inactive source is refused, with the pd command that enables it (not the REST call).
+    const inactive = await pd(['run', 'cli-test'], home);
+    expect([inactive.code, inactive.stdout, inactive.stderr]).toEqual([1, '', `Error: source ${sourceId} (cli test) is not active: enable it with \`pd update ${sourceId} --active true\` (HTTP 409)\n`]);
     const bad = await pd(['update', sourceId, '--active', 'maybe'], home);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/--active expects true or false/);

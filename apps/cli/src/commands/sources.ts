@@ -1,7 +1,7 @@
 import { bundleComponent } from '../bundle';
 import { Command, list, orgOf, str, usageError } from '../command';
 import { deploy, givenProps, looksLikeAction, orgQuery, printSource, saveLocalComponent } from '../deploy';
-import { CliError } from '../errors';
+import { ApiResponseError, CliError } from '../errors';
 import { bold, dim, fields, green, oneLine, out, printJson, table, withSpinner } from '../output';
 import { data, obj, str as string } from '../answer-shape';
 import { Component, COMPONENT, endpointUrl, listSources, onSource, propsAsInput, resolveSource, Source, SOURCE } from '../sources';
@@ -203,7 +203,13 @@ export const runCommand: Command = {
         throw new CliError(`--event is not valid JSON: ${(e as Error).message}`);
       }
     }
-    const res = await withSpinner(`Running ${source.id}`, () => onSource(ref, () => ctx.client.read('POST', `${basePath(source)}/run`, data(obj({ invocation_id: string })), { body })), 'Invoked');
+    const res = await withSpinner(`Running ${source.id}`, () => onSource(ref, () => ctx.client.read('POST', `${basePath(source)}/run`, data(obj({ invocation_id: string })), { body })), 'Invoked').catch((e: unknown) => {
+      // The API's answer names its REST call; pd names its own command.
+      if (target.kind === 'source' && e instanceof ApiResponseError && e.code === 'conflict') {
+        throw new CliError(`source ${source.id} (${source.name}) is not active: enable it with \`pd update ${source.id} --active true\` (HTTP 409)`);
+      }
+      throw e;
+    });
     if (ctx.json) return printJson(res.data);
     const detail = Object.entries(res.data).filter(([, v]) => typeof v !== 'object').map(([k, v]) => `${k}=${String(v)}`).join(' ');
     out(`${green('✔')} Invoked ${oneLine(source.id)} (${oneLine(source.name)})${detail ? ` ${dim(oneLine(detail))}` : ''}`);
