@@ -1,4 +1,5 @@
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { pd, tempHome } from './support/pd';
 
 /** Usage mistakes are found before any request: no server is needed to see what a user sees. */
@@ -44,5 +45,13 @@ describe('pd usage mistakes', () => {
     }
     const bogus = await pd(['--bogus'], home);
     expect([bogus.code, bogus.stderr]).toEqual([2, 'Error: unknown option --bogus; run `pd --help`\n']);
+  });
+
+  it('refuses a login --api-base-url that is no http(s) URL before sending the key anywhere, as pd config set does', async () => {
+    for (const url of ['localhost:3000', 'ftp://localhost/v1']) {
+      const r = await pd(['login', '--api-key', 'pd_any', '--api-base-url', url], home);
+      expect([url, r.code, r.stdout, r.stderr]).toEqual([url, 1, '', `Error: api_base_url must be an http or https URL such as http://localhost:3000/v1, got "${url}": nothing was saved\n`]);
+    }
+    expect(existsSync(join(home, '.config', 'pipedream', 'config'))).toBe(false);
   });
 });

@@ -141,7 +141,7 @@ export function updateProfile(path: string, profile: string, changes: Profile): 
 }
 
 /** An API base URL the CLI can call: http or https, with a host, nothing to escape. */
-function assertHttpUrl(value: string): void {
+export function assertHttpUrl(value: string): void {
   let u: URL | undefined;
   try {
     u = new URL(value);

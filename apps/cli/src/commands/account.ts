@@ -1,7 +1,7 @@
 import { ApiClient } from '../api-client';
 import { data, obj, readShape, ShapeError, ShapeOf, str as string } from '../answer-shape';
 import { Command, str, usageError } from '../command';
-import { CONFIG_KEYS, configPath, DEFAULT_API_BASE_URL, isConfigKey, loginBaseUrl, normalizeBaseUrl, profileName, readConfigFile, updateProfile } from '../config';
+import { assertHttpUrl, CONFIG_KEYS, configPath, DEFAULT_API_BASE_URL, isConfigKey, loginBaseUrl, normalizeBaseUrl, profileName, readConfigFile, updateProfile } from '../config';
 import { CliError, isNotFound } from '../errors';
 import { fields, oneLine, out, printJson, withSpinner } from '../output';
 import { ask } from '../prompt';
@@ -27,6 +27,8 @@ export const loginCommand: Command = {
     const existing = readConfigFile(path).get(profile) ?? {};
     const base = loginBaseUrl(str(values, 'api-base-url'), existing.api_base_url);
     const apiBaseUrl = base.url;
+    // Checked before the key is sent anywhere, as `pd config set api_base_url` checks it.
+    assertHttpUrl(apiBaseUrl);
     let apiKey = str(values, 'api-key');
     if (!apiKey) {
       if (!ctx.interactive) throw new CliError('no API key given: pass --api-key <key> (prompting needs a terminal)');
