@@ -54,4 +54,13 @@ describe('pd usage mistakes', () => {
     }
     expect(existsSync(join(home, '.config', 'pipedream', 'config'))).toBe(false);
   });
+
+  it('says file not found for a missing workflow file (.yaml, .yml, .json), as for a missing .js or .mjs', async () => {
+    // Nothing is asked of the API: a closed port would say so.
+    const env = { PD_API_KEY: 'pd_any', PD_API_BASE_URL: 'http://127.0.0.1:9/v1' };
+    for (const args of [['deploy', 'workflow.yaml'], ['deploy', 'flow.yml'], ['deploy', 'flow.json'], ['dev', 'workflow.yaml']]) {
+      const r = await pd(args, home, env);
+      expect([args, r.code, r.stdout, r.stderr]).toEqual([args, 1, '', `Error: file not found: ${args[1]}\n`]);
+    }
+  });
 });

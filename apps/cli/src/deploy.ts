@@ -10,11 +10,14 @@ import { Component, COMPONENT, endpointUrl, Source, SOURCE, sseUrl } from './sou
 
 export type TargetKind = 'file' | 'url' | 'key';
 
-/** A deploy argument is a URL, a local file, or else a component key (yours, else the registry's) or `sc_…` id. */
+/**
+ * A deploy argument is a URL, a local file, or else a component key (yours, else the registry's) or `sc_…` id.
+ * A path, or a name ending as a component or workflow file does (`.mjs`, `.yaml`, `.json`), is a missing file.
+ */
 export function classifyTarget(ref: string): TargetKind {
   if (/^https?:\/\//i.test(ref)) return 'url';
   if (existsSync(ref)) return 'file';
-  if (/[\\/]/.test(ref) || /\.(m|c)?[jt]s$/i.test(ref)) throw new CliError(`file not found: ${ref}`);
+  if (/[\\/]/.test(ref) || /\.((m|c)?[jt]s|ya?ml|json)$/i.test(ref)) throw new CliError(`file not found: ${ref}`);
   return 'key';
 }
 
