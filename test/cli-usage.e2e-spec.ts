@@ -22,6 +22,8 @@ describe('pd usage mistakes', () => {
       [['delete'], 'pd delete needs the name or id of a source or workflow; run `pd delete --help`'],
       [['run'], 'pd run needs the name or id of a source or workflow; run `pd run --help`'],
       [['runs'], 'pd runs needs a workflow name or id; run `pd runs --help`'],
+      // A PUT that changes nothing would still run the source's deactivate and activate hooks.
+      [['update', 'my-source'], 'pd update my-source needs what to change: --file, --prop, --props, --active or --name; run `pd update --help`'],
       [['replay', 'my-flow'], 'pd replay needs a workflow and the id of one of its $errors events; run `pd replay --help`'],
       [['config', 'get'], 'name a key: api_key, api_base_url, org_id; run `pd config --help`'],
       [['config', 'set', 'org_id'], 'pd config set org_id needs a value; run `pd config --help`'],

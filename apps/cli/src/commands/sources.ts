@@ -132,6 +132,10 @@ export const updateCommand: Command = {
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw usageError('update', 'pd update needs the name or id of a source');
+    // A PUT that changes nothing would still run the source's deactivate and activate hooks.
+    if (!['file', 'prop', 'props', 'active', 'name'].some((o) => values[o] !== undefined)) {
+      throw usageError('update', `pd update ${ref} needs what to change: --file, --prop, --props, --active or --name`);
+    }
     const source = await resolveSource(ctx.client, ref, orgOf(ctx, values));
     const body: Record<string, unknown> = {};
     const file = str(values, 'file');
