@@ -11,7 +11,7 @@ describe('pd usage mistakes', () => {
   });
   afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-  it('refuses a missing argument as a usage mistake (exit 2) pointing to the command help', async () => {
+  it('refuses a missing or malformed argument as a usage mistake (exit 2) pointing to the command help', async () => {
     const cases: [string[], string][] = [
       [['deploy'], 'pd deploy needs a file, component key or URL; run `pd deploy --help`'],
       [['dev'], 'pd dev needs the file of a source component or workflow; run `pd dev --help`'],
@@ -25,6 +25,9 @@ describe('pd usage mistakes', () => {
       // A PUT that changes nothing would still run the source's deactivate and activate hooks.
       [['update', 'my-source'], 'pd update my-source needs what to change: --file, --prop, --props, --active or --name; run `pd update --help`'],
       [['replay', 'my-flow'], 'pd replay needs a workflow and the id of one of its $errors events; run `pd replay --help`'],
+      // The two arguments swapped, or an invocation id: no request is sent for what is no event id.
+      [['replay', '1763930000000-0', 'my-flow'], '"my-flow" is not an event id: the id of a $errors event looks like 1763930000000-0, the end of an error line of `pd logs --no-follow <workflow>`; run `pd replay --help`'],
+      [['replay', 'my-flow', 'inv_abc'], '"inv_abc" is not an event id: the id of a $errors event looks like 1763930000000-0, the end of an error line of `pd logs --no-follow <workflow>`; run `pd replay --help`'],
       [['config', 'get'], 'name a key: api_key, api_base_url, org_id; run `pd config --help`'],
       [['config', 'set', 'org_id'], 'pd config set org_id needs a value; run `pd config --help`'],
       [['config', 'get', 'bogus'], 'unknown config key "bogus": use one of api_key, api_base_url, org_id; run `pd config --help`'],

@@ -39,6 +39,9 @@ export const replayCommand: Command = {
   async run(ctx, { values, positionals }) {
     const [ref, eventId] = positionals;
     if (!ref || !eventId) throw usageError('replay', 'pd replay needs a workflow and the id of one of its $errors events');
+    if (!/^\d{1,15}-\d{1,9}$/.test(eventId)) {
+      throw usageError('replay', `"${eventId}" is not an event id: the id of a $errors event looks like 1763930000000-0, the end of an error line of \`pd logs --no-follow <workflow>\``);
+    }
     const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
     const res = await withSpinner(`Replaying ${eventId}`, () => ctx.client.read('POST', `/workflows/${encodeURIComponent(w.id)}/replay`, data(obj({ invocation_id: string })), { body: { event_id: eventId } }), 'Replayed');
     if (ctx.json) return printJson(res.data);
