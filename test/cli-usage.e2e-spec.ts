@@ -28,6 +28,12 @@ describe('pd usage mistakes', () => {
       // The two arguments swapped, or an invocation id: no request is sent for what is no event id.
       [['replay', '1763930000000-0', 'my-flow'], '"my-flow" is not an event id: the id of a $errors event looks like 1763930000000-0, the end of an error line of `pd logs --no-follow <workflow>`; run `pd replay --help`'],
       [['replay', 'my-flow', 'inv_abc'], '"inv_abc" is not an event id: the id of a $errors event looks like 1763930000000-0, the end of an error line of `pd logs --no-follow <workflow>`; run `pd replay --help`'],
+      [['events', '-n', '0', 'my-source'], '-n expects a count from 1 to 100 (the last 100 events are kept), got "0"; run `pd events --help`'],
+      [['logs', '-n', 'all', 'my-source'], '-n expects a count from 1 to 100 (the last 100 events are kept), got "all"; run `pd logs --help`'],
+      [['runs', '-n', '101', 'my-flow'], '-n expects a count from 1 to 100, got "101"; run `pd runs --help`'],
+      [['update', 'my-source', '--active', 'maybe'], '--active expects true or false, got "maybe"; run `pd update --help`'],
+      [['deploy', 'source.mjs', '--prop', 'greeting'], '--prop expects name=value, got "greeting"; run `pd deploy --help`'],
+      [['update', 'my-source', '--prop', 'greeting'], '--prop expects name=value, got "greeting"; run `pd update --help`'],
       [['config', 'get'], 'name a key: api_key, api_base_url, org_id; run `pd config --help`'],
       [['config', 'set', 'org_id'], 'pd config set org_id needs a value; run `pd config --help`'],
       [['config', 'get', 'bogus'], 'unknown config key "bogus": use one of api_key, api_base_url, org_id; run `pd config --help`'],

@@ -367,7 +367,7 @@ describe('pd command-line tool', () => {
     const inactive = await pd(['run', 'cli-test'], home);
     expect([inactive.code, inactive.stdout, inactive.stderr]).toEqual([1, '', `Error: source ${sourceId} (cli test) is not active: enable it with \`pd update ${sourceId} --active true\` (HTTP 409)\n`]);
     const bad = await pd(['update', sourceId, '--active', 'maybe'], home);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--active expects true or false/);
   });
 

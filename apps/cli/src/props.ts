@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { usageError } from './command';
 import { CliError } from './errors';
 import { askValid } from './prompt';
 import { note, oneLine } from './output';
@@ -30,6 +31,12 @@ export type PropValues = Record<string, unknown>;
  * `{ "$auth": {} }`; credentials are given with `--prop app='{"$auth":{…}}'`): never asked for.
  */
 const PLATFORM_TYPES = new Set(['$.interface.http', '$.service.db', 'alert', '$.interface.apphook', 'app']);
+
+/** A usage mistake (exit 2), found before anything is read or sent: a `--prop` that is not name=value. */
+export function assertPropFlags(command: string, flags: string[]): void {
+  const bad = flags.find((flag) => flag.indexOf('=') <= 0);
+  if (bad !== undefined) throw usageError(command, `--prop expects name=value, got "${bad}"`);
+}
 
 /** `--prop name=value`: the value is JSON when it parses as JSON, a string otherwise. */
 export function parsePropFlags(flags: string[]): { values: PropValues; raw: Record<string, string> } {

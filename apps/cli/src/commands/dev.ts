@@ -4,6 +4,7 @@ import { ComponentWatcher } from '../file-watcher';
 import { bundleComponent, Bundle } from '../bundle';
 import { Command, CommandContext, list, orgOf, str, usageError } from '../command';
 import { classifyTarget, deploy, givenProps, printSource } from '../deploy';
+import { assertPropFlags } from '../props';
 import { CliError, describeError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
 import { dim, green, note, oneLine, red } from '../output';
@@ -35,6 +36,7 @@ export const devCommand: Command = {
     assertNotOtherJson(file);
     // Only a local file can be watched: a key or URL was deployed, then failed on the bundle it does not have.
     if (classifyTarget(file) !== 'file') throw new CliError(`file not found: ${file} (pd dev watches a local file; a component key or URL is deployed with \`pd deploy ${file}\`)`);
+    assertPropFlags('dev', list(values, 'prop'));
     const orgId = orgOf(ctx, values);
     const propInput = { flags: list(values, 'prop'), file: str(values, 'props') };
     // Ctrl-C is handled from the start: one that comes while deploying (or just after the source is printed) stops cleanly too.

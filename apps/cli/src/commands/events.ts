@@ -1,15 +1,14 @@
 import { Command, CommandContext, flag, orgOf, str, usageError } from '../command';
-import { CliError } from '../errors';
 import { follow, printEvent, printObservation, untilInterrupted } from '../live';
 import { dim, note, oneLine, printJson } from '../output';
 import { arr, data } from '../answer-shape';
 import { EVENT_SUMMARY, EventSummary, onSource } from '../sources';
 import { basePath, resolveTarget } from '../workflows';
 
-function parseCount(v: string | undefined, def: number): number {
+function parseCount(command: string, v: string | undefined, def: number): number {
   if (v === undefined) return def;
   const n = Number(v);
-  if (!/^\d+$/.test(v) || n < 1 || n > 100) throw new CliError(`-n expects a count from 1 to 100 (the last 100 events are kept), got "${v}"`);
+  if (!/^\d+$/.test(v) || n < 1 || n > 100) throw usageError(command, `-n expects a count from 1 to 100 (the last 100 events are kept), got "${v}"`);
   return n;
 }
 
@@ -44,7 +43,7 @@ export const eventsCommand: Command = {
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw usageError('events', 'pd events needs the name or id of a source or workflow');
-    const limit = parseCount(str(values, 'count'), 10);
+    const limit = parseCount('events', str(values, 'count'), 10);
     const { id } = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
     const events = await recent(ctx, ref, id, limit);
     const following = flag(values, 'follow');
@@ -72,7 +71,7 @@ export const logsCommand: Command = {
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw usageError('logs', 'pd logs needs the name or id of a source or workflow');
-    const limit = parseCount(str(values, 'count'), 20);
+    const limit = parseCount('logs', str(values, 'count'), 20);
     const { id } = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
     const [logs, errors] = await Promise.all([recent(ctx, ref, id, limit, '$logs'), recent(ctx, ref, id, limit, '$errors')]);
     const history = [...logs, ...errors].sort((a, b) => compareIds(a.id, b.id)).slice(-limit);

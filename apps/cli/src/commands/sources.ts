@@ -1,6 +1,7 @@
 import { bundleComponent } from '../bundle';
 import { Command, list, orgOf, str, usageError } from '../command';
 import { deploy, givenProps, looksLikeAction, orgQuery, printSource, saveLocalComponent } from '../deploy';
+import { assertPropFlags } from '../props';
 import { ApiResponseError, CliError } from '../errors';
 import { bold, dim, fields, green, oneLine, out, printJson, table, withSpinner } from '../output';
 import { data, obj, str as string } from '../answer-shape';
@@ -30,6 +31,7 @@ export const deployCommand: Command = {
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw usageError('deploy', 'pd deploy needs a file, component key or URL');
+    assertPropFlags('deploy', list(values, 'prop'));
     if (isWorkflowFile(ref)) return deployWorkflowFile(ctx, ref, orgOf(ctx, values));
     assertNotOtherJson(ref);
     const { source, component } = await deploy(ctx, ref, { name: str(values, 'name'), orgId: orgOf(ctx, values), props: { flags: list(values, 'prop'), file: str(values, 'props') } });
@@ -112,7 +114,7 @@ function parseActive(v: string | undefined): boolean | undefined {
   if (v === undefined) return undefined;
   if (/^(true|yes|1|on)$/i.test(v)) return true;
   if (/^(false|no|0|off)$/i.test(v)) return false;
-  throw new CliError(`--active expects true or false, got "${v}"`);
+  throw usageError('update', `--active expects true or false, got "${v}"`);
 }
 
 export const updateCommand: Command = {
@@ -136,6 +138,8 @@ export const updateCommand: Command = {
     if (!['file', 'prop', 'props', 'active', 'name'].some((o) => values[o] !== undefined)) {
       throw usageError('update', `pd update ${ref} needs what to change: --file, --prop, --props, --active or --name`);
     }
+    assertPropFlags('update', list(values, 'prop'));
+    const active = parseActive(str(values, 'active'));
     const source = await resolveSource(ctx.client, ref, orgOf(ctx, values));
     const body: Record<string, unknown> = {};
     const file = str(values, 'file');
@@ -148,7 +152,6 @@ export const updateCommand: Command = {
     // PUT replaces the props when given: keep the current ones and overlay the new values.
     const props = givenProps({ flags: list(values, 'prop'), file: str(values, 'props') });
     if (Object.keys(props.values).length > 0) body.configured_props = { ...propsAsInput(source.configured_props), ...props.values };
-    const active = parseActive(str(values, 'active'));
     // The API's `active` defaults to true: send the current state so an update never re-enables by surprise.
     body.active = active ?? source.active;
     if (str(values, 'name')) body.name = str(values, 'name');

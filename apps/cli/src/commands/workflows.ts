@@ -1,6 +1,5 @@
 import { Command, CommandContext, orgOf, str, usageError } from '../command';
 import { arr, data, dict, json, num, obj, opt, ShapeOf, str as string } from '../answer-shape';
-import { CliError } from '../errors';
 import { dim, green, jsonText, oneLine, out, printJson, red, withSpinner } from '../output';
 import { resolveWorkflow } from '../workflows';
 
@@ -61,7 +60,7 @@ export const runsCommand: Command = {
     const ref = positionals[0];
     if (!ref) throw usageError('runs', 'pd runs needs a workflow name or id');
     const n = str(values, 'count') ?? '5';
-    if (!/^\d+$/.test(n) || Number(n) < 1 || Number(n) > 100) throw new CliError(`-n expects a count from 1 to 100, got "${n}"`);
+    if (!/^\d+$/.test(n) || Number(n) < 1 || Number(n) > 100) throw usageError('runs', `-n expects a count from 1 to 100, got "${n}"`);
     const w = await resolveWorkflow(ctx.client, ref, orgOf(ctx, values));
     const res = await ctx.client.get(`/workflows/${encodeURIComponent(w.id)}/runs`, data(arr(RUN_RECORD, Number(n))), { limit: Number(n) });
     if (ctx.json) return printJson(res.data);
