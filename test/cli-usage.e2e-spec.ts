@@ -35,7 +35,9 @@ describe('pd usage mistakes', () => {
       [['deploy', 'source.mjs', '--prop', 'greeting'], '--prop expects name=value, got "greeting"; run `pd deploy --help`'],
       [['update', 'my-source', '--prop', 'greeting'], '--prop expects name=value, got "greeting"; run `pd update --help`'],
       [['config', 'get'], 'name a key: api_key, api_base_url, org_id; run `pd config --help`'],
-      [['config', 'set', 'org_id'], 'pd config set org_id needs a value; run `pd config --help`'],
+      [['config', 'set', 'org_id'], 'pd config set org_id needs a value (`pd config unset org_id` removes it); run `pd config --help`'],
+      // An empty value would remove the key while saying it was set.
+      [['config', 'set', 'api_key', ''], 'pd config set api_key needs a value (`pd config unset api_key` removes it); run `pd config --help`'],
       [['config', 'get', 'bogus'], 'unknown config key "bogus": use one of api_key, api_base_url, org_id; run `pd config --help`'],
     ];
     for (const [args, message] of cases) {

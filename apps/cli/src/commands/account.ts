@@ -107,7 +107,8 @@ export const configCommand: Command = {
     if (action === 'path') return out(path);
     if (action === 'set') {
       const k = checkKey(key);
-      if (value === undefined) throw usageError('config', `pd config set ${k} needs a value`);
+      // An empty value would remove the key while this says it was set.
+      if (value === undefined || value.trim() === '') throw usageError('config', `pd config set ${k} needs a value (\`pd config unset ${k}\` removes it)`);
       const saved = k === 'api_base_url' ? normalizeBaseUrl(value) : value;
       updateProfile(path, profile, { [k]: saved });
       return ctx.json ? printJson({ profile, [k]: saved }) : out(`Set ${k} in profile "${profile}" (${path})`);
