@@ -68,6 +68,11 @@ describe('pd usage mistakes', () => {
     expect(existsSync(join(home, '.config', 'pipedream', 'config'))).toBe(false);
   });
 
+  it('prints pd config path as JSON with --json, as every other command', async () => {
+    const r = await pd(['config', 'path', '--json'], home);
+    expect([r.code, r.stderr, JSON.parse(r.stdout)]).toEqual([0, '', { config_path: join(home, '.config', 'pipedream', 'config') }]);
+  });
+
   it('says file not found for a missing workflow file (.yaml, .yml, .json), as for a missing .js or .mjs', async () => {
     // Nothing is asked of the API: a closed port would say so.
     const env = { PD_API_KEY: 'pd_any', PD_API_BASE_URL: 'http://127.0.0.1:9/v1' };

@@ -104,7 +104,7 @@ export const configCommand: Command = {
     const takes: Record<string, number> = { path: 1, get: 2, unset: 2, set: 3 };
     const allowed = action === undefined ? 0 : takes[action] ?? 1;
     if (positionals.length > allowed) throw usageError('config', `unexpected argument "${positionals[allowed]}" after pd config${positionals.slice(0, allowed).map((a) => ` ${a}`).join('')}`);
-    if (action === 'path') return out(path);
+    if (action === 'path') return ctx.json ? printJson({ config_path: path }) : out(path);
     if (action === 'set') {
       const k = checkKey(key);
       // An empty value would remove the key while this says it was set.
