@@ -381,6 +381,13 @@ describe('pd command-line tool', () => {
     const refused = await pd(['publish', 'source.mjs'], home, {}, dir);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/source.mjs is not an action/);
+    // A type the code computes: pd deploy refuses it as an action and points here, so pd publish takes it.
+    writeFileSync(join(dir, 'computed.mjs'), ACTION.replace('type: "action"', 'type: ["ac", "tion"].join("")').replace('cli-test-action', 'cli-computed-action'));
+    const deployed = await pd(['deploy', 'computed.mjs'], home, {}, dir);
+    expect([deployed.code, deployed.stderr]).toEqual([1, 'Error: computed.mjs is an action, not a source: save it with `pd publish computed.mjs`\n']);
+    const computed = await pd(['publish', 'computed.mjs', '--json'], home, {}, dir);
+    expect([computed.code, computed.stderr]).toEqual([0, '']);
+    expect(json<{ key: string; type: string }>(computed.stdout)).toMatchObject({ key: 'cli-computed-action', type: 'action' });
   });
 
   it('refuses to deploy an action (or update a source to one) before saving anything, from a file or a URL', async () => {

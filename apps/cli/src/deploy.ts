@@ -42,6 +42,11 @@ export function looksLikeAction(code: string): boolean {
   return /\btype\s*:\s*(["'`])action\1/.test(code);
 }
 
+/** True when code may set a `type` that only the server, running it, knows (`type: kind`): the text cannot tell. */
+export function mayComputeType(code: string): boolean {
+  return /\btype\s*:\s*[^\s"'`]/.test(code);
+}
+
 /** `pd publish` takes a local file: a URL or the key of a saved action is not something to give it. */
 const actionRefusal = (ref: string): CliError =>
   new CliError(`${ref} is an action, not a source: ${classifyTarget(ref) === 'file' ? `save it with \`pd publish ${ref}\`` : 'only sources are deployed (`pd publish <file>` saves an action from a local file)'}`);

@@ -1,6 +1,6 @@
 import { bundleComponent } from '../bundle';
 import { Command, list, orgOf, str, usageError } from '../command';
-import { deploy, givenProps, looksLikeAction, orgQuery, printSource, saveLocalComponent } from '../deploy';
+import { deploy, givenProps, looksLikeAction, mayComputeType, orgQuery, printSource, saveLocalComponent } from '../deploy';
 import { assertPropFlags } from '../props';
 import { ApiResponseError, CliError } from '../errors';
 import { bold, dim, fields, green, oneLine, out, printJson, table, withSpinner } from '../output';
@@ -52,7 +52,8 @@ export const publishCommand: Command = {
     if (!file) throw usageError('publish', 'pd publish needs the file of an action component');
     ctx.client.requireKey();
     const bundle = await bundleComponent(file);
-    if (!looksLikeAction(bundle.code)) {
+    // A computed type is read by the server once saved (as pd deploy does, which then points here).
+    if (!looksLikeAction(bundle.code) && !mayComputeType(bundle.code)) {
       throw new CliError(`${file} is not an action (its component has no type: "action"); deploy sources with \`pd deploy ${file}\``);
     }
     const res = await withSpinner('Publishing the action', () =>
