@@ -1,4 +1,4 @@
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pd, tempHome } from './support/pd';
 
@@ -79,6 +79,15 @@ describe('pd usage mistakes', () => {
     for (const args of [['deploy', 'workflow.yaml'], ['deploy', 'flow.yml'], ['deploy', 'flow.json'], ['dev', 'workflow.yaml']]) {
       const r = await pd(args, home, env);
       expect([args, r.code, r.stdout, r.stderr]).toEqual([args, 1, '', `Error: file not found: ${args[1]}\n`]);
+    }
+  });
+
+  it('says that a folder is a folder, not a missing file', async () => {
+    const env = { PD_API_KEY: 'pd_any', PD_API_BASE_URL: 'http://127.0.0.1:9/v1' };
+    mkdirSync(join(home, 'sources'), { recursive: true });
+    for (const command of ['deploy', 'dev', 'publish']) {
+      const r = await pd([command, 'sources'], home, env, home);
+      expect([command, r.code, r.stdout, r.stderr]).toEqual([command, 1, '', 'Error: sources is a folder: name the component file in it (sources/<name>/<name>.mjs)\n']);
     }
   });
 });

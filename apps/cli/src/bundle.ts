@@ -27,7 +27,9 @@ const RESOLVE_EXTENSIONS = ['.mjs', '.js', '.cjs', '.ts', '.mts', '.cts', '.json
  */
 export async function bundleComponent(file: string, cwd = process.cwd()): Promise<Bundle> {
   const entry = resolve(cwd, file);
-  if (!existsSync(entry) || !statSync(entry).isFile()) throw new CliError(`file not found: ${file}`);
+  if (!existsSync(entry)) throw new CliError(`file not found: ${file}`);
+  if (statSync(entry).isDirectory()) throw new CliError(`${file} is a folder: name the component file in it (${file.replace(/[\\/]+$/, '')}/<name>/<name>.mjs)`);
+  if (!statSync(entry).isFile()) throw new CliError(`${file} is not a file`);
   // Paths in the bundle's comments are relative to the entry's folder, not to where pd runs.
   const base = dirname(entry);
   const pins = packagePins(base);
