@@ -68,6 +68,17 @@ describe('pd usage mistakes', () => {
     expect(existsSync(join(home, '.config', 'pipedream', 'config'))).toBe(false);
   });
 
+  it('shows the options of each command first and its notes after them, and names --dc by id or name', async () => {
+    for (const command of ['login', 'config', 'deploy', 'dev', 'publish', 'list', 'events', 'logs', 'update', 'delete', 'run', 'replay', 'runs']) {
+      const help = (await pd([command, '--help'], home)).stdout;
+      const options = help.split('\n\nOptions:\n')[1]?.split('\n\n')[0]?.split('\n').map((l) => l.slice(2)) ?? [];
+      const firstNote = options.findIndex((l) => /^[A-Za-z]/.test(l));
+      const optionAfterNote = firstNote < 0 ? undefined : options.slice(firstNote).find((l) => l.startsWith('-'));
+      expect([command, optionAfterNote]).toEqual([command, undefined]);
+    }
+    expect((await pd(['dev', '--help'], home)).stdout).toContain('Usage: pd dev <file> [--dc <id or name>]');
+  });
+
   it('prints pd config path as JSON with --json, as every other command', async () => {
     const r = await pd(['config', 'path', '--json'], home);
     expect([r.code, r.stderr, JSON.parse(r.stdout)]).toEqual([0, '', { config_path: join(home, '.config', 'pipedream', 'config') }]);

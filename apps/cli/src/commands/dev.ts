@@ -18,7 +18,7 @@ const hash = (code: string): string => createHash('sha256').update(code).digest(
 export const devCommand: Command = {
   name: 'dev',
   summary: 'deploy a local source or workflow file, redeploy it on every save, stream its events and logs',
-  usage: 'pd dev <file> [--dc <id>] [--prop name=value]... [--props file.json] [--name <name>] [--org <o_…>]',
+  usage: 'pd dev <file> [--dc <id or name>] [--prop name=value]... [--props file.json] [--name <name>] [--org <o_…>]',
   help: [
     '--dc <id or name>      attach to an existing source instead of deploying a new one',
     '--prop, --props        prop values (as for pd deploy); with --dc they replace the source\'s props',

@@ -34,8 +34,8 @@ export const eventsCommand: Command = {
   help: [
     '-n, --count <n>        how many of the latest events (1-100, default 10), oldest first',
     '-f, --follow           keep streaming new events until Ctrl-C',
-    'With --json: a JSON array; with --json -f: one JSON event summary per line.',
     '--org <o_…>            look a source up among an org\'s sources first, a workflow in that org only (default: the profile\'s org_id)',
+    'With --json: a JSON array; with --json -f: one JSON event summary per line.',
   ],
   examples: ['pd events -n 1 my-source', 'pd events -f dc_abc', 'pd events -n 100 my-source --json'],
   options: { count: { type: 'string', short: 'n' }, follow: { type: 'boolean', short: 'f' }, org: { type: 'string' } },

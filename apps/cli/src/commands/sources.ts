@@ -191,8 +191,8 @@ export const runCommand: Command = {
   usage: 'pd run <name or id> [--event <json>]',
   help: [
     '--event <json>         the event passed to run() (default: a timer source its timer event, else { timestamp, manual: true })',
-    'The run is queued (HTTP 202); watch what it emits with pd events -f or pd logs.',
     '--org <o_…>            look a source up among an org\'s sources first, a workflow in that org only (default: the profile\'s org_id)',
+    'The run is queued (HTTP 202); watch what it emits with pd events -f or pd logs.',
   ],
   examples: ['pd run my-poller', 'pd run my-hook --event \'{"body":{"hello":"world"}}\''],
   options: { event: { type: 'string' }, org: { type: 'string' } },
