@@ -62,6 +62,19 @@ describe('webhook URLs that spell a loopback address another way (ALLOW_LOOPBACK
     }
     expect(hits).toEqual([]);
   });
+  it("names the host of a refused name, never the address the platform's resolver gave for it (internal DNS stays unread)", async () => {
+    const port = (internal.address() as AddressInfo).port;
+    const user = createUser(system);
+    const src = await insertSource(system, user.id);
+    const wh = await hook(system, user, src, `http://localhost:${port}/probe`);
+    await subscriptionsLoaded(system);
+    await emitter.emit(src, user.id, { probe: true });
+    const log = await eventually(async () => {
+      const d = await logOf(system, user, wh.id);
+      return d.some((x) => x.status === 'exhausted') ? d : undefined;
+    }, { what: 'attempts to localhost exhausted' });
+    expect(log.map((x) => x.error)).toEqual(log.map(() => 'refused to connect to localhost: localhost is a loopback address (allowed only with ALLOW_LOOPBACK=true)'));
+  });
 });
 
 /** A TCP server that answers every connection with `answer` (raw bytes, written as it likes). */

@@ -144,22 +144,25 @@ export function isOwnAddress(ip: string): boolean {
   return !!n && ownAddressList().check(n[0], n[1]);
 }
 
-/** Why an address is refused under a policy, or undefined when it is allowed. */
-export function refusalReason(ip: string, policy: AddressPolicy): string | undefined {
+/**
+ * Why an address is refused under a policy, or undefined when it is allowed. `shown` names the destination in the
+ * reason: the address itself, or the host name it was resolved from (the caller's DNS answer is not told).
+ */
+export function refusalReason(ip: string, policy: AddressPolicy, shown = ip): string | undefined {
   const cls = classifyAddress(ip);
   switch (cls) {
     case 'public':
       return undefined;
     case 'loopback':
-      return policy.allowLoopback ? undefined : `${ip} is a loopback address (allowed only with ALLOW_LOOPBACK=true)`;
+      return policy.allowLoopback ? undefined : `${shown} is a loopback address (allowed only with ALLOW_LOOPBACK=true)`;
     case 'private':
-      return policy.allowPrivate ? undefined : `${ip} is a private address (allowed only with ALLOW_PRIVATE_ADDRESSES=true)`;
+      return policy.allowPrivate ? undefined : `${shown} is a private address (allowed only with ALLOW_PRIVATE_ADDRESSES=true)`;
     case 'metadata':
-      return `${ip} is a cloud metadata address and is always refused`;
+      return `${shown} is a cloud metadata address and is always refused`;
     case 'link-local':
-      return `${ip} is a link-local address and is always refused`;
+      return `${shown} is a link-local address and is always refused`;
     default:
-      return `${ip} is a ${cls} address and is always refused`;
+      return `${shown} is a ${cls} address and is always refused`;
   }
 }
 

@@ -12,19 +12,22 @@ export class OutboundError extends Error {
 /**
  * Why the platform's own requests (webhooks, workflow sends, component_url) may not connect to
  * `ip`: the address policy, and an address of this machine counts as loopback (a service bound to
- * 0.0.0.0 answers on every interface). Component code's egress keeps its own rules (`@app/sandbox`).
+ * 0.0.0.0 answers on every interface). Component code's egress keeps its own rules (`@app/sandbox`). `shown` names the
+ * destination in the reason (`refusalReason`).
  */
-export function outboundRefusal(ip: string, policy: AddressPolicy): string | undefined {
+export function outboundRefusal(ip: string, policy: AddressPolicy, shown = ip): string | undefined {
   if (policy.platformPort !== undefined && (classifyAddress(ip) === 'loopback' || isOwnAddress(ip))) {
-    return `${ip}:${policy.platformPort} is a port of this platform's own services on this machine (NATS, Postgres, ops ports), refused whatever ALLOW_LOOPBACK says`;
+    return `${shown}:${policy.platformPort} is a port of this platform's own services on this machine (NATS, Postgres, ops ports), refused whatever ALLOW_LOOPBACK says`;
   }
-  const reason = ipRefusal(ip, policy);
+  const reason = ipRefusal(ip, policy, shown);
   if (reason || policy.allowLoopback || !isOwnAddress(ip)) return reason;
-  return `${ip} is an address of this machine (allowed only with ALLOW_LOOPBACK=true)`;
+  return `${shown} is an address of this machine (allowed only with ALLOW_LOOPBACK=true)`;
 }
 
 /**
- * A `dns.lookup` replacement that refuses addresses the policy forbids (checked after resolution). A lookup of a
+ * A `dns.lookup` replacement that refuses addresses the policy forbids (checked after resolution). The refusal names
+ * the host, not the address it resolved to: a tenant's URL must not read the platform's DNS (an internal name's
+ * address in a delivery log or an error). A lookup of a
  * request to one of the platform's ports gets that request's policy (`policyForUrl`): the lookup itself is not told
  * the port.
  */
@@ -35,7 +38,7 @@ export function guardedLookup(policy: AddressPolicy): LookupFunction {
         const list = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
         if (!list.length) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
         for (const a of list) {
-          const reason = outboundRefusal(a.address, policy);
+          const reason = outboundRefusal(a.address, policy, hostname);
           if (reason) {
             const e = new OutboundError(`refused to connect to ${hostname}: ${reason}`, 'blocked') as OutboundError & NodeJS.ErrnoException;
             return callback(e, '', 0);
@@ -52,10 +55,10 @@ export function guardedLookup(policy: AddressPolicy): LookupFunction {
 /** Verdicts of the address policy (a webhook sender asks about the same few hosts thousands of times a second). */
 const ipVerdicts = new Map<string, string | undefined>();
 
-function ipRefusal(host: string, policy: AddressPolicy): string | undefined {
-  const key = `${policy.allowLoopback ? 1 : 0}${policy.allowPrivate ? 1 : 0}${host}`;
+function ipRefusal(host: string, policy: AddressPolicy, shown: string): string | undefined {
+  const key = `${policy.allowLoopback ? 1 : 0}${policy.allowPrivate ? 1 : 0}${host} ${shown}`;
   if (ipVerdicts.has(key)) return ipVerdicts.get(key);
-  const reason = refusalReason(host, policy);
+  const reason = refusalReason(host, policy, shown);
   if (ipVerdicts.size >= 10_000) ipVerdicts.clear();
   ipVerdicts.set(key, reason);
   return reason;
