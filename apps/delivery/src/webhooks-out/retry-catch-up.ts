@@ -40,6 +40,12 @@ export class RetryCatchUp {
     this.of(webhookId).failedAtMs = Date.now();
   }
 
+  /** Drops the state of a webhook that is gone. */
+  forget(webhookId: string): void {
+    clearTimeout(this.state.get(webhookId)?.timer);
+    this.state.delete(webhookId);
+  }
+
   stop(): void {
     this.stopped = true;
     for (const c of this.state.values()) clearTimeout(c.timer);

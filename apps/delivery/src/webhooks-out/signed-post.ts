@@ -65,6 +65,11 @@ export class SignedPost {
     }
   }
 
+  /** Drops the signer of a webhook that is gone. */
+  forget(hookId: string): void {
+    this.signers.delete(hookId);
+  }
+
   close(): Promise<void> {
     return this.http.close();
   }

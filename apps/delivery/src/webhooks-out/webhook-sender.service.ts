@@ -67,6 +67,8 @@ const HELD_BACK_ROUNDS_MAX = 4;
 const DIRECT_AFTER_FAILURE_MS = 60_000;
 /** …answers faster than this on average, and has room in its lane for direct events (`directLaneMax`). */
 const DIRECT_LATENCY_MAX_MS = 1000;
+/** How often the state kept per webhook (lane, catch-up, signer) is dropped for webhooks that are gone. */
+const FORGET_GONE_EVERY_MS = 15_000;
 
 interface Lane {
   queue: LaneQueue<DeliveryItem>;
@@ -95,6 +97,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
   private readonly held = new HeldDeliveries({ stream: HELD_MAX, direct: DIRECT_HELD_MAX, share: OWNER_SHARE });
   private keepAlive?: NodeJS.Timeout;
   private pruner?: NodeJS.Timeout;
+  private forgetter?: NodeJS.Timeout;
   private resume?: () => void;
   private readonly retries: RetryQueue;
   private readonly waiting: WaitingRetries;
@@ -140,6 +143,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.keepAlive = setInterval(() => this.held.forEach((m) => m.working()), Math.max(500, ackWaitMs / 3));
     // Attempt rows are kept as long as the EMITS stream keeps the events themselves, WEBHOOK_DELIVERIES_RETENTION per webhook.
     this.pruner = setInterval(() => void this.log.prune(Date.now() - this.config.emitsMaxAgeSeconds * 1000, this.config.webhookDeliveriesRetention).catch((e: Error) => this.logger.warn({ err: e.message }, 'pruning webhook_deliveries failed')), 600_000);
+    this.forgetter = setInterval(() => this.forgetGone(), FORGET_GONE_EVERY_MS);
     void (async () => {
       for await (const m of this.messages!) {
         const item = streamItem(m);
@@ -159,6 +163,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     this.waiting.stop();
     clearInterval(this.keepAlive);
     clearInterval(this.pruner);
+    clearInterval(this.forgetter);
     for (const lane of this.lanes.values()) for (const m of lane.queue.drain()) m.nak();
     const deadline = Date.now() + 5_000;
     while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -349,6 +354,20 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
         resolve();
       };
     });
+  }
+
+  /**
+   * Drops the idle lanes, catch-up state and signers of webhooks the routes no longer know (deleted): a tenant who
+   * creates, feeds and deletes webhooks over and over grew this process without end. A webhook created since the last
+   * route read may lose its lane too, and starts again as a new one.
+   */
+  private forgetGone(): void {
+    for (const [id, lane] of this.lanes) {
+      if (lane.active || lane.queue.length || this.cache.ownerOf(id) !== undefined) continue;
+      this.lanes.delete(id);
+      this.catchUp.forget(id);
+      this.http.forget(id);
+    }
   }
 
   private countDone(lane: Lane, latencyMs: number): void {
