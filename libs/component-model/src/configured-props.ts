@@ -105,18 +105,24 @@ function ownSchedule(prop: ConfigurableProp, schedule: unknown, limits: Configur
   return 'intervalSeconds' in v && v.intervalSeconds < limits.timerMinIntervalSeconds ? { intervalSeconds: limits.timerMinIntervalSeconds } : v;
 }
 
+/** A value as an error names it: a secret prop's only by its kind (an answer or a log never repeats a secret). */
+function shown(prop: ConfigurableProp, v: unknown): string {
+  if (!prop.secret) return JSON.stringify(v);
+  return v === null ? 'null' : Array.isArray(v) ? 'an array' : `a ${typeof v}`;
+}
+
 function scalar(prop: ConfigurableProp, base: string, v: unknown, where: string): unknown {
   switch (base) {
     case 'boolean':
-      if (typeof v !== 'boolean') fail(where, `must be a boolean, got ${JSON.stringify(v)}`);
+      if (typeof v !== 'boolean') fail(where, `must be a boolean, got ${shown(prop, v)}`);
       return v;
     case 'integer':
-      if (typeof v !== 'number' || !Number.isInteger(v)) fail(where, `must be an integer, got ${JSON.stringify(v)}`);
+      if (typeof v !== 'number' || !Number.isInteger(v)) fail(where, `must be an integer, got ${shown(prop, v)}`);
       if (prop.min !== undefined && v < prop.min) fail(where, `must be at least ${prop.min}, got ${v}`);
       if (prop.max !== undefined && v > prop.max) fail(where, `must be at most ${prop.max}, got ${v}`);
       return v;
     case 'string':
-      if (typeof v !== 'string') fail(where, `must be a string, got ${JSON.stringify(v)}`);
+      if (typeof v !== 'string') fail(where, `must be a string, got ${shown(prop, v)}`);
       return v;
     default:
       return v;
@@ -132,7 +138,7 @@ function checkMembership(prop: ConfigurableProp, v: unknown, where: string): voi
   if (prop.default !== undefined && JSON.stringify(prop.default) === JSON.stringify(v)) return;
   if (v === '' && prop.optional === true) return;
   if (!allowedJson(prop.options).has(JSON.stringify(v))) {
-    fail(where, `${JSON.stringify(v)} is not one of the options: ${optionValues(prop.options).map((a) => JSON.stringify(a)).join(', ')}`);
+    fail(where, `${prop.secret ? 'the secret value' : JSON.stringify(v)} is not one of the options: ${optionValues(prop.options).map((a) => JSON.stringify(a)).join(', ')}`);
   }
 }
 

@@ -26,6 +26,27 @@ export function decryptProps(values: Values, key: Buffer): Values {
   return out;
 }
 
+/** Whether a stored value is hidden (a secret string or an app's `$auth`, both encrypted at rest). */
+function hidden(v: unknown): boolean {
+  return isEncrypted(v) || (typeof v === 'object' && v !== null && isEncrypted((v as { $auth?: unknown }).$auth));
+}
+
+/**
+ * The stored values an update without `configured_props` keeps (plain, to revalidate): those of the props the new
+ * code still has, HTTP interfaces aside. A hidden value goes only to a prop that hides it too (secret, app): new
+ * code that makes a secret prop a plain one needs its value given again, else the secret would be shown.
+ */
+export function carriedProps(props: ConfigurableProp[], stored: Values, key: Buffer): Values {
+  const plain = decryptProps(stored, key);
+  const out: Values = {};
+  for (const p of props) {
+    if (p.type === INTERFACE_HTTP || plain[p.name] === undefined) continue;
+    if (hidden(stored[p.name]) && !p.secret && p.type !== 'app') continue;
+    out[p.name] = plain[p.name];
+  }
+  return out;
+}
+
 /** A client sending a masked value back (from a previous response) means "keep the stored one". */
 export function unmaskInput(props: ConfigurableProp[], input: Values, current: Values): Values {
   const out: Values = { ...input };

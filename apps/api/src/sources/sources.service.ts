@@ -14,7 +14,7 @@ import { COMPONENT_READER, ComponentReader } from '../components/component-reade
 import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
 import { addedProps, byStaticProps, hasDynamicProps, sandboxOf } from '../components/dynamic-props';
 import { RegistrySeeder } from '../components/registry.seeder';
-import { decryptProps, encryptProps, propsView, slugify, unmaskInput } from './source-props';
+import { carriedProps, decryptProps, encryptProps, propsView, slugify, unmaskInput } from './source-props';
 import { endpointUrlOf, SourcePublisher } from './source-publisher';
 
 /**
@@ -249,13 +249,12 @@ export class SourcesService {
     // The props the source has now: the component's and those additionalProps() added last time.
     const previous = (source.additionalProps ?? []) as unknown as ConfigurableProp[];
     const props = [...(component.configurableProps as ConfigurableProp[]), ...previous];
-    const stored = decryptProps(source.configuredProps, this.config.secretsKey);
     const input =
       change.configuredProps !== undefined && change.configuredProps !== null && typeof change.configuredProps === 'object' && !Array.isArray(change.configuredProps)
-        ? unmaskInput(props, change.configuredProps as Record<string, unknown>, stored)
+        ? unmaskInput(props, change.configuredProps as Record<string, unknown>, decryptProps(source.configuredProps, this.config.secretsKey))
         : change.configuredProps !== undefined
           ? change.configuredProps
-          : Object.fromEntries(Object.entries(stored).filter(([k]) => props.some((p) => p.name === k && p.type !== INTERFACE_HTTP)));
+          : carriedProps(props, source.configuredProps, this.config.secretsKey);
     const validated = await this.validate(component, input, source.ownerId, previous);
     source.configuredProps = validated.values;
     source.additionalProps = validated.additional as Record<string, unknown>[] | null;

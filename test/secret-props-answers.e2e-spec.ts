@@ -1,0 +1,63 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { startSystem, System } from './support/system';
+
+/** A source whose `token` is a secret, in the form a version of its code gives it. */
+const source = (token: string, github = '{ type: "app", app: "github", optional: true }') => `export default {
+  key: "secret-answers",
+  name: "Secret Answers",
+  version: "0.0.1",
+  type: "source",
+  props: { token: ${token}, github: ${github} },
+  async run() {},
+};`;
+
+const SECRET = { type: 'string', secret: true };
+const SECRET_WITH_OPTIONS = { ...SECRET, options: ['one', 'two'] };
+
+describe('sources: a secret prop value never comes back in an answer', () => {
+  let system: System;
+  let user: TestUser;
+  const api = () => client(system, user.apiKey);
+
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: ['api'] });
+    user = createUser(system);
+  });
+  afterAll(() => system?.stop());
+
+  it('refuses a secret value that is no option, or of the wrong type, without repeating it', async () => {
+    const notAnOption = await api().post('/sources', { component_code: source(JSON.stringify(SECRET_WITH_OPTIONS)), configured_props: { token: 'sent-secret-1' } });
+    expect([notAnOption.status, notAnOption.body.code, notAnOption.body.details]).toEqual([400, 'invalid_props', { prop: 'token' }]);
+    expect(notAnOption.body.error).toMatch(/^configured_props\.token: the secret value is not one of the options: "one", "two"$/);
+    const wrongType = await api().post('/sources', { component_code: source(JSON.stringify(SECRET)), configured_props: { token: 918273645 } });
+    expect([wrongType.status, wrongType.body.code]).toEqual([400, 'invalid_props']);
+    expect(wrongType.body.error).toBe('configured_props.token: must be a string, got a number');
+    expect(notAnOption.text + wrongType.text).not.toMatch(/sent-secret-1|918273645/);
+    expect(system.logs('api')).not.toMatch(/sent-secret-1|918273645/);
+  });
+
+  it('an update whose new code refuses the stored secret says so without showing it', async () => {
+    const created = await api().post('/sources', { component_code: source(JSON.stringify(SECRET)), configured_props: { token: 'stored-secret-2' } });
+    expect(created.status).toBe(200);
+    const id = created.body.data.id;
+    const updated = await api().put(`/sources/${id}`, { component_code: source(JSON.stringify(SECRET_WITH_OPTIONS)) });
+    expect([updated.status, updated.body.code]).toEqual([400, 'invalid_props']);
+    expect(updated.text).not.toContain('stored-secret-2');
+    expect(system.logs('api')).not.toContain('stored-secret-2');
+  });
+
+  it('an update whose new code makes a secret or app prop a plain one does not carry the hidden value over into view', async () => {
+    const created = await api().post('/sources', { component_code: source(JSON.stringify(SECRET)), configured_props: { token: 'stored-secret-3', github: { $auth: { oauth_access_token: 'stored-auth-3' } } } });
+    const id = created.body.data.id;
+    const plain = source(JSON.stringify({ type: 'string' }), '{ type: "object", optional: true }');
+    const updated = await api().put(`/sources/${id}`, { component_code: plain });
+    expect([updated.status, updated.body.code, updated.body.details]).toEqual([400, 'invalid_props', { prop: 'token' }]);
+    expect(updated.body.error).toMatch(/^configured_props\.token: is required/);
+    const read = await api().get(`/sources/${id}`);
+    expect(read.body.data.configured_props).toEqual({ token: '********', github: { $auth: '********' } });
+    // Given again, the token is taken and shown as the plain prop it now is; the app's $auth is not kept as an object.
+    const given = await api().put(`/sources/${id}`, { component_code: plain, configured_props: { token: 'plain-now' } });
+    expect([given.status, given.body.data?.configured_props]).toEqual([200, { token: 'plain-now' }]);
+    expect(JSON.stringify([updated.body, read.body, given.body])).not.toMatch(/stored-secret-3|stored-auth-3/);
+  });
+});
