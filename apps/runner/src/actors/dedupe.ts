@@ -12,7 +12,8 @@ export type DedupeStrategy = 'unique' | 'greatest' | 'last';
 
 export interface DedupeCandidate<T> {
   item: T;
-  id: string | number | undefined;
+  /** `meta.id` as emitted: any JSON; only a string or number is an id. */
+  id: unknown;
 }
 
 export interface DedupeOutcome<T> {
@@ -55,11 +56,17 @@ export function applyDedupe<T>(strategy: DedupeStrategy | undefined, candidates:
   const withId: { item: T; id: string | number }[] = [];
   for (const c of candidates) {
     if (c.id === undefined || c.id === null || c.id === '') rejected.push({ item: c.item, reason: `an event emitted under the "${strategy}" dedupe strategy needs an id` });
+    // Any other JSON (an object, array, boolean) would be cached as its text: every object the same `[object Object]`.
+    else if (typeof c.id !== 'string' && typeof c.id !== 'number') rejected.push({ item: c.item, reason: `the "${strategy}" dedupe strategy needs a string or number id, got ${kindOf(c.id)}` });
     else withId.push({ item: c.item, id: c.id });
   }
   if (strategy === 'unique') return { ...unique(withId, state), rejected };
   if (strategy === 'greatest') return greatest(withId, state, rejected);
   return { ...last(withId, state), rejected };
+}
+
+function kindOf(v: unknown): string {
+  return Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 }
 
 function unique<T>(items: { item: T; id: string | number }[], state: DedupeState): Omit<DedupeOutcome<T>, 'rejected'> {

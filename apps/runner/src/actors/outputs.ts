@@ -69,7 +69,7 @@ export function buildOutputs(result: ExecuteResult, ctx: OutputContext, dedupe: 
   const ordered = orderEmits(result.emits ?? [], ctx.now);
   const outcome = applyDedupe(
     ctx.dedupe,
-    ordered.map((o) => ({ item: o, id: o.record.meta?.id as string | number | undefined })),
+    ordered.map((o) => ({ item: o, id: o.record.meta?.id })),
     dedupe,
   );
   outcome.emitted.forEach(({ record, ts }, i) => {
