@@ -108,7 +108,7 @@ function ownSchedule(prop: ConfigurableProp, schedule: unknown, limits: Configur
 /** A value as an error names it: a secret prop's only by its kind (an answer or a log never repeats a secret). */
 function shown(prop: ConfigurableProp, v: unknown): string {
   if (!prop.secret) return JSON.stringify(v);
-  return v === null ? 'null' : Array.isArray(v) ? 'an array' : `a ${typeof v}`;
+  return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 }
 
 function scalar(prop: ConfigurableProp, base: string, v: unknown, where: string): unknown {

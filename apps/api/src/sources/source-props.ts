@@ -3,13 +3,16 @@ import { decryptValue, encryptValue, isEncrypted } from '@app/contracts';
 
 type Values = Record<string, unknown>;
 
-/** Stored form: `secret: true` strings and app `$auth` objects encrypted (`{ "$enc": … }`). */
+/**
+ * Stored form: `secret: true` values (a string, or the `{ label, value }` a `withLabel` prop keeps) and app `$auth`
+ * objects encrypted (`{ "$enc": … }`).
+ */
 export function encryptProps(props: ConfigurableProp[], values: Values, key: Buffer): Values {
   const out: Values = { ...values };
   for (const p of props) {
     const v = out[p.name];
     if (v === undefined) continue;
-    if (p.secret && typeof v === 'string') out[p.name] = encryptValue(key, v);
+    if (p.secret) out[p.name] = encryptValue(key, v);
     if (p.type === 'app' && typeof v === 'object' && v !== null) out[p.name] = { $auth: encryptValue(key, (v as { $auth?: unknown }).$auth ?? {}) };
   }
   return out;

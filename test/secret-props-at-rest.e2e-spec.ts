@@ -1,0 +1,46 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { desiredState } from './support/components';
+import { sql } from './events.helpers';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * A `secret: true` prop with `withLabel: true` chosen in Pipedream's label-value form (`{ "__lv": { label, value } }`)
+ * keeps `{ label, value }`: that object, not only a string, is the secret, encrypted at rest and in the desired state.
+ */
+const LABELLED = `export default {
+  key: "labelled-secret",
+  name: "Labelled Secret",
+  version: "0.0.1",
+  type: "source",
+  props: { token: { type: "string", secret: true, withLabel: true } },
+  async run() { this.$emit({ label: this.token.label, value: this.token.value }); },
+};`;
+
+describe('sources: a labelled secret prop is encrypted like a plain one', () => {
+  let system: System;
+  let user: TestUser;
+
+  beforeAll(async () => {
+    system = await startSystem();
+    user = createUser(system);
+  });
+  afterAll(() => system?.stop());
+
+  it('stores { label, value } encrypted, answers the mask, and the run reads both', async () => {
+    const api = client(system, user.apiKey);
+    const created = await api.post('/sources', { component_code: LABELLED, configured_props: { token: { __lv: { label: 'Work key', value: 'labelled-secret-1' } } } });
+    expect([created.status, created.body.data?.configured_props]).toEqual([200, { token: '********' }]);
+    const id = created.body.data.id;
+    const [row] = await sql<{ configured_props: unknown }>(system, 'select configured_props from sources where id = $1', [id]);
+    expect(JSON.stringify(row.configured_props)).not.toContain('labelled-secret-1');
+    const state = await eventually(() => desiredState(system, id), { what: 'the desired state' });
+    expect(JSON.stringify(state)).not.toContain('labelled-secret-1');
+
+    expect((await api.post(`/sources/${id}/run`, { event: {} })).status).toBe(202);
+    const [event] = await eventually(async () => {
+      const data = (await api.get(`/sources/${id}/event_summaries?expand=event`)).body?.data ?? [];
+      return data.length ? data : undefined;
+    }, { what: 'the emitted event' });
+    expect(event.event).toEqual({ label: 'Work key', value: 'labelled-secret-1' });
+  });
+});
