@@ -16,7 +16,7 @@ const LABELLED = `export default {
   async run() { this.$emit({ label: this.token.label, value: this.token.value }); },
 };`;
 
-describe('sources: a labelled secret prop is encrypted like a plain one', () => {
+describe('sources: a labelled (withLabel) secret prop', () => {
   let system: System;
   let user: TestUser;
 
@@ -42,5 +42,21 @@ describe('sources: a labelled secret prop is encrypted like a plain one', () => 
       return data.length ? data : undefined;
     }, { what: 'the emitted event' });
     expect(event.event).toEqual({ label: 'Work key', value: 'labelled-secret-1' });
+  });
+
+  it('keeps a labelled value through updates: without configured_props, and with the mask sent back', async () => {
+    const api = client(system, user.apiKey);
+    const created = await api.post('/sources', { component_code: LABELLED, configured_props: { token: { __lv: { label: 'Work key', value: 'labelled-secret-2' } } } });
+    const { id, component_id } = created.body.data;
+    const off = await api.put(`/sources/${id}`, { component_id, active: false });
+    expect([off.status, off.body.data?.active, off.body.error]).toEqual([200, false, undefined]);
+    const masked = await api.put(`/sources/${id}`, { component_id, configured_props: { token: '********' } });
+    expect([masked.status, masked.body.data?.configured_props, masked.body.error]).toEqual([200, { token: '********' }, undefined]);
+    expect((await api.post(`/sources/${id}/run`, { event: {} })).status).toBe(202);
+    const [event] = await eventually(async () => {
+      const data = (await api.get(`/sources/${id}/event_summaries?expand=event`)).body?.data ?? [];
+      return data.length ? data : undefined;
+    }, { what: 'the emitted event' });
+    expect(event.event).toEqual({ label: 'Work key', value: 'labelled-secret-2' });
   });
 });

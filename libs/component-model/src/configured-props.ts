@@ -165,9 +165,12 @@ function labelValue(v: unknown): { label: unknown; value: unknown } | undefined 
  * reads the label), any other prop gets the plain value.
  */
 function unwrapLabelValue(prop: ConfigurableProp, v: unknown): { check: unknown; store: (checked: unknown) => unknown } | undefined {
+  const withLabel = prop.withLabel === true;
+  // What a `withLabel` prop stored (an update revalidates the stored values), read as the form it came in.
+  const stored = prop.type.endsWith('[]') ? Array.isArray(v) && v.length > 0 && v.every((x) => labelValue(x)) : labelValue(v);
+  if (withLabel && stored) return unwrapLabelValue(prop, { __lv: v });
   if (!isPlainObject(v) || !('__lv' in v) || Object.keys(v).length !== 1) return undefined;
   const lv = v.__lv;
-  const withLabel = prop.withLabel === true;
   const one = (x: unknown) => labelValue(x) ?? fail(prop.name, '"__lv" takes { label, value }');
   if (Array.isArray(lv)) {
     const items = lv.map(one);
