@@ -128,16 +128,18 @@ export class SourcesService {
    * sandbox (`sandboxOf`: the source's component is the owner's or the registry's) with their values as `this` (and, on an update, the props it added last time in
    * `previousPropDefs`), and the props it returns are validated (and defaulted) too.
    */
-  private async validate(component: Component, input: unknown, ownerId: string, previous: ConfigurableProp[] = []): Promise<Validated> {
+  private async validate(component: Component, input: unknown, ownerId: string, previous: ConfigurableProp[] = [], carried = false): Promise<Validated> {
     const props = component.configurableProps as ConfigurableProp[];
+    // Values kept from before (an update without configured_props) are those of the props the source still has.
+    const kept = (all: ConfigurableProp[]) => (carried ? Object.fromEntries(Object.entries(input as Record<string, unknown>).filter(([k]) => all.some((p) => p.name === k))) : input);
     if (!hasDynamicProps(component)) {
-      return { values: encryptProps(props, validateConfiguredProps(props, input, this.config), this.config.secretsKey), additional: null };
+      return { values: encryptProps(props, validateConfiguredProps(props, kept(props), this.config), this.config.secretsKey), additional: null };
     }
     const given = input !== null && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;
     const staticValues = validateConfiguredProps(props, given ? byStaticProps(component, given).own : input, this.config);
     const additional = await addedProps(this.reader, this.config, component, staticValues, { previous, account: sandboxOf(component, ownerId) });
     const all = [...props, ...additional];
-    return { values: encryptProps(all, validateConfiguredProps(all, input, this.config), this.config.secretsKey), additional };
+    return { values: encryptProps(all, validateConfiguredProps(all, kept(all), this.config), this.config.secretsKey), additional };
   }
 
   /** `base`, or `base-N` with the next free N among the owner's live sources. */
@@ -255,7 +257,7 @@ export class SourcesService {
         : change.configuredProps !== undefined
           ? change.configuredProps
           : carriedProps(props, source.configuredProps, this.config.secretsKey);
-    const validated = await this.validate(component, input, source.ownerId, previous);
+    const validated = await this.validate(component, input, source.ownerId, previous, change.configuredProps === undefined);
     source.configuredProps = validated.values;
     source.additionalProps = validated.additional as Record<string, unknown>[] | null;
     source.componentId = component.id;
