@@ -60,4 +60,22 @@ describe('sources: a secret prop value never comes back in an answer', () => {
     expect([given.status, given.body.data?.configured_props]).toEqual([200, { token: 'plain-now' }]);
     expect(JSON.stringify([updated.body, read.body, given.body])).not.toMatch(/stored-secret-3|stored-auth-3/);
   });
+  it('the same holds for a secret prop that additionalProps() adds, and a mask sent back keeps it while it stays secret', async () => {
+    const dynamic = (n: number, secret: boolean) => `export default {
+      key: "secret-answers-dynamic", name: "Secret Answers Dynamic", version: "0.0.${n}", type: "source",
+      props: { mode: { type: "string", reloadProps: true } },
+      async additionalProps() { return { token: { type: "string", secret: ${secret} } }; },
+      async run() {},
+    };`;
+    const created = await api().post('/sources', { component_code: dynamic(1, true), configured_props: { mode: 'm', token: 'stored-secret-4' } });
+    expect([created.status, created.body.data?.configured_props]).toEqual([200, { mode: 'm', token: '********' }]);
+    const id = created.body.data.id;
+    const kept = await api().put(`/sources/${id}`, { component_id: created.body.data.component_id, configured_props: { mode: 'n', token: '********' } });
+    expect([kept.status, kept.body.data?.configured_props]).toEqual([200, { mode: 'n', token: '********' }]);
+    const carried = await api().put(`/sources/${id}`, { component_code: dynamic(2, false) });
+    expect([carried.status, carried.body.details]).toEqual([400, { prop: 'token' }]);
+    const masked = await api().put(`/sources/${id}`, { component_code: dynamic(2, false), configured_props: { mode: 'n', token: '********' } });
+    expect([masked.status, masked.body.data?.configured_props]).toEqual([200, { mode: 'n', token: '********' }]);
+    expect(JSON.stringify([kept.body, carried.body, masked.body, (await api().get(`/sources/${id}`)).body])).not.toContain('stored-secret-4');
+  });
 });

@@ -35,9 +35,10 @@ function hidden(v: unknown): boolean {
 }
 
 /**
- * The stored values an update without `configured_props` keeps (plain, to revalidate): those of the props the new
- * code still has, HTTP interfaces aside. A hidden value goes only to a prop that hides it too (secret, app): new
- * code that makes a secret prop a plain one needs its value given again, else the secret would be shown.
+ * The stored values an update without `configured_props` keeps (plain, to revalidate): those of `props` (the
+ * source's props after the update), HTTP interfaces aside. A hidden value goes only to a prop that hides it too
+ * (secret, app): new code, or `additionalProps()`, that makes a secret prop a plain one needs its value given
+ * again, else the secret would be shown.
  */
 export function carriedProps(props: ConfigurableProp[], stored: Values, key: Buffer): Values {
   const plain = decryptProps(stored, key);

@@ -128,18 +128,31 @@ export class SourcesService {
    * sandbox (`sandboxOf`: the source's component is the owner's or the registry's) with their values as `this` (and, on an update, the props it added last time in
    * `previousPropDefs`), and the props it returns are validated (and defaulted) too.
    */
-  private async validate(component: Component, input: unknown, ownerId: string, previous: ConfigurableProp[] = [], carried = false): Promise<Validated> {
+  private async validate(component: Component, input: unknown, ownerId: string, previous: ConfigurableProp[] = [], stored?: Record<string, unknown>): Promise<Validated> {
     const props = component.configurableProps as ConfigurableProp[];
-    // Values kept from before (an update without configured_props) are those of the props the source still has.
-    const kept = (all: ConfigurableProp[]) => (carried ? Object.fromEntries(Object.entries(input as Record<string, unknown>).filter(([k]) => all.some((p) => p.name === k))) : input);
+    const values = (all: ConfigurableProp[]) => this.valuesFor(all, input, stored);
     if (!hasDynamicProps(component)) {
-      return { values: encryptProps(props, validateConfiguredProps(props, kept(props), this.config), this.config.secretsKey), additional: null };
+      return { values: encryptProps(props, validateConfiguredProps(props, values(props), this.config), this.config.secretsKey), additional: null };
     }
-    const given = input !== null && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;
-    const staticValues = validateConfiguredProps(props, given ? byStaticProps(component, given).own : input, this.config);
+    const first = values(props);
+    const given = first !== null && typeof first === 'object' && !Array.isArray(first) ? (first as Record<string, unknown>) : undefined;
+    const staticValues = validateConfiguredProps(props, given ? byStaticProps(component, given).own : first, this.config);
     const additional = await addedProps(this.reader, this.config, component, staticValues, { previous, account: sandboxOf(component, ownerId) });
     const all = [...props, ...additional];
-    return { values: encryptProps(all, validateConfiguredProps(all, kept(all), this.config), this.config.secretsKey), additional };
+    return { values: encryptProps(all, validateConfiguredProps(all, values(all), this.config), this.config.secretsKey), additional };
+  }
+
+  /**
+   * The values to check against `props` (the source's props once created or updated): on an update (`stored`), absent
+   * `configured_props` keep the stored values those props take, and a secret's mask sent back its stored value. Both
+   * are read against the props the source ends up with, those `additionalProps()` returns included, so a hidden value
+   * never lands in a prop that shows it.
+   */
+  private valuesFor(props: ConfigurableProp[], input: unknown, stored: Record<string, unknown> | undefined): unknown {
+    if (!stored) return input;
+    if (input === undefined) return carriedProps(props, stored, this.config.secretsKey);
+    const given = input !== null && typeof input === 'object' && !Array.isArray(input);
+    return given ? unmaskInput(props, input as Record<string, unknown>, decryptProps(stored, this.config.secretsKey)) : input;
   }
 
   /** `base`, or `base-N` with the next free N among the owner's live sources. */
@@ -251,13 +264,7 @@ export class SourcesService {
     // The props the source has now: the component's and those additionalProps() added last time.
     const previous = (source.additionalProps ?? []) as unknown as ConfigurableProp[];
     const props = [...(component.configurableProps as ConfigurableProp[]), ...previous];
-    const input =
-      change.configuredProps !== undefined && change.configuredProps !== null && typeof change.configuredProps === 'object' && !Array.isArray(change.configuredProps)
-        ? unmaskInput(props, change.configuredProps as Record<string, unknown>, decryptProps(source.configuredProps, this.config.secretsKey))
-        : change.configuredProps !== undefined
-          ? change.configuredProps
-          : carriedProps(props, source.configuredProps, this.config.secretsKey);
-    const validated = await this.validate(component, input, source.ownerId, previous, change.configuredProps === undefined);
+    const validated = await this.validate(component, change.configuredProps, source.ownerId, previous, source.configuredProps);
     source.configuredProps = validated.values;
     source.additionalProps = validated.additional as Record<string, unknown>[] | null;
     source.componentId = component.id;
