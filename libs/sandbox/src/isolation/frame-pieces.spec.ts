@@ -53,6 +53,16 @@ describe('large answers in pieces (host cuts, app puts together)', () => {
     ]);
   });
 
+  it('refuses, as a failed run, a value held in many places whose pieces would pass the answer\'s bound', () => {
+    // 30 levels each holding the same child twice: a small frame, 2^30 places to cut.
+    let dag: unknown = 'x'.repeat(300_000);
+    for (let i = 0; i < 30; i++) dag = [dag, dag];
+    const out = { value: { results: [{ emits: [{ event: dag, meta: {} }] }] } };
+    expect(doneBodies(3, runTask, out, 8 << 20).map((b) => deserialize(b))).toEqual([
+      { t: 'done', id: 3, out: { failed: { name: 'ResultSizeLimitError', message: expect.stringMatching(/^the result of run cannot be sent back: its parts come to more than 8388608 bytes/) } } },
+    ]);
+  });
+
   describe('pieces forged by code in the sandbox', () => {
     /** The answer `pieces` make with `shell` in the final message, or why the first that does not fit does not. */
     const fill = (shell: unknown, ...pieces: Record<string, unknown>[]): unknown => {

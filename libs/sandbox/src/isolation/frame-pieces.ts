@@ -53,12 +53,17 @@ export class UncuttableError extends Error {}
 
 /**
  * The frame bodies of answer `value` of task `id` as pieces, and what to send in its place in the final message: an
- * empty string, array or object the pieces fill. Throws UncuttableError for a value no piece can carry.
+ * empty string, array or object the pieces fill. Throws UncuttableError for a value no piece can carry, or whose
+ * pieces pass `maxBytes`: a value referenced many times is serialized once, but each of its places is a piece.
  */
-export function cutInPieces(id: number, value: unknown): { bodies: Buffer[]; shell: unknown } {
+export function cutInPieces(id: number, value: unknown, maxBytes: number): { bodies: Buffer[]; shell: unknown } {
   const bodies: Buffer[] = [];
+  let total = 0;
   const piece = (path: PieceKey[], part: PiecePart): void => {
-    bodies.push(serialize({ t: 'piece', id, path, ...part }));
+    const body = serialize({ t: 'piece', id, path, ...part });
+    total += body.byteLength;
+    if (total > maxBytes) throw new UncuttableError(`its parts come to more than ${maxBytes} bytes (a value it holds in several places is sent once for each)`);
+    bodies.push(body);
   };
   const shellOf = (v: unknown): unknown => (typeof v === 'string' ? '' : Array.isArray(v) ? [] : {});
 

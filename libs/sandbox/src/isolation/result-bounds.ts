@@ -51,7 +51,7 @@ export function doneBodies(id: number, task: WorkerTask, out: TaskOutcome<unknow
   if (sized.bytes > cap) return refused(`${what(task)} is ${sized.bytes} bytes, over the ${cap} bytes a sandbox may send back`);
   if (sized.body.byteLength <= PIECE_BYTES || !('value' in out)) return [sized.body];
   try {
-    const { bodies, shell } = cutInPieces(id, out.value);
+    const { bodies, shell } = cutInPieces(id, out.value, cap);
     return [...bodies, serialize({ t: 'done', id, out: { value: shell } })];
   } catch (e) {
     return refused(`${what(task)} cannot be sent back: ${(e as Error).message}`);
@@ -67,7 +67,7 @@ export function responseBodies(id: number, payload: ResponseMessage, cap = RESUL
     const sized = serializedWith({ t: 'response', id, payload }, 'payload');
     if (sized.bytes > cap) return undefined;
     if (sized.body.byteLength <= PIECE_BYTES) return [sized.body];
-    const { bodies, shell } = cutInPieces(id, payload);
+    const { bodies, shell } = cutInPieces(id, payload, cap);
     return [...bodies, serialize({ t: 'response', id, payload: shell })];
   } catch {
     return undefined;
