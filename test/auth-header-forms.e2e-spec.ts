@@ -1,4 +1,4 @@
-import { client, createUser, TestUser } from './support/accounts';
+import { admin, client, createUser, TestUser } from './support/accounts';
 import { rawRequest } from './support/raw-http';
 import { startSystem, System } from './support/system';
 
@@ -59,5 +59,18 @@ describe('Authorization header forms', () => {
       const res = await client(system).get(`/users/me?${q}`);
       expect([q, res.status, res.body]).toEqual([q, 401, { error: 'missing API key: send Authorization: Bearer <API_KEY>', code: 'unauthorized' }]);
     }
+  });
+
+  it('answers a revoked or rotated key exactly as a key that never existed', async () => {
+    const [revoked, rotated] = [createUser(system), createUser(system)];
+    admin(system, ['keys', 'revoke', '--user', revoked.id]);
+    admin(system, ['keys', 'rotate', '--user', rotated.id]);
+    const answer = async (key: string) => {
+      const res = await client(system, key).get('/users/me');
+      return [res.status, res.headers.get('www-authenticate'), res.body];
+    };
+    const never = await answer(`pd_${'x'.repeat(43)}`);
+    expect(never).toEqual([401, 'Bearer realm="api", error="invalid_token"', { error: 'invalid API key', code: 'unauthorized' }]);
+    expect([await answer(revoked.apiKey), await answer(rotated.apiKey)]).toEqual([never, never]);
   });
 });
