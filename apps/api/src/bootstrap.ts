@@ -6,7 +6,7 @@ import type { FastifyRequest } from 'fastify';
 import { AppConfig, createLogger, PinoNestLogger, trustProxyFunction } from '@app/config';
 import { ApiError, BadRequestError, mediaTypeOf, parseFormBody, textDecoderOf } from '@app/contracts';
 import { AppModule } from './app.module';
-import { hostEndpointRewrite } from './http-endpoints/endpoint-urls';
+import { requestUrlRewrite } from './http-endpoints/endpoint-urls';
 import { assertFiniteNumbers, assertJsonTextLimits, assertNoNul, repeatedJsonKey } from './common/json-limits';
 import { clientErrorHandler, frameworkErrors, registerRequestHygiene } from './common/protocol-errors';
 import { requireDeclaredRoutes } from './contract/route-coverage';
@@ -41,8 +41,9 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
       // How often Node looks for requests past their timeout: within half of it, at most every 30 s (Node's default).
       connectionsCheckingInterval: config.httpRequestTimeoutMs ? Math.max(500, Math.min(30_000, Math.floor(config.httpRequestTimeoutMs / 2))) : 30_000,
     },
-    // `<endpoint_key>.<ENDPOINT_DOMAIN>/<path>` is the HTTP interface of that source, like `/e/<endpoint_key>/<path>`.
-    ...(config.endpointDomain ? { rewriteUrl: hostEndpointRewrite(config.endpointDomain) } : {}),
+    // A target in absolute form is routed and read as its origin form; `<endpoint_key>.<ENDPOINT_DOMAIN>/<path>` is the
+    // HTTP interface of that source, like `/e/<endpoint_key>/<path>`.
+    rewriteUrl: requestUrlRewrite(config.endpointDomain),
   });
   requireDeclaredRoutes(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {

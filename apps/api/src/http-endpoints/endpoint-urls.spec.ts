@@ -1,4 +1,4 @@
-import { endpointUrlOf, hostEndpointRewrite } from './endpoint-urls';
+import { endpointUrlOf, hostEndpointRewrite, requestUrlRewrite } from './endpoint-urls';
 
 describe('endpoint URLs', () => {
   it('are <PUBLIC_URL>/e/<key> without a domain, <key>.<domain> with the scheme and port of PUBLIC_URL with one', () => {
@@ -17,5 +17,15 @@ describe('endpoint URLs', () => {
     expect(rewrite({ url: '/v1/users/me', headers: { host: 'm.example.com' } })).toBe('/v1/users/me');
     expect(rewrite({ url: '/x', headers: { host: 'a.b.m.example.com' } })).toBe('/x');
     expect(rewrite({ url: '/x', headers: {} })).toBe('/x');
+  });
+
+  it('read a target in absolute form as its origin form, before the host rewrite', () => {
+    const plain = requestUrlRewrite('');
+    expect(plain({ url: 'http://api.example.com/e/enabc/x?y=1', headers: {} })).toBe('/e/enabc/x?y=1');
+    expect(plain({ url: 'HTTPS://api.example.com:8443?y=1', headers: {} })).toBe('/?y=1');
+    expect(plain({ url: '/v1/users/me', headers: {} })).toBe('/v1/users/me');
+    expect(plain({ url: '*', headers: {} })).toBe('*');
+    const byHost = requestUrlRewrite('m.example.com');
+    expect(byHost({ url: 'http://enabc.m.example.com/hooks', headers: { host: 'enabc.m.example.com' } })).toBe('/e/enabc/hooks');
   });
 });

@@ -15,6 +15,27 @@ export function endpointUrlOf(config: UrlConfig, endpointKey: string | null | un
 }
 
 const KEY_LABEL = /^en[a-z0-9]+$/;
+const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
+
+/**
+ * A request target in absolute form (`http://host/e/<key>/x?y`, RFC 9112 §3.2.2, what a client sends to a forward
+ * proxy) as the origin form it names (`/e/<key>/x?y`); any other target as it is.
+ */
+export function originForm(url: string): string {
+  const origin = ABSOLUTE_FORM.exec(url);
+  if (!origin) return url;
+  const rest = url.slice(origin[0].length);
+  return rest.startsWith('/') ? rest : `/${rest}`;
+}
+
+/** Fastify's `rewriteUrl`: the origin form of the target, then (with ENDPOINT_DOMAIN) hostEndpointRewrite's. */
+export function requestUrlRewrite(domain: string): (req: { url?: string; headers: Record<string, string | string[] | undefined> }) => string {
+  const byHost = domain ? hostEndpointRewrite(domain) : undefined;
+  return (req) => {
+    const url = originForm(req.url ?? '/');
+    return byHost ? byHost({ url, headers: req.headers }) : url;
+  };
+}
 
 /**
  * Fastify's `rewriteUrl`: a request to `<endpoint_key>.<ENDPOINT_DOMAIN>` (any

@@ -27,7 +27,7 @@ import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
 import { describeRefusal, InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';
 import { IngestBatches } from './ingest-batches';
-import { endpointUrlOf } from './endpoint-urls';
+import { endpointUrlOf, originForm } from './endpoint-urls';
 import { installIngressFastPath } from './ingress-fast-path';
 import { endpointMethods } from './endpoint-methods';
 import { scopeSetCookies } from './endpoint-cookies';
@@ -143,7 +143,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     const msg = this.invocationOf(target, endpointKey, request);
     msg.replyTo = this.nats.names.httpResponseFor(this.replicaToken, msg.invocationId);
     // On the shared origin (not `<key>.<ENDPOINT_DOMAIN>`), the component's cookies are kept under its own path.
-    const cookiePath = req.originalUrl.startsWith(`/e/${endpointKey}`) ? `/e/${endpointKey}` : undefined;
+    const cookiePath = originForm(req.originalUrl).startsWith(`/e/${endpointKey}`) ? `/e/${endpointKey}` : undefined;
     return this.roundTrip(target, msg, reply, cookiePath);
   }
 
