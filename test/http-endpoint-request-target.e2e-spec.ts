@@ -47,4 +47,20 @@ describe('a request target in absolute form at an HTTP endpoint', () => {
     expect(JSON.parse(answer.body)).toEqual({ path: '/abs', url: `${url}/abs?x=1`, query: { x: '1' } });
     expect(answer.head).toMatch(new RegExp(`^set-cookie: sid=1; Path=${pathname}$`, 'im'));
   });
+
+  it('a fragment in the target is refused, as on the API: it was read as the query string, unlike path and url', async () => {
+    const user = createUser(system);
+    const res = await client(system, user.apiKey).post('/sources', { component_code: ECHO });
+    const url = res.body.data.configured_props.http.endpoint_url as string;
+    const { port, pathname } = new URL(url);
+    await eventually(async () => (await fetch(url)).status === 200, { what: 'the endpoint', timeoutMs: 30_000 });
+    for (const method of ['GET', 'POST']) {
+      const answer = await send(Number(port), `${method} ${pathname}/x#frag?y=1 HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      expect([method, answer.head.split('\r\n')[0], JSON.parse(answer.body)]).toEqual([
+        method,
+        'HTTP/1.1 400 Bad Request',
+        { error: 'the request target contains a fragment (#…), which is never sent to a server: leave it out', code: 'invalid_request', details: { reason: 'fragment' } },
+      ]);
+    }
+  });
 });

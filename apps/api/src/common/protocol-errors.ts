@@ -126,9 +126,10 @@ export function registerRequestHygiene(fastify: FastifyInstance): void {
     // would have seen the first of them.
     const repeated = repeatedHeader(req.raw.rawHeaders);
     if (repeated) throw new BadRequestError(`send one ${SINGLE_HEADERS.get(repeated)} header, not several`, { header: repeated });
-    if (!isApiUrl(req.url)) return;
-    // A client keeps a URL's fragment to itself (RFC 9110 §4.2.4): in a request target, the router read it as query.
+    // A client keeps a URL's fragment to itself (RFC 9110 §4.2.4): in a request target, the router read it as query
+    // (on `/e/…` too, where the event's path and url kept it: `/x#a?b=1` became the query `{"a?b":"1"}`).
     if (req.url.includes('#')) throw new BadRequestError('the request target contains a fragment (#…), which is never sent to a server: leave it out', { reason: 'fragment' });
+    if (!isApiUrl(req.url)) return;
     if (/%00/i.test(req.url)) throw new BadRequestError('the URL contains a NUL character (%00), which is not accepted', { reason: 'nul_character' });
     if (hasBadQueryEncoding(req.url) && !isWebUiRoute(req.url.slice(0, req.url.indexOf('?')))) throw new BadRequestError(BAD_URL_ENCODING);
   });
