@@ -19,7 +19,7 @@ import {
   randomToken,
   ServiceUnavailableError,
 } from '@app/contracts';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Subscription } from 'nats';
 import { NatsService } from '@app/nats';
 import { checkedResponse, responseHeadersProblem } from '@app/sandbox';
@@ -100,6 +100,16 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     void fastify.register(async (scope) => {
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: this.config.httpMaxBodyBytes }, (_req, body, done) => done(null, body));
+      // Every body is read as bytes, whatever its type: Fastify sees one it reads (it refused a Content-Type that is no
+      // media type, `json` or an empty one, with a 415), and the handler restores the header as sent (sentContentType).
+      scope.addHook('onRequest', (req, _reply, done) => {
+        const sent = req.headers['content-type'];
+        if (sent !== undefined) {
+          sentContentTypes.set(req.raw, sent);
+          req.headers['content-type'] = 'application/octet-stream';
+        }
+        done();
+      });
       scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
         keepConnectionToDrain(err, req, reply);
         if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.status(413).send({ error: `request body is larger than ${this.config.httpMaxBodyBytes} bytes`, code: 'payload_too_large' });
@@ -127,6 +137,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   private async handle(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const { endpointKey } = req.params as { endpointKey: string };
     this.served.route++;
+    if (sentContentTypes.has(req.raw)) req.headers['content-type'] = sentContentTypes.get(req.raw);
     let target: EndpointTarget | null;
     try {
       target = await this.lookup.find(endpointKey);
@@ -322,6 +333,9 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     };
   }
 }
+
+/** The Content-Type of each request to `/e/…` as sent, while Fastify reads its body as bytes (onModuleInit). */
+const sentContentTypes = new WeakMap<IncomingMessage, string>();
 
 /** An answer from the runner the api will not write, and why. */
 interface Unrelayable {
