@@ -33,6 +33,6 @@ describe('a Content-Type that is not a media type at an HTTP endpoint', () => {
     const latin1 = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=iso-8859-1' }, body: Buffer.from([0x63, 0xe9]) });
     expect(await latin1.json()).toEqual({ type: 'text/plain; charset=iso-8859-1', bodyRaw: 'cé', body: 'cé' });
     const unknown = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=klingon' }, body: 'x' });
-    expect([unknown.status, (await unknown.json()).code]).toEqual([415, 'unsupported_media_type']);
+    expect([unknown.status, ((await unknown.json()) as { code: string }).code]).toEqual([415, 'unsupported_media_type']);
   });
 });
