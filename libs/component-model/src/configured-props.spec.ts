@@ -37,6 +37,28 @@ describe('validateConfiguredProps', () => {
   ];
   const base = { s: 'x', i: 5, b: true };
 
+  it("never repeats a secret prop's value in an error, whatever is wrong with it", () => {
+    const secret = (type: string, extra: Partial<ConfigurableProp> = {}): ConfigurableProp[] => [{ name: 'k', type, secret: true, ...extra }];
+    const message = (props: ConfigurableProp[], v: unknown): string => {
+      try {
+        validateConfiguredProps(props, { k: v }, limits);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'accepted';
+    };
+    const cases: [ConfigurableProp[], unknown][] = [
+      [secret('integer', { max: 10 }), 918273645],
+      [secret('integer', { min: 1_000_000_000 }), 918273645],
+      [secret('integer'), 'hunter2'],
+      [secret('string'), 918273645],
+      [secret('string', { options: ['a'] }), 'hunter2'],
+      [secret('string[]'), 'hunter2'],
+      [secret('object'), 'hunter2'],
+    ];
+    for (const [props, v] of cases) expect(message(props, v)).not.toContain(String(v));
+  });
+
   it('accepts every type, applies defaults, and leaves out system props', () => {
     const out = check(all, { ...base, http: {}, o: { k: 1 }, a: [1], j: { z: null }, q: 'select 1', h: { url: 'https://x' }, ss: ['x', 'y'], ii: [0, 3], bb: [true, false], app: { $auth: { oauth_access_token: 't' } } });
     expect(out).toEqual({

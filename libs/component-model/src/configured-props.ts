@@ -118,8 +118,8 @@ function scalar(prop: ConfigurableProp, base: string, v: unknown, where: string)
       return v;
     case 'integer':
       if (typeof v !== 'number' || !Number.isInteger(v)) fail(where, `must be an integer, got ${shown(prop, v)}`);
-      if (prop.min !== undefined && v < prop.min) fail(where, `must be at least ${prop.min}, got ${v}`);
-      if (prop.max !== undefined && v > prop.max) fail(where, `must be at most ${prop.max}, got ${v}`);
+      if (prop.min !== undefined && v < prop.min) fail(where, `must be at least ${prop.min}, got ${shown(prop, v)}`);
+      if (prop.max !== undefined && v > prop.max) fail(where, `must be at most ${prop.max}, got ${shown(prop, v)}`);
       return v;
     case 'string':
       if (typeof v !== 'string') fail(where, `must be a string, got ${shown(prop, v)}`);
@@ -201,7 +201,7 @@ function plainValue(prop: ConfigurableProp, v: unknown, limits: ConfiguredPropsL
     }
     case 'object':
     case 'http_request':
-      if (!isPlainObject(v)) fail(name, `must be an object, got ${JSON.stringify(v)}`);
+      if (!isPlainObject(v)) fail(name, `must be an object, got ${shown(prop, v)}`);
       return v;
     case 'sql':
       if (typeof v !== 'string' && !isPlainObject(v)) fail(name, 'must be a SQL string or an object');
@@ -212,7 +212,7 @@ function plainValue(prop: ConfigurableProp, v: unknown, limits: ConfiguredPropsL
     case 'string[]':
     case 'integer[]':
     case 'boolean[]': {
-      if (!Array.isArray(v)) fail(name, `must be an array of ${prop.type.slice(0, -2)}s, got ${JSON.stringify(v)}`);
+      if (!Array.isArray(v)) fail(name, `must be an array of ${prop.type.slice(0, -2)}s, got ${shown(prop, v)}`);
       return v.map((item, i) => {
         if (options.deferred?.(item)) return item;
         const out = scalar(prop, prop.type.slice(0, -2), item, `${name}[${i}]`);
