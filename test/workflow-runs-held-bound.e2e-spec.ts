@@ -55,9 +55,16 @@ describe("what one account's workflow runs in progress hold in the runner", () =
     expect(ofA.filter((r) => r.status === 'success')).toHaveLength(5);
     expect(ofA.filter((r) => r.status === 'error').map((r) => ({ failed: r.failed_step, error: r.steps[0].error }))).toEqual([{ failed: 'send', error: { name: 'HeldSizeLimitError', message } }]);
     expect((await runsOf(b, theirs, 3)).map((r) => r.status)).toEqual(['success', 'success', 'success']);
-    // Given back once they ended: A's next run holds as much again.
-    await run(a, mine);
-    expect((await runsOf(a, mine, 7))[0].status).toBe('success');
+    // Given back once their sends are published (a moment after the runs are recorded, longer on a loaded machine):
+    // A's next run holds as much again. Until then a run is refused as the sixth was, never otherwise.
+    let next: Run | undefined;
+    for (let n = 7; n < 37 && next?.status !== 'success'; n++) {
+      if (next) await new Promise((r) => setTimeout(r, 1000));
+      await run(a, mine);
+      next = (await runsOf(a, mine, n))[0];
+      if (next.status !== 'success') expect(next.steps[0].error).toEqual({ name: 'HeldSizeLimitError', message });
+    }
+    expect(next?.status).toBe('success');
   });
 
   it('counts the props its templates filled in, which each run keeps for its record, as it counts sends', async () => {
