@@ -235,3 +235,10 @@ export function unpackHttpEvent(event: unknown): unknown {
   const contentType = rest.headers?.['content-type'];
   return { ...rest, bodyRaw, body: parseHttpBody(String(Array.isArray(contentType) ? contentType[0] : (contentType ?? '')), bodyRaw) };
 }
+
+/**
+ * Headers that frame a message or manage its connection (hop-by-hop, RFC 9110 §7.6.1, and the framing ones): the
+ * server or client that sends a message sets them. A component setting them in a relayed `respond()` or a
+ * `$.send.http` would have its message read otherwise than it is sent.
+ */
+export const FRAMING_HEADERS: ReadonlySet<string> = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection']);

@@ -7,6 +7,7 @@ import {
   decodeHttpBody,
   decodeJson,
   encodeJson,
+  FRAMING_HEADERS,
   HTTP_BODY_MAX_JSON_DEPTH,
   HttpEvent,
   HttpResponseMessage,
@@ -35,8 +36,6 @@ import { dependencyError, describeCause } from '../common/dependency-errors';
 import { onReplicaChange } from '../common/replica-changes';
 import { keepConnectionToDrain } from '../common/body-too-large';
 
-/** Headers a relayed custom response may not set (the server computes them). */
-const HOP_BY_HOP = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection']);
 /**
  * Headers that would act on the whole origin (host) the dashboard and every endpoint share, not on the one answer:
  * a service worker over `/`, wiping its storage, HSTS for the host and its subdomains, an alternative service the
@@ -280,7 +279,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     reply.status(res.status >= 200 && res.status <= 599 ? res.status : 502);
     for (const [k, v] of Object.entries(res.headers ?? {})) {
       const name = k.toLowerCase();
-      if (HOP_BY_HOP.has(name) || ORIGIN_WIDE.has(name)) continue;
+      // The server computes the framing headers.
+      if (FRAMING_HEADERS.has(name) || ORIGIN_WIDE.has(name)) continue;
       reply.header(k, name === 'set-cookie' ? scopeSetCookies(v, cookiePath) : v);
     }
     // The component's own policy, if any, still applies: a browser enforces every policy listed.

@@ -1,4 +1,4 @@
-import { channelNameProblem, encodeJson, type SendMessage, type WorkflowSseMessage } from '@app/contracts';
+import { channelNameProblem, encodeJson, FRAMING_HEADERS, type SendMessage, type WorkflowSseMessage } from '@app/contracts';
 import type { NatsService } from '@app/nats';
 import type { SendRecord } from '@app/sandbox';
 
@@ -30,11 +30,12 @@ export interface SendSettings {
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /**
- * Headers that frame a request or manage its connection: the delivery app sends every account's requests over one
+ * Headers the platform sets on a `$.send.http` request: the delivery app sends every account's requests over one
  * pool of keep-alive connections, so a request framed otherwise than it is sent (a GET with a Content-Length) has
- * the receiver read the next request on that connection, another account's, as part of it.
+ * the receiver read the next request on that connection, another account's, as part of it; `Expect` would have it
+ * wait for an answer the client never asks for.
  */
-const PLATFORM_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'proxy-connection', 'upgrade', 'te', 'trailer', 'expect']);
+const isPlatformHeader = (lower: string): boolean => FRAMING_HEADERS.has(lower) || lower === 'expect';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -65,7 +66,7 @@ export function sendProblem(send: SendRecord, settings: SendSettings): string | 
       if (p.headers !== undefined && !isObject(p.headers)) return '$.send.http(): headers must be an object';
       for (const [name, value] of Object.entries(p.headers ?? {})) {
         if (!HEADER_NAME.test(name)) return `$.send.http(): header name ${JSON.stringify(name)} is not an HTTP token`;
-        if (PLATFORM_HEADERS.has(name.toLowerCase())) return `$.send.http(): header ${name} is the platform's to set (it frames the request or manages its connection)`;
+        if (isPlatformHeader(name.toLowerCase())) return `$.send.http(): header ${name} is the platform's to set (it frames the request or manages its connection)`;
         if (!['string', 'number', 'boolean'].includes(typeof value) || /[\r\n\0]/.test(String(value))) return `$.send.http(): header ${name} must be a string without CR, LF or NUL`;
       }
       return undefined;
