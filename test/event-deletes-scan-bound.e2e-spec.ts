@@ -54,7 +54,8 @@ describe('DELETE /sources/{id}/events: the scan of EMITS', () => {
     for (let i = 0; i < 1200; i += 100) ids.push(...(await Promise.all(Array.from({ length: 100 }, (_, j) => emitter.emit(src, user.id, { i: i + j })))).map((e) => e.id));
     const res = await fetch(`${system.baseUrl}/sources/${src}/events?start_id=${ids[0]}&end_id=${ids[ids.length - 1]}`, { method: 'DELETE', headers: { authorization: `Bearer ${user.apiKey}` } });
     expect(res.status).toBe(202);
-    await eventually(async () => ((await progress(src)).stored === 0 ? true : undefined), { what: 'every message of the range erased', timeoutMs: 30_000 });
+    // 600 fetches of 2 messages and 1,200 deletes: under a second on a quiet machine, far longer on a loaded one.
+    await eventually(async () => ((await progress(src)).stored === 0 ? true : undefined), { what: 'every message of the range erased', timeoutMs: 120_000 });
   });
 
   it('is sent at most 2 MiB of messages ahead of those it has erased', async () => {
