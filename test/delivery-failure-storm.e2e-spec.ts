@@ -114,10 +114,12 @@ describe("one account's failing webhooks do not hold back another account's deli
       await eventually(async () => (await failed()) >= FAILING_WEBHOOKS * 50, { what: "A's storm of failed attempts", timeoutMs: 60_000 });
       const failedBefore = await failed();
       const during = await sendB('storm');
-      // …and it went on while B's events were sent and delivered: A's failing webhooks had attempts in flight at every
-      // sample, and more of them failed (on a loaded machine fewer: each holds its slot until its retry is written).
+      // …and it went on while B's events were sent and delivered: A's failing webhooks had attempts in flight at most
+      // samples (a sample may fall in a moment when all of them are between attempts, more often on a loaded machine),
+      // and more of them failed.
       expect(during.failingInFlight.length).toBeGreaterThan(0);
-      expect(Math.min(...during.failingInFlight)).toBeGreaterThan(0);
+      const busy = during.failingInFlight.filter((n) => n > 0).length;
+      expect(busy).toBeGreaterThanOrEqual(Math.ceil(during.failingInFlight.length / 2));
       expect((await failed()) - failedBefore).toBeGreaterThan(0);
       expect(healthy.eventIds().size).toBe(2 * B_EVENTS);
       // A's failing webhooks had their account's share in flight (B's own few requests aside), not 64 each.
