@@ -18,6 +18,17 @@ describe('deleting a source or workflow', () => {
   let api: ReturnType<typeof client>;
   const pending = async (): Promise<number> => ((await (await fetch(`${system.origin}/healthz`)).json()) as { ingest: { invocations_pending: number } }).ingest.invocations_pending;
 
+  /** Waits for the api's figure to reach `n`; a timeout says the figure last read and what the api logged of purges and backlog reads. */
+  const waitPending = async (n: number, what: string): Promise<void> => {
+    let last = -1;
+    try {
+      await eventually(async () => (last = await pending()) === n, { what, timeoutMs: 60_000 });
+    } catch (e) {
+      const logged = system.logs('api').split('\n').filter((l) => /purg|backlog/i.test(l)).slice(-10).join('\n');
+      throw new Error(`${(e as Error).message} (invocations_pending last read ${last}; api logged:\n${logged})`);
+    }
+  };
+
   beforeAll(async () => {
     system = await startSystem({ HTTP_RATE_PER_SEC: '0' }, { apps: ['api', 'delivery'] });
     api = client(system, createUser(system).apiKey);
@@ -37,8 +48,8 @@ describe('deleting a source or workflow', () => {
     await eventually(async () => (await pending()) === 65, { what: '65 invocations waiting' });
 
     expect((await api.del(`/sources/${gone.id}`)).status).toBe(204);
-    await eventually(async () => (await pending()) === 25, { what: "the deleted source's 40 gone" });
+    await waitPending(25, "the deleted source's 40 gone");
     expect((await api.del(`/workflows/${wf.id}`)).status).toBe(204);
-    await eventually(async () => (await pending()) === 5, { what: "the deleted workflow's 20 gone, the other source's 5 kept" });
+    await waitPending(5, "the deleted workflow's 20 gone, the other source's 5 kept");
   });
 });
