@@ -4,6 +4,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { partitionOf } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { onReplicaChange } from '../common/replica-changes';
+import { BoundedLane } from './bounded-lane';
 
 /** What the ingress needs to know about an endpoint. */
 export interface EndpointTarget {
@@ -20,7 +21,14 @@ const TTL_MS = 3_000;
 /** A hit older than this starts a refresh in the background (so a busy endpoint never waits for Postgres). */
 const REFRESH_AFTER_MS = 2_000;
 const MISS_TTL_MS = 1_000;
-const MAX_ENTRIES = 50_000;
+/** Endpoints remembered at most; past this the expired ones go, then the longest unused. */
+const KNOWN_MAX = 50_000;
+/** Keys found to be no endpoint remembered at most (for MISS_TTL_MS), the oldest forgotten first. */
+const MISSES_MAX = 10_000;
+/** Look-ups of keys not known as endpoints waiting for one of their connections at most; past this: 503. */
+const UNKNOWN_WAITING_MAX = 256;
+/** What an endpoint key may look like (newEndpointKey's); anything else is no endpoint, without a look-up. */
+const ENDPOINT_KEY = /^[a-z0-9]{1,64}$/;
 
 interface Entry {
   target: EndpointTarget | null;
@@ -28,6 +36,23 @@ interface Entry {
   expiresAt: number;
   refreshing?: boolean;
 }
+
+interface Row {
+  id: string;
+  owner_id: string;
+  active: boolean;
+  custom_response: boolean | null;
+}
+
+/** A source's endpoint or else an HTTP-triggered workflow's (same `/e/<key>` ingress), in one round trip. */
+const ENDPOINT_QUERY = `select id, owner_id, active, custom_response from (
+    select s.id, s.owner_id, s.active, coalesce(c.meta -> 'customResponse' = 'true'::jsonb, false) as custom_response, 0 as pick
+      from sources s left join components c on c.id = s.component_id
+     where s.endpoint_key = ? and s.deleted_at is null
+    union all
+    select id, owner_id, active, coalesce(trigger -> 'http' -> 'customResponse' = 'true'::jsonb, false), 1
+      from workflows where endpoint_key = ? and deleted_at is null
+  ) t order by pick limit 1`;
 
 /**
  * endpoint key → source, from Postgres with a short cache so a busy endpoint
@@ -37,18 +62,29 @@ interface Entry {
  * one key share one load, and a hit past REFRESH_AFTER_MS reloads in the
  * background while the entry is still fresh, so requests to a busy endpoint
  * never wait for the database.
+ *
+ * Anyone may call `/e/<any key>`, so keys not known as endpoints are looked up in a lane of their own: at most a
+ * quarter of the replica's Postgres connections (`DB_POOL_MAX`), UNKNOWN_WAITING_MAX more waiting, past that a
+ * `LaneFullError` (503 with Retry-After). Made-up keys sent as fast as the api answers them therefore leave the pool
+ * to `/v1` and to endpoints already known, and they never push known endpoints out of the cache: misses are
+ * remembered apart, MISSES_MAX at most.
  */
 @Injectable()
 export class EndpointLookup implements OnModuleInit, OnModuleDestroy {
-  private readonly cache = new Map<string, Entry>();
+  private readonly known = new Map<string, Entry>();
+  private readonly misses = new Map<string, Entry>();
   private readonly loading = new Map<string, Promise<EndpointTarget | null>>();
+  private readonly unknownLoads: BoundedLane;
   private unsubscribe?: () => void;
 
-  constructor(private readonly em: EntityManager, private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(private readonly em: EntityManager, private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {
+    this.unknownLoads = new BoundedLane(Math.max(1, Math.floor(config.dbPoolMax / 4)), UNKNOWN_WAITING_MAX);
+  }
 
   onModuleInit(): void {
     this.unsubscribe = onReplicaChange(this.nats, 'endpoints', (key) => {
-      this.cache.delete(key);
+      this.known.delete(key);
+      this.misses.delete(key);
       // A load that began before the change may still write its older answer: not for this key.
       this.loading.delete(key);
     });
@@ -60,28 +96,29 @@ export class EndpointLookup implements OnModuleInit, OnModuleDestroy {
 
   find(endpointKey: string): Promise<EndpointTarget | null> | EndpointTarget | null {
     const now = Date.now();
-    const hit = this.cache.get(endpointKey);
+    const hit = this.known.get(endpointKey) ?? this.misses.get(endpointKey);
     if (hit && hit.expiresAt > now) {
       if (hit.target && !hit.refreshing && now - hit.loadedAt > REFRESH_AFTER_MS) {
         hit.refreshing = true;
-        this.fetch(endpointKey).catch(() => (hit.refreshing = false));
+        this.fetch(endpointKey)?.catch(() => (hit.refreshing = false));
       }
       return hit.target;
     }
     return this.fetch(endpointKey);
   }
 
-  private fetch(endpointKey: string): Promise<EndpointTarget | null> {
+  private fetch(endpointKey: string): Promise<EndpointTarget | null> | null {
+    if (!ENDPOINT_KEY.test(endpointKey)) return null;
     const running = this.loading.get(endpointKey);
     if (running) return running;
     const startedAt = Date.now();
-    const p: Promise<EndpointTarget | null> = this.load(endpointKey).then(
+    const load = (): Promise<EndpointTarget | null> => this.load(endpointKey);
+    const p: Promise<EndpointTarget | null> = (this.known.has(endpointKey) ? load() : this.unknownLoads.run(load)).then(
       (target) => {
         // The endpoint changed while it loaded: this answer may be older than the change, so it is not kept.
         if (this.loading.get(endpointKey) !== p) return target;
         this.loading.delete(endpointKey);
-        if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
-        this.cache.set(endpointKey, { target, loadedAt: startedAt, expiresAt: startedAt + (target ? TTL_MS : MISS_TTL_MS) });
+        this.remember(endpointKey, { target, loadedAt: startedAt, expiresAt: startedAt + (target ? TTL_MS : MISS_TTL_MS) });
         return target;
       },
       (e: unknown) => {
@@ -89,34 +126,31 @@ export class EndpointLookup implements OnModuleInit, OnModuleDestroy {
         throw e;
       },
     );
+    // Whoever asked gets the failure; a caller that did not wait for it (the fast path) leaves no unhandled rejection.
+    p.catch(() => undefined);
     this.loading.set(endpointKey, p);
     return p;
   }
 
-  private async load(endpointKey: string): Promise<EndpointTarget | null> {
-    if (!/^[a-z0-9]{1,64}$/.test(endpointKey)) return null;
-    // One query, no entity hydration: this runs for every busy endpoint every few seconds.
-    const [row] = (await this.em.getConnection().execute(
-      `select s.id, s.owner_id, s.active, coalesce(c.meta -> 'customResponse' = 'true'::jsonb, false) as custom_response
-         from sources s left join components c on c.id = s.component_id
-        where s.endpoint_key = ? and s.deleted_at is null limit 1`,
-      [endpointKey],
-    )) as { id: string; owner_id: string; active: boolean; custom_response: boolean | null }[];
-    if (!row) return this.loadWorkflow(endpointKey);
-    return this.target(row);
+  /** Keeps an answer, each kind in its own bounded map (the most recent last). */
+  private remember(endpointKey: string, entry: Entry): void {
+    this.known.delete(endpointKey);
+    this.misses.delete(endpointKey);
+    const into = entry.target ? this.known : this.misses;
+    if (into.size >= (entry.target ? KNOWN_MAX : MISSES_MAX)) {
+      if (entry.target) for (const [key, e] of into) if (e.expiresAt <= entry.loadedAt) into.delete(key);
+      if (into.size >= (entry.target ? KNOWN_MAX : MISSES_MAX)) into.delete(into.keys().next().value as string);
+    }
+    into.set(endpointKey, entry);
   }
 
-  /** An HTTP-triggered workflow's endpoint (same `/e/<key>` ingress; its invocations go to the workflow's partition). */
-  private async loadWorkflow(endpointKey: string): Promise<EndpointTarget | null> {
-    const [row] = (await this.em.getConnection().execute(
-      `select id, owner_id, active, coalesce(trigger -> 'http' -> 'customResponse' = 'true'::jsonb, false) as custom_response
-         from workflows where endpoint_key = ? and deleted_at is null limit 1`,
-      [endpointKey],
-    )) as { id: string; owner_id: string; active: boolean; custom_response: boolean | null }[];
+  private async load(endpointKey: string): Promise<EndpointTarget | null> {
+    // One query, no entity hydration: this runs for every busy endpoint every few seconds.
+    const [row] = (await this.em.getConnection().execute(ENDPOINT_QUERY, [endpointKey, endpointKey])) as Row[];
     return row ? this.target(row) : null;
   }
 
-  private target(row: { id: string; owner_id: string; active: boolean; custom_response: boolean | null }): EndpointTarget {
+  private target(row: Row): EndpointTarget {
     return {
       sourceId: row.id,
       ownerId: row.owner_id,

@@ -24,6 +24,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Subscription } from 'nats';
 import { NatsService } from '@app/nats';
 import { checkedResponse, responseHeadersProblem } from '@app/sandbox';
+import { LaneFullError } from './bounded-lane';
 import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
 import { describeRefusal, InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';
@@ -141,8 +142,9 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     try {
       target = await this.lookup.find(endpointKey);
     } catch (e) {
-      // Postgres unreachable for a moment (the lookup's cache entry expired): nothing was stored, retrying is safe.
-      this.logger.warn(`endpoint lookup failed: ${(e as Error).message}`);
+      // Postgres unreachable for a moment (the lookup's cache entry expired), or too many look-ups of keys not known
+      // as endpoints waiting (not logged: anyone can send those): nothing was stored, retrying is safe.
+      if (!(e instanceof LaneFullError)) this.logger.warn(`endpoint lookup failed: ${(e as Error).message}`);
       return reply.status(503).header('retry-after', '1').send({ error: 'the endpoint cannot be looked up right now: retry later', code: 'unavailable', details: { retry_after_seconds: 1 } });
     }
     if (!target || !target.active) return reply.status(404).send({ error: `no active HTTP ${target?.kind ?? 'source'} at endpoint ${endpointKey}`, code: 'not_found' });
