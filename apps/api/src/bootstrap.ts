@@ -17,6 +17,7 @@ import { installLeanAsyncBind } from './common/lean-async-bind';
 import { registerRequestContext } from './common/request-context';
 import { KeyConcurrency, registerKeyConcurrency } from './common/key-concurrency';
 import { MikroORM } from '@mikro-orm/core';
+import { boundConnections } from './common/connection-bounds';
 
 /** Builds the api application (not yet listening); used by main.ts and the tests. */
 export async function createApiApp(config: AppConfig): Promise<NestFastifyApplication> {
@@ -51,6 +52,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
     bodyParser: false,
   });
   const fastify = app.getHttpAdapter().getInstance();
+  const trusted = trustProxyFunction(config.trustProxy);
+  boundConnections(fastify.server, { perAddress: config.httpMaxConnectionsPerAddress, total: config.httpMaxConnections, trusted: (address) => trusted(address, 0) });
   registerRequestHygiene(fastify);
   // Before anything that queries Postgres: one key's burst waits behind itself, not in the pool's queue.
   registerKeyConcurrency(fastify, new KeyConcurrency(config.apiMaxConcurrentPerKey, config.apiQueueWaitMs));
