@@ -21,7 +21,7 @@ const TTL_MS = 3_000;
 /** A hit older than this starts a refresh in the background (so a busy endpoint never waits for Postgres). */
 const REFRESH_AFTER_MS = 2_000;
 const MISS_TTL_MS = 1_000;
-/** Endpoints remembered at most; past this the expired ones go, then the longest unused. */
+/** Endpoints remembered at most; past this the expired ones go, then the least recently loaded. */
 const KNOWN_MAX = 50_000;
 /** Keys found to be no endpoint remembered at most (for MISS_TTL_MS), the oldest forgotten first. */
 const MISSES_MAX = 10_000;
