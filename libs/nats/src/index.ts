@@ -9,3 +9,4 @@ export * from './nats-errors';
 export * from './routes-changed';
 export * from './subject-counts';
 export * from './object-put';
+export * from './batch-bytes';

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DeliverPolicy, headers as natsHeaders, JsMsg } from 'nats';
 import { EmitBatch, EmittedEvent, EMITS_ROUTED_HEADER, encodeJson, parseEventId, readEmits, ROUTER_DURABLE } from '@app/contracts';
-import { NatsService } from '@app/nats';
-import { BATCH_BYTES } from '../sse/sse.service';
+import { BATCH_BYTES, NatsService } from '@app/nats';
 
 type EventIdParts = { ms: number; seq: number };
 

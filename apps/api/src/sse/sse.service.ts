@@ -3,7 +3,7 @@ import { FastifyReply } from 'fastify';
 import { ConsumerMessages, DeliverPolicy, JsMsg } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { EmittedEvent, parseEventId, RateLimitedError, readEmits } from '@app/contracts';
-import { NatsService, retryUnanswered } from '@app/nats';
+import { BATCH_BYTES, NatsService, retryUnanswered } from '@app/nats';
 import { parseExpand, summaryOfEmit } from '../events/event-summary.dto';
 import { fieldFilter } from '../common/field-filter.interceptor';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
@@ -32,16 +32,6 @@ export interface HeldStream {
 
 /** Replay starts this much before the resume id's time, so clock skew between emitters cannot skip events. */
 const REPLAY_SLACK_MS = 5_000;
-/**
- * What one stream takes from JetStream at a time: as many messages as 2 MiB holds at the largest a message can be
- * (NATS's max_payload: 1 MiB by default, so 2), each written as it arrives, the next batch only once the client has
- * read this one. A reader that does not read so holds at most one batch of the api's memory, and never makes the
- * api's NATS connection fall behind (the server cuts a connection whose unread messages pass 64 MiB, and every
- * stream and request on it with it). `consume()` pulls on whatever the reader does. Counted in messages, not bytes:
- * a fetch bounded by bytes (which the client library also caps at 100 messages) waited out its expiry whenever its
- * messages held less than its bytes, so a burst reached a stream 100 events every 5 s.
- */
-export const BATCH_BYTES = 2 * 1024 * 1024;
 /** How long one fetch waits for events before the next is asked for. */
 const BATCH_WAIT_MS = 5_000;
 
@@ -163,6 +153,13 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     // After a reconnection the stream ends: the consumer may be gone with a restarted server (fetches would wait on
     // it for ever), and the client resumes with Last-Event-ID on a new one.
     const reconnects = this.nats.reconnects;
+    // What the stream takes from JetStream at a time: as many messages as BATCH_BYTES holds at the largest a message
+    // can be (NATS's max_payload: 1 MiB by default, so 2), each written as it arrives, the next batch only once the
+    // client has read this one. A reader that does not read so holds at most one batch of the api's memory, and never
+    // makes the api's NATS connection fall behind (the server cuts a connection whose unread messages pass 64 MiB, and
+    // every stream and request on it with it). `consume()` pulls on whatever the reader does. Counted in messages, not
+    // bytes: a fetch bounded by bytes (which the client library also caps at 100 messages) waited out its expiry
+    // whenever its messages held less than its bytes, so a burst reached a stream 100 events every 5 s.
     const batchMessages = Math.max(1, Math.floor(BATCH_BYTES / this.nats.maxPayload));
     const batches = async (): Promise<ConsumerMessages | undefined> => {
       batch = held.closed() || this.nats.reconnects !== reconnects ? undefined : await consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS });

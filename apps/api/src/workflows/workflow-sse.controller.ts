@@ -1,10 +1,11 @@
 import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
 import { BadRequestError, parseEventId } from '@app/contracts';
+import { BATCH_BYTES } from '@app/nats';
 import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
-import { answeredHead, BATCH_BYTES, eventView, HeldStream, SseService, StreamKind } from '../sse/sse.service';
+import { answeredHead, eventView, HeldStream, SseService, StreamKind } from '../sse/sse.service';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 import { keepAliveAccess } from '../sse/keep-alive-access';
 import { SseText, WorkflowSseHub } from './workflow-sse-hub';
