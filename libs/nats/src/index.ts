@@ -10,3 +10,4 @@ export * from './routes-changed';
 export * from './subject-counts';
 export * from './object-put';
 export * from './batch-bytes';
+export * from './bounded-fetch';

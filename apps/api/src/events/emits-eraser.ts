@@ -1,13 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { DeliverPolicy, headers as natsHeaders, JsMsg } from 'nats';
 import { EmitBatch, EmittedEvent, EMITS_ROUTED_HEADER, encodeJson, parseEventId, readEmits, ROUTER_DURABLE } from '@app/contracts';
-import { BATCH_BYTES, NatsService } from '@app/nats';
+import { boundedFetches, NatsService } from '@app/nats';
 
 type EventIdParts = { ms: number; seq: number };
 
 /** How far before `start_id`'s time the scan begins: an emitter's clock may run ahead of the stream's. */
 const SCAN_SLACK_MS = 5_000;
-const FETCH_EXPIRES_MS = 1_000;
 
 const order = (a: EventIdParts, b: EventIdParts): number => a.ms - b.ms || a.seq - b.seq;
 
@@ -53,28 +52,17 @@ export class EmitsEraser {
       filterSubjects: subject,
       ...(start ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, start.ms - SCAN_SLACK_MS)).toISOString() } : {}),
     });
-    const isLast = (m: JsMsg): boolean => m.info.pending === 0 || m.seq >= lastSeq;
-    // The scan holds what an event stream does: as many messages as 2 MiB holds at the largest a message can be.
-    // 500 at a time were up to 500 MB of the api's memory for each account deleting.
-    const batchMessages = Math.max(1, Math.floor(BATCH_BYTES / this.nats.maxPayload));
+    // The scan holds one fetch of 2 MiB at most (BATCH_BYTES), the next once it has erased them. 500 messages at a
+    // time were up to 500 MB of the api's memory for each account deleting; 2 at a time, 600 fetches for 1,200 events.
     let erased = 0;
-    for (;;) {
-      // A fetch is read whole before anything is erased: one that completes while its messages wait unread drops
-      // them (the ordered consumer does not ask for them again), and a range's events were left in EMITS.
-      const messages: JsMsg[] = [];
-      for await (const m of await consumer.fetch({ max_messages: batchMessages, expires: FETCH_EXPIRES_MS })) {
-        messages.push(m);
-        if (isLast(m)) break;
-      }
+    for await (const messages of boundedFetches(consumer, lastSeq, this.nats.maxPayload)) {
       for (const m of messages) {
-        if (m.seq > lastSeq) break;
         const events = readEmits(m.data) ?? [];
         const erasing = events.filter(inRange).length;
         if (erasing && (await this.eraseFrom(m, events.filter((e) => !inRange(e)), routedSeq))) erased += erasing;
       }
-      const end = messages[messages.length - 1];
-      if (!end || isLast(end)) return erased;
     }
+    return erased;
   }
 
   /** Deletes message `m`, first storing `survivors` (its events out of the range) again when there are any. */

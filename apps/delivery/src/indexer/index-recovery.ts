@@ -2,7 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { DeliverPolicy } from 'nats';
 import type { Logger } from '@app/config';
 import { EmittedEvent, readEmits, ROUTER_DURABLE } from '@app/contracts';
-import { NatsService } from '@app/nats';
+import { boundedFetches, NatsService } from '@app/nats';
 
 /** How often Postgres's start time and the router's acknowledgement floor on EMITS are read. */
 const CHECK_MS = 1_000;
@@ -13,8 +13,6 @@ const CHECK_MS = 1_000;
 const SLACK_MS = 10_000;
 /** Floors remembered: two minutes of checks. */
 const FLOORS_MAX = 120;
-const FETCH_BATCH = 500;
-const FETCH_EXPIRES_MS = 2_000;
 
 /**
  * With INDEX_ASYNC_COMMIT, an index batch's commit does not wait for its WAL flush, so a Postgres crash (or
@@ -120,26 +118,14 @@ export class IndexRecovery {
       let indexed = 0;
       if (lastSeq > afterSeq) {
         const consumer = await this.nats.js.consumers.get(stream, { filterSubjects: this.nats.names.allEmits, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 });
-        for (let done = false; !done && !this.stopping; ) {
-          const events: EmittedEvent[] = [];
-          let seen = 0;
-          for await (const m of await consumer.fetch({ max_messages: FETCH_BATCH, expires: FETCH_EXPIRES_MS })) {
-            seen++;
-            if (m.seq > lastSeq) {
-              done = true;
-              break;
-            }
-            // Also a range delete's copy (`Ess-Routed`), which the router skips: its events are real ones. Not JSON: the
-            // router drops it too.
-            events.push(...(readEmits(m.data) ?? []));
-            if (m.seq === lastSeq || m.info.pending === 0) {
-              done = true;
-              break;
-            }
-          }
+        // A fetch at a time, bounded by bytes (500 messages at a time were up to 500 MB of delivery's memory).
+        for await (const messages of boundedFetches(consumer, lastSeq, this.nats.maxPayload)) {
+          // Also a range delete's copy (`Ess-Routed`), which the router skips: its events are real ones. Not JSON: the
+          // router drops it too.
+          const events = messages.flatMap((m) => readEmits(m.data) ?? []);
           if (events.length) await this.reindex(events);
           indexed += events.length;
-          if (!seen) done = true;
+          if (this.stopping) break;
         }
         await consumer.delete().catch(() => undefined);
       }

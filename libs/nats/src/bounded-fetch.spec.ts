@@ -1,0 +1,67 @@
+import { randomBytes } from 'node:crypto';
+import { connect, JsMsg, NatsConnection, StorageType } from 'nats';
+import { BATCH_BYTES } from './batch-bytes';
+import { boundedFetches } from './bounded-fetch';
+import { natsAdmin, need } from '../../../test/support/env';
+
+/** A message of about 1 MiB: two of them fit BATCH_BYTES, three do not. */
+const LARGE = Buffer.alloc(1024 * 1024 - 4096, 'x');
+
+// Real NATS (the test run's server and prefix): the reading of EMITS by a range delete and by index recovery.
+describe('boundedFetches', () => {
+  const prefix = `t_${need('TEST_RUN_ID')}_${randomBytes(3).toString('hex')}`;
+  const stream = `${prefix}_BF`;
+  let nc: NatsConnection;
+  const seqs: Record<'small' | 'large', number[]> = { small: [], large: [] };
+
+  beforeAll(async () => {
+    nc = await connect(natsAdmin());
+    const jsm = await nc.jetstreamManager();
+    await jsm.streams.add({ name: stream, subjects: [`${prefix}.bf.>`], storage: StorageType.Memory, max_bytes: 128 * 1024 * 1024 });
+    const js = nc.jetstream();
+    // Interleaved: each scan reads its own subject of a stream holding the other's messages between.
+    for (let i = 0; i < 1200; i++) {
+      seqs.small.push((await js.publish(`${prefix}.bf.small`, Buffer.from(JSON.stringify({ i, pad: 'p'.repeat(200) })))).seq);
+      if (i % 30 === 0) seqs.large.push((await js.publish(`${prefix}.bf.large`, LARGE)).seq);
+    }
+  });
+  afterAll(async () => {
+    await (await nc.jetstreamManager()).streams.delete(stream).catch(() => undefined);
+    await nc.drain();
+  });
+
+  /** Every batch read of `subject` up to `lastSeq`, and how many more messages than those handed over the server had sent at most (when a batch was). */
+  const scan = async (subject: string, lastSeq: number): Promise<{ batches: JsMsg[][]; sentAhead: number }> => {
+    const consumer = await nc.jetstream().consumers.get(stream, { filterSubjects: `${prefix}.bf.${subject}` });
+    const batches: JsMsg[][] = [];
+    let sentAhead = 0;
+    for await (const batch of boundedFetches(consumer, lastSeq, nc.info!.max_payload)) {
+      batches.push(batch);
+      sentAhead = Math.max(sentAhead, (await consumer.info()).delivered.consumer_seq - batches.flat().length);
+    }
+    await consumer.delete();
+    return { batches, sentAhead };
+  };
+  const bytes = (batch: JsMsg[]): number => batch.reduce((n, m) => n + m.data.length, 0);
+
+  it('hands over every small message once, in order, many in a fetch', async () => {
+    const { batches, sentAhead } = await scan('small', seqs.small[seqs.small.length - 1]);
+    expect(batches.flat().map((m) => m.seq)).toEqual(seqs.small);
+    expect(sentAhead).toBe(0);
+    // Not 2 at a time (600 fetches): a fetch holds as many as its bytes allow, up to the client's count for it.
+    expect(batches.length).toBeLessThanOrEqual(12);
+  });
+
+  it('holds at most BATCH_BYTES of large messages at a time, the next fetch once a batch is handled', async () => {
+    const { batches, sentAhead } = await scan('large', seqs.large[seqs.large.length - 1]);
+    expect(batches.flat().map((m) => m.seq)).toEqual(seqs.large);
+    for (const batch of batches) expect(bytes(batch)).toBeLessThanOrEqual(BATCH_BYTES);
+    expect(sentAhead).toBe(0);
+  });
+
+  it('stops at the last sequence it is asked for', async () => {
+    const lastSeq = seqs.small[700];
+    const { batches } = await scan('small', lastSeq);
+    expect(batches.flat().map((m) => m.seq)).toEqual(seqs.small.slice(0, 701));
+  });
+});

@@ -1,0 +1,36 @@
+import type { Consumer, FetchOptions, JsMsg } from 'nats';
+import { BATCH_BYTES } from './batch-bytes';
+
+/** What the server counts of a message beyond its payload and headers (its subject, its reply subject). */
+const MESSAGE_ROOM_BYTES = 64 * 1024;
+/** How long a fetch waits for messages not stored yet: none a scan needs (it stops at the last it was asked for). */
+const FETCH_EXPIRES_MS = 2_000;
+
+/**
+ * Reads an ordered consumer up to stream sequence `lastSeq` (or to the end of what it has), one batch at a time: the
+ * messages of one fetch, bounded by bytes on the server (BATCH_BYTES, or one message at the largest), the next fetch
+ * once the caller has handled a batch. Many small messages come in one fetch and few large ones; a fixed count of
+ * messages would be slow for the small ones (2 at a time: 600 fetches for 1,200 events) or unbounded for the
+ * large ones (500 at a time: up to 500 MB). A fetch is read whole before its batch is handed over: one that ends
+ * while its messages wait unread drops them (the ordered consumer does not ask for them again).
+ */
+export async function* boundedFetches(consumer: Consumer, lastSeq: number, maxPayload: number): AsyncGenerator<JsMsg[]> {
+  const max_bytes = Math.max(BATCH_BYTES, maxPayload + MESSAGE_ROOM_BYTES);
+  for (;;) {
+    const opts: FetchOptions = { max_bytes, expires: FETCH_EXPIRES_MS };
+    const messages: JsMsg[] = [];
+    let received = 0;
+    let last: JsMsg | undefined;
+    for await (const m of await consumer.fetch(opts)) {
+      received++;
+      last = m;
+      if (m.seq <= lastSeq) messages.push(m);
+      // The client bounds a fetch by bytes with a count too (it writes it into `opts`: 100). Once that many came the
+      // server has sent them all, but the fetch would wait out its expiry for the bytes it was not sent. (Should the
+      // client no longer write it, each such fetch only waits out its expiry again: slower, nothing missed.)
+      if (m.info.pending === 0 || m.seq >= lastSeq || received === opts.max_messages) break;
+    }
+    if (messages.length) yield messages;
+    if (!last || last.info.pending === 0 || last.seq >= lastSeq) return;
+  }
+}
