@@ -7,6 +7,8 @@ type EventIdParts = { ms: number; seq: number };
 
 /** How far before `start_id`'s time the scan begins: an emitter's clock may run ahead of the stream's. */
 const SCAN_SLACK_MS = 5_000;
+/** A range's messages deleted at once: one delete at a time waited out a round trip each (most of a range's time). */
+const DELETES_IN_FLIGHT = 16;
 
 const order = (a: EventIdParts, b: EventIdParts): number => a.ms - b.ms || a.seq - b.seq;
 
@@ -16,7 +18,7 @@ const order = (a: EventIdParts, b: EventIdParts): number => a.ms - b.ms || a.seq
  * only in Postgres would come back there, and a copy would outlive the delete by
  * up to `EMITS_MAX_AGE_SECONDS`. Every event of the emitter: one purge of its
  * subject. A range: its messages are read once (from `start_id`'s time) and
- * those whose events are all in it deleted one by one. A message holding events
+ * those whose events are all in it deleted, 16 requests at a time. A message holding events
  * of several invocations (an `EmitBatch`) partly in the range cannot be edited:
  * its other events are stored again as one new message (at the stream's end,
  * with their ids; `Nats-Msg-Id` `erase:<its sequence>`, so a retried delete
@@ -56,23 +58,24 @@ export class EmitsEraser {
     // time were up to 500 MB of the api's memory for each account deleting; 2 at a time, 600 fetches for 1,200 events.
     let erased = 0;
     for await (const messages of boundedFetches(consumer, lastSeq, this.nats.maxPayload)) {
-      for (const m of messages) {
-        const events = readEmits(m.data) ?? [];
-        const erasing = events.filter(inRange).length;
-        if (erasing && (await this.eraseFrom(m, events.filter((e) => !inRange(e)), routedSeq))) erased += erasing;
+      const erasing = messages.map((m) => ({ m, events: readEmits(m.data) ?? [] })).filter(({ events }) => events.some(inRange));
+      for (let i = 0; i < erasing.length; i += DELETES_IN_FLIGHT) {
+        const wave = erasing.slice(i, i + DELETES_IN_FLIGHT);
+        // The copies one after another, in the originals' order; each original deleted once its copy is stored.
+        for (const { m, events } of wave) await this.storeSurvivors(m, events.filter((e) => !inRange(e)), routedSeq);
+        const deleted = await Promise.all(wave.map(({ m }) => this.nats.jsm.streams.deleteMessage(stream, m.seq, false)));
+        wave.forEach(({ events }, k) => (erased += deleted[k] ? events.filter(inRange).length : 0));
       }
     }
     return erased;
   }
 
-  /** Deletes message `m`, first storing `survivors` (its events out of the range) again when there are any. */
-  private async eraseFrom(m: JsMsg, survivors: EmittedEvent[], routedSeq: number): Promise<boolean> {
-    if (survivors.length) {
-      const copy: EmitBatch = { invocations: [], events: survivors };
-      const routed = routedSeq >= m.seq ? natsHeaders() : undefined;
-      routed?.set(EMITS_ROUTED_HEADER, '1');
-      await this.nats.js.publish(m.subject, encodeJson(copy), { msgID: `erase:${m.seq}`, ...(routed ? { headers: routed } : {}) });
-    }
-    return this.nats.jsm.streams.deleteMessage(this.nats.names.emitsStream, m.seq, false);
+  /** Stores `survivors` (the events of message `m` out of the range), when there are any, as a new message. */
+  private async storeSurvivors(m: JsMsg, survivors: EmittedEvent[], routedSeq: number): Promise<void> {
+    if (!survivors.length) return;
+    const copy: EmitBatch = { invocations: [], events: survivors };
+    const routed = routedSeq >= m.seq ? natsHeaders() : undefined;
+    routed?.set(EMITS_ROUTED_HEADER, '1');
+    await this.nats.js.publish(m.subject, encodeJson(copy), { msgID: `erase:${m.seq}`, ...(routed ? { headers: routed } : {}) });
   }
 }
