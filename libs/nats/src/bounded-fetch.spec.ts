@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { connect, JsMsg, NatsConnection, StorageType } from 'nats';
+import { connect, type Consumer, type FetchOptions, JsMsg, NatsConnection, StorageType } from 'nats';
 import { BATCH_BYTES } from './batch-bytes';
 import { boundedFetches } from './bounded-fetch';
 import { natsAdmin, need } from '../../../test/support/env';
@@ -63,5 +63,26 @@ describe('boundedFetches', () => {
     const lastSeq = seqs.small[700];
     const { batches } = await scan('small', lastSeq);
     expect(batches.flat().map((m) => m.seq)).toEqual(seqs.small.slice(0, 701));
+  });
+
+  /**
+   * A fetch that brings nothing while messages are left (a server too busy to send within the expiry) cannot be made
+   * on demand here: a consumer that brings nothing at its first fetches stands for it.
+   */
+  const stalling = (consumer: Consumer, emptyFirst: number): Consumer =>
+    Object.assign(Object.create(consumer) as Consumer, {
+      fetch: async (opts: FetchOptions) => (emptyFirst-- > 0 ? (async function* () {})() : consumer.fetch(opts)),
+    });
+
+  it('fetches again when a fetch brings nothing while messages are left, and says so when they never come', async () => {
+    const get = () => nc.jetstream().consumers.get(stream, { filterSubjects: `${prefix}.bf.small` });
+    const lastSeq = seqs.small[99];
+    const read: number[] = [];
+    for await (const batch of boundedFetches(stalling(await get(), 2), lastSeq, nc.info!.max_payload)) read.push(...batch.map((m) => m.seq));
+    expect(read).toEqual(seqs.small.slice(0, 100));
+    const never = async () => {
+      for await (const batch of boundedFetches(stalling(await get(), 100), lastSeq, nc.info!.max_payload)) read.push(...batch.map((m) => m.seq));
+    };
+    await expect(never()).rejects.toThrow(/messages were not sent in 5 fetches/);
   });
 });

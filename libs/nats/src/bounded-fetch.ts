@@ -5,6 +5,8 @@ import { BATCH_BYTES } from './batch-bytes';
 const MESSAGE_ROOM_BYTES = 64 * 1024;
 /** How long a fetch waits for messages not stored yet: none a scan needs (it stops at the last it was asked for). */
 const FETCH_EXPIRES_MS = 2_000;
+/** Fetches in a row that bring nothing while the consumer has messages left before the scan gives up (throws). */
+const EMPTY_FETCHES_MAX = 5;
 
 /**
  * Reads an ordered consumer up to stream sequence `lastSeq` (or to the end of what it has), one batch at a time: the
@@ -16,6 +18,7 @@ const FETCH_EXPIRES_MS = 2_000;
  */
 export async function* boundedFetches(consumer: Consumer, lastSeq: number, maxPayload: number): AsyncGenerator<JsMsg[]> {
   const max_bytes = Math.max(BATCH_BYTES, maxPayload + MESSAGE_ROOM_BYTES);
+  let emptyFetches = 0;
   for (;;) {
     const opts: FetchOptions = { max_bytes, expires: FETCH_EXPIRES_MS };
     const messages: JsMsg[] = [];
@@ -31,6 +34,15 @@ export async function* boundedFetches(consumer: Consumer, lastSeq: number, maxPa
       if (m.info.pending === 0 || m.seq >= lastSeq || received === opts.max_messages) break;
     }
     if (messages.length) yield messages;
-    if (!last || last.info.pending === 0 || last.seq >= lastSeq) return;
+    if (last) {
+      if (last.info.pending === 0 || last.seq >= lastSeq) return;
+      emptyFetches = 0;
+      continue;
+    }
+    // Nothing came within the expiry: the end, or a server too busy to send in time. The consumer says which; a scan
+    // that stopped here silently would leave the rest of its range (a delete that answered as if done).
+    const info = await consumer.info();
+    if (info.num_pending === 0 || info.delivered.stream_seq >= lastSeq) return;
+    if (++emptyFetches >= EMPTY_FETCHES_MAX) throw new Error(`${info.num_pending} messages were not sent in ${EMPTY_FETCHES_MAX} fetches of ${FETCH_EXPIRES_MS} ms`);
   }
 }
