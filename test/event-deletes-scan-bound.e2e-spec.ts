@@ -48,6 +48,16 @@ describe('DELETE /sources/{id}/events: the scan of EMITS', () => {
     return { delivered, stored: (await jsm.streams.info(names.emitsStream)).state.messages };
   };
 
+  /** Consumers of the stream on the source's subject (the api's scans). */
+  const scanConsumers = async (sourceId: string): Promise<number> => {
+    const names = new Names(system.natsPrefix);
+    let n = 0;
+    for await (const c of (await nc.jetstreamManager()).consumers.list(names.emitsStream)) {
+      if (c.config.filter_subject === names.emit(sourceId) || c.config.filter_subjects?.includes(names.emit(sourceId))) n++;
+    }
+    return n;
+  };
+
   /** The ids of the events of the source's messages still in EMITS. */
   const storedIds = async (sourceId: string): Promise<string[]> => {
     const names = new Names(system.natsPrefix);
@@ -74,6 +84,8 @@ describe('DELETE /sources/{id}/events: the scan of EMITS', () => {
     // A dozen fetches and 1,200 deletes: about a second on a quiet machine, longer on a loaded one.
     await eventually(async () => ((await progress(src)).stored === 2 ? true : undefined), { what: 'every message of the range erased', timeoutMs: 60_000 });
     expect(await storedIds(src)).toEqual([before.id, after.id]);
+    // The scan's consumer goes with it (it stayed on the server for its 5 minutes of inactivity).
+    await eventually(async () => ((await scanConsumers(src)) === 0 ? true : undefined), { what: "the scan's consumer deleted" });
 
     const del = await fetch(`${system.baseUrl}/sources/${src}/events`, { method: 'DELETE', headers: { authorization: `Bearer ${user.apiKey}` } });
     expect(del.status).toBe(202);

@@ -57,15 +57,20 @@ export class EmitsEraser {
     // The scan holds one fetch of 2 MiB at most (BATCH_BYTES), the next once it has erased them. 500 messages at a
     // time were up to 500 MB of the api's memory for each account deleting; 2 at a time, 600 fetches for 1,200 events.
     let erased = 0;
-    for await (const messages of boundedFetches(consumer, lastSeq, this.nats.maxPayload)) {
-      const erasing = messages.map((m) => ({ m, events: readEmits(m.data) ?? [] })).filter(({ events }) => events.some(inRange));
-      for (let i = 0; i < erasing.length; i += DELETES_IN_FLIGHT) {
-        const wave = erasing.slice(i, i + DELETES_IN_FLIGHT);
-        // The copies one after another, in the originals' order; each original deleted once its copy is stored.
-        for (const { m, events } of wave) await this.storeSurvivors(m, events.filter((e) => !inRange(e)), routedSeq);
-        const deleted = await Promise.all(wave.map(({ m }) => this.nats.jsm.streams.deleteMessage(stream, m.seq, false)));
-        wave.forEach(({ events }, k) => (erased += deleted[k] ? events.filter(inRange).length : 0));
+    try {
+      for await (const messages of boundedFetches(consumer, lastSeq, this.nats.maxPayload)) {
+        const erasing = messages.map((m) => ({ m, events: readEmits(m.data) ?? [] })).filter(({ events }) => events.some(inRange));
+        for (let i = 0; i < erasing.length; i += DELETES_IN_FLIGHT) {
+          const wave = erasing.slice(i, i + DELETES_IN_FLIGHT);
+          // The copies one after another, in the originals' order; each original deleted once its copy is stored.
+          for (const { m, events } of wave) await this.storeSurvivors(m, events.filter((e) => !inRange(e)), routedSeq);
+          const deleted = await Promise.all(wave.map(({ m }) => this.nats.jsm.streams.deleteMessage(stream, m.seq, false)));
+          wave.forEach(({ events }, k) => (erased += deleted[k] ? events.filter(inRange).length : 0));
+        }
       }
+    } finally {
+      // Not left on the server for its inactivity threshold (each range delete made one that stayed 5 minutes).
+      await consumer.delete().catch(() => undefined);
     }
     return erased;
   }
