@@ -1,10 +1,9 @@
 import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
-import { BadRequestError, parseEventId } from '@app/contracts';
 import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
-import { eventView, SseService, StreamKind } from './sse.service';
+import { eventView, resumePoint, SseService, StreamKind } from './sse.service';
 import { keepAliveAccess } from './keep-alive-access';
 
 /**
@@ -40,8 +39,7 @@ export class SseController {
   private async open(auth: AuthContext, authorization: string, id: string, kind: StreamKind, lastId: string | undefined, query: Record<string, unknown>, reply: FastifyReply): Promise<void> {
     const view = eventView(query);
     await this.events.assertSource(auth, id);
-    const after = lastId ? parseEventId(lastId) : undefined;
-    if (lastId && !after) throw new BadRequestError('Last-Event-ID must be an event id like 1700000000000-0', { header: 'last-event-id' });
+    const after = resumePoint(lastId);
     // Access is checked again at every keep-alive: a revoked key or a removed member loses the stream too.
     const key = bearerKey(authorization) ?? '';
     const stillAllowed = keepAliveAccess(async () => this.events.assertSource(await this.guard.authenticate(key), id));

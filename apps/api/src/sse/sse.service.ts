@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy,
 import { FastifyReply } from 'fastify';
 import { ConsumerMessages, DeliverPolicy, JsMsg } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { EmittedEvent, parseEventId, RateLimitedError, readEmits } from '@app/contracts';
+import { BadRequestError, EmittedEvent, parseEventId, RateLimitedError, readEmits } from '@app/contracts';
 import { BATCH_BYTES, NatsService, retryUnanswered } from '@app/nats';
 import { parseExpand, summaryOfEmit } from '../events/event-summary.dto';
 import { fieldFilter } from '../common/field-filter.interceptor';
@@ -20,6 +20,17 @@ export function eventView(query: Record<string, unknown>): EventView {
   const { summary } = parseExpand(query.expand);
   const pick = fieldFilter(query);
   return (e) => pick(summaryOfEmit(e, summary));
+}
+
+/** Where a stream resumes: after the event of `Last-Event-ID`. */
+export type ResumePoint = { ms: number; seq: number };
+
+/** The resume point of a `Last-Event-ID` header (none without one); a malformed one is the client's error (400). */
+export function resumePoint(lastId: string | undefined): ResumePoint | undefined {
+  if (!lastId) return undefined;
+  const after = parseEventId(lastId);
+  if (!after) throw new BadRequestError('Last-Event-ID must be an event id like 1700000000000-0', { header: 'last-event-id' });
+  return after;
 }
 
 /** An open stream held by `SseService.hold`. */
@@ -120,7 +131,7 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     };
   }
 
-  async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, view: EventView, stillAllowed: () => Promise<boolean>, holder = ''): Promise<void> {
+  async stream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: ResumePoint | undefined, view: EventView, stillAllowed: () => Promise<boolean>, holder = ''): Promise<void> {
     if (answeredHead(reply)) return;
     const release = this.admit(holder);
     let handedOver = false;
@@ -132,15 +143,20 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     }
   }
 
-  private async openStream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: { ms: number; seq: number } | undefined, view: EventView, stillAllowed: () => Promise<boolean>, release: () => void): Promise<void> {
+  private async openStream(reply: FastifyReply, sourceId: string, kind: StreamKind, after: ResumePoint | undefined, view: EventView, stillAllowed: () => Promise<boolean>, release: () => void): Promise<void> {
     await this.nats.ensureConnected();
     // A new stream shows every event stored after its handshake. The ordered consumer is made on the first fetch,
     // after the handshake is written, so "new" would be counted from then: it starts after the stream's last sequence
-    // as it stands now instead.
+    // as it stands now (`stored`) instead. A resumed one replays what was stored by then from the resume id's time,
+    // skipping the events up to that id, and shows every event stored later, whatever its id: an id past the stream's
+    // end (a far-future time, up to 999999999999999-999999999) starts it at the end, as a new stream.
+    let stored = 0;
     const consumer = await retryUnanswered('opening a stream', async () => {
-      const start = after
-        ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, after.ms - REPLAY_SLACK_MS)).toISOString() }
-        : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: (await this.nats.jsm.streams.info(this.nats.names.emitsStream)).state.last_seq + 1 };
+      stored = (await this.nats.jsm.streams.info(this.nats.names.emitsStream)).state.last_seq;
+      const from = after ? after.ms - REPLAY_SLACK_MS : Infinity;
+      const start = from <= Date.now()
+        ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, from)).toISOString() }
+        : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: stored + 1 };
       return this.nats.js.consumers.get(this.nats.names.emitsStream, { filterSubjects: this.nats.names.emit(sourceId), ...start });
     }, { attempts: OPEN_TRIES, rethrow: true });
     reply.hijack();
@@ -165,7 +181,7 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
       batch = held.closed() || this.nats.reconnects !== reconnects ? undefined : await consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS });
       return batch;
     };
-    void this.pump(batches, res, sourceId, kind, after, view, held.closed, held.gate).finally(held.close);
+    void this.pump(batches, res, sourceId, kind, after && { after, stored }, view, held.closed, held.gate).finally(held.close);
   }
 
   /**
@@ -223,12 +239,14 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     res: FastifyReply['raw'],
     sourceId: string,
     kind: StreamKind,
-    after: { ms: number; seq: number } | undefined,
+    resume: { after: ResumePoint; stored: number } | undefined,
     view: EventView,
     isClosed: () => boolean,
     accessCheck: () => Promise<boolean> | undefined,
   ): Promise<void> {
     const write = (m: JsMsg): void => {
+      // Only a replayed message (stored before the stream opened) may hold events the client has seen.
+      const after = resume && m.seq <= resume.stored ? resume.after : undefined;
       // One message may hold the events of several invocations (an EmitBatch): each is written, in order.
       for (const e of readEmits(m.data) ?? []) {
         if (!e || !belongs(kind, e.name ?? '')) continue;

@@ -1,11 +1,10 @@
 import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
-import { BadRequestError, parseEventId } from '@app/contracts';
 import { BATCH_BYTES } from '@app/nats';
 import { ApiKeyGuard, bearerKey } from '../auth/api-key.guard';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { EventsService } from '../events/events.service';
-import { answeredHead, eventView, HeldStream, SseService, StreamKind } from '../sse/sse.service';
+import { answeredHead, eventView, HeldStream, resumePoint, SseService, StreamKind } from '../sse/sse.service';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
 import { keepAliveAccess } from '../sse/keep-alive-access';
 import { SseText, WorkflowSseHub } from './workflow-sse-hub';
@@ -105,8 +104,7 @@ export class WorkflowSseController {
   private async stream(auth: AuthContext, authorization: string, id: string, kind: StreamKind, lastId: string | undefined, query: Record<string, unknown>, reply: FastifyReply): Promise<void> {
     const view = eventView(query);
     await this.events.assertWorkflow(auth, id);
-    const after = lastId ? parseEventId(lastId) : undefined;
-    if (lastId && !after) throw new BadRequestError('Last-Event-ID must be an event id like 1700000000000-0', { header: 'last-event-id' });
+    const after = resumePoint(lastId);
     await this.sse.stream(reply, id, kind, after, view, this.access(authorization, id), auth.userId);
   }
 }
