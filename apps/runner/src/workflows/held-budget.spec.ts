@@ -11,4 +11,16 @@ describe('HeldBudget', () => {
     expect(budget.take('a', 60)).toBe(true);
     expect(budget.take('a', 1)).toBe(false);
   });
+
+  it("gives back all a run's share took at once, and only once", () => {
+    const budget = new HeldBudget(100);
+    const run = budget.share('a');
+    expect(run.take(30)).toBe(true);
+    expect(run.take(40)).toBe(true);
+    expect(run.take(40)).toBe(false);
+    expect(budget.take('a', 31)).toBe(false);
+    run.release();
+    run.release();
+    expect(budget.take('a', 100)).toBe(true);
+  });
 });

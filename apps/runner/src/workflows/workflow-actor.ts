@@ -235,14 +235,16 @@ export class WorkflowActor {
     const startedAtMs = this.now();
     const event = msg.kind === 'http' ? unpackHttpEvent(msg.event) : msg.event;
     const refused = chainRefusal(msg.chain, { maxDepth: this.deps.config.subscriptionMaxDepth, maxRuns: this.deps.config.subscriptionChainMaxRuns });
-    const outcome = refused
-      ? refusedRun(desired, refused, startedAtMs)
-      : await runWorkflow(this.deps, desired, { invocationId: msg.invocationId, event, replyTo: msg.replyTo, dbs: state.dbs, startedAtMs, stopped: () => this.stopped });
+    const held = this.deps.held?.share(desired.ownerId);
     try {
+      const outcome = refused
+        ? refusedRun(desired, refused, startedAtMs)
+        : await runWorkflow(this.deps, desired, { invocationId: msg.invocationId, event, replyTo: msg.replyTo, dbs: state.dbs, startedAtMs, stopped: () => this.stopped, held });
       await this.finish(delivery, desired, event, startedAtMs, outcome, !!refused);
     } finally {
-      // Its sends and outputs are published (or it comes again): its account's runs no longer hold them.
-      this.deps.held?.release(desired.ownerId, outcome.heldBytes);
+      // Its sends and outputs are published, or it comes again (also when its run or publishing threw): its account's
+      // runs no longer hold them.
+      held?.release();
     }
   }
 

@@ -3,6 +3,7 @@ import { dbSizeBytes, type ExecuteResult, type LogRecord, type SendRecord } from
 import type { ActorDeps } from '../actors/actor-deps';
 import { STATE_ROOM_BYTES, withWrites } from '../actors/actor-state';
 import { decryptDeep, resolveProps } from '../actors/props';
+import type { HeldShare } from './held-budget';
 import { jsonBytesUpTo } from './json-bytes';
 import { REDACT_MAX_VALUES, redact, redactionPatterns, secretValues } from './secret-redaction';
 import { resolveTemplates, TemplateError } from './templates';
@@ -80,13 +81,11 @@ export interface RunOutcome {
   response?: ExecuteResult['response'];
   /** The secret values its records must not show (`redactionPatterns`). */
   hidden?: string[];
-  /** What it took of its account's `HeldBudget` (its steps' sends and outputs), released once it is published. */
-  heldBytes: number;
 }
 
 /** The outcome of a run refused before its first step (`chainRefusal`): an error at the trigger, nothing run. */
 export function refusedRun(desired: DesiredWorkflowState, error: { name: string; message: string }, ts: number): RunOutcome {
-  return { status: 'error', steps: [], logs: [], sends: [], dbWrites: {}, durationMs: 0, responded: false, heldBytes: 0, error: { ...error, stack: '', cellId: desired.steps[0]?.cellId ?? '', step: 'trigger', ts } };
+  return { status: 'error', steps: [], logs: [], sends: [], dbWrites: {}, durationMs: 0, responded: false, error: { ...error, stack: '', cellId: desired.steps[0]?.cellId ?? '', step: 'trigger', ts } };
 }
 
 /** The `original_context` of `$errors` events and `steps.trigger.context`. */
@@ -123,12 +122,12 @@ function inputsOf(props: Record<string, unknown>): Record<string, unknown> {
 export async function runWorkflow(
   deps: ActorDeps,
   desired: DesiredWorkflowState,
-  input: { invocationId: string; event: unknown; replyTo?: string; dbs: Record<string, Record<string, unknown>>; startedAtMs: number; stopped: () => boolean },
+  input: { invocationId: string; event: unknown; replyTo?: string; dbs: Record<string, Record<string, unknown>>; startedAtMs: number; stopped: () => boolean; held?: HeldShare },
 ): Promise<RunOutcome> {
   const now = deps.now ?? Date.now;
   const context = triggerContext(desired, input.invocationId, input.startedAtMs);
   const steps: Record<string, unknown> = { trigger: { event: input.event, context } };
-  const outcome: RunOutcome = { status: 'success', steps: [], logs: [], sends: [], dbWrites: {}, durationMs: 0, responded: false, heldBytes: 0 };
+  const outcome: RunOutcome = { status: 'success', steps: [], logs: [], sends: [], dbWrites: {}, durationMs: 0, responded: false };
   const deadline = input.startedAtMs + desired.runTimeoutMs;
   let secrets: Record<string, string>;
   try {
@@ -237,10 +236,9 @@ export async function runWorkflow(
     }
     // …and so is what all the account's runs in progress on this runner hold together.
     const heldBytes = outputBytes + sendBytes + inputBytes;
-    if (!result.error && deps.held) {
-      if (deps.held.take(desired.ownerId, heldBytes)) outcome.heldBytes += heldBytes;
-      else {
-        const message = `this account's workflow runs in progress on this runner would hold more than ${deps.held.maxBytes} bytes of JSON of sends, return values, exports and recorded props together (${ACCOUNT_HELD_MAX_EVENTS} × EVENT_MAX_BYTES): run fewer at once`;
+    if (!result.error && input.held) {
+      if (!input.held.take(heldBytes)) {
+        const message = `this account's workflow runs in progress on this runner would hold more than ${input.held.maxBytes} bytes of JSON of sends, return values, exports and recorded props together (${ACCOUNT_HELD_MAX_EVENTS} × EVENT_MAX_BYTES): run fewer at once`;
         result.error = { name: 'HeldSizeLimitError', message, stack: `HeldSizeLimitError: ${message}` };
       }
     }
@@ -252,7 +250,8 @@ export async function runWorkflow(
       outcome.error = { name, message, stack: clip(result.error.stack ?? `${name}: ${message}`, ERROR_STACK_MAX_CHARS), cellId: step.cellId, step: step.name, ts: now() };
       break;
     }
-    outcome.sends.push(...(result.sends ?? []));
+    // One at a time: spread into one push, over about 125,000 sends (EMITS_PER_INVOCATION may allow them) overflowed the stack.
+    for (const send of result.sends ?? []) outcome.sends.push(send);
     record.return_value = result.returnValue;
     record.exports = result.exports ?? {};
     steps[step.name] = { ...(result.exports ?? {}), $return_value: result.returnValue };
