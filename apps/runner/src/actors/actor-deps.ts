@@ -16,6 +16,11 @@ export interface Publisher {
   /** Publishes units in order: loose events one per message, a group's runs as `EmitBatch` messages; resolves when all are stored. */
   publishUnits(units: EmitUnit[]): Promise<void>;
   /**
+   * Waits, as events do, for the budgets of what each account publishes (EMITS_PER_SECOND_PER_ACCOUNT,
+   * EMITS_BYTES_PER_SECOND_PER_ACCOUNT) to take these messages: what is published but not stored (`$.send.sse`).
+   */
+  withinBudgets(messages: readonly { owner: string; bytes: number }[]): Promise<void>;
+  /**
    * Counts a finished invocation. `exact`: one that may have been counted
    * already (a redelivery, or an invocation id that can arrive twice: routed
    * events, timer slots) goes out at once as its own record, deduplicated by

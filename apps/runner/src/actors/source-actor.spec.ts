@@ -50,6 +50,7 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: 
         units.push(us);
         for (const u of us) events.push(...('group' in u ? u.runs.flatMap((r) => r.events) : u.events));
       },
+      withinBudgets: async () => undefined,
       publishUsage: (u) => void usage.push(u), reply: (_s, r) => void replies.push(r) },
     timers: { start: () => undefined, stop: () => undefined, processed: () => undefined },
     metrics: new RunnerMetrics(new Registry()),

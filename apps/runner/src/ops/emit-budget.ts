@@ -23,6 +23,27 @@ export function emitBudgetsOf(config: Pick<AppConfig, 'emitsPerSecondPerAccount'
   };
 }
 
+/**
+ * Takes what is published (each message of its owner, `bytes` long) from both budgets, and waits what they owe;
+ * `heldBack` counts the messages that waited.
+ */
+export async function withinBudgets(budgets: EmitBudgets, messages: readonly { owner: string; bytes: number }[], heldBack?: { inc(n: number): void }): Promise<void> {
+  const { events: count, bytes } = budgets;
+  if (!count && !bytes) return;
+  const byOwner = new Map<string, { n: number; bytes: number }>();
+  for (const m of messages) {
+    const t = byOwner.get(m.owner) ?? { n: 0, bytes: 0 };
+    t.n++;
+    t.bytes += m.bytes;
+    byOwner.set(m.owner, t);
+  }
+  let waitMs = 0;
+  for (const [owner, t] of byOwner) waitMs = Math.max(waitMs, count?.take(owner, t.n) ?? 0, bytes?.take(owner, t.bytes) ?? 0);
+  if (waitMs <= 0) return;
+  heldBack?.inc(messages.length);
+  await new Promise((r) => setTimeout(r, waitMs));
+}
+
 /** How long until `owner` owes neither budget anything (ms). */
 export const owedMs = (budgets: EmitBudgets, owner: string): number => Math.max(budgets.events?.owedMs(owner) ?? 0, budgets.bytes?.owedMs(owner) ?? 0);
 

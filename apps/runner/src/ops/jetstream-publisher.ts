@@ -4,7 +4,7 @@ import { EmittedEvent, encodeJson, HttpResponseMessage, mapSliced, randomToken, 
 import { StreamPublisher, type NatsService } from '@app/nats';
 import type { EmitGroup, EmitUnit, Publisher } from '../actors/actor-deps';
 import { EncodedRun, encodeRun, nextPart, noteStoredPart, partBody, worthStoring } from './emit-parts';
-import type { EmitBudgets } from './emit-budget';
+import { type EmitBudgets, withinBudgets } from './emit-budget';
 import type { RunnerMetrics } from './runner-metrics';
 
 type Prepared = { group: EmitGroup; runs: EncodedRun[] } | { loose: { event: EmittedEvent; encoded: Uint8Array }[] };
@@ -60,11 +60,7 @@ export class JetStreamPublisher implements Publisher {
     }
     const all = prepared.flatMap((u) => ('group' in u ? u.runs.flatMap((r) => r.run.events.map((event, i) => ({ event, encoded: r.encoded[i] }))) : u.loose));
     if (!all.length) return;
-    const waitMs = this.budgetWaitMs(all.map((e) => e.event), all.map((e) => e.encoded));
-    if (waitMs > 0) {
-      this.metrics?.emitsHeldBack.inc(all.length);
-      await new Promise((r) => setTimeout(r, waitMs));
-    }
+    await this.withinBudgets(all.map((e) => ({ owner: e.event.ownerId, bytes: e.encoded.byteLength })));
     const maxBytes = this.nats.maxPayload;
     const oneByOne = prepared.some((u) => 'group' in u && (u.group.redelivered || !fitsOnePart(u.runs, maxBytes)));
     if (!oneByOne) {
@@ -118,20 +114,8 @@ export class JetStreamPublisher implements Publisher {
     }
   }
 
-  /** How long the events must wait for their accounts' budgets (events and bytes), taking them from both. */
-  private budgetWaitMs(events: EmittedEvent[], encoded: Uint8Array[]): number {
-    const { events: count, bytes } = this.budgets;
-    if (!count && !bytes) return 0;
-    const byOwner = new Map<string, { n: number; bytes: number }>();
-    events.forEach((e, i) => {
-      const t = byOwner.get(e.ownerId) ?? { n: 0, bytes: 0 };
-      t.n++;
-      t.bytes += encoded[i].byteLength;
-      byOwner.set(e.ownerId, t);
-    });
-    let waitMs = 0;
-    for (const [owner, t] of byOwner) waitMs = Math.max(waitMs, count?.take(owner, t.n) ?? 0, bytes?.take(owner, t.bytes) ?? 0);
-    return waitMs;
+  withinBudgets(messages: readonly { owner: string; bytes: number }[]): Promise<void> {
+    return withinBudgets(this.budgets, messages, this.metrics?.emitsHeldBack);
   }
 
   close(): void {

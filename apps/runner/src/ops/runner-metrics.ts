@@ -42,7 +42,7 @@ export class RunnerMetrics {
     this.actors = new Gauge({ name: 'runner_actors', help: 'Source actors loaded on this replica', registers: [registry] });
     this.hooks = new Counter({ name: 'runner_hooks_total', help: 'Lifecycle hooks run, by hook and outcome', labelNames: ['hook', 'outcome'], registers: [registry] });
     this.emitPartsReadBack = new Counter({ name: 'runner_emit_parts_read_back_total', help: 'EMITS batch messages (parts) found already stored by an earlier delivery of their INVOCATIONS message and read back, so that their events are not stored twice', registers: [registry] });
-    this.emitsHeldBack = new Counter({ name: 'runner_emits_held_back_total', help: 'Events whose publishing waited for their account\'s EMITS_PER_SECOND_PER_ACCOUNT or EMITS_BYTES_PER_SECOND_PER_ACCOUNT budget', registers: [registry] });
+    this.emitsHeldBack = new Counter({ name: 'runner_emits_held_back_total', help: 'Events and $.send.sse messages whose publishing waited for their account\'s EMITS_PER_SECOND_PER_ACCOUNT or EMITS_BYTES_PER_SECOND_PER_ACCOUNT budget', registers: [registry] });
     this.emits = new Counter({ name: 'runner_emits_total', help: 'Events published, by channel class (default, custom, $logs, $errors)', labelNames: ['channel'], registers: [registry] });
     this.timerLag = new Histogram({
       name: 'runner_timer_fire_lag_seconds',

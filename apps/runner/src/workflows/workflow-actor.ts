@@ -1,4 +1,4 @@
-import { type DesiredSourceState, type DesiredWorkflowState, chainOf, chainRefusal, encodeJson, fnv1a, unpackHttpEvent } from '@app/contracts';
+import { type DesiredSourceState, type DesiredWorkflowState, chainOf, chainRefusal, encodeJson, fnv1a, unpackHttpEvent, type WorkflowSseMessage } from '@app/contracts';
 import type { ActorDeps, InvocationDelivery } from '../actors/actor-deps';
 import { type ActorState, loadWithFence, StateConflictError } from '../actors/actor-state';
 import { EmitterClock, type EmitterClockState } from '../actors/emit-ids';
@@ -259,12 +259,14 @@ export class WorkflowActor {
     const events = runEvents(desired, msg.invocationId, event, startedAtMs, outcome, this.clock, this.deps.config.eventMaxBytes, this.now(), chainOf(msg.invocationId, msg.chain));
     await this.deps.publisher.publishEvents(events);
     if (outcome.status !== 'error') {
-      const sse = outcome.sends.filter((x) => x.kind === 'sse');
+      const sse = outcome.sends.filter((x) => x.kind === 'sse').map((x, i) => {
+        const p = x.payload as { channel: string; payload?: unknown };
+        return encodeJson({ id: `${msg.invocationId}:v${i}`, channel: p.channel, payload: p.payload ?? null, ts: this.now() } satisfies WorkflowSseMessage);
+      });
       if (sse.length) {
-        this.sends.publishSse(this.sourceId, sse.map((x, i) => {
-          const p = x.payload as { channel: string; payload?: unknown };
-          return { id: `${msg.invocationId}:v${i}`, channel: p.channel, payload: p.payload ?? null, ts: this.now() };
-        }));
+        // Within the account's budgets as its events are: as many messages for NATS and the api's readers.
+        await this.deps.publisher.withinBudgets(sse.map((m) => ({ owner: desired.ownerId, bytes: m.byteLength })));
+        this.sends.publishSse(this.sourceId, sse);
       }
       const out = outcome.sends.filter((x) => x.kind !== 'emit' && x.kind !== 'sse');
       if (out.length) {

@@ -1,12 +1,12 @@
-import { channelNameProblem, encodeJson, FRAMING_HEADERS, type SendMessage, type WorkflowSseMessage } from '@app/contracts';
+import { channelNameProblem, encodeJson, FRAMING_HEADERS, type SendMessage } from '@app/contracts';
 import type { NatsService } from '@app/nats';
 import type { SendRecord } from '@app/sandbox';
 
 /** Where a successful run's `$.send.http|email|s3` calls go: stream SENDS, performed and retried by the delivery app. */
 export interface SendPublisher {
   publishSends(sends: SendMessage[]): Promise<void>;
-  /** `$.send.sse`: live only (core NATS), for the workflow's SSE stream readers connected now. */
-  publishSse(workflowId: string, events: WorkflowSseMessage[]): void;
+  /** `$.send.sse` (each message an encoded WorkflowSseMessage): live only (core NATS), for the workflow's SSE stream readers connected now. */
+  publishSse(workflowId: string, messages: Uint8Array[]): void;
 }
 
 export class NatsSendPublisher implements SendPublisher {
@@ -16,8 +16,8 @@ export class NatsSendPublisher implements SendPublisher {
     await Promise.all(sends.map((s) => this.nats.streams.publish(this.nats.names.send(s.workflowId), encodeJson(s), `${s.invocationId}:s${s.index}`)));
   }
 
-  publishSse(workflowId: string, events: WorkflowSseMessage[]): void {
-    for (const e of events) this.nats.nc.publish(this.nats.names.workflowSse(workflowId), encodeJson(e));
+  publishSse(workflowId: string, messages: Uint8Array[]): void {
+    for (const m of messages) this.nats.nc.publish(this.nats.names.workflowSse(workflowId), m);
   }
 }
 
