@@ -46,7 +46,10 @@ export function addEmits(units: EmitUnit[], group: EmitGroup | undefined, invoca
   if (group) {
     if (last && 'group' in last && last.group === group) last.runs.push({ invocationId, events });
     else units.push({ group, runs: [{ invocationId, events }] });
-  } else if (last && !('group' in last)) last.events.push(...events);
+  } else if (last && !('group' in last)) {
+    // One at a time: spread into one push, over about 125,000 events (EMITS_PER_INVOCATION may allow them) overflowed the stack.
+    for (const e of events) last.events.push(e);
+  }
   else units.push({ events: [...events] });
 }
 
