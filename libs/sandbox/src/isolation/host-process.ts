@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import type { SandboxError, SandboxLogger } from '../types';
 import { sandboxError, type TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
-import { encodeFrames, FrameReader, type FrameError } from './frame-channel';
+import { encodeFrame, encodeFrames, FrameReader, type FrameError } from './frame-channel';
 import type { FromHost, SandboxRunIn, ToHost } from './host-protocol';
 import { IpcBatch } from './ipc-batch';
 import { ReadHold } from './read-hold';
@@ -103,10 +103,24 @@ export class HostProcess {
   private piecesOf: Pending | undefined;
   private stderr = '';
   private logWindow = { startMs: 0, lines: 0 };
-  /** Tasks to the host, one write per turn of the event loop; a failed write fails the tasks it carried. */
+  /**
+   * Tasks to the host, one write per turn of the event loop; a failed write fails the tasks it carried. A task that
+   * cannot be serialized (a value nested too deeply for `v8.serialize`, such as a step's return value handed to the
+   * next step) fails alone: thrown here, outside any task, it took the app process down.
+   */
   private readonly out = new IpcBatch<ToHost>((batch) => {
     if (!this.channel?.writable) return this.failSent(batch, 'the sandbox process is gone');
-    this.channel.write(encodeFrames(batch), (e) => e && this.failSent(batch, e.message));
+    const sent: ToHost[] = [];
+    const frames: Buffer[] = [];
+    for (const m of batch) {
+      try {
+        frames.push(encodeFrame(m));
+        sent.push(m);
+      } catch (e) {
+        this.failSent([m], `it cannot be serialized (${(e as Error).message})`);
+      }
+    }
+    if (sent.length) this.channel.write(Buffer.concat(frames), (e) => e && this.failSent(sent, e.message));
   });
   exited = false;
   lastUsedMs = Date.now();
