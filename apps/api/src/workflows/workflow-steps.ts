@@ -5,12 +5,17 @@ import { AppConfig } from '@app/config';
 import { ApiError, BadRequestError, newId, NotFoundError, PayloadTooLargeError, sha256Hex } from '@app/contracts';
 import { Component, WorkflowStepRow } from '@app/db';
 import { AuthContext } from '../auth/auth.context';
+import { ComponentReader } from '../components/component-reader';
 import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
-import { byStaticProps, hasDynamicProps } from '../components/dynamic-props';
-import { encryptProps } from '../sources/source-props';
+import { addedProps, byStaticProps, hasDynamicProps, sandboxOf } from '../components/dynamic-props';
+import { decryptProps, encryptProps, unmaskInput } from '../sources/source-props';
 
-/** What resolving steps needs of the configuration: the secrets key and the props limits. */
-export type StepsConfig = Pick<AppConfig, 'secretsKey' | 'timerMinIntervalSeconds' | 'propsMaxBytes' | 'propsDocumentMaxBytes'>;
+/** What resolving steps needs: the components, their reader (`additionalProps()`), the configuration. */
+export interface StepsDeps {
+  components: ComponentsService;
+  reader: ComponentReader;
+  config: AppConfig;
+}
 
 /**
  * Turns the steps of a definition into stored steps: a code step's code is
@@ -23,22 +28,23 @@ export type StepsConfig = Pick<AppConfig, 'secretsKey' | 'timerMinIntervalSecond
  * `$auth` are encrypted as for sources.
  */
 export async function resolveSteps(
-  components: ComponentsService,
+  deps: StepsDeps,
   em: EntityManager,
   auth: AuthContext,
   ownerId: string,
   steps: WorkflowStepDef[],
-  config: StepsConfig,
   previous: WorkflowStepRow[] = [],
 ): Promise<{ rows: WorkflowStepRow[]; components: Component[] }> {
+  const { components } = deps;
   const rows: WorkflowStepRow[] = [];
   const used: Component[] = [];
   for (const [i, step] of steps.entries()) {
     const component = step.code !== undefined ? await codeComponent(components, em, auth, ownerId, step.code, step.name, i) : await actionComponent(components, auth, ownerId, step.action as string, i, previous);
-    const values = stepProps(component, step.props, i, config);
-    // A step keeps its cell id across deploys while its name stays (so `$.service.db` and error reports follow it).
-    const cellId = previous.find((p) => p.name === step.name)?.cellId ?? newId('cell');
-    rows.push({ name: step.name, cellId, componentId: component.id, kind: step.code !== undefined ? 'code' : 'action', ...(step.action ? { action: step.action } : {}), props: values });
+    // A step keeps its cell id across deploys while its name stays (so `$.service.db` and error reports follow it), and its hidden values for a mask sent back.
+    const before = previous.find((p) => p.name === step.name);
+    const { values, additional } = await stepProps(deps, component, step.props, i, ownerId, before);
+    const cellId = before?.cellId ?? newId('cell');
+    rows.push({ name: step.name, cellId, componentId: component.id, kind: step.code !== undefined ? 'code' : 'action', ...(step.action ? { action: step.action } : {}), props: values, ...(additional ? { additionalProps: additional } : {}) });
     used.push(component);
   }
   return { rows, components: used };
@@ -46,17 +52,25 @@ export async function resolveSteps(
 
 /**
  * A step's props validated against its component's props, as a source's `configured_props` are (docs/api.md),
- * errors named `steps[i].props.<prop>`. A component with `additionalProps()` may take props its static ones do
- * not name: those are kept as given.
+ * errors named `steps[i].props.<prop>`: a component with `additionalProps()` has it called in the owner's sandbox
+ * with the static values (a template as its text) and the props it added for the step last time, and the values are
+ * validated against both. A secret's mask sent back keeps the value the step had while its prop still hides it.
  */
-function stepProps(component: Component, given: Record<string, unknown>, i: number, config: StepsConfig): Record<string, unknown> {
+async function stepProps(deps: StepsDeps, component: Component, given: Record<string, unknown>, i: number, ownerId: string, before: WorkflowStepRow | undefined): Promise<{ values: Record<string, unknown>; additional?: ConfigurableProp[] }> {
+  const { config, reader } = deps;
   const props = component.configurableProps as ConfigurableProp[];
-  const { own, other } = hasDynamicProps(component) ? byStaticProps(component, given) : { own: given, other: {} };
+  const current = before ? decryptProps(before.props, config.secretsKey) : {};
+  const valid = (all: ConfigurableProp[], values: Record<string, unknown>) => validateConfiguredProps(all, values, config, { deferred: isTemplated });
+  let all = props;
   try {
-    const values = validateConfiguredProps(props, own, config, { deferred: isTemplated });
-    return encryptProps(props, { ...values, ...other }, config.secretsKey);
+    if (!hasDynamicProps(component)) return { values: encryptProps(props, valid(props, unmaskInput(props, given, current)), config.secretsKey) };
+    const staticValues = valid(props, byStaticProps(component, unmaskInput(props, given, current)).own);
+    const previousDefs = (before?.additionalProps ?? []) as ConfigurableProp[];
+    const additional = await addedProps(reader, config, component, staticValues, { previous: previousDefs, account: sandboxOf(component, ownerId) });
+    all = [...props, ...additional];
+    return { values: encryptProps(all, valid(all, unmaskInput(all, given, current)), config.secretsKey), additional };
   } catch (e) {
-    throw e instanceof ApiError ? stepPropsError(e, i, props) : e;
+    throw e instanceof ApiError ? stepPropsError(e, i, all) : e;
   }
 }
 

@@ -9,12 +9,13 @@ import { Component, Subscription, Workflow } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
 import { announceAutoSubscribed, assertRoomForAutoSubscriptions, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
 import { AuthContext } from '../auth/auth.context';
+import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { ComponentsService } from '../components/components.service';
 import { propsView } from '../sources/source-props';
 import { resolveEmitter } from '../subscriptions/endpoints';
 import { softDeleteWithSubscriptions } from '../subscriptions/soft-delete';
 import { ComponentRef, SourcesService } from '../sources/sources.service';
-import { resolveSteps } from './workflow-steps';
+import { resolveSteps, StepsDeps } from './workflow-steps';
 import { WorkflowPublisher } from './workflow-publisher';
 
 /** Rounds a deploy starts again when other deploys of the same workflow are stored while it runs, before it answers 409. */
@@ -54,7 +55,12 @@ export class WorkflowsService {
     private readonly components: ComponentsService,
     private readonly publisher: WorkflowPublisher,
     private readonly sources: SourcesService,
+    @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
   ) {}
+
+  private get stepsDeps(): StepsDeps {
+    return { components: this.components, reader: this.reader, config: this.config };
+  }
 
   toDto(w: Workflow, components: Map<string, Component>): WorkflowDto {
     const trigger: Record<string, unknown> = { ...w.trigger };
@@ -72,7 +78,7 @@ export class WorkflowsService {
         cell_id: s.cellId,
         component_id: s.componentId,
         ...(s.kind === 'code' ? { code: true as const } : { action: s.action }),
-        props: propsView((components.get(s.componentId)?.configurableProps ?? []) as ConfigurableProp[], s.props, undefined),
+        props: propsView([...((components.get(s.componentId)?.configurableProps ?? []) as ConfigurableProp[]), ...((s.additionalProps ?? []) as unknown as ConfigurableProp[])], s.props, undefined),
       })),
       settings: w.settings,
       secrets: Object.keys(w.secrets).sort(),
@@ -175,7 +181,7 @@ export class WorkflowsService {
     // The workflow, and an inline trigger source, each get the account's auto-subscriptions.
     await assertRoomForAutoSubscriptions(em, ownerId, 'workflow', this.config.subscriptionsMaxPerAccount, 'source' in def.trigger && typeof def.trigger.source !== 'string' ? 2 : 1);
     const secrets = this.secrets(def, body.secrets, {});
-    const { rows, components } = await resolveSteps(this.components, em, auth, ownerId, def.steps, this.config);
+    const { rows, components } = await resolveSteps(this.stepsDeps, em, auth, ownerId, def.steps);
     await this.checkTriggerEmitter(auth, ownerId, def.trigger);
     const w = Object.assign(new Workflow(), {
       id: newId('workflow'),
@@ -246,7 +252,7 @@ export class WorkflowsService {
       throw new ConflictError(`a workflow named "${def.name}" already exists`, { name: def.name });
     }
     const secrets = this.secrets(def, body.secrets, w.secrets);
-    const { rows, components } = await resolveSteps(this.components, em, auth, w.ownerId, def.steps, this.config, w.steps);
+    const { rows, components } = await resolveSteps(this.stepsDeps, em, auth, w.ownerId, def.steps, w.steps);
     const endpointKey = 'http' in def.trigger ? (w.endpointKey ?? newEndpointKey()) : null;
     await this.checkTriggerEmitter(auth, w.ownerId, def.trigger, w.id);
     this.publisher.assertFits(Object.assign(new Workflow(), { ...w, trigger: storedTriggerShape(def), steps: rows, settings: def.settings, secrets, endpointKey }), components);

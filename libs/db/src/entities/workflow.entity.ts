@@ -11,6 +11,8 @@ export interface WorkflowStepRow {
   kind: 'code' | 'action';
   action?: string;
   props: Record<string, unknown>;
+  /** The props the component's `additionalProps()` added for the step's values (components that have it). */
+  additionalProps?: Record<string, unknown>[];
 }
 
 /** A workflow (`p_…`): a trigger, ordered steps, settings. */

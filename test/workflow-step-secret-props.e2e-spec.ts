@@ -1,0 +1,104 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { desiredState } from './support/components';
+import { sql } from './events.helpers';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * A workflow step's props are those of a source: a secret prop — one the component declares or one its
+ * `additionalProps()` adds — is validated without being quoted, encrypted at rest and in the desired state, masked
+ * in answers, and kept by the mask sent back only while its prop still hides it; a prop `additionalProps()` does not
+ * add is refused. `mode` decides whether the added `token` is secret.
+ */
+const STEP = `export default defineComponent({
+  props: { mode: { type: "string", reloadProps: true } },
+  async additionalProps() {
+    return this.mode === "plain" ? { token: { type: "string" } } : { token: { type: "string", secret: true }, label: { type: "string", optional: true } };
+  },
+  async run() { return { token: this.token === "step-secret-1" ? "the secret" : this.token, label: this.label ?? null }; },
+});`;
+
+/** Declared props: a secret, an app and a plain string (the same for a source, whose run emits what a step returns). */
+const PROPS = '{ key: { type: "string", secret: true }, slack: { type: "app", app: "slack" }, note: { type: "string" } }';
+const CHECK = 'const got = { key: this.key === "static-secret-2", auth: this.slack.$auth.oauth_access_token === "auth-secret-2", note: this.note };';
+const STATIC_STEP = `export default defineComponent({ props: ${PROPS}, async run() { ${CHECK} return got; } });`;
+const STATIC_SOURCE = `export default { name: "Masks", version: "0.0.1", type: "source", props: ${PROPS}, async run() { ${CHECK} this.$emit(got); } };`;
+
+type Run = { status: string; steps: { inputs: Record<string, unknown>; return_value: unknown }[] };
+
+describe('workflow steps: secret props, those additionalProps() adds included', () => {
+  let system: System;
+  let user: TestUser;
+
+  beforeAll(async () => {
+    system = await startSystem();
+    user = createUser(system);
+  });
+  afterAll(() => system?.stop());
+
+  const api = () => client(system, user.apiKey);
+  const definition = (props: Record<string, unknown>, name = 'step-secrets') => ({ name, trigger: { manual: {} }, steps: [{ name: 's', code: STEP, props }] });
+  /** Runs the workflow once more and answers its newest run once recorded. */
+  const runOnce = async (id: string): Promise<Run> => {
+    const before = ((await api().get(`/workflows/${id}/runs`)).body.data as Run[]).length;
+    expect((await api().post(`/workflows/${id}/run`, { event: {} })).status).toBe(202);
+    const runs = await eventually(async () => {
+      const data = (await api().get(`/workflows/${id}/runs`)).body.data as Run[];
+      return data.length > before ? data : undefined;
+    }, { what: 'the run record', timeoutMs: 60_000 });
+    return runs[0];
+  };
+
+  it('refuses a wrong added secret without quoting it, and a prop additionalProps() does not add', async () => {
+    const wrong = await api().post('/workflows', definition({ mode: 'secret', token: 918273645 }, 'refused-1'));
+    expect([wrong.status, wrong.body.code, wrong.body.details?.path, wrong.body.error]).toEqual([400, 'invalid_workflow', 'steps[0].props.token', 'steps[0].props.token: must be a string, got a number']);
+    expect(wrong.text).not.toContain('918273645');
+    const unknown = await api().post('/workflows', definition({ mode: 'plain', token: 't', label: 'not added' }, 'refused-2'));
+    expect([unknown.status, unknown.body.code, unknown.body.details?.path]).toEqual([400, 'invalid_workflow', 'steps[0].props.label']);
+    expect(system.logs('api')).not.toContain('918273645');
+  });
+
+  it('encrypts an added secret, masks it in answers, and keeps it through a deploy sending the mask while it stays secret', async () => {
+    const created = await api().post('/workflows', definition({ mode: 'secret', token: 'step-secret-1', label: 'shown' }));
+    expect([created.status, created.body.data?.steps?.[0]?.props]).toEqual([200, { mode: 'secret', token: '********', label: 'shown' }]);
+    const id = created.body.data.id;
+    const [row] = await sql<{ steps: unknown }>(system, 'select steps from workflows where id = $1', [id]);
+    expect(JSON.stringify(row.steps)).not.toContain('step-secret-1');
+    const state = await eventually(() => desiredState(system, id), { what: 'the desired state' });
+    expect(JSON.stringify(state)).not.toContain('step-secret-1');
+
+    const kept = await api().put(`/workflows/${id}`, definition({ mode: 'secret', token: '********' }));
+    expect([kept.status, kept.body.data?.steps?.[0]?.props]).toEqual([200, { mode: 'secret', token: '********' }]);
+    const run = await runOnce(id);
+    expect([run.status, run.steps[0].return_value, run.steps[0].inputs.token]).toEqual(['success', { token: 'the secret', label: null }, '**********']);
+
+    // No longer secret: the mask is a plain string now, taken as the value (the secret is not moved into view).
+    const plain = await api().put(`/workflows/${id}`, definition({ mode: 'plain', token: '********' }));
+    expect([plain.status, plain.body.data?.steps?.[0]?.props]).toEqual([200, { mode: 'plain', token: '********' }]);
+    expect((await runOnce(id)).steps[0].return_value).toEqual({ token: '********', label: null });
+    const read = await api().get(`/workflows/${id}`);
+    expect(JSON.stringify([kept.body, plain.body, read.body])).not.toContain('step-secret-1');
+  });
+
+  it('keeps a declared secret and $auth through the mask sent back; a plain prop takes the mask as its value, in a step and in a source alike', async () => {
+    const values = { key: 'static-secret-2', slack: { $auth: { oauth_access_token: 'auth-secret-2' } }, note: 'shown-2' };
+    const masks = { key: '********', slack: { $auth: '********' }, note: '********' };
+    const step = (props: Record<string, unknown>) => ({ name: 'masks', trigger: { manual: {} }, steps: [{ name: 's', code: STATIC_STEP, props }] });
+    const created = await api().post('/workflows', step(values));
+    expect([created.status, created.body.data?.steps?.[0]?.props]).toEqual([200, { ...masks, note: 'shown-2' }]);
+    const id = created.body.data.id;
+    const sent = await api().put(`/workflows/${id}`, step(masks));
+    expect([sent.status, sent.body.data?.steps?.[0]?.props]).toEqual([200, masks]);
+    expect((await runOnce(id)).steps[0].return_value).toEqual({ key: true, auth: true, note: '********' });
+
+    const source = await api().post('/sources', { component_code: STATIC_SOURCE, configured_props: values });
+    expect([source.status, source.body.data?.configured_props]).toEqual([200, { ...masks, note: 'shown-2' }]);
+    const updated = await api().put(`/sources/${source.body.data.id}`, { component_id: source.body.data.component_id, configured_props: masks });
+    expect([updated.status, updated.body.data?.configured_props]).toEqual([200, masks]);
+    expect((await api().post(`/sources/${source.body.data.id}/run`, { event: {} })).status).toBe(202);
+    const [event] = await eventually(async () => {
+      const data = (await api().get(`/sources/${source.body.data.id}/event_summaries?expand=event`)).body?.data ?? [];
+      return data.length ? data : undefined;
+    }, { what: 'the emitted event', timeoutMs: 60_000 });
+    expect(event.event).toEqual({ key: true, auth: true, note: '********' });
+  });
+});
