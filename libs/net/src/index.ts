@@ -3,3 +3,4 @@ export * from './outbound-guard';
 export * from './safe-fetch';
 export * from './guarded-agent';
 export * from './resolve-host';
+export * from './shown-url';

@@ -2,6 +2,7 @@ import { Agent as HttpAgent, IncomingHttpHeaders, request as httpRequest } from 
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { AddressPolicy, policyForUrl } from './address-policy';
 import { guardedLookup, literalHostRefusal, OutboundError } from './outbound-guard';
+import { shownUrl } from './shown-url';
 
 export interface Agents {
   http: HttpAgent;
@@ -144,7 +145,7 @@ export async function safeFetch(raw: string, opts: SafeFetchOptions): Promise<Sa
     const res = await once(url, hopOpts);
     const location = res.headers.location;
     if (res.status < 300 || res.status >= 400 || !location || maxRedirects === 0) return res;
-    if (hop >= maxRedirects) throw new OutboundError(`more than ${maxRedirects} redirects from ${raw}`, 'too_many_redirects');
+    if (hop >= maxRedirects) throw new OutboundError(`more than ${maxRedirects} redirects from ${shownUrl(raw)}`, 'too_many_redirects');
     const next = parseHttpUrl(new URL(location, url).toString());
     hopOpts = redirected(url, next, res.status, hopOpts);
     url = next;

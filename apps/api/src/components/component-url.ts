@@ -1,6 +1,6 @@
 import type { Plugin } from 'esbuild';
 import { BadRequestError } from '@app/contracts';
-import { AddressPolicy, OutboundError, safeFetch } from '@app/net';
+import { AddressPolicy, OutboundError, safeFetch, shownUrl } from '@app/net';
 import { buildSurvivingCompilerDeath } from '@app/sandbox';
 import { parseHttpUrl } from '../common/http-url';
 import { Input, optionalString } from '../common/input';
@@ -32,7 +32,7 @@ export async function fetchText(url: string, policy: FetchPolicy): Promise<strin
   try {
     const res = await safeFetch(url, { policy: policy.policy, timeoutMs: policy.timeoutMs, maxBytes: policy.maxBytes, maxRedirects: policy.maxRedirects });
     if (res.status === 404) return undefined;
-    if (res.status < 200 || res.status >= 300) throw new BadRequestError(`component_url: ${url} answered ${res.status}`, { field: 'component_url' });
+    if (res.status < 200 || res.status >= 300) throw new BadRequestError(`component_url: ${shownUrl(url)} answered ${res.status}`, { field: 'component_url' });
     return res.body.toString('utf8');
   } catch (e) {
     if (e instanceof OutboundError) throw new BadRequestError(`component_url: ${e.message}`, { field: 'component_url', reason: e.code });
@@ -89,7 +89,7 @@ function urlImports(entryUrl: string, policy: FetchPolicy): Plugin {
           const text = await fetchText(args.path + ext, policy);
           if (text !== undefined) return { contents: text, loader: loaderOf(args.path + ext) };
         }
-        throw new Error(`${args.path} not found (tried ${EXTENSIONS.filter(Boolean).join(', ')})`);
+        throw new Error(`${shownUrl(args.path)} not found (tried ${EXTENSIONS.filter(Boolean).join(', ')})`);
       });
     },
   };
@@ -110,7 +110,7 @@ export interface LoadedComponentUrl {
 export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Promise<LoadedComponentUrl> {
   const url = rawFileUrl(parseHttpUrl(rawUrl, 'component_url', EXAMPLE_URL));
   const entry = await fetchText(url.href, policy);
-  if (entry === undefined) throw new BadRequestError(`component_url: ${url.href} answered 404`, { field: 'component_url' });
+  if (entry === undefined) throw new BadRequestError(`component_url: ${shownUrl(url)} answered 404`, { field: 'component_url' });
   if (!hasRelativeImports(entry)) return { code: entry };
   try {
     const out = await buildSurvivingCompilerDeath({
@@ -127,6 +127,6 @@ export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Pro
   } catch (e) {
     if (e instanceof BadRequestError) throw e;
     const errors = (e as { errors?: { text: string }[] }).errors;
-    throw new BadRequestError(`component_url: cannot bundle ${url.href}: ${errors?.map((x) => x.text).join('; ') ?? (e as Error).message}`, { field: 'component_url' });
+    throw new BadRequestError(`component_url: cannot bundle ${shownUrl(url)}: ${errors?.map((x) => x.text).join('; ') ?? (e as Error).message}`, { field: 'component_url' });
   }
 }

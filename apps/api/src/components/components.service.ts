@@ -5,7 +5,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, hasLoneSurrogate, newId, NotFoundError, RateLimitedError, sha256Hex } from '@app/contracts';
 import { Component } from '@app/db';
 import { lastTouchMs, NatsService, putSliced, rawObjectInfo, touchObject } from '@app/nats';
-import { policyFromConfig } from '@app/net';
+import { policyFromConfig, shownUrl } from '@app/net';
 import { assertComponentBytesToday, MIN_SAVE_BYTES } from '../common/account-quota';
 import { AuthContext, canAccess } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
@@ -55,7 +55,7 @@ export function toComponentDto(c: Component): ComponentDto {
     type: c.type,
     ...(c.description ? { description: c.description } : {}),
     configurable_props: c.configurableProps as ConfigurableProp[],
-    ...(c.componentUrl ? { component_url: c.componentUrl } : {}),
+    ...(c.componentUrl ? { component_url: shownUrl(c.componentUrl) } : {}),
     created_at: c.createdAt,
     updated_at: c.updatedAt,
   };
@@ -100,7 +100,7 @@ export function buildComponent(analyzed: AnalyzedComponent, ownerId: string, use
     description: analyzed.description ?? null,
     code,
     codeHash: sha256Hex(code),
-    componentUrl: url ?? null,
+    componentUrl: url ? shownUrl(url) : null,
     bundle: bundle ?? null,
     bundleHash: bundle ? sha256Hex(bundle) : null,
     configurableProps: analyzed.configurableProps,

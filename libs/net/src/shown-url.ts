@@ -1,0 +1,28 @@
+/** What stands for a hidden part of a URL. */
+export const URL_MASK = '********';
+
+/**
+ * A URL as it may be kept and shown: its user info (`user:token@`) and the values of its query (`?token=…`; a part
+ * without `=` whole) as `********`, since either may carry a credential; the rest as written. Idempotent. A value
+ * that is not an absolute URL is shown as `********` whole.
+ */
+export function shownUrl(raw: string | URL): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return URL_MASK;
+  }
+  if (url.username || url.password) {
+    url.username = URL_MASK;
+    url.password = '';
+  }
+  if (url.search.length > 1) {
+    url.search = url.search
+      .slice(1)
+      .split('&')
+      .map((part) => (part.includes('=') ? `${part.slice(0, part.indexOf('='))}=${URL_MASK}` : part && URL_MASK))
+      .join('&');
+  }
+  return url.href;
+}
