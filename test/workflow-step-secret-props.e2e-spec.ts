@@ -101,4 +101,20 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
     }, { what: 'the emitted event', timeoutMs: 60_000 });
     expect(event.event).toEqual({ key: true, auth: true, note: '********' });
   });
+
+  it('refuses the mask for a secret or $auth that has no stored value to keep (a create, a step of a new name), in a step and in a source alike', async () => {
+    const masked = { key: '********', slack: { $auth: { oauth_access_token: 'a' } }, note: 'n' };
+    const auth = { key: 'k', slack: { $auth: '********' }, note: 'n' };
+    const keep = (prop: string, what: string) => `"********" keeps the ${what} stored for ${prop}, and none is: give its value`;
+    for (const [props, prop, what] of [[masked, 'key', 'secret'], [auth, 'slack', '$auth']] as const) {
+      const step = await api().post('/workflows', { name: `no-mask-${prop}`, trigger: { manual: {} }, steps: [{ name: 's', code: STATIC_STEP, props }] });
+      expect([step.status, step.body.code, step.body.details?.path, step.body.error]).toEqual([400, 'invalid_workflow', `steps[0].props.${prop}`, `steps[0].props.${prop}: ${keep(prop, what)}`]);
+      const source = await api().post('/sources', { component_code: STATIC_SOURCE, configured_props: props });
+      expect([source.status, source.body.code, source.body.details, source.body.error]).toEqual([400, 'invalid_props', { prop }, `configured_props.${prop}: ${keep(prop, what)}`]);
+    }
+    const created = await api().post('/workflows', { name: 'renamed', trigger: { manual: {} }, steps: [{ name: 'a', code: STATIC_STEP, props: { ...masked, key: 'k' } }] });
+    expect(created.status).toBe(200);
+    const renamed = await api().put(`/workflows/${created.body.data.id}`, { name: 'renamed', trigger: { manual: {} }, steps: [{ name: 'b', code: STATIC_STEP, props: masked }] });
+    expect([renamed.status, renamed.body.details?.path]).toEqual([400, 'steps[0].props.key']);
+  });
 });

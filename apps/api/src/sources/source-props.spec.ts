@@ -42,6 +42,12 @@ describe('source props', () => {
     expect(unmaskInput(props, { token: 'new' }, current)).toEqual({ token: 'new' });
   });
 
+  it('takes the mask as a plain value for a prop that shows it, and refuses it for a hidden one with nothing stored', () => {
+    expect(unmaskInput(props, { plain: '********' }, { plain: 'old' })).toEqual({ plain: '********' });
+    expect(() => unmaskInput(props, { token: '********' }, {})).toThrow('configured_props.token: "********" keeps the secret stored for token, and none is: give its value');
+    expect(() => unmaskInput(props, { gh: { $auth: '********' } }, { token: 'old' })).toThrow('configured_props.gh: "********" keeps the $auth stored for gh, and none is: give its value');
+  });
+
   it.each([
     ['My Source!', 'my-source'],
     ['  Crème brûlée -- feed ', 'creme-brulee-feed'],

@@ -1,5 +1,5 @@
 import { ConfigurableProp, cronIntervalSeconds, INTERFACE_HTTP, INTERFACE_TIMER, SECRET_MASK } from '@app/component-model';
-import { decryptValue, encryptValue, isEncrypted } from '@app/contracts';
+import { BadRequestError, decryptValue, encryptValue, isEncrypted } from '@app/contracts';
 
 type Values = Record<string, unknown>;
 
@@ -51,13 +51,21 @@ export function carriedProps(props: ConfigurableProp[], stored: Values, key: Buf
   return out;
 }
 
-/** A client sending a masked value back (from a previous response) means "keep the stored one". */
+/**
+ * A client sending a masked value back (from a previous response) for a prop that hides its value means "keep the
+ * stored one" (`current`, plain). With none stored (a create, a prop or step new) there is nothing to keep: a 400,
+ * rather than the mask stored as the secret. For any other prop the mask is a plain string, left as sent.
+ */
 export function unmaskInput(props: ConfigurableProp[], input: Values, current: Values): Values {
   const out: Values = { ...input };
   for (const p of props) {
     const v = out[p.name];
-    if (p.secret && v === SECRET_MASK && current[p.name] !== undefined) out[p.name] = current[p.name];
-    if (p.type === 'app' && typeof v === 'object' && v !== null && (v as { $auth?: unknown }).$auth === SECRET_MASK && current[p.name] !== undefined) out[p.name] = current[p.name];
+    const app = p.type === 'app' && typeof v === 'object' && v !== null && (v as { $auth?: unknown }).$auth === SECRET_MASK;
+    if (!app && !(p.secret && v === SECRET_MASK)) continue;
+    if (current[p.name] === undefined) {
+      throw new BadRequestError(`configured_props.${p.name}: "${SECRET_MASK}" keeps the ${app ? '$auth' : 'secret'} stored for ${p.name}, and none is: give its value`, { prop: p.name }, 'invalid_props');
+    }
+    out[p.name] = current[p.name];
   }
   return out;
 }

@@ -144,15 +144,14 @@ export class SourcesService {
 
   /**
    * The values to check against `props` (the source's props once created or updated): on an update (`stored`), absent
-   * `configured_props` keep the stored values those props take, and a secret's mask sent back its stored value. Both
-   * are read against the props the source ends up with, those `additionalProps()` returns included, so a hidden value
-   * never lands in a prop that shows it.
+   * `configured_props` keep the stored values those props take, and a secret's mask sent back its stored value (on a
+   * create there is none: refused). Both are read against the props the source ends up with, those
+   * `additionalProps()` returns included, so a hidden value never lands in a prop that shows it.
    */
   private valuesFor(props: ConfigurableProp[], input: unknown, stored: Record<string, unknown> | undefined): unknown {
-    if (!stored) return input;
-    if (input === undefined) return carriedProps(props, stored, this.config.secretsKey);
+    if (stored && input === undefined) return carriedProps(props, stored, this.config.secretsKey);
     const given = input !== null && typeof input === 'object' && !Array.isArray(input);
-    return given ? unmaskInput(props, input as Record<string, unknown>, decryptProps(stored, this.config.secretsKey)) : input;
+    return given ? unmaskInput(props, input as Record<string, unknown>, stored ? decryptProps(stored, this.config.secretsKey) : {}) : input;
   }
 
   /** `base`, or `base-N` with the next free N among the owner's live sources. */
