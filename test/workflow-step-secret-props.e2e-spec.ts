@@ -54,6 +54,9 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
     expect(wrong.text).not.toContain('918273645');
     const unknown = await api().post('/workflows', definition({ mode: 'plain', token: 't', label: 'not added' }, 'refused-2'));
     expect([unknown.status, unknown.body.code, unknown.body.details?.path]).toEqual([400, 'invalid_workflow', 'steps[0].props.label']);
+    const throws = STEP.replace('return this.mode', 'if (this.mode === "boom") throw new Error("no such mode"); return this.mode');
+    const failed = await api().post('/workflows', { name: 'refused-3', trigger: { manual: {} }, steps: [{ name: 's', code: throws, props: { mode: 'boom' } }] });
+    expect([failed.status, failed.body.code, failed.body.details?.path, failed.body.error]).toEqual([400, 'invalid_workflow', 'steps[0].props', 'steps[0].props: additionalProps() failed: no such mode']);
     expect(system.logs('api')).not.toContain('918273645');
   });
 
