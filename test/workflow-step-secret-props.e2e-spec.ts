@@ -60,6 +60,15 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
     expect(system.logs('api')).not.toContain('918273645');
   });
 
+  it("bounds what the steps' additionalProps() add to one workflow together (each call may add 256 KiB)", async () => {
+    const big = 'export default defineComponent({ async additionalProps() { const o = {}; for (let i = 0; i < 100; i++) o["p" + i] = { type: "string", optional: true, description: "d".repeat(2500) }; return o; }, async run() {} });';
+    const steps = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `s${i}`, code: big, props: {} }));
+    expect((await api().post('/workflows', { name: 'added-4', trigger: { manual: {} }, steps: steps(4) })).status).toBe(200);
+    const over = await api().post('/workflows', { name: 'added-5', trigger: { manual: {} }, steps: steps(5) });
+    expect([over.status, over.body.code, over.body.details?.path, over.body.details?.max_bytes]).toEqual([413, 'payload_too_large', 'steps[4].props', 1024 * 1024]);
+    expect(over.body.error).toMatch(/^steps\[4\]\.props: the props additionalProps\(\) added to the steps so far are \d+ bytes of JSON together; one workflow's may take at most 1048576$/);
+  });
+
   it('encrypts an added secret, masks it in answers, and keeps it through a deploy sending the mask while it stays secret', async () => {
     const created = await api().post('/workflows', definition({ mode: 'secret', token: 'step-secret-1', label: 'shown' }));
     expect([created.status, created.body.data?.steps?.[0]?.props]).toEqual([200, { mode: 'secret', token: '********', label: 'shown' }]);

@@ -1,5 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { AnalyzedComponent, ConfigurableProp, isTemplated, validateConfiguredProps } from '@app/component-model';
+import { ADDITIONAL_PROPS_MAX_BYTES, AnalyzedComponent, ConfigurableProp, isTemplated, validateConfiguredProps } from '@app/component-model';
 import type { WorkflowStepDef } from '@app/component-model';
 import { AppConfig } from '@app/config';
 import { ApiError, BadRequestError, newId, NotFoundError, PayloadTooLargeError, sha256Hex } from '@app/contracts';
@@ -9,6 +9,12 @@ import { ComponentReader } from '../components/component-reader';
 import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
 import { addedProps, byStaticProps, hasDynamicProps, sandboxOf } from '../components/dynamic-props';
 import { decryptProps, encryptProps, unmaskInput } from '../sources/source-props';
+
+/**
+ * Most JSON the props `additionalProps()` added may take in one workflow, all its steps together (4 calls' worth: each
+ * may add `ADDITIONAL_PROPS_MAX_BYTES`); they are stored in the workflow's row, read whenever it is.
+ */
+const WORKFLOW_ADDED_PROPS_MAX_BYTES = 4 * ADDITIONAL_PROPS_MAX_BYTES;
 
 /** What resolving steps needs: the components, their reader (`additionalProps()`), the configuration. */
 export interface StepsDeps {
@@ -38,11 +44,17 @@ export async function resolveSteps(
   const { components } = deps;
   const rows: WorkflowStepRow[] = [];
   const used: Component[] = [];
+  let addedBytes = 0;
   for (const [i, step] of steps.entries()) {
     const component = step.code !== undefined ? await codeComponent(components, em, auth, ownerId, step.code, step.name, i) : await actionComponent(components, auth, ownerId, step.action as string, i, previous);
     // A step keeps its cell id across deploys while its name stays (so `$.service.db` and error reports follow it), and its hidden values for a mask sent back.
     const before = previous.find((p) => p.name === step.name);
     const { values, additional } = await stepProps(deps, component, step.props, i, ownerId, before);
+    addedBytes += additional ? Buffer.byteLength(JSON.stringify(additional)) : 0;
+    if (addedBytes > WORKFLOW_ADDED_PROPS_MAX_BYTES) {
+      const path = `steps[${i}].props`;
+      throw new PayloadTooLargeError(`${path}: the props additionalProps() added to the steps so far are ${addedBytes} bytes of JSON together; one workflow's may take at most ${WORKFLOW_ADDED_PROPS_MAX_BYTES}`, { path, bytes: addedBytes, max_bytes: WORKFLOW_ADDED_PROPS_MAX_BYTES });
+    }
     const cellId = before?.cellId ?? newId('cell');
     rows.push({ name: step.name, cellId, componentId: component.id, kind: step.code !== undefined ? 'code' : 'action', ...(step.action ? { action: step.action } : {}), props: values, ...(additional ? { additionalProps: additional } : {}) });
     used.push(component);
