@@ -91,4 +91,17 @@ describe('sources: a secret prop value never comes back in an answer', () => {
     expect([masked.status, masked.body.data?.configured_props]).toEqual([200, { mode: 'n', token: '********' }]);
     expect(JSON.stringify([kept.body, carried.body, masked.body, (await api().get(`/sources/${id}`)).body])).not.toContain('stored-secret-4');
   });
+
+  it("an additionalProps() that throws with a secret's value in its message has it hidden in the 400", async () => {
+    const code = `export default {
+      key: "secret-answers-throws", name: "Secret Answers Throws", version: "0.0.1", type: "source",
+      props: { mode: { type: "string", reloadProps: true }, token: { type: "string", secret: true }, github: { type: "app", app: "github" } },
+      async additionalProps() { if (this.mode === "check") throw new Error("bad token " + this.token + " " + JSON.stringify(this.github.$auth)); return {}; },
+      async run() {},
+    };`;
+    const created = await api().post('/sources', { component_code: code, configured_props: { mode: 'ok', token: 'stored-secret-5', github: { $auth: { oauth_access_token: 'stored "auth" 5' } } } });
+    expect(created.status).toBe(200);
+    const checked = await api().put(`/sources/${created.body.data.id}`, { component_id: created.body.data.component_id, configured_props: { mode: 'check', token: '********', github: { $auth: '********' } } });
+    expect([checked.status, checked.body.code, checked.body.error]).toEqual([400, 'additional_props_failed', 'additionalProps() failed: bad token ********** {"oauth_access_token":"**********"}']);
+  });
 });

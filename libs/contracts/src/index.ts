@@ -10,3 +10,4 @@ export * from './workflow-state';
 export * from './timers';
 export * from './time-slicer';
 export * from './rate-budget';
+export * from './redaction';

@@ -1,7 +1,6 @@
-import type { Chain, DesiredWorkflowState, EmittedEvent } from '@app/contracts';
+import { type Chain, type DesiredWorkflowState, type EmittedEvent, redact } from '@app/contracts';
 import type { EmitterClock } from '../actors/emit-ids';
 import { originalEventWithin } from '../actors/outputs';
-import { redact } from './secret-redaction';
 import { RunOutcome, StepRecord, triggerContext } from './workflow-run';
 
 const jsonBytes = (v: unknown): number => (v === undefined ? 0 : Buffer.byteLength(JSON.stringify(v)));

@@ -1,11 +1,11 @@
-import { decryptValue, type DesiredWorkflowState, type EncryptedValue, isEncrypted, WORKFLOW_PLATFORM_VERSION } from '@app/contracts';
+import { decryptValue, type DesiredWorkflowState, type EncryptedValue, isEncrypted, redact, redactionPatterns, WORKFLOW_PLATFORM_VERSION } from '@app/contracts';
 import { dbSizeBytes, type ExecuteResult, type LogRecord, type SendRecord } from '@app/sandbox';
 import type { ActorDeps } from '../actors/actor-deps';
 import { STATE_ROOM_BYTES, withWrites } from '../actors/actor-state';
 import { decryptDeep, resolveProps } from '../actors/props';
 import type { HeldShare } from './held-budget';
 import { jsonBytesUpTo } from './json-bytes';
-import { REDACT_MAX_VALUES, redact, redactionPatterns, secretValues } from './secret-redaction';
+import { REDACT_MAX_VALUES, secretValues } from './secret-redaction';
 import { resolveTemplates, TemplateError } from './templates';
 import { sendProblem, type SendSettings } from './workflow-sends';
 
