@@ -65,7 +65,9 @@ describe('component_url with credentials', () => {
     expect([refused.status, refused.body.error]).toEqual([400, `component_url: http://********@${host}/private/entry.mjs answered 401`]);
     const broken = await client(system, owner.apiKey).post('/components', { component_url: `http://deployer:pat-secret-1@${host}/private/broken.mjs` });
     expect([broken.status, broken.body.error]).toEqual([400, expect.stringMatching(/^component_url: cannot bundle http:\/\/\*{8}@.*gone\.mjs not found/)]);
-    expect(missing.text + refused.text + broken.text).not.toMatch(/pat-secret-1|qry-secret-1|deployer|wrong/);
+    const scheme = await client(system, owner.apiKey).post('/components', { component_url: 'ftp://deployer:pat-secret-1@files.example.com/x.mjs?token=qry-secret-1' });
+    expect([scheme.status, scheme.body.error, scheme.body.details]).toEqual([400, 'component_url must use http or https, not ftp', { field: 'component_url', value: 'ftp://********@files.example.com/x.mjs?token=********' }]);
+    expect(missing.text + refused.text + broken.text + scheme.text).not.toMatch(/pat-secret-1|qry-secret-1|deployer|wrong/);
     expect(system.logs('api')).not.toMatch(secrets);
   });
 });

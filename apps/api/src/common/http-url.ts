@@ -1,4 +1,5 @@
 import { BadRequestError } from '@app/contracts';
+import { shownUrl } from '@app/net';
 
 /**
  * `scheme://authority` as written: WHATWG's parser repairs `http:///x`, `http:/x`, `http:x` and
@@ -6,6 +7,16 @@ import { BadRequestError } from '@app/contracts';
  */
 const WRITTEN_AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/\\?#\s]/i;
 const MAX_URL_CHARS = 2048;
+
+/** A refused URL as its 400 echoes it (`details.value`): as written, unless it carries credentials (then `shownUrl`). */
+function echoed(text: string): string {
+  try {
+    const url = new URL(text);
+    return url.username || url.password || url.search ? shownUrl(url) : text;
+  } catch {
+    return text;
+  }
+}
 
 /**
  * An absolute http(s) URL with a hostname written after the scheme, from a client's field; anything
@@ -16,16 +27,16 @@ export function parseHttpUrl(value: unknown, field: string, example: string): UR
   if (value.length > MAX_URL_CHARS) throw new BadRequestError(`${field} must be at most ${MAX_URL_CHARS} characters`, { field });
   const text = value.trim();
   // The parser drops tabs and line breaks silently: what is stored and shown would not be the URL called.
-  if (/[\u0000-\u001f\u007f]/.test(text)) throw new BadRequestError(`${field} must not contain control characters (tabs, line breaks)`, { field, value });
+  if (/[\u0000-\u001f\u007f]/.test(text)) throw new BadRequestError(`${field} must not contain control characters (tabs, line breaks)`, { field, value: echoed(text) });
   let parsed: URL;
   try {
     parsed = new URL(text);
   } catch {
-    throw new BadRequestError(`${field} must be an absolute http or https URL with a hostname, e.g. ${example}`, { field, value });
+    throw new BadRequestError(`${field} must be an absolute http or https URL with a hostname, e.g. ${example}`, { field, value: echoed(text) });
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new BadRequestError(`${field} must use http or https, not ${parsed.protocol.replace(/:$/, '')}`, { field, value });
+    throw new BadRequestError(`${field} must use http or https, not ${parsed.protocol.replace(/:$/, '')}`, { field, value: echoed(text) });
   }
-  if (!parsed.hostname || !WRITTEN_AUTHORITY.test(text)) throw new BadRequestError(`${field} must include a hostname after the scheme, e.g. ${example}`, { field, value });
+  if (!parsed.hostname || !WRITTEN_AUTHORITY.test(text)) throw new BadRequestError(`${field} must include a hostname after the scheme, e.g. ${example}`, { field, value: echoed(text) });
   return parsed;
 }
