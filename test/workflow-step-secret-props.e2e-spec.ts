@@ -23,7 +23,7 @@ const CHECK = 'const got = { key: this.key === "static-secret-2", auth: this.sla
 const STATIC_STEP = `export default defineComponent({ props: ${PROPS}, async run() { ${CHECK} return got; } });`;
 const STATIC_SOURCE = `export default { name: "Masks", version: "0.0.1", type: "source", props: ${PROPS}, async run() { ${CHECK} this.$emit(got); } };`;
 
-type Run = { status: string; steps: { inputs: Record<string, unknown>; return_value: unknown }[] };
+type Run = { status: string; deployment_id: string; steps: { inputs: Record<string, unknown>; return_value: unknown }[] };
 
 describe('workflow steps: secret props, those additionalProps() adds included', () => {
   let system: System;
@@ -37,16 +37,20 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
 
   const api = () => client(system, user.apiKey);
   const definition = (props: Record<string, unknown>, name = 'step-secrets') => ({ name, trigger: { manual: {} }, steps: [{ name: 's', code: STEP, props }] });
-  /** Runs the workflow once more and answers its newest run once recorded. */
-  const runOnce = async (id: string): Promise<Run> => {
-    const before = ((await api().get(`/workflows/${id}/runs`)).body.data as Run[]).length;
-    expect((await api().post(`/workflows/${id}/run`, { event: {} })).status).toBe(202);
-    const runs = await eventually(async () => {
-      const data = (await api().get(`/workflows/${id}/runs`)).body.data as Run[];
-      return data.length > before ? data : undefined;
-    }, { what: 'the run record', timeoutMs: 60_000 });
-    return runs[0];
-  };
+  /**
+   * A run of the deployment `deploymentId` (the answer of its create or update): the workflow is run again until one
+   * is recorded for it, as the runner may take a moment to have a new deployment.
+   */
+  const runOf = (id: string, deploymentId: string): Promise<Run> =>
+    eventually(async () => {
+      const before = ((await api().get(`/workflows/${id}/runs?limit=100`)).body.data as Run[]).length;
+      expect((await api().post(`/workflows/${id}/run`, { event: {} })).status).toBe(202);
+      const runs = await eventually(async () => {
+        const data = (await api().get(`/workflows/${id}/runs?limit=100`)).body.data as Run[];
+        return data.length > before ? data : undefined;
+      }, { what: 'the run record', timeoutMs: 60_000 });
+      return runs[0].deployment_id === deploymentId ? runs[0] : undefined;
+    }, { what: `a run of deployment ${deploymentId}`, timeoutMs: 120_000, intervalMs: 1000 });
 
   it('refuses a wrong added secret without quoting it, and a prop additionalProps() does not add', async () => {
     const wrong = await api().post('/workflows', definition({ mode: 'secret', token: 918273645 }, 'refused-1'));
@@ -75,18 +79,18 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
     const id = created.body.data.id;
     const [row] = await sql<{ steps: unknown }>(system, 'select steps from workflows where id = $1', [id]);
     expect(JSON.stringify(row.steps)).not.toContain('step-secret-1');
-    const state = await eventually(() => desiredState(system, id), { what: 'the desired state' });
+    const state = await eventually(() => desiredState(system, id), { what: 'the desired state', timeoutMs: 60_000 });
     expect(JSON.stringify(state)).not.toContain('step-secret-1');
 
     const kept = await api().put(`/workflows/${id}`, definition({ mode: 'secret', token: '********' }));
     expect([kept.status, kept.body.data?.steps?.[0]?.props]).toEqual([200, { mode: 'secret', token: '********' }]);
-    const run = await runOnce(id);
+    const run = await runOf(id, kept.body.data.deployment_id);
     expect([run.status, run.steps[0].return_value, run.steps[0].inputs.token]).toEqual(['success', { token: 'the secret', label: null }, '**********']);
 
     // No longer secret: the mask is a plain string now, taken as the value (the secret is not moved into view).
     const plain = await api().put(`/workflows/${id}`, definition({ mode: 'plain', token: '********' }));
     expect([plain.status, plain.body.data?.steps?.[0]?.props]).toEqual([200, { mode: 'plain', token: '********' }]);
-    expect((await runOnce(id)).steps[0].return_value).toEqual({ token: '********', label: null });
+    expect((await runOf(id, plain.body.data.deployment_id)).steps[0].return_value).toEqual({ token: '********', label: null });
     const read = await api().get(`/workflows/${id}`);
     expect(JSON.stringify([kept.body, plain.body, read.body])).not.toContain('step-secret-1');
   });
@@ -100,18 +104,19 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
     const id = created.body.data.id;
     const sent = await api().put(`/workflows/${id}`, step(masks));
     expect([sent.status, sent.body.data?.steps?.[0]?.props]).toEqual([200, masks]);
-    expect((await runOnce(id)).steps[0].return_value).toEqual({ key: true, auth: true, note: '********' });
+    expect((await runOf(id, sent.body.data.deployment_id)).steps[0].return_value).toEqual({ key: true, auth: true, note: '********' });
 
     const source = await api().post('/sources', { component_code: STATIC_SOURCE, configured_props: values });
     expect([source.status, source.body.data?.configured_props]).toEqual([200, { ...masks, note: 'shown-2' }]);
     const updated = await api().put(`/sources/${source.body.data.id}`, { component_id: source.body.data.component_id, configured_props: masks });
     expect([updated.status, updated.body.data?.configured_props]).toEqual([200, masks]);
-    expect((await api().post(`/sources/${source.body.data.id}/run`, { event: {} })).status).toBe(202);
-    const [event] = await eventually(async () => {
-      const data = (await api().get(`/sources/${source.body.data.id}/event_summaries?expand=event`)).body?.data ?? [];
-      return data.length ? data : undefined;
-    }, { what: 'the emitted event', timeoutMs: 60_000 });
-    expect(event.event).toEqual({ key: true, auth: true, note: '********' });
+    // A run of the updated source emits what its code checked (the runner may run it on the former props a moment).
+    const expected = JSON.stringify({ key: true, auth: true, note: '********' });
+    const emitted = async () => ((await api().get(`/sources/${source.body.data.id}/event_summaries?expand=event&limit=100`)).body?.data ?? []) as { event: unknown }[];
+    await eventually(async () => {
+      expect((await api().post(`/sources/${source.body.data.id}/run`, { event: {} })).status).toBe(202);
+      return eventually(async () => (await emitted()).some((e) => JSON.stringify(e.event) === expected), { timeoutMs: 15_000 }).catch(() => false);
+    }, { what: 'an event of the updated source', timeoutMs: 120_000 });
   });
 
   it('refuses the mask for a secret or $auth that has no stored value to keep (a create, a step of a new name), in a step and in a source alike', async () => {
