@@ -42,9 +42,10 @@ class FakeKv {
   }
 }
 
-const TTL = 300;
+/** Long enough that a renewal is not late on a loaded machine (at 300 ms, a load average of 10 once lost a healthy replica its leases). */
+const TTL = 1_000;
 /** Polls until `check` holds or the deadline passes (then fails with `what`). */
-async function until(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
+async function until(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
