@@ -356,7 +356,7 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     const refused = { error: 'event_name may be empty (default channel), a custom channel name, $errors or $logs', code: 'invalid_request', details: { field: 'event_name', value: '$foo' } };
     const sub = await api.post('/subscriptions', { emitter_id: src, listener_id: wf, event_name: '$foo' });
     expect([sub.status, sub.body]).toEqual([400, refused]);
-    for (const path of [`/sources/${src}/event_summaries`, `/workflows/${wf}/event_summaries`, `/workflows/${wf}/$errors/event_summaries`]) {
+    for (const path of [`/sources/${src}/event_summaries`, `/workflows/${wf}/event_summaries`]) {
       const res = await api.get(`${path}?event_name=%24foo`);
       expect([path, res.status, res.body]).toEqual([path, 400, refused]);
     }

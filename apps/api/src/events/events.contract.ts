@@ -14,9 +14,9 @@ export const EventSummary = Type.Object(
 );
 
 const EventId = (description: string) => Type.Optional(EventIdText(description));
+const ERRORS_QUERY = Type.Object({ ...PAGE_QUERY, expand: Type.Optional(Expand) });
 const SUMMARY_QUERY = Type.Object({
-  ...PAGE_QUERY,
-  expand: Type.Optional(Expand),
+  ...ERRORS_QUERY.properties,
   event_name: Type.Optional(Type.String({ maxLength: 255, description: 'one channel: "" (default), a custom name, $errors or $logs' })),
 });
 
@@ -59,9 +59,9 @@ export const EVENT_ROUTES: RouteContract[] = [
     path: '/v1/workflows/{id}/{channel}/event_summaries',
     tag: 'events',
     summary: "A workflow's $errors events, newest first",
-    description: '`channel` is `$errors`. Each event is `{ original_event, original_context, error }` (docs/workflows.md).',
+    description: '`channel` is `$errors`, which names the channel: no `event_name`. Each event is `{ original_event, original_context, error }` (docs/workflows.md).',
     params: Type.Object({ id: Id('p_…'), channel: Type.String({ description: '$errors' }) }),
-    query: SUMMARY_QUERY,
+    query: ERRORS_QUERY,
     responses: { 200: PageOf(EventSummary) },
     errors: [404],
   },

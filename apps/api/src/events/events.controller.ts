@@ -7,9 +7,9 @@ import { Page, parsePageQuery } from '../common/pagination';
 import { EventSummaryDto, parseExpand } from './event-summary.dto';
 import { EventsService, SummaryQuery } from './events.service';
 
-function summaryQuery(input: Input): SummaryQuery {
+function summaryQuery(input: Input, channel?: string): SummaryQuery {
   // Absent reads every channel but $errors and $logs; a name no event can have is refused as POST /subscriptions refuses it.
-  const eventName = input.event_name === undefined ? undefined : validateChannel(input.event_name);
+  const eventName = channel ?? (input.event_name === undefined ? undefined : validateChannel(input.event_name));
   return { ...parsePageQuery(input), expand: parseExpand(input.expand), eventName };
 }
 
@@ -55,8 +55,9 @@ export class EventsController {
   @Get('workflows/:id/:channel/event_summaries')
   async workflowErrors(@Auth() auth: AuthContext, @Param('id') id: string, @Param('channel') channel: string, @Query() query: unknown): Promise<Page<EventSummaryDto>> {
     if (channel !== '$errors') throw new NotFoundError(`no such route: GET /v1/workflows/${id}/${channel}/event_summaries`);
-    const q = summaryQuery(query as Input);
+    // The path names the channel: its contract takes no event_name.
+    const q = summaryQuery(query as Input, '$errors');
     await this.events.assertWorkflow(auth, id);
-    return this.events.list(id, { ...q, eventName: '$errors' });
+    return this.events.list(id, q);
   }
 }
