@@ -26,4 +26,14 @@ describe('API to the letter: query parameters a route names but does not apply',
     }
     expect((await api.get(`/workflows/${wf}/$errors/event_summaries?limit=5&expand=event`)).status).toBe(200);
   });
+
+  it('reads an include or exclude that names no field (include=,) as absent, as an empty one is: every field (include=, answered {})', async () => {
+    const empty = await api.get('/users/me?include=');
+    expect(empty.status).toBe(200);
+    for (const q of ['include=,', 'include=%20,%20', 'exclude=,,']) {
+      const res = await api.get(`/users/me?${q}`);
+      expect([q, res.status, res.body]).toEqual([q, 200, empty.body]);
+    }
+    expect((await api.get('/users/me?include=,id,')).body).toEqual({ data: { id: user.id } });
+  });
 });

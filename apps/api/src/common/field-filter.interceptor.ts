@@ -2,9 +2,11 @@ import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nes
 import { FastifyRequest } from 'fastify';
 import { map, Observable } from 'rxjs';
 
+/** The field names of an include / exclude; none named (`""`, `","`) is the parameter absent. */
 function fields(value: unknown): string[] | undefined {
-  if (typeof value !== 'string' || value.trim() === '') return undefined;
-  return value.split(',').map((f) => f.trim()).filter(Boolean);
+  if (typeof value !== 'string') return undefined;
+  const names = value.split(',').map((f) => f.trim()).filter(Boolean);
+  return names.length ? names : undefined;
 }
 
 function filterObject(item: unknown, include?: string[], exclude?: string[]): unknown {
