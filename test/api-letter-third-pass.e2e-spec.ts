@@ -1,8 +1,9 @@
 import { client, createUser, TestUser } from './support/accounts';
 import { startSystem, System } from './support/system';
+import { insertSource, sql } from './events.helpers';
 
 /** What an audit of the REST API against the spec, to the letter, found answered otherwise than the spec and docs say. */
-describe('API to the letter: query parameters a route names but does not apply', () => {
+describe('API to the letter: what an audit of the routes against the spec and docs found', () => {
   let system: System;
   let user: TestUser;
   let api: ReturnType<typeof client>;
@@ -35,5 +36,22 @@ describe('API to the letter: query parameters a route names but does not apply',
       expect([q, res.status, res.body]).toEqual([q, 200, empty.body]);
     }
     expect((await api.get('/users/me?include=,id,')).body).toEqual({ data: { id: user.id } });
+  });
+
+  it("cuts a truncated event's preview at 1 KB of UTF-8 on a character's edge (it kept 1,024 UTF-16 units: up to 3 KB, all of a 1.2 KB event, or half of an emoji)", async () => {
+    const src = await insertSource(system, user.id);
+    const accents = { text: 'é'.repeat(600) };
+    const emoji = { text: 'a'.repeat(1012) + '😀'.repeat(10) };
+    for (const [i, data] of [accents, emoji].entries()) {
+      const json = JSON.stringify(data);
+      await sql(system, `insert into event_summaries (emitter_id, id, id_ms, id_seq, name, channel_class, owner_id, emit_id, summary, event, meta, size_bytes, indexed_at_ms)
+        values ($1, $2, $3, 0, '', 'emits', $4, $5, '', $6, '{}', $7, $3)`, [src, `${1_700_000_000_001 + i}-0`, 1_700_000_000_001 + i, user.id, `emit-${i}`, json, Buffer.byteLength(json)]);
+    }
+    const res = await api.get(`/sources/${src}/event_summaries`);
+    expect(res.status).toBe(200);
+    const [emojiEvent, accentsEvent] = res.body.data.map((d: { event: { $truncated: boolean; size_bytes: number; preview: string } }) => d.event);
+    expect(accentsEvent).toEqual({ $truncated: true, size_bytes: 1211, preview: JSON.stringify(accents).slice(0, 516) });
+    expect(emojiEvent).toEqual({ $truncated: true, size_bytes: 1063, preview: JSON.stringify(emoji).slice(0, 1021) });
+    for (const { preview } of [accentsEvent, emojiEvent]) expect(Buffer.byteLength(preview)).toBeLessThanOrEqual(1024);
   });
 });

@@ -44,8 +44,18 @@ export function parseExpand(value: unknown): Expand {
   return { event: parts.includes('event'), summary: parts.includes('summary') };
 }
 
+/** The first `maxBytes` bytes of `json` in UTF-8, ending before a character that would not fit whole. */
+function utf8Prefix(json: string, maxBytes: number): string {
+  // At most maxBytes UTF-16 units make at least maxBytes bytes; a surrogate half cut off at their end is 3 bytes that go.
+  const bytes = Buffer.from(json.slice(0, maxBytes));
+  if (bytes.length <= maxBytes) return json.slice(0, maxBytes);
+  let end = maxBytes;
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString('utf8');
+}
+
 function marker(json: string, sizeBytes: number, truncateBytes: number): TruncatedEvent {
-  return { $truncated: true, size_bytes: sizeBytes, preview: json.slice(0, truncateBytes) };
+  return { $truncated: true, size_bytes: sizeBytes, preview: utf8Prefix(json, truncateBytes) };
 }
 
 /**
