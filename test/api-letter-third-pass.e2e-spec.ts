@@ -54,4 +54,16 @@ describe('API to the letter: what an audit of the routes against the spec and do
     expect(emojiEvent).toEqual({ $truncated: true, size_bytes: 1063, preview: JSON.stringify(emoji).slice(0, 1021) });
     for (const { preview } of [accentsEvent, emojiEvent]) expect(Buffer.byteLength(preview)).toBeLessThanOrEqual(1024);
   });
+
+  it('refuses a webhook or component URL on port 0, where no server listens (a webhook on it was created and every delivery failed for a day)', async () => {
+    const refused = (field: string, value: string) => ({ error: `${field} must not use port 0: no server listens there`, code: 'invalid_request', details: { field, value } });
+    const created = await api.post('/webhooks', { url: 'http://example.com:0/hook' });
+    expect([created.status, created.body]).toEqual([400, refused('url', 'http://example.com:0/hook')]);
+    const webhook = (await api.post('/webhooks', { url: 'https://example.com/hook' })).body.data.id as string;
+    const updated = await api.put(`/webhooks/${webhook}`, { url: 'https://example.com:00/hook' });
+    expect([updated.status, updated.body]).toEqual([400, refused('url', 'https://example.com:00/hook')]);
+    const component = await api.post('/components', { component_url: 'http://127.0.0.1:0/c.js' });
+    expect([component.status, component.body]).toEqual([400, refused('component_url', 'http://127.0.0.1:0/c.js')]);
+    expect((await api.post('/webhooks', { url: 'http://example.com:65535/hook' })).status).toBe(200);
+  });
 });

@@ -38,5 +38,7 @@ export function parseHttpUrl(value: unknown, field: string, example: string): UR
     throw new BadRequestError(`${field} must use http or https, not ${parsed.protocol.replace(/:$/, '')}`, { field, value: echoed(text) });
   }
   if (!parsed.hostname || !WRITTEN_AUTHORITY.test(text)) throw new BadRequestError(`${field} must include a hostname after the scheme, e.g. ${example}`, { field, value: echoed(text) });
+  // The parser takes `:0` (and `:00`) as a port, but no connection can be made to it: every call would fail.
+  if (parsed.port === '0') throw new BadRequestError(`${field} must not use port 0: no server listens there`, { field, value: echoed(text) });
   return parsed;
 }
