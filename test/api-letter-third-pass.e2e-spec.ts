@@ -1,4 +1,4 @@
-import { client, createUser, TestUser } from './support/accounts';
+import { admin, client, createUser, TestUser } from './support/accounts';
 import { startSystem, System } from './support/system';
 import { insertSource, sql } from './events.helpers';
 
@@ -65,5 +65,20 @@ describe('API to the letter: what an audit of the routes against the spec and do
     const component = await api.post('/components', { component_url: 'http://127.0.0.1:0/c.js' });
     expect([component.status, component.body]).toEqual([400, refused('component_url', 'http://127.0.0.1:0/c.js')]);
     expect((await api.post('/webhooks', { url: 'http://example.com:65535/hook' })).status).toBe(200);
+  });
+
+  it("refuses an org_id in the query of an org route that names another org than its path (the path's was answered, the org_id dropped)", async () => {
+    const [a, b] = ['a', 'b'].map((n) => admin(system, ['orgs', 'create', '--name', `letter ${n}`, '--orgname', `letter-${n}-${Date.now()}`]).id);
+    for (const org of [a, b]) admin(system, ['orgs', 'add-member', '--org', org, '--user', user.id]);
+    for (const route of ['sources', 'webhooks', 'subscriptions', 'workflows', 'usage']) {
+      const res = await api.get(`/orgs/${a}/${route}?org_id=${b}`);
+      expect([route, res.status, res.body]).toEqual([
+        route,
+        400,
+        { error: `org_id ${b} names another org than the path's ${a}: leave it out`, code: 'invalid_request', details: { in: 'query', field: 'org_id', path_org_id: a } },
+      ]);
+      expect((await api.get(`/orgs/${a}/${route}?org_id=${a}`)).status).toBe(200);
+    }
+    for (const path of [`/workspaces/${a}`, `/workspaces/${a}/subscriptions`]) expect((await api.get(`${path}?org_id=${b}`)).status).toBe(400);
   });
 });

@@ -1,7 +1,7 @@
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { Observable } from 'rxjs';
-import { NotFoundError } from '@app/contracts';
+import { BadRequestError, NotFoundError } from '@app/contracts';
 import type { AuthContext } from '../auth/auth.context';
 import { RouteValidator } from './contract-validator';
 import { routeKey, routerPath } from './route-contract';
@@ -26,17 +26,22 @@ export class ContractInterceptor implements NestInterceptor {
     const validator = validatorFor(req.method === 'HEAD' ? 'GET' : req.method, req.routeOptions.url);
     if (validator) {
       validator.validate(req.params, req.query, req.body);
-      if (req.auth) assertOrgMember(req.auth, req.query, req.body);
+      if (req.auth) assertOrgMember(req.auth, req.params, req.query, req.body);
     }
     return next.handle();
   }
 }
 
-function assertOrgMember(auth: AuthContext, query: unknown, body: unknown): void {
+function assertOrgMember(auth: AuthContext, params: unknown, query: unknown, body: unknown): void {
   const fromBody = body && typeof body === 'object' ? (body as Record<string, unknown>).org_id : undefined;
   const orgId = fromBody ?? (query as Record<string, unknown> | undefined)?.org_id;
   if (typeof orgId !== 'string' || orgId === '') return;
   if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
+  // An org route (`/orgs/{org_id}/…`) acts in its path's org: another one in org_id is never silently dropped.
+  const pathOrgId = (params as Record<string, unknown> | undefined)?.org_id;
+  if (typeof pathOrgId === 'string' && pathOrgId !== orgId) {
+    throw new BadRequestError(`org_id ${orgId} names another org than the path's ${pathOrgId}: leave it out`, { in: fromBody === undefined ? 'query' : 'body', field: 'org_id', path_org_id: pathOrgId });
+  }
 }
 
 const PATTERNS = API_ROUTES.map((r) => ({ method: r.method, regex: new RegExp(`^${routerPath(r.path).replace(/[.$]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}/?$`) }));
