@@ -81,4 +81,17 @@ describe('API to the letter: what an audit of the routes against the spec and do
     }
     for (const path of [`/workspaces/${a}`, `/workspaces/${a}/subscriptions`]) expect((await api.get(`${path}?org_id=${b}`)).status).toBe(400);
   });
+
+  it('says how large a request body may be when it refuses one (it said "Request body is too large")', async () => {
+    const limit = 2 * 5_242_880 + 1_048_576;
+    const res = await fetch(`${system.baseUrl}/components`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ component_code: 'x'.repeat(limit) }),
+    });
+    expect([res.status, await res.json()]).toEqual([
+      413,
+      { error: `the request body is larger than the ${limit} bytes the api accepts`, code: 'payload_too_large', details: { limit_bytes: limit } },
+    ]);
+  });
 });

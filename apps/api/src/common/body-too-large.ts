@@ -4,6 +4,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 /** Most bytes of a refused body read (and dropped) so that its sender gets the 413 (see `keepConnectionToDrain`). */
 export const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
 
+/** Fastify's refusal of a body over its limit, as it is or as Nest passes it on. */
+export function isBodyTooLarge(err: unknown): boolean {
+  return (err as { code?: string } | undefined)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || (err instanceof HttpException && err.getStatus() === 413);
+}
+
 /**
  * A body whose declared length is over the limit is refused before any of it is read, and Fastify then closes the
  * connection: a client still sending the body met a closed socket (EPIPE) instead of reading the 413 — undici's
@@ -12,9 +17,7 @@ export const DRAIN_MAX_BYTES = 64 * 1024 * 1024;
  * A larger declared body, or one sent in chunks (its reading stopped midway), still closes the connection.
  */
 export function keepConnectionToDrain(err: unknown, req: FastifyRequest | undefined, reply: FastifyReply): void {
-  // Fastify's error as it is, or as Nest passes it on.
-  const tooLarge = (err as { code?: string } | undefined)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || (err instanceof HttpException && err.getStatus() === 413);
-  if (!tooLarge || !req || reply.getHeader('connection') !== 'close') return;
+  if (!isBodyTooLarge(err) || !req || reply.getHeader('connection') !== 'close') return;
   const declared = Number(req.headers['content-length']);
   if (!Number.isSafeInteger(declared) || declared > DRAIN_MAX_BYTES || req.raw.readableDidRead) return;
   reply.removeHeader('connection');

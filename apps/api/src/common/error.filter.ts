@@ -3,7 +3,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '@app/contracts';
 import { allowedMethods } from '../contract/contract.interceptor';
 import { dependencyError, describeCause } from './dependency-errors';
-import { keepConnectionToDrain } from './body-too-large';
+import { isBodyTooLarge, keepConnectionToDrain } from './body-too-large';
 
 interface ErrorBody {
   error: string;
@@ -32,7 +32,7 @@ export class ErrorFilter implements ExceptionFilter {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const dependency = dependencyError(exception);
     const request = host.switchToHttp().getRequest<FastifyRequest>();
-    const [status, body, headers] = this.methodNotAllowed(exception, request) ?? this.unsupportedType(exception, request) ?? this.describe(dependency ?? exception);
+    const [status, body, headers] = this.methodNotAllowed(exception, request) ?? this.unsupportedType(exception, request) ?? this.bodyTooLarge(exception, request) ?? this.describe(dependency ?? exception);
     // A dependency that is down fails many requests at once: one line each, without a stack; a bug gets its stack.
     if (dependency) this.logger.warn(`answered ${status} ${body.code}: ${describeCause(exception)}`);
     else if (status >= 500) this.logger.error((exception as Error)?.stack ?? String(exception));
@@ -62,6 +62,14 @@ export class ErrorFilter implements ExceptionFilter {
     return [415, { error, code: 'unsupported_media_type', details: { header: 'content-type' } }];
   }
 
+  /** A body over the server's limit (Fastify's, as Nest passes it on: "Request body is too large"): how large one may be. */
+  private bodyTooLarge(e: unknown, req: FastifyRequest | undefined): [number, ErrorBody] | undefined {
+    if (e instanceof ApiError || !isBodyTooLarge(e)) return undefined;
+    const limit = req?.routeOptions?.bodyLimit;
+    if (limit === undefined) return [413, { error: 'the request body is too large', code: 'payload_too_large' }];
+    return [413, { error: `the request body is larger than the ${limit} bytes the api accepts`, code: 'payload_too_large', details: { limit_bytes: limit } }];
+  }
+
   private describe(e: unknown): [number, ErrorBody, Record<string, string>?] {
     if (e instanceof ApiError) {
       const body: ErrorBody = { error: e.message, code: e.code };
@@ -76,11 +84,10 @@ export class ErrorFilter implements ExceptionFilter {
       if (status === 404 && /^Cannot /.test(String(message))) message = `no such route: ${String(message).replace(/^Cannot /, '')}`;
       return [status, { error: String(message), code: CODES[status] ?? (status >= 500 ? 'internal' : 'error') }];
     }
-    // Fastify's own errors (body parsing, body too large, bad content type) carry statusCode.
+    // Fastify's own errors (body parsing, bad content type) carry statusCode.
     const fe = e as { statusCode?: number; message?: string; code?: string };
     if (typeof fe?.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-      const message = fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 'request body is too large' : (fe.message ?? 'bad request');
-      return [fe.statusCode, { error: message, code: CODES[fe.statusCode] ?? 'invalid_request' }];
+      return [fe.statusCode, { error: fe.message ?? 'bad request', code: CODES[fe.statusCode] ?? 'invalid_request' }];
     }
     return [500, { error: 'internal error', code: 'internal' }];
   }
