@@ -62,6 +62,8 @@ describe('SandboxPool.describe', () => {
           note: { type: 'alert', alertType: 'info', content: 'Read me' },
           tags: { type: 'string[]', optional: true, default: ['a'] },
           secretKey: { type: 'string', secret: true },
+          looseSecret: { type: 'string', secret: 1, optional: 'yes' },
+          notSecret: { type: 'string', secret: 0, optional: '' },
         },
         run() {},
       };`;
@@ -72,6 +74,9 @@ describe('SandboxPool.describe', () => {
     expect(props.note).toEqual({ name: 'note', type: 'alert', extra: { alertType: 'info', content: 'Read me' } });
     expect(props.tags).toEqual({ name: 'tags', type: 'string[]', optional: true, default: ['a'] });
     expect(props.secretKey).toEqual({ name: 'secretKey', type: 'string', secret: true });
+    // Not booleans, read as JavaScript reads them: a value declared `secret: 1` is hidden.
+    expect(props.looseSecret).toEqual({ name: 'looseSecret', type: 'string', secret: true, optional: true });
+    expect(props.notSecret).toEqual({ name: 'notSecret', type: 'string', secret: false, optional: false });
     expect(r.descriptor).toMatchObject({ format: 'cjs', hasRun: true, hooks: [], methods: [], dependencies: [] });
   });
 

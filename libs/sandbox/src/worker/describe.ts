@@ -81,9 +81,11 @@ function describeProp(name: string, raw: unknown, appProps: Map<unknown, string>
   }
   if (typeof p.label === 'string') out.label = p.label;
   if (typeof p.description === 'string') out.description = p.description;
-  if (typeof p.optional === 'boolean') out.optional = p.optional;
+  // Read as JavaScript reads them (`secret: 1` hides the value): a non-boolean was dropped, so such a secret was
+  // stored and shown in the clear.
+  if (p.optional !== undefined) out.optional = Boolean(p.optional);
   if ('default' in p) out.default = jsonSafe(p.default);
-  if (typeof p.secret === 'boolean') out.secret = p.secret;
+  if (p.secret !== undefined) out.secret = Boolean(p.secret);
   if ('min' in p) out.min = jsonSafe(p.min);
   if ('max' in p) out.max = jsonSafe(p.max);
   if (typeof p.options === 'function') out.options = marker(p.options as () => unknown);
