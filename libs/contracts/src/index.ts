@@ -11,3 +11,4 @@ export * from './timers';
 export * from './time-slicer';
 export * from './rate-budget';
 export * from './redaction';
+export * from './utf8-prefix';

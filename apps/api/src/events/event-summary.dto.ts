@@ -1,4 +1,4 @@
-import { BadRequestError, EmittedEvent } from '@app/contracts';
+import { BadRequestError, EmittedEvent, utf8Prefix } from '@app/contracts';
 
 /** A row of `event_summaries` as read for the API (event possibly replaced by a preview). */
 export interface EventSummaryRow {
@@ -42,16 +42,6 @@ export function parseExpand(value: unknown): Expand {
     throw new BadRequestError('expand may be "event", "summary" or "event,summary"', { field: 'expand' });
   }
   return { event: parts.includes('event'), summary: parts.includes('summary') };
-}
-
-/** The first `maxBytes` bytes of `json` in UTF-8, ending before a character that would not fit whole. */
-function utf8Prefix(json: string, maxBytes: number): string {
-  // At most maxBytes UTF-16 units make at least maxBytes bytes; a surrogate half cut off at their end is 3 bytes that go.
-  const bytes = Buffer.from(json.slice(0, maxBytes));
-  if (bytes.length <= maxBytes) return json.slice(0, maxBytes);
-  let end = maxBytes;
-  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
-  return bytes.subarray(0, end).toString('utf8');
 }
 
 function marker(json: string, sizeBytes: number, truncateBytes: number): TruncatedEvent {

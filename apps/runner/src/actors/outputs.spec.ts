@@ -68,5 +68,11 @@ describe('emit ordering, ids and side channels', () => {
     expect(originalEventWithin(undefined, 100)).toBeNull();
     const big = { bodyRaw: 'x'.repeat(2000) };
     expect(originalEventWithin(big, 1000)).toEqual({ $truncated: true, size_bytes: Buffer.byteLength(JSON.stringify(big)), preview: JSON.stringify(big).slice(0, 1024) });
+    // The preview is 1,024 bytes of UTF-8, as event summaries cut theirs, not 1,024 characters (up to 3 KB).
+    const accented = { bodyRaw: 'é'.repeat(2000) };
+    const marker = originalEventWithin(accented, 1000) as { preview: string };
+    expect(Buffer.byteLength(marker.preview)).toBeLessThanOrEqual(1024);
+    // '{"bodyRaw":"' is 12 bytes, then 506 characters of 2 bytes.
+    expect(marker.preview).toBe(JSON.stringify(accented).slice(0, 12 + 506));
   });
 });

@@ -1,4 +1,4 @@
-import type { Chain, EmittedEvent } from '@app/contracts';
+import { type Chain, type EmittedEvent, utf8Prefix } from '@app/contracts';
 import type { EmitRecord, ExecuteResult } from '@app/sandbox';
 import { applyDedupe, DedupeState, DedupeStrategy } from './dedupe';
 import { EmitterClock, normalizeTs } from './emit-ids';
@@ -33,6 +33,9 @@ export function errorEvent(error: ErrorInfo, originalEvent: unknown, ts: number)
   return { error: { name: error.name, message: error.message, stack: error.stack ?? '' }, original_event: originalEvent ?? null, ts };
 }
 
+/** The preview a too-large triggering event keeps: as event summaries cut theirs (SUMMARY_TRUNCATE_BYTES). */
+const ORIGINAL_PREVIEW_BYTES = 1024;
+
 /**
  * The triggering event as a `$errors` event carries it: unchanged, or — when its
  * JSON is over the event size limit (a large HTTP body is there twice, raw and
@@ -43,7 +46,7 @@ export function originalEventWithin(event: unknown, maxBytes: number): unknown {
   if (event === undefined || event === null) return null;
   const json = JSON.stringify(event) ?? 'null';
   const size = Buffer.byteLength(json);
-  return size <= maxBytes ? event : { $truncated: true, size_bytes: size, preview: json.slice(0, 1024) };
+  return size <= maxBytes ? event : { $truncated: true, size_bytes: size, preview: utf8Prefix(json, ORIGINAL_PREVIEW_BYTES) };
 }
 
 /** Orders emits oldest to newest when any carries a `ts` (stable; events without one count as "now"). */
