@@ -10,14 +10,14 @@ const SPRAYERS = 200;
  * Anyone may send requests to `/e/<any key>`. Made-up keys, each new, were each looked up in Postgres on the api's
  * pool, all of it at once: 200 such callers held the pool and `/v1` waited behind them (`GET /users/me` p50 7 → 195 ms
  * here). Keys not known as endpoints are now looked up on a quarter of the pool (DB_POOL_MAX / 4), the rest waiting.
- * With a pool that gives up on a connection after 100 ms, a pool held by made-up keys shows as 503s to the others.
+ * With a pool that gives up on a connection after 250 ms, a pool held by made-up keys shows as 503s to the others.
  */
 describe('made-up endpoint keys', () => {
   let system: System;
 
   beforeAll(async () => {
-    // A query that waits 100 ms for a connection is answered 503: a pool held by made-up keys shows as 503s.
-    system = await startSystem({ HTTP_RATE_PER_SEC: '0', DB_POOL_MAX: String(POOL), DB_POOL_ACQUIRE_TIMEOUT_MS: '100' }, { apps: ['api'] });
+    // A query that waits 250 ms for a connection is answered 503: a pool held by made-up keys shows as 503s.
+    system = await startSystem({ HTTP_RATE_PER_SEC: '0', DB_POOL_MAX: String(POOL), DB_POOL_ACQUIRE_TIMEOUT_MS: '250' }, { apps: ['api'] });
   });
   afterAll(async () => {
     await system?.stop();
