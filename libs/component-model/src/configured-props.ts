@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { BadRequestError, PayloadTooLargeError, TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
+import { BadRequestError, clipped, PayloadTooLargeError, TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
 import type { ConfigurableProp, PropOption } from './analyze-component';
 import { INTERFACE_HTTP, INTERFACE_TIMER, isSystemType, SERVICE_DB } from './prop-types';
 
@@ -105,9 +105,9 @@ function ownSchedule(prop: ConfigurableProp, schedule: unknown, limits: Configur
   return 'intervalSeconds' in v && v.intervalSeconds < limits.timerMinIntervalSeconds ? { intervalSeconds: limits.timerMinIntervalSeconds } : v;
 }
 
-/** A value as an error names it: a secret prop's only by its kind (an answer or a log never repeats a secret). */
+/** A value as an error names it (`clipped`): a secret prop's only by its kind (an answer or a log never repeats a secret). */
 function shown(prop: ConfigurableProp, v: unknown): string {
-  if (!prop.secret) return JSON.stringify(v);
+  if (!prop.secret) return clipped(JSON.stringify(v));
   return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 }
 
@@ -138,7 +138,7 @@ function checkMembership(prop: ConfigurableProp, v: unknown, where: string): voi
   if (prop.default !== undefined && JSON.stringify(prop.default) === JSON.stringify(v)) return;
   if (v === '' && prop.optional === true) return;
   if (!allowedJson(prop.options).has(JSON.stringify(v))) {
-    fail(where, `${prop.secret ? 'the secret value' : JSON.stringify(v)} is not one of the options: ${optionValues(prop.options).map((a) => JSON.stringify(a)).join(', ')}`);
+    fail(where, `${prop.secret ? 'the secret value' : clipped(JSON.stringify(v))} is not one of the options: ${optionValues(prop.options).map((a) => JSON.stringify(a)).join(', ')}`);
   }
 }
 

@@ -1,4 +1,4 @@
-import { TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
+import { clipped, TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
 import { cronProblem } from './configured-props';
 import { readTimerSchedule, TimerSchedule } from './timer-event';
 import { forEachTemplate, secretOf, templateProblem } from './workflow-templates';
@@ -64,7 +64,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 function only(obj: Record<string, unknown>, allowed: string[], path: string): void {
   const hint = allowed.length ? `allowed: ${allowed.join(', ')}` : `${path} takes no fields`;
-  for (const k of Object.keys(obj)) if (!allowed.includes(k)) throw new WorkflowDefinitionError(path ? `${path}.${k}` : k, `unknown field (${hint})`);
+  for (const k of Object.keys(obj)) if (!allowed.includes(k)) throw new WorkflowDefinitionError(path ? `${path}.${clipped(k)}` : clipped(k), `unknown field (${hint})`);
 }
 
 function positiveInt(v: unknown, path: string, max: number): number {
@@ -100,7 +100,7 @@ function readTrigger(v: unknown): WorkflowTriggerDef {
         try {
           new Intl.DateTimeFormat('en-US', { timeZone: value.timezone });
         } catch {
-          throw new WorkflowDefinitionError(`${path}.timezone`, `unknown time zone "${value.timezone}"`);
+          throw new WorkflowDefinitionError(`${path}.timezone`, `unknown time zone "${clipped(value.timezone)}"`);
         }
       }
       // Checked as a source's timer prop is: 5 fields (a 6th, seconds, would fire every second, under TIMER_MIN_INTERVAL_SECONDS).
@@ -143,7 +143,7 @@ function readTrigger(v: unknown): WorkflowTriggerDef {
       only((value ?? {}) as Record<string, unknown>, [], path);
       return { manual: {} };
     default:
-      throw new WorkflowDefinitionError(`trigger.${kind}`, 'unknown trigger (use http, timer, source, events or manual)');
+      throw new WorkflowDefinitionError(`trigger.${clipped(kind)}`, 'unknown trigger (use http, timer, source, events or manual)');
   }
 }
 

@@ -1,3 +1,5 @@
+import { clipped } from '@app/contracts';
+
 /**
  * The syntax of `{{ … }}` templates in a workflow step's props, shared by the api (checked at deploy)
  * and the runner (resolved at run time): only property paths, nothing is evaluated.
@@ -17,11 +19,11 @@ export function parsePath(expr: string): string[] {
   while (at < expr.length) {
     re.lastIndex = at;
     const m = re.exec(expr);
-    if (!m || (at === 0 && expr[0] === '.')) throw new TemplateError(`cannot read "{{${expr}}}": only property paths like steps.name.$return_value.field are allowed`);
+    if (!m || (at === 0 && expr[0] === '.')) throw new TemplateError(`cannot read "{{${clipped(expr)}}}": only property paths like steps.name.$return_value.field are allowed`);
     out.push(m[1] ?? m[2] ?? m[3] ?? m[4]);
     at = re.lastIndex;
   }
-  if (!out.length || !SEGMENT.test(out[0])) throw new TemplateError(`cannot read "{{${expr}}}"`);
+  if (!out.length || !SEGMENT.test(out[0])) throw new TemplateError(`cannot read "{{${clipped(expr)}}}"`);
   return out;
 }
 
@@ -34,7 +36,7 @@ export function templateExpressions(s: string): string[] {
 export function forEachTemplate(v: unknown, path: string, fn: (expr: string, path: string) => void): void {
   if (typeof v === 'string') for (const expr of templateExpressions(v)) fn(expr, path);
   else if (Array.isArray(v)) v.forEach((item, i) => forEachTemplate(item, `${path}[${i}]`, fn));
-  else if (typeof v === 'object' && v !== null) for (const [k, item] of Object.entries(v)) forEachTemplate(item, `${path}.${k}`, fn);
+  else if (typeof v === 'object' && v !== null) for (const [k, item] of Object.entries(v)) forEachTemplate(item, `${path}.${clipped(k)}`, fn);
 }
 
 /** The secret a template reads (`secrets.NAME`), if it reads one. */
@@ -65,11 +67,11 @@ export function templateProblem(expr: string, earlierSteps: readonly string[]): 
     return (e as Error).message;
   }
   const [head, ...rest] = path;
-  if (head === 'secrets') return secretOf(expr) ? undefined : `"{{${expr}}}": use {{secrets.NAME}} (a secret name is letters, digits and _)`;
+  if (head === 'secrets') return secretOf(expr) ? undefined : `"{{${clipped(expr)}}}": use {{secrets.NAME}} (a secret name is letters, digits and _)`;
   if (head === 'trigger') return undefined;
-  if (head !== 'steps') return `"{{${expr}}}": a template starts with steps., trigger. or secrets.`;
-  if (!rest.length) return `"{{${expr}}}": name a step ({{steps.<step>.$return_value}}, {{steps.trigger.event}})`;
+  if (head !== 'steps') return `"{{${clipped(expr)}}}": a template starts with steps., trigger. or secrets.`;
+  if (!rest.length) return `"{{${clipped(expr)}}}": name a step ({{steps.<step>.$return_value}}, {{steps.trigger.event}})`;
   const step = rest[0];
   if (step === 'trigger' || earlierSteps.includes(step)) return undefined;
-  return `"{{${expr}}}": no step "${step}" runs before this one (a step reads steps.trigger and the steps before it${earlierSteps.length ? `: ${earlierSteps.join(', ')}` : ''})`;
+  return `"{{${clipped(expr)}}}": no step "${clipped(step)}" runs before this one (a step reads steps.trigger and the steps before it${earlierSteps.length ? `: ${earlierSteps.join(', ')}` : ''})`;
 }

@@ -2,6 +2,14 @@
  * Typed domain errors. The api's one exception filter turns them into
  * `{ error, code, details? }` with their status.
  */
+/** Most characters of a value the client sent that an error quotes (a name, an id, a key). */
+export const QUOTED_MAX_CHARS = 100;
+
+/** A client's value as an error quotes it: at most QUOTED_MAX_CHARS characters, `…` marking the cut. */
+export function clipped(text: string): string {
+  return text.length > QUOTED_MAX_CHARS ? `${text.slice(0, QUOTED_MAX_CHARS)}…` : text;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,

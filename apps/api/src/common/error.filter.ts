@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '@app/contracts';
+import { ApiError, clipped } from '@app/contracts';
 import { allowedMethods } from '../contract/contract.interceptor';
 import { dependencyError, describeCause } from './dependency-errors';
 import { isBodyTooLarge, keepConnectionToDrain } from './body-too-large';
@@ -56,7 +56,7 @@ export class ErrorFilter implements ExceptionFilter {
     const status = e instanceof HttpException ? e.getStatus() : (e as { statusCode?: unknown } | undefined)?.statusCode;
     if (status !== 415) return undefined;
     const type = req.headers['content-type'];
-    const shown = type === undefined ? undefined : type.length > 100 ? `${type.slice(0, 100)}…` : type;
+    const shown = type === undefined ? undefined : clipped(type);
     const accepted = 'application/json (or a type ending in +json, text/plain, application/x-www-form-urlencoded)';
     const error = shown === undefined ? `the request body has no Content-Type: send it as ${accepted}` : `Content-Type ${shown} is not accepted: send the request body as ${accepted}`;
     return [415, { error, code: 'unsupported_media_type', details: { header: 'content-type' } }];

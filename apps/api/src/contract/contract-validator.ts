@@ -1,6 +1,6 @@
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import { TObject, Type } from '@sinclair/typebox';
-import { BadRequestError } from '@app/contracts';
+import { BadRequestError, clipped } from '@app/contracts';
 import { bodyOf, COMMON_QUERY, formBodyOf, queryOf, RouteContract } from './route-contract';
 
 export type Where = 'path' | 'query' | 'body';
@@ -89,9 +89,8 @@ function checkText(validate: ValidateFunction, data: Record<string, unknown>, wh
   check(validate, data, where);
 }
 
-/** Unknown names an error lists, and how much of each: a body of 400,000 unknown keys is answered in a few hundred bytes. */
+/** Unknown names an error lists (each `clipped`): a body of 400,000 unknown keys is answered in a few hundred bytes. */
 const MAX_UNKNOWN_LISTED = 20;
-const MAX_NAME_CHARS = 100;
 
 function check(validate: ValidateFunction, data: unknown, where: Where): void {
   // Unknown top-level names first, in one pass: Ajv (allErrors) would build an error object for each.
@@ -126,7 +125,7 @@ function schemaAt(root: unknown, schemaPath: string): Record<string, unknown> | 
 
 function unknownNames(unknown: string[], where: Where, allowed: string[]): BadRequestError {
   const word = where === 'body' ? 'field' : where === 'query' ? 'query parameter' : 'path parameter';
-  const listed = unknown.slice(0, MAX_UNKNOWN_LISTED).map((k) => (k.length > MAX_NAME_CHARS ? `${k.slice(0, MAX_NAME_CHARS)}…` : k));
+  const listed = unknown.slice(0, MAX_UNKNOWN_LISTED).map(clipped);
   const more = unknown.length - listed.length;
   const message = `unknown ${word}${unknown.length > 1 ? 's' : ''}: ${listed.join(', ')}${more ? ` and ${more} more` : ''}`;
   return new BadRequestError(message, { in: where, fields: listed, ...(more ? { more } : {}), allowed });

@@ -2,7 +2,7 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { ADDITIONAL_PROPS_MAX_BYTES, AnalyzedComponent, ConfigurableProp, isTemplated, validateConfiguredProps } from '@app/component-model';
 import type { WorkflowStepDef } from '@app/component-model';
 import { AppConfig } from '@app/config';
-import { ApiError, BadRequestError, newId, NotFoundError, PayloadTooLargeError, sha256Hex } from '@app/contracts';
+import { ApiError, BadRequestError, clipped, newId, NotFoundError, PayloadTooLargeError, sha256Hex } from '@app/contracts';
 import { Component, WorkflowStepRow } from '@app/db';
 import { AuthContext } from '../auth/auth.context';
 import { ComponentReader } from '../components/component-reader';
@@ -88,8 +88,8 @@ async function stepProps(deps: StepsDeps, component: Component, given: Record<st
 
 function stepPropsError(e: ApiError, i: number, props: ConfigurableProp[]): ApiError {
   const details = e.details ?? {};
-  const unknown = Array.isArray(details.props) ? (details.props as string[]) : undefined;
-  const prop = typeof details.prop === 'string' ? details.prop : unknown?.[0];
+  const unknown = Array.isArray(details.props) ? (details.props as string[]).map(clipped) : undefined;
+  const prop = typeof details.prop === 'string' ? clipped(details.prop) : unknown?.[0];
   const path = prop ? `steps[${i}].props.${prop}` : `steps[${i}].props`;
   const message = unknown
     ? `unknown prop${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; the component's props are ${props.map((p) => p.name).join(', ') || '(none)'}`
@@ -126,7 +126,7 @@ async function actionComponent(components: ComponentsService, auth: AuthContext,
   // A key names the newest version at each deploy; an id a step already runs is kept, whoever deploys.
   const kept = action.startsWith('sc_') ? previous.find((p) => p.kind === 'action' && p.action === action) : undefined;
   let component = kept ? await components.findById(kept.componentId) : await findAction(components, auth, ownerId, action, i);
-  assertAction(component.type, i, 'action', action);
+  assertAction(component.type, i, 'action', clipped(action));
   // Every member who can reach the workflow can read what its steps run, and one who leaves keeps no hold on it.
   if (component.ownerId !== ownerId && component.ownerId !== REGISTRY_OWNER) {
     component = await components.save(ownerId, auth.userId, { code: component.code, url: component.componentUrl ?? undefined, bundle: component.bundle ?? undefined });
@@ -148,5 +148,5 @@ async function findAction(components: ComponentsService, auth: AuthContext, owne
 }
 
 function notFound(action: string, i: number): BadRequestError {
-  return new BadRequestError(`steps[${i}].action: no component ${action} (a saved component id sc_…, a key you published, or a registry key)`, { path: `steps[${i}].action`, action }, 'invalid_workflow');
+  return new BadRequestError(`steps[${i}].action: no component ${clipped(action)} (a saved component id sc_…, a key you published, or a registry key)`, { path: `steps[${i}].action`, action: clipped(action) }, 'invalid_workflow');
 }

@@ -4,7 +4,7 @@ import { announceReplicaChange } from '../common/replica-changes';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ConfigurableProp, readWorkflowDefinition, SECRET_NAME, secretNamesOf, WorkflowDefinition, WorkflowDefinitionError } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { BadRequestError, ConflictError, encryptValue, newEndpointKey, newId, NotFoundError } from '@app/contracts';
+import { BadRequestError, clipped, ConflictError, encryptValue, newEndpointKey, newId, NotFoundError } from '@app/contracts';
 import { Component, Subscription, Workflow } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
 import { announceAutoSubscribed, assertRoomForAutoSubscriptions, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
@@ -114,7 +114,7 @@ export class WorkflowsService {
       if (typeof given !== 'object' || Array.isArray(given)) throw new BadRequestError('secrets: must be an object of NAME: value', { path: 'secrets' }, 'invalid_workflow');
       for (const [name, value] of Object.entries(given)) {
         // `__proto__` would set the object's prototype instead of storing a secret.
-        if (!SECRET_NAME.test(name) || name === '__proto__') throw new BadRequestError(`secrets.${name}: a secret name is letters, digits and _`, { path: `secrets.${name}` }, 'invalid_workflow');
+        if (!SECRET_NAME.test(name) || name === '__proto__') throw new BadRequestError(`secrets.${clipped(name)}: a secret name is letters, digits and _ (at most 128)`, { path: `secrets.${clipped(name)}` }, 'invalid_workflow');
         if (value === null) delete out[name];
         else if (typeof value !== 'string') throw new BadRequestError(`secrets.${name}: must be a string (or null to remove it)`, { path: `secrets.${name}` }, 'invalid_workflow');
         else out[name] = encryptValue(this.config.secretsKey, value);
@@ -134,6 +134,7 @@ export class WorkflowsService {
     if (!('source' in t) || typeof t.source === 'string') return t as unknown as Record<string, unknown>;
     const inline = t.source;
     const managed = managedSourceOf(previous?.trigger);
+    const named = inline.component_id ?? inline.key;
     try {
       const ref: ComponentRef = inline.component_id ? { componentId: inline.component_id } : inline.key ? { componentId: await this.keyToId(auth, ownerId, inline.key) } : { code: inline.code };
       if (managed) {
@@ -148,6 +149,8 @@ export class WorkflowsService {
       const { source } = await this.sources.create(auth, ownerId, ref, `${def.name} trigger`, inline.props);
       return { source: source.id, managed: true };
     } catch (e) {
+      // The component named (by any length of key or id) is quoted `clipped`.
+      if (e instanceof NotFoundError && named !== undefined) throw new BadRequestError(`trigger.source: component ${clipped(named)} not found`, { path: 'trigger.source', [inline.component_id ? 'id' : 'key']: clipped(named) }, 'invalid_workflow');
       if (e instanceof BadRequestError || e instanceof NotFoundError) throw new BadRequestError(`trigger.source: ${e.message}`, { path: 'trigger.source', ...(e.details ?? {}) }, 'invalid_workflow');
       throw e;
     }
@@ -316,12 +319,14 @@ export class WorkflowsService {
     const t = trigger as { source?: unknown; events?: { emitter_id: string } };
     const [path, emitterId] = typeof t.source === 'string' ? ['trigger.source', t.source] : t.events ? ['trigger.events.emitter_id', t.events.emitter_id] : [];
     if (!path || !emitterId) return;
+    if (emitterId === workflowId) throw new BadRequestError(`${path}: a workflow cannot be triggered by its own events (${emitterId})`, { path }, 'invalid_workflow');
+    // Not found, or another account's: the id (of any length) quoted `clipped`.
+    const notFound = new BadRequestError(`${path}: emitter ${clipped(emitterId)} not found`, { path }, 'invalid_workflow');
     try {
-      if (emitterId === workflowId) throw new BadRequestError(`a workflow cannot be triggered by its own events (${emitterId})`);
       const emitter = await resolveEmitter(this.em.fork(), auth, emitterId);
-      if (emitter.ownerId && emitter.ownerId !== ownerId) throw new NotFoundError(`emitter ${emitterId} not found`, { id: emitterId });
+      if (emitter.ownerId && emitter.ownerId !== ownerId) throw notFound;
     } catch (e) {
-      if (e instanceof NotFoundError || e instanceof BadRequestError) throw new BadRequestError(`${path}: ${e.message}`, { path }, 'invalid_workflow');
+      if (e instanceof NotFoundError || e instanceof BadRequestError) throw notFound;
       throw e;
     }
   }

@@ -1,0 +1,51 @@
+import { client, createUser, TestUser } from './support/accounts';
+import { startSystem, System } from './support/system';
+
+/**
+ * The workflow API against a hostile tenant: an error quotes at most a few hundred characters of a value the
+ * client sent, however long it is; the source a workflow deploys for its trigger is changed and deleted through
+ * the workflow only.
+ */
+const SOURCE = `export default { key: "wf-hostile-trigger", name: "t", version: "0.0.1", type: "source",
+  props: { n: { type: "integer", optional: true } }, async run() {} };`;
+const STEP = 'export default defineComponent({ async run({ steps }) { return steps.trigger.event; } });';
+const TYPED = 'export default defineComponent({ props: { n: { type: "integer" } }, async run() { return this.n; } });';
+const HUGE = 'a'.repeat(1024 * 1024);
+
+describe('workflow API against a hostile tenant', () => {
+  let system: System;
+  let user: TestUser;
+
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: ['api'] });
+    user = createUser(system);
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  const api = () => client(system, user.apiKey);
+  const steps = [{ name: 'a', code: STEP }];
+
+  it('quotes at most a few hundred characters of a 1 MB value in its error, whichever field it is in', async () => {
+    const bodies: Record<string, unknown>[] = [
+      { trigger: { source: `dc_${HUGE}` }, steps },
+      { trigger: { source: { key: HUGE } }, steps },
+      { trigger: { source: { component_id: `sc_${HUGE}` } }, steps },
+      { trigger: { events: { emitter_id: `dc_${HUGE}` } }, steps },
+      { trigger: { timer: { cron: '0 * * * *', timezone: HUGE } }, steps },
+      { trigger: { http: { [HUGE]: true } }, steps },
+      { trigger: { manual: {} }, steps: [{ name: 'a', action: HUGE }] },
+      { trigger: { manual: {} }, steps: [{ name: 'a', code: STEP, props: { [HUGE.slice(0, 20_000)]: 1 } }] },
+      { trigger: { manual: {} }, steps: [{ name: 'a', code: TYPED, props: { n: HUGE.slice(0, 60_000) } }] },
+      { trigger: { manual: {} }, steps, secrets: { [HUGE]: 'x' } },
+    ];
+    const answers = [];
+    for (const [i, body] of bodies.entries()) {
+      const res = await api().post('/workflows', { name: `huge-${i}`, ...body });
+      answers.push({ i, status: res.status, code: res.body.code, short: JSON.stringify(res.body).length < 1000 });
+    }
+    expect(answers).toEqual(bodies.map((_, i) => ({ i, status: 400, code: 'invalid_workflow', short: true })));
+  });
+
+});
