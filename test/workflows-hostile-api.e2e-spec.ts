@@ -48,4 +48,29 @@ describe('workflow API against a hostile tenant', () => {
     expect(answers).toEqual(bodies.map((_, i) => ({ i, status: 400, code: 'invalid_workflow', short: true })));
   });
 
+  it("refuses to change or delete a workflow's trigger source through /sources (409 naming the workflow); the workflow's deploys and delete still do", async () => {
+    expect((await api().post('/components', { component_code: SOURCE })).status).toBe(200);
+    const created = await api().post('/workflows', { name: 'managed', trigger: { source: { key: 'wf-hostile-trigger', props: { n: 1 } } }, steps });
+    expect(created.status).toBe(200);
+    const wf = created.body.data.id as string;
+    const managed = created.body.data.trigger.source as string;
+    const before = (await api().get(`/sources/${managed}`)).body.data;
+    const refusal = { code: 'conflict', details: { id: managed, workflow_id: wf } };
+    const put = await api().put(`/sources/${managed}`, { component_id: before.component_id, configured_props: { n: 2 }, active: false });
+    expect({ status: put.status, code: put.body.code, details: put.body.details }).toEqual({ status: 409, ...refusal });
+    expect(put.body.error).toContain(`PUT /v1/workflows/${wf}`);
+    const del = await api().del(`/sources/${managed}`);
+    expect({ status: del.status, code: del.body.code, details: del.body.details }).toEqual({ status: 409, ...refusal });
+    const after = (await api().get(`/sources/${managed}`)).body.data;
+    expect({ active: after.active, props: after.configured_props }).toEqual({ active: before.active, props: before.configured_props });
+    // Another account still sees nothing of it.
+    const other = client(system, createUser(system).apiKey);
+    expect((await other.del(`/sources/${managed}`)).status).toBe(404);
+    // A deploy updates it in place; one that drops the inline source deletes it.
+    const redeployed = await api().put(`/workflows/${wf}`, { name: 'managed', trigger: { source: { key: 'wf-hostile-trigger', props: { n: 3 } } }, steps });
+    expect({ status: redeployed.status, source: redeployed.body.data?.trigger.source }).toEqual({ status: 200, source: managed });
+    expect((await api().get(`/sources/${managed}`)).body.data.configured_props).toEqual({ n: 3 });
+    expect((await api().put(`/workflows/${wf}`, { name: 'managed', trigger: { manual: {} }, steps })).status).toBe(200);
+    expect((await api().get(`/sources/${managed}`)).status).toBe(404);
+  });
 });

@@ -29,6 +29,8 @@ const REF = {
     Type.String({ maxLength: 255, description: "a component key, used when none of the three above is given: your newest component with it (the org's with org_id), else the registry's" }),
   ),
 };
+/** What PUT and DELETE of a source say of one a workflow deployed for its trigger. */
+const MANAGED = "A source a workflow deployed for its trigger (the workflow's `trigger.source` with `managed: true`) is changed and deleted with the workflow only: 409 conflict, `details.workflow_id` naming it.";
 const ConfiguredProps = Type.Object({}, { additionalProperties: true, description: 'values per prop (in the query string: its JSON text)' });
 const SourceId = Type.Object({ id: Id('dc_…') });
 
@@ -48,6 +50,7 @@ export const SOURCE_ROUTES: RouteContract[] = [
     path: '/v1/sources/{id}',
     tag: 'sources',
     summary: 'Update a source (component, name, props, active)',
+    description: MANAGED,
     params: SourceId,
     body: Type.Object({
       ...REF,
@@ -56,9 +59,9 @@ export const SOURCE_ROUTES: RouteContract[] = [
       active: Type.Optional(Type.Boolean({ description: 'default true' })),
     }),
     responses: { 200: Data(Source) },
-    errors: [404, 413],
+    errors: [404, 409, 413],
   },
-  { method: 'DELETE', path: '/v1/sources/{id}', tag: 'sources', summary: 'Delete a source', params: SourceId, responses: { 204: null }, errors: [404] },
+  { method: 'DELETE', path: '/v1/sources/{id}', tag: 'sources', summary: 'Delete a source', description: MANAGED, params: SourceId, responses: { 204: null }, errors: [404, 409] },
   { method: 'GET', path: '/v1/users/me/sources', tag: 'sources', summary: 'Your sources, newest first', description: orgTwinOf('GET /orgs/{org_id}/sources'), query: Type.Object(PAGE_QUERY), responses: { 200: PageOf(Source) } },
   {
     method: 'GET',

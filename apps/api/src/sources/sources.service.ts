@@ -5,7 +5,7 @@ import { softDeleteWithSubscriptions } from '../subscriptions/soft-delete';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ComponentMeta, ConfigurableProp, INTERFACE_HTTP, validateConfiguredProps } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { BadRequestError, newEndpointKey, newId, NotFoundError } from '@app/contracts';
+import { BadRequestError, ConflictError, newEndpointKey, newId, NotFoundError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
 import { announceAutoSubscribed, assertRoomForAutoSubscriptions, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
@@ -256,8 +256,10 @@ export class SourcesService {
     auth: AuthContext,
     id: string,
     change: { ref: ComponentRef; name?: string; configuredProps?: unknown; active: boolean },
+    { byWorkflow = false } = {},
   ): Promise<{ source: Source; component: Component }> {
     const { source } = await this.get(auth, id);
+    if (!byWorkflow) await assertNotManaged(this.em.fork(), source);
     // As the spec says, an update names its component too (the current one: `component_id` of the source).
     const component = await this.component(auth, source.ownerId, change.ref, source.componentId);
     // The props the source has now: the component's and those additionalProps() added last time.
@@ -283,8 +285,9 @@ export class SourcesService {
   }
 
   /** Marks deleted, bumps the revision, removes the desired state, then the row (the reconciler finishes an interrupted delete). */
-  async remove(auth: AuthContext, id: string): Promise<void> {
+  async remove(auth: AuthContext, id: string, { byWorkflow = false } = {}): Promise<void> {
     const { source } = await this.get(auth, id);
+    if (!byWorkflow) await assertNotManaged(this.em.fork(), source);
     // Its subscriptions go with it, as emitter and as listener (auto-subscriptions too); delivery reloads its routes.
     if (!(await softDeleteWithSubscriptions(this.em, Source, source.id))) throw new NotFoundError(`source ${id} not found`, { id });
     await announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: source.id, owner_id: source.ownerId }], listeners: [source.id] });
@@ -295,6 +298,19 @@ export class SourcesService {
     // What still waits for it would only hold up its partition's other sources: gone (the runner acknowledges any that arrive later as unknown).
     await this.nats.purgeInvocations(source.id).catch((e: Error) => this.logger.warn(`purging the invocations of deleted source ${source.id} failed: ${e.message}`));
   }
+}
+
+/**
+ * A source a workflow deployed for its trigger (stored `{ source: dc_…, managed: true }`) is changed and deleted by
+ * that workflow's deploys and delete only (docs/workflows.md): changed directly, the next deploy would undo it;
+ * deleted, the workflow would keep a trigger that never fires.
+ */
+async function assertNotManaged(em: EntityManager, source: Source): Promise<void> {
+  const sql = `select id from workflows where owner_id = ? and deleted_at is null and trigger->>'source' = ? and trigger->>'managed' = 'true' limit 1`;
+  const [workflow] = await em.getConnection().execute<{ id: string }[]>(sql, [source.ownerId, source.id]);
+  if (!workflow) return;
+  const message = `source ${source.id} is the trigger of workflow ${workflow.id}, which deployed it and manages it: change it with PUT /v1/workflows/${workflow.id} (trigger.source), or delete the workflow`;
+  throw new ConflictError(message, { id: source.id, workflow_id: workflow.id });
 }
 
 /** Serializes slug allocation per owner until the surrounding transaction ends (the slug index is per owner). */

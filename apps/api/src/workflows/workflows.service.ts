@@ -139,10 +139,10 @@ export class WorkflowsService {
       const ref: ComponentRef = inline.component_id ? { componentId: inline.component_id } : inline.key ? { componentId: await this.keyToId(auth, ownerId, inline.key) } : { code: inline.code };
       if (managed) {
         try {
-          const { source } = await this.sources.update(auth, managed, { ref, configuredProps: inline.props, active: true });
+          const { source } = await this.sources.update(auth, managed, { ref, configuredProps: inline.props, active: true }, { byWorkflow: true });
           return { source: source.id, managed: true };
         } catch (e) {
-          // Deleted by hand (DELETE /v1/sources/{id}): this deploy makes a new one.
+          // Gone (deleted through DELETE /v1/sources/{id} before that refused a workflow's source): this deploy makes a new one.
           if (!(e instanceof NotFoundError && (e.details as { id?: unknown } | undefined)?.id === managed)) throw e;
         }
       }
@@ -170,7 +170,7 @@ export class WorkflowsService {
   private async dropManagedSource(auth: AuthContext, replaced: Record<string, unknown> | undefined, now: Record<string, unknown> | null): Promise<void> {
     const managed = managedSourceOf(replaced);
     if (!managed || (now && now.source === managed)) return;
-    await this.sources.remove(auth, managed).catch((e: Error) => this.logger.warn(`removing trigger source ${managed} failed: ${e.message}`));
+    await this.sources.remove(auth, managed, { byWorkflow: true }).catch((e: Error) => this.logger.warn(`removing trigger source ${managed} failed: ${e.message}`));
   }
 
   async create(auth: AuthContext, ownerId: string, body: Record<string, unknown>): Promise<Workflow> {
