@@ -1,4 +1,7 @@
+import { connect } from 'nats';
+import { Names } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
+import { natsAdmin } from './support/env';
 import { eventually, startSystem, System } from './support/system';
 import { openText } from './support/sse-stream';
 
@@ -6,7 +9,8 @@ import { openText } from './support/sse-stream';
  * A hostile tenant's workflows against the runner: step outputs, sends, errors and dbs of any size
  * and count end as a recorded run (an `$errors` event for a failed one) instead of a run that can
  * never be stored and is retried forever; `$.flow.exit()` inside a try/catch still ends the run;
- * reserved step and export names are refused. Another account's workflow keeps running throughout.
+ * reserved step and export names are refused; a run the runner itself cannot store is recorded as failed
+ * (RunnerError) after a few tries. Another account's workflow keeps running throughout.
  */
 const step = (body: string, props = '') => `export default defineComponent({ ${props} async run({ steps, $ }) { ${body} } });`;
 const EVENT_MAX_BYTES = 64 * 1024;
@@ -210,5 +214,28 @@ describe('workflows against a hostile tenant', () => {
       const run = await runOnce(id);
       expect({ status: run.status, error: run.steps[0].error }).toEqual({ status: 'error', error: { name: 'TypeError', message: `$.export("${name}"): "${name}" is a reserved name` } });
     }
+  });
+
+  it('records a run the runner cannot store (its run record over the EMITS stream\'s max_msg_size) as failed with a RunnerError, instead of running it again every second', async () => {
+    const nc = await connect(natsAdmin());
+    const jsm = await nc.jetstreamManager({ checkAPI: false });
+    const emits = new Names(system.natsPrefix).emitsStream;
+    const { config } = await jsm.streams.info(emits);
+    await jsm.streams.update(emits, { ...config, max_msg_size: 8 * 1024 });
+    try {
+      const id = await create('unstorable', [{ name: 'big', code: step("return 'x'.repeat(16 * 1024);") }]);
+      expect((await api().post(`/workflows/${id}/run`, { event: { n: 1 } })).status).toBe(202);
+      const [error] = await eventually(async () => {
+        const list = (await api().get(`/workflows/${id}/$errors/event_summaries?expand=event`)).body.data as { event: { error: Record<string, unknown> } }[];
+        return list.length ? list : undefined;
+      }, { what: 'the RunnerError of the run', timeoutMs: 60_000 });
+      expect(error.event.error).toMatchObject({ code: 'RunnerError', stack: 'RunnerError: the runner could not handle this run: publish failed: message size exceeds maximum allowed' });
+      const run = await eventually(async () => (await runsOf(a, id))[0], { what: 'the run record', timeoutMs: 30_000 });
+      expect({ status: run.status, failed_step: run.failed_step, steps: run.steps }).toEqual({ status: 'error', failed_step: null, steps: [] });
+    } finally {
+      await jsm.streams.update(emits, config);
+      await nc.close();
+    }
+    await sentinelStillRuns(7);
   });
 });

@@ -1,5 +1,6 @@
 import { NatsConnection } from 'nats';
 import { ServiceUnavailableError } from '@app/contracts';
+import { PublishUnavailableError } from './stream-publisher';
 
 /**
  * Codes of the NATS client's errors that mean NATS (or JetStream) did not answer for now — not
@@ -10,8 +11,9 @@ const UNAVAILABLE_CODES = new Set(['TIMEOUT', '503', 'CONNECTION_CLOSED', 'CONNE
 /** JetStream API errors of a server that cannot serve the request for now (system unavailable, no leader). */
 const UNAVAILABLE_API_CODES = new Set([10008]);
 
-/** Whether `e` is the NATS client's way of saying NATS is unavailable for now. */
+/** Whether `e` is the NATS client's (or a `StreamPublisher`'s) way of saying NATS is unavailable for now. */
 export function isNatsUnavailable(e: unknown): boolean {
+  if (e instanceof PublishUnavailableError) return true;
   if (!(e instanceof Error) || e.name !== 'NatsError') return false;
   const { code, api_error } = e as Error & { code?: string; api_error?: { code?: number; err_code?: number } };
   if (code && UNAVAILABLE_CODES.has(code)) return true;

@@ -1,5 +1,8 @@
 import { createInbox, headers, Msg, NatsConnection, Subscription } from 'nats';
 
+/** A publish that got no answer (in time, or from anyone: no stream responder) or was cut off by closing: it may succeed later. */
+export class PublishUnavailableError extends Error {}
+
 /** What the stream answered: where the message is stored, and whether an earlier copy (same `Nats-Msg-Id`) was. */
 export interface PublishAck {
   seq: number;
@@ -82,7 +85,7 @@ export class StreamPublisher {
     this.closed = true;
     clearInterval(this.sweep);
     this.sub.unsubscribe();
-    for (const p of this.pending.values()) p.reject(new Error('publisher closed'));
+    for (const p of this.pending.values()) p.reject(new PublishUnavailableError('publisher closed'));
     this.pending.clear();
   }
 
@@ -91,7 +94,10 @@ export class StreamPublisher {
     const p = this.pending.get(token);
     if (!p) return;
     this.pending.delete(token);
-    if (m.headers && m.headers.code >= 400) return p.reject(new Error(`publish failed: ${m.headers.code} ${m.headers.description || 'no stream for the subject'}`));
+    if (m.headers && m.headers.code >= 400) {
+      const Failure = m.headers.code === 503 ? PublishUnavailableError : Error;
+      return p.reject(new Failure(`publish failed: ${m.headers.code} ${m.headers.description || 'no stream for the subject'}`));
+    }
     let ack: { error?: { description?: string }; seq?: number; duplicate?: boolean };
     try {
       ack = m.json();
@@ -107,7 +113,7 @@ export class StreamPublisher {
     for (const [token, p] of this.pending) {
       if (p.atMs > limit) break; // insertion order = time order
       this.pending.delete(token);
-      p.reject(new Error(`publish not acknowledged within ${this.timeoutMs} ms`));
+      p.reject(new PublishUnavailableError(`publish not acknowledged within ${this.timeoutMs} ms`));
     }
   }
 }

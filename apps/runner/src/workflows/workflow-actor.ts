@@ -1,4 +1,5 @@
 import { type DesiredSourceState, type DesiredWorkflowState, chainOf, chainRefusal, encodeJson, fnv1a, unpackHttpEvent, type WorkflowSseMessage } from '@app/contracts';
+import { isNatsUnavailable } from '@app/nats';
 import type { ActorDeps, InvocationDelivery } from '../actors/actor-deps';
 import { type ActorState, loadWithFence, StateConflictError } from '../actors/actor-state';
 import { EmitterClock, type EmitterClockState } from '../actors/emit-ids';
@@ -21,7 +22,13 @@ interface WorkflowState {
 }
 
 const RECENT = 256;
-
+/**
+ * Handlings of one invocation on this replica that may fail (the runner's own work threw, not the run) before its run
+ * is recorded as failed with a `RunnerError`; until then it is handed back and tried again a second later.
+ */
+export const HANDLING_ATTEMPTS = 5;
+/** Invocations whose failed handlings an actor counts at once; past it the oldest count is dropped. */
+const FAILED_HANDLINGS_TRACKED = 1000;
 
 /**
  * One workflow on this replica. Invocations come from the partition's consumer
@@ -46,6 +53,8 @@ export class WorkflowActor {
   private idle: Promise<void> = Promise.resolve();
   private markIdle: () => void = () => undefined;
   private readonly now: () => number;
+  /** Failed handlings so far, by invocation id (`HANDLING_ATTEMPTS`). */
+  private readonly failedHandlings = new Map<string, number>();
 
   constructor(
     readonly sourceId: string,
@@ -236,16 +245,40 @@ export class WorkflowActor {
     const event = msg.kind === 'http' ? unpackHttpEvent(msg.event) : msg.event;
     const refused = chainRefusal(msg.chain, { maxDepth: this.deps.config.subscriptionMaxDepth, maxRuns: this.deps.config.subscriptionChainMaxRuns });
     const held = this.deps.held?.share(desired.ownerId);
+    let outcome: RunOutcome | undefined;
     try {
-      const outcome = refused
+      outcome = refused
         ? refusedRun(desired, refused, startedAtMs)
         : await runWorkflow(this.deps, desired, { invocationId: msg.invocationId, event, replyTo: msg.replyTo, dbs: state.dbs, startedAtMs, stopped: () => this.stopped, held });
       await this.finish(delivery, desired, event, startedAtMs, outcome, !!refused);
+      this.failedHandlings.delete(msg.invocationId);
+    } catch (e) {
+      if (!this.givesUp(msg.invocationId, e)) throw e;
+      // Recorded (and counted) as a failed run with nothing of what it did: its steps, logs, sends or db writes may be what could not be handled.
+      this.log().error({ err: e, invocation_id: msg.invocationId, attempts: HANDLING_ATTEMPTS }, 'workflow run could not be handled: recorded as failed');
+      const error = { name: 'RunnerError', message: `the runner could not handle this run: ${(e as Error).message}` };
+      const failed = { ...refusedRun(desired, error, this.now()), durationMs: outcome?.durationMs ?? 0, responded: outcome?.responded ?? false };
+      failed.error = { ...(failed.error as NonNullable<RunOutcome['error']>), stack: `RunnerError: ${error.message}` };
+      await this.finish(delivery, desired, event, startedAtMs, failed, false);
+      this.failedHandlings.delete(msg.invocationId);
     } finally {
       // Its sends and outputs are published, or it comes again (also when its run or publishing threw): its account's
       // runs no longer hold them.
       held?.release();
     }
+  }
+
+  /**
+   * Whether a failed handling of an invocation is its last (`HANDLING_ATTEMPTS` on this replica): never one of a stopped
+   * or fenced actor, or of NATS unavailable for now, which later tries (here or on the next owner) get past.
+   */
+  private givesUp(invocationId: string, e: unknown): boolean {
+    if (this.stopped || e instanceof StateConflictError || isNatsUnavailable(e)) return false;
+    const failures = (this.failedHandlings.get(invocationId) ?? 0) + 1;
+    this.failedHandlings.delete(invocationId);
+    this.failedHandlings.set(invocationId, failures);
+    if (this.failedHandlings.size > FAILED_HANDLINGS_TRACKED) this.failedHandlings.delete(this.failedHandlings.keys().next().value as string);
+    return failures >= HANDLING_ATTEMPTS;
   }
 
   /** Answers, publishes and records a run that ended, then acknowledges its invocation. */
