@@ -9,10 +9,9 @@ const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
 const { connect, StorageType } = require('nats');
-const { Client } = require('pg');
 const ROOT = path.join(__dirname, '..');
-const { natsAdmin, startSystem, createUser, until } = require(path.join(ROOT, 'bench/support/system'));
-const { encodeJson, Names, newId } = require(path.join(ROOT, 'dist/libs/contracts/src'));
+const { natsAdmin, startSystem, createUser, insertSource, until } = require(path.join(ROOT, 'bench/support/system'));
+const { encodeJson, Names } = require(path.join(ROOT, 'dist/libs/contracts/src'));
 const { boundedFetches } = require(path.join(ROOT, 'dist/libs/nats/src/bounded-fetch'));
 
 const SETS = { small: { n: 1200, pad: 'p'.repeat(200) }, large: { n: 40, pad: 'x'.repeat(1024 * 1024 - 4096) } };
@@ -75,30 +74,22 @@ async function deletes(nc, system) {
   const names = new Names(system.natsPrefix);
   const jsm = await nc.jetstreamManager();
   const js = nc.jetstream();
-  const db = new Client({ connectionString: system.env.DATABASE_URL });
-  await db.connect();
   console.log('\nA range delete through the api (DELETE until EMITS holds none of the range)\n| messages | ms | load average |\n|---|---|---|');
-  try {
-    for (const [name, { n, pad }] of Object.entries(SETS)) {
-      const src = newId('source');
-      const now = Date.now();
-      await db.query(`insert into sources (id, owner_id, user_id, component_id, name, name_slug, configured_props, active, rev, published_rev, created_at_ms, created_at, updated_at)
-        values ($1, $2, $2, 'sc_bench', $3, $3, '{}', true, 1, 0, $4, $5, $5)`, [src, user.id, `src-${src.slice(3, 12)}`, now, Math.floor(now / 1000)]);
-      const ids = [];
-      for (let i = 0; i < n; i++) {
-        const id = `${now}-${i}`;
-        ids.push(id);
-        await js.publish(names.emit(src), encodeJson({ id, emitterId: src, ownerId: user.id, name: '', event: { i, pad }, emitId: `emit_${randomBytes(8).toString('hex')}`, ts: now, emittedAtMs: now }));
-      }
-      const stored = async () => (await jsm.streams.info(names.emitsStream, { subjects_filter: names.emit(src) })).state.subjects?.[names.emit(src)] ?? 0;
-      const t = performance.now();
-      const res = await fetch(`${system.baseUrl}/sources/${src}/events?start_id=${ids[0]}&end_id=${ids[n - 1]}`, { method: 'DELETE', headers: { authorization: `Bearer ${user.apiKey}` } });
-      if (res.status !== 202) throw new Error(`DELETE answered ${res.status}: ${await res.text()}`);
-      await until(async () => (await stored()) === 0, { what: `the ${name} range erased`, intervalMs: 20 });
-      console.log(`| ${n} ${name} | ${ms(t)} | ${load()} |`);
+  for (const [name, { n, pad }] of Object.entries(SETS)) {
+    const src = await insertSource(system, user.id);
+    const now = Date.now();
+    const ids = [];
+    for (let i = 0; i < n; i++) {
+      const id = `${now}-${i}`;
+      ids.push(id);
+      await js.publish(names.emit(src), encodeJson({ id, emitterId: src, ownerId: user.id, name: '', event: { i, pad }, emitId: `emit_${randomBytes(8).toString('hex')}`, ts: now, emittedAtMs: now }));
     }
-  } finally {
-    await db.end();
+    const stored = async () => (await jsm.streams.info(names.emitsStream, { subjects_filter: names.emit(src) })).state.subjects?.[names.emit(src)] ?? 0;
+    const t = performance.now();
+    const res = await fetch(`${system.baseUrl}/sources/${src}/events?start_id=${ids[0]}&end_id=${ids[n - 1]}`, { method: 'DELETE', headers: { authorization: `Bearer ${user.apiKey}` } });
+    if (res.status !== 202) throw new Error(`DELETE answered ${res.status}: ${await res.text()}`);
+    await until(async () => (await stored()) === 0, { what: `the ${name} range erased`, intervalMs: 20 });
+    console.log(`| ${n} ${name} | ${ms(t)} | ${load()} |`);
   }
 }
 

@@ -152,6 +152,21 @@ function createUser(system, suffix = '') {
   return { id: out.id, apiKey: out.api_key };
 }
 
+/** A source of `ownerId` written straight into the system's database (no component runs it: its events are published to EMITS by the bench). */
+async function insertSource(system, ownerId) {
+  const db = new Client({ connectionString: system.env.DATABASE_URL });
+  await db.connect();
+  try {
+    const src = require(path.join(ROOT, 'dist/libs/contracts/src')).newId('source');
+    const now = Date.now();
+    await db.query(`insert into sources (id, owner_id, user_id, component_id, name, name_slug, configured_props, active, rev, published_rev, created_at_ms, created_at, updated_at)
+      values ($1, $2, $2, 'sc_bench', $3, $3, '{}', true, 1, 0, $4, $5, $5)`, [src, ownerId, `src-${src.slice(3, 12)}`, now, Math.floor(now / 1000)]);
+    return src;
+  } finally {
+    await db.end();
+  }
+}
+
 function api(system, apiKey) {
   const call = async (method, p, body) => {
     const res = await fetch(system.baseUrl + p, {
@@ -325,4 +340,4 @@ function cpuAccount(system, apps) {
   return { done: (wallMs, count) => account.done(wallMs, count).line };
 }
 
-module.exports = { addNatsInstallation, natsAdmin, cpuAccount, cpuParts, systemCpuSources, systemServerPids, benchClientCpu, cpuSeconds, cpuSecondsOfTree, startSystem, createUser, api, scrape, total, histogramQuantile, percentile, until, freePort };
+module.exports = { addNatsInstallation, natsAdmin, cpuAccount, cpuParts, systemCpuSources, systemServerPids, benchClientCpu, cpuSeconds, cpuSecondsOfTree, startSystem, createUser, insertSource, api, scrape, total, histogramQuantile, percentile, until, freePort };

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { connect, type Consumer, type FetchOptions, JsMsg, NatsConnection, StorageType } from 'nats';
 import { BATCH_BYTES } from './batch-bytes';
-import { boundedFetches } from './bounded-fetch';
+import { boundedFetches, fetchesThrough } from './bounded-fetch';
 import { natsAdmin, need } from '../../../test/support/env';
 
 /** A message of about 1 MiB: two of them fit BATCH_BYTES, three do not. */
@@ -63,6 +63,17 @@ describe('boundedFetches', () => {
     const lastSeq = seqs.small[700];
     const { batches } = await scan('small', lastSeq);
     expect(batches.flat().map((m) => m.seq)).toEqual(seqs.small.slice(0, 701));
+  });
+
+  it('hands over to a reader that goes on the messages past the last sequence its last fetch brought (fetchesThrough)', async () => {
+    // The last sequence asked for is a large message's, between small ones: the scan of the small ones reads past it.
+    const lastSeq = seqs.large[20];
+    const consumer = await nc.jetstream().consumers.get(stream, { filterSubjects: `${prefix}.bf.small` });
+    const read: number[] = [];
+    for await (const batch of fetchesThrough(consumer, lastSeq, nc.info!.max_payload)) read.push(...batch.map((m) => m.seq));
+    await consumer.delete();
+    const through = seqs.small.findIndex((seq) => seq > lastSeq);
+    expect(read).toEqual(seqs.small.slice(0, through + 1));
   });
 
   /**

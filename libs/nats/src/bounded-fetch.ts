@@ -17,24 +17,33 @@ const EMPTY_FETCHES_MAX = 5;
  * while its messages wait unread drops them (the ordered consumer does not ask for them again).
  */
 export async function* boundedFetches(consumer: Consumer, lastSeq: number, maxPayload: number): AsyncGenerator<JsMsg[]> {
+  for await (const fetched of fetchesThrough(consumer, lastSeq, maxPayload)) {
+    const messages = fetched.filter((m) => m.seq <= lastSeq);
+    if (messages.length) yield messages;
+  }
+}
+
+/**
+ * `boundedFetches` for a reader that goes on reading the consumer after `lastSeq` (a resumed event stream): each
+ * fetch's messages as it brought them, also those past `lastSeq` the last one brought (the consumer does not send
+ * them again). Ends after the fetch that reached `lastSeq` or the end of what the consumer had.
+ */
+export async function* fetchesThrough(consumer: Consumer, lastSeq: number, maxPayload: number): AsyncGenerator<JsMsg[]> {
   const max_bytes = Math.max(BATCH_BYTES, maxPayload + MESSAGE_ROOM_BYTES);
   let emptyFetches = 0;
   for (;;) {
     const opts: FetchOptions = { max_bytes, expires: FETCH_EXPIRES_MS };
     const messages: JsMsg[] = [];
-    let received = 0;
-    let last: JsMsg | undefined;
     for await (const m of await consumer.fetch(opts)) {
-      received++;
-      last = m;
-      if (m.seq <= lastSeq) messages.push(m);
+      messages.push(m);
       // The client bounds a fetch by bytes with a count too (it writes it into `opts`: 100). Once that many came the
       // server has sent them all, but the fetch would wait out its expiry for the bytes it was not sent. (Should the
       // client no longer write it, each such fetch only waits out its expiry again: slower, nothing missed.)
-      if (m.info.pending === 0 || m.seq >= lastSeq || received === opts.max_messages) break;
+      if (m.info.pending === 0 || m.seq >= lastSeq || messages.length === opts.max_messages) break;
     }
-    if (messages.length) yield messages;
+    const last = messages.at(-1);
     if (last) {
+      yield messages;
       if (last.info.pending === 0 || last.seq >= lastSeq) return;
       emptyFetches = 0;
       continue;

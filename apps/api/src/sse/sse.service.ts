@@ -1,9 +1,9 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { FastifyReply } from 'fastify';
-import { ConsumerMessages, DeliverPolicy, JsMsg } from 'nats';
+import { Consumer, ConsumerMessages, DeliverPolicy, JsMsg, OrderedConsumerOptions } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, EmittedEvent, parseEventId, RateLimitedError, readEmits } from '@app/contracts';
-import { BATCH_BYTES, NatsService, retryUnanswered } from '@app/nats';
+import { BATCH_BYTES, fetchesThrough, NatsService, retryUnanswered } from '@app/nats';
 import { parseExpand, summaryOfEmit } from '../events/event-summary.dto';
 import { fieldFilter } from '../common/field-filter.interceptor';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
@@ -150,22 +150,20 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     // as it stands now (`stored`) instead. A resumed one replays what was stored by then from the resume id's time,
     // skipping the events up to that id, and shows every event stored later, whatever its id: an id past the stream's
     // end (a far-future time, up to 999999999999999-999999999) starts it at the end, as a new stream.
-    let stored = 0;
-    const consumer = await retryUnanswered('opening a stream', async () => {
-      stored = (await this.nats.jsm.streams.info(this.nats.names.emitsStream)).state.last_seq;
-      const from = after ? after.ms - REPLAY_SLACK_MS : Infinity;
-      const start = from <= Date.now()
-        ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, from)).toISOString() }
-        : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: stored + 1 };
-      return this.nats.js.consumers.get(this.nats.names.emitsStream, { filterSubjects: this.nats.names.emit(sourceId), ...start });
-    }, { attempts: OPEN_TRIES, rethrow: true });
+    const consumerFrom = (start: Partial<OrderedConsumerOptions>): Promise<Consumer> =>
+      retryUnanswered('opening a stream', () => this.nats.js.consumers.get(this.nats.names.emitsStream, { filterSubjects: this.nats.names.emit(sourceId), ...start }), { attempts: OPEN_TRIES, rethrow: true });
+    const startAfter = (seq: number): Partial<OrderedConsumerOptions> => ({ deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: seq + 1 });
+    const stored = (await retryUnanswered('opening a stream', () => this.nats.jsm.streams.info(this.nats.names.emitsStream), { attempts: OPEN_TRIES, rethrow: true })).state.last_seq;
+    const from = after ? after.ms - REPLAY_SLACK_MS : Infinity;
+    const replays = from <= Date.now() && stored > 0;
+    let consumer = await consumerFrom(replays ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, from)).toISOString() } : startAfter(stored));
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, SSE_RESPONSE_HEADERS);
     res.write(':sse-handshake\n\n');
-    /** The batch of events being written (one at a time: the next is fetched once the client has read this one). */
-    let batch: ConsumerMessages | undefined;
-    const held = this.hold(res, sourceId, stillAllowed, release, () => batch?.stop());
+    /** The live fetch being written (one at a time: the next is fetched once the client has read this one). */
+    let live: ConsumerMessages | undefined;
+    const held = this.hold(res, sourceId, stillAllowed, release, () => live?.stop());
     // After a reconnection the stream ends: the consumer may be gone with a restarted server (fetches would wait on
     // it for ever), and the client resumes with Last-Event-ID on a new one.
     const reconnects = this.nats.reconnects;
@@ -177,9 +175,29 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     // bytes: a fetch bounded by bytes (which the client library also caps at 100 messages) waited out its expiry
     // whenever its messages held less than its bytes, so a burst reached a stream 100 events every 5 s.
     const batchMessages = Math.max(1, Math.floor(BATCH_BYTES / this.nats.maxPayload));
-    const batches = async (): Promise<ConsumerMessages | undefined> => {
-      batch = held.closed() || this.nats.reconnects !== reconnects ? undefined : await consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS });
-      return batch;
+    // The replay (what was stored before the stream opened, up to `stored`) is read by bytes instead (`fetchesThrough`):
+    // a fetch ends once it has brought the 100 messages the client asks for or the last one stored, so it waits out no
+    // expiry, and 5,000 small events take 50 fetches, not 2,500. Each is read whole (BATCH_BYTES at most) before it is
+    // written, the next once the client has read it, as a live batch; the last may also hold messages stored since.
+    // The stream then goes on live on a consumer of its own, from after the last message the replay brought: the
+    // replay's last fetch, ended before its expiry, may still be open on the server, which would send it the next
+    // messages (lost to the stream until a later one showed the gap); deleting the replay's consumer ends it.
+    let replay = replays ? fetchesThrough(consumer, stored, this.nats.maxPayload) : undefined;
+    let replayed = stored;
+    const batches = async (): Promise<Iterable<JsMsg> | AsyncIterable<JsMsg> | undefined> => {
+      if (held.closed() || this.nats.reconnects !== reconnects) return undefined;
+      if (replay) {
+        const next = await replay.next();
+        if (!next.done) {
+          replayed = Math.max(replayed, next.value[next.value.length - 1].seq);
+          return next.value;
+        }
+        replay = undefined;
+        await consumer.delete().catch(() => undefined);
+        consumer = await consumerFrom(startAfter(replayed));
+      }
+      live = await consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS });
+      return live;
     };
     void this.pump(batches, res, sourceId, kind, after && { after, stored }, view, held.closed, held.gate).finally(held.close);
   }
@@ -235,7 +253,7 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
   }
 
   private async pump(
-    nextBatch: () => Promise<ConsumerMessages | undefined>,
+    nextBatch: () => Promise<Iterable<JsMsg> | AsyncIterable<JsMsg> | undefined>,
     res: FastifyReply['raw'],
     sourceId: string,
     kind: StreamKind,
