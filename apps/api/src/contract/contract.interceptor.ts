@@ -37,9 +37,10 @@ function assertOrgMember(auth: AuthContext, params: unknown, query: unknown, bod
   const orgId = fromBody ?? (query as Record<string, unknown> | undefined)?.org_id;
   if (typeof orgId !== 'string' || orgId === '') return;
   if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
-  // An org route (`/orgs/{org_id}/…`) acts in its path's org: another one in org_id is never silently dropped.
+  // An org route (`/orgs/{org_id}/…`) acts in its path's org: another one in org_id is never silently dropped. A path
+  // org the caller is not in is left to the route, which answers 404 as for any org it cannot see.
   const pathOrgId = (params as Record<string, unknown> | undefined)?.org_id;
-  if (typeof pathOrgId === 'string' && pathOrgId !== orgId) {
+  if (typeof pathOrgId === 'string' && pathOrgId !== orgId && auth.orgIds.includes(pathOrgId)) {
     throw new BadRequestError(`org_id ${orgId} names another org than the path's ${pathOrgId}: leave it out`, { in: fromBody === undefined ? 'query' : 'body', field: 'org_id', path_org_id: pathOrgId });
   }
 }
