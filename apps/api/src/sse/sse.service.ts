@@ -163,7 +163,12 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     res.write(':sse-handshake\n\n');
     /** The live fetch being written (one at a time: the next is fetched once the client has read this one). */
     let live: ConsumerMessages | undefined;
-    const held = this.hold(res, sourceId, stillAllowed, release, () => live?.stop());
+    // Its consumer goes with it: left on the server for its 5 minutes of inactivity, a client opening and closing
+    // streams in a loop piled up consumers on EMITS, which the server matches every stored message against.
+    const held = this.hold(res, sourceId, stillAllowed, release, () => {
+      live?.stop();
+      void consumer.delete().catch(() => undefined);
+    });
     // After a reconnection the stream ends: the consumer may be gone with a restarted server (fetches would wait on
     // it for ever), and the client resumes with Last-Event-ID on a new one.
     const reconnects = this.nats.reconnects;
@@ -195,6 +200,8 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
         replay = undefined;
         await consumer.delete().catch(() => undefined);
         consumer = await consumerFrom(startAfter(replayed));
+        // Closed meanwhile: the new consumer would be left behind (the close deleted the replay's).
+        if (held.closed()) return void (await consumer.delete().catch(() => undefined));
       }
       live = await consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS });
       return live;

@@ -1,0 +1,61 @@
+import { connect } from 'nats';
+import { Names } from '@app/contracts';
+import { createUser, TestUser } from './support/accounts';
+import { natsAdmin } from './support/env';
+import { openStream } from './support/sse-stream';
+import { eventually, startSystem, System } from './support/system';
+import { Emitter, insertSource } from './events.helpers';
+
+const STREAMS = 8;
+
+/**
+ * Each event stream reads EMITS through a consumer of its own on the NATS server. A closed stream's consumer stayed
+ * there for its 5 minutes of inactivity: a client opening and closing streams in a loop piled up consumers on the
+ * stream every account's events go through, which the server matches every stored message against.
+ */
+describe("an event stream's consumer", () => {
+  let system: System;
+  let emitter: Emitter;
+  let user: TestUser;
+
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: ['api'] });
+    emitter = await Emitter.connect(system);
+    user = createUser(system);
+  });
+  afterAll(async () => {
+    await emitter?.close();
+    await system?.stop();
+  });
+
+  /** Consumers of EMITS on the source's subject. */
+  const consumersOf = async (sourceId: string): Promise<number> => {
+    const nc = await connect(natsAdmin());
+    try {
+      const names = new Names(system.natsPrefix);
+      let n = 0;
+      for await (const c of (await nc.jetstreamManager()).consumers.list(names.emitsStream)) {
+        if (c.config.filter_subject === names.emit(sourceId) || c.config.filter_subjects?.includes(names.emit(sourceId))) n++;
+      }
+      return n;
+    } finally {
+      await nc.close();
+    }
+  };
+
+  it('is deleted when the stream closes, new or resumed', async () => {
+    const src = await insertSource(system, user.id);
+    const first = await emitter.emit(src, user.id, { i: 0 });
+    // New streams, and resumed ones (their replay's consumer, then their live one).
+    const streams = await Promise.all(
+      Array.from({ length: STREAMS }, (_, i) => openStream(system, `/sse/dc/${src}/emits`, user.apiKey, i % 2 ? first.id : undefined)),
+    );
+    expect(streams.map((s) => s.status)).toEqual(Array(STREAMS).fill(200));
+    const marker = await emitter.emit(src, user.id, { i: 1 });
+    await eventually(async () => streams.every((s) => s.frames.some((f) => f.id === marker.id)), { what: 'every stream reading live' });
+    expect(await consumersOf(src)).toBe(STREAMS);
+
+    streams.forEach((s) => s.close());
+    await eventually(async () => ((await consumersOf(src)) === 0 ? true : undefined), { what: "the closed streams' consumers deleted", timeoutMs: 30_000 });
+  });
+});
