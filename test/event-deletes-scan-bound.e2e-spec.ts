@@ -3,6 +3,7 @@ import { Names, readEmits } from '@app/contracts';
 import { BATCH_BYTES } from '@app/nats';
 import { createUser, TestUser } from './support/accounts';
 import { natsAdmin } from './support/env';
+import { emitsConsumersOf } from './support/emits-consumers';
 import { eventually, startSystem, System } from './support/system';
 import { Emitter, insertSource } from './events.helpers';
 
@@ -38,24 +39,9 @@ describe('DELETE /sources/{id}/events: the scan of EMITS', () => {
 
   /** Messages the server has sent to the api's scan of the source (its consumer on the source's subject), and the messages stored. */
   const progress = async (sourceId: string): Promise<{ delivered: number; stored: number }> => {
-    const names = new Names(system.natsPrefix);
-    const jsm = await nc.jetstreamManager();
-    let delivered = 0;
-    for await (const c of jsm.consumers.list(names.emitsStream)) {
-      if (c.config.filter_subject === names.emit(sourceId) || c.config.filter_subjects?.includes(names.emit(sourceId))) delivered = Math.max(delivered, c.delivered.consumer_seq);
-    }
+    const delivered = Math.max(0, ...(await emitsConsumersOf(system, sourceId)).map((c) => c.delivered.consumer_seq));
     // Each test erases every event it emitted: the stream holds only the running test's.
-    return { delivered, stored: (await jsm.streams.info(names.emitsStream)).state.messages };
-  };
-
-  /** Consumers of the stream on the source's subject (the api's scans). */
-  const scanConsumers = async (sourceId: string): Promise<number> => {
-    const names = new Names(system.natsPrefix);
-    let n = 0;
-    for await (const c of (await nc.jetstreamManager()).consumers.list(names.emitsStream)) {
-      if (c.config.filter_subject === names.emit(sourceId) || c.config.filter_subjects?.includes(names.emit(sourceId))) n++;
-    }
-    return n;
+    return { delivered, stored: (await (await nc.jetstreamManager()).streams.info(new Names(system.natsPrefix).emitsStream)).state.messages };
   };
 
   /** The ids of the events of the source's messages still in EMITS. */
@@ -85,7 +71,7 @@ describe('DELETE /sources/{id}/events: the scan of EMITS', () => {
     await eventually(async () => ((await progress(src)).stored === 2 ? true : undefined), { what: 'every message of the range erased', timeoutMs: 60_000 });
     expect(await storedIds(src)).toEqual([before.id, after.id]);
     // The scan's consumer goes with it (it stayed on the server for its 5 minutes of inactivity).
-    await eventually(async () => ((await scanConsumers(src)) === 0 ? true : undefined), { what: "the scan's consumer deleted" });
+    await eventually(async () => ((await emitsConsumersOf(system, src)).length === 0 ? true : undefined), { what: "the scan's consumer deleted" });
 
     const del = await fetch(`${system.baseUrl}/sources/${src}/events`, { method: 'DELETE', headers: { authorization: `Bearer ${user.apiKey}` } });
     expect(del.status).toBe(202);

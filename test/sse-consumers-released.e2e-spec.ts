@@ -1,7 +1,5 @@
-import { connect } from 'nats';
-import { Names } from '@app/contracts';
 import { createUser, TestUser } from './support/accounts';
-import { natsAdmin } from './support/env';
+import { emitsConsumersOf } from './support/emits-consumers';
 import { openStream } from './support/sse-stream';
 import { eventually, startSystem, System } from './support/system';
 import { Emitter, insertSource } from './events.helpers';
@@ -28,21 +26,6 @@ describe("an event stream's consumer", () => {
     await system?.stop();
   });
 
-  /** Consumers of EMITS on the source's subject. */
-  const consumersOf = async (sourceId: string): Promise<number> => {
-    const nc = await connect(natsAdmin());
-    try {
-      const names = new Names(system.natsPrefix);
-      let n = 0;
-      for await (const c of (await nc.jetstreamManager()).consumers.list(names.emitsStream)) {
-        if (c.config.filter_subject === names.emit(sourceId) || c.config.filter_subjects?.includes(names.emit(sourceId))) n++;
-      }
-      return n;
-    } finally {
-      await nc.close();
-    }
-  };
-
   it('is deleted when the stream closes, new or resumed', async () => {
     const src = await insertSource(system, user.id);
     const first = await emitter.emit(src, user.id, { i: 0 });
@@ -53,9 +36,9 @@ describe("an event stream's consumer", () => {
     expect(streams.map((s) => s.status)).toEqual(Array(STREAMS).fill(200));
     const marker = await emitter.emit(src, user.id, { i: 1 });
     await eventually(async () => streams.every((s) => s.frames.some((f) => f.id === marker.id)), { what: 'every stream reading live' });
-    expect(await consumersOf(src)).toBe(STREAMS);
+    expect((await emitsConsumersOf(system, src)).length).toBe(STREAMS);
 
     streams.forEach((s) => s.close());
-    await eventually(async () => ((await consumersOf(src)) === 0 ? true : undefined), { what: "the closed streams' consumers deleted", timeoutMs: 30_000 });
+    await eventually(async () => (((await emitsConsumersOf(system, src)).length) === 0 ? true : undefined), { what: "the closed streams' consumers deleted", timeoutMs: 30_000 });
   });
 });

@@ -1,10 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { connect as netConnect, Socket } from 'node:net';
-import { connect } from 'nats';
-import { Names } from '@app/contracts';
 import { BATCH_BYTES } from '@app/nats';
 import { createUser, TestUser } from './support/accounts';
-import { natsAdmin } from './support/env';
+import { emitsConsumersOf } from './support/emits-consumers';
 import { eventually, startSystem, System } from './support/system';
 import { Emitter, insertSource } from './events.helpers';
 
@@ -36,20 +34,8 @@ describe('an event stream whose client does not read', () => {
     await system?.stop();
   });
 
-  /** Events the server has delivered to the api's consumer of this source's subject. */
-  const deliveredToApi = async (sourceId: string): Promise<number> => {
-    const nc = await connect(natsAdmin());
-    try {
-      const names = new Names(system.natsPrefix);
-      const jsm = await nc.jetstreamManager();
-      for await (const c of jsm.consumers.list(names.emitsStream)) {
-        if (c.config.filter_subject === names.emit(sourceId) || c.config.filter_subjects?.includes(names.emit(sourceId))) return c.delivered.consumer_seq;
-      }
-      return -1;
-    } finally {
-      await nc.close();
-    }
-  };
+  /** Events the server has delivered to the api's consumer of this source's subject (-1: none yet). */
+  const deliveredToApi = async (sourceId: string): Promise<number> => (await emitsConsumersOf(system, sourceId))[0]?.delivered.consumer_seq ?? -1;
 
   /** A stream read from a raw socket (which can stop reading): the ids of its events, in order, and the bytes read. */
   interface PausedStream {

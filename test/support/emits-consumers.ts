@@ -1,0 +1,20 @@
+import { connect, type ConsumerInfo } from 'nats';
+import { Names } from '@app/contracts';
+import { natsAdmin } from './env';
+import type { System } from './system';
+
+/** The consumers of EMITS on a source's subject (the api's event streams and range-delete scans), as the server lists them. */
+export async function emitsConsumersOf(system: System, sourceId: string): Promise<ConsumerInfo[]> {
+  const nc = await connect(natsAdmin());
+  try {
+    const names = new Names(system.natsPrefix);
+    const subject = names.emit(sourceId);
+    const found: ConsumerInfo[] = [];
+    for await (const c of (await nc.jetstreamManager()).consumers.list(names.emitsStream)) {
+      if (c.config.filter_subject === subject || c.config.filter_subjects?.includes(subject)) found.push(c);
+    }
+    return found;
+  } finally {
+    await nc.close();
+  }
+}
