@@ -107,4 +107,21 @@ describe('the embedded Postgres of npm start', () => {
     expect(second.output()).toContain('stopped');
     await eventually(async () => !alive(left), { what: 'the stopped server to exit' });
   });
+
+  // As root the server runs as the user postgres (Postgres refuses root); a DATA_DIR under a directory closed to
+  // other users (a home of mode 700) is out of its reach.
+  (process.getuid?.() === 0 ? it : it.skip)('says what to do when the user postgres cannot reach DATA_DIR', async () => {
+    const closed = mkdtempSync(join(tmpdir(), 'embedded-pg-closed-')); // mode 700
+    try {
+      const script = `require(${JSON.stringify(INFRA)}).resolvePostgres({ dataDir: ${JSON.stringify(closed)}, env: {}, localPort: ${localPort}, embeddedPort: ${embeddedPort} }).then(() => console.log('started'), (e) => console.log('failed: ' + e.message))`;
+      const child = spawn(process.execPath, ['-e', script], { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'ignore'] });
+      let output = '';
+      child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+      await exited(child);
+      expect(output).toContain(`failed: the embedded Postgres runs as the user postgres, which cannot reach ${join(closed, 'postgres')}`);
+      expect(output).toContain('set DATA_DIR to a directory it can reach, or DATABASE_URL');
+    } finally {
+      rmSync(closed, { recursive: true, force: true });
+    }
+  });
 });

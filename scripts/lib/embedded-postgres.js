@@ -52,7 +52,12 @@ async function embeddedPostgres({ dir, port }) {
   };
   const initialise = () => {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    if (ids.uid !== undefined) fs.chownSync(dir, ids.uid, ids.gid);
+    if (ids.uid !== undefined) {
+      fs.chownSync(dir, ids.uid, ids.gid);
+      if (spawnSync('test', ['-w', dir], ids).status !== 0) {
+        throw new Error(`the embedded Postgres runs as the user postgres, which cannot reach ${dir} (a directory above it is closed to other users): set DATA_DIR to a directory it can reach, or DATABASE_URL`);
+      }
+    }
     const pwfile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ess-pg-')), 'pw');
     fs.writeFileSync(pwfile, `${PASSWORD}\n`, { mode: 0o600 });
     if (ids.uid !== undefined) {
