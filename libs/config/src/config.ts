@@ -70,6 +70,7 @@ export const SETTINGS = {
   sandboxNice: int('SANDBOX_NICE', 10, 'scheduling priority (nice) of the sandbox processes: component code gets the CPU after the platform\'s own processes (api, runner, delivery, NATS, Postgres) when the machine is busy, and cannot raise it back (0 = the apps\' own priority)', 0, 19),
   sandboxTmpMb: int('SANDBOX_TMP_MB', 256, 'size of the /tmp of one account\'s sandbox (its own tmpfs, emptied when the sandbox stops): the only place component code can write files', 1, 1_048_576),
   sandboxIdleMs: ms('SANDBOX_IDLE_MS', 300_000, 'a sandbox process with nothing to run for this long is stopped', 1000),
+  sandboxMemoryTotalMb: int('SANDBOX_MEMORY_TOTAL_MB', 0, "resident memory every sandbox process of one app may use together; past it the largest is stopped (its runs fail with MemoryLimitError), so that accounts each within SANDBOX_MEMORY_MB cannot together take the machine's memory from Postgres, NATS and the apps (0 = half of the machine's memory)", 0),
   sandboxMaxProcesses: int('SANDBOX_MAX_PROCESSES', 64, 'sandbox processes one app keeps at once; beyond it the least recently used idle one is stopped', 1, 10_000),
   sandboxUidBase: int('SANDBOX_UID_BASE', 200_000, 'first uid of the 100,000 the sandboxes run as when the app runs as root (one per account, derived from its id)', 1000, 2_000_000_000),
   sandboxEgressAllow: str('SANDBOX_EGRESS_ALLOW', '', 'comma-separated ip, cidr, ip:port or cidr:port that component code may connect to whatever ALLOW_LOOPBACK / ALLOW_PRIVATE_ADDRESSES say'),

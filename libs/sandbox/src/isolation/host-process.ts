@@ -124,6 +124,8 @@ export class HostProcess {
   });
   exited = false;
   lastUsedMs = Date.now();
+  /** Resident memory of the process and its descendants at the last check (every MEMORY_CHECK_MS). */
+  rssBytes = 0;
   onExit: () => void = () => undefined;
 
   constructor(private readonly opts: HostProcessOptions) {}
@@ -348,7 +350,7 @@ export class HostProcess {
 
   private checkMemory(): void {
     if (!this.child?.pid || this.exited) return;
-    const rss = treeRssBytes(this.child.pid);
+    const rss = (this.rssBytes = treeRssBytes(this.child.pid));
     const limit = this.opts.memoryMb * 1024 * 1024;
     if (rss <= limit) return;
     const used = Math.round(rss / 1024 / 1024);

@@ -25,6 +25,8 @@ export interface SandboxIsolationOptions {
   runIn: SandboxRunIn;
   threadsPerAccount: number;
   memoryMb: number;
+  /** Resident memory of every sandbox process of this app together (SANDBOX_MEMORY_TOTAL_MB, resolved); past it the largest is stopped. */
+  memoryTotalMb: number;
   /** A sandbox process with nothing to run for this long is stopped. */
   idleMs: number;
   /** Sandbox processes kept at once; beyond it the least recently used idle one is stopped. */
@@ -56,6 +58,8 @@ const UID_RANGE = 100_000;
 /** Bundles remembered as having blocked a sandbox process (beyond it the memory starts over). */
 const GUARDED_MAX = 10_000;
 const SWEEP_MS = 5_000;
+/** How often the sandbox processes' memory together is checked against memoryTotalMb (each one's own is checked every 100 ms). */
+const TOTAL_MEMORY_CHECK_MS = 250;
 /** Times a run in flight is run again after its account's sandbox process was restarted for an access change (`attempt`). */
 const RESTART_RERUNS = 3;
 
@@ -82,6 +86,7 @@ export class IsolatedRunner {
   private readonly workerFile = resolveWorkerFile();
   private readonly asRoot = process.getuid?.() === 0;
   private readonly sweeper: NodeJS.Timeout;
+  private readonly memoryWatch: NodeJS.Timeout;
   private completed = 0;
   /** Sandbox processes started so far (names each one's egress socket directory). */
   private launches = 0;
@@ -101,6 +106,8 @@ export class IsolatedRunner {
     this.runDir = mkdtempSync(join(tmpdir(), `ess-sbx-${process.pid}-`));
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweeper.unref();
+    this.memoryWatch = setInterval(() => this.checkTotalMemory(), TOTAL_MEMORY_CHECK_MS);
+    this.memoryWatch.unref();
   }
 
   async run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
@@ -180,6 +187,7 @@ export class IsolatedRunner {
   async close(graceMs = 2000): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
+    clearInterval(this.memoryWatch);
     await Promise.all([...this.sandboxes.values()].map((s) => s.host.close(graceMs)));
     rmSync(this.runDir, { recursive: true, force: true });
   }
@@ -296,6 +304,31 @@ export class IsolatedRunner {
     const [account, s] = idle[0];
     this.sandboxes.delete(account);
     void s.host.close();
+  }
+
+  /**
+   * Accounts each within their own memory limit can together take the machine's memory (64 processes of 1 GiB):
+   * past memoryTotalMb the largest process is stopped, its runs failed with MemoryLimitError, until the rest fit.
+   */
+  private checkTotalMemory(): void {
+    const limit = this.opts.memoryTotalMb * 1024 * 1024;
+    const live = [...this.sandboxes.entries()].filter(([, s]) => !s.host.exited);
+    let total = live.reduce((sum, [, s]) => sum + s.host.rssBytes, 0);
+    if (total <= limit) return;
+    const mib = (bytes: number): number => Math.round(bytes / 1024 / 1024);
+    for (const [account, s] of live.sort((a, b) => b[1].host.rssBytes - a[1].host.rssBytes)) {
+      if (total <= limit) break;
+      const used = s.host.rssBytes;
+      this.sandboxes.delete(account);
+      this.opts.logger?.warn({ account, rss_mb: mib(used), total_mb: mib(total), limit_mb: this.opts.memoryTotalMb }, 'sandbox processes over their memory limit together: the largest stopped');
+      s.host.kill(
+        sandboxError(
+          'MemoryLimitError',
+          `the sandbox processes of this app used ${mib(total)} MiB together, over their limit of ${this.opts.memoryTotalMb} MiB (SANDBOX_MEMORY_TOTAL_MB); this account's, the largest at ${mib(used)} MiB, was stopped`,
+        ),
+      );
+      total -= used;
+    }
   }
 
   private sweep(): void {

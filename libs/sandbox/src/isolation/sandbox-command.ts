@@ -69,6 +69,8 @@ export function sandboxEnv(extraCaCerts?: string): Record<string, string> {
   return { TMPDIR: '/tmp', HOME: '/tmp', PATH: '/usr/bin:/bin', UV_THREADPOOL_SIZE: '1', ...(extraCaCerts ? { NODE_EXTRA_CA_CERTS: extraCaCerts } : {}) };
 }
 
+const CHOOM = '/usr/bin/choom';
+
 export function sandboxCommand(input: SandboxCommandInput): { command: string; args: string[] } {
   const { node, prefix } = nodeInstall();
   const readOnly = prefix ? [...input.readOnly, { outside: prefix, inside: prefix }] : input.readOnly;
@@ -82,6 +84,9 @@ export function sandboxCommand(input: SandboxCommandInput): { command: string; a
   // A busy tenant's threads get the CPU after the platform's own processes (lowering a priority needs no privilege; raising it back does).
   if (input.nice > 0) args.push('/usr/bin/nice', '-n', String(input.nice), '--');
   args.push('/usr/bin/prlimit', '--core=0', '--nofile=4096', '--nproc=4096', '--');
+  // When the machine runs out of memory, the kernel's OOM killer takes a sandbox before Postgres, NATS or an app (raising
+  // one's own oom_score_adj needs no privilege; lowering it back does). util-linux's choom, beside prlimit.
+  if (existsSync(CHOOM)) args.push(CHOOM, '-n', '1000', '--');
   if (input.asRoot) args.push('/usr/bin/setpriv', `--reuid=${input.uid}`, `--regid=${input.uid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--');
   const slash = (p: string) => (p.endsWith('/') ? p : `${p}/`);
   args.push(

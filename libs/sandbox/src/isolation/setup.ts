@@ -1,5 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { totalmem } from 'node:os';
 import { type PlatformSettings, STANDARD_PLATFORM_PORTS } from '@app/net';
 import type { EgressRules } from './egress-rules';
 import { parseAddressRule } from '@app/config';
@@ -13,6 +14,7 @@ export interface IsolationSettings extends PlatformSettings {
   sandboxRunIn: string;
   sandboxThreadsPerAccount: number;
   sandboxMemoryMb: number;
+  sandboxMemoryTotalMb: number;
   sandboxTmpMb: number;
   sandboxNice: number;
   sandboxIdleMs: number;
@@ -126,6 +128,7 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
     runIn: s.sandboxRunIn as SandboxIsolationOptions['runIn'],
     threadsPerAccount: s.sandboxThreadsPerAccount,
     memoryMb: s.sandboxMemoryMb,
+    memoryTotalMb: s.sandboxMemoryTotalMb || Math.floor(totalmem() / 2 / 1024 / 1024),
     idleMs: s.sandboxIdleMs,
     maxProcesses: s.sandboxMaxProcesses,
     uidBase: s.sandboxUidBase,

@@ -7,6 +7,7 @@ export function isolationSettings(dataDir: string, overrides: Partial<IsolationS
     sandboxRunIn: 'process',
     sandboxThreadsPerAccount: 2,
     sandboxMemoryMb: 1024,
+    sandboxMemoryTotalMb: 0,
     sandboxTmpMb: 64,
     sandboxNice: 10,
     sandboxIdleMs: 300_000,
