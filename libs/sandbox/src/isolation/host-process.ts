@@ -10,7 +10,7 @@ import { IpcBatch } from './ipc-batch';
 import { ReadHold } from './read-hold';
 import { FRAME_ENVELOPE_BYTES, checkedFromHost, frameCapBytes } from './host-messages';
 import { RESULT_MAX_BYTES } from './result-bounds';
-import { treeRssBytes } from './process-memory';
+import { sandboxTmpBytes, treeRssBytes } from './process-memory';
 import { FRAME_MAX_BYTES, PieceAssembly } from './frame-pieces';
 
 const START_TIMEOUT_MS = 30_000;
@@ -126,6 +126,11 @@ export class HostProcess {
   lastUsedMs = Date.now();
   /** Resident memory of the process and its descendants at the last check (every MEMORY_CHECK_MS). */
   rssBytes = 0;
+
+  /** Bytes in the sandbox's /tmp, a tmpfs (memory that `rssBytes` does not count). */
+  tmpBytes(): number {
+    return this.child?.pid && !this.exited ? sandboxTmpBytes(this.child.pid) : 0;
+  }
   onExit: () => void = () => undefined;
 
   constructor(private readonly opts: HostProcessOptions) {}

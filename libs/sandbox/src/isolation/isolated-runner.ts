@@ -307,18 +307,18 @@ export class IsolatedRunner {
   }
 
   /**
-   * Accounts each within their own memory limit can together take the machine's memory (64 processes of 1 GiB):
-   * past memoryTotalMb the largest process is stopped, its runs failed with MemoryLimitError, until the rest fit.
+   * Accounts each within their own memory limit can together take the machine's memory (64 processes of 1 GiB, and
+   * their /tmp of SANDBOX_TMP_MB each, a tmpfs): past memoryTotalMb the largest sandbox (its processes' resident
+   * memory and its /tmp) is stopped, its runs failed with MemoryLimitError, until the rest fit.
    */
   private checkTotalMemory(): void {
     const limit = this.opts.memoryTotalMb * 1024 * 1024;
-    const live = [...this.sandboxes.entries()].filter(([, s]) => !s.host.exited);
-    let total = live.reduce((sum, [, s]) => sum + s.host.rssBytes, 0);
+    const live = [...this.sandboxes.entries()].filter(([, s]) => !s.host.exited).map(([account, s]) => ({ account, s, used: s.host.rssBytes + s.host.tmpBytes() }));
+    let total = live.reduce((sum, x) => sum + x.used, 0);
     if (total <= limit) return;
     const mib = (bytes: number): number => Math.round(bytes / 1024 / 1024);
-    for (const [account, s] of live.sort((a, b) => b[1].host.rssBytes - a[1].host.rssBytes)) {
+    for (const { account, s, used } of live.sort((a, b) => b.used - a.used)) {
       if (total <= limit) break;
-      const used = s.host.rssBytes;
       this.sandboxes.delete(account);
       this.opts.logger?.warn({ account, rss_mb: mib(used), total_mb: mib(total), limit_mb: this.opts.memoryTotalMb }, 'sandbox processes over their memory limit together: the largest stopped');
       s.host.kill(

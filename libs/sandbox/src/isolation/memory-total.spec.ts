@@ -16,7 +16,7 @@ describe('the memory of every sandbox process together', () => {
 
   beforeAll(async () => {
     cache = mkdtempSync(join(tmpdir(), 'ess-iso-total-'));
-    const isolation = await setUpIsolation(isolationSettings(cache, { sandboxMemoryMb: 512, sandboxMemoryTotalMb: 320, sandboxIdleMs: 60_000 }));
+    const isolation = await setUpIsolation(isolationSettings(cache, { sandboxMemoryMb: 512, sandboxMemoryTotalMb: 320, sandboxTmpMb: 256, sandboxIdleMs: 60_000 }));
     expect(isolation.mode).toBe('namespaces');
     pool = new SandboxPool({ threads: 1, heapMb: 64, vmTimeout: 'adaptive', npmCacheDir: join(cache, 'npm'), isolation: isolation.options });
   });
@@ -41,6 +41,18 @@ describe('the memory of every sandbox process together', () => {
     const out = await small;
     expect(out.error).toBeUndefined();
     expect(out.emits.map((e) => e.event)).toEqual([100]);
+  });
+
+  it("counts each sandbox's /tmp, a tmpfs: memory that no process's resident memory shows", async () => {
+    const code = `module.exports = { name: "t", version: "1", async run() { const fs = require("fs"); for (let i = 0; i < 18; i++) fs.writeFileSync("/tmp/f" + i, Buffer.alloc(10 << 20, 1)); await new Promise((r) => setTimeout(r, 6000)); this.$emit("kept"); } };`;
+    const task: ExecuteTask = { kind: 'execute', account: 'u_tmp', sourceId: 'dc_t', invocationId: 'i_tmp', codeHash: code, code, method: 'run', props: {}, db: {}, event: {}, timeoutMs: 30_000, limits: { dbMaxBytes: 1e6, eventMaxBytes: 1e6, emitsPerInvocation: 10 } };
+    const files = pool.execute(task); // 180 MiB in /tmp, a few dozen resident
+    await new Promise((r) => setTimeout(r, 1_500));
+    const memory = await hold('u_memory', 100, 3_000); // about 150 MiB resident: together with /tmp past 320
+    const tmp = await files;
+    expect(tmp.error).toMatchObject({ name: 'MemoryLimitError', message: expect.stringContaining('SANDBOX_MEMORY_TOTAL_MB') });
+    expect(memory.error).toBeUndefined();
+    expect(memory.emits.map((e) => e.event)).toEqual([100]);
   });
 
   it('runs the sandbox processes as the OOM killer\'s first choice (oom_score_adj 1000)', async () => {

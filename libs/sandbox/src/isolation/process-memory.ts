@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statfsSync } from 'node:fs';
 
 const PAGE_BYTES = 4096;
 
@@ -28,4 +28,20 @@ export function treeRssBytes(pid: number): number {
     todo.push(...children(p));
   }
   return total;
+}
+
+/**
+ * Bytes held in the /tmp of the sandbox that bubblewrap process `pid` runs: a tmpfs, so memory, which no process's
+ * resident memory counts. Read through the mount namespace of bubblewrap's child (the sandbox's first process); 0
+ * when it cannot be read.
+ */
+export function sandboxTmpBytes(pid: number): number {
+  const inner = children(pid)[0];
+  if (!inner) return 0;
+  try {
+    const s = statfsSync(`/proc/${inner}/root/tmp`);
+    return (s.blocks - s.bfree) * s.bsize;
+  } catch {
+    return 0;
+  }
 }
