@@ -42,6 +42,11 @@ export class NotFoundError extends ApiError {
   constructor(message = 'not found', details?: Record<string, unknown>) {
     super(404, 'not_found', message, details);
   }
+
+  /** `<what> <value> not found` with `details[field]`: the value a client named, quoted clipped in both. */
+  static of(what: string, value: string, field = 'id'): NotFoundError {
+    return new NotFoundError(`${what} ${clipped(value)} not found`, { [field]: clipped(value) });
+  }
 }
 
 export class ConflictError extends ApiError {

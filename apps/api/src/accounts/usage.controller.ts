@@ -42,7 +42,7 @@ export class UsageController {
 
   @Get('orgs/:org_id/usage')
   async ofOrg(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: Record<string, unknown>): Promise<{ data: UsageDto }> {
-    if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
+    if (!auth.orgIds.includes(orgId)) throw NotFoundError.of('org', orgId, 'org_id');
     // Orgs have no plan here, so no daily quota applies to them.
     return { data: await this.usage(orgId, parseDays(query), null, null) };
   }

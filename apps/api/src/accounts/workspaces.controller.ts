@@ -29,7 +29,7 @@ export class WorkspacesController {
   @Get('workspaces/:org_id')
   async get(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: unknown): Promise<{ data: WorkspaceDto }> {
     const org = auth.orgIds.includes(orgId) ? await this.em.fork().findOne(Org, { id: orgId }) : null;
-    if (!org) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
+    if (!org) throw NotFoundError.of('org', orgId, 'org_id');
     return { data: { id: org.id, orgname: org.orgname, name: org.name, email: org.email } };
   }
 }

@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Inject, Param, Post, Query } from '@nestjs/
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { AppHookMeta, ComponentMeta } from '@app/component-model';
-import { BadRequestError, ConflictError, InvocationMessage, newId, PayloadTooLargeError } from '@app/contracts';
+import { BadRequestError, clipped, ConflictError, InvocationMessage, newId, PayloadTooLargeError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { NatsService } from '@app/nats';
 import { assertAccess, Auth, AuthContext, namespaceOf } from '../auth/auth.context';
@@ -77,7 +77,7 @@ export class AppHooksController {
       const names = new Set<string>();
       for (const hook of hooks) for (const n of await this.eventNames(component, source, hook, sandboxOf(component, source.ownerId))) names.add(n);
       if (!names.has(body.event_name)) {
-        throw new BadRequestError(`source ${id} does not listen to ${JSON.stringify(body.event_name)}; its event names are ${listNames([...names])}`, { event_name: body.event_name }, 'unknown_event_name');
+        throw new BadRequestError(`source ${id} does not listen to ${JSON.stringify(clipped(body.event_name))}; its event names are ${listNames([...names])}`, { event_name: clipped(body.event_name) }, 'unknown_event_name');
       }
     }
     return { data: { source_id: source.id, invocation_id: await this.deliver(source, body.event) } };

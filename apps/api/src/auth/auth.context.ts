@@ -23,7 +23,7 @@ export function canAccess(auth: AuthContext, ownerId: string): boolean {
 
 /** Throws the same 404 for missing and for not-yours, so ids never leak across accounts. */
 export function assertAccess<T extends { ownerId: string }>(auth: AuthContext, resource: T | null | undefined, what: string, id: string): T {
-  if (!resource || !canAccess(auth, resource.ownerId)) throw new NotFoundError(`${what} ${id} not found`, { id });
+  if (!resource || !canAccess(auth, resource.ownerId)) throw NotFoundError.of(what, id);
   return resource;
 }
 
@@ -36,6 +36,6 @@ export function namespaceOf(auth: AuthContext, orgId: unknown): string {
   if (orgId === undefined || orgId === null) return auth.userId;
   if (typeof orgId !== 'string') throw new BadRequestError('org_id must be a string', { field: 'org_id' });
   if (orgId === '') throw new BadRequestError('org_id must be an org id (o_…), not empty: leave org_id out to act in your own account', { field: 'org_id' });
-  if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
+  if (!auth.orgIds.includes(orgId)) throw NotFoundError.of('org', orgId, 'org_id');
   return orgId;
 }

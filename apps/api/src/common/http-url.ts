@@ -1,4 +1,4 @@
-import { BadRequestError } from '@app/contracts';
+import { BadRequestError, clipped } from '@app/contracts';
 import { shownUrl } from '@app/net';
 
 /**
@@ -8,13 +8,13 @@ import { shownUrl } from '@app/net';
 const WRITTEN_AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/\\?#\s]/i;
 const MAX_URL_CHARS = 2048;
 
-/** A refused URL as its 400 echoes it (`details.value`): as written, unless it carries credentials (then `shownUrl`). */
+/** A refused URL as its 400 echoes it (`details.value`): as written (clipped), unless it carries credentials (then `shownUrl`). */
 function echoed(text: string): string {
   try {
     const url = new URL(text);
-    return url.username || url.password || url.search ? shownUrl(url) : text;
+    return clipped(url.username || url.password || url.search ? shownUrl(url) : text);
   } catch {
-    return text;
+    return clipped(text);
   }
 }
 

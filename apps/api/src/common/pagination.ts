@@ -1,4 +1,4 @@
-import { BadRequestError } from '@app/contracts';
+import { BadRequestError, clipped } from '@app/contracts';
 import type { EntityManager, EntityName, FilterQuery } from '@mikro-orm/postgresql';
 
 export interface PageQuery {
@@ -27,7 +27,7 @@ export function parsePageQuery(input: Record<string, unknown> | undefined, defau
   if (q.limit !== undefined && q.limit !== '') {
     const n = typeof q.limit === 'number' ? q.limit : /^\d+$/.test(String(q.limit)) ? Number(q.limit) : NaN;
     if (!Number.isInteger(n) || n < 1 || n > maxLimit) {
-      throw new BadRequestError(`limit must be an integer from 1 to ${maxLimit}`, { in: 'query', field: 'limit', value: q.limit });
+      throw new BadRequestError(`limit must be an integer from 1 to ${maxLimit}`, { in: 'query', field: 'limit', value: typeof q.limit === 'string' ? clipped(q.limit) : q.limit });
     }
     limit = n;
   }

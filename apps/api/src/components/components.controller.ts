@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { BadRequestError, NotFoundError } from '@app/contracts';
+import { BadRequestError, clipped, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { Input, mergeInput, missingIn, objectParam, optionalString } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
@@ -69,7 +69,7 @@ export class ComponentsController {
       ? await reloadProps(this.reader, this.config, c, configuredFirst as Record<string, unknown>, base)
       : c.configurableProps;
     const known = (props as { name: string; remoteOptions?: boolean; options?: unknown[] }[]).find((p) => p.name === prop);
-    if (!known) throw new NotFoundError(`component ${c.id} has no prop ${prop}`, { prop });
+    if (!known) throw new NotFoundError(`component ${c.id} has no prop ${clipped(prop)}`, { prop: clipped(prop) });
     const page = input.page === undefined ? 0 : Number(input.page);
     if (!Number.isInteger(page) || page < 0) throw new BadRequestError('page must be an integer ≥ 0', { field: 'page' });
     const configured = objectParam(input, 'configured_props') ?? {};

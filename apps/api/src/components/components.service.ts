@@ -220,23 +220,23 @@ export class ComponentsService {
     if (keyOrId.startsWith('sc_')) {
       const c = await em.findOne(Component, { id: keyOrId });
       if (c && (c.ownerId === REGISTRY_OWNER || canAccess(auth, c.ownerId))) return c;
-      throw new NotFoundError(`component ${keyOrId} not found`, { id: keyOrId });
+      throw NotFoundError.of('component', keyOrId);
     }
     const c = await em.findOne(Component, { ownerId: namespace, key: keyOrId }, { orderBy: { createdAtMs: 'desc', id: 'desc' } });
-    if (!c) throw new NotFoundError(`component ${keyOrId} not found`, { key: keyOrId });
+    if (!c) throw NotFoundError.of('component', keyOrId, 'key');
     return c;
   }
 
   /** A component by id, whoever owns it (a source's own component). */
   async findById(id: string): Promise<Component> {
     const c = await this.em.fork().findOne(Component, { id });
-    if (!c) throw new NotFoundError(`component ${id} not found`, { id });
+    if (!c) throw NotFoundError.of('component', id);
     return c;
   }
 
   async findRegistry(key: string): Promise<Component> {
     const c = await this.em.fork().findOne(Component, { ownerId: REGISTRY_OWNER, key }, { orderBy: { createdAtMs: 'desc', id: 'desc' } });
-    if (!c) throw new NotFoundError(`registry component ${key} not found`, { key });
+    if (!c) throw NotFoundError.of('registry component', key, 'key');
     return c;
   }
 }

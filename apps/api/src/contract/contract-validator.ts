@@ -83,7 +83,7 @@ function checkText(validate: ValidateFunction, data: Record<string, unknown>, wh
     if (Array.isArray(value) && type !== 'array') throw givenMoreThanOnce(name, where);
     if (typeof value !== 'string') continue;
     if ((type === 'integer' && !INTEGER_TEXT.test(value)) || (type === 'number' && !NUMBER_TEXT.test(value))) {
-      throw new BadRequestError(`${name} must be ${type === 'integer' ? 'an integer' : 'a number'} written in digits`, { in: where, field: name, value });
+      throw new BadRequestError(`${name} must be ${type === 'integer' ? 'an integer' : 'a number'} written in digits`, { in: where, field: name, value: clipped(value) });
     }
   }
   check(validate, data, where);

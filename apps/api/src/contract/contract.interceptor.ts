@@ -36,7 +36,7 @@ function assertOrgMember(auth: AuthContext, params: unknown, query: unknown, bod
   const fromBody = body && typeof body === 'object' ? (body as Record<string, unknown>).org_id : undefined;
   const orgId = fromBody ?? (query as Record<string, unknown> | undefined)?.org_id;
   if (typeof orgId !== 'string' || orgId === '') return;
-  if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
+  if (!auth.orgIds.includes(orgId)) throw NotFoundError.of('org', orgId, 'org_id');
   // An org route (`/orgs/{org_id}/…`) acts in its path's org: another one in org_id is never silently dropped. A path
   // org the caller is not in is left to the route, which answers 404 as for any org it cannot see.
   const pathOrgId = (params as Record<string, unknown> | undefined)?.org_id;

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Query } from '@nestjs/common';
-import { BadRequestError, NotFoundError } from '@app/contracts';
+import { BadRequestError, clipped, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { validateChannel } from '../common/channel-name';
 import { Input, mergeInput } from '../common/input';
@@ -54,7 +54,7 @@ export class EventsController {
    */
   @Get('workflows/:id/:channel/event_summaries')
   async workflowErrors(@Auth() auth: AuthContext, @Param('id') id: string, @Param('channel') channel: string, @Query() query: unknown): Promise<Page<EventSummaryDto>> {
-    if (channel !== '$errors') throw new NotFoundError(`no such route: GET /v1/workflows/${id}/${channel}/event_summaries`);
+    if (channel !== '$errors') throw new NotFoundError(`no such route: GET /v1/workflows/${clipped(id)}/${clipped(channel)}/event_summaries`);
     // The path names the channel: its contract takes no event_name.
     const q = summaryQuery(query as Input, '$errors');
     await this.events.assertWorkflow(auth, id);

@@ -72,7 +72,7 @@ export class SourcesController {
 
   @Get('orgs/:org_id/sources')
   async ofOrg(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: Record<string, unknown>): Promise<Page<SourceDto>> {
-    if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
+    if (!auth.orgIds.includes(orgId)) throw NotFoundError.of('org', orgId, 'org_id');
     return this.list(orgId, query);
   }
 

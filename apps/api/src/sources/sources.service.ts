@@ -117,7 +117,7 @@ export class SourcesService {
     try {
       return await this.components.findRegistry(key);
     } catch (e) {
-      if (e instanceof NotFoundError) throw new NotFoundError(`component ${key} not found`, { key });
+      if (e instanceof NotFoundError) throw NotFoundError.of('component', key, 'key');
       throw e;
     }
   }
@@ -247,7 +247,7 @@ export class SourcesService {
   async get(auth: AuthContext, id: string): Promise<{ source: Source; component: Component | undefined }> {
     const em = this.em.fork();
     const source = await em.findOne(Source, { id, deletedAt: null });
-    if (!source || !(source.ownerId === auth.userId || auth.orgIds.includes(source.ownerId))) throw new NotFoundError(`source ${id} not found`, { id });
+    if (!source || !(source.ownerId === auth.userId || auth.orgIds.includes(source.ownerId))) throw NotFoundError.of('source', id);
     const component = (await em.findOne(Component, { id: source.componentId })) ?? undefined;
     return { source, component };
   }
@@ -275,12 +275,12 @@ export class SourcesService {
     source.endpointKey = hasHttp ? (source.endpointKey ?? newEndpointKey()) : null;
     if (change.name !== undefined) source.name = change.name;
     // Deleted by a concurrent DELETE since it was read: nothing was updated.
-    if (!(await this.writeUpdate(source, change.name))) throw new NotFoundError(`source ${id} not found`, { id });
+    if (!(await this.writeUpdate(source, change.name))) throw NotFoundError.of('source', id);
     this.logger.log(`source updated source_id=${source.id} active=${source.active}`);
     announceReplicaChange(this.nats, 'endpoints', [previousKey, source.endpointKey]);
     await this.publisher.publishSoon(source.id);
     const fresh = await this.em.fork().findOne(Source, { id: source.id, deletedAt: null });
-    if (!fresh) throw new NotFoundError(`source ${id} not found`, { id });
+    if (!fresh) throw NotFoundError.of('source', id);
     return { source: fresh, component };
   }
 
@@ -289,7 +289,7 @@ export class SourcesService {
     const { source } = await this.get(auth, id);
     if (!byWorkflow) await assertNotManaged(this.em.fork(), source);
     // Its subscriptions go with it, as emitter and as listener (auto-subscriptions too); delivery reloads its routes.
-    if (!(await softDeleteWithSubscriptions(this.em, Source, source.id))) throw new NotFoundError(`source ${id} not found`, { id });
+    if (!(await softDeleteWithSubscriptions(this.em, Source, source.id))) throw NotFoundError.of('source', id);
     await announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: source.id, owner_id: source.ownerId }], listeners: [source.id] });
     this.logger.log(`source deleted source_id=${source.id}`);
     announceReplicaChange(this.nats, 'endpoints', [source.endpointKey]);

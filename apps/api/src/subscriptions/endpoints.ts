@@ -1,5 +1,5 @@
 import { EntityManager, LockMode } from '@mikro-orm/postgresql';
-import { BadRequestError } from '@app/contracts';
+import { BadRequestError, clipped } from '@app/contracts';
 import { Source, Webhook, Workflow } from '@app/db';
 import { assertAccess, AuthContext } from '../auth/auth.context';
 
@@ -24,13 +24,13 @@ export async function resolveEmitter(em: EntityManager, auth: AuthContext, id: s
 /** 400 for an emitter_id no subscription can have: another prefix, or a `*` anywhere but in the globs `dc_*` and `p_*`. */
 export function assertEmitterId(id: string): void {
   if (EMITTER_GLOBS.includes(id) || (!id.includes('*') && (id.startsWith('dc_') || id.startsWith('p_')))) return;
-  throw new BadRequestError('emitter_id must be a source id (dc_…), a workflow id (p_…), or a glob dc_* or p_*', { field: 'emitter_id', value: id });
+  throw new BadRequestError('emitter_id must be a source id (dc_…), a workflow id (p_…), or a glob dc_* or p_*', { field: 'emitter_id', value: clipped(id) });
 }
 
 /** 400 for a listener_id no subscription can have: a glob, or another prefix. */
 export function assertListenerId(id: string): void {
-  if (id.includes('*')) throw new BadRequestError('listener_id must be one source (dc_…), workflow (p_…) or webhook (wh_…) id; a glob is only an emitter_id', { field: 'listener_id', value: id });
-  if (!['dc_', 'wh_', 'p_'].some((p) => id.startsWith(p))) throw new BadRequestError('listener_id must be a source (dc_…), workflow (p_…) or webhook (wh_…) id', { field: 'listener_id', value: id });
+  if (id.includes('*')) throw new BadRequestError('listener_id must be one source (dc_…), workflow (p_…) or webhook (wh_…) id; a glob is only an emitter_id', { field: 'listener_id', value: clipped(id) });
+  if (!['dc_', 'wh_', 'p_'].some((p) => id.startsWith(p))) throw new BadRequestError('listener_id must be a source (dc_…), workflow (p_…) or webhook (wh_…) id', { field: 'listener_id', value: clipped(id) });
 }
 
 export async function resolveListener(em: EntityManager, auth: AuthContext, id: string, lock = false): Promise<{ ownerId: string }> {

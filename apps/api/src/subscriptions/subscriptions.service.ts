@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { BadRequestError, newId, NotFoundError } from '@app/contracts';
+import { BadRequestError, clipped, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, Subscription } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
 import { AuthContext, canAccess, namespaceOf } from '../auth/auth.context';
@@ -75,7 +75,7 @@ export class SubscriptionsService {
    */
   async delete(auth: AuthContext, emitterId: string, listenerId: string, eventName: string): Promise<void> {
     const em = this.em.fork();
-    const notFound = () => new NotFoundError('subscription not found', { emitter_id: emitterId, listener_id: listenerId, event_name: eventName });
+    const notFound = () => new NotFoundError('subscription not found', { emitter_id: clipped(emitterId), listener_id: clipped(listenerId), event_name: clipped(eventName) });
     const subs = (await em.find(Subscription, { emitterId, listenerId, eventName })).filter((s) => canAccess(auth, s.ownerId));
     if (!subs.length) throw notFound();
     if (!(await em.nativeDelete(Subscription, { id: { $in: subs.map((s) => s.id) } }))) throw notFound();

@@ -78,7 +78,7 @@ export class WebhooksService {
     await em.transactional(async (tx) => {
       // Locked first: a subscription made meanwhile finds the webhook gone (SubscriptionsService.create locks it too), and of two deletes
       // at once the second finds nothing.
-      if (!(await tx.findOne(Webhook, { id: webhook.id }, { lockMode: LockMode.PESSIMISTIC_WRITE }))) throw new NotFoundError(`webhook ${id} not found`, { id });
+      if (!(await tx.findOne(Webhook, { id: webhook.id }, { lockMode: LockMode.PESSIMISTIC_WRITE }))) throw NotFoundError.of('webhook', id);
       await tx.nativeDelete(Subscription, { listenerId: id });
       await tx.nativeDelete(AutoSubscription, { listenerId: id });
       await tx.nativeDelete(WebhookDelivery, { webhookId: id });

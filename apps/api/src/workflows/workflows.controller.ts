@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Query } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { ConflictError, ID_PREFIX, InvocationMessage, newId, NotFoundError, PayloadTooLargeError } from '@app/contracts';
+import { clipped, ConflictError, ID_PREFIX, InvocationMessage, newId, NotFoundError, PayloadTooLargeError } from '@app/contracts';
 import { inSnapshot, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
@@ -58,7 +58,7 @@ export class WorkflowsController {
 
   @Get('orgs/:org_id/workflows')
   ofOrg(@Auth() auth: AuthContext, @Param('org_id') orgId: string, @Query() query: Record<string, unknown>): Promise<Page<WorkflowDto>> {
-    if (!auth.orgIds.includes(orgId)) throw new NotFoundError(`org ${orgId} not found`, { org_id: orgId });
+    if (!auth.orgIds.includes(orgId)) throw NotFoundError.of('org', orgId, 'org_id');
     return this.list(orgId, query);
   }
 
@@ -76,7 +76,7 @@ export class WorkflowsController {
   async replay(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: { event_id: string }): Promise<{ data: { invocation_id: string } }> {
     const w = await this.workflows.get(auth, id);
     const [row] = (await this.em.getConnection().execute(`select event from event_summaries where emitter_id = ? and id = ? and channel_class = '$errors'`, [w.id, body.event_id])) as { event: { original_event?: unknown } }[];
-    if (!row) throw new NotFoundError(`no $errors event ${body.event_id} of workflow ${id}`, { id, event_id: body.event_id });
+    if (!row) throw new NotFoundError(`no $errors event ${body.event_id} of workflow ${clipped(id)}`, { id: clipped(id), event_id: body.event_id });
     return { data: { invocation_id: await this.invoke(w, row.event.original_event ?? null) } };
   }
 

@@ -177,7 +177,7 @@ export class WorkflowsService {
     const def = this.definition(body);
     const em = this.em.fork();
     if (await em.findOne(Workflow, { ownerId, name: def.name, deletedAt: null })) {
-      throw new ConflictError(`a workflow named "${def.name}" already exists: update it with PUT /v1/workflows/{id}`, { name: def.name });
+      throw new ConflictError(`a workflow named "${clipped(def.name)}" already exists: update it with PUT /v1/workflows/{id}`, { name: clipped(def.name) });
     }
     // Refused before its trigger source is deployed; counted again, under the account's lock, when it is inserted.
     await assertRoomFor(em, 'workflows', ownerId, this.config.workflowsMaxPerAccount);
@@ -215,7 +215,7 @@ export class WorkflowsService {
     } catch (e) {
       // Not stored (the name taken or the quota reached meanwhile): the source deployed for its trigger goes too.
       await this.dropManagedSource(auth, trigger, null);
-      if (/unique/i.test((e as Error).message)) throw new ConflictError(`a workflow named "${def.name}" already exists`, { name: def.name });
+      if (/unique/i.test((e as Error).message)) throw new ConflictError(`a workflow named "${clipped(def.name)}" already exists`, { name: clipped(def.name) });
       throw e;
     }
     await this.linkTrigger(auth, w);
@@ -223,13 +223,13 @@ export class WorkflowsService {
     this.logger.log(`workflow created workflow_id=${w.id} owner_id=${ownerId} deployment_id=${w.deploymentId}`);
     await this.publisher.publishSoon(w.id);
     const current = await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null });
-    if (!current) throw new NotFoundError(`workflow ${w.id} not found`, { id: w.id });
+    if (!current) throw NotFoundError.of('workflow', w.id);
     return current;
   }
 
   async get(auth: AuthContext, id: string): Promise<Workflow> {
     const w = await this.em.fork().findOne(Workflow, { id, deletedAt: null });
-    if (!w || !(w.ownerId === auth.userId || auth.orgIds.includes(w.ownerId))) throw new NotFoundError(`workflow ${id} not found`, { id });
+    if (!w || !(w.ownerId === auth.userId || auth.orgIds.includes(w.ownerId))) throw NotFoundError.of('workflow', id);
     return w;
   }
 
@@ -252,7 +252,7 @@ export class WorkflowsService {
     const def = this.definition(body);
     const em = this.em.fork();
     if (def.name !== w.name && (await em.findOne(Workflow, { ownerId: w.ownerId, name: def.name, deletedAt: null }))) {
-      throw new ConflictError(`a workflow named "${def.name}" already exists`, { name: def.name });
+      throw new ConflictError(`a workflow named "${clipped(def.name)}" already exists`, { name: clipped(def.name) });
     }
     const secrets = this.secrets(def, body.secrets, w.secrets);
     const { rows, components } = await resolveSteps(this.stepsDeps, em, auth, w.ownerId, def.steps, w.steps);
@@ -275,14 +275,14 @@ export class WorkflowsService {
       if (replaced === 'moved') return undefined;
     }
     const fresh = replaced ? await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null }) : null;
-    if (!fresh) throw new NotFoundError(`workflow ${id} not found`, { id });
+    if (!fresh) throw NotFoundError.of('workflow', id);
     await this.linkTrigger(auth, fresh);
     await this.dropManagedSource(auth, replaced, trigger);
     this.logger.log(`workflow updated workflow_id=${w.id} deployment_id=${fresh.deploymentId}`);
     announceReplicaChange(this.nats, 'endpoints', [w.endpointKey, endpointKey]);
     await this.publisher.publishSoon(w.id);
     const current = await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null });
-    if (!current) throw new NotFoundError(`workflow ${id} not found`, { id });
+    if (!current) throw NotFoundError.of('workflow', id);
     return current;
   }
 
@@ -335,7 +335,7 @@ export class WorkflowsService {
 
   async remove(auth: AuthContext, id: string): Promise<void> {
     const w = await this.get(auth, id);
-    if (!(await softDeleteWithSubscriptions(this.em, Workflow, w.id))) throw new NotFoundError(`workflow ${id} not found`, { id });
+    if (!(await softDeleteWithSubscriptions(this.em, Workflow, w.id))) throw NotFoundError.of('workflow', id);
     await announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: w.id, owner_id: w.ownerId }], listeners: [w.id] });
     // The trigger as deleted (a deploy may have changed it since it was read above; none can now).
     const final = await this.em.fork().findOne(Workflow, { id: w.id });

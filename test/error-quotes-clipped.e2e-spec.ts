@@ -1,0 +1,122 @@
+import { admin, client, createUser, TestUser } from './support/accounts';
+import { HTTP_SOURCE } from './support/components';
+import { DocOperation, fillPath, Json, operationsOf } from './support/openapi-requests';
+import { startSystem, System } from './support/system';
+
+/**
+ * Every value a client chooses that an error quotes (an id, a key or a name in the path, the query or the body) is
+ * quoted clipped: its first 100 characters and `…` (docs/api.md "Errors"). Generated from the served OpenAPI
+ * document: each operation is called with the caller's own valid request, then with one path parameter or one
+ * string field at a time replaced by a long value; no error answer may hold more than 100 characters of it.
+ */
+const STEP = 'export default { async run() { return 1; } };';
+/** A path segment of 480 characters stays under the 500 the HTTP layer takes (414 past it). */
+const IN_PATH = 480;
+const IN_BODY = 10_000;
+/** Fields whose long values are code or text a route stores or runs, not ids or names it looks up. */
+const PREFIXES: Record<string, string> = { org_id: 'o_', keyOrId: 'sc_', component_id: 'sc_', source_id: 'dc_', emitter_id: 'dc_', listener_id: 'wh_' };
+const NOT_QUOTED = new Set(['component_code', 'code', 'include', 'exclude']);
+
+describe('errors quote client values clipped', () => {
+  let system: System;
+  let user: TestUser;
+  let ops: DocOperation[];
+  const own: Record<string, string> = {};
+
+  beforeAll(async () => {
+    system = await startSystem({ REGISTRY_DIR: 'off' }, { apps: ['api'] });
+    user = createUser(system);
+    const api = client(system, user.apiKey);
+    const tag = user.id.slice(2, 10).toLowerCase();
+    own.o = admin(system, ['orgs', 'create', '--name', 'org', '--orgname', `clip-${tag}`]).id;
+    admin(system, ['orgs', 'add-member', '--org', own.o, '--user', user.id]);
+    const component = (await api.post('/components', { component_code: HTTP_SOURCE })).body.data;
+    own.sc = component.id;
+    own.dc = (await api.post('/sources', { component_id: own.sc })).body.data.id;
+    own.wh = (await api.post('/webhooks', { url: 'https://example.com/hook' })).body.data.id;
+    own.p = (await api.post('/workflows', { name: 'flow', trigger: { manual: {} }, steps: [{ name: 's', code: STEP }] })).body.data.id;
+    for (const [k, v] of Object.entries(own)) if (typeof v !== 'string') throw new Error(`fixture ${k}: ${String(v)}`);
+    ops = operationsOf((await (await fetch(`${system.baseUrl}/openapi.json`)).json()) as Json).filter((op) => !op.public);
+  }, 120_000);
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  /** The caller's own value of a path parameter. */
+  const ownParam = (op: DocOperation, name: string): string => {
+    if (name === 'org_id') return own.o;
+    if (name === 'keyOrId') return own.sc;
+    if (name === 'channel') return '$errors';
+    if (name === 'id') return op.path.includes('/workflows/') || op.path.startsWith('/sse/p/') ? own.p : op.path.includes('/webhooks/') ? own.wh : own.dc;
+    return { key: 'no-such-key', prop: 'http', app: 'github' }[name] ?? 'x';
+  };
+
+  /** The caller's own value of a body field the route needs besides the one replaced (undefined: left out). */
+  const ownField = (op: DocOperation, name: string): unknown => {
+    const path = op.path;
+    switch (name) {
+      case 'component_id': return path.includes('/sources') ? own.sc : undefined;
+      case 'emitter_id': return own.dc;
+      case 'listener_id': return own.wh;
+      case 'event_name': return path.includes('auto_subscriptions') ? '$errors' : path.includes('subscriptions') ? '' : undefined;
+      case 'url': return path.includes('/webhooks') ? 'https://example.com/hook' : undefined;
+      case 'name': return path.includes('/workflows') ? 'flow' : undefined;
+      case 'trigger': return { manual: {} };
+      case 'steps': return [{ name: 's', code: STEP }];
+      case 'event_id': return '1700000000000-0';
+      default: return undefined;
+    }
+  };
+
+  const send = async (method: string, path: string, query: Record<string, string>, body?: Json): Promise<{ status: number; text: string }> => {
+    const qs = new URLSearchParams(query).toString();
+    const ac = new AbortController();
+    const res = await fetch(`${system.origin}${path}${qs ? `?${qs}` : ''}`, {
+      method,
+      headers: { authorization: `Bearer ${user.apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+      signal: ac.signal,
+    });
+    // An event stream is not an error: it is dropped at once.
+    const text = res.headers.get('content-type')?.startsWith('text/event-stream') ? '' : await res.text();
+    ac.abort();
+    return { status: res.status, text };
+  };
+
+  it('clips a long id, key or name in every path parameter, query parameter and body field of every route', async () => {
+    const failures: string[] = [];
+    let probes = 0;
+    for (const op of ops) {
+      const params = Object.fromEntries(op.parameters.filter((p) => p.in === 'path').map((p) => [p.name, ownParam(op, p.name)]));
+      const allBodyFields = Object.keys((op.body?.properties as Json | undefined) ?? {});
+      const base: Json = Object.fromEntries(allBodyFields.map((n) => [n, ownField(op, n)]).filter(([, v]) => v !== undefined));
+      const bodyFields = Object.entries((op.body?.properties as Record<string, Json> | undefined) ?? {}).filter(([, s]) => s.type === 'string').map(([n]) => n);
+      const queryFields = op.parameters.filter((p) => p.in === 'query' && p.schema.type === 'string' && !allBodyFields.includes(p.name)).map((p) => p.name);
+      const baseQuery = Object.fromEntries(queryFields.map((n) => [n, ownField(op, n)]).filter(([, v]) => v !== undefined)) as Record<string, string>;
+      const schemaOf = (where: string, name: string): Json =>
+        where === 'body' ? ((op.body?.properties as Record<string, Json>)[name] ?? {}) : (op.parameters.find((p) => p.in === where && p.name === name)?.schema ?? {});
+      // As long as the declaration lets through (a longer one is refused before any look-up), at most the length given.
+      const within = (where: string, name: string, most: number) => ({ where, name, length: Math.min(most, Number(schemaOf(where, name).maxLength ?? most) - 3) });
+      const cases = [
+        ...Object.keys(params).map((name) => within('path', name, IN_PATH)),
+        ...queryFields.map((name) => within('query', name, IN_PATH)),
+        ...bodyFields.map((name) => within('body', name, IN_BODY)),
+      ].filter((c) => !NOT_QUOTED.has(c.name));
+      for (const c of cases) {
+        // An id keeps its kind's prefix, so it reaches the look-up rather than a check of its form.
+        const prefix = c.name === 'id' ? `${ownParam(op, 'id').split('_')[0]}_` : (PREFIXES[c.name] ?? '');
+        const value = prefix + 'q'.repeat(c.length);
+        const path = fillPath(op.path, c.where === 'path' ? { ...params, [c.name]: value } : params);
+        const query = c.where === 'query' ? { ...baseQuery, [c.name]: value } : baseQuery;
+        const body = op.body ? (c.where === 'body' ? { ...base, [c.name]: value } : base) : undefined;
+        const res = await send(op.method, path, query, body);
+        probes++;
+        const longest = Math.max(0, ...(res.text.match(/q+/g) ?? []).map((m) => m.length));
+        if (res.status >= 500) failures.push(`${op.method} ${op.path} ${c.where} ${c.name}: ${res.status} ${res.text.slice(0, 200)}`);
+        else if (res.status >= 400 && longest > 100) failures.push(`${op.method} ${op.path} ${c.where} ${c.name}: ${res.status} quotes ${longest} characters of it: ${res.text.slice(0, 160)}…`);
+      }
+    }
+    expect(probes).toBeGreaterThan(60);
+    expect(failures).toEqual([]);
+  }, 300_000);
+});
