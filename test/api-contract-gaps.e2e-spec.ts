@@ -538,4 +538,40 @@ describe('API contract: bodies on DELETE routes, webhook URLs, deep JSON at an H
     expect((await post(nested(5000), 'text/plain')).status).toBe(200);
     expect((await post(JSON.stringify({ s: '['.repeat(5000) }))).status).toBe(200);
   });
+
+  it('declares the {channel} of a workflow\'s $errors list as the one value it takes, and answers 400 naming it for any other (it was a free string answered 404 no such route)', async () => {
+    const doc = (await (await fetch(`${system.baseUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, { parameters?: { name: string; in: string; schema: Record<string, unknown> }[] }>> };
+    const channel = doc.paths['/v1/workflows/{id}/{channel}/event_summaries'].get.parameters?.find((p) => p.in === 'path' && p.name === 'channel');
+    expect(channel?.schema).toMatchObject({ const: '$errors' });
+    const wf = (await api.post('/workflows', { name: 'channel-param', trigger: { manual: {} }, steps: [{ name: 's1', code: 'export default defineComponent({ async run() { return 1 } })' }] })).body.data.id as string;
+    for (const name of ['$errors', '%24errors']) expect([name, (await api.get(`/workflows/${wf}/${name}/event_summaries`)).status]).toEqual([name, 200]);
+    const refused = { error: 'channel must be one of "$errors"', code: 'invalid_request', details: { in: 'path', field: 'channel', allowed: ['$errors'] } };
+    for (const name of ['$logs', '%24logs', 'errors', '%24ERRORS', 'x'.repeat(300)]) {
+      for (const id of [wf, 'p_unknown']) {
+        const res = await api.get(`/workflows/${id}/${name}/event_summaries`);
+        expect([name.slice(0, 20), id, res.status, res.body]).toEqual([name.slice(0, 20), id, 400, refused]);
+      }
+    }
+  });
+
+  it('answers 400 naming the parameter for a path parameter outside the form the document declares, on every route', async () => {
+    const doc = (await (await fetch(`${system.baseUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, { parameters?: { name: string; in: string; schema: Record<string, unknown> }[] }>> };
+    const declared: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const p of (op.parameters ?? []).filter((x) => x.in === 'path')) {
+          // An id, key or name is looked up: any text is taken, one that names nothing is a 404.
+          if (!('const' in p.schema || 'enum' in p.schema || 'pattern' in p.schema)) {
+            expect([path, p.name]).toEqual([path, expect.stringMatching(/^(id|org_id|keyOrId|key|prop)$/)]);
+            continue;
+          }
+          declared.push(`${method} ${path} ${p.name}`);
+          const filled = path.replace(/\{([^}]+)\}/g, (_m, n: string) => (n === p.name ? 'NOT%20ALLOWED' : n === 'id' ? 'p_unknown' : 'x'));
+          const res = await fetch(`${system.origin}${filled}`, { method: method.toUpperCase(), headers: { authorization: `Bearer ${user.apiKey}`, ...(method === 'get' ? {} : { 'content-type': 'application/json' }) }, body: method === 'get' ? undefined : '{}' });
+          expect([method, path, res.status, await res.json()]).toEqual([method, path, 400, expect.objectContaining({ code: 'invalid_request', details: expect.objectContaining({ in: 'path', field: p.name }) })]);
+        }
+      }
+    }
+    expect(declared).toEqual(expect.arrayContaining(['get /v1/workflows/{id}/{channel}/event_summaries channel', 'post /v1/apps/{app}/hook_events app']));
+  });
 });

@@ -229,7 +229,7 @@ describe('tenant isolation of workflows, subscriptions, app hooks and usage', ()
       ['summaries limit', () => as(a).get(`/workflows/${id}/event_summaries?limit=abc`), 400],
       ['summaries cursor', () => as(a).get(`/workflows/${id}/event_summaries?after=garbage`), 400],
       ['summaries event_name twice', () => as(a).get(`/workflows/${id}/event_summaries?event_name=a&event_name=b`), 400],
-      ['$logs list', () => as(a).get(`/workflows/${id}/$logs/event_summaries`), 404],
+      ['$logs list', () => as(a).get(`/workflows/${id}/$logs/event_summaries`), 400],
       ['long id', () => as(a).get(`/workflows/${'p_'.padEnd(600, 'x')}`), 414],
       ['unknown id', () => as(a).get('/workflows/p_%27%20or%201=1--'), 404],
       ['bad org list', () => as(a).get('/orgs/o_nope/workflows'), 404],

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Query } from '@nestjs/common';
-import { BadRequestError, clipped, NotFoundError } from '@app/contracts';
+import { BadRequestError } from '@app/contracts';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { validateChannel } from '../common/channel-name';
 import { Input, mergeInput } from '../common/input';
@@ -50,11 +50,11 @@ export class EventsController {
 
   /**
    * `/workflows/{id}/$errors/event_summaries`. The channel is a parameter so that both `$errors` and its
-   * percent-encoded form `%24errors` (which the router leaves encoded in static segments) reach it.
+   * percent-encoded form `%24errors` (which the router leaves encoded in static segments) reach it; its contract
+   * declares `$errors` as the one value it takes (any other is a 400 before this handler).
    */
   @Get('workflows/:id/:channel/event_summaries')
-  async workflowErrors(@Auth() auth: AuthContext, @Param('id') id: string, @Param('channel') channel: string, @Query() query: unknown): Promise<Page<EventSummaryDto>> {
-    if (channel !== '$errors') throw new NotFoundError(`no such route: GET /v1/workflows/${clipped(id)}/${clipped(channel)}/event_summaries`);
+  async workflowErrors(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown): Promise<Page<EventSummaryDto>> {
     // The path names the channel: its contract takes no event_name.
     const q = summaryQuery(query as Input, '$errors');
     await this.events.assertWorkflow(auth, id);
