@@ -5,7 +5,7 @@ import { AppHookMeta, ComponentMeta } from '@app/component-model';
 import { BadRequestError, clipped, ConflictError, InvocationMessage, newId, PayloadTooLargeError } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { NatsService } from '@app/nats';
-import { assertAccess, Auth, AuthContext, namespaceOf } from '../auth/auth.context';
+import { assertPathResource, Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { mergeInput } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { runnableOf } from '../components/components.service';
@@ -66,7 +66,7 @@ export class AppHooksController {
   @HttpCode(202)
   async one(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: HookBody): Promise<{ data: { source_id: string; invocation_id: string } }> {
     const em = this.em.fork();
-    const source = assertAccess(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id);
+    const source = assertPathResource(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id);
     if (!source.active) throw new ConflictError(`source ${id} is not active: activate it with PUT /v1/sources/${id} and "active": true`, { id });
     this.checkSize(body.event);
     const component = await em.findOne(Component, { id: source.componentId });

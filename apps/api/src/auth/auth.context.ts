@@ -10,6 +10,8 @@ export interface AuthContext {
   plan: Plan;
   /** Orgs the user belongs to. */
   orgIds: string[];
+  /** The org this request's `org_id` names (one of `orgIds`; set by ContractInterceptor), undefined without one. */
+  namedOrgId?: string;
 }
 
 export const Auth = createParamDecorator((_: unknown, ctx: ExecutionContext): AuthContext => {
@@ -21,9 +23,24 @@ export function canAccess(auth: AuthContext, ownerId: string): boolean {
   return ownerId === auth.userId || auth.orgIds.includes(ownerId);
 }
 
+/** Whether a resource owned by `ownerId` is in the org this request's `org_id` names (any is, without one). */
+export function inNamedOrg(auth: AuthContext, ownerId: string): boolean {
+  return auth.namedOrgId === undefined || ownerId === auth.namedOrgId;
+}
+
 /** Throws the same 404 for missing and for not-yours, so ids never leak across accounts. */
 export function assertAccess<T extends { ownerId: string }>(auth: AuthContext, resource: T | null | undefined, what: string, id: string): T {
   if (!resource || !canAccess(auth, resource.ownerId)) throw NotFoundError.of(what, id);
+  return resource;
+}
+
+/**
+ * As `assertAccess`, for the resource a route's path names (`/sources/{id}`…): with `org_id`, one outside that org is
+ * not found there either (the spec's org_id is the org an operation takes effect in). A resource a request only refers
+ * to (a subscription's ends, a workflow's trigger source) is checked with `assertAccess`.
+ */
+export function assertPathResource<T extends { ownerId: string }>(auth: AuthContext, resource: T | null | undefined, what: string, id: string): T {
+  if (!resource || !canAccess(auth, resource.ownerId) || !inNamedOrg(auth, resource.ownerId)) throw NotFoundError.of(what, id);
   return resource;
 }
 

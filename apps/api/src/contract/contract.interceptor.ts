@@ -17,7 +17,8 @@ export function validatorFor(method: string, routeUrl: string | undefined): Rout
 /**
  * Applies each route's declared contract before its handler: path parameters, query and body are
  * checked against the declaration (400 naming the field), and `org_id` must name an org the caller
- * belongs to on every route (404 otherwise, as for any id that is not the caller's).
+ * belongs to on every route (404 otherwise, as for any id that is not the caller's); it is kept on the caller's
+ * context (`namedOrgId`), where a resource the path names must be that org's (`assertPathResource`).
  */
 @Injectable()
 export class ContractInterceptor implements NestInterceptor {
@@ -37,6 +38,7 @@ function assertOrgMember(auth: AuthContext, params: unknown, query: unknown, bod
   const orgId = fromBody ?? (query as Record<string, unknown> | undefined)?.org_id;
   if (typeof orgId !== 'string' || orgId === '') return;
   if (!auth.orgIds.includes(orgId)) throw NotFoundError.of('org', orgId, 'org_id');
+  auth.namedOrgId = orgId;
   // An org route (`/orgs/{org_id}/…`) acts in its path's org: another one in org_id is never silently dropped. A path
   // org the caller is not in is left to the route, which answers 404 as for any org it cannot see.
   const pathOrgId = (params as Record<string, unknown> | undefined)?.org_id;

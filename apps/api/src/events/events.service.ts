@@ -4,7 +4,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, decodeJson, DeleteEventsMessage, encodeJson, parseEventId, RateLimitedError } from '@app/contracts';
 import { deleteSummaries, inSnapshot, Source, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
-import { AuthContext, assertAccess } from '../auth/auth.context';
+import { AuthContext, assertPathResource } from '../auth/auth.context';
 import { CursorKey, decodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
 import { bytesBoundedPageSql, EXPANDED_PAGE_MAX_BYTES } from './bytes-bounded-page';
 import { EmitsEraser } from './emits-eraser';
@@ -49,12 +49,12 @@ export class EventsService implements BeforeApplicationShutdown {
 
   async assertSource(auth: AuthContext, id: string): Promise<Source> {
     const source = await this.em.fork().findOne(Source, { id, deletedAt: null });
-    return assertAccess(auth, source, 'source', id);
+    return assertPathResource(auth, source, 'source', id);
   }
 
   async assertWorkflow(auth: AuthContext, id: string): Promise<Workflow> {
     const workflow = await this.em.fork().findOne(Workflow, { id, deletedAt: null });
-    return assertAccess(auth, workflow, 'workflow', id);
+    return assertPathResource(auth, workflow, 'workflow', id);
   }
 
   async list(emitterId: string, q: SummaryQuery): Promise<Page<EventSummaryDto>> {

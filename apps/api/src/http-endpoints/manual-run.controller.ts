@@ -6,7 +6,7 @@ import { ConflictError, InvocationMessage, newId, PayloadTooLargeError } from '@
 import { Component, Source } from '@app/db';
 import { addedTimerProp, readTimerSchedule, timerEvent } from '@app/component-model';
 import { NatsService } from '@app/nats';
-import { assertAccess, Auth, AuthContext } from '../auth/auth.context';
+import { assertPathResource, Auth, AuthContext } from '../auth/auth.context';
 import { InvocationBacklog } from './invocation-backlog';
 
 /**
@@ -30,7 +30,7 @@ export class ManualRunController {
   @Post('sources/:id/run')
   @HttpCode(202)
   async run(@Auth() auth: AuthContext, @Param('id') id: string, @Body() body: unknown): Promise<{ data: { invocation_id: string } }> {
-    const source = assertAccess(auth, await this.em.fork().findOne(Source, { id, deletedAt: null }), 'source', id);
+    const source = assertPathResource(auth, await this.em.fork().findOne(Source, { id, deletedAt: null }), 'source', id);
     if (!source.active) throw new ConflictError(`source ${id} is not active: activate it with PUT /v1/sources/${id} and "active": true`, { id });
     // The route's contract (sources.contract.ts) has checked the body: absent, or an object with `event` only.
     const input = (body ?? {}) as { event?: unknown };

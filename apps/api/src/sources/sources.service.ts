@@ -9,7 +9,7 @@ import { BadRequestError, ConflictError, newEndpointKey, newId, NotFoundError } 
 import { Component, Source } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
 import { announceAutoSubscribed, assertRoomForAutoSubscriptions, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
-import { AuthContext } from '../auth/auth.context';
+import { assertPathResource, AuthContext } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
 import { addedProps, byStaticProps, hasDynamicProps, sandboxOf } from '../components/dynamic-props';
@@ -246,8 +246,7 @@ export class SourcesService {
 
   async get(auth: AuthContext, id: string): Promise<{ source: Source; component: Component | undefined }> {
     const em = this.em.fork();
-    const source = await em.findOne(Source, { id, deletedAt: null });
-    if (!source || !(source.ownerId === auth.userId || auth.orgIds.includes(source.ownerId))) throw NotFoundError.of('source', id);
+    const source = assertPathResource(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id);
     const component = (await em.findOne(Component, { id: source.componentId })) ?? undefined;
     return { source, component };
   }

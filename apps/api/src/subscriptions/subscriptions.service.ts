@@ -4,7 +4,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, clipped, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, Subscription } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
-import { AuthContext, canAccess, namespaceOf } from '../auth/auth.context';
+import { AuthContext, canAccess, inNamedOrg, namespaceOf } from '../auth/auth.context';
 import { assertRoomFor } from '../common/account-quota';
 import { resolveEmitter, resolveListener } from './endpoints';
 
@@ -76,7 +76,7 @@ export class SubscriptionsService {
   async delete(auth: AuthContext, emitterId: string, listenerId: string, eventName: string): Promise<void> {
     const em = this.em.fork();
     const notFound = () => new NotFoundError('subscription not found', { emitter_id: clipped(emitterId), listener_id: clipped(listenerId), event_name: clipped(eventName) });
-    const subs = (await em.find(Subscription, { emitterId, listenerId, eventName })).filter((s) => canAccess(auth, s.ownerId));
+    const subs = (await em.find(Subscription, { emitterId, listenerId, eventName })).filter((s) => canAccess(auth, s.ownerId) && inNamedOrg(auth, s.ownerId));
     if (!subs.length) throw notFound();
     if (!(await em.nativeDelete(Subscription, { id: { $in: subs.map((s) => s.id) } }))) throw notFound();
     await announceRoutes(this.nats, 'subscriptions', { emitters: subs.map((s) => ({ emitter_id: s.emitterId, owner_id: s.ownerId })) });

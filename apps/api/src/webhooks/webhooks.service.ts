@@ -5,7 +5,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { encryptValue, ID_PREFIX, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, inSnapshot, Subscription, Webhook, WebhookDelivery } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
-import { assertAccess, AuthContext } from '../auth/auth.context';
+import { assertPathResource, AuthContext } from '../auth/auth.context';
 import { assertRoomFor } from '../common/account-quota';
 import { finishPage, keysetClause, ownedPage, Page, PageQuery } from '../common/pagination';
 import { toDeliveryDto, toWebhookDto, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
@@ -43,7 +43,7 @@ export class WebhooksService {
   }
 
   async get(auth: AuthContext, id: string, em = this.em.fork()): Promise<Webhook> {
-    return assertAccess(auth, await em.findOne(Webhook, { id }), 'webhook', id);
+    return assertPathResource(auth, await em.findOne(Webhook, { id }), 'webhook', id);
   }
 
   list(ownerId: string, page: PageQuery): Promise<Page<WebhookDto>> {

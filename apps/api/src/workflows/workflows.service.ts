@@ -8,7 +8,7 @@ import { BadRequestError, clipped, ConflictError, encryptValue, newEndpointKey, 
 import { Component, Subscription, Workflow } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
 import { announceAutoSubscribed, assertRoomForAutoSubscriptions, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
-import { AuthContext } from '../auth/auth.context';
+import { assertPathResource, AuthContext } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
 import { ComponentsService } from '../components/components.service';
 import { propsView } from '../sources/source-props';
@@ -228,9 +228,7 @@ export class WorkflowsService {
   }
 
   async get(auth: AuthContext, id: string): Promise<Workflow> {
-    const w = await this.em.fork().findOne(Workflow, { id, deletedAt: null });
-    if (!w || !(w.ownerId === auth.userId || auth.orgIds.includes(w.ownerId))) throw NotFoundError.of('workflow', id);
-    return w;
+    return assertPathResource(auth, await this.em.fork().findOne(Workflow, { id, deletedAt: null }), 'workflow', id);
   }
 
   /**
