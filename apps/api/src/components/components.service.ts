@@ -159,6 +159,17 @@ export class ComponentsService {
     defaults?: DescriptorDefaults,
     accept?: (analyzed: AnalyzedComponent) => void,
   ): Promise<Component> {
+    const c = await this.prepare(ownerId, userId, resolved, defaults, accept);
+    await this.storeRunnable([c]);
+    await em.transactional((tx) => this.insert(tx, [c]));
+    return c;
+  }
+
+  /**
+   * Reads and validates a component for `ownerId`'s namespace, storing nothing: a source or workflow that needs it
+   * stores it with itself (`storeRunnable`, then `insert` in its own transaction) once everything else is accepted.
+   */
+  async prepare(ownerId: string, userId: string | null, resolved: ResolvedCode, defaults?: DescriptorDefaults, accept?: (analyzed: AnalyzedComponent) => void): Promise<Component> {
     const { code, url, bundle } = resolved;
     const bytes = Buffer.byteLength(code) + (bundle === undefined ? 0 : Buffer.byteLength(bundle));
     // Refused before the code is read; counted again, under the account's lock, when it is inserted.
@@ -167,16 +178,26 @@ export class ComponentsService {
     accept?.(analyzed);
     const c = buildComponent(analyzed, ownerId, userId, code, url, bundle);
     assertNoNulInComponent(c);
-    const runnable = runnableOf(c);
-    await this.storeCode(runnable.hash, runnable.code);
-    // Counted with what was read from the code: a few hundred bytes of code may describe megabytes of props.
-    const saved = savedBytes(c);
-    await em.transactional(async (tx) => {
-      await this.withinDailyBytes(tx, ownerId, saved);
-      tx.persist(c);
-    });
-    this.logger.log(`component saved component_id=${c.id} owner_id=${ownerId} key=${c.key ?? ''} code_hash=${c.codeHash}`);
     return c;
+  }
+
+  /** Puts prepared components' runnable code into the object store (before their rows: the runner loads it from there). */
+  async storeRunnable(components: Component[]): Promise<void> {
+    for (const c of components) {
+      const runnable = runnableOf(c);
+      await this.storeCode(runnable.hash, runnable.code);
+    }
+  }
+
+  /** Inserts prepared components of one owner in `tx`, counted against the account's daily component bytes. */
+  async insert(tx: EntityManager, components: Component[]): Promise<void> {
+    if (!components.length) return;
+    // Counted with what was read from the code: a few hundred bytes of code may describe megabytes of props.
+    await this.withinDailyBytes(tx, components[0].ownerId, components.reduce((n, c) => n + Math.max(savedBytes(c), MIN_SAVE_BYTES), 0));
+    for (const c of components) {
+      tx.persist(c);
+      this.logger.log(`component saved component_id=${c.id} owner_id=${c.ownerId} key=${c.key ?? ''} code_hash=${c.codeHash}`);
+    }
   }
 
   /** COMPONENT_BYTES_PER_DAY_PER_ACCOUNT, never under what one save's code may count (code and bundle at COMPONENT_MAX_BYTES). */

@@ -83,27 +83,26 @@ export class SourcesService {
   }
 
   /**
-   * The component a create or update names. One of the caller's from another namespace (their own, for an org's
-   * source, or another org's) is saved again in the source's owner's, so that every member who can reach the
-   * source can read and keep its component. An update may always keep the source's current component.
+   * The component a create or update names; an action is refused. One of the caller's from another namespace (their
+   * own, for an org's source, or another org's) is saved again in the source's owner's, so that every member who can
+   * reach the source can read and keep its component. An update may always keep the source's current component. A
+   * component made now (from code, or such a copy) is `fresh`: not stored yet, it is stored with the source.
    */
-  private async component(auth: AuthContext, ownerId: string, ref: ComponentRef, current?: string): Promise<Component> {
+  private async component(auth: AuthContext, ownerId: string, ref: ComponentRef, current?: string): Promise<{ component: Component; fresh: boolean }> {
     let component: Component;
     if (ref.componentId && ref.componentId === current) component = await this.components.findById(current);
-    else if (ref.componentId) {
-      component = await this.components.findForCaller(auth, ref.componentId, ownerId);
-      if (component.ownerId !== ownerId && component.ownerId !== REGISTRY_OWNER) {
-        component = await this.components.save(ownerId, auth.userId, { code: component.code, url: component.componentUrl ?? undefined, bundle: component.bundle ?? undefined });
-      }
-    } else if (!ref.code && !ref.url && ref.key) component = await this.componentByKey(auth, ownerId, ref.key);
+    else if (ref.componentId) component = await this.components.findForCaller(auth, ref.componentId, ownerId);
+    else if (!ref.code && !ref.url && ref.key) component = await this.componentByKey(auth, ownerId, ref.key);
     else {
       const resolved = await this.components.resolveCode(ref.code, ref.url, ['component_id', 'component_code', 'component_url'], ref.missingIn);
-      component = await this.components.save(ownerId, auth.userId, resolved);
+      const field = ref.code ? 'component_code' : 'component_url';
+      const accept = (a: { type: string }) => assertSource(a.type, `the ${field} component`, { field });
+      return { component: await this.components.prepare(ownerId, auth.userId, resolved, undefined, accept), fresh: true };
     }
-    if (component.type === 'action') {
-      throw new BadRequestError(`component ${component.id} is an action; only sources can be deployed`, { component_id: component.id }, 'invalid_component');
-    }
-    return component;
+    assertSource(component.type, `component ${component.id}`, { component_id: component.id });
+    if (component.id === current || component.ownerId === ownerId || component.ownerId === REGISTRY_OWNER) return { component, fresh: false };
+    const copy = await this.components.prepare(ownerId, auth.userId, { code: component.code, url: component.componentUrl ?? undefined, bundle: component.bundle ?? undefined });
+    return { component: copy, fresh: true };
   }
 
   /** The newest component with this key in the owner's namespace, else in the registry (waiting once for its seeding). */
@@ -172,8 +171,11 @@ export class SourcesService {
    * concurrent creates for one owner (ten parallel POSTs of one component) each get the next free number
    * instead of racing for the same one.
    */
-  private async insertWithSlug(source: Source, base: string): Promise<boolean> {
+  private async insertWithSlug(source: Source, base: string, fresh: Component[]): Promise<boolean> {
+    await this.components.storeRunnable(fresh);
     return this.em.fork().transactional(async (em) => {
+      // Its new component with it, or neither.
+      await this.components.insert(em, fresh);
       await lockOwnerSlugs(em, source.ownerId);
       await assertRoomFor(em, 'sources', source.ownerId, this.config.sourcesMaxPerAccount);
       source.nameSlug = await this.freeSlug(em, source.ownerId, base);
@@ -184,11 +186,13 @@ export class SourcesService {
   }
 
   /**
-   * Writes an update (revision + 1 in SQL, so concurrent updates each move it); a new name gets a unique slug.
-   * False when the source was deleted since it was read (nothing written).
+   * Writes an update (revision + 1 in SQL, so concurrent updates each move it), with the source's new component
+   * (`fresh`); a new name gets a unique slug. 404 when the source was deleted since it was read (nothing written).
    */
-  private async writeUpdate(source: Source, newName: string | undefined): Promise<boolean> {
+  private async writeUpdate(source: Source, newName: string | undefined, fresh: Component[]): Promise<void> {
+    await this.components.storeRunnable(fresh);
     return this.em.fork().transactional(async (em) => {
+      await this.components.insert(em, fresh);
       if (newName !== undefined) {
         await lockOwnerSlugs(em, source.ownerId);
         source.nameSlug = await this.freeSlug(em, source.ownerId, slugify(newName), source.id);
@@ -208,7 +212,7 @@ export class SourcesService {
           updatedAt: Math.floor(Date.now() / 1000),
         },
       );
-      return updated > 0;
+      if (!updated) throw NotFoundError.of('source', source.id);
     });
   }
 
@@ -216,7 +220,7 @@ export class SourcesService {
     // Refused before its code is read and saved; counted again, under the account's lock, when it is inserted.
     await assertRoomFor(this.em.fork(), 'sources', ownerId, this.config.sourcesMaxPerAccount);
     await assertRoomForAutoSubscriptions(this.em, ownerId, 'source', this.config.subscriptionsMaxPerAccount);
-    const component = await this.component(auth, ownerId, ref);
+    const { component, fresh } = await this.component(auth, ownerId, ref);
     const { values, additional } = await this.validate(component, configuredProps, ownerId);
     const meta = component.meta as unknown as ComponentMeta;
     const hasHttp = (component.configurableProps as ConfigurableProp[]).some((p) => p.type === INTERFACE_HTTP);
@@ -235,7 +239,7 @@ export class SourcesService {
       endpointKey: hasHttp ? newEndpointKey() : null,
       createdAtMs: Date.now(),
     });
-    const subscribed = await this.insertWithSlug(source, slugify(sourceName));
+    const subscribed = await this.insertWithSlug(source, slugify(sourceName), fresh ? [component] : []);
     this.logger.log(`source created source_id=${source.id} owner_id=${ownerId} component_id=${component.id} type=${meta.type}`);
     if (subscribed) await announceAutoSubscribed(this.nats, source);
     await this.publisher.publishSoon(source.id);
@@ -260,7 +264,7 @@ export class SourcesService {
     const { source } = await this.get(auth, id);
     if (!byWorkflow) await assertNotManaged(this.em.fork(), source);
     // As the spec says, an update names its component too (the current one: `component_id` of the source).
-    const component = await this.component(auth, source.ownerId, change.ref, source.componentId);
+    const { component, fresh: made } = await this.component(auth, source.ownerId, change.ref, source.componentId);
     // The props the source has now: the component's and those additionalProps() added last time.
     const previous = (source.additionalProps ?? []) as unknown as ConfigurableProp[];
     const props = [...(component.configurableProps as ConfigurableProp[]), ...previous];
@@ -273,8 +277,7 @@ export class SourcesService {
     const previousKey = source.endpointKey;
     source.endpointKey = hasHttp ? (source.endpointKey ?? newEndpointKey()) : null;
     if (change.name !== undefined) source.name = change.name;
-    // Deleted by a concurrent DELETE since it was read: nothing was updated.
-    if (!(await this.writeUpdate(source, change.name))) throw NotFoundError.of('source', id);
+    await this.writeUpdate(source, change.name, made ? [component] : []);
     this.logger.log(`source updated source_id=${source.id} active=${source.active}`);
     announceReplicaChange(this.nats, 'endpoints', [previousKey, source.endpointKey]);
     await this.publisher.publishSoon(source.id);
@@ -315,4 +318,9 @@ async function assertNotManaged(em: EntityManager, source: Source): Promise<void
 /** Serializes slug allocation per owner until the surrounding transaction ends (the slug index is per owner). */
 async function lockOwnerSlugs(em: EntityManager, ownerId: string): Promise<void> {
   await em.execute(`select pg_advisory_xact_lock(hashtext(?))`, [`source-slug:${ownerId}`]);
+}
+
+/** Only a source is deployed: an action is refused before anything of the request is stored. */
+function assertSource(type: string, what: string, details: Record<string, unknown>): void {
+  if (type === 'action') throw new BadRequestError(`${what} is an action; only sources can be deployed`, details, 'invalid_component');
 }

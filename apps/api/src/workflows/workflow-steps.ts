@@ -25,13 +25,14 @@ export interface StepsDeps {
 
 /**
  * Turns the steps of a definition into stored steps: a code step's code is
- * saved as a component of the owner (the same code is reused), an action is
+ * a component of the owner (the same code is reused), an action is
  * found by `sc_…` id, by key in the owner's namespace, then in the registry.
  * Either must be an action. An action of the caller's from another namespace
  * (their own, for an org's workflow) is saved again in the owner's, as a
  * source's component is; a deploy may always keep an action a step has. Props are validated as a source's are, except
  * values holding a template (known only at run time); secret props and app
- * `$auth` are encrypted as for sources.
+ * `$auth` are encrypted as for sources. Components made for it (`fresh`) are not stored yet: the workflow's
+ * own transaction stores them, so a refused definition leaves none behind.
  */
 export async function resolveSteps(
   deps: StepsDeps,
@@ -40,13 +41,14 @@ export async function resolveSteps(
   ownerId: string,
   steps: WorkflowStepDef[],
   previous: WorkflowStepRow[] = [],
-): Promise<{ rows: WorkflowStepRow[]; components: Component[] }> {
+): Promise<{ rows: WorkflowStepRow[]; components: Component[]; fresh: Component[] }> {
   const { components } = deps;
   const rows: WorkflowStepRow[] = [];
   const used: Component[] = [];
+  const fresh: Component[] = [];
   let addedBytes = 0;
   for (const [i, step] of steps.entries()) {
-    const component = step.code !== undefined ? await codeComponent(components, em, auth, ownerId, step.code, step.name, i) : await actionComponent(components, auth, ownerId, step.action as string, i, previous);
+    const component = step.code !== undefined ? await codeComponent(components, em, auth, ownerId, step.code, step.name, i, fresh) : await actionComponent(components, auth, ownerId, step.action as string, i, previous, fresh);
     // A step keeps its cell id across deploys while its name stays (so `$.service.db` and error reports follow it), and its hidden values for a mask sent back.
     const before = previous.find((p) => p.name === step.name);
     const { values, additional } = await stepProps(deps, component, step.props, i, ownerId, before);
@@ -59,7 +61,7 @@ export async function resolveSteps(
     rows.push({ name: step.name, cellId, componentId: component.id, kind: step.code !== undefined ? 'code' : 'action', ...(step.action ? { action: step.action } : {}), props: values, ...(additional ? { additionalProps: additional } : {}) });
     used.push(component);
   }
-  return { rows, components: used };
+  return { rows, components: used, fresh };
 }
 
 /**
@@ -105,16 +107,19 @@ function assertAction(type: string, i: number, field: 'code' | 'action', what: s
   }
 }
 
-async function codeComponent(components: ComponentsService, em: EntityManager, auth: AuthContext, ownerId: string, code: string, name: string, i: number): Promise<Component> {
-  const existing = await em.findOne(Component, { ownerId, codeHash: sha256Hex(code), componentUrl: null }, { orderBy: { createdAtMs: 'desc' } });
+/** A code step's component: the owner's with this code, one made for an earlier step, or a new one (added to `fresh`). */
+async function codeComponent(components: ComponentsService, em: EntityManager, auth: AuthContext, ownerId: string, code: string, name: string, i: number, fresh: Component[]): Promise<Component> {
+  const codeHash = sha256Hex(code);
+  const existing = fresh.find((c) => c.codeHash === codeHash && c.componentUrl === null) ?? (await em.findOne(Component, { ownerId, codeHash, componentUrl: null }, { orderBy: { createdAtMs: 'desc' } }));
   if (existing) {
     assertAction(existing.type, i, 'code', 'this code');
     return existing;
   }
   try {
-    // Checked before the code is saved, so a refused step leaves no component behind.
     const accept = (a: AnalyzedComponent): void => assertAction(a.type, i, 'code', 'this code');
-    return await components.save(ownerId, auth.userId, { code }, em.fork(), { name: `step ${name}`, version: '0.0.0', type: 'action' }, accept);
+    const made = await components.prepare(ownerId, auth.userId, { code }, { name: `step ${name}`, version: '0.0.0', type: 'action' }, accept);
+    fresh.push(made);
+    return made;
   } catch (e) {
     if (e instanceof BadRequestError && e.code === 'invalid_workflow') throw e;
     if (e instanceof BadRequestError) throw new BadRequestError(`steps[${i}].code: ${e.message}`, { path: `steps[${i}].code`, ...(e.details ?? {}) }, 'invalid_workflow');
@@ -122,14 +127,15 @@ async function codeComponent(components: ComponentsService, em: EntityManager, a
   }
 }
 
-async function actionComponent(components: ComponentsService, auth: AuthContext, ownerId: string, action: string, i: number, previous: WorkflowStepRow[]): Promise<Component> {
+async function actionComponent(components: ComponentsService, auth: AuthContext, ownerId: string, action: string, i: number, previous: WorkflowStepRow[], fresh: Component[]): Promise<Component> {
   // A key names the newest version at each deploy; an id a step already runs is kept, whoever deploys.
   const kept = action.startsWith('sc_') ? previous.find((p) => p.kind === 'action' && p.action === action) : undefined;
   let component = kept ? await components.findById(kept.componentId) : await findAction(components, auth, ownerId, action, i);
   assertAction(component.type, i, 'action', clipped(action));
   // Every member who can reach the workflow can read what its steps run, and one who leaves keeps no hold on it.
   if (component.ownerId !== ownerId && component.ownerId !== REGISTRY_OWNER) {
-    component = await components.save(ownerId, auth.userId, { code: component.code, url: component.componentUrl ?? undefined, bundle: component.bundle ?? undefined });
+    component = await components.prepare(ownerId, auth.userId, { code: component.code, url: component.componentUrl ?? undefined, bundle: component.bundle ?? undefined });
+    fresh.push(component);
   }
   return component;
 }

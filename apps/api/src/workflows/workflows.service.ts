@@ -184,7 +184,7 @@ export class WorkflowsService {
     // The workflow, and an inline trigger source, each get the account's auto-subscriptions.
     await assertRoomForAutoSubscriptions(em, ownerId, 'workflow', this.config.subscriptionsMaxPerAccount, 'source' in def.trigger && typeof def.trigger.source !== 'string' ? 2 : 1);
     const secrets = this.secrets(def, body.secrets, {});
-    const { rows, components } = await resolveSteps(this.stepsDeps, em, auth, ownerId, def.steps);
+    const { rows, components, fresh } = await resolveSteps(this.stepsDeps, em, auth, ownerId, def.steps);
     await this.checkTriggerEmitter(auth, ownerId, def.trigger);
     const w = Object.assign(new Workflow(), {
       id: newId('workflow'),
@@ -206,7 +206,10 @@ export class WorkflowsService {
     w.trigger = trigger;
     let subscribed = false;
     try {
+      await this.components.storeRunnable(fresh);
       subscribed = await em.transactional(async (tx) => {
+        // The components made for its steps with it, or none of them.
+        await this.components.insert(tx, fresh);
         await assertRoomFor(tx, 'workflows', ownerId, this.config.workflowsMaxPerAccount);
         await tx.persist(w).flush();
         // With the subscriptions its account's auto-subscriptions give it, or not at all (they count in the quota).
@@ -253,16 +256,19 @@ export class WorkflowsService {
       throw new ConflictError(`a workflow named "${clipped(def.name)}" already exists`, { name: clipped(def.name) });
     }
     const secrets = this.secrets(def, body.secrets, w.secrets);
-    const { rows, components } = await resolveSteps(this.stepsDeps, em, auth, w.ownerId, def.steps, w.steps);
+    const { rows, components, fresh: made } = await resolveSteps(this.stepsDeps, em, auth, w.ownerId, def.steps, w.steps);
     const endpointKey = 'http' in def.trigger ? (w.endpointKey ?? newEndpointKey()) : null;
     await this.checkTriggerEmitter(auth, w.ownerId, def.trigger, w.id);
     this.publisher.assertFits(Object.assign(new Workflow(), { ...w, trigger: storedTriggerShape(def), steps: rows, settings: def.settings, secrets, endpointKey }), components);
     const trigger = await this.triggerRow(auth, w.ownerId, def, w);
+    await this.components.storeRunnable(made);
     // The trigger this deploy replaces, read with the row locked, unless another deploy was stored since `w` was read.
     const replaced = await em.transactional(async (tx) => {
       const [row] = await tx.execute<{ trigger: Record<string, unknown>; rev: number }[]>('select trigger, rev from workflows where id = ? and deleted_at is null for update', [w.id]);
       if (!row) return undefined;
       if (row.rev !== w.rev) return 'moved' as const;
+      // The components made for its steps, stored with the deploy that uses them.
+      await this.components.insert(tx, made);
       const values = { name: def.name, deploymentId: newId('deployment'), trigger, steps: rows, settings: def.settings as Record<string, unknown>, secrets, active: body.active !== false, endpointKey };
       await tx.nativeUpdate(Workflow, { id: w.id }, { ...values, rev: raw('rev + 1'), updatedAt: Math.floor(Date.now() / 1000) });
       return row.trigger;
