@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BadRequestError } from '@app/contracts';
 import { isWebUiRoute } from '../web/web-ui';
+import { API_ANSWER_HEADER_LINES, API_ANSWER_HEADERS } from './response-headers';
 
 /**
  * Errors raised below Nest, by Node's HTTP parser and by Fastify's router, in the service's one
@@ -22,7 +23,7 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
         : [400, 'Bad Request', 'invalid_request', 'the request is not valid HTTP'];
   const body = JSON.stringify({ error: message, code });
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\n${API_ANSWER_HEADER_LINES}Connection: close\r\n\r\n${body}`);
   }
   socket.destroy(err);
 }
@@ -39,6 +40,8 @@ const BAD_URL_ENCODING = 'the URL is not valid (bad percent-encoding)';
 
 /** Fastify `frameworkErrors`: a URL the router cannot read (bad percent-encoding, a path segment over maxParamLength). */
 export function frameworkErrors(err: FastifyError, _req: FastifyRequest, reply: FastifyReply): void {
+  // The router answers these before any hook runs, so without the headers every other answer gets in onSend.
+  void reply.headers(API_ANSWER_HEADERS);
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
     void reply.code(414).send({ error: 'a path segment of the URL is too long', code: 'uri_too_long' });
     return;
@@ -104,14 +107,14 @@ export function registerRequestHygiene(fastify: FastifyInstance): void {
   // CONNECT (a proxy tunnel) is no request to this service: without a listener Node drops the connection unanswered.
   fastify.server.on('connect', (_req: unknown, socket: Socket) => {
     const body = JSON.stringify({ error: 'CONNECT is not supported: this is not a proxy', code: 'method_not_allowed' });
-    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\n${API_ANSWER_HEADER_LINES}Connection: close\r\n\r\n${body}`);
   });
   // An Expect other than 100-continue: without a listener Node answers 417 with no body.
   fastify.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const expect = String(req.headers.expect ?? '').slice(0, 100);
     const body = JSON.stringify({ error: `the Expect header asks for ${expect}: only 100-continue is supported`, code: 'expectation_failed', details: { header: 'expect' } });
     // The body the client holds back may still come: the connection is not read further.
-    res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', connection: 'close' });
+    res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...API_ANSWER_HEADERS, connection: 'close' });
     res.end(body);
   });
   fastify.addHook('onRequest', async (req) => {
