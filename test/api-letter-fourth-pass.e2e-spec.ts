@@ -1,4 +1,5 @@
 import { client, createUser, TestUser } from './support/accounts';
+import { HTTP_SOURCE } from './support/components';
 import { rawRequest } from './support/raw-http';
 import { startSystem, System } from './support/system';
 
@@ -35,5 +36,23 @@ describe('API to the letter, fourth pass', () => {
       expect([line, /^cache-control: no-store\r?$/im.test(res.headers), /^x-content-type-options: nosniff\r?$/im.test(res.headers)]).toEqual([line, true, true]);
     }
     expect((await api.get('/users/me')).status).toBe(200);
+  });
+
+  it("subscribes an auto-subscription's listener to the sources and workflows created afterwards only, as the OpenAPI document now says (it said \"sources, present and future\")", async () => {
+    const component = (await api.post('/components', { component_code: HTTP_SOURCE })).body.data.id as string;
+    const before = (await api.post('/sources', { component_id: component })).body.data.id as string;
+    const webhook = (await api.post('/webhooks', { url: 'https://example.com/hook' })).body.data.id as string;
+    expect((await api.post(`/auto_subscriptions?event_name=$errors&listener_id=${webhook}`)).status).toBe(200);
+    const after = (await api.post('/sources', { component_id: component })).body.data.id as string;
+    const workflow = (await api.post('/workflows', { name: 'auto', trigger: { manual: {} }, steps: [{ name: 's', code: 'export default defineComponent({ async run() {} })' }] })).body.data.id as string;
+    const emitters = (await api.get('/users/me/subscriptions')).body.data.map((s: { emitter_id: string }) => s.emitter_id);
+    expect(emitters.sort()).toEqual([after, workflow].sort());
+    expect(emitters).not.toContain(before);
+
+    const openapi = (await (await fetch(`${system.baseUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, { summary: string; parameters: { name: string; in: string; schema: { description: string } }[] }>> };
+    const auto = openapi.paths['/v1/auto_subscriptions'].post;
+    expect(auto.summary).toBe("Subscribe a listener to $errors or $logs of the owner's sources and workflows created from now on");
+    const listener = auto.parameters.find((p) => p.in === 'query' && p.name === 'listener_id')!;
+    expect(listener.schema.description).toBe('dc_…, p_… or wh_…');
   });
 });

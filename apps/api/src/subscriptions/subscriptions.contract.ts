@@ -10,7 +10,7 @@ export const Subscription = Type.Object(
 const Channel = Type.String({ maxLength: 255, description: '"" (default channel), a custom name, $errors or $logs' });
 const FIELDS = {
   emitter_id: Type.String({ maxLength: 255, description: 'dc_…, p_…, or the globs dc_* / p_*' }),
-  listener_id: Type.String({ maxLength: 255, description: 'dc_… or wh_…' }),
+  listener_id: Type.String({ maxLength: 255, description: 'dc_…, p_… or wh_…' }),
 };
 
 export const SUBSCRIPTION_ROUTES: RouteContract[] = [
@@ -36,7 +36,8 @@ export const SUBSCRIPTION_ROUTES: RouteContract[] = [
     method: 'POST',
     path: '/v1/auto_subscriptions',
     tag: 'subscriptions',
-    summary: "Subscribe a listener to $errors or $logs of all the owner's sources, present and future",
+    summary: "Subscribe a listener to $errors or $logs of the owner's sources and workflows created from now on",
+    description: 'Existing sources and workflows are not subscribed: use POST /subscriptions for them.',
     body: Type.Object({ event_name: Type.Union([Type.Literal('$errors'), Type.Literal('$logs')]), listener_id: FIELDS.listener_id }),
     responses: { 200: Data(Type.Object({ id: Type.String(), event_name: Type.String(), listener_id: Type.String() })) },
     errors: [403, 404],
