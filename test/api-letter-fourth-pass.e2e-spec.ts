@@ -1,4 +1,7 @@
-import { client, createUser, TestUser } from './support/accounts';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { admin, client, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
 import { rawRequest } from './support/raw-http';
 import { startSystem, System } from './support/system';
@@ -54,5 +57,20 @@ describe('API to the letter, fourth pass', () => {
     expect(auto.summary).toBe("Subscribe a listener to $errors or $logs of the owner's sources and workflows created from now on");
     const listener = auto.parameters.find((p) => p.in === 'query' && p.name === 'listener_id')!;
     expect(listener.schema.description).toBe('dc_…, p_… or wh_…');
+  });
+
+  it('publishes to the registry only a key <app_name_slug>-<slugified-component-name> of its own name, as the shipped components now are (any <app>-<words> was taken)', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'reg-')), 'thing.mjs');
+    const code = (key: string, name: string): string => `export default { key: "${key}", name: "${name}", version: "1.0.0", props: { http: "$.interface.http" }, async run(event) { this.$emit(event); } };`;
+    writeFileSync(file, code('acme-other-thing', 'New Thing'));
+    expect(() => admin(system, ['registry', 'publish', file])).toThrow('error: registry key "acme-other-thing" must be <app_name_slug>-<slugified-component-name>: acme-new-thing for the name "New Thing"');
+    writeFileSync(file, code('acme_corp-new-thing-instant', 'New Thing (Instant)'));
+    expect(admin(system, ['registry', 'publish', file])).toMatchObject({ key: 'acme_corp-new-thing-instant', created: true });
+
+    const slug = (name: string): string => name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+    for (const key of ['http-custom-response', 'http-request-counter', 'rss-new-item-in-feed', 'schedule-cron', 'schedule-interval']) {
+      const { name } = (await api.get(`/components/registry/${key}`)).body.data as { name: string };
+      expect([key, name, key.endsWith(`-${slug(name)}`) && !key.slice(0, -slug(name).length - 1).includes('-')]).toEqual([key, name, true]);
+    }
   });
 });

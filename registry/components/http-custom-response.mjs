@@ -1,9 +1,9 @@
 // HTTP source that answers each request itself (customResponse) and emits the request.
 export default {
   key: "http-custom-response",
-  name: "HTTP Custom Response",
+  name: "Custom Response",
   description: "Emits every HTTP request sent to its endpoint and answers with the configured status and body.",
-  version: "1.0.0",
+  version: "1.0.1",
   type: "source",
   props: {
     http: { type: "$.interface.http", customResponse: true },

@@ -1,9 +1,9 @@
 // Emits an event on a cron schedule.
 module.exports = {
   key: "schedule-cron",
-  name: "Cron Schedule",
+  name: "Cron",
   description: "Emits an event on a 5-field cron schedule, with an optional IANA timezone.",
-  version: "1.0.0",
+  version: "1.0.1",
   type: "source",
   props: {
     timer: { type: "$.interface.timer", label: "Schedule", default: { cron: "0 * * * *" } },

@@ -1,9 +1,9 @@
 // Emits an event on a fixed interval.
 export default {
   key: "schedule-interval",
-  name: "Interval Schedule",
+  name: "Interval",
   description: "Emits an event every N seconds (15 seconds at least).",
-  version: "1.0.0",
+  version: "1.0.1",
   type: "source",
   props: {
     timer: { type: "$.interface.timer", label: "Interval", default: { intervalSeconds: 60 } },

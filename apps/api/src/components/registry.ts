@@ -2,8 +2,9 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { AppConfig, ConfigError } from '@app/config';
-import { BadRequestError, ConflictError, sha256Hex } from '@app/contracts';
+import { BadRequestError, clipped, ConflictError, sha256Hex } from '@app/contracts';
 import { Component } from '@app/db';
+import { slugify } from '../sources/source-props';
 import { ComponentReader } from './component-reader';
 import { buildComponent, readComponent, REGISTRY_OWNER } from './components.service';
 
@@ -39,6 +40,11 @@ export async function publishToRegistry(em: EntityManager, reader: ComponentRead
   const analyzed = await readComponent(reader, config, code, REGISTRY_OWNER);
   if (!analyzed.key) throw new BadRequestError('a registry component needs a key', { field: 'key' }, 'invalid_component');
   if (!REGISTRY_KEY.test(analyzed.key)) throw new BadRequestError(`registry key "${analyzed.key}" must look like <app_name_slug>-<slugified-component-name> (lowercase letters, digits and dashes)`, { field: 'key' }, 'invalid_component');
+  const nameSlug = slugify(analyzed.name);
+  const app = analyzed.key.slice(0, analyzed.key.indexOf('-'));
+  if (analyzed.key !== `${app}-${nameSlug}`) {
+    throw new BadRequestError(`registry key "${analyzed.key}" must be <app_name_slug>-<slugified-component-name>: ${app}-${nameSlug} for the name "${clipped(analyzed.name)}"`, { field: 'key', expected: `${app}-${nameSlug}` }, 'invalid_component');
+  }
   if (!SEMVER.test(analyzed.version)) throw new BadRequestError(`registry components need a semantic version (x.y.z), got "${analyzed.version}"`, { field: 'version' }, 'invalid_component');
   const codeHash = sha256Hex(code);
   const same = await em.findOne(Component, { ownerId: REGISTRY_OWNER, key: analyzed.key, version: analyzed.version }, { orderBy: { createdAtMs: 'desc' } });
