@@ -73,4 +73,12 @@ describe('API to the letter, fourth pass', () => {
       expect([key, name, key.endsWith(`-${slug(name)}`) && !key.slice(0, -slug(name).length - 1).includes('-')]).toEqual([key, name, true]);
     }
   });
+
+  it('names the query parameters of a start_id after its end_id in details, as for after and before together', async () => {
+    const component = (await api.post('/components', { component_code: HTTP_SOURCE })).body.data.id as string;
+    const source = (await api.post('/sources', { component_id: component })).body.data.id as string;
+    const res = await api.del(`/sources/${source}/events?start_id=1700000000001-0&end_id=1700000000000-0`);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'start_id must not be after end_id', code: 'invalid_request', details: { in: 'query', fields: ['start_id', 'end_id'], start_id: '1700000000001-0', end_id: '1700000000000-0' } });
+  });
 });
