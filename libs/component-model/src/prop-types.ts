@@ -64,6 +64,3 @@ export function isReservedPropName(name: string): boolean {
 export function isServiceType(type: string): boolean {
   return isInterfaceType(type) || type.startsWith('$.service.') || type === DIR;
 }
-
-/** The mask shown in place of secret values and `$auth`. */
-export const SECRET_MASK = '********';

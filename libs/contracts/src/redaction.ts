@@ -1,3 +1,9 @@
+/**
+ * What an answer shows in place of a value it keeps hidden: a secret prop's value, an app's `$auth`, the credentials
+ * of a URL (user info, query values). Sent back for a secret prop, it keeps the stored value.
+ */
+export const SECRET_MASK = '********';
+
 /** What a hidden value is replaced by in a text that quoted it (a run's record, an error of component code). */
 export const REDACTED = '**********';
 

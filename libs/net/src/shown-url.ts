@@ -1,5 +1,4 @@
-/** What stands for a hidden part of a URL. */
-export const URL_MASK = '********';
+import { SECRET_MASK } from '@app/contracts';
 
 /**
  * A URL as it may be kept and shown: its user info (`user:token@`) and the values of its query (`?token=…`; a part
@@ -11,17 +10,17 @@ export function shownUrl(raw: string | URL): string {
   try {
     url = new URL(raw);
   } catch {
-    return URL_MASK;
+    return SECRET_MASK;
   }
   if (url.username || url.password) {
-    url.username = URL_MASK;
+    url.username = SECRET_MASK;
     url.password = '';
   }
   if (url.search.length > 1) {
     url.search = url.search
       .slice(1)
       .split('&')
-      .map((part) => (part.includes('=') ? `${part.slice(0, part.indexOf('='))}=${URL_MASK}` : part && URL_MASK))
+      .map((part) => (part.includes('=') ? `${part.slice(0, part.indexOf('='))}=${SECRET_MASK}` : part && SECRET_MASK))
       .join('&');
   }
   return url.href;

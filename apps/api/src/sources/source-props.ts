@@ -1,5 +1,5 @@
-import { ConfigurableProp, cronIntervalSeconds, INTERFACE_HTTP, INTERFACE_TIMER, SECRET_MASK } from '@app/component-model';
-import { BadRequestError, decryptValue, encryptValue, isEncrypted } from '@app/contracts';
+import { ConfigurableProp, cronIntervalSeconds, INTERFACE_HTTP, INTERFACE_TIMER } from '@app/component-model';
+import { BadRequestError, decryptValue, encryptValue, isEncrypted, SECRET_MASK } from '@app/contracts';
 
 type Values = Record<string, unknown>;
 

@@ -1,4 +1,4 @@
-import { decryptValue, type DesiredWorkflowState, type EncryptedValue, isEncrypted, redact, redactionPatterns, WORKFLOW_PLATFORM_VERSION } from '@app/contracts';
+import { decryptValue, type DesiredWorkflowState, type EncryptedValue, isEncrypted, redact, REDACTED, redactionPatterns, WORKFLOW_PLATFORM_VERSION } from '@app/contracts';
 import { dbSizeBytes, type ExecuteResult, type LogRecord, type SendRecord } from '@app/sandbox';
 import type { ActorDeps } from '../actors/actor-deps';
 import { STATE_ROOM_BYTES, withWrites } from '../actors/actor-state';
@@ -106,9 +106,9 @@ export function triggerContext(desired: DesiredWorkflowState, invocationId: stri
 /** Prop values safe to record: encrypted values and app `$auth` masked. */
 function inputsOf(props: Record<string, unknown>): Record<string, unknown> {
   const mask = (v: unknown): unknown => {
-    if (isEncrypted(v)) return '**********';
+    if (isEncrypted(v)) return REDACTED;
     if (Array.isArray(v)) return v.map(mask);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, k === '$auth' ? '**********' : mask(x)]));
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, k === '$auth' ? REDACTED : mask(x)]));
     return v;
   };
   return mask(props) as Record<string, unknown>;
@@ -147,7 +147,7 @@ export async function runWorkflow(
   }
   outcome.hidden = redactionPatterns(values);
   const sendSettings = deps.config as SendSettings;
-  const masked = Object.fromEntries(Object.keys(secrets).map((k) => [k, '**********']));
+  const masked = Object.fromEntries(Object.keys(secrets).map((k) => [k, REDACTED]));
   let droppedLogs = { count: 0, step: '' };
   let logChars = 0;
   const outputsMax = RUN_OUTPUTS_MAX_EVENTS * deps.config.eventMaxBytes;
