@@ -63,6 +63,8 @@ export class Emitter {
 }
 
 export interface Received {
+  /** The path and query the request was sent to. */
+  url: string;
   headers: Record<string, string | string[] | undefined>;
   body: string;
   at: number;
@@ -90,7 +92,7 @@ export class Receiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const r: Received = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+        const r: Received = { url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
         this.received.push(r);
         void Promise.resolve(this.respond(r, this.received.length)).then((answer) => {
           if (!answer) return; // never answer

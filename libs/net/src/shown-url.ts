@@ -25,3 +25,22 @@ export function shownUrl(raw: string | URL): string {
   }
   return url.href;
 }
+
+/** `text` as written when it is a URL with no user info and no query, or no URL at all; else `shownUrl(text)`. */
+export function shownAsWritten(text: string): string {
+  try {
+    const url = new URL(text);
+    return url.username || url.password || url.search ? shownUrl(url) : text;
+  } catch {
+    return text;
+  }
+}
+
+/** True when the URL has `********` where `shownUrl` hides a credential: its user info, or a value of its query. */
+export function masksCredentials(url: URL): boolean {
+  if (url.username === SECRET_MASK || url.password === SECRET_MASK) return true;
+  return url.search
+    .slice(1)
+    .split('&')
+    .some((part) => part === SECRET_MASK || part.slice(part.indexOf('=') + 1) === SECRET_MASK);
+}

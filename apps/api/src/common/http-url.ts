@@ -1,5 +1,5 @@
 import { BadRequestError, clipped } from '@app/contracts';
-import { shownUrl } from '@app/net';
+import { shownAsWritten } from '@app/net';
 
 /**
  * `scheme://authority` as written: WHATWG's parser repairs `http:///x`, `http:/x`, `http:x` and
@@ -8,19 +8,13 @@ import { shownUrl } from '@app/net';
 const WRITTEN_AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/\\?#\s]/i;
 const MAX_URL_CHARS = 2048;
 
-/** A refused URL as its 400 echoes it (`details.value`): as written (clipped), unless it carries credentials (then `shownUrl`). */
-function echoed(text: string): string {
-  try {
-    const url = new URL(text);
-    return clipped(url.username || url.password || url.search ? shownUrl(url) : text);
-  } catch {
-    return clipped(text);
-  }
-}
+/** A refused URL as its 400 echoes it (`details.value`): as written, its credentials as `********`, clipped. */
+const echoed = (text: string): string => clipped(shownAsWritten(text));
 
 /**
  * An absolute http(s) URL with a hostname written after the scheme, from a client's field; anything
- * else is a 400 naming the field and the rule. `example` shows the expected form in the messages.
+ * else is a 400 naming the field and the rule. `example` shows the expected form in the messages; `details.value`
+ * echoes the URL as written, its credentials as `********`.
  */
 export function parseHttpUrl(value: unknown, field: string, example: string): URL {
   if (typeof value !== 'string' || value.trim() === '') throw new BadRequestError(`${field} is required`, { field });

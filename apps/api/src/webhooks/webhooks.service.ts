@@ -8,7 +8,7 @@ import { announceRoutes, NatsService } from '@app/nats';
 import { assertPathResource, AuthContext } from '../auth/auth.context';
 import { assertRoomFor } from '../common/account-quota';
 import { finishPage, keysetClause, ownedPage, Page, PageQuery } from '../common/pagination';
-import { toDeliveryDto, toWebhookDto, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
+import { keptUrl, toDeliveryDto, toWebhookDto, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
 
 export interface WebhookInput {
   url?: string;
@@ -28,7 +28,7 @@ export class WebhooksService {
       id: newId('webhook'),
       ownerId,
       userId: auth.userId,
-      url: input.url,
+      url: keptUrl(input.url),
       name: input.name ?? null,
       description: input.description ?? null,
       active: true,
@@ -57,7 +57,7 @@ export class WebhooksService {
   async update(auth: AuthContext, id: string, input: WebhookInput): Promise<WebhookDto> {
     const em = this.em.fork();
     const webhook = await this.get(auth, id, em);
-    if (input.url !== undefined) webhook.url = input.url;
+    if (input.url !== undefined) webhook.url = keptUrl(input.url, webhook.url);
     if (input.name !== undefined) webhook.name = input.name;
     if (input.description !== undefined) webhook.description = input.description;
     if (input.active !== undefined) {
