@@ -104,4 +104,23 @@ describe('sources: a secret prop value never comes back in an answer', () => {
     const checked = await api().put(`/sources/${created.body.data.id}`, { component_id: created.body.data.component_id, configured_props: { mode: 'check', token: '********', github: { $auth: '********' } } });
     expect([checked.status, checked.body.code, checked.body.error]).toEqual([400, 'additional_props_failed', 'additionalProps() failed: bad token ********** {"oauth_access_token":"**********"}']);
   });
+
+  it('an additionalProps() message cut at 2,000 characters through a secret shows none of it', async () => {
+    const code = `export default {
+      key: "secret-answers-long", name: "Secret Answers Long", version: "0.0.1", type: "source",
+      props: { pad: { type: "integer", reloadProps: true }, token: { type: "string", secret: true } },
+      async additionalProps() { throw new Error("x".repeat(this.pad) + this.token + " end"); },
+      async run() {},
+    };`;
+    const token = 'Zq9straddling-secret-7';
+    for (const pad of [1990, 1999, 1980]) {
+      const res = await api().post('/sources', { component_code: code, configured_props: { pad, token } });
+      expect([res.status, res.body.code]).toEqual([400, 'additional_props_failed']);
+      const shown = String(res.body.error).replace('additionalProps() failed: ', '');
+      expect(shown.startsWith('x'.repeat(pad))).toBe(true);
+      expect(shown.slice(pad)).toMatch(/^\*+(…| end)$/);
+      expect(shown.length).toBeLessThanOrEqual(2001);
+      expect(res.text).not.toContain('Zq9');
+    }
+  });
 });

@@ -39,3 +39,31 @@ export function redact<T>(value: T, values: readonly string[]): T {
   };
   return walk(value) as T;
 }
+
+/** What ends a text cut short. */
+const CUT_MARK = '…';
+
+/**
+ * `text` as it may be shown: every one of `values` (patterns) in it as `**********`, then cut to `maxChars` (`…`
+ * marking the cut) — hidden first, so no value is cut through before it is looked for. A text that came cut already
+ * (ending in `…`) may end in the start of a value cut through: that start is hidden too, however short.
+ */
+export function redactThenCut(text: string, values: readonly string[], maxChars: number): string {
+  let out = redactText(text, values);
+  if (out.endsWith(CUT_MARK)) out = `${hideValueStart(out.slice(0, -CUT_MARK.length), values)}${CUT_MARK}`;
+  return out.length > maxChars ? `${out.slice(0, maxChars)}${CUT_MARK}` : out;
+}
+
+/** `text` with its longest tail that is the start of one of `values` as `**********`. */
+function hideValueStart(text: string, values: readonly string[]): string {
+  let from = text.length;
+  for (const v of values) {
+    for (let i = Math.max(0, text.length - v.length + 1); i < from; i++) {
+      if (v.startsWith(text.slice(i))) {
+        from = i;
+        break;
+      }
+    }
+  }
+  return from < text.length ? `${text.slice(0, from)}${REDACTED}` : text;
+}

@@ -1,7 +1,7 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { analyzeAdditionalProps, ComponentMeta, ConfigurableProp, validateConfiguredProps } from '@app/component-model';
 import { AppConfig } from '@app/config';
-import { BadRequestError, redact, REDACT_MIN_CHARS, redactionPatterns, stringsOf } from '@app/contracts';
+import { BadRequestError, REDACT_MIN_CHARS, redactionPatterns, redactThenCut, stringsOf } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { assertAccess, AuthContext } from '../auth/auth.context';
 import { ComponentReader } from './component-reader';
@@ -9,6 +9,8 @@ import { REGISTRY_OWNER, runnableOf } from './components.service';
 
 /** Longest message of a failed `additionalProps()` shown in the 400 (the sandbox already cuts it there, adding "…"). */
 const ERROR_MESSAGE_MAX_CHARS = 2000;
+/** Longest error name shown (the sandbox cuts it there too). */
+const ERROR_NAME_MAX_CHARS = 100;
 
 /** True when the component has `additionalProps()` (its sources' props depend on their values). */
 export function hasDynamicProps(component: Component): boolean {
@@ -44,21 +46,21 @@ export interface PropsBase {
 export async function addedProps(reader: ComponentReader, config: AppConfig, component: Component, staticValues: Record<string, unknown>, base: PropsBase): Promise<ConfigurableProp[]> {
   const out = await reader.additionalProps(runnableOf(component).code, staticValues, config.componentReadTimeoutMs, base.account, base.previous);
   if (out.error) {
-    const message = hiddenIn(component, staticValues, String(out.error.message).slice(0, ERROR_MESSAGE_MAX_CHARS + 1));
-    throw new BadRequestError(`additionalProps() failed: ${message}`, { reason: hiddenIn(component, staticValues, String(out.error.name).slice(0, 100)) }, 'additional_props_failed');
+    const message = hiddenIn(component, staticValues, String(out.error.message), ERROR_MESSAGE_MAX_CHARS);
+    throw new BadRequestError(`additionalProps() failed: ${message}`, { reason: hiddenIn(component, staticValues, String(out.error.name), ERROR_NAME_MAX_CHARS) }, 'additional_props_failed');
   }
   return analyzeAdditionalProps(component.configurableProps as ConfigurableProp[], Array.isArray(out.props) ? out.props : []);
 }
 
 /**
  * `text` (what code said, an error) with the values of the component's secret props and app `$auth` among `values`
- * as `**********`, as a run's record hides them: code that quotes one in an error does not show it to the caller, who
- * may have sent only its mask.
+ * as `**********`, as a run's record hides them, then cut to `maxChars`: code that quotes one in an error does not
+ * show it to the caller, who may have sent only its mask, nor the start of one the cut went through.
  */
-function hiddenIn(component: Component, values: Record<string, unknown>, text: string): string {
+function hiddenIn(component: Component, values: Record<string, unknown>, text: string, maxChars: number): string {
   const hidden: string[] = [];
   for (const p of component.configurableProps as ConfigurableProp[]) if (p.secret || p.type === 'app') stringsOf(values[p.name], hidden);
-  return redact(text, redactionPatterns(hidden.filter((s) => s.length >= REDACT_MIN_CHARS)));
+  return redactThenCut(text, redactionPatterns(hidden.filter((s) => s.length >= REDACT_MIN_CHARS)), maxChars);
 }
 
 /**
