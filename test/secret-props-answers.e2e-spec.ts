@@ -123,4 +123,33 @@ describe('sources: a secret prop value never comes back in an answer', () => {
       expect(res.text).not.toContain('Zq9');
     }
   });
+
+  it('props reload and options read a mask sent back as the stored secret, as an update does; with none stored it is a 400', async () => {
+    const code = `export default {
+      key: "secret-answers-reload", name: "Secret Answers Reload", version: "0.0.1", type: "source",
+      props: {
+        token: { type: "string", secret: true, reloadProps: true },
+        pick: { type: "string", optional: true, async options() { if (this.token === "boom") throw new Error("no " + this.token); return [this.token === "********" ? "the mask" : this.token.length + " chars"]; } },
+      },
+      async additionalProps() { return { seen: { type: "string", optional: true, label: this.token === "********" ? "the mask" : this.token.length + " chars" } }; },
+      async run() {},
+    };`;
+    const created = await api().post('/sources', { component_code: code, configured_props: { token: 'stored-secret-8' } });
+    expect(created.status).toBe(200);
+    const { id, component_id: componentId } = created.body.data;
+    const label = (res: { body: { data?: { configurable_props?: { name: string; label?: string }[] } } }) => res.body.data?.configurable_props?.find((p) => p.name === 'seen')?.label;
+    const reloaded = await api().post(`/components/${componentId}/props/reload`, { source_id: id, configured_props: { token: '********' } });
+    expect([reloaded.status, label(reloaded)]).toEqual([200, '15 chars']);
+    const options = await api().post(`/components/${componentId}/props/pick/options`, { source_id: id, configured_props: { token: '********' } });
+    expect([options.status, options.body.data?.options]).toEqual([200, ['15 chars']]);
+    const given = await api().post(`/components/${componentId}/props/reload`, { source_id: id, configured_props: { token: 'given' } });
+    expect([given.status, label(given)]).toEqual([200, '5 chars']);
+    for (const path of ['props/reload', 'props/pick/options']) {
+      const none = await api().post(`/components/${componentId}/${path}`, { configured_props: { token: '********' } });
+      expect([none.status, none.body.code, none.body.error]).toEqual([400, 'invalid_props', 'configured_props.token: "********" keeps the secret stored for token, and none is: give its value']);
+    }
+    const failed = await api().post(`/components/${componentId}/props/pick/options`, { configured_props: { token: 'boom' } });
+    expect([failed.status, failed.body.code, failed.body.error]).toEqual([400, 'options_failed', 'options() of prop pick failed: no **********']);
+    expect(JSON.stringify([reloaded.body, options.body])).not.toContain('stored-secret-8');
+  });
 });

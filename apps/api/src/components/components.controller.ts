@@ -1,5 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
+import { ConfigurableProp } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, clipped, NotFoundError } from '@app/contracts';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
@@ -8,7 +9,8 @@ import { COMPONENT_READER, ComponentReader } from './component-reader';
 import { componentUrlParam } from './component-url';
 import { RegistrySeeder } from './registry.seeder';
 import { ComponentDto, ComponentsService, runnableOf, toComponentDto } from './components.service';
-import { hasDynamicProps, propsBaseOf, reloadProps } from './dynamic-props';
+import { unmaskInput } from '../sources/source-props';
+import { hasDynamicProps, hiddenIn, propsBaseOf, reloadProps } from './dynamic-props';
 
 @Controller('v1/components')
 export class ComponentsController {
@@ -54,7 +56,8 @@ export class ComponentsController {
 
   /**
    * Extension: calls a prop's async `options({ page, prevContext })` (directly or
-   * through its `propDefinition`) so clients can build forms.
+   * through its `propDefinition`) so clients can build forms; `this` holds the values given, a secret's mask as
+   * the stored value of `source_id`'s source.
    */
   @Post(':keyOrId/props/:prop/options')
   @HttpCode(200)
@@ -62,29 +65,30 @@ export class ComponentsController {
     const input = mergeInput(query, body);
     const namespace = namespaceOf(auth, input.org_id);
     const c = await this.components.findForCaller(auth, keyOrId, namespace);
-    const configuredFirst = objectParam(input, 'configured_props') ?? {};
-    const base = await propsBaseOf(this.em, auth, c, namespace, optionalString(input, 'source_id') ?? undefined);
+    const configured = objectParam(input, 'configured_props') ?? {};
+    const given = typeof configured === 'object' && configured !== null && !Array.isArray(configured) ? (configured as Record<string, unknown>) : undefined;
+    const base = await propsBaseOf(this.em, auth, c, namespace, optionalString(input, 'source_id') ?? undefined, this.config.secretsKey);
     // A prop that additionalProps() adds exists only for some values: it is found with the values given.
-    const props = hasDynamicProps(c) && typeof configuredFirst === 'object' && configuredFirst !== null && !Array.isArray(configuredFirst)
-      ? await reloadProps(this.reader, this.config, c, configuredFirst as Record<string, unknown>, base)
-      : c.configurableProps;
-    const known = (props as { name: string; remoteOptions?: boolean; options?: unknown[] }[]).find((p) => p.name === prop);
+    const props = (hasDynamicProps(c) && given ? await reloadProps(this.reader, this.config, c, given, base) : c.configurableProps) as ConfigurableProp[];
+    const known = props.find((p) => p.name === prop);
     if (!known) throw new NotFoundError(`component ${c.id} has no prop ${clipped(prop)}`, { prop: clipped(prop) });
     const page = input.page === undefined ? 0 : Number(input.page);
     if (!Number.isInteger(page) || page < 0) throw new BadRequestError('page must be an integer ≥ 0', { field: 'page' });
-    const configured = objectParam(input, 'configured_props') ?? {};
-    if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
+    if (!given) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
     if (!known.remoteOptions) return { data: { options: known.options ?? [], context: null } };
-    const optionsInput = { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: configured as Record<string, unknown>, previousProps: base.previous };
+    // A secret's mask stands for the source's stored value (with `source_id`), as on an update; code quoting it in an error does not show it.
+    const values = unmaskInput(props, given, base.stored);
+    const optionsInput = { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: values, previousProps: base.previous };
     const out = await this.reader.options(runnableOf(c).code, prop, optionsInput, this.config.componentReadTimeoutMs, base.account);
-    if (out.error) throw new BadRequestError(`options() of prop ${prop} failed: ${out.error.message}`, { prop }, 'options_failed');
+    if (out.error) throw new BadRequestError(`options() of prop ${prop} failed: ${hiddenIn(props, values, String(out.error.message))}`, { prop }, 'options_failed');
     return { data: { options: out.options ?? [], context: out.context ?? null } };
   }
 
   /**
    * Extension, Pipedream's "reload props": the props a source of this component has for the values given
    * so far — its own, then those its `additionalProps()` returns (the same call a deploy makes; with
-   * `source_id`, the call an update of that source makes: its previous props in `previousPropDefs`).
+   * `source_id`, the call an update of that source makes: its previous props in `previousPropDefs`, its stored
+   * secrets for their masks).
    */
   @Post(':keyOrId/props/reload')
   @HttpCode(200)
@@ -94,7 +98,7 @@ export class ComponentsController {
     const c = await this.components.findForCaller(auth, keyOrId, namespace);
     const configured = objectParam(input, 'configured_props') ?? {};
     if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
-    const base = await propsBaseOf(this.em, auth, c, namespace, optionalString(input, 'source_id') ?? undefined);
+    const base = await propsBaseOf(this.em, auth, c, namespace, optionalString(input, 'source_id') ?? undefined, this.config.secretsKey);
     return { data: { configurable_props: await reloadProps(this.reader, this.config, c, configured as Record<string, unknown>, base) } };
   }
 }

@@ -4,10 +4,11 @@ import { AppConfig } from '@app/config';
 import { BadRequestError, REDACT_MIN_CHARS, redactionPatterns, redactThenCut, stringsOf } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { assertAccess, AuthContext } from '../auth/auth.context';
+import { decryptProps, unmaskInput } from '../sources/source-props';
 import { ComponentReader } from './component-reader';
 import { REGISTRY_OWNER, runnableOf } from './components.service';
 
-/** Longest message of a failed `additionalProps()` shown in the 400 (the sandbox already cuts it there, adding "…"). */
+/** Longest message of a failed `additionalProps()` or `options()` shown in the 400 (the sandbox already cuts it there, adding "…"). */
 const ERROR_MESSAGE_MAX_CHARS = 2000;
 /** Longest error name shown (the sandbox cuts it there too). */
 const ERROR_NAME_MAX_CHARS = 100;
@@ -38,6 +39,11 @@ export interface PropsBase {
   account: string;
 }
 
+/** A reload's base: also the source's values (plain; none on a first deploy), which a secret's mask sent back stands for. */
+export interface ReloadBase extends PropsBase {
+  stored: Record<string, unknown>;
+}
+
 /**
  * The props `additionalProps()` returns for `staticValues` (validated values of the component's own
  * props), called in the base's account's sandbox with the static definitions and the base's previous
@@ -46,35 +52,37 @@ export interface PropsBase {
 export async function addedProps(reader: ComponentReader, config: AppConfig, component: Component, staticValues: Record<string, unknown>, base: PropsBase): Promise<ConfigurableProp[]> {
   const out = await reader.additionalProps(runnableOf(component).code, staticValues, config.componentReadTimeoutMs, base.account, base.previous);
   if (out.error) {
-    const message = hiddenIn(component, staticValues, String(out.error.message), ERROR_MESSAGE_MAX_CHARS);
-    throw new BadRequestError(`additionalProps() failed: ${message}`, { reason: hiddenIn(component, staticValues, String(out.error.name), ERROR_NAME_MAX_CHARS) }, 'additional_props_failed');
+    const props = component.configurableProps as ConfigurableProp[];
+    const message = hiddenIn(props, staticValues, String(out.error.message));
+    throw new BadRequestError(`additionalProps() failed: ${message}`, { reason: hiddenIn(props, staticValues, String(out.error.name), ERROR_NAME_MAX_CHARS) }, 'additional_props_failed');
   }
   return analyzeAdditionalProps(component.configurableProps as ConfigurableProp[], Array.isArray(out.props) ? out.props : []);
 }
 
 /**
- * `text` (what code said, an error) with the values of the component's secret props and app `$auth` among `values`
- * as `**********`, as a run's record hides them, then cut to `maxChars`: code that quotes one in an error does not
+ * `text` (what code said, an error) with the values of the secret props and app `$auth` among `values` as
+ * `**********`, as a run's record hides them, then cut to `maxChars`: code that quotes one in an error does not
  * show it to the caller, who may have sent only its mask, nor the start of one the cut went through.
  */
-function hiddenIn(component: Component, values: Record<string, unknown>, text: string, maxChars: number): string {
+export function hiddenIn(props: ConfigurableProp[], values: Record<string, unknown>, text: string, maxChars = ERROR_MESSAGE_MAX_CHARS): string {
   const hidden: string[] = [];
-  for (const p of component.configurableProps as ConfigurableProp[]) if (p.secret || p.type === 'app') stringsOf(values[p.name], hidden);
+  for (const p of props) if (p.secret || p.type === 'app') stringsOf(values[p.name], hidden);
   return redactThenCut(text, redactionPatterns(hidden.filter((s) => s.length >= REDACT_MIN_CHARS)), maxChars);
 }
 
 /**
  * Pipedream's "reload props" for a form being filled in: values given so far (required props may
- * be missing; each given one is checked, defaults apply) → the component's props followed by those
- * `additionalProps()` returns for them.
+ * be missing; each given one is checked, defaults apply; a secret's mask stands for the base's stored value, as
+ * on an update) → the component's props followed by those `additionalProps()` returns for them.
  */
-export async function reloadProps(reader: ComponentReader, config: AppConfig, component: Component, given: Record<string, unknown>, base: PropsBase): Promise<ConfigurableProp[]> {
+export async function reloadProps(reader: ComponentReader, config: AppConfig, component: Component, given: Record<string, unknown>, base: ReloadBase): Promise<ConfigurableProp[]> {
   const props = component.configurableProps as ConfigurableProp[];
   const dynamic = hasDynamicProps(component);
   const partial = props.map((p) => ({ ...p, optional: true }));
+  const unmasked = unmaskInput(props, given, base.stored);
   // A value for a prop `additionalProps()` may add is checked once it is added (deploy, update); a component
   // without `additionalProps()` has no other props, so an unknown name is refused as its deploy would refuse it.
-  const values = validateConfiguredProps(partial, dynamic ? byStaticProps(component, given).own : given, config);
+  const values = validateConfiguredProps(partial, dynamic ? byStaticProps(component, unmasked).own : unmasked, config);
   if (!dynamic) return props;
   return [...props, ...(await addedProps(reader, config, component, values, base))];
 }
@@ -94,12 +102,13 @@ export function sandboxOf(component: Component, caller: string): string {
 
 /**
  * The base of a reload: with `sourceId` (a source the caller can reach, else 404), the props its
- * `additionalProps()` added last time, which is what an update of that source computes; without, none (a
- * first deploy). The code runs in the sandbox `sandboxOf` names: the component's owner's, or for a registry
+ * `additionalProps()` added last time and its values, which is what an update of that source starts from; without,
+ * none (a first deploy). The code runs in the sandbox `sandboxOf` names: the component's owner's, or for a registry
  * component the source owner's (with `sourceId`) or `namespace`'s.
  */
-export async function propsBaseOf(em: EntityManager, auth: AuthContext, component: Component, namespace: string, sourceId: string | undefined): Promise<PropsBase> {
-  if (sourceId === undefined) return { previous: [], account: sandboxOf(component, namespace) };
+export async function propsBaseOf(em: EntityManager, auth: AuthContext, component: Component, namespace: string, sourceId: string | undefined, secretsKey: Buffer): Promise<ReloadBase> {
+  if (sourceId === undefined) return { previous: [], account: sandboxOf(component, namespace), stored: {} };
   const source = assertAccess(auth, await em.fork().findOne(Source, { id: sourceId, deletedAt: null }), 'source', sourceId);
-  return { previous: (source.additionalProps ?? []) as unknown as ConfigurableProp[], account: sandboxOf(component, source.ownerId) };
+  const previous = (source.additionalProps ?? []) as unknown as ConfigurableProp[];
+  return { previous, account: sandboxOf(component, source.ownerId), stored: decryptProps(source.configuredProps, secretsKey) };
 }
