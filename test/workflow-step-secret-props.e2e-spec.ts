@@ -64,6 +64,26 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
     expect(system.logs('api')).not.toContain('918273645');
   });
 
+  it('refuses a template that cannot resolve in a secret or app value without quoting it, and quotes one in a plain value', async () => {
+    const deploy = (props: Record<string, unknown>) => api().post('/workflows', { name: 'templates', trigger: { manual: {} }, steps: [{ name: 'first', code: STATIC_STEP, props }] });
+    const auth = { $auth: { oauth_access_token: 'auth-secret-2' } };
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ key: 'pre-{{hunter2-fragment}}-post', slack: auth, note: 'n' }, 'steps[0].props.key', '"{{********}}": a template starts with steps., trigger. or secrets.'],
+      [{ key: '{{steps.hunter3.x}}', slack: auth, note: 'n' }, 'steps[0].props.key', '"{{********}}": no step "********" runs before this one (a step reads steps.trigger and the steps before it)'],
+      [{ key: '{{ secrets.hunter4.x }}', slack: auth, note: 'n' }, 'steps[0].props.key', '"{{********}}": use {{secrets.NAME}} (a secret name is letters, digits and _)'],
+      [{ key: 'k', slack: { $auth: { oauth_access_token: 'xoxb-{{ leaked + token }}' } }, note: 'n' }, 'steps[0].props.slack.$auth.oauth_access_token', 'cannot read "{{********}}": only property paths like steps.name.$return_value.field are allowed'],
+      [{ key: 'k', slack: auth, note: '{{steps.nosuch.y}}' }, 'steps[0].props.note', '"{{steps.nosuch.y}}": no step "nosuch" runs before this one (a step reads steps.trigger and the steps before it)'],
+    ];
+    const answers = [];
+    for (const [props, path, problem] of cases) {
+      const res = await deploy(props);
+      expect([res.status, res.body.code, res.body.details, res.body.error]).toEqual([400, 'invalid_workflow', { path }, `${path}: ${problem}`]);
+      answers.push(res.text);
+    }
+    expect(answers.join('')).not.toMatch(/hunter|leaked/);
+    expect(system.logs('api')).not.toMatch(/hunter|leaked/);
+  });
+
   it("bounds what the steps' additionalProps() add to one workflow together (each call may add 256 KiB)", async () => {
     const big = 'export default defineComponent({ async additionalProps() { const o = {}; for (let i = 0; i < 100; i++) o["p" + i] = { type: "string", optional: true, description: "d".repeat(2500) }; return o; }, async run() {} });';
     const steps = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `s${i}`, code: big, props: {} }));

@@ -41,6 +41,11 @@ export interface ConfigurableProp {
   [extra: string]: unknown;
 }
 
+/** Whether the API hides the prop's value (stored encrypted, shown masked, never quoted): a secret prop's, an app's `$auth`. */
+export function hidesValue(p: ConfigurableProp): boolean {
+  return p.secret === true || p.type === 'app';
+}
+
 /** What the runner and the ingress need besides the props; stored as the component's `meta`. */
 export interface ComponentMeta {
   type: 'source' | 'action';

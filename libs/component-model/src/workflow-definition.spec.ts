@@ -51,15 +51,6 @@ describe('readWorkflowDefinition', () => {
     [{ ...ok, trigger: { timer: { intervalSeconds: 60, timezone: 'Europe/Paris' } } }, 'trigger.timer.timezone'],
     [{ ...ok, trigger: { manual: { x: 1 } } }, 'trigger.manual.x'],
     [{ ...ok, trigger: { manual: 'yes' } }, 'trigger.manual'],
-    [{ ...ok, steps: [{ name: 'a', code: 'x', props: { t: '{{ foo }}' } }] }, 'steps[0].props.t'],
-    [{ ...ok, steps: [{ name: 'a', code: 'x', props: { t: 'hi {{ foo.bar }}' } }] }, 'steps[0].props.t'],
-    [{ ...ok, steps: [{ name: 'a', code: 'x', props: { t: '{{ a + b }}' } }] }, 'steps[0].props.t'],
-    [{ ...ok, steps: [{ name: 'a', code: 'x', props: { t: { deep: ['{{steps.nosuch.y}}'] } } }] }, 'steps[0].props.t.deep[0]'],
-    [{ ...ok, steps: [{ name: 'a', code: 'x' }, { name: 'b', code: 'y', props: { t: '{{steps.b.y}}' } }] }, 'steps[1].props.t'],
-    [{ ...ok, steps: [{ name: 'a', code: 'x', props: { t: '{{steps.b.y}}' } }, { name: 'b', code: 'y' }] }, 'steps[0].props.t'],
-    [{ ...ok, steps: [{ name: 'a', code: 'x', props: { t: '{{secrets.A.B}}' } }] }, 'steps[0].props.t'],
-    [{ ...ok, steps: [{ name: 'a', code: 'x', props: { t: '{{secrets.A-B}}' } }] }, 'steps[0].props.t'],
-    [{ ...ok, steps: [{ name: 'a', code: 'x', props: { t: '{{steps}}' } }] }, 'steps[0].props.t'],
     [{ ...ok, settings: { concurrency: 0 } }, 'settings.concurrency'],
     [{ ...ok, settings: { throttle: { limit: 1 } } }, 'settings.throttle.period_seconds'],
     [{ ...ok, settings: { retries: 3 } }, 'settings.retries'],
@@ -73,7 +64,7 @@ describe('readWorkflowDefinition', () => {
     expect(errorOf({ ...ok, trigger: { manual: { x: 1 } } }).message).toBe('trigger.manual.x: unknown field (trigger.manual takes no fields)');
   });
 
-  it('keeps a manual trigger of {} or null, and templates that can resolve', () => {
+  it('keeps a manual trigger of {} or null, and the props as given', () => {
     expect(readWorkflowDefinition({ ...ok, trigger: { manual: {} } }).trigger).toEqual({ manual: {} });
     expect(readWorkflowDefinition({ ...ok, trigger: { manual: null } }).trigger).toEqual({ manual: {} });
     const props = { a: '{{steps.trigger.event.body}}', b: 'x {{ trigger.event.n }} {{steps.first.$return_value.y[0]}}', c: '{{secrets.S}}', d: 'no {template}' };

@@ -1,7 +1,7 @@
 import { clipped, TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
 import { cronProblem } from './configured-props';
 import { readTimerSchedule, TimerSchedule } from './timer-event';
-import { forEachTemplate, secretOf, templateProblem } from './workflow-templates';
+import { forEachTemplate, secretOf } from './workflow-templates';
 
 /**
  * A workflow as deployed: a trigger, ordered steps and settings. The file format
@@ -181,7 +181,10 @@ function readSettings(v: unknown): WorkflowSettings {
   return out;
 }
 
-/** Validates a workflow definition (the API form: code steps carry their code). */
+/**
+ * Validates a workflow definition (the API form: code steps carry their code). Its steps' templates are checked
+ * where their props are known (`stepTemplateProblem`): a template in a secret prop's value must not be quoted.
+ */
 export function readWorkflowDefinition(input: unknown, extraFields: string[] = []): WorkflowDefinition {
   if (!isObject(input)) throw new WorkflowDefinitionError('(root)', 'a workflow must be an object with name, trigger and steps');
   only(input, ['name', 'trigger', 'steps', 'settings', ...extraFields], '');
@@ -191,11 +194,6 @@ export function readWorkflowDefinition(input: unknown, extraFields: string[] = [
   if (input.steps.length > MAX_STEPS) throw new WorkflowDefinitionError('steps', `at most ${MAX_STEPS} steps`);
   const seen = new Set<string>();
   const steps = input.steps.map((s, i) => readStep(s, i, seen));
-  // Every template must be able to resolve when its step runs: a secret, the trigger, or a step before this one.
-  steps.forEach((step, i) => forEachTemplate(step.props, `steps[${i}].props`, (expr, path) => {
-    const problem = templateProblem(expr, steps.slice(0, i).map((s) => s.name));
-    if (problem) throw new WorkflowDefinitionError(path, problem);
-  }));
   return { name: input.name.trim(), trigger, steps, settings: readSettings(input.settings) };
 }
 

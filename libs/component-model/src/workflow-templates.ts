@@ -1,4 +1,4 @@
-import { clipped } from '@app/contracts';
+import { clipped, SECRET_MASK } from '@app/contracts';
 
 /**
  * The syntax of `{{ … }}` templates in a workflow step's props, shared by the api (checked at deploy)
@@ -11,19 +11,19 @@ export const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 export class TemplateError extends Error {}
 
-/** `a.b[0].c` or `a["b c"]` → ['a', 'b', '0', 'c']. */
-export function parsePath(expr: string): string[] {
+/** `a.b[0].c` or `a["b c"]` → ['a', 'b', '0', 'c']; an error quotes `expr` as `shown`. */
+export function parsePath(expr: string, shown = clipped(expr)): string[] {
   const out: string[] = [];
   const re = /\.?([A-Za-z_$][A-Za-z0-9_$-]*)|\[(\d+)\]|\[\s*"([^"]*)"\s*\]|\[\s*'([^']*)'\s*\]/y;
   let at = 0;
   while (at < expr.length) {
     re.lastIndex = at;
     const m = re.exec(expr);
-    if (!m || (at === 0 && expr[0] === '.')) throw new TemplateError(`cannot read "{{${clipped(expr)}}}": only property paths like steps.name.$return_value.field are allowed`);
+    if (!m || (at === 0 && expr[0] === '.')) throw new TemplateError(`cannot read "{{${shown}}}": only property paths like steps.name.$return_value.field are allowed`);
     out.push(m[1] ?? m[2] ?? m[3] ?? m[4]);
     at = re.lastIndex;
   }
-  if (!out.length || !SEGMENT.test(out[0])) throw new TemplateError(`cannot read "{{${clipped(expr)}}}"`);
+  if (!out.length || !SEGMENT.test(out[0])) throw new TemplateError(`cannot read "{{${shown}}}"`);
   return out;
 }
 
@@ -56,22 +56,41 @@ export function isTemplated(v: unknown): boolean {
 }
 
 /**
- * Why a template in step `stepIndex` cannot resolve, or undefined: it must read `secrets.NAME`,
- * `trigger…`, `steps.trigger…` or `steps.<an earlier step>…`.
+ * Why a template cannot resolve in a step run after `earlierSteps`, or undefined: it must read `secrets.NAME`,
+ * `trigger…`, `steps.trigger…` or `steps.<an earlier step>…`. The template of a `hidden` value (a secret prop's,
+ * an app's `$auth`) is quoted as `{{********}}`, the step it names as `********`: a template is part of the value.
  */
-export function templateProblem(expr: string, earlierSteps: readonly string[]): string | undefined {
+export function templateProblem(expr: string, earlierSteps: readonly string[], hidden = false): string | undefined {
+  const shown = hidden ? SECRET_MASK : clipped(expr);
   let path: string[];
   try {
-    path = parsePath(expr);
+    path = parsePath(expr, shown);
   } catch (e) {
     return (e as Error).message;
   }
   const [head, ...rest] = path;
-  if (head === 'secrets') return secretOf(expr) ? undefined : `"{{${clipped(expr)}}}": use {{secrets.NAME}} (a secret name is letters, digits and _)`;
+  if (head === 'secrets') return secretOf(expr) ? undefined : `"{{${shown}}}": use {{secrets.NAME}} (a secret name is letters, digits and _)`;
   if (head === 'trigger') return undefined;
-  if (head !== 'steps') return `"{{${clipped(expr)}}}": a template starts with steps., trigger. or secrets.`;
-  if (!rest.length) return `"{{${clipped(expr)}}}": name a step ({{steps.<step>.$return_value}}, {{steps.trigger.event}})`;
+  if (head !== 'steps') return `"{{${shown}}}": a template starts with steps., trigger. or secrets.`;
+  if (!rest.length) return `"{{${shown}}}": name a step ({{steps.<step>.$return_value}}, {{steps.trigger.event}})`;
   const step = rest[0];
   if (step === 'trigger' || earlierSteps.includes(step)) return undefined;
-  return `"{{${clipped(expr)}}}": no step "${clipped(step)}" runs before this one (a step reads steps.trigger and the steps before it${earlierSteps.length ? `: ${earlierSteps.join(', ')}` : ''})`;
+  return `"{{${shown}}}": no step "${hidden ? SECRET_MASK : clipped(step)}" runs before this one (a step reads steps.trigger and the steps before it${earlierSteps.length ? `: ${earlierSteps.join(', ')}` : ''})`;
+}
+
+/**
+ * The first template in step `i`'s props (`values`, by prop name) that cannot resolve when the step runs after
+ * `earlierSteps` (`templateProblem`), with its path (`steps[1].props.text`), or undefined. `hides(name)` names the
+ * props whose values are hidden: their templates are not quoted.
+ */
+export function stepTemplateProblem(values: Record<string, unknown>, i: number, earlierSteps: readonly string[], hides: (prop: string) => boolean): { path: string; problem: string } | undefined {
+  for (const [name, value] of Object.entries(values)) {
+    let found: { path: string; problem: string } | undefined;
+    forEachTemplate(value, `steps[${i}].props.${clipped(name)}`, (expr, path) => {
+      const problem = found ? undefined : templateProblem(expr, earlierSteps, hides(name));
+      if (problem) found = { path, problem };
+    });
+    if (found) return found;
+  }
+  return undefined;
 }

@@ -1,5 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { analyzeAdditionalProps, ComponentMeta, ConfigurableProp, validateConfiguredProps } from '@app/component-model';
+import { analyzeAdditionalProps, ComponentMeta, ConfigurableProp, hidesValue, validateConfiguredProps } from '@app/component-model';
 import { AppConfig } from '@app/config';
 import { BadRequestError, REDACT_MIN_CHARS, redactionPatterns, redactThenCut, stringsOf } from '@app/contracts';
 import { Component, Source } from '@app/db';
@@ -66,7 +66,7 @@ export async function addedProps(reader: ComponentReader, config: AppConfig, com
  */
 export function hiddenIn(props: ConfigurableProp[], values: Record<string, unknown>, text: string, maxChars = ERROR_MESSAGE_MAX_CHARS): string {
   const hidden: string[] = [];
-  for (const p of props) if (p.secret || p.type === 'app') stringsOf(values[p.name], hidden);
+  for (const p of props) if (hidesValue(p)) stringsOf(values[p.name], hidden);
   return redactThenCut(text, redactionPatterns(hidden.filter((s) => s.length >= REDACT_MIN_CHARS)), maxChars);
 }
 

@@ -1,5 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { ADDITIONAL_PROPS_MAX_BYTES, AnalyzedComponent, ConfigurableProp, isTemplated, validateConfiguredProps } from '@app/component-model';
+import { ADDITIONAL_PROPS_MAX_BYTES, AnalyzedComponent, ConfigurableProp, hidesValue, isTemplated, stepTemplateProblem, validateConfiguredProps } from '@app/component-model';
 import type { WorkflowStepDef } from '@app/component-model';
 import { AppConfig } from '@app/config';
 import { ApiError, BadRequestError, clipped, newId, NotFoundError, PayloadTooLargeError, sha256Hex } from '@app/contracts';
@@ -51,7 +51,7 @@ export async function resolveSteps(
     const component = step.code !== undefined ? await codeComponent(components, em, auth, ownerId, step.code, step.name, i, fresh) : await actionComponent(components, auth, ownerId, step.action as string, i, previous, fresh);
     // A step keeps its cell id across deploys while its name stays (so `$.service.db` and error reports follow it), and its hidden values for a mask sent back.
     const before = previous.find((p) => p.name === step.name);
-    const { values, additional } = await stepProps(deps, component, step.props, i, ownerId, before);
+    const { values, additional } = await stepProps(deps, component, step.props, i, ownerId, before, steps.slice(0, i).map((s) => s.name));
     addedBytes += additional ? Buffer.byteLength(JSON.stringify(additional)) : 0;
     if (addedBytes > WORKFLOW_ADDED_PROPS_MAX_BYTES) {
       const path = `steps[${i}].props`;
@@ -69,23 +69,33 @@ export async function resolveSteps(
  * errors named `steps[i].props.<prop>`: a component with `additionalProps()` has it called in the owner's sandbox
  * with the static values (a template as its text) and the props it added for the step last time, and the values are
  * validated against both. A secret's mask sent back keeps the value the step had while its prop still hides it.
+ * Every template must then resolve when the step runs, after `earlierSteps` (`stepTemplateProblem`).
  */
-async function stepProps(deps: StepsDeps, component: Component, given: Record<string, unknown>, i: number, ownerId: string, before: WorkflowStepRow | undefined): Promise<{ values: Record<string, unknown>; additional?: ConfigurableProp[] }> {
+async function stepProps(deps: StepsDeps, component: Component, given: Record<string, unknown>, i: number, ownerId: string, before: WorkflowStepRow | undefined, earlierSteps: string[]): Promise<{ values: Record<string, unknown>; additional?: ConfigurableProp[] }> {
   const { config, reader } = deps;
   const props = component.configurableProps as ConfigurableProp[];
   const current = before ? decryptProps(before.props, config.secretsKey) : {};
   const valid = (all: ConfigurableProp[], values: Record<string, unknown>) => validateConfiguredProps(all, values, config, { deferred: isTemplated });
   let all = props;
+  let additional: ConfigurableProp[] | undefined;
+  let values: Record<string, unknown>;
+  let checked: Record<string, unknown>;
   try {
-    if (!hasDynamicProps(component)) return { values: encryptProps(props, valid(props, unmaskInput(props, given, current)), config.secretsKey) };
-    const staticValues = valid(props, byStaticProps(component, unmaskInput(props, given, current)).own);
-    const previousDefs = (before?.additionalProps ?? []) as ConfigurableProp[];
-    const additional = await addedProps(reader, config, component, staticValues, { previous: previousDefs, account: sandboxOf(component, ownerId) });
-    all = [...props, ...additional];
-    return { values: encryptProps(all, valid(all, unmaskInput(all, given, current)), config.secretsKey), additional };
+    if (hasDynamicProps(component)) {
+      const staticValues = valid(props, byStaticProps(component, unmaskInput(props, given, current)).own);
+      const previousDefs = (before?.additionalProps ?? []) as ConfigurableProp[];
+      additional = await addedProps(reader, config, component, staticValues, { previous: previousDefs, account: sandboxOf(component, ownerId) });
+      all = [...props, ...additional];
+    }
+    values = unmaskInput(all, given, current);
+    checked = valid(all, values);
   } catch (e) {
     throw e instanceof ApiError ? stepPropsError(e, i, all) : e;
   }
+  const hidden = new Set(all.filter(hidesValue).map((p) => p.name));
+  const unresolved = stepTemplateProblem(values, i, earlierSteps, (name) => hidden.has(name));
+  if (unresolved) throw new BadRequestError(`${unresolved.path}: ${unresolved.problem}`, { path: unresolved.path }, 'invalid_workflow');
+  return { values: encryptProps(all, checked, config.secretsKey), ...(additional ? { additional } : {}) };
 }
 
 function stepPropsError(e: ApiError, i: number, props: ConfigurableProp[]): ApiError {
