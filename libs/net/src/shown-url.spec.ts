@@ -1,4 +1,4 @@
-import { masksCredentials, shownAsWritten, shownUrl } from './shown-url';
+import { credentialsMasked, masksCredentials, shownAsWritten, shownUrl } from './shown-url';
 
 describe('shownUrl', () => {
   it.each([
@@ -22,6 +22,24 @@ describe('shownAsWritten', () => {
     ['not a url', 'not a url'],
   ])('%s → %s', (raw, shown) => {
     expect(shownAsWritten(raw)).toBe(shown);
+  });
+});
+
+describe('credentialsMasked', () => {
+  it.each([
+    ['https://host.example//a//b?c=1&n=2', 'https://host.example//a//b?c=1&n=2'],
+    ['http://hooks.example.com:8080/a/b?c=1', 'http://hooks.example.com:8080/a/b?c=1'],
+    ['https://user:tok@host.example/x?n=1', 'https://********@host.example/x?n=1'],
+    ['https://host.example/x?token=abc&n=1&API_KEY=k&x%2Dsignature=s&sessionid=9', 'https://host.example/x?token=********&n=1&API_KEY=********&x%2Dsignature=********&sessionid=********'],
+    ['https://host.example/x?password&pwd=', 'https://host.example/x?password&pwd=********'],
+    ['not a url', 'not a url'],
+  ])('%s → %s', (raw, shown) => {
+    expect(credentialsMasked(raw)).toBe(shown);
+  });
+
+  it('is a fixed point: what it shows, shown again, is the same', () => {
+    const shown = credentialsMasked('https://u:p@host.example/x?token=abc&n=1');
+    expect(credentialsMasked(shown)).toBe(shown);
   });
 });
 

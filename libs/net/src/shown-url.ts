@@ -44,3 +44,40 @@ export function masksCredentials(url: URL): boolean {
     .split('&')
     .some((part) => part === SECRET_MASK || part.slice(part.indexOf('=') + 1) === SECRET_MASK);
 }
+
+/** Query parameters taken for credentials by `credentialsMasked`: their names say so. */
+const CREDENTIAL_PARAM = /token|secret|key|pass|pwd|auth|sig|credential|session/i;
+
+/**
+ * `text` as written, but its user info and the values of its query parameters named like credentials (`token`,
+ * `api_key`, `secret`, `password`, `auth`, `sig`…) as `********`; other query values (`?n=1`) as written.
+ */
+export function credentialsMasked(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return text;
+  }
+  const parts = url.search.slice(1).split('&');
+  const masked = parts.map((part) => {
+    const eq = part.indexOf('=');
+    return eq >= 0 && CREDENTIAL_PARAM.test(safeDecode(part.slice(0, eq))) ? `${part.slice(0, eq)}=${SECRET_MASK}` : part;
+  });
+  const userInfo = Boolean(url.username || url.password);
+  if (!userInfo && masked.every((part, i) => part === parts[i])) return text;
+  if (userInfo) {
+    url.username = SECRET_MASK;
+    url.password = '';
+  }
+  if (url.search.length > 1) url.search = masked.join('&');
+  return url.href;
+}
+
+function safeDecode(name: string): string {
+  try {
+    return decodeURIComponent(name.replace(/\+/g, ' '));
+  } catch {
+    return name;
+  }
+}

@@ -1,6 +1,6 @@
 import { BadRequestError, SECRET_MASK } from '@app/contracts';
 import { Webhook, WebhookDelivery } from '@app/db';
-import { masksCredentials, shownAsWritten } from '@app/net';
+import { credentialsMasked, masksCredentials } from '@app/net';
 import { parseHttpUrl } from '../common/http-url';
 
 export interface WebhookDto {
@@ -8,7 +8,7 @@ export interface WebhookDto {
   user_id: string;
   name: string | null;
   description: string | null;
-  /** As written, its user info and query values as `********` (they may be credentials): see `keptUrl`. */
+  /** As written, its user info and the values of query parameters named like credentials as `********`: see `keptUrl`. */
   url: string;
   active: boolean;
   created_at: number;
@@ -25,7 +25,7 @@ export function toWebhookDto(w: Webhook, secret?: string): WebhookDto {
     user_id: w.userId,
     name: w.name ?? null,
     description: w.description ?? null,
-    url: shownAsWritten(w.url),
+    url: credentialsMasked(w.url),
     active: w.active,
     created_at: w.createdAt,
     updated_at: w.updatedAt,
@@ -77,7 +77,7 @@ export function validateWebhookUrl(value: unknown): string {
  * credentials is a 400: the mask keeps nothing there, and would be sent to the receiver as its credentials.
  */
 export function keptUrl(given: string, stored?: string): string {
-  if (stored !== undefined && given === shownAsWritten(stored)) return stored;
+  if (stored !== undefined && given === credentialsMasked(stored)) return stored;
   if (!masksCredentials(new URL(given))) return given;
   const why = stored === undefined ? 'the credentials stored in this webhook\'s url, and none are' : 'the stored url\'s credentials only in that url sent back as answers show it';
   throw new BadRequestError(`url: "${SECRET_MASK}" keeps ${why}: give them`, { field: 'url' });

@@ -8,7 +8,7 @@ export const Webhook = Type.Object(
     user_id: Type.String(),
     name: Type.Union([Type.String(), Type.Null()]),
     description: Type.Union([Type.String(), Type.Null()]),
-    url: Type.String({ description: 'as written, its user info and query values as ******** (they may be credentials)' }),
+    url: Type.String({ description: 'as written, its user info and the values of query parameters named like credentials (token, key, secret, password, auth, sig…) as ********' }),
     active: Type.Boolean(),
     created_at: Timestamp,
     updated_at: Timestamp,
