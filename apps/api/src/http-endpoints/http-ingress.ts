@@ -30,6 +30,7 @@ import { describeRefusal, InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';
 import { IngestBatches } from './ingest-batches';
 import { endpointUrlOf, originForm } from './endpoint-urls';
+import { installBodyBudget } from './body-budget';
 import { installIngressFastPath } from './ingress-fast-path';
 import { endpointMethods } from './endpoint-methods';
 import { scopeSetCookies } from './endpoint-cookies';
@@ -121,6 +122,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       scope.route({ ...route, url: '/e/:endpointKey/*' });
     });
     if (this.config.ingressFastPath) installIngressFastPath(fastify.server, this, { maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain, trustProxy: this.config.trustProxy });
+    // Around whatever serves the requests (the fast path or Fastify): no body is read past the replica's budget.
+    installBodyBudget(fastify.server, { maxBytes: this.config.httpBodyBytesInFlight, maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain });
   }
 
   /**

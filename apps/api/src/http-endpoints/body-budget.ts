@@ -1,0 +1,44 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { requestUrlRewrite } from './endpoint-urls';
+
+/**
+ * Bytes of endpoint request bodies (`/e/…`, `<endpoint_key>.<ENDPOINT_DOMAIN>`) an api replica receives at once
+ * (HTTP_BODY_BYTES_IN_FLIGHT). A body is read whole before its endpoint is looked up, so 1,000 connections of one
+ * address, each holding 512 KB of a body to made-up endpoint keys, held 510 MB of the api's memory until their request
+ * timeout, and a few addresses more would have taken the process down. A request reserves its `Content-Length` (a
+ * chunked one HTTP_MAX_BODY_BYTES) before any of its body is read, until its answer is sent or its connection closes;
+ * one that does not fit is answered `503` with `Retry-After: 1` and its connection closed, unread.
+ */
+export function installBodyBudget(server: Server, opts: { maxBytes: number; maxBodyBytes: number; endpointDomain: string }): void {
+  if (opts.maxBytes <= 0) return;
+  const routed = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+  const target = requestUrlRewrite(opts.endpointDomain);
+  let held = 0;
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const bytes = reservation(req, opts.maxBodyBytes);
+    if (bytes > 0 && target(req).startsWith('/e/')) {
+      if (held + bytes > opts.maxBytes) return refuse(res, opts.maxBytes);
+      held += bytes;
+      res.once('close', () => (held -= bytes));
+    }
+    for (const listener of routed) listener.call(server, req, res);
+  });
+}
+
+/** What a request's body may take: its declared length (one over the limit is refused unread: none), else the limit. */
+function reservation(req: IncomingMessage, maxBodyBytes: number): number {
+  const length = req.headers['content-length'];
+  if (length !== undefined) return /^\d+$/.test(length) && Number(length) <= maxBodyBytes ? Number(length) : 0;
+  return req.headers['transfer-encoding'] !== undefined ? maxBodyBytes : 0;
+}
+
+function refuse(res: ServerResponse, maxBytes: number): void {
+  const body = JSON.stringify({
+    error: `this api replica is receiving ${maxBytes} bytes of request bodies to endpoints at once (HTTP_BODY_BYTES_IN_FLIGHT): retry later`,
+    code: 'unavailable',
+    details: { retry_after_seconds: 1 },
+  });
+  res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'retry-after': '1', connection: 'close' });
+  res.end(body);
+}
