@@ -18,6 +18,8 @@ import { registerRequestContext } from './common/request-context';
 import { KeyConcurrency, registerKeyConcurrency } from './common/key-concurrency';
 import { MikroORM } from '@mikro-orm/core';
 import { boundConnections } from './common/connection-bounds';
+import { ApiKeyGuard } from './auth/api-key.guard';
+import { registerAuthBeforeBody } from './auth/auth-before-body';
 
 /** Builds the api application (not yet listening); used by main.ts and the tests. */
 export async function createApiApp(config: AppConfig): Promise<NestFastifyApplication> {
@@ -58,6 +60,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   // Before anything that queries Postgres: one key's burst waits behind itself, not in the pool's queue.
   registerKeyConcurrency(fastify, new KeyConcurrency(config.apiMaxConcurrentPerKey, config.apiQueueWaitMs));
   registerRequestContext(fastify, app.get(MikroORM));
+  // After the key's lane: a body is read only for a known key.
+  registerAuthBeforeBody(fastify, app.get(ApiKeyGuard));
   registerResponseHeaders(fastify);
   // The dashboard (apps/web): static files under /ui/, on the same origin as the API it calls.
   registerWebUi(fastify);

@@ -33,6 +33,14 @@ export function bearerKey(header: string | undefined): string | undefined {
   return header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
 }
 
+/** The API key an `Authorization` header must give, or the 401 of a missing or malformed one. */
+export function requiredKey(header: string | undefined): string {
+  const key = bearerKey(header);
+  if (!key && header) throw new UnauthorizedError('malformed Authorization header: expected "Bearer <API_KEY>"', 'invalid_request');
+  if (!key) throw new UnauthorizedError('missing API key: send Authorization: Bearer <API_KEY>');
+  return key;
+}
+
 /** `Authorization: Bearer <API_KEY>` on every route not marked `@Public()`. */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
@@ -41,11 +49,8 @@ export class ApiKeyGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [context.getHandler(), context.getClass()])) return true;
     const req = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined>; auth?: AuthContext }>();
-    const header = req.headers.authorization;
-    const key = bearerKey(header);
-    if (!key && header) throw new UnauthorizedError('malformed Authorization header: expected "Bearer <API_KEY>"', 'invalid_request');
-    if (!key) throw new UnauthorizedError('missing API key: send Authorization: Bearer <API_KEY>');
-    req.auth = await this.authenticate(key);
+    // A request with a body was authenticated before it was read (registerAuthBeforeBody).
+    req.auth ??= await this.authenticate(requiredKey(req.headers.authorization));
     return true;
   }
 

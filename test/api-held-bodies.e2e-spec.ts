@@ -1,0 +1,62 @@
+import { connect, Socket } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { client, createUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * A `/v1` body was read whole (up to twice COMPONENT_MAX_BYTES) before its API key was checked, and each made-up token
+ * waits in a lane of its own: 100 connections of one client without any account, each holding 10 MB of a body under a
+ * token of its own, held 1 GB of the api until their request timeout; a path no route has (any key) read its body too.
+ */
+describe('request bodies under keys that are none, or to routes that are none', () => {
+  let system: System;
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: ['api'] });
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  const answerOf = (raw: string): { status: number; headers: string; body: unknown } => {
+    const [head, body] = [raw.slice(0, raw.indexOf('\r\n\r\n')), raw.slice(raw.indexOf('\r\n\r\n') + 4)];
+    return { status: Number(head.split(' ')[1]), headers: head.toLowerCase(), body: JSON.parse(body) };
+  };
+
+  it('answers 401 (or 404) before reading the body, so held bodies cost the api nothing; a real key still sends its body', async () => {
+    const pid = system.procs.get('api')!.pid!;
+    const rssMb = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+    const before = rssMb();
+    const port = Number(new URL(system.origin).port);
+    const size = 10 * 1024 * 1024;
+    const body = Buffer.alloc(size - 1, 'a');
+    const answers: string[] = [];
+    const sockets: Socket[] = [];
+    for (let i = 0; i < 100; i++) {
+      const s = connect(port, '127.0.0.1');
+      s.on('error', () => undefined);
+      let raw = '';
+      s.on('data', (d: Buffer) => {
+        raw += d.toString();
+        if (raw.includes('\r\n\r\n') && raw.endsWith('}')) answers.push(raw);
+      });
+      // A made-up token each, then none at all, then a malformed header; every other one to a path no route has.
+      const auth = i < 90 ? `Authorization: Bearer pd_madeup${i}\r\n` : i < 95 ? '' : 'Authorization: Basic eDp5\r\n';
+      s.write(`POST ${i % 2 ? '/v1/sources' : '/v1/nothing/here'} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`);
+      s.write(body);
+      sockets.push(s);
+    }
+    await eventually(async () => answers.length === 100, { what: 'an answer to every request', timeoutMs: 30_000 });
+    expect(rssMb() - before).toBeLessThan(200);
+    const parsed = answers.map(answerOf);
+    expect(parsed.every((a) => a.headers.includes('connection: close'))).toBe(true);
+    const unauthorized = parsed.filter((a) => a.status === 401);
+    expect(unauthorized).toHaveLength(50);
+    expect(unauthorized.every((a) => a.headers.includes('www-authenticate: bearer') && (a.body as { code: string }).code === 'unauthorized')).toBe(true);
+    expect(parsed.filter((a) => a.status === 404).map((a) => a.body)).toEqual(Array(50).fill({ error: 'no such route: POST /v1/nothing/here', code: 'not_found' }));
+    sockets.forEach((s) => s.destroy());
+    // A known key's body is read and acted on, also a large one.
+    const api = client(system, createUser(system).apiKey);
+    const created = await api.post('/sources', { component_code: `// ${'x'.repeat(1024 * 1024)}\nmodule.exports = { name: "Big", version: "1", props: { http: "$.interface.http" }, async run() {} };` });
+    expect(created.status).toBe(200);
+  }, 90_000);
+});
