@@ -1,6 +1,7 @@
 import { connect, Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { client, createUser } from './support/accounts';
+import { rawRequest } from './support/raw-http';
 import { eventually, startSystem, System } from './support/system';
 
 /**
@@ -16,7 +17,7 @@ describe('endpoint request bodies held open (HTTP_BODY_BYTES_IN_FLIGHT)', () => 
     await system?.stop();
   });
 
-  it("keeps the api's memory within the budget: bodies past it are answered 503 unread, and the endpoint takes requests again once they are gone", async () => {
+  it("keeps the api's memory within the budget, a quarter of it per client address: bodies past it are answered 503 unread, another address is served, and the endpoint takes requests again once they are gone", async () => {
     const api = client(system, createUser(system).apiKey);
     const source = (await api.post('/sources', { component_code: 'module.exports = { name: "H", version: "1", props: { http: "$.interface.http" }, async run() {} };' })).body.data;
     const url = source.configured_props.http.endpoint_url as string;
@@ -40,9 +41,14 @@ describe('endpoint request bodies held open (HTTP_BODY_BYTES_IN_FLIGHT)', () => 
       s.write(body);
       sockets.push(s);
     }
-    await eventually(async () => refused.length >= 700, { what: '503 answers to the bodies past the budget', timeoutMs: 30_000 });
+    // One address takes a quarter of the budget (32 MiB: 64 of these bodies); the others are refused unread.
+    await eventually(async () => refused.length >= 900, { what: '503 answers to the bodies past the budget', timeoutMs: 30_000 });
     await new Promise((r) => setTimeout(r, 2000));
-    expect(rssMb() - before).toBeLessThan(250);
+    expect(rssMb() - before).toBeLessThan(150);
+    // Another client address still sends its body meanwhile.
+    const { host, pathname } = new URL(url);
+    const other = await rawRequest(system.origin, `POST ${pathname} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello`, { localAddress: '127.0.0.2' });
+    expect(other.status).toBe(200);
     expect(refused[0]).toMatch(/^HTTP\/1\.1 503 /);
     expect(refused[0].toLowerCase()).toContain('retry-after: 1');
     expect(JSON.parse(refused[0].slice(refused[0].indexOf('\r\n\r\n') + 4))).toEqual({ error: expect.stringContaining('HTTP_BODY_BYTES_IN_FLIGHT'), code: 'unavailable', details: { retry_after_seconds: 1 } });

@@ -7,20 +7,33 @@ import { requestUrlRewrite } from './endpoint-urls';
  * address, each holding 512 KB of a body to made-up endpoint keys, held 510 MB of the api's memory until their request
  * timeout, and a few addresses more would have taken the process down. A request reserves its `Content-Length` (a
  * chunked one HTTP_MAX_BODY_BYTES) before any of its body is read, until its answer is sent or its connection closes;
- * one that does not fit is answered `503` with `Retry-After: 1` and its connection closed, unread.
+ * one that does not fit, or that would take its client address past a quarter of the budget, is answered `503` with
+ * `Retry-After: 1` and its connection closed, unread.
  */
-export function installBodyBudget(server: Server, opts: { maxBytes: number; maxBodyBytes: number; endpointDomain: string }): void {
+export function installBodyBudget(server: Server, opts: { maxBytes: number; maxBodyBytes: number; endpointDomain: string; trusted: (address: string) => boolean }): void {
   if (opts.maxBytes <= 0) return;
   const routed = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
   const target = requestUrlRewrite(opts.endpointDomain);
+  // One client address (not a proxy TRUST_PROXY names: its clients are many) takes at most a quarter of the budget.
+  const share = Math.max(opts.maxBodyBytes, Math.floor(opts.maxBytes / 4));
+  const byAddress = new Map<string, number>();
   let held = 0;
   server.removeAllListeners('request');
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const bytes = reservation(req, opts.maxBodyBytes);
     if (bytes > 0 && target(req).startsWith('/e/')) {
-      if (held + bytes > opts.maxBytes) return refuse(res, opts.maxBytes);
+      const address = req.socket.remoteAddress && !opts.trusted(req.socket.remoteAddress) ? req.socket.remoteAddress : undefined;
+      const own = address === undefined ? 0 : (byAddress.get(address) ?? 0);
+      if (held + bytes > opts.maxBytes || own + bytes > share) return refuse(res, opts.maxBytes);
       held += bytes;
-      res.once('close', () => (held -= bytes));
+      if (address !== undefined) byAddress.set(address, own + bytes);
+      res.once('close', () => {
+        held -= bytes;
+        if (address === undefined) return;
+        const left = (byAddress.get(address) ?? bytes) - bytes;
+        if (left > 0) byAddress.set(address, left);
+        else byAddress.delete(address);
+      });
     }
     for (const listener of routed) listener.call(server, req, res);
   });
@@ -35,7 +48,7 @@ function reservation(req: IncomingMessage, maxBodyBytes: number): number {
 
 function refuse(res: ServerResponse, maxBytes: number): void {
   const body = JSON.stringify({
-    error: `this api replica is receiving ${maxBytes} bytes of request bodies to endpoints at once (HTTP_BODY_BYTES_IN_FLIGHT): retry later`,
+    error: `this api replica is receiving as many bytes of request bodies to endpoints at once as it takes (HTTP_BODY_BYTES_IN_FLIGHT, ${maxBytes}; a quarter of it from one client address): retry later`,
     code: 'unavailable',
     details: { retry_after_seconds: 1 },
   });

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { APP_CONFIG, AppConfig } from '@app/config';
+import { APP_CONFIG, AppConfig, trustProxyFunction } from '@app/config';
 import {
   ApiError,
   decodeHttpBody,
@@ -123,7 +123,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     });
     if (this.config.ingressFastPath) installIngressFastPath(fastify.server, this, { maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain, trustProxy: this.config.trustProxy });
     // Around whatever serves the requests (the fast path or Fastify): no body is read past the replica's budget.
-    installBodyBudget(fastify.server, { maxBytes: this.config.httpBodyBytesInFlight, maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain });
+    const trusted = trustProxyFunction(this.config.trustProxy);
+    installBodyBudget(fastify.server, { maxBytes: this.config.httpBodyBytesInFlight, maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain, trusted: (address) => trusted(address, 0) });
   }
 
   /**
