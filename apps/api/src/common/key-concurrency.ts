@@ -62,13 +62,15 @@ export class KeyConcurrency {
   }
 }
 
-/** A counted request's turn: ended once, when the api has finished it (or when its client left before it began). */
+/** A counted request's turn: ended once, when its answer has left (or when its client left before it began, or after it was answered). */
 interface Turn {
   release: () => void;
   /** Its handler has started: the turn lasts until it has answered, whether or not the client is still there. */
   handling: boolean;
   /** Its client went away before the handler started: the handler is not run. */
   gone: boolean;
+  /** Its answer is being sent: the turn ends once it has been written out, or the connection closed. */
+  answered: boolean;
 }
 
 /**
@@ -88,10 +90,11 @@ function laneOf(req: FastifyRequest): { lane: string; keyless: boolean } {
  * request's API key, or of its client address without one (laneOf). Event streams (`/sse`) stay open for long and the
  * public `/e/` ingress has its own limits: neither counts. A request that waited too long gets 429 with Retry-After.
  *
- * A turn ends when the answer is ready (`onSend`), not when the connection closes: a client that went away while its
- * request was at work (a slow query, a wait for a lock) ended the turn at once before, while the api went on working
- * on it, so one key could have any number of requests at work by abandoning each, and hold every Postgres connection.
- * A request whose client left before its handler began is not handled at all.
+ * A turn ends when the answer has been written out (or the connection closed after it was ready), not when the
+ * connection closes while the api works on it: a client that went away while its request was at work (a slow query,
+ * a wait for a lock) ended the turn at once before, while the api went on working on it, so one key could have any
+ * number of requests at work by abandoning each, and hold every Postgres connection. A request whose client left
+ * before its handler began is not handled at all.
  */
 export function registerKeyConcurrency(fastify: FastifyInstance, limiter: KeyConcurrency): void {
   if (limiter.limit <= 0) return;
@@ -112,11 +115,11 @@ export function registerKeyConcurrency(fastify: FastifyInstance, limiter: KeyCon
           details: { max_concurrent: limiter.limit, retry_after_seconds: 1 },
         });
     }
-    const turn: Turn = { release, handling: false, gone: false };
+    const turn: Turn = { release, handling: false, gone: false, answered: false };
     turns.set(req, turn);
     const closed = (): void => {
-      if (turn.handling) return;
-      turn.gone = true;
+      if (turn.handling && !turn.answered) return;
+      turn.gone = !turn.handling;
       release();
     };
     reply.raw.once('close', closed);
@@ -129,7 +132,15 @@ export function registerKeyConcurrency(fastify: FastifyInstance, limiter: KeyCon
     if (turn.gone) return reply.status(400).send({ error: 'the client went away before its request was handled', code: 'invalid_request' });
     turn.handling = true;
   });
-  fastify.addHook('onSend', async (req) => {
-    turns.get(req)?.release();
+  // The turn lasts until the answer has left for the client (or its connection closed), not only until it is ready: an
+  // answer the client does not read waits in the api's memory, and 150 connections of one key that asked for pages of
+  // large events (8 MiB each, `expand=event`) and read nothing held 3.4 GB of the api, each turn ended as its answer
+  // was ready. Now the key's unread answers are its API_MAX_CONCURRENT_PER_KEY turns at most.
+  fastify.addHook('onSend', async (req, reply) => {
+    const turn = turns.get(req);
+    if (!turn) return;
+    turn.answered = true;
+    if (reply.raw.destroyed || reply.raw.writableFinished) return turn.release();
+    reply.raw.once('finish', turn.release);
   });
 }
