@@ -1,8 +1,11 @@
-import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { sha256Hex, UnauthorizedError } from '@app/contracts';
+import { APP_CONFIG, AppConfig } from '@app/config';
+import { ServiceUnavailableError, sha256Hex, UnauthorizedError } from '@app/contracts';
 import type { Plan } from '@app/db';
+import { BoundedLane, LaneFullError, unknownKeysLane } from '../common/bounded-lane';
+import { RecentKeys } from '../common/recent-keys';
 import { AuthContext } from './auth.context';
 
 export const PUBLIC_ROUTE = 'public-route';
@@ -19,6 +22,16 @@ const AUTH_QUERY = `select u.id, u.username, u.email, u.plan,
     coalesce((select array_agg(m.org_id::text order by m.created_at, m.org_id) from org_members m where m.user_id = u.id), '{}'::text[]) as org_ids
   from api_keys k join users u on u.id = k.user_id
   where k.key_hash = ? and k.revoked_at is null`;
+
+/** Keys that authenticated on this replica remembered at most (to look them up outside the unknown keys' lane). */
+const KNOWN_MAX = 50_000;
+/** Keys found to be no key (made up, or revoked) remembered at most, the oldest forgotten first. */
+const MISSES_MAX = 10_000;
+/**
+ * How long a key found to be no key is answered 401 without a look-up. Any length would be right: the api makes every
+ * key of 32 random bytes, so none is ever found after a client sent it, and a revoked key is never valid again.
+ */
+const MISS_TTL_MS = 60_000;
 
 interface AuthRow {
   id: string;
@@ -41,10 +54,23 @@ export function requiredKey(header: string | undefined): string {
   return key;
 }
 
-/** `Authorization: Bearer <API_KEY>` on every route not marked `@Public()`. */
+/**
+ * `Authorization: Bearer <API_KEY>` on every route not marked `@Public()`.
+ *
+ * Anyone may send any key, so a key this replica has not seen authenticate is looked up in the lane of keys anyone may
+ * make up (`unknownKeysLane`: a quarter of the Postgres pool, then 503 with Retry-After), and one found to be no key is
+ * answered 401 without a look-up for MISS_TTL_MS: made-up keys sent as fast as the api answers them leave the pool to
+ * real keys. A key that authenticated is still looked up on every request, so its revocation applies to the next one.
+ */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
-  constructor(private readonly reflector: Reflector, private readonly em: EntityManager) {}
+  private readonly known = new RecentKeys(KNOWN_MAX);
+  private readonly misses = new RecentKeys(MISSES_MAX);
+  private readonly unknownLoads: BoundedLane;
+
+  constructor(private readonly reflector: Reflector, private readonly em: EntityManager, @Inject(APP_CONFIG) config: AppConfig) {
+    this.unknownLoads = unknownKeysLane(config.dbPoolMax);
+  }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [context.getHandler(), context.getClass()])) return true;
@@ -56,9 +82,19 @@ export class ApiKeyGuard implements CanActivate {
 
   /** Resolves a key to its user and orgs as Postgres has them now: a rotated key, a plan or a membership change applies to the next request. */
   async authenticate(key: string): Promise<AuthContext> {
-    const rows: AuthRow[] = await this.em.getConnection().execute(AUTH_QUERY, [sha256Hex(key)]);
+    const hash = sha256Hex(key);
+    if (this.misses.has(hash)) throw new UnauthorizedError('invalid API key', 'invalid_token');
+    const load = (): Promise<AuthRow[]> => this.em.getConnection().execute(AUTH_QUERY, [hash]);
+    const rows = await (this.known.has(hash) ? load() : this.unknownLoads.run(load)).catch((e: unknown) => {
+      throw e instanceof LaneFullError ? new ServiceUnavailableError('the API key cannot be checked right now: retry later', 1) : e;
+    });
     const row = rows[0];
-    if (!row) throw new UnauthorizedError('invalid API key', 'invalid_token');
+    if (!row) {
+      this.known.delete(hash);
+      this.misses.add(hash, Date.now() + MISS_TTL_MS);
+      throw new UnauthorizedError('invalid API key', 'invalid_token');
+    }
+    this.known.add(hash);
     return { userId: row.id, username: row.username, email: row.email, plan: row.plan, orgIds: row.org_ids };
   }
 }

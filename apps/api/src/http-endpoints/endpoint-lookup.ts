@@ -4,7 +4,8 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { partitionOf } from '@app/contracts';
 import { NatsService } from '@app/nats';
 import { onReplicaChange } from '../common/replica-changes';
-import { BoundedLane } from './bounded-lane';
+import { BoundedLane, unknownKeysLane } from '../common/bounded-lane';
+import { RecentKeys } from '../common/recent-keys';
 
 /** What the ingress needs to know about an endpoint. */
 export interface EndpointTarget {
@@ -25,13 +26,11 @@ const MISS_TTL_MS = 1_000;
 const KNOWN_MAX = 50_000;
 /** Keys found to be no endpoint remembered at most (for MISS_TTL_MS), the oldest forgotten first. */
 const MISSES_MAX = 10_000;
-/** Look-ups of keys not known as endpoints waiting for one of their connections at most; past this: 503. */
-const UNKNOWN_WAITING_MAX = 256;
 /** What an endpoint key may look like (newEndpointKey's); anything else is no endpoint, without a look-up. */
 const ENDPOINT_KEY = /^[a-z0-9]{1,64}$/;
 
 interface Entry {
-  target: EndpointTarget | null;
+  target: EndpointTarget;
   loadedAt: number;
   expiresAt: number;
   refreshing?: boolean;
@@ -63,22 +62,21 @@ const ENDPOINT_QUERY = `select id, owner_id, active, custom_response from (
  * background while the entry is still fresh, so requests to a busy endpoint
  * never wait for the database.
  *
- * Anyone may call `/e/<any key>`, so keys not known as endpoints are looked up in a lane of their own: at most a
- * quarter of the replica's Postgres connections (`DB_POOL_MAX`), UNKNOWN_WAITING_MAX more waiting, past that a
- * `LaneFullError` (503 with Retry-After). Made-up keys sent as fast as the api answers them therefore leave the pool
- * to `/v1` and to endpoints already known, and they never push known endpoints out of the cache: misses are
- * remembered apart, MISSES_MAX at most.
+ * Anyone may call `/e/<any key>`, so keys not known as endpoints are looked up in a lane of their own
+ * (`unknownKeysLane`: a quarter of the pool, then 503 with Retry-After). Made-up keys sent as fast as the api answers
+ * them therefore leave the pool to `/v1` and to endpoints already known, and they never push known endpoints out of
+ * the cache: misses are remembered apart, MISSES_MAX at most.
  */
 @Injectable()
 export class EndpointLookup implements OnModuleInit, OnModuleDestroy {
   private readonly known = new Map<string, Entry>();
-  private readonly misses = new Map<string, Entry>();
+  private readonly misses = new RecentKeys(MISSES_MAX);
   private readonly loading = new Map<string, Promise<EndpointTarget | null>>();
   private readonly unknownLoads: BoundedLane;
   private unsubscribe?: () => void;
 
   constructor(private readonly em: EntityManager, private readonly nats: NatsService, @Inject(APP_CONFIG) private readonly config: AppConfig) {
-    this.unknownLoads = new BoundedLane(Math.max(1, Math.floor(config.dbPoolMax / 4)), UNKNOWN_WAITING_MAX);
+    this.unknownLoads = unknownKeysLane(config.dbPoolMax);
   }
 
   onModuleInit(): void {
@@ -96,15 +94,15 @@ export class EndpointLookup implements OnModuleInit, OnModuleDestroy {
 
   find(endpointKey: string): Promise<EndpointTarget | null> | EndpointTarget | null {
     const now = Date.now();
-    const hit = this.known.get(endpointKey) ?? this.misses.get(endpointKey);
+    const hit = this.known.get(endpointKey);
     if (hit && hit.expiresAt > now) {
-      if (hit.target && !hit.refreshing && now - hit.loadedAt > REFRESH_AFTER_MS) {
+      if (!hit.refreshing && now - hit.loadedAt > REFRESH_AFTER_MS) {
         hit.refreshing = true;
         this.fetch(endpointKey)?.catch(() => (hit.refreshing = false));
       }
       return hit.target;
     }
-    return this.fetch(endpointKey);
+    return this.misses.has(endpointKey, now) ? null : this.fetch(endpointKey);
   }
 
   private fetch(endpointKey: string): Promise<EndpointTarget | null> | null {
@@ -118,7 +116,7 @@ export class EndpointLookup implements OnModuleInit, OnModuleDestroy {
         // The endpoint changed while it loaded: this answer may be older than the change, so it is not kept.
         if (this.loading.get(endpointKey) !== p) return target;
         this.loading.delete(endpointKey);
-        this.remember(endpointKey, { target, loadedAt: startedAt, expiresAt: startedAt + (target ? TTL_MS : MISS_TTL_MS) });
+        this.remember(endpointKey, target, startedAt);
         return target;
       },
       (e: unknown) => {
@@ -132,16 +130,16 @@ export class EndpointLookup implements OnModuleInit, OnModuleDestroy {
     return p;
   }
 
-  /** Keeps an answer, each kind in its own bounded map (the most recent last). */
-  private remember(endpointKey: string, entry: Entry): void {
+  /** Keeps an answer, endpoints and misses each in their own bounded map (the most recent last). */
+  private remember(endpointKey: string, target: EndpointTarget | null, loadedAt: number): void {
     this.known.delete(endpointKey);
     this.misses.delete(endpointKey);
-    const into = entry.target ? this.known : this.misses;
-    if (into.size >= (entry.target ? KNOWN_MAX : MISSES_MAX)) {
-      if (entry.target) for (const [key, e] of into) if (e.expiresAt <= entry.loadedAt) into.delete(key);
-      if (into.size >= (entry.target ? KNOWN_MAX : MISSES_MAX)) into.delete(into.keys().next().value as string);
+    if (!target) return this.misses.add(endpointKey, loadedAt + MISS_TTL_MS);
+    if (this.known.size >= KNOWN_MAX) {
+      for (const [key, e] of this.known) if (e.expiresAt <= loadedAt) this.known.delete(key);
+      if (this.known.size >= KNOWN_MAX) this.known.delete(this.known.keys().next().value as string);
     }
-    into.set(endpointKey, entry);
+    this.known.set(endpointKey, { target, loadedAt, expiresAt: loadedAt + TTL_MS });
   }
 
   private async load(endpointKey: string): Promise<EndpointTarget | null> {

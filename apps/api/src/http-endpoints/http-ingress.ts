@@ -24,7 +24,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Subscription } from 'nats';
 import { NatsService } from '@app/nats';
 import { checkedResponse, responseHeadersProblem } from '@app/sandbox';
-import { LaneFullError } from './bounded-lane';
+import { LaneFullError } from '../common/bounded-lane';
 import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
 import { describeRefusal, InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';

@@ -32,3 +32,16 @@ export class BoundedLane {
     }
   }
 }
+
+/** Look-ups of keys not known to a replica waiting for one of their connections at most; past this: `LaneFullError`. */
+const UNKNOWN_KEYS_WAITING_MAX = 256;
+
+/**
+ * The lane where a replica looks up keys anyone may make up (an `/e/<key>` endpoint key, a `Bearer` API key) that it has
+ * not found before: a quarter of its Postgres connections (`DB_POOL_MAX`), UNKNOWN_KEYS_WAITING_MAX more waiting, past
+ * that `LaneFullError` (503 with Retry-After). Made-up keys sent as fast as the api answers them therefore leave the rest
+ * of the pool to everything else.
+ */
+export function unknownKeysLane(dbPoolMax: number): BoundedLane {
+  return new BoundedLane(Math.max(1, Math.floor(dbPoolMax / 4)), UNKNOWN_KEYS_WAITING_MAX);
+}
