@@ -5,6 +5,7 @@ import { eventually, startSystem, System } from './support/system';
 import { Emitter, insertSource } from './events.helpers';
 
 const STREAMS = 8;
+const CLOSED_EARLY = 60;
 
 /**
  * Each event stream reads EMITS through a consumer of its own on the NATS server. A closed stream's consumer stayed
@@ -40,5 +41,24 @@ describe("an event stream's consumer", () => {
 
     streams.forEach((s) => s.close());
     await eventually(async () => (((await emitsConsumersOf(system, src)).length) === 0 ? true : undefined), { what: "the closed streams' consumers deleted", timeoutMs: 30_000 });
+  });
+
+  it('is deleted when the stream closes while the consumer is being made', async () => {
+    const src = await insertSource(system, user.id);
+    const first = await emitter.emit(src, user.id, { i: 0 });
+    // Each stream closed as soon as its answer's head came, or a few milliseconds after it was asked for: its
+    // consumer, made on its first fetch (new) or as its replay ends (resumed), is often still being made then.
+    for (let i = 0; i < CLOSED_EARLY; i++) {
+      const ac = new AbortController();
+      const headers: Record<string, string> = { authorization: `Bearer ${user.apiKey}`, ...(i % 2 ? { 'last-event-id': first.id } : {}) };
+      const opened = fetch(`${system.origin}/sse/dc/${src}/emits`, { headers, signal: ac.signal });
+      if (i % 4 < 2) await opened.then(() => ac.abort(), () => undefined);
+      else await new Promise((r) => setTimeout(r, i % 8)).then(() => ac.abort());
+      await opened.catch(() => undefined);
+    }
+    // Deleted once made: well before the 5 minutes of inactivity after which the server would drop one left behind.
+    await eventually(async () => (((await emitsConsumersOf(system, src)).length) === 0 ? true : undefined), { what: "the closed streams' consumers deleted", timeoutMs: 10_000 }).catch(
+      async (e: Error) => Promise.reject(new Error(`${e.message}: ${(await emitsConsumersOf(system, src)).length} left`)),
+    );
   });
 });

@@ -163,11 +163,21 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     res.write(':sse-handshake\n\n');
     /** The live fetch being written (one at a time: the next is fetched once the client has read this one). */
     let live: ConsumerMessages | undefined;
+    /** The fetch (or replay step) asked for and not answered yet: the ordered consumer is made on the server by it. */
+    let fetching: Promise<unknown> | undefined;
+    const fetched = <T>(p: Promise<T>): Promise<T> => (fetching = p);
     // Its consumer goes with it: left on the server for its 5 minutes of inactivity, a client opening and closing
-    // streams in a loop piled up consumers on EMITS, which the server matches every stored message against.
+    // streams in a loop piled up consumers on EMITS, which the server matches every stored message against. A
+    // consumer still being made is not known to the client yet (deleting it now deletes nothing): it is deleted once
+    // the fetch making it has answered.
     const held = this.hold(res, sourceId, stillAllowed, release, () => {
-      live?.stop();
-      void consumer.delete().catch(() => undefined);
+      void Promise.resolve(fetching)
+        .catch(() => undefined)
+        .then(() => {
+          live?.stop();
+          return consumer.delete();
+        })
+        .catch(() => undefined);
     });
     // After a reconnection the stream ends: the consumer may be gone with a restarted server (fetches would wait on
     // it for ever), and the client resumes with Last-Event-ID on a new one.
@@ -192,7 +202,7 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     const batches = async (): Promise<Iterable<JsMsg> | AsyncIterable<JsMsg> | undefined> => {
       if (held.closed() || this.nats.reconnects !== reconnects) return undefined;
       if (replay) {
-        const next = await replay.next();
+        const next = await fetched(replay.next());
         if (!next.done) {
           replayed = Math.max(replayed, next.value[next.value.length - 1].seq);
           return next.value;
@@ -203,7 +213,7 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
         // Closed meanwhile: the new consumer would be left behind (the close deleted the replay's).
         if (held.closed()) return void (await consumer.delete().catch(() => undefined));
       }
-      live = await consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS });
+      live = await fetched(consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS }));
       return live;
     };
     void this.pump(batches, res, sourceId, kind, after && { after, stored }, view, held.closed, held.gate).finally(held.close);
