@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { connect, type Consumer, type FetchOptions, JsMsg, NatsConnection, StorageType } from 'nats';
 import { BATCH_BYTES } from './batch-bytes';
-import { boundedFetches, fetchesThrough } from './bounded-fetch';
+import { boundedFetches, bytesFetch, fetchedMessages, fetchesThrough } from './bounded-fetch';
 import { natsAdmin, need } from '../../../test/support/env';
 
 /** A message of about 1 MiB: two of them fit BATCH_BYTES, three do not. */
@@ -74,6 +74,19 @@ describe('boundedFetches', () => {
     await consumer.delete();
     const through = seqs.small.findIndex((seq) => seq > lastSeq);
     expect(read).toEqual(seqs.small.slice(0, through + 1));
+  });
+
+  it("ends a live reader's fetch once the client's count of messages came, without waiting out its expiry (fetchedMessages)", async () => {
+    const consumer = await nc.jetstream().consumers.get(stream, { filterSubjects: `${prefix}.bf.small` });
+    const started = Date.now();
+    const read: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const opts = bytesFetch(nc.info!.max_payload, 30_000);
+      for await (const m of fetchedMessages(await consumer.fetch(opts), opts)) read.push(m.seq);
+    }
+    await consumer.delete();
+    expect(read).toEqual(seqs.small.slice(0, 300));
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   /**

@@ -9,6 +9,28 @@ const FETCH_EXPIRES_MS = 2_000;
 const EMPTY_FETCHES_MAX = 5;
 
 /**
+ * The options of one fetch bounded by bytes on the server: BATCH_BYTES, or one message at the largest (with what the
+ * server counts of it). New ones for each fetch: the client writes its count of messages into them.
+ */
+export function bytesFetch(maxPayload: number, expires: number): FetchOptions {
+  return { max_bytes: Math.max(BATCH_BYTES, maxPayload + MESSAGE_ROOM_BYTES), expires };
+}
+
+/**
+ * A fetch's messages as they come, until `last(message)` or the count the client bounds a fetch by bytes with too (it
+ * writes it into `opts`: 100). Once that many came the server has sent them all, but the fetch would wait out its
+ * expiry for the bytes it was not sent. (Should the client no longer write it, each such fetch only waits out its
+ * expiry again: slower, nothing missed.)
+ */
+export async function* fetchedMessages(messages: AsyncIterable<JsMsg>, opts: FetchOptions, last: (m: JsMsg) => boolean = () => false): AsyncGenerator<JsMsg> {
+  let n = 0;
+  for await (const m of messages) {
+    yield m;
+    if (++n === opts.max_messages || last(m)) return;
+  }
+}
+
+/**
  * Reads an ordered consumer up to stream sequence `lastSeq` (or to the end of what it has), one batch at a time: the
  * messages of one fetch, bounded by bytes on the server (BATCH_BYTES, or one message at the largest), the next fetch
  * once the caller has handled a batch. Many small messages come in one fetch and few large ones; a fixed count of
@@ -29,18 +51,11 @@ export async function* boundedFetches(consumer: Consumer, lastSeq: number, maxPa
  * them again). Ends after the fetch that reached `lastSeq` or the end of what the consumer had.
  */
 export async function* fetchesThrough(consumer: Consumer, lastSeq: number, maxPayload: number): AsyncGenerator<JsMsg[]> {
-  const max_bytes = Math.max(BATCH_BYTES, maxPayload + MESSAGE_ROOM_BYTES);
   let emptyFetches = 0;
   for (;;) {
-    const opts: FetchOptions = { max_bytes, expires: FETCH_EXPIRES_MS };
+    const opts = bytesFetch(maxPayload, FETCH_EXPIRES_MS);
     const messages: JsMsg[] = [];
-    for await (const m of await consumer.fetch(opts)) {
-      messages.push(m);
-      // The client bounds a fetch by bytes with a count too (it writes it into `opts`: 100). Once that many came the
-      // server has sent them all, but the fetch would wait out its expiry for the bytes it was not sent. (Should the
-      // client no longer write it, each such fetch only waits out its expiry again: slower, nothing missed.)
-      if (m.info.pending === 0 || m.seq >= lastSeq || messages.length === opts.max_messages) break;
-    }
+    for await (const m of fetchedMessages(await consumer.fetch(opts), opts, (m) => m.info.pending === 0 || m.seq >= lastSeq)) messages.push(m);
     const last = messages.at(-1);
     if (last) {
       yield messages;

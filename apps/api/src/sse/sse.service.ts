@@ -3,7 +3,7 @@ import { FastifyReply } from 'fastify';
 import { Consumer, ConsumerMessages, DeliverPolicy, JsMsg, OrderedConsumerOptions } from 'nats';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, EmittedEvent, parseEventId, RateLimitedError, readEmits } from '@app/contracts';
-import { BATCH_BYTES, fetchesThrough, NatsService, retryUnanswered } from '@app/nats';
+import { bytesFetch, fetchedMessages, fetchesThrough, NatsService, retryUnanswered } from '@app/nats';
 import { parseExpand, summaryOfEmit } from '../events/event-summary.dto';
 import { fieldFilter } from '../common/field-filter.interceptor';
 import { SSE_RESPONSE_HEADERS } from '../common/response-headers';
@@ -182,18 +182,18 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
     // After a reconnection the stream ends: the consumer may be gone with a restarted server (fetches would wait on
     // it for ever), and the client resumes with Last-Event-ID on a new one.
     const reconnects = this.nats.reconnects;
-    // What the stream takes from JetStream at a time: as many messages as BATCH_BYTES holds at the largest a message
-    // can be (NATS's max_payload: 1 MiB by default, so 2), each written as it arrives, the next batch only once the
-    // client has read this one. A reader that does not read so holds at most one batch of the api's memory, and never
-    // makes the api's NATS connection fall behind (the server cuts a connection whose unread messages pass 64 MiB, and
-    // every stream and request on it with it). `consume()` pulls on whatever the reader does. Counted in messages, not
-    // bytes: a fetch bounded by bytes (which the client library also caps at 100 messages) waited out its expiry
-    // whenever its messages held less than its bytes, so a burst reached a stream 100 events every 5 s.
-    const batchMessages = Math.max(1, Math.floor(BATCH_BYTES / this.nats.maxPayload));
-    // The replay (what was stored before the stream opened, up to `stored`) is read by bytes instead (`fetchesThrough`):
-    // a fetch ends once it has brought the 100 messages the client asks for or the last one stored, so it waits out no
-    // expiry, and 5,000 small events take 50 fetches, not 2,500. Each is read whole (BATCH_BYTES at most) before it is
-    // written, the next once the client has read it, as a live batch; the last may also hold messages stored since.
+    // What the stream takes from JetStream at a time: one fetch bounded by bytes (`bytesFetch`: BATCH_BYTES, or one
+    // message at the largest), each message written as it arrives, the next fetch only once the client has read this
+    // one. A reader that does not read so holds at most one batch of the api's memory, and never makes the api's NATS
+    // connection fall behind (the server cuts a connection whose unread messages pass 64 MiB, and every stream and
+    // request on it with it). `consume()` pulls on whatever the reader does. A fetch ends once it has brought the 100
+    // messages the client asks for (`fetchedMessages`): it would otherwise wait out its expiry whenever they held less
+    // than its bytes, so a burst reached a stream 100 events every 5 s. (It was counted in messages before, 2 a fetch at
+    // NATS's default max_payload of 1 MiB: 2,500 fetches for a burst of 5,000 small events.)
+    // The replay (what was stored before the stream opened, up to `stored`) is read by bytes too (`fetchesThrough`),
+    // each fetch also ending with the last message stored, so it waits out no expiry; each is read whole (BATCH_BYTES
+    // at most) before it is written, the next once the client has read it, as a live batch; the last may also hold
+    // messages stored since.
     // The stream then goes on live on a consumer of its own, from after the last message the replay brought: the
     // replay's last fetch, ended before its expiry, may still be open on the server, which would send it the next
     // messages (lost to the stream until a later one showed the gap); deleting the replay's consumer ends it.
@@ -213,8 +213,9 @@ export class SseService implements OnModuleInit, OnModuleDestroy, BeforeApplicat
         // Closed meanwhile: the new consumer would be left behind (the close deleted the replay's).
         if (held.closed()) return void (await consumer.delete().catch(() => undefined));
       }
-      live = await fetched(consumer.fetch({ max_messages: batchMessages, expires: BATCH_WAIT_MS }));
-      return live;
+      const opts = bytesFetch(this.nats.maxPayload, BATCH_WAIT_MS);
+      live = await fetched(consumer.fetch(opts));
+      return fetchedMessages(live, opts);
     };
     void this.pump(batches, res, sourceId, kind, after && { after, stored }, view, held.closed, held.gate).finally(held.close);
   }
