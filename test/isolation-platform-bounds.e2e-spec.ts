@@ -52,6 +52,27 @@ const FLOODER = `module.exports = {
   },
 };`;
 
+/**
+ * Opens connections through the egress and keeps them, answers how many connected, then kills its own sandbox: the
+ * runner ended its side of each connection and kept it until the server closed its own, which a server of the tenant's
+ * never does. Each new sandbox had a new count of SANDBOX_EGRESS_MAX_CONNECTIONS.
+ */
+const HOARDER = `module.exports = {
+  name: "Hoarder", version: "1",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run(event) {
+    const net = require("net");
+    const connected = await Promise.all(Array.from({ length: event.body.n }, () => new Promise((r) => {
+      const s = net.connect(event.body.port, "127.0.0.1");
+      s.on("connect", () => r(1));
+      s.on("error", () => r(0));
+    })));
+    this.http.respond({ status: 200, body: String(connected.reduce((a, b) => a + b, 0)) });
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(process.pid);
+  },
+};`;
+
 const MIB = 1024 * 1024;
 
 /** Downloads from and uploads to a server as fast as the egress lets it, for `ms`; answers the bytes it received. */
@@ -179,6 +200,26 @@ describe('the platform against one hostile tenant', () => {
     expect(report.reason).toMatch(/SANDBOX_EGRESS_MAX_CONNECTIONS/);
     // 600 unclaimed tunnels held about 1,200 descriptors of the runner for 10 s.
     expect(readdirSync(`/proc/${runner}/fd`).length - fdsBefore).toBeLessThan(400);
+    await platformUp();
+  });
+
+  it("closes an account's connections when its sandbox stops: a restarted sandbox does not add to what it holds", async () => {
+    // A server of the tenant's own that never closes its side of a connection (half-open is allowed by TCP).
+    const sink = createServer({ allowHalfOpen: true }, (s) => s.on('error', () => undefined));
+    await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
+    const { readdirSync } = await import('node:fs');
+    const fds = () => readdirSync(`/proc/${system.procs.get('runner')!.pid!}/fd`).length;
+    try {
+      const port = (sink.address() as AddressInfo).port;
+      const hoarder = await deploy(createUser(system), HOARDER);
+      const before = fds();
+      for (let round = 0; round < 3; round++) expect(await (await call(hoarder, { n: 40, port })).text()).toBe('40');
+      // Each sandbox died with its 40 connections; the runner kept every one of them (120 descriptors, 40 more for
+      // each restart, past SANDBOX_EGRESS_MAX_CONNECTIONS), until it ran out.
+      await eventually(async () => fds() - before < 40, { what: 'the connections of the stopped sandboxes to close', timeoutMs: 15_000 });
+    } finally {
+      sink.close();
+    }
     await platformUp();
   });
 

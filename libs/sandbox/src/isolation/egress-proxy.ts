@@ -31,6 +31,12 @@ export class EgressProxy {
   private readonly tunnels = new Set<Server>();
   /** Upstream connections open or being opened (each holds descriptors of the app until it closes, claimed or not). */
   private upstreams = 0;
+  /**
+   * The open ones, destroyed when the proxy closes: ended on the sandbox's side, a connection stayed open until the
+   * server closed its own side, which a tenant's server never does, and each restarted sandbox had a new count.
+   */
+  private readonly connections = new Set<Socket>();
+  private closed = false;
 
   constructor(
     private readonly dir: string,
@@ -67,10 +73,13 @@ export class EgressProxy {
     this.server = server;
   }
 
+  /** Stops serving the sandbox (it stopped): every connection it asked for closes with it. */
   close(): void {
+    this.closed = true;
     this.server?.close();
     for (const t of this.tunnels) t.close();
     this.tunnels.clear();
+    for (const c of this.connections) c.destroy();
   }
 
   private handle(ctl: Socket): void {
@@ -128,7 +137,15 @@ export class EgressProxy {
       this.upstreams--;
       throw e;
     }
-    upstream.once('close', () => this.upstreams--);
+    this.connections.add(upstream);
+    upstream.once('close', () => {
+      this.upstreams--;
+      this.connections.delete(upstream);
+    });
+    if (this.closed) {
+      upstream.destroy();
+      throw Object.assign(new Error(`connect ECONNREFUSED ${host}:${req.port}: the sandbox stopped`), { code: 'ECONNREFUSED' });
+    }
     return this.tunnel(upstream);
   }
 
@@ -196,6 +213,8 @@ export class EgressProxy {
     }, UNCLAIMED_MS);
     server.once('connection', (inner) => {
       done();
+      this.connections.add(inner);
+      inner.once('close', () => this.connections.delete(inner));
       inner.on('error', () => upstream.destroy());
       upstream.on('error', () => inner.destroy());
       this.relay(inner, upstream);
