@@ -49,7 +49,12 @@ export class EgressProxy {
     private readonly maxConnections = Number.MAX_SAFE_INTEGER,
     /** Bytes the account may move per second, both ways and all its connections together (keyed by `account`). */
     private readonly bytes?: RateBudget,
+    /** Lines the account's refused connections may write to the app's log (keyed by `account`; one token a line). */
+    private readonly logLines?: RateBudget,
   ) {}
+
+  /** Refused connections of this sandbox not logged since the last line (past `logLines`). */
+  private unlogged = 0;
 
   get socketPath(): string {
     return join(this.dir, 'ctl.sock');
@@ -122,11 +127,11 @@ export class EgressProxy {
       return !why;
     });
     if (!allowed.length) {
-      this.logger?.info({ account: this.account, host, port: req.port, reason: refusal }, 'sandbox connection refused');
+      this.logRefusal('info', { host, port: req.port, reason: refusal }, 'sandbox connection refused');
       throw Object.assign(new Error(`connect ECONNREFUSED ${host}:${req.port}: ${refusal}`), { code: 'ECONNREFUSED' });
     }
     if (this.upstreams >= this.maxConnections) {
-      this.logger?.warn({ account: this.account, host, port: req.port, max: this.maxConnections }, 'sandbox connection refused: too many open');
+      this.logRefusal('warn', { host, port: req.port, max: this.maxConnections }, 'sandbox connection refused: too many open');
       throw Object.assign(new Error(`connect ECONNREFUSED ${host}:${req.port}: the sandbox has ${this.maxConnections} connections open, the most it may (SANDBOX_EGRESS_MAX_CONNECTIONS)`), { code: 'ECONNREFUSED' });
     }
     this.upstreams++;
@@ -147,6 +152,20 @@ export class EgressProxy {
       throw Object.assign(new Error(`connect ECONNREFUSED ${host}:${req.port}: the sandbox stopped`), { code: 'ECONNREFUSED' });
     }
     return this.tunnel(upstream);
+  }
+
+  /**
+   * A refused connection costs the sandbox a few microseconds, and a loop of them wrote 6,000 lines a second to the app's
+   * log: past the account's budget of lines they are counted, and the next line logged says how many were not.
+   */
+  private logRefusal(level: 'info' | 'warn', fields: object, msg: string): void {
+    if (this.logLines && this.logLines.owedMs(this.account) > 0) {
+      this.unlogged++;
+      return;
+    }
+    this.logLines?.take(this.account, 1);
+    this.logger?.[level]({ account: this.account, ...fields, ...(this.unlogged ? { unlogged: this.unlogged } : {}) }, msg);
+    this.unlogged = 0;
   }
 
   private async connectAny(ips: string[], port: number): Promise<Socket> {

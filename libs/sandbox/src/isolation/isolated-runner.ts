@@ -81,6 +81,8 @@ export class IsolatedRunner {
   private readonly judge: EgressJudge;
   /** Every account's bytes through its egress proxies, kept across its sandbox's restarts (a restart owes what it owed). */
   private readonly egressBytes: RateBudget | undefined;
+  /** Every account's lines of refused connections in the app's log: 100 at once, then 10 a second (across restarts too). */
+  private readonly egressLogLines = new RateBudget(10, 100);
   private readonly runDir: string;
   private readonly hostFile = resolveHostFile();
   private readonly workerFile = resolveWorkerFile();
@@ -233,7 +235,7 @@ export class IsolatedRunner {
     mkdirSync(sockets, { recursive: true, mode: 0o755 });
     const view = this.view(account);
     mkdirSync(view.dir, { recursive: true, mode: 0o755 });
-    const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets, this.opts.egressMaxConnections, this.egressBytes);
+    const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets, this.opts.egressMaxConnections, this.egressBytes, this.egressLogLines);
     await egress.start();
     const pause = this.opts.readPauseMs;
     const host = new HostProcess({
