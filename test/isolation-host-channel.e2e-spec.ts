@@ -49,6 +49,18 @@ module.exports = {
       const line = frame({ t: "log", level: "error", obj: { forged: "FORGED-LINE" }, msg: "forged" });
       for (let i = 0; i < 500; i++) fs.writeSync(3, line);
     }
+    // As many small frames as the runner takes, for 2 s (each is read, checked and dropped): answers how many.
+    if (p === "frame-flood") {
+      const batch = Buffer.concat(Array.from({ length: 1024 }, () => frame({ t: "log", level: "debug", obj: {}, msg: "x" })));
+      const end = Date.now() + 2000;
+      let frames = 0;
+      while (Date.now() < end) {
+        for (let off = 0; off < batch.length; ) { try { off += fs.writeSync(3, batch, off); } catch (e) { if (e.code !== "EAGAIN") throw e; } }
+        frames += 1024;
+      }
+      this.http.respond({ status: 200, body: String(frames) });
+      return;
+    }
     if (p === "bigint") fake({ big: 1n });
     if (p === "cycle") { const o = {}; o.self = o; fake(o); }
     if (p === "huge") fake({ s: "x".repeat(4 << 20) });
@@ -197,6 +209,18 @@ describe.each([
     const forged = system.logs('runner').split('FORGED-LINE').length - 1;
     expect(forged).toBeGreaterThan(0);
     expect(forged).toBeLessThanOrEqual(100);
+    await platformUp();
+  });
+
+  it("reads at most 10,000 frames a second of one sandbox: a flood of small ones waits in the sandbox", async () => {
+    // 200,000 frames a second of 30 bytes each once had the runner read, check and drop every one: another account's
+    // source answered a sixth as many requests meanwhile.
+    const probe = await deploy(a, PROBE);
+    await ready(probe.url);
+    const res = await send(probe.url, { probe: 'frame-flood' });
+    expect(res.status).toBe(200);
+    // 10,000 at once, then 10,000 a second, and what the socket between them holds.
+    expect(Number(await res.text())).toBeLessThan(60_000);
     await platformUp();
   });
 

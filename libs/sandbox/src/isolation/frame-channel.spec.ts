@@ -72,4 +72,25 @@ describe('FrameReader', () => {
     while (turns.length) turns.shift()!();
     expect([got, reader.waiting]).toEqual([['a', 'b', 'c', 'd'], false]);
   });
+
+  it('with a budget of messages, waits as long as it says after each message, even with nothing more to read', () => {
+    const got: unknown[] = [];
+    const waits: number[] = [];
+    const turns: (() => void)[] = [];
+    let budget = 2;
+    const reader = new FrameReader(() => 1024, (m) => got.push(m), () => undefined, true, {
+      afterMs: 60_000,
+      pause: (resume, waitMs) => {
+        waits.push(waitMs);
+        turns.push(resume);
+      },
+      waitMs: () => (--budget >= 0 ? 0 : 10),
+    });
+    reader.push(encodeFrames(['a', 'b', 'c']));
+    expect([got, reader.waiting, waits]).toEqual([['a', 'b', 'c'], true, [10]]);
+    reader.push(encodeFrame('d'));
+    expect(got).toEqual(['a', 'b', 'c']);
+    turns.shift()!();
+    expect([got, waits]).toEqual([['a', 'b', 'c', 'd'], [10, 10]]);
+  });
 });

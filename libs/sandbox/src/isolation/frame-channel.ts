@@ -42,7 +42,10 @@ export class FrameError extends Error {
 /** How a reader hands its thread back between frames: after `afterMs` of reading, `pause` is given the rest to do later. */
 export interface FrameYield {
   afterMs: number;
-  pause: (resume: () => void) => void;
+  /** `waitMs`: how long to wait before reading on (0: the next turn of the event loop). */
+  pause: (resume: () => void, waitMs: number) => void;
+  /** After each message: how long the reader must wait before the next one (a budget of messages), 0 to read on. */
+  waitMs?: () => number;
 }
 
 /**
@@ -101,12 +104,14 @@ export class FrameReader {
         return this.fail(`the sandbox sent a message of ${bytes} bytes that unfolds to more than ${unfoldingBudget(bytes)} values and characters (shared references)`);
       }
       this.onMessage(message, bytes);
-      if (this.yielding && this.buffered >= FRAME_HEADER_BYTES && performance.now() - started >= this.yielding.afterMs) {
+      if (!this.yielding || this.failed) continue;
+      const waitMs = this.yielding.waitMs?.() ?? 0;
+      if (waitMs > 0 || (this.buffered >= FRAME_HEADER_BYTES && performance.now() - started >= this.yielding.afterMs)) {
         this.waiting = true;
         return this.yielding.pause(() => {
           this.waiting = false;
           this.read();
-        });
+        }, waitMs);
       }
     }
   }

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Socket } from 'node:net';
+import { RateBudget } from '@app/contracts';
 import type { SandboxError, SandboxLogger } from '../types';
 import { sandboxError, type TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
@@ -26,6 +27,14 @@ const STDERR_DRAIN_MS = 1000;
 const HEAP_EXHAUSTED = /JavaScript heap out of memory|Reached heap limit/;
 /** How long the app reads a sandbox's frames before handing its event loop to other work (frame-pieces.ts). */
 const READ_TURN_MS = 5;
+/**
+ * Frames the app reads of one sandbox a second (after a burst of as many), then it waits at least FRAME_WAIT_MS before
+ * the next: their writes wait in the sandbox. Every frame is deserialized and checked on the app's thread, and one
+ * sandbox wrote 200,000 small ones a second (log lines, dropped past their budget): another account's source answered a
+ * sixth as many requests meanwhile. A run's answer is a frame or two, a large one a frame per 256 KiB.
+ */
+const FRAMES_PER_SECOND = 10_000;
+const FRAME_WAIT_MS = 10;
 /**
  * Bytes of a sandbox's stderr the app reads per second; past them it stops reading until the second is over (the
  * sandbox's writes then wait). Node writes little there (a fatal error, a heap exhaustion), but component code can
@@ -90,6 +99,8 @@ export class HostProcess {
   /** The channel to the host (its fd 3): framed messages, read as untrusted input (frame-channel.ts). */
   private channel: Socket | undefined;
   private readonly pending = new Map<number, Pending>();
+  /** The frames this sandbox may send (FRAMES_PER_SECOND). */
+  private readonly frames = new RateBudget(FRAMES_PER_SECOND, FRAMES_PER_SECOND);
   private nextId = 1;
   private ready!: Promise<void>;
   private watchdog: NodeJS.Timeout | undefined;
@@ -164,18 +175,23 @@ export class HostProcess {
         true,
         {
           afterMs: READ_TURN_MS,
-          pause: (resume) => {
+          pause: (resume, waitMs) => {
             channel.pause();
-            setImmediate(() => {
+            const go = () => {
               resume();
               if (!reader.waiting && !this.hold?.holding) channel.resume();
-            });
+            };
+            if (waitMs > 0) setTimeout(go, Math.max(waitMs, FRAME_WAIT_MS)).unref();
+            else setImmediate(go);
           },
+          waitMs: () => this.frames.take('frames', 1),
         },
       );
       channel.on('data', (d: Buffer) => {
         this.lastFrameMs = Date.now();
         reader.push(d);
+        // Waiting for its turn or its budget (a hold that ended may have resumed the channel meanwhile): unread.
+        if (reader.waiting) channel.pause();
         this.hold?.check();
       });
       child.once('exit', () => {
