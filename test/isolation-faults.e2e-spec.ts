@@ -11,6 +11,8 @@ const FAULTY_SOURCE = `module.exports = {
     if (what === "buffers") { const keep = []; for (;;) keep.push(Buffer.alloc(16 * 1024 * 1024, 1)); }
     if (what === "fork") require("child_process").fork("/bin/true");
     if (what === "hang") await new Promise(() => {});
+    // Empty files take no room in the tmpfs (SANDBOX_TMP_MB) but about 800 bytes of kernel memory each.
+    if (what === "files") { const fs = require("fs"); fs.mkdirSync("/tmp/f", { recursive: true }); for (let i = 0; i < 3e6; i++) fs.writeFileSync("/tmp/f/" + i, ""); }
     this.$emit({ fine: true });
   },
 };`;
@@ -91,6 +93,17 @@ describe('faults in one account\'s sandbox', () => {
     expect((await send(faulty.url, { fault: 'buffers' })).status).toBe(200);
     const e = await errorNamed(faulty.id, 'MemoryLimitError');
     expect(e.error.message).toMatch(/memory limit of 320 MiB \(SANDBOX_MEMORY_MB\)/);
+    await pong();
+    await appsUp();
+  });
+
+  it("empty files in /tmp count against the account's memory limit", async () => {
+    // 3 million of them, the tmpfs's default count of inodes, held 2.4 GiB of the kernel's memory that neither the
+    // tmpfs's size nor any process's resident memory showed, past SANDBOX_MEMORY_MB and SANDBOX_MEMORY_TOTAL_MB.
+    const filer = await deploy(a, FAULTY_SOURCE);
+    expect((await send(filer.url, { fault: 'files' })).status).toBe(200);
+    const e = await errorNamed(filer.id, 'MemoryLimitError');
+    expect(e.error.message).toMatch(/files in its \/tmp.* over its memory limit of 320 MiB \(SANDBOX_MEMORY_MB\)/);
     await pong();
     await appsUp();
   });

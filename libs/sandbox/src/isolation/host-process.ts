@@ -11,7 +11,7 @@ import { IpcBatch } from './ipc-batch';
 import { ReadHold } from './read-hold';
 import { FRAME_ENVELOPE_BYTES, checkedFromHost, frameCapBytes } from './host-messages';
 import { RESULT_MAX_BYTES } from './result-bounds';
-import { sandboxTmpBytes, treeRssBytes } from './process-memory';
+import { sandboxTmp, TMP_FILE_BYTES, treeRssBytes } from './process-memory';
 import { FRAME_MAX_BYTES, PieceAssembly } from './frame-pieces';
 
 const START_TIMEOUT_MS = 30_000;
@@ -138,9 +138,11 @@ export class HostProcess {
   /** Resident memory of the process and its descendants at the last check (every MEMORY_CHECK_MS). */
   rssBytes = 0;
 
-  /** Bytes in the sandbox's /tmp, a tmpfs (memory that `rssBytes` does not count). */
+  /** Memory the sandbox's /tmp holds, a tmpfs (which `rssBytes` does not count): its files' bytes and their inodes. */
   tmpBytes(): number {
-    return this.child?.pid && !this.exited ? sandboxTmpBytes(this.child.pid) : 0;
+    if (!this.child?.pid || this.exited) return 0;
+    const tmp = sandboxTmp(this.child.pid);
+    return tmp.dataBytes + tmp.files * TMP_FILE_BYTES;
   }
   onExit: () => void = () => undefined;
 
@@ -372,11 +374,14 @@ export class HostProcess {
   private checkMemory(): void {
     if (!this.child?.pid || this.exited) return;
     const rss = (this.rssBytes = treeRssBytes(this.child.pid));
+    // The files of its /tmp count too (their bytes are bounded by SANDBOX_TMP_MB, their count only here).
+    const files = sandboxTmp(this.child.pid).files;
     const limit = this.opts.memoryMb * 1024 * 1024;
-    if (rss <= limit) return;
-    const used = Math.round(rss / 1024 / 1024);
-    this.opts.logger?.warn({ account: this.opts.account, rss_mb: used, limit_mb: this.opts.memoryMb }, 'sandbox process over its memory limit: stopped');
-    this.kill(sandboxError('MemoryLimitError', `the account's sandbox process used ${used} MiB, over its memory limit of ${this.opts.memoryMb} MiB (SANDBOX_MEMORY_MB); it was stopped`));
+    if (rss + files * TMP_FILE_BYTES <= limit) return;
+    const used = Math.round((rss + files * TMP_FILE_BYTES) / 1024 / 1024);
+    const ofFiles = files * TMP_FILE_BYTES >= 1024 * 1024 ? ` (${files} files in its /tmp counting ${TMP_FILE_BYTES} bytes each)` : '';
+    this.opts.logger?.warn({ account: this.opts.account, rss_mb: used, tmp_files: files, limit_mb: this.opts.memoryMb }, 'sandbox process over its memory limit: stopped');
+    this.kill(sandboxError('MemoryLimitError', `the account's sandbox process used ${used} MiB${ofFiles}, over its memory limit of ${this.opts.memoryMb} MiB (SANDBOX_MEMORY_MB); it was stopped`));
   }
 
   /**

@@ -31,17 +31,30 @@ export function treeRssBytes(pid: number): number {
 }
 
 /**
- * Bytes held in the /tmp of the sandbox that bubblewrap process `pid` runs: a tmpfs, so memory, which no process's
- * resident memory counts. Read through the mount namespace of bubblewrap's child (the sandbox's first process); 0
+ * Kernel memory one file or directory of a tmpfs holds however empty (its inode and directory entry: about 800 bytes
+ * measured), which the tmpfs's size does not bound: its default count of inodes is half the machine's pages, and three
+ * million empty files in one sandbox's /tmp held 2.4 GiB.
+ */
+export const TMP_FILE_BYTES = 1024;
+
+/** What the /tmp of a sandbox holds: the bytes of its files (bounded by SANDBOX_TMP_MB) and how many files it has. */
+export interface TmpUse {
+  dataBytes: number;
+  files: number;
+}
+
+/**
+ * What the /tmp of the sandbox that bubblewrap process `pid` runs holds: a tmpfs, so memory, which no process's
+ * resident memory counts. Read through the mount namespace of bubblewrap's child (the sandbox's first process); nothing
  * when it cannot be read.
  */
-export function sandboxTmpBytes(pid: number): number {
+export function sandboxTmp(pid: number): TmpUse {
   const inner = children(pid)[0];
-  if (!inner) return 0;
+  if (!inner) return { dataBytes: 0, files: 0 };
   try {
     const s = statfsSync(`/proc/${inner}/root/tmp`);
-    return (s.blocks - s.bfree) * s.bsize;
+    return { dataBytes: (s.blocks - s.bfree) * s.bsize, files: s.files - s.ffree };
   } catch {
-    return 0;
+    return { dataBytes: 0, files: 0 };
   }
 }
