@@ -22,7 +22,7 @@ function scriptedHost(answer: string): HostProcess {
       }
     });
     send({ t: "ready" });`;
-  const host = new HostProcess({ account: 'u_test', command: process.execPath, args: ['-e', script], env: {}, memoryMb: 1024, runIn: 'workers', heapMb: 64 });
+  const host = new HostProcess({ account: 'u_test', command: process.execPath, args: ['-e', script], env: {}, memoryMb: 1024, tmpMb: 64, runIn: 'workers', heapMb: 64 });
   host.start();
   return host;
 }

@@ -75,6 +75,8 @@ export interface HostProcessOptions {
   args: string[];
   env: Record<string, string>;
   memoryMb: number;
+  /** Size of its /tmp, a tmpfs (SANDBOX_TMP_MB), which tells that tmpfs from the app's own /tmp. */
+  tmpMb: number;
   /** Where its runs execute (SANDBOX_RUN_IN): on its own thread, a run that blocks it past its deadline stops the process. */
   runIn: SandboxRunIn;
   /** The heap cap of the process (runs on its own thread) or of each worker thread, for the error that names it. */
@@ -141,7 +143,7 @@ export class HostProcess {
   /** Memory the sandbox's /tmp holds, a tmpfs (which `rssBytes` does not count): its files' bytes and their inodes. */
   tmpBytes(): number {
     if (!this.child?.pid || this.exited) return 0;
-    const tmp = sandboxTmp(this.child.pid);
+    const tmp = sandboxTmp(this.child.pid, this.opts.tmpMb * 1024 * 1024);
     return tmp.dataBytes + tmp.files * TMP_FILE_BYTES;
   }
   onExit: () => void = () => undefined;
@@ -375,7 +377,7 @@ export class HostProcess {
     if (!this.child?.pid || this.exited) return;
     const rss = (this.rssBytes = treeRssBytes(this.child.pid));
     // The files of its /tmp count too (their bytes are bounded by SANDBOX_TMP_MB, their count only here).
-    const files = sandboxTmp(this.child.pid).files;
+    const files = sandboxTmp(this.child.pid, this.opts.tmpMb * 1024 * 1024).files;
     const limit = this.opts.memoryMb * 1024 * 1024;
     if (rss + files * TMP_FILE_BYTES <= limit) return;
     const used = Math.round((rss + files * TMP_FILE_BYTES) / 1024 / 1024);

@@ -242,6 +242,7 @@ export class IsolatedRunner {
       account,
       ...this.command(view, sockets, uid, egress),
       memoryMb: this.opts.memoryMb,
+      tmpMb: this.opts.tmpMb,
       runIn: this.opts.runIn,
       heapMb: this.opts.heapMb,
       onOverrun: (task) => this.guard(task.bundle.key),

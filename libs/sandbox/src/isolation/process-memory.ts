@@ -43,16 +43,21 @@ export interface TmpUse {
   files: number;
 }
 
+const TMPFS_MAGIC = 0x01021994;
+
 /**
- * What the /tmp of the sandbox that bubblewrap process `pid` runs holds: a tmpfs, so memory, which no process's
- * resident memory counts. Read through the mount namespace of bubblewrap's child (the sandbox's first process); nothing
- * when it cannot be read.
+ * What the /tmp of the sandbox that bubblewrap process `pid` runs holds: a tmpfs of `sizeBytes` (SANDBOX_TMP_MB), so
+ * memory, which no process's resident memory counts. Read through the mount namespace of bubblewrap's child (the
+ * sandbox's first process); nothing when it cannot be read, or is not yet that tmpfs: while bubblewrap sets the sandbox
+ * up, its child's root is still the app's, whose /tmp (a disk's millions of files) once counted against a sandbox
+ * starting up and had it stopped as over its memory limit.
  */
-export function sandboxTmp(pid: number): TmpUse {
+export function sandboxTmp(pid: number, sizeBytes: number): TmpUse {
   const inner = children(pid)[0];
   if (!inner) return { dataBytes: 0, files: 0 };
   try {
     const s = statfsSync(`/proc/${inner}/root/tmp`);
+    if (s.type !== TMPFS_MAGIC || s.blocks * s.bsize !== sizeBytes) return { dataBytes: 0, files: 0 };
     return { dataBytes: (s.blocks - s.bfree) * s.bsize, files: s.files - s.ffree };
   } catch {
     return { dataBytes: 0, files: 0 };
