@@ -80,11 +80,17 @@ describe('accounts, auth and common API behaviour', () => {
     expect(res.body).toEqual({ error: expect.any(String), code: 'not_found' });
   });
 
-  it('answers malformed JSON with 400', async () => {
+  it('answers malformed JSON with 400 on a route that takes a body; on a path without that method, 405 first', async () => {
     const user = createUser(system);
-    const res = await fetch(`${system.baseUrl}/users/me`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body: '{oops' });
+    const post = (path: string) => fetch(`${system.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body: '{oops' });
+    const res = await post('/webhooks');
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: 'the request body is not valid JSON', code: 'invalid_request' });
+    // Answered before its body is read (docs/api.md): the method is refused whatever the body holds.
+    const other = await post('/users/me');
+    expect(other.status).toBe(405);
+    expect(other.headers.get('allow')).toBe('GET, HEAD');
+    expect(await other.json()).toMatchObject({ code: 'method_not_allowed' });
   });
 
   it('npm start\'s demo account: kept in DATA_DIR, and a fresh DATA_DIR on the same database gets a working key', async () => {

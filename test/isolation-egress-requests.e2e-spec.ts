@@ -1,5 +1,6 @@
-import { client, createUser, TestUser } from './support/accounts';
-import { eventually, startSystem, System } from './support/system';
+import { createUser, TestUser } from './support/accounts';
+import { startSystem, System } from './support/system';
+import { deployHttpSource, postUntilOk } from './support/http-sources';
 
 /** Asks its egress proxy for connections the address policy refuses, as fast as it can, for `ms`; answers how many. */
 const REFUSED_LOOP = `module.exports = {
@@ -33,16 +34,8 @@ describe("an account's requests to its egress proxy", () => {
   let a: TestUser;
   let b: TestUser;
 
-  const deploy = async (user: TestUser, code: string): Promise<string> => {
-    const res = await client(system, user.apiKey).post('/sources', { component_code: code });
-    expect(res.status).toBe(200);
-    return res.body.data.configured_props.http.endpoint_url;
-  };
-  const call = async (url: string, body: unknown = {}): Promise<Response> =>
-    eventually(async () => {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      return r.status === 200 ? r : undefined;
-    }, { what: `${url} to answer`, timeoutMs: 60_000 });
+  const deploy = async (user: TestUser, code: string): Promise<string> => (await deployHttpSource(system, user, code)).url;
+  const call = postUntilOk;
 
   beforeAll(async () => {
     // The log level a deployment runs at (info): refused connections are logged there.

@@ -1,5 +1,6 @@
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
+import { deployHttpSource } from './support/http-sources';
 
 /** An HTTP source whose run does what the request body says: a fault of its own sandbox, or nothing. */
 const FAULTY_SOURCE = `module.exports = {
@@ -37,11 +38,7 @@ describe('faults in one account\'s sandbox', () => {
   let responder: { id: string; url: string };
   const ports: Record<string, string> = {};
 
-  const deploy = async (user: TestUser, code: string): Promise<{ id: string; url: string }> => {
-    const res = await client(system, user.apiKey).post('/sources', { component_code: code });
-    expect(res.status).toBe(200);
-    return { id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url };
-  };
+  const deploy = (user: TestUser, code: string): Promise<{ id: string; url: string }> => deployHttpSource(system, user, code);
   const send = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const errorsOf = async (id: string): Promise<{ error: { name: string; message: string } }[]> =>
     (await client(system, a.apiKey).get(`/sources/${id}/event_summaries?event_name=$errors&expand=event&limit=100`)).body.data.map((s: { event: unknown }) => s.event);

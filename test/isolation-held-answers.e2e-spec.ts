@@ -1,5 +1,6 @@
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
+import { deployHttpSource } from './support/http-sources';
 
 /**
  * One account's large emits against the runner's memory. A run's result may be 64 MiB of events, and the runner
@@ -30,11 +31,7 @@ describe("the runner against one account's large results (EMITS_BYTES_PER_SECOND
   let a: TestUser;
   let b: TestUser;
 
-  const deploy = async (user: TestUser, code: string): Promise<{ id: string; url: string }> => {
-    const res = await client(system, user.apiKey).post('/sources', { component_code: code });
-    expect(res.status).toBe(200);
-    return { id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url };
-  };
+  const deploy = (user: TestUser, code: string): Promise<{ id: string; url: string }> => deployHttpSource(system, user, code);
   const send = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const count = async (id: string, name: string): Promise<number> =>
     (await client(system, a.apiKey).get(`/sources/${id}/event_summaries?limit=1${name ? `&event_name=${encodeURIComponent(name)}` : ''}`)).body.page_info.total_count;

@@ -1,5 +1,6 @@
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
+import { deployHttpSource } from './support/http-sources';
 
 /**
  * A hostile tenant against what its sandbox sends back to the app. Each probe once got through:
@@ -103,11 +104,7 @@ describe.each([
   let b: TestUser;
   let responder: string;
 
-  const deploy = async (user: TestUser, code: string): Promise<{ id: string; url: string }> => {
-    const res = await client(system, user.apiKey).post('/sources', { component_code: code });
-    expect(res.status).toBe(200);
-    return { id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url };
-  };
+  const deploy = (user: TestUser, code: string): Promise<{ id: string; url: string }> => deployHttpSource(system, user, code);
   const send = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const ready = (url: string) => eventually(async () => (await send(url, { probe: 'none' })).status === 200, { what: `${url} to answer`, timeoutMs: 30_000 });
   const events = async (id: string, name = '') =>

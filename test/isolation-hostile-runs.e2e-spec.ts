@@ -1,5 +1,6 @@
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
+import { deployHttpSource } from './support/http-sources';
 
 /**
  * A hostile tenant's run against the sandbox's own machinery, on both places runs execute (SANDBOX_RUN_IN): what
@@ -77,11 +78,7 @@ describe.each([
   let victim: { id: string; url: string };
   let n = 0;
 
-  const deploy = async (user: TestUser, code: string): Promise<{ id: string; url: string }> => {
-    const res = await client(system, user.apiKey).post('/sources', { component_code: code });
-    expect(res.status).toBe(200);
-    return { id: res.body.data.id, url: res.body.data.configured_props.http.endpoint_url };
-  };
+  const deploy = (user: TestUser, code: string): Promise<{ id: string; url: string }> => deployHttpSource(system, user, code);
   const send = async (url: string, body: unknown): Promise<{ status: number; text: string; headers: Headers }> => {
     const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     return { status: res.status, text: await res.text(), headers: res.headers };

@@ -1,6 +1,7 @@
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
+import { deployHttpSource, postUntilOk } from './support/http-sources';
 
 /**
  * A hostile tenant against the platform's shared processes: its own database, the
@@ -119,16 +120,8 @@ describe('the platform against one hostile tenant', () => {
   let b: TestUser;
   let responder: string;
 
-  const deploy = async (user: TestUser, code: string): Promise<string> => {
-    const res = await client(system, user.apiKey).post('/sources', { component_code: code });
-    expect(res.status).toBe(200);
-    return res.body.data.configured_props.http.endpoint_url;
-  };
-  const call = async (url: string, body: unknown = {}): Promise<Response> =>
-    eventually(async () => {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      return r.status === 200 ? r : undefined;
-    }, { what: `${url} to answer`, timeoutMs: 60_000 });
+  const deploy = async (user: TestUser, code: string): Promise<string> => (await deployHttpSource(system, user, code)).url;
+  const call = postUntilOk;
   const platformUp = async (): Promise<void> => {
     expect(await (await call(responder)).text()).toBe('pong');
     expect((await fetch(`${system.origin}/healthz`)).status).toBe(200);

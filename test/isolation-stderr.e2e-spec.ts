@@ -1,5 +1,6 @@
-import { client, createUser, TestUser } from './support/accounts';
+import { createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
+import { deployHttpSource } from './support/http-sources';
 
 /**
  * A sandbox's stderr is a pipe to the app (it tells a heap exhaustion), and component code can write to the
@@ -34,11 +35,7 @@ describe("a sandbox that floods its stderr", () => {
     await system?.stop();
   });
 
-  const deploy = async (user: TestUser, code: string): Promise<string> => {
-    const res = await client(system, user.apiKey).post('/sources', { component_code: code });
-    expect(res.status).toBe(200);
-    return res.body.data.configured_props.http.endpoint_url as string;
-  };
+  const deploy = async (user: TestUser, code: string): Promise<string> => (await deployHttpSource(system, user, code)).url;
   const call = (url: string): Promise<string> =>
     eventually(async () => {
       const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });

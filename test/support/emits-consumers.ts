@@ -11,6 +11,8 @@ export async function emitsConsumersOf(system: System, sourceId: string): Promis
     const subject = names.emit(sourceId);
     const found: ConsumerInfo[] = [];
     for await (const c of (await nc.jetstreamManager()).consumers.list(names.emitsStream)) {
+      // A consumer deleted while the server lists them is listed as null.
+      if (!c) continue;
       if (c.config.filter_subject === subject || c.config.filter_subjects?.includes(subject)) found.push(c);
     }
     return found;
