@@ -38,7 +38,9 @@ describe('DELETE /sources/{id}/events: deletions bounded per account', () => {
     // 120 different ranges at once (each an event id that does not exist: nothing is deleted, every one scans).
     const flood = await Promise.all(Array.from({ length: 120 }, (_, i) => del(flooder, src, `?start_id=${firstMs - 1}-${i}&end_id=${firstMs - 1}-${i}`)));
     const statuses = flood.map((r) => r.status);
-    expect(statuses.every((s) => s === 202 || s === 429)).toBe(true);
+    // 202 or 429; on a loaded machine also a 503 with Retry-After for one that got no Postgres connection within DB_POOL_ACQUIRE_TIMEOUT_MS (docs/operations.md).
+    const retryLater = (r: Response): boolean => r.status === 503 && Number(r.headers.get('retry-after')) >= 1;
+    expect(flood.filter((r) => r.status !== 202 && r.status !== 429 && !retryLater(r)).map((r) => `${r.status} ${r.headers.get('retry-after') ?? ''}`)).toEqual([]);
     const refused = flood.filter((r) => r.status === 429);
     expect(refused.length).toBeGreaterThan(0);
     expect(Number(refused[0].headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
