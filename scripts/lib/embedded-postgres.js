@@ -7,7 +7,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
+const { execFile, spawnSync } = require('node:child_process');
 
 const PASSWORD = 'postgres';
 
@@ -42,15 +42,18 @@ function runAs() {
 async function embeddedPostgres({ dir, port }) {
   const { pgCtl, initdb } = await binaries();
   const ids = runAs();
-  const run = (bin, args) => {
-    const r = spawnSync(bin, args, { ...ids, encoding: 'utf8', env: { ...process.env, LC_MESSAGES: 'C' } });
-    return { ok: r.status === 0, output: `${r.stderr || ''}${r.stdout || ''}${r.error ? r.error.message : ''}`.trim() };
-  };
-  const must = (bin, args) => {
-    const r = run(bin, args);
+  // Without blocking the caller's event loop (the fault suite's load generator and receiver run beside a restart).
+  const run = (bin, args) =>
+    new Promise((resolve) => {
+      execFile(bin, args, { ...ids, encoding: 'utf8', env: { ...process.env, LC_MESSAGES: 'C' }, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+        resolve({ ok: !error, output: `${stderr || ''}${stdout || ''}${error && !stderr ? error.message : ''}`.trim() });
+      });
+    });
+  const must = async (bin, args) => {
+    const r = await run(bin, args);
     if (!r.ok) throw new Error(`${path.basename(bin)} ${args.join(' ')} failed: ${r.output.slice(-2000)}`);
   };
-  const initialise = () => {
+  const initialise = async () => {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     if (ids.uid !== undefined) {
       fs.chownSync(dir, ids.uid, ids.gid);
@@ -65,7 +68,7 @@ async function embeddedPostgres({ dir, port }) {
       fs.chownSync(pwfile, ids.uid, ids.gid);
     }
     try {
-      must(initdb, ['-D', dir, '-U', 'postgres', '-A', 'scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--no-locale']);
+      await must(initdb, ['-D', dir, '-U', 'postgres', '-A', 'scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--no-locale']);
     } finally {
       fs.rmSync(path.dirname(pwfile), { recursive: true, force: true });
     }
@@ -74,10 +77,10 @@ async function embeddedPostgres({ dir, port }) {
   return {
     url: (db) => `postgresql://postgres:${PASSWORD}@127.0.0.1:${port}/${db}`,
     /** Whether this directory's server runs (one a killed npm start left, say). */
-    running: () => fs.existsSync(path.join(dir, 'PG_VERSION')) && run(pgCtl, ['-D', dir, 'status']).ok,
-    start() {
-      if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) initialise();
-      must(pgCtl, ['-D', dir, '-l', path.join(dir, 'server.log'), '-w', '-t', '60', '-o', `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`, 'start']);
+    running: async () => fs.existsSync(path.join(dir, 'PG_VERSION')) && (await run(pgCtl, ['-D', dir, 'status'])).ok,
+    async start() {
+      if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) await initialise();
+      await must(pgCtl, ['-D', dir, '-l', path.join(dir, 'server.log'), '-w', '-t', '60', '-o', `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`, 'start']);
     },
     /** A fast shutdown: sessions ended, a checkpoint written. */
     stop: () => stop('fast'),

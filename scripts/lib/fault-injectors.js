@@ -88,13 +88,13 @@ function createClockOffset(file) {
 /** An embedded Postgres of the suite's own (never the shared one on 5432), which can crash and start again. */
 async function startOwnPostgres({ dir, port }) {
   const server = await embeddedPostgres({ dir, port });
-  server.start();
+  await server.start();
   return {
     url: server.url,
     /** An immediate shutdown, recovered from the WAL at the next start. */
-    crash: async () => server.crash(),
-    start: async () => server.start(),
-    stop: async () => server.stop(),
+    crash: () => server.crash(),
+    start: () => server.start(),
+    stop: () => server.stop(),
   };
 }
 

@@ -82,7 +82,7 @@ async function resolvePostgres({ dataDir, dbName = 'event_source_service', env =
   const adminUrl = server.url('postgres');
   const url = server.url(dbName);
   const stop = async () => server.stop();
-  if (server.running()) {
+  if (await server.running()) {
     await ensureDatabase(adminUrl, dbName);
     return { url, adminUrl, stop, how: `embedded Postgres on ${embeddedPort} (${dir}), left running by an earlier start` };
   }
@@ -91,7 +91,7 @@ async function resolvePostgres({ dataDir, dbName = 'event_source_service', env =
     return { url, adminUrl, stop: async () => {}, how: `embedded Postgres already running on ${embeddedPort}` };
   }
   if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) log(`initialising embedded Postgres in ${dir}`);
-  server.start();
+  await server.start();
   await ensureDatabase(adminUrl, dbName);
   return { url, adminUrl, stop, how: `embedded Postgres on ${embeddedPort} (${dir}; log: ${path.join(dir, 'server.log')})` };
 }
