@@ -39,7 +39,7 @@ describe('DELETE /sources/{id}/events: the scan of EMITS', () => {
 
   /** Messages the server has sent to the api's scan of the source (its consumer on the source's subject), and the messages stored. */
   const progress = async (sourceId: string): Promise<{ delivered: number; stored: number }> => {
-    const delivered = Math.max(0, ...(await emitsConsumersOf(system, sourceId)).map((c) => c.delivered.consumer_seq));
+    const delivered = Math.max(0, ...(await emitsConsumersOf(system, sourceId, nc)).map((c) => c.delivered.consumer_seq));
     // Each test erases every event it emitted: the stream holds only the running test's.
     return { delivered, stored: (await (await nc.jetstreamManager()).streams.info(new Names(system.natsPrefix).emitsStream)).state.messages };
   };
@@ -71,11 +71,11 @@ describe('DELETE /sources/{id}/events: the scan of EMITS', () => {
     await eventually(async () => ((await progress(src)).stored === 2 ? true : undefined), { what: 'every message of the range erased', timeoutMs: 60_000 });
     expect(await storedIds(src)).toEqual([before.id, after.id]);
     // The scan's consumer goes with it (it stayed on the server for its 5 minutes of inactivity).
-    await eventually(async () => ((await emitsConsumersOf(system, src)).length === 0 ? true : undefined), { what: "the scan's consumer deleted" });
+    await eventually(async () => ((await emitsConsumersOf(system, src, nc)).length === 0 ? true : undefined), { what: "the scan's consumer deleted" });
 
     const del = await fetch(`${system.baseUrl}/sources/${src}/events`, { method: 'DELETE', headers: { authorization: `Bearer ${user.apiKey}` } });
     expect(del.status).toBe(202);
-    await eventually(async () => ((await progress(src)).stored === 0 ? true : undefined), { what: 'the events outside the range erased' });
+    await eventually(async () => ((await progress(src)).stored === 0 ? true : undefined), { what: 'the events outside the range erased', timeoutMs: 60_000 });
   });
 
   it('is sent at most BATCH_BYTES (2 MiB) of messages ahead of those it has erased', async () => {

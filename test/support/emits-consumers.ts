@@ -1,11 +1,14 @@
-import { connect, type ConsumerInfo } from 'nats';
+import { connect, type ConsumerInfo, type NatsConnection } from 'nats';
 import { Names } from '@app/contracts';
 import { natsAdmin } from './env';
 import type { System } from './system';
 
-/** The consumers of EMITS on a source's subject (the api's event streams and range-delete scans), as the server lists them. */
-export async function emitsConsumersOf(system: System, sourceId: string): Promise<ConsumerInfo[]> {
-  const nc = await connect(natsAdmin());
+/**
+ * The consumers of EMITS on a source's subject (the api's event streams and range-delete scans), as the server lists
+ * them; through `conn` when given (a test polling it), else a connection of its own.
+ */
+export async function emitsConsumersOf(system: System, sourceId: string, conn?: NatsConnection): Promise<ConsumerInfo[]> {
+  const nc = conn ?? (await connect(natsAdmin()));
   try {
     const names = new Names(system.natsPrefix);
     const subject = names.emit(sourceId);
@@ -17,6 +20,6 @@ export async function emitsConsumersOf(system: System, sourceId: string): Promis
     }
     return found;
   } finally {
-    await nc.close();
+    if (!conn) await nc.close();
   }
 }
