@@ -140,12 +140,8 @@ export class HostProcess {
   /** Resident memory of the process and its descendants at the last check (every MEMORY_CHECK_MS). */
   rssBytes = 0;
 
-  /** Memory the sandbox's /tmp holds, a tmpfs (which `rssBytes` does not count): its files' bytes and their inodes. */
-  tmpBytes(): number {
-    if (!this.child?.pid || this.exited) return 0;
-    const tmp = sandboxTmp(this.child.pid, this.opts.tmpMb * 1024 * 1024);
-    return tmp.dataBytes + tmp.files * TMP_FILE_BYTES;
-  }
+  /** Memory the sandbox's /tmp held at the last check, a tmpfs (which `rssBytes` does not count): its files' bytes and their inodes. */
+  tmpBytes = 0;
   onExit: () => void = () => undefined;
 
   constructor(private readonly opts: HostProcessOptions) {}
@@ -377,7 +373,9 @@ export class HostProcess {
     if (!this.child?.pid || this.exited) return;
     const rss = (this.rssBytes = treeRssBytes(this.child.pid));
     // The files of its /tmp count too (their bytes are bounded by SANDBOX_TMP_MB, their count only here).
-    const files = sandboxTmp(this.child.pid, this.opts.tmpMb * 1024 * 1024).files;
+    const tmp = sandboxTmp(this.child.pid, this.opts.tmpMb * 1024 * 1024);
+    this.tmpBytes = tmp.dataBytes + tmp.files * TMP_FILE_BYTES;
+    const files = tmp.files;
     const limit = this.opts.memoryMb * 1024 * 1024;
     if (rss + files * TMP_FILE_BYTES <= limit) return;
     const used = Math.round((rss + files * TMP_FILE_BYTES) / 1024 / 1024);

@@ -316,7 +316,7 @@ export class IsolatedRunner {
    */
   private checkTotalMemory(): void {
     const limit = this.opts.memoryTotalMb * 1024 * 1024;
-    const live = [...this.sandboxes.entries()].filter(([, s]) => !s.host.exited).map(([account, s]) => ({ account, s, used: s.host.rssBytes + s.host.tmpBytes() }));
+    const live = [...this.sandboxes.entries()].filter(([, s]) => !s.host.exited).map(([account, s]) => ({ account, s, used: s.host.rssBytes + s.host.tmpBytes }));
     let total = live.reduce((sum, x) => sum + x.used, 0);
     if (total <= limit) return;
     const mib = (bytes: number): number => Math.round(bytes / 1024 / 1024);
