@@ -55,6 +55,12 @@ describe('safeFetch', () => {
         return res.end();
       }
       if (req.url === '/big') return res.end('x'.repeat(10_000));
+      if (req.url?.startsWith('/slow-redirect/')) {
+        // Each hop answers within 150 ms, the next one somewhere else.
+        const n = Number(req.url.split('/')[2]);
+        const t = setTimeout(() => res.writeHead(302, { location: `/slow-redirect/${n + 1}` }).end(), 150);
+        return void req.on('close', () => clearTimeout(t));
+      }
       if (req.url === '/slow') {
         const t = setTimeout(() => res.end('late'), 2_000);
         return void req.on('close', () => clearTimeout(t));
@@ -124,6 +130,14 @@ describe('safeFetch', () => {
     expect(cut.body.length).toBe(100);
     expect(cut.truncated).toBe(true);
     await expect(safeFetch(`${base}/slow`, { policy: allow, timeoutMs: 200, maxBytes: 100 })).rejects.toBeInstanceOf(OutboundError);
+  });
+
+  it('bounds the whole request, its redirects together, by the timeout (not each hop)', async () => {
+    // Five hops of 150 ms each fit a per-hop timeout of 400 ms, not a whole one.
+    await expect(safeFetch(`${base}/slow-redirect/0`, { policy: allow, timeoutMs: 400, maxBytes: 100, maxRedirects: 5 })).rejects.toMatchObject({
+      code: 'timeout',
+      message: expect.stringContaining('within 400 ms'),
+    });
   });
 
   it('rejects URLs without http(s) or a host', async () => {

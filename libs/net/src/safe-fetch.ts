@@ -55,7 +55,8 @@ export function parseHttpUrl(raw: string): URL {
   return url;
 }
 
-function once(url: URL, opts: SafeFetchOptions): Promise<SafeResponse> {
+/** One request, answered in full before `deadline` (epoch ms) or failed with `timeout`. */
+function once(url: URL, opts: SafeFetchOptions, deadline: number): Promise<SafeResponse> {
   const refused = literalHostRefusal(url, opts.policy);
   if (refused) return Promise.reject(refused);
   const isHttps = url.protocol === 'https:';
@@ -104,7 +105,7 @@ function once(url: URL, opts: SafeFetchOptions): Promise<SafeResponse> {
         res.on('error', fail);
       },
     );
-    const timer = setTimeout(() => fail(new OutboundError(`no complete response from ${url.host} within ${opts.timeoutMs} ms`, 'timeout')), opts.timeoutMs);
+    const timer = setTimeout(() => fail(new OutboundError(`no complete response from ${url.host} within ${opts.timeoutMs} ms`, 'timeout')), Math.max(0, deadline - Date.now()));
     req.on('error', fail);
     if (opts.body !== undefined) req.write(opts.body);
     req.end();
@@ -135,14 +136,15 @@ function redirected(from: URL, to: URL, status: number, opts: SafeFetchOptions):
 
 /**
  * An HTTP(S) request under the outbound address policy, with a whole-request
- * timeout, a response size cap and bounded redirects (each hop checked again).
+ * timeout (all its redirects together), a response size cap and bounded redirects (each hop checked again).
  */
 export async function safeFetch(raw: string, opts: SafeFetchOptions): Promise<SafeResponse> {
   let url = parseHttpUrl(raw);
   let hopOpts = opts;
   const maxRedirects = opts.maxRedirects ?? 0;
+  const deadline = Date.now() + opts.timeoutMs;
   for (let hop = 0; ; hop++) {
-    const res = await once(url, hopOpts);
+    const res = await once(url, hopOpts, deadline);
     const location = res.headers.location;
     if (res.status < 300 || res.status >= 400 || !location || maxRedirects === 0) return res;
     if (hop >= maxRedirects) throw new OutboundError(`more than ${maxRedirects} redirects from ${shownUrl(raw)}`, 'too_many_redirects');
