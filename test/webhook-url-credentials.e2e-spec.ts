@@ -31,6 +31,8 @@ describe('webhook url with credentials', () => {
   });
 
   const secrets = /hook-user|hook-pass-1|hook-qry-1/;
+  /** The webhook's row: `url` as answers show it, `url_sealed` the url as given, encrypted. */
+  const stored = async (id: string) => (await sql<{ url: string; url_sealed: unknown }>(system, 'select url, url_sealed from webhooks where id = $1', [id]))[0];
   const url = () => receiver.url.replace('http://', 'http://hook-user:hook-pass-1@') + '?token=hook-qry-1&v=2';
   const shown = () => receiver.url.replace('http://', 'http://********@') + '?token=********&v=2';
 
@@ -70,8 +72,37 @@ describe('webhook url with credentials', () => {
     // A client writing back what it read (the url as shown) keeps the credentials.
     const back = await m.put(`/webhooks/${id}`, { url: shown(), name: 'kept' });
     expect([back.status, back.body.data?.url, back.body.data?.name]).toEqual([200, shown(), 'kept']);
-    expect((await sql<{ url: string }>(system, 'select url from webhooks where id = $1', [id]))[0].url).toBe(url());
+    const row = await stored(id);
+    expect([row.url, Object.keys(row.url_sealed as object)]).toEqual([shown(), ['$enc']]);
+    expect(JSON.stringify(row)).not.toMatch(secrets);
     expect(await arrived((await emitter.emit(src, orgId, { n: 2 })).id)).toEqual(['/hook?token=hook-qry-1&v=2', basic]);
+  });
+
+  it('encrypts, when the api starts, the urls of webhooks saved in plain text before, and delivers with them throughout', async () => {
+    const o = client(system, owner.apiKey);
+    const id = (await o.post(`/webhooks?org_id=${orgId}`, { url: url() })).body.data.id;
+    // As rows were saved before urls were encrypted.
+    await sql(system, 'update webhooks set url = $1, url_sealed = null where id = $2', [url(), id]);
+    const src = await insertSource(system, orgId, owner.id);
+    expect((await o.post(`/subscriptions?org_id=${orgId}`, { emitter_id: src, listener_id: id })).status).toBe(200);
+    await subscriptionsLoaded(system);
+    const arrived = async (n: number) => {
+      const eventId = (await emitter.emit(src, orgId, { n })).id;
+      await eventually(async () => receiver.received.some((r) => r.headers['webhook-id'] === eventId), { what: `event ${eventId} delivered` });
+      return receiver.received.find((r) => r.headers['webhook-id'] === eventId)!.url;
+    };
+    expect(await arrived(1)).toBe('/hook?token=hook-qry-1&v=2');
+    expect((await o.get(`/webhooks/${id}`)).body.data?.url).toBe(shown());
+    await system.stopApp('api');
+    await system.startApp('api', 'api');
+    await eventually(async () => (await stored(id)).url_sealed !== null, { what: 'the url sealed' });
+    const row = await stored(id);
+    expect(row.url).toBe(shown());
+    expect(JSON.stringify(row)).not.toMatch(secrets);
+    // The delivery app reads the sealed url once the webhook changes.
+    expect((await o.put(`/webhooks/${id}`, { name: 'sealed' })).status).toBe(200);
+    await subscriptionsLoaded(system);
+    expect(await arrived(2)).toBe('/hook?token=hook-qry-1&v=2');
   });
 
   it('refuses ******** for credentials it has none of to keep', async () => {
@@ -84,7 +115,7 @@ describe('webhook url with credentials', () => {
       const put = await o.put(`/webhooks/${id}`, { url: other });
       expect([put.status, put.body.code, put.body.details]).toEqual([400, 'invalid_request', { field: 'url' }]);
     }
-    expect((await sql<{ url: string }>(system, 'select url from webhooks where id = $1', [id]))[0].url).toBe(url());
+    expect((await stored(id)).url).toBe(shown());
     // Without credentials, the url is shown and kept as written.
     const plain = await o.put(`/webhooks/${id}`, { url: 'https://hooks.example.com//plain' });
     expect([plain.status, plain.body.data?.url]).toEqual([200, 'https://hooks.example.com//plain']);

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { WebhooksController } from './webhooks.controller';
+import { WebhookUrlSealer } from './webhook-url';
 import { WebhooksService } from './webhooks.service';
 
-@Module({ controllers: [WebhooksController], providers: [WebhooksService], exports: [WebhooksService] })
+@Module({ controllers: [WebhooksController], providers: [WebhooksService, WebhookUrlSealer], exports: [WebhooksService] })
 export class WebhooksModule {}

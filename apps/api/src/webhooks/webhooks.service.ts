@@ -9,6 +9,7 @@ import { assertPathResource, AuthContext } from '../auth/auth.context';
 import { assertRoomFor } from '../common/account-quota';
 import { finishPage, keysetClause, ownedPage, Page, PageQuery } from '../common/pagination';
 import { keptUrl, toDeliveryDto, toWebhookDto, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
+import { givenUrl, putUrl } from './webhook-url';
 
 export interface WebhookInput {
   url?: string;
@@ -28,12 +29,12 @@ export class WebhooksService {
       id: newId('webhook'),
       ownerId,
       userId: auth.userId,
-      url: keptUrl(input.url),
       name: input.name ?? null,
       description: input.description ?? null,
       active: true,
       secret: encryptValue(this.config.secretsKey, secret),
     });
+    putUrl(webhook, keptUrl(input.url), this.config.secretsKey);
     await this.em.fork().transactional(async (em) => {
       await assertRoomFor(em, 'webhooks', ownerId, this.config.webhooksMaxPerAccount);
       await em.persist(webhook).flush();
@@ -57,7 +58,7 @@ export class WebhooksService {
   async update(auth: AuthContext, id: string, input: WebhookInput): Promise<WebhookDto> {
     const em = this.em.fork();
     const webhook = await this.get(auth, id, em);
-    if (input.url !== undefined) webhook.url = keptUrl(input.url, webhook.url);
+    if (input.url !== undefined) putUrl(webhook, keptUrl(input.url, givenUrl(webhook, this.config.secretsKey)), this.config.secretsKey);
     if (input.name !== undefined) webhook.name = input.name;
     if (input.description !== undefined) webhook.description = input.description;
     if (input.active !== undefined) {

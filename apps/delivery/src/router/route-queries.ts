@@ -56,7 +56,7 @@ select id, owner_id, emitter_id, listener_id, event_name, listener_owner from en
  * two such comparisons joined by `or` still use their indexes (0.2 ms against 94 ms at 500,000 subscriptions).
  */
 export const TEXTS = 'array(select jsonb_array_elements_text(?::jsonb))';
-export const WEBHOOK_COLUMNS = 'id, owner_id, url, secret, active';
+export const WEBHOOK_COLUMNS = 'id, owner_id, url, url_sealed, secret, active';
 
 /** The routing maps' key of a subscription: its emitter, or for a glob (`dc_*`) its owner and the prefix. */
 export const routeKey = (emitterId: string, ownerId: string): string => (emitterId.endsWith('*') ? `${ownerId}|${emitterId.slice(0, -1)}` : emitterId);
@@ -83,5 +83,6 @@ export function routesOf(data: Uint8Array): RoutesChanged | undefined {
   }
 }
 
-export type WebhookRow = { id: string; owner_id: string; url: string; secret: EncryptedValue; active: boolean };
+/** `url_sealed`: the url as given, encrypted (null on a row saved before urls were, until the api seals it: `url` is it then). */
+export type WebhookRow = { id: string; owner_id: string; url: string; url_sealed: EncryptedValue | null; secret: EncryptedValue; active: boolean };
 

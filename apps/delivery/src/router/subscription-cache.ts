@@ -234,15 +234,18 @@ export class SubscriptionCache implements OnApplicationBootstrap, OnApplicationS
     else this.webhooks.delete(id);
   }
 
-  /** A secret this SECRETS_KEY cannot decrypt leaves `secret` undefined: that webhook's attempts fail (and retry), nothing else stops. */
+  /**
+   * A signing secret or url this SECRETS_KEY cannot decrypt leaves `secret` undefined: that webhook's attempts fail (and
+   * retry), nothing else stops (the url as shown, its credentials masked, is never posted to).
+   */
   private toTarget(h: WebhookRow): WebhookTarget {
-    let secret: string | undefined;
     try {
-      secret = decryptValue<string>(this.config.secretsKey, h.secret);
+      const url = h.url_sealed ? decryptValue<string>(this.config.secretsKey, h.url_sealed) : h.url;
+      return { id: h.id, ownerId: h.owner_id, url, active: h.active, secret: decryptValue<string>(this.config.secretsKey, h.secret) };
     } catch {
-      this.logger.error({ webhook_id: h.id }, 'the signing secret of this webhook cannot be decrypted with SECRETS_KEY (was the key changed?): its deliveries fail and are retried until the key is right');
+      this.logger.error({ webhook_id: h.id }, 'the signing secret or url of this webhook cannot be decrypted with SECRETS_KEY (was the key changed?): its deliveries fail and are retried until the key is right');
+      return { id: h.id, ownerId: h.owner_id, url: h.url, active: h.active, secret: undefined };
     }
-    return { id: h.id, ownerId: h.owner_id, url: h.url, active: h.active, secret };
   }
 
   /** One target per listener (the first matching subscription by id), so a listener never gets an event twice. */

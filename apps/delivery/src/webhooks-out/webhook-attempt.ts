@@ -84,7 +84,7 @@ export class WebhookAttempt {
     const base: Omit<AttemptRecord, 'status'> = { webhookId: hook.id, eventId: ev.id, emitterId: ev.emitterId, attempt };
     const { status, retryAfter, record }: Sent =
       hook.secret === undefined
-        ? { record: { ...base, error: 'the signing secret cannot be decrypted with SECRETS_KEY (was the key changed?)' } }
+        ? { record: { ...base, error: 'the signing secret or url cannot be decrypted with SECRETS_KEY (was the key changed?)' } }
         : await http.send({ ...hook, secret: hook.secret }, ev, body, now, base);
     if (status !== undefined && status >= 200 && status < 300) {
       // The receiver has the event: ack at once; the attempt row is observability and is written in the background.

@@ -9,7 +9,10 @@ export class Webhook {
   @Property({ type: 'string' }) userId!: string;
   @Property({ type: 'text', nullable: true }) name?: string | null;
   @Property({ type: 'text', nullable: true }) description?: string | null;
+  /** The url as the API shows it: its user info and credential-named query values as `********` (credentialsMasked). */
   @Property({ type: 'text' }) url!: string;
+  /** The url as given, encrypted (`{ "$enc": … }`); null only on rows saved before it existed, until the api seals them. */
+  @Property({ type: 'json', nullable: true }) urlSealed?: Record<string, unknown> | null;
   @Property({ type: 'boolean' }) active = true;
   /** The `whsec_…` signing secret, encrypted (`{ "$enc": … }`). */
   @Property({ type: 'json' }) secret!: Record<string, unknown>;
