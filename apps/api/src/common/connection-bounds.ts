@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { clientNetwork } from './client-network';
 
 /** File descriptors left to the api's own connections and files when HTTP_MAX_CONNECTIONS is derived. */
 const FD_RESERVE = 1_024;
@@ -38,7 +39,7 @@ function refusal(limit: number): string {
 
 /**
  * Bounds the api's client connections: in all (Node's `maxConnections`: a connection past it is closed at once), and
- * per client address (the connection's own: a client writes X-Forwarded-For itself), so that one client's idle or
+ * per client address (the connection's own: a client writes X-Forwarded-For itself; an IPv6 one by its /64, clientNetwork), so that one client's idle or
  * unfinished connections cannot hold the file descriptors every other client, and the api's own connections, need.
  */
 export function boundConnections(server: Server, opts: ConnectionBoundsOptions): void {
@@ -50,8 +51,9 @@ export function boundConnections(server: Server, opts: ConnectionBoundsOptions):
   const serve = server.listeners('connection') as ((socket: Socket) => void)[];
   server.removeAllListeners('connection');
   server.on('connection', (socket: Socket) => {
-    const address = socket.remoteAddress;
-    if (address && !opts.trusted(address)) {
+    const remote = socket.remoteAddress;
+    if (remote && !opts.trusted(remote)) {
+      const address = clientNetwork(remote);
       const n = (open.get(address) ?? 0) + 1;
       if (n > opts.perAddress) {
         socket.on('error', () => undefined);
