@@ -3,7 +3,8 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BadRequestError } from '@app/contracts';
 import { isWebUiRoute } from '../web/web-ui';
-import { API_ANSWER_HEADER_LINES, API_ANSWER_HEADERS } from './response-headers';
+import { API_ANSWER_HEADERS } from './response-headers';
+import { endWithJsonAnswer, rawJsonAnswer } from './raw-json-answers';
 
 /**
  * Errors raised below Nest, by Node's HTTP parser and by Fastify's router, in the service's one
@@ -21,10 +22,7 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout', 'request_timeout', 'the request was not received in time']
         : [400, 'Bad Request', 'invalid_request', 'the request is not valid HTTP'];
-  const body = JSON.stringify({ error: message, code });
-  if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\n${API_ANSWER_HEADER_LINES}Connection: close\r\n\r\n${body}`);
-  }
+  if (socket.writable) socket.write(rawJsonAnswer(status, reason, { error: message, code }));
   socket.destroy(err);
 }
 
@@ -106,16 +104,13 @@ export function hasBadQueryEncoding(url: string): boolean {
 export function registerRequestHygiene(fastify: FastifyInstance): void {
   // CONNECT (a proxy tunnel) is no request to this service: without a listener Node drops the connection unanswered.
   fastify.server.on('connect', (_req: unknown, socket: Socket) => {
-    const body = JSON.stringify({ error: 'CONNECT is not supported: this is not a proxy', code: 'method_not_allowed' });
-    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\n${API_ANSWER_HEADER_LINES}Connection: close\r\n\r\n${body}`);
+    socket.end(rawJsonAnswer(405, 'Method Not Allowed', { error: 'CONNECT is not supported: this is not a proxy', code: 'method_not_allowed' }));
   });
   // An Expect other than 100-continue: without a listener Node answers 417 with no body.
   fastify.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const expect = String(req.headers.expect ?? '').slice(0, 100);
-    const body = JSON.stringify({ error: `the Expect header asks for ${expect}: only 100-continue is supported`, code: 'expectation_failed', details: { header: 'expect' } });
     // The body the client holds back may still come: the connection is not read further.
-    res.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...API_ANSWER_HEADERS, connection: 'close' });
-    res.end(body);
+    endWithJsonAnswer(res, 417, { error: `the Expect header asks for ${expect}: only 100-continue is supported`, code: 'expectation_failed', details: { header: 'expect' } });
   });
   fastify.addHook('onRequest', async (req) => {
     // Node's parser takes an `HTTP/2.0` or `HTTP/0.9` request line as text (other versions it refuses): neither is

@@ -10,11 +10,6 @@ import { isWebUiRoute } from '../web/web-ui';
  */
 export const API_ANSWER_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' } as const;
 
-/** {@link API_ANSWER_HEADERS} as header lines of a response written on the raw socket. */
-export const API_ANSWER_HEADER_LINES = Object.entries(API_ANSWER_HEADERS)
-  .map(([name, value]) => `${name}: ${value}\r\n`)
-  .join('');
-
 /**
  * Headers of an SSE stream, written on the raw response (the hijacked reply skips `onSend`): the same
  * `no-store` and `nosniff` as every other answer of the API (streams carry events), plus `no-transform`

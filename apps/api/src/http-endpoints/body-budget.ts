@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { endWithJsonAnswer } from '../common/raw-json-answers';
 import { requestUrlRewrite } from './endpoint-urls';
 
 /**
@@ -47,11 +48,6 @@ function reservation(req: IncomingMessage, maxBodyBytes: number): number {
 }
 
 function refuse(res: ServerResponse, maxBytes: number): void {
-  const body = JSON.stringify({
-    error: `this api replica is receiving as many bytes of request bodies to endpoints at once as it takes (HTTP_BODY_BYTES_IN_FLIGHT, ${maxBytes}; a quarter of it from one client address): retry later`,
-    code: 'unavailable',
-    details: { retry_after_seconds: 1 },
-  });
-  res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'retry-after': '1', connection: 'close' });
-  res.end(body);
+  const error = `this api replica is receiving as many bytes of request bodies to endpoints at once as it takes (HTTP_BODY_BYTES_IN_FLIGHT, ${maxBytes}; a quarter of it from one client address): retry later`;
+  endWithJsonAnswer(res, 503, { error, code: 'unavailable', details: { retry_after_seconds: 1 } }, { 'retry-after': '1' });
 }
