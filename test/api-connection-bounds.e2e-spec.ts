@@ -63,6 +63,8 @@ describe("the api's client connections", () => {
     const refused = await probe(system, '127.0.0.2');
     expect(refused).toMatch(/^HTTP\/1\.1 503 /);
     expect(refused).toMatch(/\r\nretry-after: 1\r\n/i);
+    expect(refused).toMatch(/\r\ncache-control: no-store\r\n/i);
+    expect(refused).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
     const body = JSON.parse(refused.split('\r\n\r\n')[1]) as { code: string; details: { max_connections: number } };
     expect(body).toMatchObject({ code: 'unavailable', details: { max_connections: PER_ADDRESS } });
 

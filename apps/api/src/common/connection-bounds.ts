@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { clientNetwork } from './client-network';
+import { rawJsonAnswer } from './raw-json-answers';
 
 /** File descriptors left to the api's own connections and files when HTTP_MAX_CONNECTIONS is derived. */
 const FD_RESERVE = 1_024;
@@ -33,8 +34,8 @@ export function totalConnectionBound(total: number, fileLimit: number | undefine
 
 /** The answer of a connection over its address's bound, written before any request is read. */
 function refusal(limit: number): string {
-  const body = JSON.stringify({ error: `too many connections from this address (at most ${limit} at once): retry later`, code: 'unavailable', details: { max_connections: limit, retry_after_seconds: 1 } });
-  return `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const body = { error: `too many connections from this address (at most ${limit} at once): retry later`, code: 'unavailable', details: { max_connections: limit, retry_after_seconds: 1 } };
+  return rawJsonAnswer(503, 'Service Unavailable', body, { 'retry-after': '1' });
 }
 
 /**

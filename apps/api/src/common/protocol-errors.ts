@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { BadRequestError } from '@app/contracts';
+import { API_ANSWER_HEADERS, BadRequestError } from '@app/contracts';
 import { isWebUiRoute } from '../web/web-ui';
-import { API_ANSWER_HEADERS } from './response-headers';
 import { endWithJsonAnswer, rawJsonAnswer } from './raw-json-answers';
 
 /**

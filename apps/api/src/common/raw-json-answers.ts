@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { API_ANSWER_HEADERS } from './response-headers';
+import { API_ANSWER_HEADERS } from '@app/contracts';
 
 /**
  * JSON answers written below Fastify, where no `onSend` hook adds a header: a request Node could not parse, CONNECT,

@@ -1,14 +1,6 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { API_ANSWER_HEADERS } from '@app/contracts';
 import { isWebUiRoute } from '../web/web-ui';
-
-/**
- * Answers of the API carry account data (keys from the admin routes, events, secrets' names):
- * no browser, proxy or CDN may keep them, and a browser must not guess their type. The public HTTP
- * interface of sources and workflows (`/e/…`) answers what the component chose, and the
- * dashboard's files set their own caching (apps/api/src/web/web-ui.ts). These headers go on every other
- * answer, also those written below Fastify's hooks (a request Node could not parse, CONNECT, the router's own errors).
- */
-export const API_ANSWER_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' } as const;
 
 /**
  * Headers of an SSE stream, written on the raw response (the hijacked reply skips `onSend`): the same
@@ -23,10 +15,27 @@ export const SSE_RESPONSE_HEADERS = {
   'x-accel-buffering': 'no',
 } as const;
 
+/** Answers a component gave with `$.respond()` (HttpIngress.relay): sent as it wrote them. */
+const componentAnswers = new WeakSet<FastifyReply>();
+
+/** Marks `reply` as a component's own answer, which gets none of the API answer headers. */
+export function relaysComponentAnswer(reply: FastifyReply): void {
+  componentAnswers.add(reply);
+}
+
+/**
+ * Answers of the API carry account data (keys from the admin routes, events, secrets' names):
+ * no browser, proxy or CDN may keep them, and a browser must not guess their type. At the public HTTP
+ * interface of sources and workflows (`/e/…`) an answer a component gave with `$.respond()` is relayed with the
+ * headers it chose, and the dashboard's files set their own caching (apps/api/src/web/web-ui.ts). These headers go on
+ * every other answer: the platform's own at `/e/…` too (`{ success: true }`, 404, 413, 429, 503, 504…), and those
+ * written below Fastify's hooks (a request Node could not parse, CONNECT, the router's own errors: raw-json-answers.ts).
+ * The headers themselves are API_ANSWER_HEADERS (libs/contracts): the runner's own answers to a waiting request (the
+ * component ended without `respond()`, its answer too large for NATS) carry them too.
+ */
 export function registerResponseHeaders(fastify: FastifyInstance): void {
   fastify.addHook('onSend', async (req, reply, payload) => {
-    const url = req.url;
-    if (url.startsWith('/e/') || isWebUiRoute(url)) return payload;
+    if (componentAnswers.has(reply) || isWebUiRoute(req.url)) return payload;
     for (const [name, value] of Object.entries(API_ANSWER_HEADERS)) if (reply.getHeader(name) === undefined) reply.header(name, value);
     return payload;
   });

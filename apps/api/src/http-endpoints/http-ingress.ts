@@ -37,6 +37,7 @@ import { scopeSetCookies } from './endpoint-cookies';
 import { dependencyError, describeCause } from '../common/dependency-errors';
 import { onReplicaChange } from '../common/replica-changes';
 import { keepConnectionToDrain } from '../common/body-too-large';
+import { relaysComponentAnswer } from '../common/response-headers';
 
 /**
  * Headers that would act on the whole origin (host) the dashboard and every endpoint share, not on the one answer:
@@ -271,7 +272,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
         try {
           resolve(relayable(decodeJson<unknown>(m.data)));
         } catch {
-          resolve({ status: 502, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: 'unreadable response from the source', code: 'bad_gateway' }) });
+          resolve({ unrelayable: 'it is not JSON' });
         }
       },
     });
@@ -283,6 +284,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       return reply.status(502).send({ error: `the ${kind} responded with status ${res.status}: an informational (1xx) status cannot be the final response`, code: 'bad_gateway' });
     }
     reply.status(res.status >= 200 && res.status <= 599 ? res.status : 502);
+    relaysComponentAnswer(reply);
     for (const [k, v] of Object.entries(res.headers ?? {})) {
       const name = k.toLowerCase();
       // The server computes the framing headers.

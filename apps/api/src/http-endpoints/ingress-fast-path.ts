@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import proxyAddr from '@fastify/proxy-addr';
 import { parse as parseQuery } from 'fast-querystring';
 import { trustProxyFunction, type TrustProxy } from '@app/config';
-import { decodeHttpBody } from '@app/contracts';
+import { API_ANSWER_HEADERS, decodeHttpBody } from '@app/contracts';
 import type { EndpointTarget } from './endpoint-lookup';
 import { hostEndpointRewrite } from './endpoint-urls';
 import { repeatedHeader } from '../common/protocol-errors';
@@ -117,10 +117,13 @@ function serve(req: IncomingMessage, res: ServerResponse, ingress: FastIngress, 
   });
 }
 
-/** Writes an answer as Fastify's `reply.send(object)` does: JSON, `application/json; charset=utf-8`, its length. */
+/**
+ * Writes an answer as Fastify's `reply.send(object)` does: JSON, `application/json; charset=utf-8`, its length, and the
+ * API answer headers its `onSend` hook adds (every answer here is the platform's own: registerResponseHeaders).
+ */
 function write(res: ServerResponse, answer: IngressAnswer): void {
   if (res.destroyed || res.headersSent) return;
   const body = JSON.stringify(answer.body);
-  res.writeHead(answer.status, { ...answer.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.writeHead(answer.status, { ...answer.headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...API_ANSWER_HEADERS });
   res.end(body);
 }

@@ -1,6 +1,6 @@
 import { headers } from 'nats';
 import type { Logger } from 'pino';
-import { EmittedEvent, encodeJson, HttpResponseMessage, mapSliced, randomToken, TimeSlicer, UsageRecord } from '@app/contracts';
+import { API_ANSWER_HEADERS, EmittedEvent, encodeJson, HttpResponseMessage, mapSliced, randomToken, TimeSlicer, UsageRecord } from '@app/contracts';
 import { StreamPublisher, type NatsService } from '@app/nats';
 import type { EmitGroup, EmitUnit, Publisher } from '../actors/actor-deps';
 import { EncodedRun, encodeRun, nextPart, noteStoredPart, partBody, worthStoring } from './emit-parts';
@@ -179,6 +179,6 @@ export class JetStreamPublisher implements Publisher {
     const max = this.nats.maxPayload;
     if (data.byteLength <= max) return this.nats.nc.publish(subject, data);
     const error = { error: `the ${of}'s response is ${data.byteLength} bytes, over the ${max} bytes one NATS message carries (the server's max_payload)`, code: 'response_too_large' };
-    this.nats.nc.publish(subject, encodeJson({ status: 502, headers: { 'content-type': 'application/json' }, body: JSON.stringify(error) }));
+    this.nats.nc.publish(subject, encodeJson({ status: 502, headers: { 'content-type': 'application/json', ...API_ANSWER_HEADERS }, body: JSON.stringify(error) }));
   }
 }
