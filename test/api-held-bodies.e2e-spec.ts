@@ -1,6 +1,7 @@
 import { connect, Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { client, createUser } from './support/accounts';
+import { rawRequest } from './support/raw-http';
 import { eventually, startSystem, System } from './support/system';
 
 /**
@@ -63,4 +64,22 @@ describe('request bodies under keys that are none, or to routes that are none', 
     const created = await api.post('/sources', { component_code: `// ${'x'.repeat(1024 * 1024)}\nmodule.exports = { name: "Big", version: "1", props: { http: "$.interface.http" }, async run() {} };` });
     expect(created.status).toBe(200);
   }, 120_000);
+
+  it('answers a route that needs no key as without a body (the body read and dropped, the connection kept), and one that needs a key 401 before it', async () => {
+    const body = JSON.stringify({ padding: 'x'.repeat(256 * 1024) });
+    const head = (method: string, path: string, extra = ''): string => `${method} ${path} HTTP/1.1\r\nHost: x\r\n${extra}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n`;
+    // Without a key and with a made-up one, then a second request on the same connection: the body was read past.
+    for (const auth of ['', 'Authorization: Bearer pd_madeup\r\n']) {
+      const res = await rawRequest(system.origin, `${head('GET', '/v1/openapi.json', auth)}Connection: keep-alive\r\n\r\n${body}GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const text = `${res.headers}\r\n\r\n${res.body}`;
+      expect([auth, text.match(/HTTP\/1\.1 \d{3} /g)]).toEqual([auth, ['HTTP/1.1 200 ', 'HTTP/1.1 200 ']]);
+      expect(text).toContain('"openapi":"3.');
+      expect(text).toContain('"status":"ok"');
+    }
+    const headOnly = await rawRequest(system.origin, `${head('HEAD', '/v1/openapi.json')}\r\n${body}`);
+    expect(headOnly.status).toBe(200);
+    // A route that needs a key is still answered before the body, whatever the method.
+    const refused = await rawRequest(system.origin, `${head('GET', '/v1/users/me')}\r\n${body}`);
+    expect([refused.status, JSON.parse(refused.body).code, /^connection: close/im.test(refused.headers)]).toEqual([401, 'unauthorized', true]);
+  }, 60_000);
 });

@@ -1,4 +1,5 @@
-import { CanActivate, ExecutionContext, Inject, Injectable, SetMetadata } from '@nestjs/common';
+import { applyDecorators, CanActivate, ExecutionContext, Inject, Injectable, SetMetadata } from '@nestjs/common';
+import { RouteConfig } from '@nestjs/platform-fastify';
 import { Reflector } from '@nestjs/core';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
@@ -9,8 +10,14 @@ import { RecentKeys } from '../common/recent-keys';
 import { AuthContext } from './auth.context';
 
 export const PUBLIC_ROUTE = 'public-route';
-/** Marks a route that needs no API key (HTTP source endpoints, health). */
-export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(PUBLIC_ROUTE, true);
+/**
+ * Marks a route handler that needs no API key (the OpenAPI document, health, metrics): for the guard, and in its Fastify
+ * route's config, where the hooks that run before Nest read it (registerAuthBeforeBody).
+ */
+export const Public = (): MethodDecorator => applyDecorators(SetMetadata(PUBLIC_ROUTE, true), RouteConfig({ [PUBLIC_ROUTE]: true }));
+
+/** Whether Fastify's route options are those of a `@Public()` handler. */
+export const isPublicRoute = (config: unknown): boolean => (config as Record<string, unknown> | undefined)?.[PUBLIC_ROUTE] === true;
 
 /**
  * The key, its user and the user's orgs in one round trip. Nothing of it is
