@@ -3,8 +3,9 @@ import { API_ANSWER_HEADERS } from '@app/contracts';
 
 /**
  * JSON answers written below Fastify, where no `onSend` hook adds a header: a request Node could not parse, CONNECT,
- * an Expect the server does not meet, an endpoint body past HTTP_BODY_BYTES_IN_FLIGHT. Each carries the API answer
- * headers (no-store, nosniff) and closes its connection: the rest of the request, if any, is not read.
+ * an Expect the server does not meet, an endpoint body past HTTP_BODY_BYTES_IN_FLIGHT, a connection past
+ * HTTP_MAX_CONNECTIONS_PER_ADDRESS. Each carries the API answer headers (no-store, nosniff) and closes its connection:
+ * the rest of the request, if any, is not read.
  */
 function headersOf(text: string, headers: Record<string, string>): Record<string, string | number> {
   return { 'content-length': Buffer.byteLength(text), 'content-type': 'application/json; charset=utf-8', ...API_ANSWER_HEADERS, ...headers, connection: 'close' };
