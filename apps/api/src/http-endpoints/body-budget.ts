@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { endWithJsonAnswer } from '../common/raw-json-answers';
+import { clientNetwork } from '../common/client-network';
 import { requestUrlRewrite } from './endpoint-urls';
 
 /**
@@ -23,7 +24,8 @@ export function installBodyBudget(server: Server, opts: { maxBytes: number; maxB
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const bytes = reservation(req, opts.maxBodyBytes);
     if (bytes > 0 && target(req).startsWith('/e/')) {
-      const address = req.socket.remoteAddress && !opts.trusted(req.socket.remoteAddress) ? req.socket.remoteAddress : undefined;
+      const remote = req.socket.remoteAddress;
+      const address = remote && !opts.trusted(remote) ? clientNetwork(remote) : undefined;
       const own = address === undefined ? 0 : (byAddress.get(address) ?? 0);
       if (held + bytes > opts.maxBytes || own + bytes > share) return refuse(res, opts.maxBytes);
       held += bytes;
