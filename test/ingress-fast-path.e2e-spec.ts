@@ -1,6 +1,6 @@
 import { connect, NatsConnection } from 'nats';
 import { natsAdmin } from './support/env';
-import { decodeJson, InvocationMessage, Names, partitionOf } from '@app/contracts';
+import { decodeJson, HTTP_BODY_MAX_JSON_DEPTH, InvocationMessage, Names, partitionOf } from '@app/contracts';
 import { client, createUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
 import { scrapeMetrics } from './support/metrics';
@@ -83,7 +83,7 @@ describe('HTTP endpoints: the fast path answers and stores what the framework ro
   };
 
   const json = (body: string, extra = ''): [string, string] => [`POST PATH/hooks/a?x=1&y=two&x=3&flag HTTP/1.1\nContent-Type: application/json\nX-Custom: v${extra}\nContent-Length: ${Buffer.byteLength(body)}`, body];
-  const deep = '['.repeat(200) + ']'.repeat(200);
+  const deep = '['.repeat(HTTP_BODY_MAX_JSON_DEPTH + 1) + ']'.repeat(HTTP_BODY_MAX_JSON_DEPTH + 1);
   const cases: [string, [string, string]][] = [
     ['JSON with a query, a path and a header', json('{"hello":"wörld","n":[1,2,{"a":null}]}')],
     ['the client address from X-Forwarded-For (its last address: 10.0.0.1 is not trusted)', json('{}', '\nX-Forwarded-For: 203.0.113.7, 10.0.0.1')],
