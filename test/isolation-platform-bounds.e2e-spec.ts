@@ -146,7 +146,8 @@ describe('the platform against one hostile tenant', () => {
     // form): the proxy once judged them as written, missed the deny rule and tried to connect.
     const v4 = pg.hostname === 'localhost' ? '127.0.0.1' : pg.hostname;
     const hex = v4.split('.').map(Number).reduce((h, b, i) => h + (i === 2 ? ':' : '') + b.toString(16).padStart(2, '0'), '');
-    const targets = [[pg.hostname, port], ['127.0.0.2', port], ['::ffff:127.0.0.1', port], ['localhost', port], [`64:ff9b::${v4}`, port], [`2002:${hex}::1`, port], [`::${v4}`, port]];
+    // NAT64's local-use prefix and SIIT's IPv4-translated form were judged as written (public IPv6 addresses).
+    const targets = [[pg.hostname, port], ['127.0.0.2', port], ['::ffff:127.0.0.1', port], ['localhost', port], [`64:ff9b::${v4}`, port], [`2002:${hex}::1`, port], [`::${v4}`, port], [`64:ff9b:1::${v4}`, port], [`::ffff:0:${v4}`, port]];
     const report = (await (await call(await deploy(a, DIALER), { targets })).json()) as Record<string, string>;
     for (const [host] of targets) expect([host, report[`${host} ${port}`]]).toEqual([host, expect.stringMatching(/^ECONNREFUSED .*service of the platform/)]);
 

@@ -75,37 +75,56 @@ function ipv6Groups(ip: string): number[] | undefined {
 const ipv4Of = (hi: number, lo: number): string => [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.');
 
 /**
- * The IPv4 address an IPv6 address stands for, when it embeds one: IPv4-mapped
- * (`::ffff:0:0/96`), IPv4-compatible (`::/96`), NAT64 (`64:ff9b::/96`) and 6to4
- * (`2002::/16`). Such an address reaches that IPv4 host, so it is judged as it.
+ * The IPv4 addresses an IPv6 address may stand for, when it embeds one: IPv4-mapped (`::ffff:0:0/96`), SIIT's
+ * IPv4-translated (`::ffff:0:0:0/96`), IPv4-compatible (`::/96`), NAT64 (`64:ff9b::/96`), NAT64 local-use
+ * (`64:ff9b:1::/48`) and 6to4 (`2002::/16`). Such an address reaches that IPv4 host, so it is judged as it.
  */
-function embeddedIpv4(ip: string): string | undefined {
+function embeddedIpv4(ip: string): string[] {
   const g = ipv6Groups(ip);
-  if (!g) return undefined;
+  if (!g) return [];
   const zeros = (n: number): boolean => g.slice(0, n).every((x) => x === 0);
-  if (zeros(5) && g[5] === 0xffff) return ipv4Of(g[6], g[7]);
-  if (zeros(6) && (g[6] !== 0 || g[7] > 1)) return ipv4Of(g[6], g[7]);
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return ipv4Of(g[6], g[7]);
-  if (g[0] === 0x2002) return ipv4Of(g[1], g[2]);
-  return undefined;
+  if (zeros(5) && g[5] === 0xffff) return [ipv4Of(g[6], g[7])];
+  if (zeros(4) && g[4] === 0xffff && g[5] === 0) return [ipv4Of(g[6], g[7])];
+  if (zeros(6) && (g[6] !== 0 || g[7] > 1)) return [ipv4Of(g[6], g[7])];
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return [ipv4Of(g[6], g[7])];
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return localUseNat64(g);
+  if (g[0] === 0x2002) return [ipv4Of(g[1], g[2])];
+  return [];
 }
 
 /**
- * Judges an IPv6 address that embeds an IPv4 one as that IPv4 address; exported for address rules (SANDBOX_EGRESS_DENY
- * and the platform's services), which must not miss `64:ff9b::10.0.0.5` for `10.0.0.5:4222`.
+ * A NAT64 local-use address (RFC 8215) read with each prefix length RFC 6052 allows inside `64:ff9b:1::/48` (48, 56,
+ * 64 and 96 bits; the IPv4 address skips bits 64 to 71): which one a network's gateway uses is not known here, so
+ * every reading is judged. A reading in 0.0.0.0/8 (a shorter prefix read over a /96's zeros) is left out unless
+ * every reading is.
  */
-export function judgedAddress(ip: string): [string, 'ipv4' | 'ipv6'] | undefined {
-  const v = isIP(ip);
-  if (v === 4) return [ip, 'ipv4'];
-  if (v !== 6) return undefined;
-  const v4 = embeddedIpv4(ip);
-  return v4 ? [v4, 'ipv4'] : [ip, 'ipv6'];
+function localUseNat64(g: number[]): string[] {
+  const b = g.flatMap((x) => [x >> 8, x & 0xff]);
+  const reads = [
+    [b[6], b[7], b[9], b[10]],
+    [b[7], b[9], b[10], b[11]],
+    [b[9], b[10], b[11], b[12]],
+    [b[12], b[13], b[14], b[15]],
+  ].map((x) => x.join('.'));
+  const meant = reads.filter((r) => !r.startsWith('0.'));
+  return [...new Set(meant.length ? meant : reads.slice(3))];
 }
 
-export function classifyAddress(ip: string): AddressClass {
-  const n = judgedAddress(ip);
-  if (!n) return 'invalid';
-  const [addr, family] = n;
+/**
+ * How an address is judged: as the IPv4 addresses it embeds (one, or for a NAT64 local-use address each reading of
+ * it), or as itself. Exported for address rules (SANDBOX_EGRESS_DENY and the platform's services), which must not
+ * miss `64:ff9b::10.0.0.5` for `10.0.0.5:4222`. Empty for what is no address.
+ */
+export function judgedAddresses(ip: string): [string, 'ipv4' | 'ipv6'][] {
+  const v = isIP(ip);
+  if (v === 4) return [[ip, 'ipv4']];
+  if (v !== 6) return [];
+  const v4 = embeddedIpv4(ip);
+  return v4.length ? v4.map((a) => [a, 'ipv4']) : [[ip, 'ipv6']];
+}
+
+/** The class of one judged address. */
+function classOf([addr, family]: [string, 'ipv4' | 'ipv6']): AddressClass {
   if (always.check(addr, family)) return 'metadata';
   if (linkLocal.check(addr, family)) return 'link-local';
   if (loopback.check(addr, family)) return 'loopback';
@@ -114,6 +133,21 @@ export function classifyAddress(ip: string): AddressClass {
   if (multicast.check(addr, family)) return 'multicast';
   if (reserved.check(addr, family)) return 'reserved';
   return 'public';
+}
+
+/** The classes an address reading several ways may be, the most refused first. */
+const SEVERITY: AddressClass[] = ['invalid', 'metadata', 'link-local', 'unspecified', 'multicast', 'reserved', 'loopback', 'private', 'public'];
+
+/** Every class of the addresses `ip` is judged as (one, but for a NAT64 local-use address), the most refused first. */
+function classesOf(ip: string): AddressClass[] {
+  const judged = judgedAddresses(ip);
+  if (!judged.length) return ['invalid'];
+  return [...new Set(judged.map(classOf))].sort((x, y) => SEVERITY.indexOf(x) - SEVERITY.indexOf(y));
+}
+
+/** The class of an address; of one judged several ways, the most refused of them. */
+export function classifyAddress(ip: string): AddressClass {
+  return classesOf(ip)[0];
 }
 
 /** How long the list of this machine's addresses is kept before it is read again (interfaces come and go). */
@@ -126,8 +160,7 @@ function ownAddressList(): BlockList {
   const list = new BlockList();
   for (const entries of Object.values(networkInterfaces())) {
     for (const a of entries ?? []) {
-      const n = judgedAddress(a.address.split('%')[0]);
-      if (n) list.addAddress(n[0], n[1]);
+      for (const [addr, family] of judgedAddresses(a.address.split('%')[0])) list.addAddress(addr, family);
     }
   }
   ownAddresses = { list, readAtMs: now };
@@ -140,8 +173,8 @@ function ownAddressList(): BlockList {
  * 127.0.0.1, so the platform's own requests treat such an address as loopback.
  */
 export function isOwnAddress(ip: string): boolean {
-  const n = judgedAddress(ip);
-  return !!n && ownAddressList().check(n[0], n[1]);
+  const list = ownAddressList();
+  return judgedAddresses(ip).some(([addr, family]) => list.check(addr, family));
 }
 
 /**
@@ -149,7 +182,14 @@ export function isOwnAddress(ip: string): boolean {
  * reason: the address itself, or the host name it was resolved from (the caller's DNS answer is not told).
  */
 export function refusalReason(ip: string, policy: AddressPolicy, shown = ip): string | undefined {
-  const cls = classifyAddress(ip);
+  for (const cls of classesOf(ip)) {
+    const reason = classRefusal(cls, policy, shown);
+    if (reason) return reason;
+  }
+  return undefined;
+}
+
+function classRefusal(cls: AddressClass, policy: AddressPolicy, shown: string): string | undefined {
   switch (cls) {
     case 'public':
       return undefined;

@@ -23,6 +23,19 @@ describe('address policy', () => {
     ['64:ff9b::a9fe:1', 'link-local'],
     ['64:ff9b::7f00:1', 'loopback'],
     ['64:ff9b::808:808', 'public'],
+    ['64:ff9b:1::127.0.0.1', 'loopback'],
+    ['64:ff9b:1::a9fe:a9fe', 'metadata'],
+    ['64:ff9b:1:abcd::808:808', 'public'],
+    ['64:ff9b:1::808:808', 'public'],
+    // Read with a /48 prefix (the IPv4 address in bits 48-63 and 72-87): 10.0.0.1, and 127.0.0.1 past a suffix.
+    ['64:ff9b:1:a00:0:100::', 'private'],
+    ['64:ff9b:1:7f00:0:100:0:1', 'loopback'],
+    // 8.8.8.10 with a /64 prefix, 10.0.0.1 with a /96 one: the gateway's is not known, the most refused wins.
+    ['64:ff9b:1:0:8:808:a00:1', 'private'],
+    ['::ffff:0:127.0.0.1', 'loopback'],
+    ['::ffff:0:a9fe:a9fe', 'metadata'],
+    ['::ffff:0:10.0.0.1', 'private'],
+    ['::ffff:0:808:808', 'public'],
     ['2002:a9fe:a9fe::1', 'metadata'],
     ['2002:a00:1::1', 'private'],
     ['::7f00:1', 'loopback'],
@@ -42,6 +55,14 @@ describe('address policy', () => {
     expect(refusalReason('10.0.0.1', open)).toBeUndefined();
     expect(refusalReason('127.0.0.1', { allowLoopback: false, allowPrivate: true })).toMatch(/ALLOW_LOOPBACK/);
     expect(refusalReason('10.0.0.1', { allowLoopback: true, allowPrivate: false })).toMatch(/ALLOW_PRIVATE_ADDRESSES/);
+  });
+
+  it('refuses a NAT64 local-use address when any reading of it is refused', () => {
+    // 127.10.0.10 with a /64 prefix, 10.0.0.1 with a /96 one: each setting refuses one of them.
+    const both = '64:ff9b:1:0:7f:a00:a00:1';
+    expect(refusalReason(both, { allowLoopback: true, allowPrivate: false })).toMatch(/private address/);
+    expect(refusalReason(both, { allowLoopback: false, allowPrivate: true })).toMatch(/loopback address/);
+    expect(refusalReason(both, { allowLoopback: true, allowPrivate: true })).toBeUndefined();
   });
 });
 

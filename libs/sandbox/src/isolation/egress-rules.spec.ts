@@ -48,10 +48,17 @@ describe('EgressJudge and this machine', () => {
 describe('EgressJudge and IPv6 addresses that embed an IPv4 one', () => {
   it('refuses a denied service however its IPv4 address is written in IPv6 (NAT64, 6to4, IPv4-compatible, mapped)', () => {
     const j = new EgressJudge({ policy: { allowLoopback: true, allowPrivate: true }, allow: [], deny: ['203.0.113.7:4222', '10.0.0.0/8:5432'] });
-    for (const ip of ['64:ff9b::203.0.113.7', '64:ff9b::cb00:7107', '2002:cb00:7107::1', '::203.0.113.7', '::ffff:203.0.113.7']) {
+    for (const ip of ['64:ff9b::203.0.113.7', '64:ff9b::cb00:7107', '2002:cb00:7107::1', '::203.0.113.7', '::ffff:203.0.113.7', '::ffff:0:203.0.113.7', '64:ff9b:1::203.0.113.7', '64:ff9b:1:cb00:71:700::']) {
       expect([ip, j.refuse(ip, 4222)]).toEqual([ip, expect.stringMatching(/service of the platform/)]);
     }
     expect(j.refuse('64:ff9b::10.1.2.3', 5432)).toMatch(/service of the platform/);
     expect(j.refuse('64:ff9b::203.0.113.7', 443)).toBeUndefined();
+  });
+
+  it('allows a NAT64 local-use address by SANDBOX_EGRESS_ALLOW only when every reading of it is allowed', () => {
+    const j = new EgressJudge({ policy: { allowLoopback: false, allowPrivate: false }, allow: ['10.0.0.0/8'], deny: [] });
+    expect(j.refuse('64:ff9b:1::10.0.0.1', 443)).toBeUndefined();
+    // 127.10.0.10 through a gateway of a /64 prefix, 10.0.0.1 through one of a /96.
+    expect(j.refuse('64:ff9b:1:0:7f:a00:a00:1', 443)).toMatch(/loopback/);
   });
 });

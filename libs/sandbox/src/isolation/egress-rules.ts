@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { parseAddressRule, type AddressRule as Rule } from '@app/config';
-import { classifyAddress, judgedAddress, refusalReason, type AddressPolicy } from '@app/net';
+import { classifyAddress, judgedAddresses, refusalReason, type AddressPolicy } from '@app/net';
 
 /** What code in a sandbox may connect to (TCP), decided per resolved address and port. */
 export interface EgressRules {
@@ -16,11 +16,15 @@ export interface EgressRules {
 /**
  * An address matches a rule as written or as the IPv4 address it embeds: through a NAT64 or 6to4 gateway,
  * `64:ff9b::a.b.c.d` and `2002:…` reach a.b.c.d, and the deny list once let them through to a platform service.
+ * A NAT64 local-use address is read several ways (address-policy.ts): a deny rule matches when it matches one
+ * reading, an allow rule only when it matches every one.
  */
-const matches = (rule: Rule, ip: string, port: number): boolean => {
+const matches = (rule: Rule, ip: string, port: number, every = false): boolean => {
   if (rule.port !== undefined && rule.port !== port) return false;
-  const embedded = judgedAddress(ip);
-  return rule.list.check(ip, isIP(ip) === 4 ? 'ipv4' : 'ipv6') || (!!embedded && rule.list.check(...embedded));
+  if (rule.list.check(ip, isIP(ip) === 4 ? 'ipv4' : 'ipv6')) return true;
+  const judged = judgedAddresses(ip);
+  const one = ([addr, family]: [string, 'ipv4' | 'ipv6']): boolean => rule.list.check(addr, family);
+  return judged.length > 0 && (every ? judged.every(one) : judged.some(one));
 };
 
 /** Every address of this machine (loopback and interfaces): the platform's ports are refused on all of them. */
@@ -48,7 +52,7 @@ export class EgressJudge {
   refuse(ip: string, port: number): string | undefined {
     const denied = this.deny.find((r) => matches(r, ip, port));
     if (denied) return `${ip}:${port} is a service of the platform (refused to sandboxed code)`;
-    if (this.allow.some((r) => matches(r, ip, port))) return undefined;
+    if (this.allow.some((r) => matches(r, ip, port, true))) return undefined;
     // An interface address of this machine is this machine: a service bound to 0.0.0.0 answers there as on
     // 127.0.0.1, however public or private the address looks.
     const cls = classifyAddress(ip);
