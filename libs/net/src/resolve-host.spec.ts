@@ -4,11 +4,13 @@ import { pbkdf2 } from 'node:crypto';
 import { parseHosts, resolveHost } from './resolve-host';
 
 /**
- * A DNS server on loopback: `A` queries for `ok.test` get 192.0.2.7, other names in `ok.*` an empty answer,
- * and queries for names starting with `silent` no answer at all (a tenant's domain whose server never answers).
+ * A DNS server on loopback: `A` queries for `ok.test` get 192.0.2.7 (TTL 60 s), `ttl0.test` 192.0.2.8 (TTL 0), other
+ * names an empty answer, and queries for names starting with `silent` no answer at all (a tenant's domain whose server
+ * never answers). `queries` counts the queries of each name.
  */
-async function startDnsServer(): Promise<{ socket: Socket; server: string }> {
+async function startDnsServer(): Promise<{ socket: Socket; server: string; queries: Map<string, number> }> {
   const socket = createSocket('udp4');
+  const queries = new Map<string, number>();
   socket.on('message', (q, peer) => {
     let at = 12;
     const labels: string[] = [];
@@ -19,17 +21,19 @@ async function startDnsServer(): Promise<{ socket: Socket; server: string }> {
     const question = q.subarray(12, at + 5);
     const type = q.readUInt16BE(at + 1);
     const name = labels.join('.');
+    queries.set(name, (queries.get(name) ?? 0) + 1);
     if (name.startsWith('silent')) return;
-    const answers = name === 'ok.test' && type === 1 ? [Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 7])] : [];
+    const record = { 'ok.test': [60, 7], 'ttl0.test': [0, 8] }[name];
+    const answers = record && type === 1 ? [Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, record[0], 0, 4, 192, 0, 2, record[1]])] : [];
     const header = Buffer.from([q[0], q[1], 0x81, 0x80, 0, 1, 0, answers.length, 0, 0, 0, 0]);
     socket.send(Buffer.concat([header, question, ...answers]), peer.port, peer.address);
   });
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  return { socket, server: `127.0.0.1:${socket.address().port}` };
+  return { socket, server: `127.0.0.1:${socket.address().port}`, queries };
 }
 
 describe('resolveHost', () => {
-  let dns: { socket: Socket; server: string };
+  let dns: Awaited<ReturnType<typeof startDnsServer>>;
   let resolver: dnsPromises.Resolver;
 
   beforeAll(async () => {
@@ -56,6 +60,32 @@ describe('resolveHost', () => {
     expect(race).toEqual(['done', 'done', 'done', 'done']);
     await expect(resolveHost('ok.test', resolver)).resolves.toEqual([{ address: '192.0.2.7', family: 4 }]);
     expect(new Set(await Promise.all(silent))).toEqual(new Set(['ETIMEOUT']));
+  });
+
+  it('keeps answers for their TTL (30 s at most), a name with no address briefly, and asks once for lookups at once', async () => {
+    const fresh = new dnsPromises.Resolver({ timeout: 300, tries: 1 });
+    fresh.setServers([dns.server]);
+    dns.queries.clear();
+    const at = await Promise.all(Array.from({ length: 20 }, () => resolveHost('ok.test', fresh)));
+    expect(at).toEqual(new Array(20).fill([{ address: '192.0.2.7', family: 4 }]));
+    await resolveHost('OK.test.', fresh);
+    await expect(resolveHost('none.test', fresh)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    await expect(resolveHost('none.test', fresh)).rejects.toMatchObject({ code: 'ENOTFOUND', message: 'getaddrinfo ENOTFOUND none.test' });
+    await resolveHost('ttl0.test', fresh);
+    await resolveHost('ttl0.test', fresh);
+    // A and AAAA once each, but for the record of TTL 0.
+    expect(Object.fromEntries(dns.queries)).toEqual({ 'ok.test': 2, 'none.test': 2, 'ttl0.test': 4 });
+  });
+
+  it('keeps 1,000 names at most: past them the least recently used is asked for again', async () => {
+    const fresh = new dnsPromises.Resolver({ timeout: 300, tries: 1 });
+    fresh.setServers([dns.server]);
+    await resolveHost('ok.test', fresh);
+    for (let i = 0; i < 10; i++) await Promise.all(Array.from({ length: 100 }, (_, k) => resolveHost(`n${i * 100 + k}.test`, fresh).catch(() => undefined)));
+    dns.queries.clear();
+    await resolveHost('n999.test', fresh).catch(() => undefined);
+    await resolveHost('ok.test', fresh);
+    expect(Object.fromEntries(dns.queries)).toEqual({ 'ok.test': 2 });
   });
 
   it('reads /etc/hosts lines: aliases, comments, IPv6, IPv4 first', () => {

@@ -7,8 +7,22 @@ const QUERY_TRIES = 2;
 /** How long /etc/hosts is read from memory before it is read again. */
 const HOSTS_TTL_MS = 30_000;
 
+/** How long an answer is kept at most (a record's own TTL when shorter), and a name with no address. */
+const ANSWER_TTL_MAX_MS = 30_000;
+const NO_ADDRESS_TTL_MS = 5_000;
+/** Names kept at once; past it the least recently used goes. */
+const CACHE_MAX = 1_000;
+
+interface Cached {
+  untilMs: number;
+  /** The addresses, or the error a name with no address got. */
+  answer: LookupAddress[] | NodeJS.ErrnoException;
+}
+
 let shared: dnsPromises.Resolver | undefined;
 let hosts: { readAtMs: number; names: Map<string, LookupAddress[]> } | undefined;
+/** Per resolver: recent answers, and the lookups in progress (a second lookup of a name waits for the first). */
+const caches = new WeakMap<dnsPromises.Resolver, { answers: Map<string, Cached>; pending: Map<string, Promise<LookupAddress[]>> }>();
 
 /**
  * Resolves a host name a tenant chose (a webhook URL, a workflow's send, a component's connection) without libuv's
@@ -18,20 +32,57 @@ let hosts: { readAtMs: number; names: Map<string, LookupAddress[]> } | undefined
  * reads. Here c-ares sends the queries itself, on the event loop, each bounded in time; a name in /etc/hosts
  * (localhost, a compose service's alias) is answered from that file first, as getaddrinfo does. IPv4 addresses
  * come first. Rejects with `ENOTFOUND` (no address) or the resolver's code (`ETIMEOUT`, `ESERVFAIL`, …).
+ *
+ * Answers are kept for their records' TTL, at most 30 s (a name with no address 5 s; a failed query not at all),
+ * 1,000 names at most, and lookups of a name already being looked up wait for that one: a source connecting in a
+ * loop sent two queries (A and AAAA) per connection.
  */
 export async function resolveHost(hostname: string, resolver: dnsPromises.Resolver = sharedResolver()): Promise<LookupAddress[]> {
   const name = hostname.toLowerCase().replace(/\.$/, '');
   const fromFile = (await hostsFile()).get(name);
   if (fromFile) return fromFile;
-  const [v4, v6] = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)]);
+  let cache = caches.get(resolver);
+  if (!cache) caches.set(resolver, (cache = { answers: new Map(), pending: new Map() }));
+  const hit = cache.answers.get(name);
+  if (hit && hit.untilMs > Date.now()) {
+    // Most recently used last: the first ones go when the cache is full.
+    cache.answers.delete(name);
+    cache.answers.set(name, hit);
+    if (Array.isArray(hit.answer)) return hit.answer.map((a) => ({ ...a }));
+    throw Object.assign(new Error(hit.answer.message), { code: hit.answer.code, hostname });
+  }
+  const pending = cache.pending.get(name);
+  if (pending) return (await pending).map((a) => ({ ...a }));
+  const query = queryBoth(name, hostname, resolver, cache.answers);
+  cache.pending.set(name, query);
+  try {
+    return (await query).map((a) => ({ ...a }));
+  } finally {
+    cache.pending.delete(name);
+  }
+}
+
+async function queryBoth(name: string, hostname: string, resolver: dnsPromises.Resolver, answers: Map<string, Cached>): Promise<LookupAddress[]> {
+  const [v4, v6] = await Promise.allSettled([resolver.resolve4(name, { ttl: true }), resolver.resolve6(name, { ttl: true })]);
+  const records = [...(v4.status === 'fulfilled' ? v4.value : []), ...(v6.status === 'fulfilled' ? v6.value : [])];
   const found = [
-    ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
-    ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ...(v4.status === 'fulfilled' ? v4.value.map((r) => ({ address: r.address, family: 4 })) : []),
+    ...(v6.status === 'fulfilled' ? v6.value.map((r) => ({ address: r.address, family: 6 })) : []),
   ];
-  if (found.length) return found;
+  const keep = (answer: Cached['answer'], ttlMs: number): void => {
+    if (ttlMs <= 0) return;
+    if (answers.size >= CACHE_MAX) answers.delete(answers.keys().next().value as string);
+    answers.set(name, { untilMs: Date.now() + ttlMs, answer });
+  };
+  if (found.length) {
+    keep(found, Math.min(ANSWER_TTL_MAX_MS, ...records.map((r) => r.ttl * 1000)));
+    return found;
+  }
   const failed = [v4, v6].find((r): r is PromiseRejectedResult => r.status === 'rejected' && !/^(ENOTFOUND|ENODATA)$/.test(String((r.reason as NodeJS.ErrnoException).code)));
   const code = failed ? String((failed.reason as NodeJS.ErrnoException).code) : 'ENOTFOUND';
-  throw Object.assign(new Error(`getaddrinfo ${code} ${hostname}`), { code, hostname });
+  const error = Object.assign(new Error(`getaddrinfo ${code} ${hostname}`), { code, hostname });
+  if (!failed) keep(error, NO_ADDRESS_TTL_MS);
+  throw error;
 }
 
 function sharedResolver(): dnsPromises.Resolver {
