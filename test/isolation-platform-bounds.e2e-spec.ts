@@ -44,7 +44,7 @@ const FLOODER = `module.exports = {
       const s = net.connect({ path: "/run/egress/ctl.sock" });
       let b = "";
       s.on("data", (d) => { b += d; });
-      s.on("close", () => { if (b.includes('"ok":true')) ok++; else { refused++; reason = b; } r(); });
+      s.on("close", () => { if (b.includes('"ok":true')) ok++; else { refused++; if (b.includes("SANDBOX_EGRESS_MAX_CONNECTIONS")) reason = b; } r(); });
       s.on("error", () => { refused++; r(); });
       s.write(JSON.stringify({ host: "127.0.0.1", port: event.body.port }) + "\\n");
     });

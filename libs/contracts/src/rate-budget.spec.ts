@@ -53,6 +53,15 @@ describe('RateBudget', () => {
     expect(b.owedMs('u_a')).toBe(0);
   });
 
+  it('tells how long until an account has n left, without taking anything', () => {
+    const b = budget();
+    expect(b.waitMs('u_a', 1000)).toBe(0);
+    b.take('u_a', 1000);
+    expect([b.waitMs('u_a', 1), b.waitMs('u_a', 1), b.waitMs('u_b', 1)]).toEqual([10, 10, 0]);
+    clock = 10;
+    expect(b.waitMs('u_a', 1)).toBe(0);
+  });
+
   it('is off at 0', () => {
     expect(new RateBudget(0, 0).take('u_a', 1e9)).toBe(0);
   });

@@ -35,10 +35,15 @@ export class RateBudget {
 
   /** How long until `owner`'s takes no longer wait (ms; 0 when it owes nothing). Takes nothing. */
   owedMs(owner: string): number {
+    return this.waitMs(owner, 0);
+  }
+
+  /** How long until `owner` has `n` left to take without waiting (ms; 0 when it has them now). Takes nothing. */
+  waitMs(owner: string, n: number): number {
+    if (this.perSecond <= 0) return 0;
     const b = this.buckets.get(owner);
-    if (!b || this.perSecond <= 0) return 0;
-    const tokens = b.tokens + (Math.max(0, this.now() - b.atMs) * this.perSecond) / 1000;
-    return tokens >= 0 ? 0 : Math.ceil((-tokens * 1000) / this.perSecond);
+    const tokens = b ? Math.min(this.burst, b.tokens + (Math.max(0, this.now() - b.atMs) * this.perSecond) / 1000) : this.burst;
+    return tokens >= n ? 0 : Math.ceil(((n - tokens) * 1000) / this.perSecond);
   }
 
   private refilled(owner: string, now: number): Bucket {

@@ -1,16 +1,49 @@
 import { randomBytes } from 'node:crypto';
+import type { LookupAddress } from 'node:dns';
 import { chmodSync, rmSync } from 'node:fs';
 import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { RateBudget } from '@app/contracts';
 import { resolveHost } from '@app/net';
 import type { SandboxLogger } from '../types';
+import type { AccountSlots } from './account-slots';
 import type { EgressJudge } from './egress-rules';
 
 const MAX_REQUEST_BYTES = 1024;
 const CONNECT_TIMEOUT_MS = 15_000;
 /** A tunnel whose sandbox side does not connect within this time is dropped. */
 const UNCLAIMED_MS = 10_000;
+
+/**
+ * What an account's egress proxies may do for it, kept by the app across the account's sandbox restarts (a restarted
+ * sandbox owes what it owed); each keyed by the account.
+ */
+export interface EgressBudgets {
+  /** Bytes moved per second, both ways and all its connections together (SANDBOX_EGRESS_BYTES_PER_SECOND). */
+  bytes?: RateBudget;
+  /** Lines its refused connections may write to the app's log (one token a line). */
+  logLines?: RateBudget;
+  /** Connections it may ask for, refused or not (SANDBOX_EGRESS_CONNECTS_PER_SECOND). */
+  connects?: RateBudget;
+  /** Connections it may ask for that the proxy refuses itself: by the address policy, an unknown name, a malformed request (SANDBOX_EGRESS_REFUSED_PER_SECOND). */
+  refused?: RateBudget;
+  /** Lookups by name it may have in progress at once (SANDBOX_EGRESS_LOOKUPS_AT_ONCE). */
+  lookups?: AccountSlots;
+}
+
+export interface EgressProxyOptions {
+  dir: string;
+  judge: EgressJudge;
+  logger?: SandboxLogger;
+  account?: string;
+  /** Where `dir` appears inside the sandbox (answers name paths as the sandbox sees them). */
+  insideDir?: string;
+  /** Connections the account may have open (or asked for) at once: its sandbox cannot make the app run out of descriptors. */
+  maxConnections?: number;
+  budgets?: EgressBudgets;
+  /** How names are looked up (resolveHost of libs/net; the specs give their own). */
+  resolve?: (host: string) => Promise<LookupAddress[]>;
+}
 
 interface TunnelRequest {
   host: string;
@@ -38,20 +71,25 @@ export class EgressProxy {
   private readonly connections = new Set<Socket>();
   private closed = false;
 
-  constructor(
-    private readonly dir: string,
-    private readonly judge: EgressJudge,
-    private readonly logger?: SandboxLogger,
-    private readonly account = '',
-    /** Where `dir` appears inside the sandbox (answers name paths as the sandbox sees them). */
-    private readonly insideDir = dir,
-    /** Connections the account may have open (or asked for) at once: its sandbox cannot make the app run out of descriptors. */
-    private readonly maxConnections = Number.MAX_SAFE_INTEGER,
-    /** Bytes the account may move per second, both ways and all its connections together (keyed by `account`). */
-    private readonly bytes?: RateBudget,
-    /** Lines the account's refused connections may write to the app's log (keyed by `account`; one token a line). */
-    private readonly logLines?: RateBudget,
-  ) {}
+  private readonly dir: string;
+  private readonly judge: EgressJudge;
+  private readonly logger: SandboxLogger | undefined;
+  private readonly account: string;
+  private readonly insideDir: string;
+  private readonly maxConnections: number;
+  private readonly budgets: EgressBudgets;
+  private readonly resolve: (host: string) => Promise<LookupAddress[]>;
+
+  constructor(opts: EgressProxyOptions) {
+    this.dir = opts.dir;
+    this.judge = opts.judge;
+    this.logger = opts.logger;
+    this.account = opts.account ?? '';
+    this.insideDir = opts.insideDir ?? opts.dir;
+    this.maxConnections = opts.maxConnections ?? Number.MAX_SAFE_INTEGER;
+    this.budgets = opts.budgets ?? {};
+    this.resolve = opts.resolve ?? ((host) => resolveHost(host));
+  }
 
   /** Refused connections of this sandbox not logged since the last line (past `logLines`). */
   private unlogged = 0;
@@ -88,9 +126,13 @@ export class EgressProxy {
   }
 
   private handle(ctl: Socket): void {
+    ctl.on('error', () => undefined);
+    // Past its budget of attempts a request is answered before it is read: no name looked up, no address judged.
+    const waitMs = this.overBudgetMs();
+    if (waitMs > 0) return this.refuseFlood(ctl, waitMs);
+    this.budgets.connects?.take(this.account, 1);
     let buf = '';
     ctl.setTimeout(CONNECT_TIMEOUT_MS, () => ctl.destroy());
-    ctl.on('error', () => undefined);
     const onData = (d: Buffer) => {
       buf += d.toString('utf8');
       const nl = buf.indexOf('\n');
@@ -103,13 +145,37 @@ export class EgressProxy {
       } catch {
         req = undefined;
       }
-      if (!req) return this.answer(ctl, { ok: false, code: 'EINVAL', message: 'malformed egress request' });
+      if (!req) {
+        this.budgets.refused?.take(this.account, 1);
+        return this.answer(ctl, { ok: false, code: 'EINVAL', message: 'malformed egress request' });
+      }
       this.open(req).then(
         (path) => this.answer(ctl, { ok: true, path }),
-        (e: NodeJS.ErrnoException) => this.answer(ctl, { ok: false, code: e.code ?? 'ECONNREFUSED', message: e.message }),
+        (e: NodeJS.ErrnoException & { proxyRefused?: boolean }) => {
+          if (e.proxyRefused) this.budgets.refused?.take(this.account, 1);
+          this.answer(ctl, { ok: false, code: e.code ?? 'ECONNREFUSED', message: e.message });
+        },
       );
     };
     ctl.on('data', onData);
+  }
+
+  /** How long until the account may ask for a connection again (ms; 0 when it may now: one of each budget left). */
+  private overBudgetMs(): number {
+    const { connects, refused } = this.budgets;
+    return Math.max(connects?.waitMs(this.account, 1) ?? 0, refused?.waitMs(this.account, 1) ?? 0);
+  }
+
+  /**
+   * A sandbox looping over refused connections asked for 6,000 a second, each looked up, judged and answered on the
+   * app's thread. Past its budgets its requests are answered at once, and the in-sandbox client fails the next ones
+   * itself until `retryMs` has passed (code that bypasses it costs the app an accept and a write each).
+   */
+  private refuseFlood(ctl: Socket, waitMs: number): void {
+    const refused = this.budgets.refused?.waitMs(this.account, 1) ? 'refused connections (SANDBOX_EGRESS_REFUSED_PER_SECOND)' : 'connections (SANDBOX_EGRESS_CONNECTS_PER_SECOND)';
+    const message = `the sandbox asked for too many ${refused}; its next ones are refused for ${waitMs} ms`;
+    this.logRefusal('warn', { retryMs: waitMs }, 'sandbox connection refused: too many attempts');
+    this.answer(ctl, { ok: false, code: 'ECONNREFUSED', message, retryMs: waitMs });
   }
 
   private answer(ctl: Socket, body: object): void {
@@ -118,8 +184,8 @@ export class EgressProxy {
 
   private async open(req: TunnelRequest): Promise<string> {
     const host = req.host.replace(/^\[|\]$/g, '');
-    const addresses = isIP(host) ? [host] : (await resolveHost(host).catch(() => [])).map((a) => a.address);
-    if (!addresses.length) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    const addresses = isIP(host) ? [host] : await this.lookup(host);
+    if (!addresses.length) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND', proxyRefused: true });
     let refusal = '';
     const allowed = addresses.filter((ip) => {
       const why = this.judge.refuse(ip, req.port);
@@ -128,11 +194,11 @@ export class EgressProxy {
     });
     if (!allowed.length) {
       this.logRefusal('info', { host, port: req.port, reason: refusal }, 'sandbox connection refused');
-      throw Object.assign(new Error(`connect ECONNREFUSED ${host}:${req.port}: ${refusal}`), { code: 'ECONNREFUSED' });
+      throw Object.assign(new Error(`connect ECONNREFUSED ${host}:${req.port}: ${refusal}`), { code: 'ECONNREFUSED', proxyRefused: true });
     }
     if (this.upstreams >= this.maxConnections) {
       this.logRefusal('warn', { host, port: req.port, max: this.maxConnections }, 'sandbox connection refused: too many open');
-      throw Object.assign(new Error(`connect ECONNREFUSED ${host}:${req.port}: the sandbox has ${this.maxConnections} connections open, the most it may (SANDBOX_EGRESS_MAX_CONNECTIONS)`), { code: 'ECONNREFUSED' });
+      throw Object.assign(new Error(`connect ECONNREFUSED ${host}:${req.port}: the sandbox has ${this.maxConnections} connections open, the most it may (SANDBOX_EGRESS_MAX_CONNECTIONS)`), { code: 'ECONNREFUSED', proxyRefused: true });
     }
     this.upstreams++;
     let upstream: Socket;
@@ -155,15 +221,34 @@ export class EgressProxy {
   }
 
   /**
+   * The addresses of a name, within the account's lookups at once: each waits for a DNS server's answer (two queries,
+   * A and AAAA, up to 2.5 s each, tried twice), and a source looking up names whose server never answers could keep
+   * the app's resolver busy for everyone. Past its bound the lookup fails at once (EAI_AGAIN, naming the setting).
+   */
+  private async lookup(host: string): Promise<string[]> {
+    const slots = this.budgets.lookups;
+    if (slots && !slots.take(this.account)) {
+      const message = `getaddrinfo EAI_AGAIN ${host}: the sandbox has ${slots.max} lookups by name in progress, the most it may (SANDBOX_EGRESS_LOOKUPS_AT_ONCE)`;
+      throw Object.assign(new Error(message), { code: 'EAI_AGAIN', proxyRefused: true });
+    }
+    try {
+      return (await this.resolve(host).catch(() => [])).map((a) => a.address);
+    } finally {
+      slots?.release(this.account);
+    }
+  }
+
+  /**
    * A refused connection costs the sandbox a few microseconds, and a loop of them wrote 6,000 lines a second to the app's
    * log: past the account's budget of lines they are counted, and the next line logged says how many were not.
    */
   private logRefusal(level: 'info' | 'warn', fields: object, msg: string): void {
-    if (this.logLines && this.logLines.owedMs(this.account) > 0) {
+    const lines = this.budgets.logLines;
+    if (lines && lines.owedMs(this.account) > 0) {
       this.unlogged++;
       return;
     }
-    this.logLines?.take(this.account, 1);
+    lines?.take(this.account, 1);
     this.logger?.[level]({ account: this.account, ...fields, ...(this.unlogged ? { unlogged: this.unlogged } : {}) }, msg);
     this.unlogged = 0;
   }
@@ -194,11 +279,11 @@ export class EgressProxy {
    * runner's thread busy: another account's source answered a tenth as many requests meanwhile.
    */
   private relay(from: Socket, to: Socket): void {
-    if (!this.bytes) {
+    const budget = this.budgets.bytes;
+    if (!budget) {
       from.pipe(to);
       return;
     }
-    const budget = this.bytes;
     from.on('data', (chunk: Buffer) => {
       const flowing = to.write(chunk);
       const waitMs = budget.take(this.account, chunk.length);
@@ -230,6 +315,7 @@ export class EgressProxy {
       done();
       upstream.destroy();
     }, UNCLAIMED_MS);
+    timer.unref();
     server.once('connection', (inner) => {
       done();
       this.connections.add(inner);

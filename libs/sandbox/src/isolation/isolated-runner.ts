@@ -7,7 +7,8 @@ import { resolveHostFile, resolveWorkerFile } from '../worker-file';
 import { sandboxError, type TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 import { AccountView, accountKey } from './account-view';
-import { EgressProxy } from './egress-proxy';
+import { AccountSlots } from './account-slots';
+import { EgressProxy, type EgressBudgets } from './egress-proxy';
 import { EgressJudge, type EgressRules } from './egress-rules';
 import type { HostConfig, SandboxRunIn } from './host-protocol';
 import { HostProcess, RESTARTED, STOPPED_BESIDE } from './host-process';
@@ -38,6 +39,12 @@ export interface SandboxIsolationOptions {
   egressMaxConnections?: number;
   /** Bytes one account's sandbox moves through its egress proxy per second (SANDBOX_EGRESS_BYTES_PER_SECOND); unbounded when absent or 0. */
   egressBytesPerSecond?: number;
+  /** Connections one account's sandbox may ask its egress proxy for per second, after a burst of ten seconds' worth (SANDBOX_EGRESS_CONNECTS_PER_SECOND); unbounded when absent or 0. */
+  egressConnectsPerSecond?: number;
+  /** Of those, the ones the proxy refuses itself (SANDBOX_EGRESS_REFUSED_PER_SECOND); unbounded when absent or 0. */
+  egressRefusedPerSecond?: number;
+  /** Lookups by name one account's sandbox may have its egress proxy make at once (SANDBOX_EGRESS_LOOKUPS_AT_ONCE); unbounded when absent. */
+  egressLookupsAtOnce?: number;
   /**
    * How long the app waits before it reads more of an account's answers (ms; 0: read on). The runner waits while the
    * account's events wait for its EMITS_*_PER_SECOND_PER_ACCOUNT budgets, so that its results past them wait in its
@@ -79,10 +86,11 @@ export class IsolatedRunner {
   private readonly starting = new Map<string, Promise<AccountSandbox>>();
   private readonly views = new Map<string, AccountView>();
   private readonly judge: EgressJudge;
-  /** Every account's bytes through its egress proxies, kept across its sandbox's restarts (a restart owes what it owed). */
-  private readonly egressBytes: RateBudget | undefined;
-  /** Every account's lines of refused connections in the app's log: 100 at once, then 10 a second (across restarts too). */
-  private readonly egressLogLines = new RateBudget(10, 100);
+  /**
+   * Every account's budgets of its egress proxies, kept across its sandbox's restarts (a restart owes what it owed);
+   * its lines of refused connections in the app's log: 100 at once, then 10 a second.
+   */
+  private readonly egressBudgets: EgressBudgets;
   private readonly runDir: string;
   private readonly hostFile = resolveHostFile();
   private readonly workerFile = resolveWorkerFile();
@@ -100,8 +108,15 @@ export class IsolatedRunner {
 
   constructor(private readonly opts: IsolatedRunnerOptions) {
     this.judge = new EgressJudge(opts.egress);
-    const rate = opts.egressBytesPerSecond ?? 0;
-    this.egressBytes = rate > 0 ? new RateBudget(rate, rate * 10) : undefined;
+    // Each after a burst of ten seconds' worth.
+    const budget = (rate = 0): RateBudget | undefined => (rate > 0 ? new RateBudget(rate, rate * 10) : undefined);
+    this.egressBudgets = {
+      bytes: budget(opts.egressBytesPerSecond),
+      logLines: new RateBudget(10, 100),
+      connects: budget(opts.egressConnectsPerSecond),
+      refused: budget(opts.egressRefusedPerSecond),
+      lookups: opts.egressLookupsAtOnce ? new AccountSlots(opts.egressLookupsAtOnce) : undefined,
+    };
     // Unix socket paths are short (108 bytes): the egress sockets live under the temp dir,
     // in a directory named after this process (left over by a killed app, it is removed by the next one).
     removeStaleRunDirs();
@@ -235,7 +250,15 @@ export class IsolatedRunner {
     mkdirSync(sockets, { recursive: true, mode: 0o755 });
     const view = this.view(account);
     mkdirSync(view.dir, { recursive: true, mode: 0o755 });
-    const egress = new EgressProxy(sockets, this.judge, this.opts.logger, account, INSIDE.sockets, this.opts.egressMaxConnections, this.egressBytes, this.egressLogLines);
+    const egress = new EgressProxy({
+      dir: sockets,
+      judge: this.judge,
+      logger: this.opts.logger,
+      account,
+      insideDir: INSIDE.sockets,
+      maxConnections: this.opts.egressMaxConnections,
+      budgets: this.egressBudgets,
+    });
     await egress.start();
     const pause = this.opts.readPauseMs;
     const host = new HostProcess({

@@ -24,6 +24,9 @@ export interface IsolationSettings extends PlatformSettings {
   sandboxEgressDeny: string;
   sandboxEgressMaxConnections: number;
   sandboxEgressBytesPerSecond: number;
+  sandboxEgressConnectsPerSecond: number;
+  sandboxEgressRefusedPerSecond: number;
+  sandboxEgressLookupsAtOnce: number;
   dataDir: string;
 }
 
@@ -135,6 +138,9 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
     egress,
     egressMaxConnections: s.sandboxEgressMaxConnections,
     egressBytesPerSecond: s.sandboxEgressBytesPerSecond,
+    egressConnectsPerSecond: s.sandboxEgressConnectsPerSecond,
+    egressRefusedPerSecond: s.sandboxEgressRefusedPerSecond,
+    egressLookupsAtOnce: s.sandboxEgressLookupsAtOnce,
   };
   const who = asRoot ? `uids ${s.sandboxUidBase}+ (one per account)` : 'a user namespace of the app\'s uid';
   return {

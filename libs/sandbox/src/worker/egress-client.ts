@@ -4,24 +4,51 @@ import tls = require('node:tls');
 type Normalized = [net.NetConnectOpts & { host?: string; port?: number; path?: string }, ((...a: unknown[]) => void) | null];
 const normalizeArgs = (net as unknown as { _normalizeArgs(args: unknown[]): Normalized })._normalizeArgs;
 
+interface ProxyAnswer {
+  ok?: boolean;
+  path?: string;
+  code?: string;
+  message?: string;
+  /** Set when the account asked for too many connections: its next ones are refused here for this long. */
+  retryMs?: number;
+}
+
+/** Until when (performance.now()) this worker's connections fail without asking the proxy, and why. */
+let refusedUntil = 0;
+let refusedWhy = '';
+
+const refusal = (host: string, port: number, why: string): Error => Object.assign(new Error(`connect ECONNREFUSED ${host}:${port}: ${why}`), { code: 'ECONNREFUSED', address: host, port });
+
 /** Asks the egress proxy for a connection to host:port; resolves with the Unix socket that carries it. */
 function requestTunnel(connectRaw: typeof net.Socket.prototype.connect, control: string, host: string, port: number): Promise<string> {
+  const now = performance.now();
+  if (now < refusedUntil) return Promise.reject(refusal(host, port, `${refusedWhy} (${Math.ceil(refusedUntil - now)} ms left)`));
   return new Promise((resolve, reject) => {
     const ctl = (connectRaw as (o: net.IpcSocketConnectOpts) => net.Socket).call(new net.Socket(), { path: control });
     let buf = '';
+    let failed: Error | undefined;
     ctl.on('data', (d: Buffer) => {
       buf += d.toString('utf8');
     });
-    ctl.on('error', (e) => reject(Object.assign(new Error(`connect ECONNREFUSED ${host}:${port}: the sandbox's egress is unavailable (${e.message})`), { code: 'ECONNREFUSED' })));
+    // The proxy may answer and close before it reads the request (too many of them): its answer wins over a write error.
+    ctl.on('error', (e) => {
+      failed = e;
+    });
     ctl.on('close', () => {
-      let r: { ok?: boolean; path?: string; code?: string; message?: string } = {};
+      let r: ProxyAnswer = {};
       try {
-        r = JSON.parse(buf.split('\n')[0] || '{}');
+        r = JSON.parse(buf.split('\n')[0] || '{}') as ProxyAnswer;
       } catch {
         r = {};
       }
-      if (r.ok && r.path) resolve(r.path);
-      else reject(Object.assign(new Error(r.message ?? `connect ECONNREFUSED ${host}:${port}`), { code: r.code ?? 'ECONNREFUSED', address: host, port }));
+      if (r.ok && r.path) return resolve(r.path);
+      if (typeof r.retryMs === 'number' && r.message) {
+        refusedUntil = performance.now() + Math.min(r.retryMs, 60_000);
+        refusedWhy = r.message;
+        return reject(refusal(host, port, r.message));
+      }
+      if (!r.message && failed) return reject(refusal(host, port, `the sandbox's egress is unavailable (${failed.message})`));
+      reject(Object.assign(new Error(r.message ?? `connect ECONNREFUSED ${host}:${port}`), { code: r.code ?? 'ECONNREFUSED', address: host, port }));
     });
     ctl.write(`${JSON.stringify({ host, port })}\n`);
   });
