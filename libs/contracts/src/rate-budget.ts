@@ -9,7 +9,8 @@ const BUCKETS_MAX = 10_000;
 /**
  * A token bucket per account: `perSecond` of something (events, bytes), after a burst of `burst`. Over it the caller
  * waits (`take` says how long); what is taken beyond the budget is owed, so the account's next takes wait behind it.
- * The runner's EMITS_*_PER_SECOND_PER_ACCOUNT (emit-budget.ts) and the egress proxies' SANDBOX_EGRESS_BYTES_PER_SECOND.
+ * The runner's EMITS_*_PER_SECOND_PER_ACCOUNT (emit-budget.ts) and the egress proxies' SANDBOX_EGRESS_BYTES_PER_SECOND,
+ * SANDBOX_EGRESS_CONNECTS_PER_SECOND and SANDBOX_EGRESS_REFUSED_PER_SECOND.
  */
 export class RateBudget {
   private readonly buckets = new Map<string, Bucket>();
