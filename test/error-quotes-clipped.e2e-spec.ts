@@ -119,4 +119,24 @@ describe('errors quote client values clipped', () => {
     expect(probes).toBeGreaterThan(60);
     expect(failures).toEqual([]);
   }, 300_000);
+
+  it('clips the path a 404 no such route, a 405 and an unknown HTTP endpoint quote (they quoted up to 16 KB of it)', async () => {
+    const segment = 'q'.repeat(IN_PATH);
+    const deep = `/v1/${Array(20).fill(segment).join('/')}`;
+    const cut = (text: string) => `${text.slice(0, 100)}…`;
+    const noRoute = await send('GET', deep, {});
+    expect([noRoute.status, JSON.parse(noRoute.text)]).toEqual([404, { error: `no such route: GET ${cut(deep)}`, code: 'not_found' }]);
+    const otherMethod = await send('PATCH', `/v1/sources/dc_${segment}`, {});
+    expect([otherMethod.status, JSON.parse(otherMethod.text)]).toEqual([405, { error: `PATCH is not allowed on ${cut(`/v1/sources/dc_${segment}`)}; allowed: GET, HEAD, PUT, DELETE`, code: 'method_not_allowed' }]);
+    const endpoint = await fetch(`${system.origin}/e/en${segment}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    expect([endpoint.status, await endpoint.json()]).toEqual([404, { error: `no active HTTP source at endpoint ${cut(`en${segment}`)}`, code: 'not_found' }]);
+  });
+
+  it('says a body sent with an empty Content-Type has none, as without the header (it said "Content-Type  is not accepted")', async () => {
+    const res = await fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': '' }, body: '{"url":"https://example.com/hook"}' });
+    expect([res.status, await res.json()]).toEqual([
+      415,
+      { error: 'the request body has no Content-Type: send it as application/json (or a type ending in +json, text/plain, application/x-www-form-urlencoded)', code: 'unsupported_media_type', details: { header: 'content-type' } },
+    ]);
+  });
 });

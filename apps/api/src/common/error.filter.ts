@@ -47,7 +47,7 @@ export class ErrorFilter implements ExceptionFilter {
     if (!(e instanceof HttpException) || e.getStatus() !== 404 || !req || req.routeOptions?.url) return undefined;
     const allowed = allowedMethods(req.url);
     if (!allowed.length || allowed.includes(req.method)) return undefined;
-    return [405, { error: `${req.method} is not allowed on ${req.url.split('?')[0]}; allowed: ${allowed.join(', ')}`, code: 'method_not_allowed' }, { allow: allowed.join(', ') }];
+    return [405, { error: `${req.method} is not allowed on ${clipped(req.url.split('?')[0])}; allowed: ${allowed.join(', ')}`, code: 'method_not_allowed' }, { allow: allowed.join(', ') }];
   }
 
   /** A body of a type no parser reads (Fastify's bare "Unsupported Media Type"): which type it has, which it may have. */
@@ -56,7 +56,8 @@ export class ErrorFilter implements ExceptionFilter {
     const status = e instanceof HttpException ? e.getStatus() : (e as { statusCode?: unknown } | undefined)?.statusCode;
     if (status !== 415) return undefined;
     const type = req.headers['content-type'];
-    const shown = type === undefined ? undefined : clipped(type);
+    // An empty or blank header names no type: said as of a body without one (it read "Content-Type  is not accepted").
+    const shown = type === undefined || type.trim() === '' ? undefined : clipped(type);
     const accepted = 'application/json (or a type ending in +json, text/plain, application/x-www-form-urlencoded)';
     const error = shown === undefined ? `the request body has no Content-Type: send it as ${accepted}` : `Content-Type ${shown} is not accepted: send the request body as ${accepted}`;
     return [415, { error, code: 'unsupported_media_type', details: { header: 'content-type' } }];
@@ -81,7 +82,9 @@ export class ErrorFilter implements ExceptionFilter {
       const res = e.getResponse();
       let message = typeof res === 'string' ? res : ((res as { message?: unknown }).message ?? e.message);
       if (Array.isArray(message)) message = message.join('; ');
-      if (status === 404 && /^Cannot /.test(String(message))) message = `no such route: ${String(message).replace(/^Cannot /, '')}`;
+      // The router's "Cannot GET /path": the path is the client's, quoted cut as every value an error quotes.
+      const missed = status === 404 ? /^Cannot (\S+) ([^]*)$/.exec(String(message)) : null;
+      if (missed) message = `no such route: ${missed[1]} ${clipped(missed[2])}`;
       return [status, { error: String(message), code: CODES[status] ?? (status >= 500 ? 'internal' : 'error') }];
     }
     // Fastify's own errors (body parsing, bad content type) carry statusCode.

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, AppConfig, trustProxyFunction } from '@app/config';
 import {
   ApiError,
+  clipped,
   decodeHttpBody,
   decodeJson,
   encodeJson,
@@ -152,7 +153,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       if (!(e instanceof LaneFullError)) this.logger.warn(`endpoint lookup failed: ${(e as Error).message}`);
       return reply.status(503).header('retry-after', '1').send({ error: 'the endpoint cannot be looked up right now: retry later', code: 'unavailable', details: { retry_after_seconds: 1 } });
     }
-    if (!target || !target.active) return reply.status(404).send({ error: `no active HTTP ${target?.kind ?? 'source'} at endpoint ${endpointKey}`, code: 'not_found' });
+    if (!target || !target.active) return reply.status(404).send({ error: `no active HTTP ${target?.kind ?? 'source'} at endpoint ${clipped(endpointKey)}`, code: 'not_found' });
     const request: IngressRequest = { method: req.method, url: req.url, headers: req.headers, query: req.query as Record<string, unknown>, ip: req.ip, body: Buffer.isBuffer(req.body) ? decodeHttpBody(req.body, req.headers['content-type']) : '' };
     if (!target.customResponse) return this.send(reply, await this.answerPlain(target, endpointKey, request));
     const refusal = this.refusal(target, endpointKey, request);
