@@ -82,8 +82,11 @@ export class ApiKeyGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [context.getHandler(), context.getClass()])) return true;
     const req = context.switchToHttp().getRequest<{ headers: Record<string, string | undefined>; auth?: AuthContext }>();
-    // A request with a body was authenticated before it was read (registerAuthBeforeBody).
-    req.auth ??= await this.authenticate(requiredKey(req.headers.authorization));
+    // A request with a body was authenticated before it was read (registerAuthBeforeBody), and is again now that it has
+    // been: a client may take up to HTTP_REQUEST_TIMEOUT_MS to send it, and a key revoked or a membership ended meanwhile
+    // applies to it too (a webhook was created by a POST whose body came after its key was revoked). The key is known
+    // by then, so it is looked up outside the unknown keys' lane.
+    req.auth = await this.authenticate(requiredKey(req.headers.authorization));
     return true;
   }
 

@@ -13,9 +13,9 @@ const hasBody = (req: FastifyRequest): boolean => (req.headers['content-length']
  * account, each holding 10 MB of a body under a token of its own, held 1 GB of the api until their request timeout.
  * A request with a body to a `/v1` route that needs an API key, with a missing, malformed or unknown one, is answered
  * `401` now, to a path no route has (under `/v1` or not) its `404` (or `405`), the body unread and the connection closed;
- * a known key is not looked up again by the guard. A `@Public()` route (`GET /v1/openapi.json`) answers as it would
- * without the body, which Node reads and drops. Registered after the key's lane (registerKeyConcurrency), so its query
- * waits its turn like the request's.
+ * the guard looks a known key up again once the body is read (a revocation meanwhile applies). A `@Public()` route
+ * (`GET /v1/openapi.json`) answers as it would without the body, which Node reads and drops. Registered after the key's
+ * lane (registerKeyConcurrency), so its query waits its turn like the request's.
  */
 export function registerAuthBeforeBody(fastify: FastifyInstance, guard: ApiKeyGuard): void {
   fastify.addHook('onRequest', async (req, reply) => {
