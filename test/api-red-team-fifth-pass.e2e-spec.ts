@@ -1,5 +1,6 @@
 import { connect, Socket } from 'node:net';
 import { admin, client, createUser } from './support/accounts';
+import { HTTP_SOURCE } from './support/components';
 import { startSystem, System } from './support/system';
 
 /**
@@ -55,5 +56,23 @@ describe('API red team, fifth pass', () => {
     const other = createUser(system);
     admin(system, ['orgs', 'add-member', '--org', org, '--user', other.id]);
     expect((await client(system, other.apiKey).get(`/orgs/${org}/webhooks`)).body.page_info.total_count).toBe(0);
+  });
+
+  it('refuses a key given twice in the JSON text of configured_props sent in the query string or a form, as in a JSON body (the last value was kept)', async () => {
+    const user = createUser(system);
+    const component = (await client(system, user.apiKey).post('/components', { component_code: HTTP_SOURCE.replace('db: "$.service.db"', 'db: "$.service.db", s: { type: "string", optional: true }') })).body.data.id;
+    const post = async (path: string, body?: string, type = 'application/json') => {
+      const res = await fetch(`${system.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, ...(body ? { 'content-type': type } : {}) }, body });
+      return [res.status, await res.json()];
+    };
+    const text = encodeURIComponent('{"s":"a","s":"b"}');
+    const refused = { error: 'configured_props.s was given more than once', code: 'invalid_request', details: { field: 'configured_props.s' } };
+    expect(await post(`/sources?component_id=${component}&configured_props=${text}`)).toEqual([400, refused]);
+    expect(await post('/sources', `component_id=${component}&configured_props=${text}`, 'application/x-www-form-urlencoded')).toEqual([400, refused]);
+    expect(await post(`/components/${component}/props/reload?configured_props=${text}`)).toEqual([400, refused]);
+    expect(await post(`/components/${component}/props/s/options?configured_props=${text}`)).toEqual([400, refused]);
+    // As a JSON body answers it (where it was, too).
+    expect(await post('/sources', `{"component_id":"${component}","configured_props":{"s":"a","s":"b"}}`)).toEqual([400, { ...refused, details: { in: 'body', field: 'configured_props.s' } }]);
+    expect((await client(system, user.apiKey).get('/users/me/sources')).body.page_info.total_count).toBe(0);
   });
 });

@@ -1,5 +1,5 @@
 import { BadRequestError } from '@app/contracts';
-import { assertFiniteNumbers, assertJsonTextLimits } from './json-limits';
+import { assertFiniteNumbers, assertJsonTextLimits, repeatedJsonKey } from './json-limits';
 
 /**
  * Request input helpers. Which parameters a route takes, and their types, are declared in its contract
@@ -77,6 +77,9 @@ export function objectParam(input: Input, name: string): unknown {
   }
   if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
     assertFiniteNumbers(parsed, name);
+    // As in a JSON body: a key given twice is refused, never its last value kept (`{"a":1,"a":2}` was `{"a":2}`).
+    const repeated = repeatedJsonKey(v);
+    if (repeated !== undefined) throw new BadRequestError(`${name}.${repeated} was given more than once`, { field: `${name}.${repeated}` });
     return parsed;
   }
   throw new BadRequestError(`${name} must be an object (in the query string: its JSON text)`, { field: name });
