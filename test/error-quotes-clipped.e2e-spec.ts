@@ -120,7 +120,7 @@ describe('errors quote client values clipped', () => {
     expect(failures).toEqual([]);
   }, 300_000);
 
-  it('clips the path a 404 no such route, a 405 and an unknown HTTP endpoint quote (they quoted up to 16 KB of it)', async () => {
+  it('clips the path a 404 no such route, a 405, an unknown HTTP endpoint and a missing dashboard file quote (they quoted up to 16 KB of it)', async () => {
     const segment = 'q'.repeat(IN_PATH);
     const deep = `/v1/${Array(20).fill(segment).join('/')}`;
     const cut = (text: string) => `${text.slice(0, 100)}…`;
@@ -130,6 +130,8 @@ describe('errors quote client values clipped', () => {
     expect([otherMethod.status, JSON.parse(otherMethod.text)]).toEqual([405, { error: `PATCH is not allowed on ${cut(`/v1/sources/dc_${segment}`)}; allowed: GET, HEAD, PUT, DELETE`, code: 'method_not_allowed' }]);
     const endpoint = await fetch(`${system.origin}/e/en${segment}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     expect([endpoint.status, await endpoint.json()]).toEqual([404, { error: `no active HTTP source at endpoint ${cut(`en${segment}`)}`, code: 'not_found' }]);
+    const asset = await fetch(`${system.origin}/ui/assets/${segment}.js`);
+    expect([asset.status, await asset.json()]).toEqual([404, { error: `no such file: ${cut(`/ui/assets/${segment}.js`)}`, code: 'not_found' }]);
   });
 
   it('says a body sent with an empty Content-Type has none, as without the header (it said "Content-Type  is not accepted")', async () => {

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { clipped } from '@app/contracts';
 
 /** Where the dashboard is served: its own prefix, beside `/v1`, `/sse` and `/e`. */
 export const WEB_UI_PREFIX = '/ui';
@@ -60,7 +61,7 @@ export function registerWebUi(fastify: FastifyInstance, root = defaultWebRoot())
     const file = resolve(base, rest);
     if (rest && (file === base || file.startsWith(base + sep)) && existsSync(file) && statSync(file).isFile()) return send(reply, file, rest.startsWith('assets/'));
     // A missing asset is an error; any other path is a page of the single-page app.
-    if (rest.startsWith('assets/') || extname(rest)) return notFound(reply, `no such file: ${WEB_UI_PREFIX}/${rest}`);
+    if (rest.startsWith('assets/') || extname(rest)) return notFound(reply, `no such file: ${clipped(`${WEB_UI_PREFIX}/${rest}`)}`);
     return send(reply, index, false);
   };
 
