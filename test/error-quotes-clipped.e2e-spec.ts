@@ -1,6 +1,7 @@
 import { admin, client, createUser, TestUser } from './support/accounts';
 import { HTTP_SOURCE } from './support/components';
 import { DocOperation, fillPath, Json, operationsOf } from './support/openapi-requests';
+import { rawRequest } from './support/raw-http';
 import { startSystem, System } from './support/system';
 
 /**
@@ -132,6 +133,18 @@ describe('errors quote client values clipped', () => {
     expect([endpoint.status, await endpoint.json()]).toEqual([404, { error: `no active HTTP source at endpoint ${cut(`en${segment}`)}`, code: 'not_found' }]);
     const asset = await fetch(`${system.origin}/ui/assets/${segment}.js`);
     expect([asset.status, await asset.json()]).toEqual([404, { error: `no such file: ${cut(`/ui/assets/${segment}.js`)}`, code: 'not_found' }]);
+  });
+
+  it('clips the codings and expectation a 415 or 417 quotes from its header (Content-Encoding of 8 KB was quoted whole)', async () => {
+    const coding = 'q'.repeat(8000);
+    const cut = `${coding.slice(0, 100)}…`;
+    const encoded = await fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json', 'content-encoding': coding }, body: '{}' });
+    expect([encoded.status, await encoded.json()]).toEqual([415, { error: `Content-Encoding ${cut} is not accepted: send the request body uncompressed`, code: 'unsupported_media_type', details: { header: 'content-encoding' } }]);
+    const head = (extra: string) => `POST /v1/webhooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Type: application/json\r\n${extra}`;
+    const chunked = await rawRequest(system.origin, head(`Transfer-Encoding: ${coding}, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`));
+    expect([chunked.status, JSON.parse(chunked.body)]).toEqual([415, { error: `Transfer-Encoding ${cut} is not accepted: send the request body with no transfer coding but chunked`, code: 'unsupported_media_type', details: { header: 'transfer-encoding' } }]);
+    const expectation = await rawRequest(system.origin, head(`Expect: ${coding}\r\nContent-Length: 2\r\n\r\n`));
+    expect([expectation.status, JSON.parse(expectation.body)]).toEqual([417, { error: `the Expect header asks for ${cut}: only 100-continue is supported`, code: 'expectation_failed', details: { header: 'expect' } }]);
   });
 
   it('says a body sent with an empty Content-Type has none, as without the header (it said "Content-Type  is not accepted")', async () => {

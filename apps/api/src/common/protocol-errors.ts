@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { API_ANSWER_HEADERS, BadRequestError } from '@app/contracts';
+import { API_ANSWER_HEADERS, BadRequestError, clipped } from '@app/contracts';
 import { isWebUiRoute } from '../web/web-ui';
 import { endWithJsonAnswer, rawJsonAnswer } from './raw-json-answers';
 
@@ -107,7 +107,7 @@ export function registerRequestHygiene(fastify: FastifyInstance): void {
   });
   // An Expect other than 100-continue: without a listener Node answers 417 with no body.
   fastify.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    const expect = String(req.headers.expect ?? '').slice(0, 100);
+    const expect = clipped(String(req.headers.expect ?? ''));
     // The body the client holds back may still come: the connection is not read further.
     endWithJsonAnswer(res, 417, { error: `the Expect header asks for ${expect}: only 100-continue is supported`, code: 'expectation_failed', details: { header: 'expect' } });
   });
