@@ -147,6 +147,21 @@ describe('errors quote client values clipped', () => {
     expect([expectation.status, JSON.parse(expectation.body)]).toEqual([417, { error: `the Expect header asks for ${cut}: only 100-continue is supported`, code: 'expectation_failed', details: { header: 'expect' } }]);
   });
 
+  it("clips the unknown prop names of configured_props and lists at most 20 of them, and clips a workflow timer's cron (they were quoted whole)", async () => {
+    const api = client(system, user.apiKey);
+    const name = 'q'.repeat(10_000);
+    const cut = `${name.slice(0, 100)}…`;
+    const many = Object.fromEntries([name, ...Array.from({ length: 500 }, (_, i) => `p${i}`)].map((n) => [n, 1]));
+    const listed = [cut, ...Array.from({ length: 19 }, (_, i) => `p${i}`)];
+    const refused = { error: `configured_props has unknown props ${listed.join(', ')} and 481 more; the component's props are http, db`, code: 'invalid_props', details: { props: listed, more: 481 } };
+    for (const res of [await api.post('/sources', { component_id: own.sc, configured_props: many }), await api.post(`/components/${own.sc}/props/reload`, { configured_props: many })]) {
+      expect([res.status, res.body]).toEqual([400, refused]);
+    }
+    const cron = 'q'.repeat(900);
+    const timer = await api.post('/workflows', { name: 'timer', trigger: { timer: { cron } }, steps: [{ name: 's', code: STEP }] });
+    expect([timer.status, timer.body]).toEqual([400, { error: `trigger.timer.cron: cron must have 5 fields (minute hour day-of-month month day-of-week), got "${cron.slice(0, 100)}…"`, code: 'invalid_workflow', details: { path: 'trigger.timer.cron' } }]);
+  });
+
   it('says a body sent with an empty Content-Type has none, as without the header (it said "Content-Type  is not accepted")', async () => {
     const res = await fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': '' }, body: '{"url":"https://example.com/hook"}' });
     expect([res.status, await res.json()]).toEqual([

@@ -42,15 +42,18 @@ function optionValues(options: PropOption[]): unknown[] {
  */
 export const CRON_MAX_LENGTH = 1000;
 
-/** Checks a 5-field cron expression and optional IANA timezone; returns the error text or undefined. */
+/** Unknown prop names an error lists at most (as unknown body fields: contract-validator's MAX_UNKNOWN_LISTED). */
+const UNKNOWN_PROPS_LISTED = 20;
+
+/** Checks a 5-field cron expression and optional IANA timezone; returns the error text or undefined (quoting them clipped). */
 export function cronProblem(cron: string, timezone?: string): string | undefined {
   if (cron.length > CRON_MAX_LENGTH) return `cron must be at most ${CRON_MAX_LENGTH} characters`;
-  if (cron.trim().split(/\s+/).length !== 5) return `cron must have 5 fields (minute hour day-of-month month day-of-week), got "${cron}"`;
+  if (cron.trim().split(/\s+/).length !== 5) return `cron must have 5 fields (minute hour day-of-month month day-of-week), got "${clipped(cron)}"`;
   try {
     const job = new Cron(cron, { paused: true, timezone });
-    if (!job.nextRun()) return `cron "${cron}" never fires`;
+    if (!job.nextRun()) return `cron "${clipped(cron)}" never fires`;
   } catch (e) {
-    return timezone && /timezone/i.test((e as Error).message) ? `unknown timezone "${timezone}"` : `invalid cron "${cron}": ${(e as Error).message}`;
+    return timezone && /timezone/i.test((e as Error).message) ? `unknown timezone "${clipped(timezone)}"` : `invalid cron "${clipped(cron)}": ${clipped((e as Error).message)}`;
   }
   return undefined;
 }
@@ -252,7 +255,14 @@ export function validateConfiguredProps(props: ConfigurableProp[], input: unknow
   const byName = new Map(props.map((p) => [p.name, p]));
   const unknown = Object.keys(given).filter((k) => !byName.has(k));
   if (unknown.length) {
-    throw new BadRequestError(`configured_props has unknown prop${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; the component's props are ${props.map((p) => p.name).join(', ') || '(none)'}`, { props: unknown }, 'invalid_props');
+    // Names the client chose: each quoted clipped, at most UNKNOWN_PROPS_LISTED of them (50,000 made a 1 MB answer).
+    const listed = unknown.slice(0, UNKNOWN_PROPS_LISTED).map(clipped);
+    const more = unknown.length - listed.length;
+    throw new BadRequestError(
+      `configured_props has unknown prop${unknown.length > 1 ? 's' : ''} ${listed.join(', ')}${more ? ` and ${more} more` : ''}; the component's props are ${props.map((p) => p.name).join(', ') || '(none)'}`,
+      { props: listed, ...(more ? { more } : {}) },
+      'invalid_props',
+    );
   }
   for (const [name, raw] of Object.entries(given)) {
     const size = valueBytes(raw);
