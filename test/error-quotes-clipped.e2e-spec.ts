@@ -147,7 +147,7 @@ describe('errors quote client values clipped', () => {
     expect([expectation.status, JSON.parse(expectation.body)]).toEqual([417, { error: `the Expect header asks for ${cut}: only 100-continue is supported`, code: 'expectation_failed', details: { header: 'expect' } }]);
   });
 
-  it("clips the unknown prop names of configured_props and lists at most 20 of them, and clips a workflow timer's cron (they were quoted whole)", async () => {
+  it("clips the unknown prop names of configured_props and of a workflow step's props and lists at most 20 of them, and clips a workflow timer's cron (they were quoted whole)", async () => {
     const api = client(system, user.apiKey);
     const name = 'q'.repeat(10_000);
     const cut = `${name.slice(0, 100)}…`;
@@ -157,6 +157,8 @@ describe('errors quote client values clipped', () => {
     for (const res of [await api.post('/sources', { component_id: own.sc, configured_props: many }), await api.post(`/components/${own.sc}/props/reload`, { configured_props: many })]) {
       expect([res.status, res.body]).toEqual([400, refused]);
     }
+    const step = await api.post('/workflows', { name: 'props', trigger: { manual: {} }, steps: [{ name: 's', code: STEP, props: many }] });
+    expect([step.status, step.body]).toEqual([400, { error: `steps[0].props.${cut}: unknown props ${listed.join(', ')} and 481 more; the component's props are (none)`, code: 'invalid_workflow', details: { path: `steps[0].props.${cut}`, props: listed, more: 481 } }]);
     const cron = 'q'.repeat(900);
     const timer = await api.post('/workflows', { name: 'timer', trigger: { timer: { cron } }, steps: [{ name: 's', code: STEP }] });
     expect([timer.status, timer.body]).toEqual([400, { error: `trigger.timer.cron: cron must have 5 fields (minute hour day-of-month month day-of-week), got "${cron.slice(0, 100)}…"`, code: 'invalid_workflow', details: { path: 'trigger.timer.cron' } }]);

@@ -101,13 +101,15 @@ async function stepProps(deps: StepsDeps, component: Component, given: Record<st
 function stepPropsError(e: ApiError, i: number, props: ConfigurableProp[]): ApiError {
   const details = e.details ?? {};
   const unknown = Array.isArray(details.props) ? (details.props as string[]).map(clipped) : undefined;
+  // At most 20 of them are listed (validateConfiguredProps), `more` counting the others.
+  const more = typeof details.more === 'number' ? details.more : 0;
   const prop = typeof details.prop === 'string' ? clipped(details.prop) : unknown?.[0];
   const path = prop ? `steps[${i}].props.${prop}` : `steps[${i}].props`;
   const message = unknown
-    ? `unknown prop${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; the component's props are ${props.map((p) => p.name).join(', ') || '(none)'}`
+    ? `unknown prop${unknown.length + more > 1 ? 's' : ''} ${unknown.join(', ')}${more ? ` and ${more} more` : ''}; the component's props are ${props.map((p) => p.name).join(', ') || '(none)'}`
     : e.message.replace(/^configured_props(\.\S+?:| is)?\s*/, '');
   if (e instanceof PayloadTooLargeError) return new PayloadTooLargeError(`${path}: ${message}`, { ...details, path });
-  return new BadRequestError(`${path}: ${message}`, { path, ...(unknown ? { props: unknown } : {}) }, 'invalid_workflow');
+  return new BadRequestError(`${path}: ${message}`, { path, ...(unknown ? { props: unknown, ...(more ? { more } : {}) } : {}) }, 'invalid_workflow');
 }
 
 /** A step runs an action: a source (its `$emit`, interfaces and hooks) cannot be a step. */
