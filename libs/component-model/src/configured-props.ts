@@ -32,6 +32,27 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/**
+ * Where in `v` an object holds a `$enc` string — the form the platform stores an encrypted value in (a secret prop,
+ * an app's `$auth`), which the runner decrypts wherever it finds it in stored props — or undefined. A value given in
+ * that form was taken for an encrypted one: a deploy that read it back failed (500), and a run decrypted it.
+ */
+function encryptedFormAt(v: unknown, path: string): string | undefined {
+  if (Array.isArray(v)) {
+    for (const [i, x] of v.entries()) {
+      const at = encryptedFormAt(x, `${path}[${i}]`);
+      if (at !== undefined) return at;
+    }
+  } else if (isPlainObject(v)) {
+    if (typeof v.$enc === 'string') return path;
+    for (const [k, x] of Object.entries(v)) {
+      const at = encryptedFormAt(x, `${path}.${clipped(k)}`);
+      if (at !== undefined) return at;
+    }
+  }
+  return undefined;
+}
+
 function optionValues(options: PropOption[]): unknown[] {
   return options.map((o) => (typeof o === 'object' && o !== null ? o.value : o));
 }
@@ -291,6 +312,11 @@ export function validateConfiguredProps(props: ConfigurableProp[], input: unknow
       continue;
     }
     out[prop.name] = options.deferred?.(raw) ? raw : value(prop, raw, limits, options);
+  }
+  // Given or a default: a value is never stored in the form of an encrypted one.
+  for (const [name, v] of Object.entries(out)) {
+    const at = encryptedFormAt(v, name);
+    if (at !== undefined) fail(name, `${at === name ? 'the value' : at} is an object with a "$enc" string, the form the platform keeps encrypted values in: it is not taken as a value`);
   }
   return out;
 }

@@ -15,7 +15,16 @@ export function decryptDeep(key: Buffer, value: unknown): unknown {
 
 /** The prop values a run sees: configured values (secrets decrypted), else each prop's default. */
 export function resolveProps(key: Buffer, configured: Record<string, unknown>, props: PropDescriptor[]): Record<string, unknown> {
-  const out = decryptDeep(key, configured) as Record<string, unknown>;
+  return withDefaults(decryptDeep(key, configured) as Record<string, unknown>, props);
+}
+
+/**
+ * Values already decrypted (a workflow step's, its templates filled in after its own values were decrypted), each
+ * prop's default where none is given. Nothing is decrypted: what a template inserted — an event, a step's return
+ * value — is data, and an object of it that looks encrypted (`{ $enc }`) is handed on as it is.
+ */
+export function withDefaults(values: Record<string, unknown>, props: PropDescriptor[]): Record<string, unknown> {
+  const out = { ...values };
   for (const p of props) {
     if (out[p.name] === undefined && p.default !== undefined) out[p.name] = structuredClone(p.default);
   }

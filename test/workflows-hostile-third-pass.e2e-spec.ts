@@ -1,0 +1,83 @@
+import { Client } from 'pg';
+import { client, createUser, TestUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * A hostile tenant (A) against the workflows and what they share with every account, a third pass: values that take
+ * the form the platform keeps encrypted values in, the secrets of another account (B) among them.
+ */
+const ECHO = 'export default defineComponent({ props: { o: { type: "object" } }, async run() { return { o: this.o }; } });';
+const ENC_DEFAULT = 'export default defineComponent({ props: { o: { type: "object", default: { k: { $enc: "AAAA" } } } }, async run() { return this.o; } });';
+const SOURCE = 'module.exports = { name: "Obj", version: "1", props: { o: { type: "object" }, http: "$.interface.http" }, async run() {} };';
+
+type Res = { status: number; body: any; text: string }; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+describe('workflows against a hostile tenant, a third pass', () => {
+  let system: System;
+  let pg: Client;
+  let a: TestUser;
+  let b: TestUser;
+  const as = (u: TestUser) => client(system, u.apiKey);
+
+  beforeAll(async () => {
+    system = await startSystem();
+    pg = new Client({ connectionString: system.databaseUrl });
+    await pg.connect();
+    a = createUser(system);
+    b = createUser(system);
+  });
+  afterAll(async () => {
+    await pg?.end();
+    await system?.stop();
+  });
+
+  /** The newest run record once the workflow has `n` of them. */
+  const nthRun = (id: string, n: number) =>
+    eventually(async () => {
+      const runs = (await as(a).get(`/workflows/${id}/runs`)).body?.data as { status: string; steps: { return_value?: unknown; error?: unknown }[] }[] | undefined;
+      return runs && runs.length >= n ? runs[0] : undefined;
+    }, { what: `run ${n} of ${id}` });
+
+  it('refuses a prop value in the form of an encrypted one ({ "$enc": "…" }), given or a default, in a step, a source and a trigger source', async () => {
+    const refused = (res: Res, code: string, path: string | undefined, message: RegExp) => {
+      expect([res.status, res.body?.code, res.body?.details?.path]).toEqual([400, code, path]);
+      expect(res.body.error).toMatch(message);
+    };
+    const step = (o: unknown, code = ECHO) => ({ name: `enc-${Math.random()}`, trigger: { manual: {} }, steps: [{ name: 's', code, props: o === undefined ? {} : { o } }] });
+    refused(await as(a).post('/workflows', step({ $enc: 'AAAA' })), 'invalid_workflow', 'steps[0].props.o', /^steps\[0\]\.props\.o: the value is an object with a "\$enc" string/);
+    refused(await as(a).post('/workflows', step({ a: [1, { $enc: 'AAAA' }] })), 'invalid_workflow', 'steps[0].props.o', /^steps\[0\]\.props\.o: o\.a\[1\] is an object with a "\$enc" string/);
+    refused(await as(a).post('/workflows', step(undefined, ENC_DEFAULT)), 'invalid_workflow', 'steps[0].props.o', /o\.k is an object with a "\$enc" string/);
+    refused(await as(a).post('/sources', { component_code: SOURCE, configured_props: { o: { $enc: 'AAAA' } } }), 'invalid_props', undefined, /^configured_props\.o: the value is an object/);
+    refused(await as(a).post('/workflows', { name: 'enc-trigger', trigger: { source: { code: SOURCE, props: { o: { $enc: 'AAAA' } } } }, steps: [{ name: 's', code: ECHO, props: { o: {} } }] }), 'invalid_workflow', 'trigger.source', /configured_props\.o: the value is an object/);
+    // Not a `$enc` string: a value like any other, stored, shown and redeployed as given.
+    const plain = await as(a).post('/workflows', step({ $enc: 1, x: { $enc: null } }));
+    expect([plain.status, plain.body.data?.steps[0].props]).toEqual([200, { o: { $enc: 1, x: { $enc: null } } }]);
+    const again = await as(a).put(`/workflows/${plain.body.data.id}`, step({ $enc: 1, x: { $enc: null } }));
+    expect([again.status, again.body.data?.steps[0].props]).toEqual([200, { o: { $enc: 1, x: { $enc: null } } }]);
+    expect((await as(a).get('/users/me/sources')).body.data).toEqual([]);
+  });
+
+  it("hands a step what its templates inserted as it is: another account's secret, encrypted, is not decrypted for it", async () => {
+    // B's workflow secret as stored: the form a ciphertext A came by (a backup, a log) would have.
+    const secretB = `b-token-${Math.random().toString(36).slice(2)}`;
+    const wfB = await as(b).post('/workflows', { name: 'b-flow', trigger: { manual: {} }, steps: [{ name: 's', code: 'export default { async run() {} }' }], secrets: { TOKEN: secretB } });
+    expect(wfB.status).toBe(200);
+    const sealed = (await pg.query('select secrets from workflows where id = $1', [wfB.body.data.id])).rows[0].secrets.TOKEN as { $enc: string };
+    expect(sealed).toEqual({ $enc: expect.any(String) });
+
+    const wfA = await as(a).post('/workflows', { name: 'a-echo', trigger: { manual: {} }, steps: [{ name: 'echo', code: ECHO, props: { o: '{{steps.trigger.event.blob}}' } }] });
+    expect(wfA.status).toBe(200);
+    expect((await as(a).post(`/workflows/${wfA.body.data.id}/run`, { event: { blob: { wrapped: sealed } } })).status).toBe(202);
+    const nested = await nthRun(wfA.body.data.id, 1);
+    expect(JSON.stringify(nested)).not.toContain(secretB);
+    expect([nested.status, nested.steps[0].return_value]).toEqual(['success', { o: { wrapped: sealed } }]);
+    // The whole value, and a made-up one: data, handed on (it failed the step: "Invalid authentication tag length").
+    const cases: [unknown, unknown][] = [[{ blob: sealed }, sealed], [{ blob: { $enc: 'AAAA' } }, { $enc: 'AAAA' }]];
+    for (const [i, [event, expected]] of cases.entries()) {
+      expect((await as(a).post(`/workflows/${wfA.body.data.id}/run`, { event })).status).toBe(202);
+      const run = await nthRun(wfA.body.data.id, i + 2);
+      expect(JSON.stringify(run)).not.toContain(secretB);
+      expect([run.status, run.steps[0].return_value]).toEqual(['success', { o: expected }]);
+    }
+  });
+});
