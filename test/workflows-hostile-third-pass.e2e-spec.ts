@@ -81,3 +81,38 @@ describe('workflows against a hostile tenant, a third pass', () => {
     }
   });
 });
+
+/** The api every account shares, against one account's large components: a page of workflows or sources shows their props, not their code. */
+describe("the api's memory against one account's workflows of large components", () => {
+  let system: System;
+  beforeAll(async () => {
+    system = await startSystem({}, { apps: [] });
+    // A heap far smaller than what the answers below read when they read each component's code (48 × 40 MB).
+    await system.startApp('api', 'api', { NODE_OPTIONS: '--max-old-space-size=160' });
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  it('answers 48 lists and gets at once of a workflow of ten 4 MB steps, and another account meanwhile', async () => {
+    const a = client(system, createUser(system).apiKey);
+    const b = client(system, createUser(system).apiKey);
+    const steps: { name: string; action: string }[] = [];
+    for (let i = 0; i < 10; i++) {
+      const code = `export default { name: "big ${i}", key: "big-${i}", version: "0.0.1", type: "action", async run() { return ${i}; } };\n// ${String(i).repeat(4_000_000)}`;
+      const c = await a.post('/components', { component_code: code });
+      expect(c.status).toBe(200);
+      steps.push({ name: `s${i}`, action: c.body.data.id });
+    }
+    const wf = await a.post('/workflows', { name: 'big', trigger: { manual: {} }, steps });
+    expect(wf.status).toBe(200);
+    const source = await a.post('/sources', { component_code: `module.exports = { name: "Big", version: "1", props: { http: "$.interface.http" }, async run() {} };\n// ${'s'.repeat(4_000_000)}` });
+    expect(source.status).toBe(200);
+    const answers = await Promise.all(
+      Array.from({ length: 48 }, (_, i) => (i % 3 === 0 ? a.get('/users/me/workflows') : i % 3 === 1 ? a.get(`/workflows/${wf.body.data.id}`) : a.get('/users/me/sources')).catch((e: Error) => ({ status: 0, text: e.message }))),
+    );
+    expect(answers.map((r) => r.status)).toEqual(Array(48).fill(200));
+    expect((await b.get('/users/me/workflows')).status).toBe(200);
+    expect(system.procs.get('api')?.exitCode).toBeNull();
+  });
+});

@@ -84,7 +84,8 @@ export class SourcesController {
 
   private readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<SourceDto>> {
     return ownedPage(em, { entity: Source, table: 'sources', idPrefix: ID_PREFIX.source, softDeleted: true }, ownerId, page, async (rows) => {
-      const components = rows.length ? await em.find(Component, { id: { $in: [...new Set(rows.map((s) => s.componentId))] } }) : [];
+      // What an answer shows of a component (its props, whether it adds some), not its code: 100 sources of as many components of up to COMPONENT_MAX_BYTES were read whole for every page.
+      const components = rows.length ? ((await em.find(Component, { id: { $in: [...new Set(rows.map((s) => s.componentId))] } }, { fields: ['id', 'configurableProps', 'meta'] })) as Component[]) : [];
       const compById = new Map(components.map((c) => [c.id, c]));
       return (s) => this.sources.toDto(s, compById.get(s.componentId), false);
     });
