@@ -80,6 +80,28 @@ describe('workflows against a hostile tenant, a third pass', () => {
       expect([run.status, run.steps[0].return_value]).toEqual(['success', { o: expected }]);
     }
   });
+
+  it("drops a deleted workflow's waiting sends by its id, without reading the sends every other account keeps waiting", async () => {
+    const wfB = await as(b).post('/workflows', { name: 'b-sends', trigger: { manual: {} }, steps: [{ name: 's', code: 'export default { async run() {} }' }] });
+    expect(wfB.status).toBe(200);
+    // A's sends held back by its silent receivers (10,000 here; nothing bounds how many), and two of B's, due in an hour.
+    const due = Date.now() + 3_600_000;
+    const park = (owner: string, workflowId: string, n: number) =>
+      pg.query(
+        `insert into send_retries (id, owner_id, attempt, due_at_ms, message, created_at_ms)
+         select 'inv_' || $2::text || '_' || i || ':s0', $1::text, 1, $3::bigint, json_build_object('kind', 'http', 'ownerId', $1::text, 'workflowId', $2::text, 'invocationId', 'inv_' || i, 'index', 0, 'payload', json_build_object('url', 'http://127.0.0.1:9/x')), $3::bigint from generate_series(1, $4::int) i`,
+        [owner, workflowId, due, n],
+      );
+    await park(a.id, 'p_aaaaaaaaaaaaaaaaaaaa', 10_000);
+    await park(b.id, wfB.body.data.id, 2);
+    await pg.query('analyze send_retries');
+    const plan = (await pg.query(`explain delete from send_retries where workflow_id = $1`, [wfB.body.data.id])).rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(plan).toContain('send_retries_workflow_id_index');
+    expect((await as(b).del(`/workflows/${wfB.body.data.id}`)).status).toBe(204);
+    const left = (await pg.query('select owner_id, count(*)::int as n from send_retries group by owner_id order by owner_id')).rows;
+    expect(left).toEqual([{ owner_id: a.id, n: 10_000 }]);
+    await pg.query('delete from send_retries where owner_id = $1', [a.id]);
+  });
 });
 
 /** The api every account shares, against one account's large components: a page of workflows or sources shows their props, not their code. */

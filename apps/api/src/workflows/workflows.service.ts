@@ -359,7 +359,7 @@ export class WorkflowsService {
   /** Its `$.send.*` calls not performed yet are dropped: those in SENDS and those waiting in Postgres for their next attempt. */
   private async dropSends(id: string): Promise<void> {
     await this.nats.jsm.streams.purge(this.nats.names.sendsStream, { filter: this.nats.names.send(id) }).catch((e: Error) => this.logger.warn(`purging the sends of deleted workflow ${id} failed: ${e.message}`));
-    await this.em.fork().getConnection().execute(`delete from send_retries where message->>'workflowId' = ?`, [id], 'run')
+    await this.em.fork().getConnection().execute(`delete from send_retries where workflow_id = ?`, [id], 'run')
       .catch((e: Error) => this.logger.warn(`dropping the waiting sends of deleted workflow ${id} failed (the delivery app drops them when due): ${e.message}`));
   }
 }

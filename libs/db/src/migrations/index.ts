@@ -16,6 +16,7 @@ import { Migration20261130000000 } from './Migration20261130000000';
 import { Migration20261130120000 } from './Migration20261130120000';
 import { Migration20261201041500 } from './Migration20261201041500';
 import { Migration20261201120000 } from './Migration20261201120000';
+import { Migration20261201130000 } from './Migration20261201130000';
 
 /** Every migration, oldest first. Add new ones at the end. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -36,4 +37,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261130120000', class: Migration20261130120000 },
   { name: 'Migration20261201041500', class: Migration20261201041500 },
   { name: 'Migration20261201120000', class: Migration20261201120000 },
+  { name: 'Migration20261201130000', class: Migration20261201130000 },
 ];
