@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { Agent, request } from 'undici';
 import { admin, client, createUser } from './support/accounts';
+import { isRetryLater, startSprayers } from './support/sprayers';
 import { startSystem, System } from './support/system';
 
 const POOL = 8;
@@ -33,22 +33,11 @@ describe('made-up API keys', () => {
     const api = client(system, user.apiKey);
     expect((await api.get('/users/me')).status).toBe(200);
 
-    const agent = new Agent({ connections: SPRAYERS });
-    const statuses = new Map<number, number>();
-    const malformed: string[] = [];
-    let spraying = true;
-    const sprayers = Array.from({ length: SPRAYERS }, async () => {
-      while (spraying) {
-        const r = await request(`${system.baseUrl}/users/me`, { headers: { authorization: `Bearer ${madeUpKey()}` }, dispatcher: agent });
-        const body = (await r.body.json().catch(() => undefined)) as { code?: string; error?: string } | undefined;
-        statuses.set(r.statusCode, (statuses.get(r.statusCode) ?? 0) + 1);
-        const expected =
-          r.statusCode === 401
-            ? body?.code === 'unauthorized' && body.error === 'invalid API key'
-            : r.statusCode === 503 && body?.code === 'unavailable' && typeof body.error === 'string' && r.headers['retry-after'] === '1';
-        if (!expected) malformed.push(`${r.statusCode} ${JSON.stringify(body)}`);
-      }
-    });
+    const spray = startSprayers(
+      SPRAYERS,
+      () => ({ url: `${system.baseUrl}/users/me`, options: { headers: { authorization: `Bearer ${madeUpKey()}` } } }),
+      (r) => (r.status === 401 ? r.body?.code === 'unauthorized' && r.body.error === 'invalid API key' : isRetryLater(r)),
+    );
 
     const others: number[] = [];
     let rotated: { old: number[]; fresh: string[] } | undefined;
@@ -70,12 +59,10 @@ describe('made-up API keys', () => {
         }
       }
     } finally {
-      spraying = false;
-      await Promise.all(sprayers);
-      await agent.close();
+      await spray.stop();
     }
-    expect(malformed).toEqual([]);
-    expect(statuses.get(401) ?? 0).toBeGreaterThan(SPRAYERS);
+    expect(spray.malformed).toEqual([]);
+    expect(spray.statuses.get(401) ?? 0).toBeGreaterThan(SPRAYERS);
     expect(new Set(others)).toEqual(new Set([200]));
     expect(new Set(rotated?.old)).toEqual(new Set([401]));
     expect(rotated?.fresh.at(-1)).toBe('200');

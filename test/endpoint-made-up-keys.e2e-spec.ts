@@ -1,5 +1,5 @@
-import { Agent, request } from 'undici';
 import { client, createUser } from './support/accounts';
+import { isRetryLater, startSprayers } from './support/sprayers';
 import { startSystem, System } from './support/system';
 
 const HTTP_SOURCE = `module.exports = { name: "Http", version: "1", props: { http: "$.interface.http" }, async run(event) { this.$emit(event.body); } };`;
@@ -28,19 +28,11 @@ describe('made-up endpoint keys', () => {
     const src = (await api.post('/sources', { component_code: HTTP_SOURCE, name: 'known' })).body.data;
     const known = src.configured_props.http.endpoint_url as string;
 
-    const agent = new Agent({ connections: SPRAYERS });
-    const statuses = new Map<number, number>();
-    const malformed: string[] = [];
-    let spraying = true;
-    const sprayers = Array.from({ length: SPRAYERS }, async () => {
-      while (spraying) {
-        const r = await request(`${system.origin}/e/${Math.random().toString(36).slice(2)}z/`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' }, dispatcher: agent });
-        const body = (await r.body.json().catch(() => undefined)) as { code?: string } | undefined;
-        statuses.set(r.statusCode, (statuses.get(r.statusCode) ?? 0) + 1);
-        const expected = r.statusCode === 404 ? body?.code === 'not_found' : r.statusCode === 503 && body?.code === 'unavailable' && r.headers['retry-after'] === '1';
-        if (!expected) malformed.push(`${r.statusCode} ${JSON.stringify(body)}`);
-      }
-    });
+    const spray = startSprayers(
+      SPRAYERS,
+      () => ({ url: `${system.origin}/e/${Math.random().toString(36).slice(2)}z/`, options: { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } } }),
+      (r) => (r.status === 404 ? r.body?.code === 'not_found' : isRetryLater(r)),
+    );
 
     const others: number[] = [];
     try {
@@ -51,12 +43,10 @@ describe('made-up endpoint keys', () => {
         others.push((await api.get('/users/me')).status);
       }
     } finally {
-      spraying = false;
-      await Promise.all(sprayers);
-      await agent.close();
+      await spray.stop();
     }
-    expect(malformed).toEqual([]);
-    expect(statuses.get(404) ?? 0).toBeGreaterThan(SPRAYERS);
+    expect(spray.malformed).toEqual([]);
+    expect(spray.statuses.get(404) ?? 0).toBeGreaterThan(SPRAYERS);
     expect(new Set(others)).toEqual(new Set([200]));
   });
 });
