@@ -1,36 +1,24 @@
 import { gzipSync } from 'node:zlib';
-import { client, createUser, TestUser } from './support/accounts';
+import { apiOnlySystem } from './support/api-only-system';
 import { HTTP_SOURCE } from './support/components';
 import { fillPath, Json, operationsOf } from './support/openapi-requests';
 import { rawRequest } from './support/raw-http';
-import { startSystem, System } from './support/system';
 
 /** What an acceptance pass of the REST API against docs/api.md and docs/events.md found answered otherwise. */
 describe('API to the letter of its docs: cursors, required parameters, content codings', () => {
-  let system: System;
-  let user: TestUser;
-  let api: ReturnType<typeof client>;
-
-  beforeAll(async () => {
-    // The body limit is twice COMPONENT_MAX_BYTES plus 1 MiB: 1.125 MiB here.
-    system = await startSystem({ COMPONENT_MAX_BYTES: '65536' }, { apps: ['api'] });
-    user = createUser(system);
-    api = client(system, user.apiKey);
-  });
-  afterAll(async () => {
-    await system?.stop();
-  });
+  // The body limit is twice COMPONENT_MAX_BYTES plus 1 MiB: 1.125 MiB here.
+  const ctx = apiOnlySystem({ COMPONENT_MAX_BYTES: '65536' });
 
   it("refuses another list's cursor, naming the parameter in details.field as every bad value is named", async () => {
-    const component = (await api.post('/components', { component_code: HTTP_SOURCE })).body.data.id as string;
-    expect((await api.post('/sources', { component_id: component })).status).toBe(200);
-    expect((await api.post('/webhooks', { url: 'https://example.com/hook' })).status).toBe(200);
-    const sourceCursor = (await api.get('/users/me/sources')).body.page_info.end_cursor as string;
-    const webhookCursor = (await api.get('/users/me/webhooks')).body.page_info.end_cursor as string;
+    const component = (await ctx.api.post('/components', { component_code: HTTP_SOURCE })).body.data.id as string;
+    expect((await ctx.api.post('/sources', { component_id: component })).status).toBe(200);
+    expect((await ctx.api.post('/webhooks', { url: 'https://example.com/hook' })).status).toBe(200);
+    const sourceCursor = (await ctx.api.get('/users/me/sources')).body.page_info.end_cursor as string;
+    const webhookCursor = (await ctx.api.get('/users/me/webhooks')).body.page_info.end_cursor as string;
 
     // Each list takes its own cursors.
-    expect((await api.get(`/users/me/sources?after=${sourceCursor}`)).body).toMatchObject({ page_info: { count: 0 }, data: [] });
-    expect((await api.get(`/users/me/webhooks?before=${webhookCursor}`)).status).toBe(200);
+    expect((await ctx.api.get(`/users/me/sources?after=${sourceCursor}`)).body).toMatchObject({ page_info: { count: 0 }, data: [] });
+    expect((await ctx.api.get(`/users/me/webhooks?before=${webhookCursor}`)).status).toBe(200);
 
     for (const [path, param, cursor] of [
       ['/users/me/sources', 'after', webhookCursor],
@@ -38,25 +26,25 @@ describe('API to the letter of its docs: cursors, required parameters, content c
       ['/users/me/webhooks', 'after', sourceCursor],
       ['/users/me/workflows', 'after', sourceCursor],
     ]) {
-      const res = await api.get(`${path}?${param}=${cursor}`);
+      const res = await ctx.api.get(`${path}?${param}=${cursor}`);
       expect([path, res.status, res.body]).toEqual([path, 400, { error: `${param} is not a valid cursor`, code: 'invalid_request', details: { in: 'query', field: param } }]);
     }
-    const garbage = await api.get('/users/me/sources?after=garbage');
+    const garbage = await ctx.api.get('/users/me/sources?after=garbage');
     expect(garbage.body).toEqual({ error: 'after is not a valid cursor', code: 'invalid_request', details: { in: 'query', field: 'after' } });
-    const both = await api.get(`/users/me/sources?after=${sourceCursor}&before=${sourceCursor}`);
+    const both = await ctx.api.get(`/users/me/sources?after=${sourceCursor}&before=${sourceCursor}`);
     expect([both.status, both.body]).toEqual([400, { error: 'pass either after or before, not both', code: 'invalid_request', details: { in: 'query', fields: ['after', 'before'] } }]);
   });
 
   it('answers a compressed body 415 naming Content-Encoding (gzip was read as "not valid UTF-8", a mislabelled plain body was taken)', async () => {
     const json = JSON.stringify({ url: 'https://example.com/compressed' });
     const post = (body: Buffer | string, encoding: string) =>
-      fetch(`${system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json', 'content-encoding': encoding }, body });
+      fetch(`${ctx.system.baseUrl}/webhooks`, { method: 'POST', headers: { authorization: `Bearer ${ctx.user.apiKey}`, 'content-type': 'application/json', 'content-encoding': encoding }, body });
     for (const [body, encoding] of [[gzipSync(json), 'gzip'], [json, 'gzip'], [json, 'br'], [json, 'identity, gzip']] as const) {
       const res = await post(body, encoding);
       const error = `Content-Encoding ${encoding} is not accepted: send the request body uncompressed`;
       expect([encoding, res.status, await res.json()]).toEqual([encoding, 415, { error, code: 'unsupported_media_type', details: { header: 'content-encoding' } }]);
     }
-    expect((await api.get('/users/me/webhooks?limit=100')).body.data.filter((w: { url: string }) => w.url.endsWith('/compressed'))).toEqual([]);
+    expect((await ctx.api.get('/users/me/webhooks?limit=100')).body.data.filter((w: { url: string }) => w.url.endsWith('/compressed'))).toEqual([]);
     const identity = await post(json, 'identity');
     expect(identity.status).toBe(200);
   });
@@ -65,24 +53,24 @@ describe('API to the letter of its docs: cursors, required parameters, content c
     const json = JSON.stringify({ url: 'https://example.com/transfer-coded' });
     const chunked = (body: Buffer) => `${body.length.toString(16)}\r\n${body.toString('latin1')}\r\n0\r\n\r\n`;
     const post = (te: string, body: Buffer) =>
-      rawRequest(system.origin, `POST /v1/webhooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.apiKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: ${te}\r\n\r\n${chunked(body)}`);
+      rawRequest(ctx.system.origin, `POST /v1/webhooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ctx.user.apiKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: ${te}\r\n\r\n${chunked(body)}`);
     // (rawRequest writes text: a plain body labelled gzip shows it as well as gzip bytes would, and it was created.)
     for (const [te, body] of [['gzip, chunked', Buffer.from(json)], ['deflate, chunked', Buffer.from(json)], ['x-custom, chunked', Buffer.from(json)]] as const) {
       const res = await post(te, body);
       const error = `Transfer-Encoding ${te} is not accepted: send the request body with no transfer coding but chunked`;
       expect([te, res.status, JSON.parse(res.body)]).toEqual([te, 415, { error, code: 'unsupported_media_type', details: { header: 'transfer-encoding' } }]);
     }
-    expect((await api.get('/users/me/webhooks?limit=100')).body.data.filter((w: { url: string }) => w.url.endsWith('/transfer-coded'))).toEqual([]);
+    expect((await ctx.api.get('/users/me/webhooks?limit=100')).body.data.filter((w: { url: string }) => w.url.endsWith('/transfer-coded'))).toEqual([]);
     const plain = await post('chunked', Buffer.from(json));
     expect(plain.status).toBe(200);
   });
 
   it('declares 413 and 415 on every operation that reads a request body, as each answers them', async () => {
-    const doc = (await (await fetch(`${system.origin}/v1/openapi.json`)).json()) as Json;
+    const doc = (await (await fetch(`${ctx.system.origin}/v1/openapi.json`)).json()) as Json;
     const withBody = operationsOf(doc).filter((op) => op.method !== 'GET');
     expect(withBody.length).toBeGreaterThan(15);
     const send = (method: string, path: string, type: string, body: string) =>
-      fetch(system.origin + fillPath(path, {}), { method, headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': type }, body });
+      fetch(ctx.system.origin + fillPath(path, {}), { method, headers: { authorization: `Bearer ${ctx.user.apiKey}`, 'content-type': type }, body });
     const tooLarge = 'x'.repeat(2 * 1024 * 1024);
     for (const op of withBody) {
       const xml = await send(op.method, op.path, 'application/xml', '<x/>');
@@ -98,23 +86,23 @@ describe('API to the letter of its docs: cursors, required parameters, content c
       code: 'invalid_request',
       details: { in: where, fields },
     });
-    const both = await api.post('/subscriptions?emitter_id=&listener_id=');
+    const both = await ctx.api.post('/subscriptions?emitter_id=&listener_id=');
     expect([both.status, both.body]).toEqual([400, missing(['emitter_id', 'listener_id'], 'query')]);
-    const one = await api.del('/subscriptions?emitter_id=dc_x&listener_id=&event_name=');
+    const one = await ctx.api.del('/subscriptions?emitter_id=dc_x&listener_id=&event_name=');
     expect([one.status, one.body]).toEqual([400, missing(['listener_id'], 'query')]);
-    const auto = await api.post('/auto_subscriptions?event_name=&listener_id=wh_x');
+    const auto = await ctx.api.post('/auto_subscriptions?event_name=&listener_id=wh_x');
     expect([auto.status, auto.body]).toEqual([400, missing(['event_name'], 'query')]);
-    const inBody = await api.post('/subscriptions', { emitter_id: '', listener_id: 'wh_x' });
+    const inBody = await ctx.api.post('/subscriptions', { emitter_id: '', listener_id: 'wh_x' });
     expect([inBody.status, inBody.body]).toEqual([400, missing(['emitter_id'], 'body')]);
     // Absent, as the route's schema answers it.
-    const absent = await api.post('/auto_subscriptions?listener_id=wh_x');
+    const absent = await ctx.api.post('/auto_subscriptions?listener_id=wh_x');
     expect([absent.status, absent.body]).toEqual([400, missing(['event_name'], 'query')]);
   });
 
   it('refuses a number too large for a double (1e400 was read as Infinity and stored as null)', async () => {
     const code = 'module.exports = { name: "obj", version: "1", props: { o: { type: "object", optional: true } }, async run() {} };';
-    const component = (await api.post('/components', { component_code: code })).body.data.id as string;
-    const send = (body: string) => fetch(`${system.baseUrl}/sources`, { method: 'POST', headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' }, body });
+    const component = (await ctx.api.post('/components', { component_code: code })).body.data.id as string;
+    const send = (body: string) => fetch(`${ctx.system.baseUrl}/sources`, { method: 'POST', headers: { authorization: `Bearer ${ctx.user.apiKey}`, 'content-type': 'application/json' }, body });
     const res = await send(`{"component_id":"${component}","configured_props":{"o":{"list":[1,-1e400]}}}`);
     expect([res.status, await res.json()]).toEqual([
       400,
@@ -122,7 +110,7 @@ describe('API to the letter of its docs: cursors, required parameters, content c
     ]);
     const digits = await send(`{"component_id":"${component}","configured_props":{"o":{"n":${'9'.repeat(400)}}}}`);
     expect(digits.status).toBe(400);
-    const inQuery = await api.post(`/sources?component_id=${component}&configured_props=${encodeURIComponent('{"o":{"n":1e999}}')}`);
+    const inQuery = await ctx.api.post(`/sources?component_id=${component}&configured_props=${encodeURIComponent('{"o":{"n":1e999}}')}`);
     expect([inQuery.status, inQuery.body.details]).toEqual([400, { reason: 'number_out_of_range', path: 'o.n' }]);
     // Large numbers a double holds are kept.
     const kept = await send(`{"component_id":"${component}","configured_props":{"o":{"n":1e300}}}`);
@@ -137,13 +125,13 @@ describe('API to the letter of its docs: cursors, required parameters, content c
     });
     const components = ['component_code', 'component_url'];
     const sources = ['component_id', 'component_code', 'component_url'];
-    expect((await api.post('/components')).body).toEqual(none(components, 'query'));
-    expect((await api.post('/components', {})).body).toEqual(none(components, 'body'));
-    expect((await api.post('/components?component_code=')).body).toEqual(none(components, 'query'));
-    expect((await api.post('/sources', { component_id: '', name: 'x' })).body).toEqual(none(sources, 'body'));
-    expect((await api.post('/sources?name=x')).body).toEqual(none(sources, 'query'));
-    const source = (await api.post('/sources', { component_code: HTTP_SOURCE })).body.data.id as string;
-    expect((await api.put(`/sources/${source}`, { active: false })).body).toEqual(none(sources, 'body'));
-    expect((await api.put(`/sources/${source}?active=false`)).body).toEqual(none(sources, 'query'));
+    expect((await ctx.api.post('/components')).body).toEqual(none(components, 'query'));
+    expect((await ctx.api.post('/components', {})).body).toEqual(none(components, 'body'));
+    expect((await ctx.api.post('/components?component_code=')).body).toEqual(none(components, 'query'));
+    expect((await ctx.api.post('/sources', { component_id: '', name: 'x' })).body).toEqual(none(sources, 'body'));
+    expect((await ctx.api.post('/sources?name=x')).body).toEqual(none(sources, 'query'));
+    const source = (await ctx.api.post('/sources', { component_code: HTTP_SOURCE })).body.data.id as string;
+    expect((await ctx.api.put(`/sources/${source}`, { active: false })).body).toEqual(none(sources, 'body'));
+    expect((await ctx.api.put(`/sources/${source}?active=false`)).body).toEqual(none(sources, 'query'));
   });
 });
