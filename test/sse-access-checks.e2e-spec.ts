@@ -1,8 +1,8 @@
 import { Client } from 'pg';
-import { createUser, TestUser } from './support/accounts';
-import { eventually, startSystem, System } from './support/system';
+import { apiOnlySystemWithEmitter } from './support/api-only-system';
+import { eventually } from './support/system';
 import { openStream } from './support/sse-stream';
-import { Emitter, insertSource } from './events.helpers';
+import { insertSource } from './events.helpers';
 
 /**
  * A stream checks its caller's access again at every keep-alive (and on every access change) and writes nothing
@@ -12,31 +12,19 @@ import { Emitter, insertSource } from './events.helpers';
  * for a moment) while events come: once they answer, the stream shows every one, in order.
  */
 describe('an event stream whose access check is slow', () => {
-  let system: System;
-  let emitter: Emitter;
-  let user: TestUser;
-
-  beforeAll(async () => {
-    system = await startSystem({ SSE_KEEPALIVE_MS: '100' }, { apps: ['api'] });
-    emitter = await Emitter.connect(system);
-    user = createUser(system);
-  });
-  afterAll(async () => {
-    await emitter?.close();
-    await system?.stop();
-  });
+  const ctx = apiOnlySystemWithEmitter({ SSE_KEEPALIVE_MS: '100' });
 
   it('shows every event that came while the check waited', async () => {
-    const src = await insertSource(system, user.id);
-    const stream = await openStream(system, `/sse/dc/${src}/emits`, user.apiKey);
+    const src = await insertSource(ctx.system, ctx.user.id);
+    const stream = await openStream(ctx.system, `/sse/dc/${src}/emits`, ctx.user.apiKey);
     await eventually(async () => stream.frames.filter((f) => f.comment).length >= 2, { what: 'keep-alives' });
-    const pg = new Client({ connectionString: system.databaseUrl });
+    const pg = new Client({ connectionString: ctx.system.databaseUrl });
     await pg.connect();
     await pg.query('begin');
     await pg.query('lock table api_keys in access exclusive mode');
     await new Promise((r) => setTimeout(r, 300));
     const ids: string[] = [];
-    for (let i = 0; i < 40; i++) ids.push((await emitter.emit(src, user.id, { i })).id);
+    for (let i = 0; i < 40; i++) ids.push((await ctx.emitter.emit(src, ctx.user.id, { i })).id);
     await new Promise((r) => setTimeout(r, 1000));
     await pg.query('commit');
     await pg.end();

@@ -1,8 +1,8 @@
-import { createUser, TestUser } from './support/accounts';
+import { apiOnlySystemWithEmitter } from './support/api-only-system';
 import { emitsConsumersOf } from './support/emits-consumers';
 import { openStream } from './support/sse-stream';
-import { eventually, startSystem, System } from './support/system';
-import { Emitter, insertSource } from './events.helpers';
+import { eventually } from './support/system';
+import { insertSource } from './events.helpers';
 
 const STREAMS = 8;
 const CLOSED_EARLY = 60;
@@ -13,52 +13,40 @@ const CLOSED_EARLY = 60;
  * stream every account's events go through, which the server matches every stored message against.
  */
 describe("an event stream's consumer", () => {
-  let system: System;
-  let emitter: Emitter;
-  let user: TestUser;
-
-  beforeAll(async () => {
-    system = await startSystem({}, { apps: ['api'] });
-    emitter = await Emitter.connect(system);
-    user = createUser(system);
-  });
-  afterAll(async () => {
-    await emitter?.close();
-    await system?.stop();
-  });
+  const ctx = apiOnlySystemWithEmitter();
 
   it('is deleted when the stream closes, new or resumed', async () => {
-    const src = await insertSource(system, user.id);
-    const first = await emitter.emit(src, user.id, { i: 0 });
+    const src = await insertSource(ctx.system, ctx.user.id);
+    const first = await ctx.emitter.emit(src, ctx.user.id, { i: 0 });
     // New streams, and resumed ones (their replay's consumer, then their live one).
     const streams = await Promise.all(
-      Array.from({ length: STREAMS }, (_, i) => openStream(system, `/sse/dc/${src}/emits`, user.apiKey, i % 2 ? first.id : undefined)),
+      Array.from({ length: STREAMS }, (_, i) => openStream(ctx.system, `/sse/dc/${src}/emits`, ctx.user.apiKey, i % 2 ? first.id : undefined)),
     );
     expect(streams.map((s) => s.status)).toEqual(Array(STREAMS).fill(200));
-    const marker = await emitter.emit(src, user.id, { i: 1 });
+    const marker = await ctx.emitter.emit(src, ctx.user.id, { i: 1 });
     await eventually(async () => streams.every((s) => s.frames.some((f) => f.id === marker.id)), { what: 'every stream reading live' });
-    expect((await emitsConsumersOf(system, src)).length).toBe(STREAMS);
+    expect((await emitsConsumersOf(ctx.system, src)).length).toBe(STREAMS);
 
     streams.forEach((s) => s.close());
-    await eventually(async () => (((await emitsConsumersOf(system, src)).length) === 0 ? true : undefined), { what: "the closed streams' consumers deleted", timeoutMs: 30_000 });
+    await eventually(async () => (((await emitsConsumersOf(ctx.system, src)).length) === 0 ? true : undefined), { what: "the closed streams' consumers deleted", timeoutMs: 30_000 });
   });
 
   it('is deleted when the stream closes while the consumer is being made', async () => {
-    const src = await insertSource(system, user.id);
-    const first = await emitter.emit(src, user.id, { i: 0 });
+    const src = await insertSource(ctx.system, ctx.user.id);
+    const first = await ctx.emitter.emit(src, ctx.user.id, { i: 0 });
     // Each stream closed as soon as its answer's head came, or a few milliseconds after it was asked for: its
     // consumer, made on its first fetch (new) or as its replay ends (resumed), is often still being made then.
     for (let i = 0; i < CLOSED_EARLY; i++) {
       const ac = new AbortController();
-      const headers: Record<string, string> = { authorization: `Bearer ${user.apiKey}`, ...(i % 2 ? { 'last-event-id': first.id } : {}) };
-      const opened = fetch(`${system.origin}/sse/dc/${src}/emits`, { headers, signal: ac.signal });
+      const headers: Record<string, string> = { authorization: `Bearer ${ctx.user.apiKey}`, ...(i % 2 ? { 'last-event-id': first.id } : {}) };
+      const opened = fetch(`${ctx.system.origin}/sse/dc/${src}/emits`, { headers, signal: ac.signal });
       if (i % 4 < 2) await opened.then(() => ac.abort(), () => undefined);
       else await new Promise((r) => setTimeout(r, i % 8)).then(() => ac.abort());
       await opened.catch(() => undefined);
     }
     // Deleted once made: well before the 5 minutes of inactivity after which the server would drop one left behind.
-    await eventually(async () => (((await emitsConsumersOf(system, src)).length) === 0 ? true : undefined), { what: "the closed streams' consumers deleted", timeoutMs: 10_000 }).catch(
-      async (e: Error) => Promise.reject(new Error(`${e.message}: ${(await emitsConsumersOf(system, src)).length} left`)),
+    await eventually(async () => (((await emitsConsumersOf(ctx.system, src)).length) === 0 ? true : undefined), { what: "the closed streams' consumers deleted", timeoutMs: 10_000 }).catch(
+      async (e: Error) => Promise.reject(new Error(`${e.message}: ${(await emitsConsumersOf(ctx.system, src)).length} left`)),
     );
   });
 });

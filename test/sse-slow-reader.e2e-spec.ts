@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { connect as netConnect, Socket } from 'node:net';
 import { BATCH_BYTES } from '@app/nats';
-import { createUser, TestUser } from './support/accounts';
+import { apiOnlySystemWithEmitter } from './support/api-only-system';
 import { emitsConsumersOf } from './support/emits-consumers';
-import { eventually, startSystem, System } from './support/system';
-import { Emitter, insertSource } from './events.helpers';
+import { eventually } from './support/system';
+import { insertSource } from './events.helpers';
 
 /**
  * Events of about 300 KB: 200 of them are 60 MB, thirty batches of what one stream takes at a time (2 MiB), more than
@@ -20,22 +20,10 @@ const EVENTS = 200;
  * behind until nats-server cut it (every stream and request of the api with it).
  */
 describe('an event stream whose client does not read', () => {
-  let system: System;
-  let emitter: Emitter;
-  let user: TestUser;
-
-  beforeAll(async () => {
-    system = await startSystem({}, { apps: ['api'] });
-    emitter = await Emitter.connect(system);
-    user = createUser(system);
-  });
-  afterAll(async () => {
-    await emitter?.close();
-    await system?.stop();
-  });
+  const ctx = apiOnlySystemWithEmitter();
 
   /** Events the server has delivered to the api's consumer of this source's subject (-1: none yet). */
-  const deliveredToApi = async (sourceId: string): Promise<number> => (await emitsConsumersOf(system, sourceId))[0]?.delivered.consumer_seq ?? -1;
+  const deliveredToApi = async (sourceId: string): Promise<number> => (await emitsConsumersOf(ctx.system, sourceId))[0]?.delivered.consumer_seq ?? -1;
 
   /** A stream read from a raw socket (which can stop reading): the ids of its events, in order, and the bytes read. */
   interface PausedStream {
@@ -44,7 +32,7 @@ describe('an event stream whose client does not read', () => {
     bytesRead: () => number;
   }
   const openPaused = async (sourceId: string, lastEventId?: string): Promise<PausedStream> => {
-    const port = Number(new URL(system.origin).port);
+    const port = Number(new URL(ctx.system.origin).port);
     const socket: Socket = netConnect(port, '127.0.0.1');
     await new Promise<void>((r) => socket.once('connect', () => r()));
     // The ids of the events received, in order (read from each chunk and the end of the one before it).
@@ -60,7 +48,7 @@ describe('an event stream whose client does not read', () => {
       tail = text.slice(-200);
     });
     const resume = lastEventId ? `Last-Event-ID: ${lastEventId}\r\n` : '';
-    socket.write(`GET /sse/dc/${sourceId}/emits HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${user.apiKey}\r\n${resume}\r\n`);
+    socket.write(`GET /sse/dc/${sourceId}/emits HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ctx.user.apiKey}\r\n${resume}\r\n`);
     await eventually(async () => opened, { what: 'the stream to open' });
     socket.pause();
     return { socket, received, bytesRead: () => bytes };
@@ -96,11 +84,11 @@ describe('an event stream whose client does not read', () => {
   };
 
   it('holds at most one batch for it, and gives it every event, in order, once it reads again', async () => {
-    const sourceId = await insertSource(system, user.id);
+    const sourceId = await insertSource(ctx.system, ctx.user.id);
     const stream = await openPaused(sourceId);
     try {
       const ids: string[] = [];
-      for (let i = 0; i < EVENTS; i++) ids.push((await emitter.emit(sourceId, user.id, { i, pad: PAD })).id);
+      for (let i = 0; i < EVENTS; i++) ids.push((await ctx.emitter.emit(sourceId, ctx.user.id, { i, pad: PAD })).id);
       await heldToOneBatch(sourceId, stream);
       stream.socket.resume();
       await eventually(async () => stream.received.length >= EVENTS, { what: 'every event once the client reads', timeoutMs: 60_000 });
@@ -111,16 +99,16 @@ describe('an event stream whose client does not read', () => {
   });
 
   it('holds at most one batch of a replay for it (Last-Event-ID), and gives it every later event, in order, once it reads again', async () => {
-    const sourceId = await insertSource(system, user.id);
+    const sourceId = await insertSource(ctx.system, ctx.user.id);
     const ids: string[] = [];
-    for (let i = 0; i < EVENTS; i++) ids.push((await emitter.emit(sourceId, user.id, { i, pad: PAD })).id);
+    for (let i = 0; i < EVENTS; i++) ids.push((await ctx.emitter.emit(sourceId, ctx.user.id, { i, pad: PAD })).id);
     // The stream's last message when it opens is another source's: the replay's last fetch goes on past it.
-    await emitter.emit(await insertSource(system, user.id), user.id, { other: true });
+    await ctx.emitter.emit(await insertSource(ctx.system, ctx.user.id), ctx.user.id, { other: true });
     const stream = await openPaused(sourceId, ids[4]);
     try {
       await heldToOneBatch(sourceId, stream, 5);
       // Stored while the replay waits: its last fetch brings them too, or the live fetches after it.
-      for (let i = 0; i < 3; i++) ids.push((await emitter.emit(sourceId, user.id, { live: i })).id);
+      for (let i = 0; i < 3; i++) ids.push((await ctx.emitter.emit(sourceId, ctx.user.id, { live: i })).id);
       stream.socket.resume();
       await eventually(async () => stream.received.length >= ids.length - 5, { what: 'every later event once the client reads', timeoutMs: 60_000 });
       expect(stream.received).toEqual(ids.slice(5));

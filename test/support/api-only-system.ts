@@ -1,3 +1,4 @@
+import { Emitter } from '../events.helpers';
 import { client, createUser, TestUser } from './accounts';
 import { startSystem, System } from './system';
 
@@ -21,6 +22,18 @@ export function apiOnlySystem(env: Record<string, string> = {}): ApiOnlySystem {
   });
   afterAll(async () => {
     await fixture.system?.stop();
+  });
+  return fixture;
+}
+
+/** apiOnlySystem with an Emitter that publishes events to its EMITS as the runner does, closed after the block's tests. */
+export function apiOnlySystemWithEmitter(env: Record<string, string> = {}): ApiOnlySystem & { emitter: Emitter } {
+  const fixture = apiOnlySystem(env) as ApiOnlySystem & { emitter: Emitter };
+  beforeAll(async () => {
+    fixture.emitter = await Emitter.connect(fixture.system);
+  });
+  afterAll(async () => {
+    await fixture.emitter?.close();
   });
   return fixture;
 }
