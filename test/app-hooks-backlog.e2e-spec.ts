@@ -1,6 +1,5 @@
-import { client, createUser, TestUser } from './support/accounts';
-import { COUNTER, post, sourcesOf } from './support/partition-sources';
-import { eventually, startSystem, System } from './support/system';
+import { client } from './support/accounts';
+import { onePartition } from './support/partition-sources';
 
 /**
  * App hook events cannot fill a partition. `POST /v1/sources/{id}/app_hook` and `POST /v1/apps/{app}/hook_events`
@@ -13,29 +12,15 @@ import { eventually, startSystem, System } from './support/system';
 const SLEEPER = `module.exports = { name: "Hook sleeper", version: "1", props: { github: { type: "app", app: "github" }, hook: { type: "$.interface.apphook", appProp: "github", eventNames: ["push"] } }, async run() { await new Promise((r) => setTimeout(r, 600000)); } };`;
 
 describe('app hook events against the invocation backlog (an account flooding a slow app hook source)', () => {
-  let system: System;
-  let a: TestUser;
-  let b: TestUser;
-
-  beforeAll(async () => {
-    system = await startSystem({ PARTITIONS: '1', RUNNER_MAX_INFLIGHT_PER_PARTITION: '40', HTTP_RATE_PER_SEC: '0', INGEST_MAX_PENDING_PER_ACCOUNT: '100' });
-    a = createUser(system);
-    b = createUser(system);
-  });
-  afterAll(async () => {
-    await system?.stop();
-  });
-
-  const { deploy, emitted } = sourcesOf(() => system);
+  const partition = onePartition({ RUNNER_MAX_INFLIGHT_PER_PARTITION: '40', HTTP_RATE_PER_SEC: '0', INGEST_MAX_PENDING_PER_ACCOUNT: '100' });
+  const { deploy, counterOfB, runsOfB } = partition;
 
   it("runs B's source while A's app hook events wait for a source that never finishes", async () => {
-    const sleeper = await deploy(a, SLEEPER, 'a-hook-sleeper');
-    const countB = await deploy(b, COUNTER, 'b-counter');
-    expect(await post(countB.url, { n: -1 })).toBe(200);
-    await eventually(async () => (await emitted(b, countB.id)).includes(-1), { what: "B's source to run" });
+    const sleeper = await deploy(partition.a, SLEEPER, 'a-hook-sleeper');
+    const countB = await counterOfB();
 
     const statuses = new Map<number, number>();
-    const as = client(system, a.apiKey);
+    const as = client(partition.system, partition.a.apiKey);
     for (let n = 0; n < 600; n++) {
       const res = n % 2 ? await as.post(`/sources/${sleeper.id}/app_hook`, { event: { n } }) : await as.post('/apps/github/hook_events', { event_name: 'push', event: { n } });
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
@@ -43,9 +28,7 @@ describe('app hook events against the invocation backlog (an account flooding a 
       else expect(res.status).toBe(202);
     }
 
-    for (let n = 0; n < 10; n++) expect(await post(countB.url, { n })).toBe(200);
-    await eventually(async () => (await emitted(b, countB.id)).length === 11, { what: "B's 10 invocations to run behind A's app hook events", timeoutMs: 60_000 });
-    expect(await emitted(b, countB.id)).toEqual([-1, ...Array.from({ length: 10 }, (_, n) => n)]);
+    await runsOfB(countB, 10, "behind A's app hook events");
     expect(statuses.get(429) ?? 0).toBeGreaterThan(0);
   });
 });
