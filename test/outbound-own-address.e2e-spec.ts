@@ -1,6 +1,5 @@
-import { createServer, Server } from 'node:http';
-import { AddressInfo } from 'node:net';
 import { client, createUser, TestUser } from './support/accounts';
+import { InternalServer } from './support/internal-server';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { Emitter, insertSource, subscriptionsLoaded } from './events.helpers';
 import { interfaceAddress } from '../libs/net/src/test-support/interface-address';
@@ -35,25 +34,19 @@ async function refusedWebhookLog(system: System, emitter: Emitter, user: TestUse
 describe('outbound requests to an address of this machine', () => {
   let system: System;
   let emitter: Emitter;
-  let internal: Server;
+  let internal: InternalServer;
   let base = '';
-  const hits: string[] = [];
 
   beforeAll(async () => {
-    internal = createServer((req, res) => {
-      hits.push(req.url ?? '');
-      res.end(COMPONENT);
-    });
-    await new Promise<void>((r) => internal.listen(0, '0.0.0.0', r));
-    base = `http://${interfaceAddress()}:${(internal.address() as AddressInfo).port}`;
+    internal = await new InternalServer(COMPONENT).start('0.0.0.0');
+    base = `http://${interfaceAddress()}:${internal.port}`;
     system = await startSystem({ ALLOW_LOOPBACK: 'false', WEBHOOK_RETRY_SCHEDULE: '100ms', DELIVERY_METRICS_PORT: String(await freePort()) }, { apps: ['api', 'delivery'] });
     emitter = await Emitter.connect(system);
   });
   afterAll(async () => {
     await emitter?.close();
     await system?.stop();
-    internal?.closeAllConnections();
-    await new Promise<void>((r) => (internal ? internal.close(() => r()) : r()));
+    await internal?.stop();
   });
 
   it('are refused for webhooks and component_url, and nothing of the service reaches the tenant', async () => {
@@ -66,31 +59,25 @@ describe('outbound requests to an address of this machine', () => {
 
     const log = await refusedWebhookLog(system, emitter, user, `${base}/metrics`);
     expect(log[0].error).toMatch(/is an address of this machine \(allowed only with ALLOW_LOOPBACK=true\)/);
-    expect(hits).toEqual([]);
+    expect(internal.hits).toEqual([]);
   });
 });
 
 describe('a workflow $.send.http to an address of this machine', () => {
   let system: System;
-  let internal: Server;
+  let internal: InternalServer;
   let base = '';
   let metricsPort = 0;
-  const hits: string[] = [];
 
   beforeAll(async () => {
-    internal = createServer((req, res) => {
-      hits.push(req.url ?? '');
-      res.end('ok');
-    });
-    await new Promise<void>((r) => internal.listen(0, '0.0.0.0', r));
-    base = `http://${interfaceAddress()}:${(internal.address() as AddressInfo).port}`;
+    internal = await new InternalServer('ok').start('0.0.0.0');
+    base = `http://${interfaceAddress()}:${internal.port}`;
     metricsPort = await freePort();
     system = await startSystem({ ALLOW_LOOPBACK: 'false', WEBHOOK_RETRY_SCHEDULE: '100ms', DELIVERY_METRICS_PORT: String(metricsPort) });
   });
   afterAll(async () => {
     await system?.stop();
-    internal?.closeAllConnections();
-    await new Promise<void>((r) => (internal ? internal.close(() => r()) : r()));
+    await internal?.stop();
   });
 
   it('is refused for good (never retried), and the service is never hit', async () => {
@@ -104,19 +91,18 @@ describe('a workflow $.send.http to an address of this machine', () => {
       const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text()).catch(() => '');
       return Number(failed.exec(text)?.[1] ?? 0) >= 1;
     }, { what: 'the send to an address of this machine failed for good', timeoutMs: 30_000 });
-    expect(hits).toEqual([]);
+    expect(internal.hits).toEqual([]);
   });
 });
 
 describe("the platform's own ports with ALLOW_LOOPBACK=true (npm start's default)", () => {
   let system: System;
   let emitter: Emitter;
-  let internal: Server;
+  let internal: InternalServer;
   let metricsPort = 0;
 
   beforeAll(async () => {
-    internal = createServer((_req, res) => res.end(COMPONENT));
-    await new Promise<void>((r) => internal.listen(0, '127.0.0.1', r));
+    internal = await new InternalServer(COMPONENT).start('127.0.0.1');
     metricsPort = await freePort();
     system = await startSystem({ ALLOW_LOOPBACK: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms', DELIVERY_METRICS_PORT: String(metricsPort) }, { apps: ['api', 'delivery'] });
     emitter = await Emitter.connect(system);
@@ -124,8 +110,7 @@ describe("the platform's own ports with ALLOW_LOOPBACK=true (npm start's default
   afterAll(async () => {
     await emitter?.close();
     await system?.stop();
-    internal?.closeAllConnections();
-    await new Promise<void>((r) => (internal ? internal.close(() => r()) : r()));
+    await internal?.stop();
   });
 
   it("refuse webhooks and component_url to the delivery app's metrics, while another local port is served", async () => {
@@ -133,7 +118,7 @@ describe("the platform's own ports with ALLOW_LOOPBACK=true (npm start's default
     const api = client(system, user.apiKey);
     const refused = new RegExp(`:${metricsPort} is a port of this platform's own services on this machine`);
     // Loopback is allowed: a local server's code is fetched.
-    expect((await api.post('/components', { component_url: `http://127.0.0.1:${(internal.address() as AddressInfo).port}/c.mjs` })).status).toBe(200);
+    expect((await api.post('/components', { component_url: `http://127.0.0.1:${internal.port}/c.mjs` })).status).toBe(200);
     const component = await api.post('/components', { component_url: `http://localhost:${metricsPort}/metrics` });
     expect([component.status, component.body.code]).toEqual([400, 'invalid_request']);
     expect(component.body.error).toMatch(refused);

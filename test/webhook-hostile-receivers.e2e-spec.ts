@@ -1,8 +1,8 @@
 import { createServer as createTcpServer, Server as TcpServer, Socket } from 'node:net';
-import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Webhook as Verifier } from 'standardwebhooks';
 import { client, createUser, TestUser } from './support/accounts';
+import { InternalServer } from './support/internal-server';
 import { eventually, freePort, startSystem, System } from './support/system';
 import { Emitter, insertSource, Receiver, subscriptionsLoaded } from './events.helpers';
 
@@ -22,28 +22,22 @@ const logOf = async (system: System, user: TestUser, wh: string): Promise<Log> =
 describe('webhook URLs that spell a loopback address another way (ALLOW_LOOPBACK=false)', () => {
   let system: System;
   let emitter: Emitter;
-  let internal: Server;
-  const hits: string[] = [];
+  let internal: InternalServer;
 
   beforeAll(async () => {
-    internal = createServer((req, res) => {
-      hits.push(`${req.headers.host} ${req.url}`);
-      res.end('internal secret');
-    });
     // Dual-stack on every address: it answers 127.0.0.1, ::1 and this machine's interfaces alike.
-    await new Promise<void>((r) => internal.listen(0, '::', r));
+    internal = await new InternalServer('internal secret').start('::');
     system = await startSystem({ ALLOW_LOOPBACK: 'false', WEBHOOK_RETRY_SCHEDULE: '100ms', DELIVERY_METRICS_PORT: String(await freePort()) }, { apps: ['api', 'delivery'] });
     emitter = await Emitter.connect(system);
   });
   afterAll(async () => {
     await emitter?.close();
     await system?.stop();
-    internal?.closeAllConnections();
-    await new Promise<void>((r) => (internal ? internal.close(() => r()) : r()));
+    await internal?.stop();
   });
 
   it('refuses every spelling before connecting: nothing reaches the internal service or the delivery log', async () => {
-    const port = (internal.address() as AddressInfo).port;
+    const port = internal.port;
     const hosts = ['localhost', 'localhost.', '[::1]', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[0:0:0:0:0:ffff:127.0.0.1]', '[::127.0.0.1]', '[64:ff9b::127.0.0.1]',
       '2130706433', '0177.0.0.1', '0x7f.1', '127.1', '127.0.0.1.', '0.0.0.0', '0', '[::]', 'user:pass@127.0.0.1', '%31%32%37.0.0.1', 'LOCALHOST'];
     const user = createUser(system);
@@ -60,10 +54,10 @@ describe('webhook URLs that spell a loopback address another way (ALLOW_LOOPBACK
       expect({ host: h.host, answered: log.filter((x) => x.response_code !== null || x.response_body) }).toEqual({ host: h.host, answered: [] });
       expect({ host: h.host, errors: log.filter((x) => !/refused to connect|ENOTFOUND|EAI_AGAIN|ENODATA/.test(x.error ?? '')).map((x) => x.error) }).toEqual({ host: h.host, errors: [] });
     }
-    expect(hits).toEqual([]);
+    expect(internal.hits).toEqual([]);
   });
   it("names the host of a refused name, never the address the platform's resolver gave for it (internal DNS stays unread)", async () => {
-    const port = (internal.address() as AddressInfo).port;
+    const port = internal.port;
     const user = createUser(system);
     const src = await insertSource(system, user.id);
     const wh = await hook(system, user, src, `http://localhost:${port}/probe`);
