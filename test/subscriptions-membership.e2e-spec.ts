@@ -1,5 +1,6 @@
 import { admin, client, createUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
+import { receiversOfBlock } from './support/webhook-receivers';
 import { Receiver, sql, subscriptionsLoaded } from './events.helpers';
 
 /**
@@ -20,21 +21,16 @@ const LOGS_AND_THROWS = `module.exports = {
 
 describe('subscriptions after an org membership ends', () => {
   let system: System;
-  const receivers: Receiver[] = [];
+
+  const receiver = receiversOfBlock();
 
   beforeAll(async () => {
     system = await startSystem({ DELIVERY_METRICS_PORT: String(await freePort()) });
   });
   afterAll(async () => {
-    for (const r of receivers) await r.stop();
     await system?.stop();
   });
 
-  const receiver = async (): Promise<Receiver> => {
-    const r = await new Receiver().start();
-    receivers.push(r);
-    return r;
-  };
   const numbers = (r: Receiver): string[] => r.received.map((x) => /"n":(\d+)/.exec(x.body)?.[1] ?? '?');
   const loaded = async (): Promise<number> => ((await (await fetch(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/healthz`)).json()) as { subscriptions: number }).subscriptions;
 

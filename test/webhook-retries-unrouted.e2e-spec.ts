@@ -2,6 +2,7 @@ import { DeliveryMessage, EmittedEvent, encodeJson, newId } from '@app/contracts
 import { admin, client, createUser } from './support/accounts';
 import { scrapeMetrics } from './support/metrics';
 import { eventually, freePort, startSystem, System } from './support/system';
+import { receiversOfBlock } from './support/webhook-receivers';
 import { Emitter, insertSource, Receiver, sql, subscriptionsLoaded } from './events.helpers';
 
 /**
@@ -14,7 +15,8 @@ describe('waiting webhook deliveries of a route that went', () => {
   let system: System;
   let emitter: Emitter;
   let metricsUrl: string;
-  const receivers: Receiver[] = [];
+
+  const receiver = receiversOfBlock();
 
   beforeAll(async () => {
     const port = await freePort();
@@ -23,16 +25,10 @@ describe('waiting webhook deliveries of a route that went', () => {
     emitter = await Emitter.connect(system);
   });
   afterAll(async () => {
-    for (const r of receivers) await r.stop();
     await emitter?.close();
     await system?.stop();
   });
 
-  const receiver = async (): Promise<Receiver> => {
-    const r = await new Receiver().start();
-    receivers.push(r);
-    return r;
-  };
   const numbers = (r: Receiver): Set<string> => new Set(r.received.map((x) => /"n":(\d+)/.exec(x.body)?.[1] ?? '?'));
   const loaded = async (): Promise<number> => ((await (await fetch(`http://127.0.0.1:${system.env.DELIVERY_METRICS_PORT}/healthz`)).json()) as { subscriptions: number }).subscriptions;
   const unrouted = async (): Promise<number> => (await scrapeMetrics(metricsUrl))['delivery_webhook_attempts_total{outcome="unrouted"}'] ?? 0;

@@ -3,7 +3,8 @@ import { natsAdmin } from './support/env';
 import { Names } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
-import { Emitter, insertSource, Receiver, sql, subscriptionsLoaded } from './events.helpers';
+import { receiversOfBlock, wireWebhook } from './support/webhook-receivers';
+import { Emitter, Receiver, sql, subscriptionsLoaded } from './events.helpers';
 
 type Api = ReturnType<typeof client>;
 
@@ -20,7 +21,8 @@ describe('webhook retry queue: bounded consumer, catch-up, attempts', () => {
   let user: TestUser;
   let api: Api;
   let nc: NatsConnection;
-  const receivers: Receiver[] = [];
+
+  const receiver = receiversOfBlock();
 
   beforeAll(async () => {
     system = await startSystem(
@@ -33,26 +35,12 @@ describe('webhook retry queue: bounded consumer, catch-up, attempts', () => {
     api = client(system, user.apiKey);
   });
   afterAll(async () => {
-    await Promise.all(receivers.map((r) => r.stop()));
     await emitter?.close();
     await nc?.close();
     await system?.stop();
   });
 
-  const receiver = async (): Promise<Receiver> => {
-    const r = await new Receiver().start();
-    receivers.push(r);
-    return r;
-  };
-  const wire = async (r: Receiver): Promise<{ src: string; wh: string }> => {
-    const src = await insertSource(system, user.id);
-    const created = await api.post(`/webhooks?url=${encodeURIComponent(r.url)}`);
-    expect(created.status).toBe(200);
-    const wh = created.body.data.id;
-    expect((await api.post('/subscriptions', { emitter_id: src, listener_id: wh })).status).toBe(200);
-    await subscriptionsLoaded(system);
-    return { src, wh };
-  };
+  const wire = (r: Receiver) => wireWebhook(system, user, r);
   const deliveries = async (wh: string): Promise<Array<Record<string, unknown>>> => (await api.get(`/webhooks/${wh}/deliveries?limit=100`)).body.data;
   const waiting = async (wh: string): Promise<number> =>
     (await sql<{ n: number }>(system, `select count(*)::int as n from webhook_retries where webhook_id = $1`, [wh]))[0].n;

@@ -3,7 +3,8 @@ import { Webhook as Verifier } from 'standardwebhooks';
 import { encryptValue } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
-import { Answer, Emitter, insertSource, Receiver, sql, subscriptionsLoaded } from './events.helpers';
+import { receiversOfBlock, wireWebhook } from './support/webhook-receivers';
+import { Answer, Emitter, Receiver, sql, subscriptionsLoaded } from './events.helpers';
 
 type Api = ReturnType<typeof client>;
 
@@ -12,7 +13,8 @@ describe('webhooks: API and signed, retried delivery', () => {
   let emitter: Emitter;
   let user: TestUser;
   let api: Api;
-  const receivers: Receiver[] = [];
+
+  const receiver = receiversOfBlock();
 
   beforeAll(async () => {
     system = await startSystem({ WEBHOOK_RETRY_SCHEDULE: '200ms,400ms', WEBHOOK_TIMEOUT_MS: '2000', DELIVERY_METRICS_PORT: String(await freePort()) }, { apps: ['api', 'delivery'] });
@@ -21,26 +23,11 @@ describe('webhooks: API and signed, retried delivery', () => {
     api = client(system, user.apiKey);
   });
   afterAll(async () => {
-    await Promise.all(receivers.map((r) => r.stop()));
     await emitter?.close();
     await system?.stop();
   });
 
-  const receiver = async (): Promise<Receiver> => {
-    const r = await new Receiver().start();
-    receivers.push(r);
-    return r;
-  };
-  /** A source subscribed to a new webhook pointing at `r`; returns both ids and the secret. */
-  const wire = async (r: Receiver): Promise<{ src: string; wh: string; secret: string }> => {
-    const src = await insertSource(system, user.id);
-    const created = await api.post(`/webhooks?url=${encodeURIComponent(r.url)}`);
-    expect(created.status).toBe(200);
-    const wh = created.body.data.id;
-    expect((await api.post('/subscriptions', { emitter_id: src, listener_id: wh })).status).toBe(200);
-    await subscriptionsLoaded(system);
-    return { src, wh, secret: created.body.data.secret };
-  };
+  const wire = (r: Receiver) => wireWebhook(system, user, r);
   const deliveries = async (wh: string): Promise<Array<Record<string, unknown>>> => (await api.get(`/webhooks/${wh}/deliveries?limit=100`)).body.data;
 
   it('creates a webhook with the spec fields and returns the secret only once', async () => {
@@ -225,21 +212,21 @@ describe('webhooks: API and signed, retried delivery', () => {
     expect(hung.received.length).toBe(64);
   });
   it('a signing secret that SECRETS_KEY cannot decrypt fails only that webhook\'s attempts (logged, retried); delivery starts and serves the others', async () => {
-    const broken = await wire(await receiver());
-    const healthy = await wire(await receiver());
+    const [brokenReceiver, healthyReceiver] = [await receiver(), await receiver()];
+    const broken = await wire(brokenReceiver);
+    const healthy = await wire(healthyReceiver);
     const foreign = encryptValue(randomBytes(32), 'whsec_c2VjcmV0LWZyb20tYW5vdGhlci1rZXk=');
     await sql(system, 'update webhooks set secret = $1 where id = $2', [JSON.stringify(foreign), broken.wh]);
     await system.stopApp('delivery');
     await system.startApp('delivery', 'delivery');
     await emitter.emit(broken.src, user.id, { to: 'broken' });
     await emitter.emit(healthy.src, user.id, { to: 'healthy' });
-    const got = receivers[receivers.length - 1];
-    await eventually(async () => got.received.length > 0, { what: 'the healthy webhook\'s delivery' });
+    await eventually(async () => healthyReceiver.received.length > 0, { what: 'the healthy webhook\'s delivery' });
     const attempts = await eventually(async () => {
       const rows = await deliveries(broken.wh);
       return rows.length ? rows : undefined;
     }, { what: 'a failed attempt of the broken webhook' });
     expect(attempts[0]).toEqual(expect.objectContaining({ status: 'failed', error: expect.stringContaining('SECRETS_KEY') }));
-    expect(receivers[receivers.length - 2].received).toHaveLength(0);
+    expect(brokenReceiver.received).toHaveLength(0);
   });
 });
