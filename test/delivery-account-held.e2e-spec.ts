@@ -1,5 +1,6 @@
 import { client, createUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
+import { HungReceiver } from './support/hung-receiver';
 import { scrapeMetrics } from './support/metrics';
 import { Emitter, insertSource, Receiver, subscriptionsLoaded } from './events.helpers';
 
@@ -21,10 +22,8 @@ const B_EVENTS = 5;
 describe("one account's hung webhooks do not stop another account's queued deliveries", () => {
   let system: System;
   let emitter: Emitter;
-  let hung: Receiver;
+  let hung: HungReceiver;
   let healthy: Receiver;
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
 
   beforeAll(async () => {
     system = await startSystem(
@@ -38,20 +37,11 @@ describe("one account's hung webhooks do not stop another account's queued deliv
       { apps: ['api', 'delivery'] },
     );
     emitter = await Emitter.connect(system);
-    // On every loopback address: each webhook its own origin. Each webhook's first request fails (its later
-    // events take DELIVERIES), every later one hangs.
-    hung = await new Receiver().start('0.0.0.0');
-    const failed = new Set<string>();
-    hung.respond = (r) => {
-      if (failed.has(String(r.headers.host))) return released.then(() => ({ status: 200 }));
-      failed.add(String(r.headers.host));
-      return { status: 500 };
-    };
+    hung = await new HungReceiver().start();
     healthy = await new Receiver().start();
     healthy.respond = (_r, n) => ({ status: n === 1 ? 503 : 200 });
   });
   afterAll(async () => {
-    release();
     await hung?.stop();
     await healthy?.stop();
     await emitter?.close();
@@ -102,9 +92,8 @@ describe("one account's hung webhooks do not stop another account's queued deliv
     expect(hung.received.length - A_WEBHOOKS).toBeLessThanOrEqual(HELD_PER_ACCOUNT);
 
     // Once A's receivers answer, each of its deliveries arrives once: none held back was lost.
-    release();
-    const pairs = (): Set<string> => new Set(hung.received.map((r) => `${String(r.headers.host)}|${String(r.headers['x-pd-event-id'])}`));
-    await eventually(async () => pairs().size === A_WEBHOOKS * (A_EVENTS + 1), { what: "all of A's deliveries", timeoutMs: 60_000 });
+    hung.release();
+    await eventually(async () => hung.deliveries().size === A_WEBHOOKS * (A_EVENTS + 1), { what: "all of A's deliveries", timeoutMs: 60_000 });
     expect(hung.received.length).toBe(A_WEBHOOKS * (A_EVENTS + 2)); // each webhook's failed first attempt, then each event once
   });
 });

@@ -2,8 +2,9 @@ import type { ConsumerInfo } from 'nats';
 import { Names } from '@app/contracts';
 import { client, createUser } from './support/accounts';
 import { eventually, freePort, startSystem, System } from './support/system';
+import { HungReceiver } from './support/hung-receiver';
 import { scrapeMetrics } from './support/metrics';
-import { Emitter, insertSource, Receiver, sql, subscriptionsLoaded } from './events.helpers';
+import { Emitter, insertSource, sql, subscriptionsLoaded } from './events.helpers';
 import { HELD_MAX } from '../apps/delivery/src/webhooks-out/webhook-sender.service';
 
 const A_EVENTS = 10_000;
@@ -22,9 +23,7 @@ const B_EVENTS = 1000;
 describe("a slow webhook's pushed-back excess leaves the consumer's pending messages", () => {
   let system: System;
   let emitter: Emitter;
-  let hung: Receiver;
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
+  let hung: HungReceiver;
 
   beforeAll(async () => {
     system = await startSystem(
@@ -32,18 +31,9 @@ describe("a slow webhook's pushed-back excess leaves the consumer's pending mess
       { apps: ['api', 'delivery'] },
     );
     emitter = await Emitter.connect(system);
-    // On every loopback address: each webhook its own origin. Each webhook's first request fails (its later
-    // events take DELIVERIES), every later one hangs until the test releases them.
-    hung = await new Receiver().start('0.0.0.0');
-    const failed = new Set<string>();
-    hung.respond = (r) => {
-      if (failed.has(String(r.headers.host))) return released.then(() => ({ status: 200 }));
-      failed.add(String(r.headers.host));
-      return { status: 500 };
-    };
+    hung = await new HungReceiver().start();
   });
   afterAll(async () => {
-    release();
     await hung?.stop();
     await emitter?.close();
     await system?.stop();
@@ -96,10 +86,9 @@ describe("a slow webhook's pushed-back excess leaves the consumer's pending mess
 
     // Once the receivers answer, each delivery arrives once: none pushed back was lost (parked ones are due
     // up to 36 s later).
-    release();
+    hung.release();
     const total = (1 + A_EVENTS) + B_WEBHOOKS * (1 + B_EVENTS);
-    const pairs = (): Set<string> => new Set(hung.received.map((r) => `${String(r.headers.host)}|${String(r.headers['x-pd-event-id'])}`));
-    await eventually(async () => pairs().size === total, { what: `all ${total} deliveries`, timeoutMs: 120_000 });
+    await eventually(async () => hung.deliveries().size === total, { what: `all ${total} deliveries`, timeoutMs: 120_000 });
     expect(hung.received.length).toBe(total + 1 + B_WEBHOOKS); // each webhook's failed first attempt, then each event once
   });
 });
