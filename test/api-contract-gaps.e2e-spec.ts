@@ -1,6 +1,6 @@
 import { connect } from 'nats';
 import { decodeJson, Names, partitionOf } from '@app/contracts';
-import { apiOnlySystem } from './support/api-only-system';
+import { apiOnlySystem } from './support/system-with-user';
 import { natsAdmin } from './support/env';
 import { HTTP_SOURCE } from './support/components';
 import { rawRequest } from './support/raw-http';

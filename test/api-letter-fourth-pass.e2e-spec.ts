@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { admin } from './support/accounts';
-import { apiOnlySystem } from './support/api-only-system';
+import { apiOnlySystem } from './support/system-with-user';
 import { HTTP_SOURCE } from './support/components';
 import { rawRequest } from './support/raw-http';
 

@@ -1,5 +1,5 @@
 import { gzipSync } from 'node:zlib';
-import { apiOnlySystem } from './support/api-only-system';
+import { apiOnlySystem } from './support/system-with-user';
 import { HTTP_SOURCE } from './support/components';
 import { fillPath, Json, operationsOf } from './support/openapi-requests';
 import { rawRequest } from './support/raw-http';

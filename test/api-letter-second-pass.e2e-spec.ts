@@ -1,5 +1,5 @@
 import { admin } from './support/accounts';
-import { apiOnlySystem } from './support/api-only-system';
+import { apiOnlySystem } from './support/system-with-user';
 
 const HOOK = 'module.exports = { name: "Hooked", version: "1", props: { github: { type: "app", app: "github" }, hook: { type: "$.interface.apphook", appProp: "github", eventNames: ["push"] } }, async run(e) { this.$emit(e) } };';
 

@@ -1,5 +1,5 @@
 import { admin } from './support/accounts';
-import { apiOnlySystem } from './support/api-only-system';
+import { apiOnlySystem } from './support/system-with-user';
 import { insertSource, sql } from './events.helpers';
 
 /** What an audit of the REST API against the spec, to the letter, found answered otherwise than the spec and docs say. */

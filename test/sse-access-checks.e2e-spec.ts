@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { apiOnlySystemWithEmitter } from './support/api-only-system';
+import { apiOnlySystemWithEmitter } from './support/system-with-user';
 import { eventually } from './support/system';
 import { openStream } from './support/sse-stream';
 import { insertSource } from './events.helpers';

@@ -1,4 +1,4 @@
-import { apiOnlySystemWithEmitter } from './support/api-only-system';
+import { apiOnlySystemWithEmitter } from './support/system-with-user';
 import { emitsConsumersOf } from './support/emits-consumers';
 import { openStream } from './support/sse-stream';
 import { eventually } from './support/system';

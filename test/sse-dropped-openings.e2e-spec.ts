@@ -1,6 +1,7 @@
 import { connect as netConnect } from 'node:net';
-import { client, createUser, TestUser } from './support/accounts';
-import { eventually, startSystem, System } from './support/system';
+import { client } from './support/accounts';
+import { apiOnlySystem } from './support/system-with-user';
+import { eventually } from './support/system';
 import { insertSource } from './events.helpers';
 
 /**
@@ -12,30 +13,21 @@ import { insertSource } from './events.helpers';
  */
 describe('an event stream whose client leaves while it opens', () => {
   const MAX = 5;
-  let system: System;
-  let user: TestUser;
-
-  beforeAll(async () => {
-    system = await startSystem({ SSE_MAX_STREAMS_PER_KEY: String(MAX), SSE_KEEPALIVE_MS: '300' }, { apps: ['api'] });
-    user = createUser(system);
-  });
-  afterAll(async () => {
-    await system?.stop();
-  });
+  const ctx = apiOnlySystem({ SSE_MAX_STREAMS_PER_KEY: String(MAX), SSE_KEEPALIVE_MS: '300' });
 
   /** Sends a stream's request and closes the socket `ms` later, whatever was answered. */
   const dropAfter = (path: string, ms: number): Promise<void> =>
     new Promise((resolve) => {
-      const socket = netConnect({ port: Number(new URL(system.origin).port), host: '127.0.0.1' }, () => {
-        socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${user.apiKey}\r\n\r\n`);
+      const socket = netConnect({ port: Number(new URL(ctx.system.origin).port), host: '127.0.0.1' }, () => {
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${ctx.user.apiKey}\r\n\r\n`);
         setTimeout(() => (socket.destroy(), resolve()), ms);
       });
       socket.on('error', () => resolve());
     });
 
   it('gives back its place in SSE_MAX_STREAMS_PER_KEY', async () => {
-    const src = await insertSource(system, user.id);
-    const flow = await client(system, user.apiKey).post('/workflows', { name: 'f', trigger: { manual: {} }, steps: [{ name: 's', code: 'export default { async run() {} }' }] });
+    const src = await insertSource(ctx.system, ctx.user.id);
+    const flow = await client(ctx.system, ctx.user.apiKey).post('/workflows', { name: 'f', trigger: { manual: {} }, steps: [{ name: 's', code: 'export default { async run() {} }' }] });
     expect(flow.status).toBe(200);
     const paths = [`/sse/dc/${src}/emits`, `/sse/dc/${src}/observations`, `/sources/${src}/sse`, `/sse/p/${flow.body.data.id}/sse`];
     // Dropped at every moment of the opening, a few at a time (never more than MAX at once: the key may hold those).
@@ -43,7 +35,7 @@ describe('an event stream whose client leaves while it opens', () => {
 
     const opened = await eventually(async () => {
       const acs = Array.from({ length: MAX }, () => new AbortController());
-      const answers = await Promise.all(acs.map((ac, i) => fetch(`${system.origin}${paths[i % 3]}`, { headers: { authorization: `Bearer ${user.apiKey}` }, signal: ac.signal })));
+      const answers = await Promise.all(acs.map((ac, i) => fetch(`${ctx.system.origin}${paths[i % 3]}`, { headers: { authorization: `Bearer ${ctx.user.apiKey}` }, signal: ac.signal })));
       const ok = answers.every((r) => r.status === 200);
       acs.forEach((ac) => ac.abort());
       return ok ? answers.length : undefined;

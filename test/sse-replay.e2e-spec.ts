@@ -1,4 +1,4 @@
-import { apiOnlySystemWithEmitter } from './support/api-only-system';
+import { apiOnlySystemWithEmitter } from './support/system-with-user';
 import { eventually } from './support/system';
 import { openStream } from './support/sse-stream';
 import { insertSource } from './events.helpers';

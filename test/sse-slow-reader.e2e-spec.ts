@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { connect as netConnect, Socket } from 'node:net';
 import { BATCH_BYTES } from '@app/nats';
-import { apiOnlySystemWithEmitter } from './support/api-only-system';
+import { apiOnlySystemWithEmitter } from './support/system-with-user';
 import { emitsConsumersOf } from './support/emits-consumers';
 import { eventually } from './support/system';
 import { insertSource } from './events.helpers';

@@ -1,6 +1,6 @@
 import { EmittedEvent } from '@app/contracts';
 import { createUser } from './support/accounts';
-import { apiOnlySystemWithEmitter } from './support/api-only-system';
+import { apiOnlySystemWithEmitter } from './support/system-with-user';
 import { eventually } from './support/system';
 import { Frame, openStream } from './support/sse-stream';
 import { insertSource } from './events.helpers';

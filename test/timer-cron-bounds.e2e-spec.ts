@@ -1,6 +1,5 @@
-import { client, createUser, TestUser } from './support/accounts';
+import { apiOnlySystem } from './support/system-with-user';
 import { TIMER_SOURCE } from './support/components';
-import { startSystem, System } from './support/system';
 
 /** Every minute, hour, day, month and weekday written out: the longest cron anyone needs (386 characters). */
 const LONGEST_USEFUL = [
@@ -19,31 +18,21 @@ const HUGE = `${Array.from({ length: 20_000 }, (_, i) => i % 60).join(',')} * * 
  * sources most of a second, for every tenant waiting on that api. A cron is at most 1,000 characters.
  */
 describe('timer crons: bounded length', () => {
-  let system: System;
-  let user: TestUser;
-
-  beforeAll(async () => {
-    system = await startSystem({}, { apps: ['api'] });
-    user = createUser(system);
-  });
-  afterAll(async () => {
-    await system?.stop();
-  });
+  const ctx = apiOnlySystem();
 
   it('refuses a cron longer than 1,000 characters on create, update and in a workflow, and takes every useful one', async () => {
-    const api = client(system, user.apiKey);
     expect(LONGEST_USEFUL.length).toBeLessThan(1000);
-    const ok = await api.post('/sources', { component_code: TIMER_SOURCE, configured_props: { timer: { cron: LONGEST_USEFUL } } });
+    const ok = await ctx.api.post('/sources', { component_code: TIMER_SOURCE, configured_props: { timer: { cron: LONGEST_USEFUL } } });
     expect(ok.status).toBe(200);
     expect(ok.body.data.configured_props.timer).toEqual({ cron: LONGEST_USEFUL, interval_seconds: 60 });
 
     const refusal = { error: 'configured_props.timer: cron must be at most 1000 characters', code: 'invalid_props', details: { prop: 'timer' } };
-    const created = await api.post('/sources', { component_code: TIMER_SOURCE, configured_props: { timer: { cron: HUGE } } });
+    const created = await ctx.api.post('/sources', { component_code: TIMER_SOURCE, configured_props: { timer: { cron: HUGE } } });
     expect({ status: created.status, body: created.body }).toEqual({ status: 400, body: refusal });
-    const updated = await api.put(`/sources/${ok.body.data.id}`, { component_id: ok.body.data.component_id, configured_props: { timer: { cron: HUGE } } });
+    const updated = await ctx.api.put(`/sources/${ok.body.data.id}`, { component_id: ok.body.data.component_id, configured_props: { timer: { cron: HUGE } } });
     expect({ status: updated.status, body: updated.body }).toEqual({ status: 400, body: refusal });
 
-    const flow = await api.post('/workflows', { name: 'w', trigger: { timer: { cron: HUGE } }, steps: [{ name: 's', code: 'export default { async run() {} }' }] });
+    const flow = await ctx.api.post('/workflows', { name: 'w', trigger: { timer: { cron: HUGE } }, steps: [{ name: 's', code: 'export default { async run() {} }' }] });
     expect(flow.status).toBe(400);
     expect(flow.body.error).toMatch(/cron must be at most 1000 characters/);
   });

@@ -1,5 +1,5 @@
-import { client, createUser, TestUser } from './support/accounts';
-import { startSystem, System } from './support/system';
+import { client, createUser } from './support/accounts';
+import { apiOnlySystem } from './support/system-with-user';
 
 /**
  * The workflow API against a hostile tenant: an error quotes at most a few hundred characters of a value the
@@ -13,18 +13,8 @@ const TYPED = 'export default defineComponent({ props: { n: { type: "integer" } 
 const HUGE = 'a'.repeat(1024 * 1024);
 
 describe('workflow API against a hostile tenant', () => {
-  let system: System;
-  let user: TestUser;
+  const ctx = apiOnlySystem();
 
-  beforeAll(async () => {
-    system = await startSystem({}, { apps: ['api'] });
-    user = createUser(system);
-  });
-  afterAll(async () => {
-    await system?.stop();
-  });
-
-  const api = () => client(system, user.apiKey);
   const steps = [{ name: 'a', code: STEP }];
 
   it('quotes at most a few hundred characters of a 1 MB value in its error, whichever field it is in', async () => {
@@ -42,35 +32,35 @@ describe('workflow API against a hostile tenant', () => {
     ];
     const answers = [];
     for (const [i, body] of bodies.entries()) {
-      const res = await api().post('/workflows', { name: `huge-${i}`, ...body });
+      const res = await ctx.api.post('/workflows', { name: `huge-${i}`, ...body });
       answers.push({ i, status: res.status, code: res.body.code, short: JSON.stringify(res.body).length < 1000 });
     }
     expect(answers).toEqual(bodies.map((_, i) => ({ i, status: 400, code: 'invalid_workflow', short: true })));
   });
 
   it("refuses to change or delete a workflow's trigger source through /sources (409 naming the workflow); the workflow's deploys and delete still do", async () => {
-    expect((await api().post('/components', { component_code: SOURCE })).status).toBe(200);
-    const created = await api().post('/workflows', { name: 'managed', trigger: { source: { key: 'wf-hostile-trigger', props: { n: 1 } } }, steps });
+    expect((await ctx.api.post('/components', { component_code: SOURCE })).status).toBe(200);
+    const created = await ctx.api.post('/workflows', { name: 'managed', trigger: { source: { key: 'wf-hostile-trigger', props: { n: 1 } } }, steps });
     expect(created.status).toBe(200);
     const wf = created.body.data.id as string;
     const managed = created.body.data.trigger.source as string;
-    const before = (await api().get(`/sources/${managed}`)).body.data;
+    const before = (await ctx.api.get(`/sources/${managed}`)).body.data;
     const refusal = { code: 'conflict', details: { id: managed, workflow_id: wf } };
-    const put = await api().put(`/sources/${managed}`, { component_id: before.component_id, configured_props: { n: 2 }, active: false });
+    const put = await ctx.api.put(`/sources/${managed}`, { component_id: before.component_id, configured_props: { n: 2 }, active: false });
     expect({ status: put.status, code: put.body.code, details: put.body.details }).toEqual({ status: 409, ...refusal });
     expect(put.body.error).toContain(`PUT /v1/workflows/${wf}`);
-    const del = await api().del(`/sources/${managed}`);
+    const del = await ctx.api.del(`/sources/${managed}`);
     expect({ status: del.status, code: del.body.code, details: del.body.details }).toEqual({ status: 409, ...refusal });
-    const after = (await api().get(`/sources/${managed}`)).body.data;
+    const after = (await ctx.api.get(`/sources/${managed}`)).body.data;
     expect({ active: after.active, props: after.configured_props }).toEqual({ active: before.active, props: before.configured_props });
     // Another account still sees nothing of it.
-    const other = client(system, createUser(system).apiKey);
+    const other = client(ctx.system, createUser(ctx.system).apiKey);
     expect((await other.del(`/sources/${managed}`)).status).toBe(404);
     // A deploy updates it in place; one that drops the inline source deletes it.
-    const redeployed = await api().put(`/workflows/${wf}`, { name: 'managed', trigger: { source: { key: 'wf-hostile-trigger', props: { n: 3 } } }, steps });
+    const redeployed = await ctx.api.put(`/workflows/${wf}`, { name: 'managed', trigger: { source: { key: 'wf-hostile-trigger', props: { n: 3 } } }, steps });
     expect({ status: redeployed.status, source: redeployed.body.data?.trigger.source }).toEqual({ status: 200, source: managed });
-    expect((await api().get(`/sources/${managed}`)).body.data.configured_props).toEqual({ n: 3 });
-    expect((await api().put(`/workflows/${wf}`, { name: 'managed', trigger: { manual: {} }, steps })).status).toBe(200);
-    expect((await api().get(`/sources/${managed}`)).status).toBe(404);
+    expect((await ctx.api.get(`/sources/${managed}`)).body.data.configured_props).toEqual({ n: 3 });
+    expect((await ctx.api.put(`/workflows/${wf}`, { name: 'managed', trigger: { manual: {} }, steps })).status).toBe(200);
+    expect((await ctx.api.get(`/sources/${managed}`)).status).toBe(404);
   });
 });
