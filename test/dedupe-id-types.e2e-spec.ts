@@ -1,5 +1,5 @@
-import { client, createUser, TestUser } from './support/accounts';
-import { eventually, startSystem, System } from './support/system';
+import { systemWithUser } from './support/system-with-user';
+import { eventually } from './support/system';
 
 /**
  * Dedupe ids are strings or numbers (the spec's `$emit` table). An id of another JSON type (an object, an array, a
@@ -14,23 +14,15 @@ const deduper = (strategy: string) => `module.exports = {
 };`;
 
 describe('dedupe ids that are neither strings nor numbers', () => {
-  let system: System;
-  let user: TestUser;
+  const ctx = systemWithUser();
 
-  beforeAll(async () => {
-    system = await startSystem();
-    user = createUser(system);
-  });
-  afterAll(() => system?.stop());
-
-  const api = () => client(system, user.apiKey);
   type Summary = { event: { n?: number; error?: { name: string; message: string } } };
   const summaries = async (id: string, eventName: string): Promise<Summary[]> =>
-    ((await api().get(`/sources/${id}/event_summaries?limit=100&expand=event&event_name=${encodeURIComponent(eventName)}`)).body?.data ?? []).slice().reverse();
-  const run = async (id: string, items: unknown[]) => expect((await api().post(`/sources/${id}/run`, { event: { items } })).status).toBe(202);
+    ((await ctx.api.get(`/sources/${id}/event_summaries?limit=100&expand=event&event_name=${encodeURIComponent(eventName)}`)).body?.data ?? []).slice().reverse();
+  const run = async (id: string, items: unknown[]) => expect((await ctx.api.post(`/sources/${id}/run`, { event: { items } })).status).toBe(202);
 
   it.each(['unique', 'greatest', 'last'])('under "%s", an object, array or boolean id is a DedupeError; string and number ids go on', async (strategy) => {
-    const created = await api().post('/sources', { component_code: deduper(strategy) });
+    const created = await ctx.api.post('/sources', { component_code: deduper(strategy) });
     expect(created.status).toBe(200);
     const id = created.body.data.id;
     await run(id, [{ n: 1, id: { guid: 'a' } }, { n: 2, id: { guid: 'b' } }, { n: 3, id: [7] }, { n: 4, id: true }, { n: 5, id: 10 }]);
@@ -43,6 +35,6 @@ describe('dedupe ids that are neither strings nor numbers', () => {
     expect(errors.map((e) => [e.event.error?.name, e.event.error?.message])).toEqual(
       ['an object', 'an object', 'an array', 'a boolean'].map((kind) => ['DedupeError', `event not emitted: the "${strategy}" dedupe strategy needs a string or number id, got ${kind}`]),
     );
-    expect(system.logs('runner')).not.toMatch(/is not a function|actor job failed/);
+    expect(ctx.system.logs('runner')).not.toMatch(/is not a function|actor job failed/);
   });
 });

@@ -1,7 +1,7 @@
-import { client, createUser, TestUser } from './support/accounts';
+import { systemWithUser } from './support/system-with-user';
 import { desiredState } from './support/components';
 import { sql } from './events.helpers';
-import { eventually, startSystem, System } from './support/system';
+import { eventually } from './support/system';
 
 /**
  * A `secret: true` prop with `withLabel: true` chosen in Pipedream's label-value form (`{ "__lv": { label, value } }`)
@@ -17,44 +17,35 @@ const LABELLED = `export default {
 };`;
 
 describe('sources: a labelled (withLabel) secret prop', () => {
-  let system: System;
-  let user: TestUser;
-
-  beforeAll(async () => {
-    system = await startSystem();
-    user = createUser(system);
-  });
-  afterAll(() => system?.stop());
+  const ctx = systemWithUser();
 
   it('stores { label, value } encrypted, answers the mask, and the run reads both', async () => {
-    const api = client(system, user.apiKey);
-    const created = await api.post('/sources', { component_code: LABELLED, configured_props: { token: { __lv: { label: 'Work key', value: 'labelled-secret-1' } } } });
+    const created = await ctx.api.post('/sources', { component_code: LABELLED, configured_props: { token: { __lv: { label: 'Work key', value: 'labelled-secret-1' } } } });
     expect([created.status, created.body.data?.configured_props]).toEqual([200, { token: '********' }]);
     const id = created.body.data.id;
-    const [row] = await sql<{ configured_props: unknown }>(system, 'select configured_props from sources where id = $1', [id]);
+    const [row] = await sql<{ configured_props: unknown }>(ctx.system, 'select configured_props from sources where id = $1', [id]);
     expect(JSON.stringify(row.configured_props)).not.toContain('labelled-secret-1');
-    const state = await eventually(() => desiredState(system, id), { what: 'the desired state' });
+    const state = await eventually(() => desiredState(ctx.system, id), { what: 'the desired state' });
     expect(JSON.stringify(state)).not.toContain('labelled-secret-1');
 
-    expect((await api.post(`/sources/${id}/run`, { event: {} })).status).toBe(202);
+    expect((await ctx.api.post(`/sources/${id}/run`, { event: {} })).status).toBe(202);
     const [event] = await eventually(async () => {
-      const data = (await api.get(`/sources/${id}/event_summaries?expand=event`)).body?.data ?? [];
+      const data = (await ctx.api.get(`/sources/${id}/event_summaries?expand=event`)).body?.data ?? [];
       return data.length ? data : undefined;
     }, { what: 'the emitted event' });
     expect(event.event).toEqual({ label: 'Work key', value: 'labelled-secret-1' });
   });
 
   it('keeps a labelled value through updates: without configured_props, and with the mask sent back', async () => {
-    const api = client(system, user.apiKey);
-    const created = await api.post('/sources', { component_code: LABELLED, configured_props: { token: { __lv: { label: 'Work key', value: 'labelled-secret-2' } } } });
+    const created = await ctx.api.post('/sources', { component_code: LABELLED, configured_props: { token: { __lv: { label: 'Work key', value: 'labelled-secret-2' } } } });
     const { id, component_id } = created.body.data;
-    const off = await api.put(`/sources/${id}`, { component_id, active: false });
+    const off = await ctx.api.put(`/sources/${id}`, { component_id, active: false });
     expect([off.status, off.body.data?.active, off.body.error]).toEqual([200, false, undefined]);
-    const masked = await api.put(`/sources/${id}`, { component_id, configured_props: { token: '********' } });
+    const masked = await ctx.api.put(`/sources/${id}`, { component_id, configured_props: { token: '********' } });
     expect([masked.status, masked.body.data?.configured_props, masked.body.error]).toEqual([200, { token: '********' }, undefined]);
-    expect((await api.post(`/sources/${id}/run`, { event: {} })).status).toBe(202);
+    expect((await ctx.api.post(`/sources/${id}/run`, { event: {} })).status).toBe(202);
     const [event] = await eventually(async () => {
-      const data = (await api.get(`/sources/${id}/event_summaries?expand=event`)).body?.data ?? [];
+      const data = (await ctx.api.get(`/sources/${id}/event_summaries?expand=event`)).body?.data ?? [];
       return data.length ? data : undefined;
     }, { what: 'the emitted event' });
     expect(event.event).toEqual({ label: 'Work key', value: 'labelled-secret-2' });

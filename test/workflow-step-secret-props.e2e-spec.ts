@@ -1,7 +1,7 @@
-import { client, createUser, TestUser } from './support/accounts';
+import { systemWithUser } from './support/system-with-user';
 import { desiredState } from './support/components';
 import { sql } from './events.helpers';
-import { eventually, startSystem, System } from './support/system';
+import { eventually } from './support/system';
 
 /**
  * A workflow step's props are those of a source: a secret prop — one the component declares or one its
@@ -26,16 +26,8 @@ const STATIC_SOURCE = `export default { name: "Masks", version: "0.0.1", type: "
 type Run = { status: string; deployment_id: string; steps: { inputs: Record<string, unknown>; return_value: unknown }[] };
 
 describe('workflow steps: secret props, those additionalProps() adds included', () => {
-  let system: System;
-  let user: TestUser;
+  const ctx = systemWithUser();
 
-  beforeAll(async () => {
-    system = await startSystem();
-    user = createUser(system);
-  });
-  afterAll(() => system?.stop());
-
-  const api = () => client(system, user.apiKey);
   const definition = (props: Record<string, unknown>, name = 'step-secrets') => ({ name, trigger: { manual: {} }, steps: [{ name: 's', code: STEP, props }] });
   /**
    * A run of the deployment `deploymentId` (the answer of its create or update): the workflow is run again until one
@@ -43,29 +35,29 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
    */
   const runOf = (id: string, deploymentId: string): Promise<Run> =>
     eventually(async () => {
-      const before = ((await api().get(`/workflows/${id}/runs?limit=100`)).body.data as Run[]).length;
-      expect((await api().post(`/workflows/${id}/run`, { event: {} })).status).toBe(202);
+      const before = ((await ctx.api.get(`/workflows/${id}/runs?limit=100`)).body.data as Run[]).length;
+      expect((await ctx.api.post(`/workflows/${id}/run`, { event: {} })).status).toBe(202);
       const runs = await eventually(async () => {
-        const data = (await api().get(`/workflows/${id}/runs?limit=100`)).body.data as Run[];
+        const data = (await ctx.api.get(`/workflows/${id}/runs?limit=100`)).body.data as Run[];
         return data.length > before ? data : undefined;
       }, { what: 'the run record', timeoutMs: 60_000 });
       return runs[0].deployment_id === deploymentId ? runs[0] : undefined;
     }, { what: `a run of deployment ${deploymentId}`, timeoutMs: 120_000, intervalMs: 1000 });
 
   it('refuses a wrong added secret without quoting it, and a prop additionalProps() does not add', async () => {
-    const wrong = await api().post('/workflows', definition({ mode: 'secret', token: 918273645 }, 'refused-1'));
+    const wrong = await ctx.api.post('/workflows', definition({ mode: 'secret', token: 918273645 }, 'refused-1'));
     expect([wrong.status, wrong.body.code, wrong.body.details?.path, wrong.body.error]).toEqual([400, 'invalid_workflow', 'steps[0].props.token', 'steps[0].props.token: must be a string, got a number']);
     expect(wrong.text).not.toContain('918273645');
-    const unknown = await api().post('/workflows', definition({ mode: 'plain', token: 't', label: 'not added' }, 'refused-2'));
+    const unknown = await ctx.api.post('/workflows', definition({ mode: 'plain', token: 't', label: 'not added' }, 'refused-2'));
     expect([unknown.status, unknown.body.code, unknown.body.details?.path]).toEqual([400, 'invalid_workflow', 'steps[0].props.label']);
     const throws = STEP.replace('return this.mode', 'if (this.mode === "boom") throw new Error("no such mode"); return this.mode');
-    const failed = await api().post('/workflows', { name: 'refused-3', trigger: { manual: {} }, steps: [{ name: 's', code: throws, props: { mode: 'boom' } }] });
+    const failed = await ctx.api.post('/workflows', { name: 'refused-3', trigger: { manual: {} }, steps: [{ name: 's', code: throws, props: { mode: 'boom' } }] });
     expect([failed.status, failed.body.code, failed.body.details?.path, failed.body.error]).toEqual([400, 'invalid_workflow', 'steps[0].props', 'steps[0].props: additionalProps() failed: no such mode']);
-    expect(system.logs('api')).not.toContain('918273645');
+    expect(ctx.system.logs('api')).not.toContain('918273645');
   });
 
   it('refuses a template that cannot resolve in a secret or app value without quoting it, and quotes one in a plain value', async () => {
-    const deploy = (props: Record<string, unknown>) => api().post('/workflows', { name: 'templates', trigger: { manual: {} }, steps: [{ name: 'first', code: STATIC_STEP, props }] });
+    const deploy = (props: Record<string, unknown>) => ctx.api.post('/workflows', { name: 'templates', trigger: { manual: {} }, steps: [{ name: 'first', code: STATIC_STEP, props }] });
     const auth = { $auth: { oauth_access_token: 'auth-secret-2' } };
     const cases: [Record<string, unknown>, string, string][] = [
       [{ key: 'pre-{{hunter2-fragment}}-post', slack: auth, note: 'n' }, 'steps[0].props.key', '"{{********}}": a template starts with steps., trigger. or secrets.'],
@@ -81,37 +73,37 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
       answers.push(res.text);
     }
     expect(answers.join('')).not.toMatch(/hunter|leaked/);
-    expect(system.logs('api')).not.toMatch(/hunter|leaked/);
+    expect(ctx.system.logs('api')).not.toMatch(/hunter|leaked/);
   });
 
   it("bounds what the steps' additionalProps() add to one workflow together (each call may add 256 KiB)", async () => {
     const big = 'export default defineComponent({ async additionalProps() { const o = {}; for (let i = 0; i < 100; i++) o["p" + i] = { type: "string", optional: true, description: "d".repeat(2500) }; return o; }, async run() {} });';
     const steps = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `s${i}`, code: big, props: {} }));
-    expect((await api().post('/workflows', { name: 'added-4', trigger: { manual: {} }, steps: steps(4) })).status).toBe(200);
-    const over = await api().post('/workflows', { name: 'added-5', trigger: { manual: {} }, steps: steps(5) });
+    expect((await ctx.api.post('/workflows', { name: 'added-4', trigger: { manual: {} }, steps: steps(4) })).status).toBe(200);
+    const over = await ctx.api.post('/workflows', { name: 'added-5', trigger: { manual: {} }, steps: steps(5) });
     expect([over.status, over.body.code, over.body.details?.path, over.body.details?.max_bytes]).toEqual([413, 'payload_too_large', 'steps[4].props', 1024 * 1024]);
     expect(over.body.error).toMatch(/^steps\[4\]\.props: the props additionalProps\(\) added to the steps so far are \d+ bytes of JSON together; one workflow's may take at most 1048576$/);
   });
 
   it('encrypts an added secret, masks it in answers, and keeps it through a deploy sending the mask while it stays secret', async () => {
-    const created = await api().post('/workflows', definition({ mode: 'secret', token: 'step-secret-1', label: 'shown' }));
+    const created = await ctx.api.post('/workflows', definition({ mode: 'secret', token: 'step-secret-1', label: 'shown' }));
     expect([created.status, created.body.data?.steps?.[0]?.props]).toEqual([200, { mode: 'secret', token: '********', label: 'shown' }]);
     const id = created.body.data.id;
-    const [row] = await sql<{ steps: unknown }>(system, 'select steps from workflows where id = $1', [id]);
+    const [row] = await sql<{ steps: unknown }>(ctx.system, 'select steps from workflows where id = $1', [id]);
     expect(JSON.stringify(row.steps)).not.toContain('step-secret-1');
-    const state = await eventually(() => desiredState(system, id), { what: 'the desired state', timeoutMs: 60_000 });
+    const state = await eventually(() => desiredState(ctx.system, id), { what: 'the desired state', timeoutMs: 60_000 });
     expect(JSON.stringify(state)).not.toContain('step-secret-1');
 
-    const kept = await api().put(`/workflows/${id}`, definition({ mode: 'secret', token: '********' }));
+    const kept = await ctx.api.put(`/workflows/${id}`, definition({ mode: 'secret', token: '********' }));
     expect([kept.status, kept.body.data?.steps?.[0]?.props]).toEqual([200, { mode: 'secret', token: '********' }]);
     const run = await runOf(id, kept.body.data.deployment_id);
     expect([run.status, run.steps[0].return_value, run.steps[0].inputs.token]).toEqual(['success', { token: 'the secret', label: null }, '**********']);
 
     // No longer secret: the mask is a plain string now, taken as the value (the secret is not moved into view).
-    const plain = await api().put(`/workflows/${id}`, definition({ mode: 'plain', token: '********' }));
+    const plain = await ctx.api.put(`/workflows/${id}`, definition({ mode: 'plain', token: '********' }));
     expect([plain.status, plain.body.data?.steps?.[0]?.props]).toEqual([200, { mode: 'plain', token: '********' }]);
     expect((await runOf(id, plain.body.data.deployment_id)).steps[0].return_value).toEqual({ token: '********', label: null });
-    const read = await api().get(`/workflows/${id}`);
+    const read = await ctx.api.get(`/workflows/${id}`);
     expect(JSON.stringify([kept.body, plain.body, read.body])).not.toContain('step-secret-1');
   });
 
@@ -119,22 +111,22 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
     const values = { key: 'static-secret-2', slack: { $auth: { oauth_access_token: 'auth-secret-2' } }, note: 'shown-2' };
     const masks = { key: '********', slack: { $auth: '********' }, note: '********' };
     const step = (props: Record<string, unknown>) => ({ name: 'masks', trigger: { manual: {} }, steps: [{ name: 's', code: STATIC_STEP, props }] });
-    const created = await api().post('/workflows', step(values));
+    const created = await ctx.api.post('/workflows', step(values));
     expect([created.status, created.body.data?.steps?.[0]?.props]).toEqual([200, { ...masks, note: 'shown-2' }]);
     const id = created.body.data.id;
-    const sent = await api().put(`/workflows/${id}`, step(masks));
+    const sent = await ctx.api.put(`/workflows/${id}`, step(masks));
     expect([sent.status, sent.body.data?.steps?.[0]?.props]).toEqual([200, masks]);
     expect((await runOf(id, sent.body.data.deployment_id)).steps[0].return_value).toEqual({ key: true, auth: true, note: '********' });
 
-    const source = await api().post('/sources', { component_code: STATIC_SOURCE, configured_props: values });
+    const source = await ctx.api.post('/sources', { component_code: STATIC_SOURCE, configured_props: values });
     expect([source.status, source.body.data?.configured_props]).toEqual([200, { ...masks, note: 'shown-2' }]);
-    const updated = await api().put(`/sources/${source.body.data.id}`, { component_id: source.body.data.component_id, configured_props: masks });
+    const updated = await ctx.api.put(`/sources/${source.body.data.id}`, { component_id: source.body.data.component_id, configured_props: masks });
     expect([updated.status, updated.body.data?.configured_props]).toEqual([200, masks]);
     // A run of the updated source emits what its code checked (the runner may run it on the former props a moment).
     const expected = JSON.stringify({ key: true, auth: true, note: '********' });
-    const emitted = async () => ((await api().get(`/sources/${source.body.data.id}/event_summaries?expand=event&limit=100`)).body?.data ?? []) as { event: unknown }[];
+    const emitted = async () => ((await ctx.api.get(`/sources/${source.body.data.id}/event_summaries?expand=event&limit=100`)).body?.data ?? []) as { event: unknown }[];
     await eventually(async () => {
-      expect((await api().post(`/sources/${source.body.data.id}/run`, { event: {} })).status).toBe(202);
+      expect((await ctx.api.post(`/sources/${source.body.data.id}/run`, { event: {} })).status).toBe(202);
       return eventually(async () => (await emitted()).some((e) => JSON.stringify(e.event) === expected), { timeoutMs: 15_000 }).catch(() => false);
     }, { what: 'an event of the updated source', timeoutMs: 120_000 });
   });
@@ -144,14 +136,14 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
     const auth = { key: 'k', slack: { $auth: '********' }, note: 'n' };
     const keep = (prop: string, what: string) => `"********" keeps the ${what} stored for ${prop}, and none is: give its value`;
     for (const [props, prop, what] of [[masked, 'key', 'secret'], [auth, 'slack', '$auth']] as const) {
-      const step = await api().post('/workflows', { name: `no-mask-${prop}`, trigger: { manual: {} }, steps: [{ name: 's', code: STATIC_STEP, props }] });
+      const step = await ctx.api.post('/workflows', { name: `no-mask-${prop}`, trigger: { manual: {} }, steps: [{ name: 's', code: STATIC_STEP, props }] });
       expect([step.status, step.body.code, step.body.details?.path, step.body.error]).toEqual([400, 'invalid_workflow', `steps[0].props.${prop}`, `steps[0].props.${prop}: ${keep(prop, what)}`]);
-      const source = await api().post('/sources', { component_code: STATIC_SOURCE, configured_props: props });
+      const source = await ctx.api.post('/sources', { component_code: STATIC_SOURCE, configured_props: props });
       expect([source.status, source.body.code, source.body.details, source.body.error]).toEqual([400, 'invalid_props', { prop }, `configured_props.${prop}: ${keep(prop, what)}`]);
     }
-    const created = await api().post('/workflows', { name: 'renamed', trigger: { manual: {} }, steps: [{ name: 'a', code: STATIC_STEP, props: { ...masked, key: 'k' } }] });
+    const created = await ctx.api.post('/workflows', { name: 'renamed', trigger: { manual: {} }, steps: [{ name: 'a', code: STATIC_STEP, props: { ...masked, key: 'k' } }] });
     expect(created.status).toBe(200);
-    const renamed = await api().put(`/workflows/${created.body.data.id}`, { name: 'renamed', trigger: { manual: {} }, steps: [{ name: 'b', code: STATIC_STEP, props: masked }] });
+    const renamed = await ctx.api.put(`/workflows/${created.body.data.id}`, { name: 'renamed', trigger: { manual: {} }, steps: [{ name: 'b', code: STATIC_STEP, props: masked }] });
     expect([renamed.status, renamed.body.details?.path]).toEqual([400, 'steps[0].props.key']);
   });
 });
