@@ -1,4 +1,7 @@
 import { Client } from 'pg';
+import { connect } from 'nats';
+import { Names, sha256Hex } from '@app/contracts';
+import { natsAdmin } from './support/env';
 import { client, createUser, TestUser } from './support/accounts';
 import { eventually, startSystem, System } from './support/system';
 
@@ -108,7 +111,8 @@ describe('workflows against a hostile tenant, a third pass', () => {
 describe("the api's memory against one account's workflows of large components", () => {
   let system: System;
   beforeAll(async () => {
-    system = await startSystem({}, { apps: [] });
+    // No collector (it would put back code a test removes), and this replica's store of some code trusted for 250 ms only.
+    system = await startSystem({ COMPONENT_GC_INTERVAL_MS: '0', COMPONENT_GC_GRACE_MS: '1000' }, { apps: [] });
     // A heap far smaller than what the answers below read when they read each component's code (48 × 40 MB).
     await system.startApp('api', 'api', { NODE_OPTIONS: '--max-old-space-size=160' });
   });
@@ -136,5 +140,61 @@ describe("the api's memory against one account's workflows of large components",
     expect(answers.map((r) => r.status)).toEqual(Array(48).fill(200));
     expect((await b.get('/users/me/workflows')).status).toBe(200);
     expect(system.procs.get('api')?.exitCode).toBeNull();
+  });
+
+  it('deploys 24 times at once 8 workflows of ten 4 MB steps, and answers another account meanwhile', async () => {
+    const a = client(system, createUser(system).apiKey);
+    const b = client(system, createUser(system).apiKey);
+    const steps: { name: string; action: string }[] = [];
+    for (let i = 0; i < 10; i++) {
+      const code = `export default { name: "deploy ${i}", key: "deploy-${i}", version: "0.0.1", type: "action", props: { n: { type: "integer", optional: true } }, async run() { return ${i}; } };\n// ${String(i).repeat(4_000_000)}`;
+      const c = await a.post('/components', { component_code: code });
+      expect(c.status).toBe(200);
+      steps.push({ name: `s${i}`, action: c.body.data.id });
+    }
+    const ids: string[] = [];
+    for (let w = 0; w < 8; w++) {
+      const wf = await a.post('/workflows', { name: `deploy-${w}`, trigger: { manual: {} }, steps });
+      expect(wf.status).toBe(200);
+      ids.push(wf.body.data.id);
+    }
+    // Each deploy read the ten components whole twice (resolving the steps, publishing them): 24 × 80 MB.
+    const deploys = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => {
+        const props = { n: i };
+        return a.put(`/workflows/${ids[i % 8]}`, { name: `deploy-${i % 8}`, trigger: { manual: {} }, steps: steps.map((s) => ({ ...s, props })) }).catch((e: Error) => ({ status: 0, text: e.message, body: undefined }));
+      }),
+    );
+    expect(deploys.map((r) => r.status)).toEqual(Array(24).fill(200));
+    // Each workflow as one of its three deploys left it.
+    for (const [w, id] of ids.entries()) {
+      const shown = (await a.get(`/workflows/${id}`)).body.data.steps as { component_id: string; props: { n: number } }[];
+      expect(shown.map((s) => s.component_id)).toEqual(steps.map((s) => s.action));
+      expect([w, w + 8, w + 16]).toContain(shown[0].props.n);
+      expect(new Set(shown.map((s) => s.props.n)).size).toBe(1);
+    }
+    expect((await b.get('/users/me/workflows')).status).toBe(200);
+    expect(system.procs.get('api')?.exitCode).toBeNull();
+  });
+
+  it("puts a step's code into the object store again on a deploy when it is missing there", async () => {
+    const a = client(system, createUser(system).apiKey);
+    const code = `export default defineComponent({ async run() { return "${Math.random()}"; } });`;
+    const def = { name: 'restore', trigger: { manual: {} }, steps: [{ name: 's', code }] };
+    const wf = await a.post('/workflows', def);
+    expect(wf.status).toBe(200);
+    const nc = await connect(natsAdmin());
+    try {
+      const os = await nc.jetstream().views.os(new Names(system.natsPrefix).componentsStore);
+      expect(Buffer.from((await os.getBlob(sha256Hex(code))) ?? []).toString()).toBe(code);
+      await os.delete(sha256Hex(code));
+      expect(await os.getBlob(sha256Hex(code))).toBeNull();
+      // Past the 250 ms this replica trusts its own store of the code for.
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await a.put(`/workflows/${wf.body.data.id}`, def)).status).toBe(200);
+      expect(Buffer.from((await os.getBlob(sha256Hex(code))) ?? []).toString()).toBe(code);
+    } finally {
+      await nc.close();
+    }
   });
 });

@@ -8,7 +8,7 @@ import { NatsService } from '@app/nats';
 import { assertPathResource, Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { mergeInput } from '../common/input';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
-import { runnableOf } from '../components/components.service';
+import { runnableCode, WITHOUT_CODE } from '../components/components.service';
 import { sandboxOf } from '../components/dynamic-props';
 import { InvocationBacklog } from '../http-endpoints/invocation-backlog';
 
@@ -49,7 +49,8 @@ export class AppHooksController {
     this.backlog.assertAccountRoom(owner);
     const em = this.em.fork();
     const sources = await em.find(Source, { ownerId: owner, active: true, deletedAt: null }, { orderBy: { createdAtMs: 'asc' } });
-    const components = new Map((await em.find(Component, { id: { $in: [...new Set(sources.map((s) => s.componentId))] } })).map((c) => [c.id, c]));
+    // Without their code (up to COMPONENT_MAX_BYTES each, for every source of the account): `eventNames` reads it when it calls the code.
+    const components = new Map(((await em.find(Component, { id: { $in: [...new Set(sources.map((s) => s.componentId))] } }, WITHOUT_CODE)) as Component[]).map((c) => [c.id, c]));
     const delivered: { source_id: string; invocation_id: string }[] = [];
     for (const source of sources) {
       const component = components.get(source.componentId);
@@ -69,7 +70,7 @@ export class AppHooksController {
     const source = assertPathResource(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id);
     if (!source.active) throw new ConflictError(`source ${id} is not active: activate it with PUT /v1/sources/${id} and "active": true`, { id });
     this.checkSize(body.event);
-    const component = await em.findOne(Component, { id: source.componentId });
+    const component = (await em.findOne(Component, { id: source.componentId }, WITHOUT_CODE)) as Component | null;
     const hooks = (component?.meta as unknown as ComponentMeta | undefined)?.appHooks ?? [];
     if (!component || !hooks.length) throw new BadRequestError(`source ${id} has no $.interface.apphook prop`, { id }, 'no_app_hook');
     this.backlog.assertAccountRoom(source.ownerId);
@@ -90,12 +91,15 @@ export class AppHooksController {
     }
   }
 
-  /** The hook's event names: as written, or its `eventNames()` called in `owner`'s sandbox (the source's owner's; a failure lists none). */
+  /**
+   * The hook's event names: as written, or its `eventNames()` called in `owner`'s sandbox (the source's owner's; a
+   * failure lists none), the component's code read for that call only.
+   */
   private async eventNames(component: Component, source: Source, hook: AppHookMeta, owner: string): Promise<string[]> {
     if (hook.eventNames) return hook.eventNames;
     const apps = new Set(((component.meta as unknown as ComponentMeta).apps ?? []).map((a) => a.prop));
     const props = Object.fromEntries(Object.entries(source.configuredProps).filter(([k]) => !apps.has(k)));
-    const out = await this.reader.options(runnableOf(component).code, hook.prop, { page: 0, configuredProps: props }, this.config.componentReadTimeoutMs, owner);
+    const out = await this.reader.options(await runnableCode(this.em.fork(), component), hook.prop, { page: 0, configuredProps: props }, this.config.componentReadTimeoutMs, owner);
     return out.error || !Array.isArray(out.options) ? [] : out.options.filter((n): n is string => typeof n === 'string');
   }
 

@@ -7,7 +7,7 @@ import { Component, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { putNewerDesired } from '../common/put-newer-desired';
 import { ReconcileLoop } from '../common/reconcile-loop';
-import { ComponentsService, runnableOf } from '../components/components.service';
+import { ComponentsService, runnableCode, runnableHashOf, WITHOUT_CODE } from '../components/components.service';
 import { endpointUrlOf } from '../http-endpoints/endpoint-urls';
 
 /** Room left in a NATS message beside a desired state (its KV entry's headers, a later deploy's longer ids). */
@@ -61,12 +61,10 @@ export class WorkflowPublisher implements OnApplicationBootstrap, OnApplicationS
       this.logger.log(`workflow removed workflow_id=${id}`);
       return;
     }
-    const comps = await em.find(Component, { id: { $in: w.steps.map((s) => s.componentId) } });
+    // Read without their code, which is read (one component's at a time) only when the object store lacks it.
+    const comps = (await em.find(Component, { id: { $in: w.steps.map((s) => s.componentId) } }, WITHOUT_CODE)) as Component[];
     const state = this.desiredState(w, comps);
-    for (const c of comps) {
-      const runnable = runnableOf(c);
-      await this.components.storeCode(runnable.hash, runnable.code);
-    }
+    for (const c of comps) await this.components.storeCode(runnableHashOf(c), () => runnableCode(em, c));
     await putNewerDesired(this.nats, key, state, state.workflowId);
     await em.nativeUpdate(Workflow, { id, publishedRev: { $lt: w.rev } }, { publishedRev: w.rev });
   }
@@ -90,7 +88,7 @@ export class WorkflowPublisher implements OnApplicationBootstrap, OnApplicationS
       const c = byId.get(s.componentId);
       if (!c) throw new Error(`workflow ${w.id} refers to missing component ${s.componentId}`);
       const dependencyVersions = (c.meta as { dependencyVersions?: Record<string, string> }).dependencyVersions;
-      return { name: s.name, cellId: s.cellId, componentId: c.id, codeHash: runnableOf(c).hash, props: s.props, ...(dependencyVersions ? { dependencyVersions } : {}) };
+      return { name: s.name, cellId: s.cellId, componentId: c.id, codeHash: runnableHashOf(c), props: s.props, ...(dependencyVersions ? { dependencyVersions } : {}) };
     });
     const settings = w.settings as { concurrency?: number; throttle?: { limit: number; period_seconds: number }; timeout_seconds?: number };
     return {

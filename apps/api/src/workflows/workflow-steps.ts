@@ -6,7 +6,7 @@ import { ApiError, BadRequestError, clipped, newId, NotFoundError, PayloadTooLar
 import { Component, WorkflowStepRow } from '@app/db';
 import { AuthContext } from '../auth/auth.context';
 import { ComponentReader } from '../components/component-reader';
-import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
+import { ComponentsService, REGISTRY_OWNER, WITHOUT_CODE } from '../components/components.service';
 import { addedProps, byStaticProps, hasDynamicProps, sandboxOf } from '../components/dynamic-props';
 import { decryptProps, encryptProps, unmaskInput } from '../sources/source-props';
 
@@ -32,7 +32,8 @@ export interface StepsDeps {
  * source's component is; a deploy may always keep an action a step has. Props are validated as a source's are, except
  * values holding a template (known only at run time); secret props and app
  * `$auth` are encrypted as for sources. Components made for it (`fresh`) are not stored yet: the workflow's
- * own transaction stores them, so a refused definition leaves none behind.
+ * own transaction stores them, so a refused definition leaves none behind. Stored components are read
+ * `WITHOUT_CODE`: their code is read only to be copied into the owner's namespace or to call `additionalProps()`.
  */
 export async function resolveSteps(
   deps: StepsDeps,
@@ -72,7 +73,7 @@ export async function resolveSteps(
  * Every template must then resolve when the step runs, after `earlierSteps` (`stepTemplateProblem`).
  */
 async function stepProps(deps: StepsDeps, component: Component, given: Record<string, unknown>, i: number, ownerId: string, before: WorkflowStepRow | undefined, earlierSteps: string[]): Promise<{ values: Record<string, unknown>; additional?: ConfigurableProp[] }> {
-  const { config, reader } = deps;
+  const { config, reader, components } = deps;
   const props = component.configurableProps as ConfigurableProp[];
   const current = before ? decryptProps(before.props, config.secretsKey) : {};
   const valid = (all: ConfigurableProp[], values: Record<string, unknown>) => validateConfiguredProps(all, values, config, { deferred: isTemplated });
@@ -84,7 +85,7 @@ async function stepProps(deps: StepsDeps, component: Component, given: Record<st
     if (hasDynamicProps(component)) {
       const staticValues = valid(props, byStaticProps(component, unmaskInput(props, given, current)).own);
       const previousDefs = (before?.additionalProps ?? []) as ConfigurableProp[];
-      additional = await addedProps(reader, config, component, staticValues, { previous: previousDefs, account: sandboxOf(component, ownerId) });
+      additional = await addedProps(reader, config, await components.withCode(component), staticValues, { previous: previousDefs, account: sandboxOf(component, ownerId) });
       all = [...props, ...additional];
     }
     values = unmaskInput(all, given, current);
@@ -122,7 +123,7 @@ function assertAction(type: string, i: number, field: 'code' | 'action', what: s
 /** A code step's component: the owner's with this code, one made for an earlier step, or a new one (added to `fresh`). */
 async function codeComponent(components: ComponentsService, em: EntityManager, auth: AuthContext, ownerId: string, code: string, name: string, i: number, fresh: Component[]): Promise<Component> {
   const codeHash = sha256Hex(code);
-  const existing = fresh.find((c) => c.codeHash === codeHash && c.componentUrl === null) ?? (await em.findOne(Component, { ownerId, codeHash, componentUrl: null }, { orderBy: { createdAtMs: 'desc' } }));
+  const existing = fresh.find((c) => c.codeHash === codeHash && c.componentUrl === null) ?? ((await em.fork().findOne(Component, { ownerId, codeHash, componentUrl: null }, { orderBy: { createdAtMs: 'desc' }, ...WITHOUT_CODE })) as Component | null);
   if (existing) {
     assertAction(existing.type, i, 'code', 'this code');
     return existing;
@@ -142,11 +143,12 @@ async function codeComponent(components: ComponentsService, em: EntityManager, a
 async function actionComponent(components: ComponentsService, auth: AuthContext, ownerId: string, action: string, i: number, previous: WorkflowStepRow[], fresh: Component[]): Promise<Component> {
   // A key names the newest version at each deploy; an id a step already runs is kept, whoever deploys.
   const kept = action.startsWith('sc_') ? previous.find((p) => p.kind === 'action' && p.action === action) : undefined;
-  let component = kept ? await components.findById(kept.componentId) : await findAction(components, auth, ownerId, action, i);
+  let component = kept ? await components.findById(kept.componentId, { code: false }) : await findAction(components, auth, ownerId, action, i);
   assertAction(component.type, i, 'action', clipped(action));
   // Every member who can reach the workflow can read what its steps run, and one who leaves keeps no hold on it.
   if (component.ownerId !== ownerId && component.ownerId !== REGISTRY_OWNER) {
-    component = await components.prepare(ownerId, auth.userId, { code: component.code, url: component.componentUrl ?? undefined, bundle: component.bundle ?? undefined });
+    const whole = await components.withCode(component);
+    component = await components.prepare(ownerId, auth.userId, { code: whole.code, url: whole.componentUrl ?? undefined, bundle: whole.bundle ?? undefined });
     fresh.push(component);
   }
   return component;
@@ -154,12 +156,12 @@ async function actionComponent(components: ComponentsService, auth: AuthContext,
 
 async function findAction(components: ComponentsService, auth: AuthContext, ownerId: string, action: string, i: number): Promise<Component> {
   try {
-    return await components.findForCaller(auth, action, ownerId);
+    return await components.findForCaller(auth, action, ownerId, { code: false });
   } catch (e) {
     if (!(e instanceof NotFoundError) || action.startsWith('sc_')) throw notFound(action, i);
   }
   try {
-    return await components.findRegistry(action);
+    return await components.findRegistry(action, { code: false });
   } catch {
     throw notFound(action, i);
   }
