@@ -40,8 +40,9 @@ function refusal(limit: number): string {
 
 /**
  * Bounds the api's client connections: in all (Node's `maxConnections`: a connection past it is closed at once), and
- * per client address (the connection's own: a client writes X-Forwarded-For itself; an IPv6 one by its /64, clientNetwork), so that one client's idle or
- * unfinished connections cannot hold the file descriptors every other client, and the api's own connections, need.
+ * per client address (the connection's own: a client writes X-Forwarded-For itself; an IPv6 one by its /64,
+ * clientNetwork), so that one client's idle or unfinished connections cannot hold the file descriptors every other
+ * client, and the api's own connections, need.
  */
 export function boundConnections(server: Server, opts: ConnectionBoundsOptions): void {
   const total = totalConnectionBound(opts.total, openFileLimit());

@@ -77,9 +77,9 @@ interface Turn {
 /**
  * The lane a request waits in: its API key's (by the key's hash: no lookup needed, a refused request costs no query),
  * or, without a key, its client address's: `req.ip`, the address of the connection, or the client a proxy named in
- * TRUST_PROXY forwarded for — never an X-Forwarded-For a client wrote itself; an IPv6 one by its /64 (clientNetwork). Keyless requests shared one lane before,
- * so a few clients holding slow bodies open had every other keyless request (`/v1/openapi.json`, a request about to be
- * answered 401) refused 429.
+ * TRUST_PROXY forwarded for — never an X-Forwarded-For a client wrote itself; an IPv6 one by its /64 (clientNetwork).
+ * Keyless requests shared one lane before, so a few clients holding slow bodies open had every other keyless request
+ * (`/v1/openapi.json`, a request about to be answered 401) refused 429.
  */
 function laneOf(req: FastifyRequest): { lane: string; keyless: boolean } {
   const key = bearerKey(req.headers.authorization);
