@@ -103,13 +103,13 @@ export function chainRefusal(chain: Chain | undefined, limits: { maxDepth: numbe
   return undefined;
 }
 
-/** Reply to a customResponse HTTP request. */
 /**
  * Headers of every answer the platform gives itself, at `/v1` and at the HTTP interface of sources (never on an answer a
  * component gave with `respond()`): no browser, proxy or CDN keeps it, and no browser guesses its type.
  */
 export const API_ANSWER_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' } as const;
 
+/** Reply to a customResponse HTTP request. */
 export interface HttpResponseMessage {
   status: number;
   /** Header values; `set-cookie` may be a list (one header line per cookie). */
