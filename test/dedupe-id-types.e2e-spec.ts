@@ -27,10 +27,14 @@ describe('dedupe ids that are neither strings nor numbers', () => {
     const id = created.body.data.id;
     await run(id, [{ n: 1, id: { guid: 'a' } }, { n: 2, id: { guid: 'b' } }, { n: 3, id: [7] }, { n: 4, id: true }, { n: 5, id: 10 }]);
     await run(id, [{ n: 6, id: '11' }]);
+    let seen: unknown;
     const [emitted, errors] = await eventually(async () => {
       const both = [await summaries(id, ''), await summaries(id, '$errors')] as const;
+      seen = both.map((list) => list.map((e) => e.event.n ?? e.event.error?.message));
       return both[0].some((e) => e.event.n === 6) ? both : undefined;
-    }, { what: 'the second run', timeoutMs: 30_000 });
+    }, { what: 'the second run', timeoutMs: 60_000 }).catch((e: Error) => {
+      throw new Error(`${e.message}; events and errors seen: ${JSON.stringify(seen)}`);
+    });
     expect(emitted.map((e) => e.event.n)).toEqual([5, 6]);
     expect(errors.map((e) => [e.event.error?.name, e.event.error?.message])).toEqual(
       ['an object', 'an object', 'an array', 'a boolean'].map((kind) => ['DedupeError', `event not emitted: the "${strategy}" dedupe strategy needs a string or number id, got ${kind}`]),
