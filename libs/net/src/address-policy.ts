@@ -57,7 +57,7 @@ reserved.addSubnet('240.0.0.0', 4, 'ipv4');
 reserved.addAddress('255.255.255.255', 'ipv4');
 
 /** The eight 16-bit groups of an IPv6 address (a dotted IPv4 tail counts as two). */
-function ipv6Groups(ip: string): number[] | undefined {
+export function ipv6Groups(ip: string): number[] | undefined {
   let text = ip.split('%')[0];
   const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
   if (dotted) {
