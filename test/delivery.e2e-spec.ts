@@ -84,11 +84,14 @@ describe('delivery app: outbound address policy', () => {
     const user = createUser(system);
     const api = client(system, user.apiKey);
     const port = new URL(receiver.url).port;
-    const targets = [receiver.url, `http://localhost:${port}/hook`, 'http://169.254.169.254/latest/meta-data'];
+    const metadata = 'http://169.254.169.254/latest/meta-data';
+    const targets = [receiver.url, `http://localhost:${port}/hook`, metadata];
     const hooks: string[] = [];
     for (const url of targets) {
       const src = await insertSource(system, user.id);
-      const wh = (await api.post('/webhooks', { url })).body.data.id;
+      // A literal metadata address is refused when the webhook is made (below); one saved before that rule is refused at delivery.
+      const wh = (await api.post('/webhooks', { url: url === metadata ? 'https://example.com/hook' : url })).body.data.id;
+      if (url === metadata) await sql(system, `update webhooks set url = $1, url_sealed = null where id = $2`, [url, wh]);
       hooks.push(wh);
       await api.post('/subscriptions', { emitter_id: src, listener_id: wh });
       await subscriptionsLoaded(system);
@@ -103,5 +106,24 @@ describe('delivery app: outbound address policy', () => {
       expect(log[0].error).toMatch(i === 2 ? /always refused/ : /loopback address \(allowed only with ALLOW_LOOPBACK=true\)/);
     }
     expect(receiver.received.length).toBe(0);
+  });
+
+  it('refuses a literal address no setting would deliver to when the webhook is made or changed, and accepts loopback and private ones', async () => {
+    const user = createUser(system);
+    const api = client(system, user.apiKey);
+    const never = ['http://169.254.169.254/latest/meta-data', 'http://[fe80::1]/x', 'http://0.0.0.0:8080/', 'http://[::]/', 'http://224.0.0.1/',
+      'http://[64:ff9b::169.254.169.254]/', 'http://[::ffff:a9fe:a9fe]/', 'http://2852039166/', 'http://127.0.0.1:4222/', 'http://100.100.100.200/'];
+    for (const url of never) {
+      const r = await api.post('/webhooks', { url });
+      expect({ url, status: r.status, code: r.body.code, details: r.body.details }).toEqual({ url, status: 400, code: 'invalid_request', details: { field: 'url', reason: 'blocked' } });
+      expect(r.body.error).toMatch(/^url: .*(always refused|own services).*: no delivery would be made$/);
+    }
+    const kept = (await api.post('/webhooks', { url: 'http://10.1.2.3/hook' })).body.data;
+    expect(kept.url).toBe('http://10.1.2.3/hook');
+    expect((await api.post('/webhooks', { url: 'http://127.0.0.1:9/hook' })).status).toBe(200);
+    const changed = await api.put(`/webhooks/${kept.id}`, { url: 'http://169.254.169.254/' });
+    expect([changed.status, changed.body.details]).toEqual([400, { field: 'url', reason: 'blocked' }]);
+    expect((await api.get(`/webhooks/${kept.id}`)).body.data.url).toBe('http://10.1.2.3/hook');
+    expect((await api.get('/users/me/webhooks')).body.data).toHaveLength(2);
   });
 });

@@ -123,7 +123,11 @@ describe("the platform's own ports with ALLOW_LOOPBACK=true (npm start's default
     expect([component.status, component.body.code]).toEqual([400, 'invalid_request']);
     expect(component.body.error).toMatch(refused);
 
-    const log = await refusedWebhookLog(system, emitter, user, `http://127.0.0.1:${metricsPort}/metrics`);
+    // A literal address is judged when the webhook is made; a name at each delivery, after resolution.
+    const literal = await api.post('/webhooks', { url: `http://127.0.0.1:${metricsPort}/metrics` });
+    expect([literal.status, literal.body.code, literal.body.details]).toEqual([400, 'invalid_request', { field: 'url', reason: 'blocked' }]);
+    expect(literal.body.error).toMatch(refused);
+    const log = await refusedWebhookLog(system, emitter, user, `http://localhost:${metricsPort}/metrics`);
     expect(log[0].error).toMatch(refused);
   });
 });

@@ -39,9 +39,14 @@ describe('webhook URLs that spell a loopback address another way (ALLOW_LOOPBACK
   it('refuses every spelling before connecting: nothing reaches the internal service or the delivery log', async () => {
     const port = internal.port;
     const hosts = ['localhost', 'localhost.', '[::1]', '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[0:0:0:0:0:ffff:127.0.0.1]', '[::127.0.0.1]', '[64:ff9b::127.0.0.1]',
-      '2130706433', '0177.0.0.1', '0x7f.1', '127.1', '127.0.0.1.', '0.0.0.0', '0', '[::]', 'user:pass@127.0.0.1', '%31%32%37.0.0.1', 'LOCALHOST'];
+      '2130706433', '0177.0.0.1', '0x7f.1', '127.1', '127.0.0.1.', 'user:pass@127.0.0.1', '%31%32%37.0.0.1', 'LOCALHOST'];
     const user = createUser(system);
     const src = await insertSource(system, user.id);
+    // The unspecified address, which reaches this machine, is never delivered to: refused when the webhook is made.
+    for (const host of ['0.0.0.0', '0', '[::]', '[::ffff:0.0.0.0]']) {
+      const created = await client(system, user.apiKey).post('/webhooks', { url: `http://${host}:${port}/probe` });
+      expect({ host, status: created.status, details: created.body.details }).toEqual({ host, status: 400, details: { field: 'url', reason: 'blocked' } });
+    }
     const hooks = [];
     for (const host of hosts) hooks.push({ host, ...(await hook(system, user, src, `http://${host}:${port}/probe`)) });
     await subscriptionsLoaded(system);

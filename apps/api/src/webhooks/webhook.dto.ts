@@ -1,6 +1,7 @@
+import { isIP } from 'node:net';
 import { BadRequestError, SECRET_MASK } from '@app/contracts';
 import { Webhook, WebhookDelivery } from '@app/db';
-import { credentialsMasked, masksCredentials } from '@app/net';
+import { AddressPolicy, credentialsMasked, masksCredentials, outboundRefusal, policyForUrl } from '@app/net';
 import { parseHttpUrl } from '../common/http-url';
 
 export interface WebhookDto {
@@ -65,9 +66,18 @@ export function toDeliveryDto(d: WebhookDelivery): WebhookDeliveryDto {
   };
 }
 
-/** An http(s) URL with a hostname; anything else is a 400 naming the rule. */
-export function validateWebhookUrl(value: unknown): string {
-  parseHttpUrl(value, 'url', 'https://example.com/hook');
+/**
+ * An http(s) URL with a hostname; anything else is a 400 naming the rule. A literal address that deliveries refuse
+ * whatever the operator allows (link-local and metadata, unspecified, multicast, reserved; the platform's own ports
+ * on this machine) is a 400 too: no setting would ever deliver there. Loopback and private addresses are accepted,
+ * refused or not at each delivery by ALLOW_LOOPBACK / ALLOW_PRIVATE_ADDRESSES as they are then, and host names are
+ * judged at each connect, after resolution.
+ */
+export function validateWebhookUrl(value: unknown, policy: AddressPolicy): string {
+  const url = parseHttpUrl(value, 'url', 'https://example.com/hook');
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const refused = isIP(host) ? outboundRefusal(host, policyForUrl(url, { ...policy, allowLoopback: true, allowPrivate: true })) : undefined;
+  if (refused) throw new BadRequestError(`url: ${refused}: no delivery would be made`, { field: 'url', reason: 'blocked' });
   return (value as string).trim();
 }
 

@@ -1,5 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Query } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError } from '@app/contracts';
+import { AddressPolicy, policyFromConfig } from '@app/net';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { Input, mergeInput, optionalBoolean, optionalString } from '../common/input';
 import { Page, parsePageQuery } from '../common/pagination';
@@ -15,7 +17,11 @@ function textFields(input: Input): Pick<WebhookInput, 'name' | 'description'> {
 
 @Controller('v1')
 export class WebhooksController {
-  constructor(private readonly webhooks: WebhooksService) {}
+  private readonly policy: AddressPolicy;
+
+  constructor(private readonly webhooks: WebhooksService, @Inject(APP_CONFIG) config: AppConfig) {
+    this.policy = policyFromConfig(config);
+  }
 
   /** Parameters in the query or the body; the response carries the signing secret, once. */
   @Post('webhooks')
@@ -23,7 +29,7 @@ export class WebhooksController {
   async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: WebhookDto }> {
     const input = mergeInput(query, body);
     const ownerId = namespaceOf(auth, input.org_id);
-    return { data: await this.webhooks.create(auth, ownerId, { url: validateWebhookUrl(input.url), ...textFields(input) }) };
+    return { data: await this.webhooks.create(auth, ownerId, { url: validateWebhookUrl(input.url, this.policy), ...textFields(input) }) };
   }
 
   /** Your webhooks, or with `org_id` the org's. */
@@ -47,7 +53,7 @@ export class WebhooksController {
   async update(@Auth() auth: AuthContext, @Param('id') id: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: WebhookDto }> {
     const input = mergeInput(query, body);
     const change: WebhookInput = { ...textFields(input), active: optionalBoolean(input, 'active') };
-    if (input.url !== undefined) change.url = validateWebhookUrl(input.url);
+    if (input.url !== undefined) change.url = validateWebhookUrl(input.url, this.policy);
     if (Object.values(change).every((v) => v === undefined)) throw new BadRequestError('nothing to update: pass url, name, description or active');
     return { data: await this.webhooks.update(auth, id, change) };
   }
