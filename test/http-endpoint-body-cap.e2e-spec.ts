@@ -21,7 +21,7 @@ describe('HTTP_MAX_BODY_BYTES above the NATS server max_payload', () => {
 
     const big = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(3 * 1024 * 1024) });
     expect(big.status).toBe(413);
-    expect(await big.json()).toMatchObject({ code: 'payload_too_large', error: expect.stringContaining('max_payload') });
+    expect(await big.json()).toMatchObject({ code: 'payload_too_large', error: expect.stringContaining('max_payload'), details: { bytes: expect.any(Number), limit_bytes: expect.any(Number) } });
 
     const fits = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(300 * 1024) });
     expect(fits.status).toBe(200);

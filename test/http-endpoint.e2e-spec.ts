@@ -100,7 +100,7 @@ describe('HTTP endpoints and manual runs (ingress)', () => {
     const s = await createSource(HTTP_SOURCE);
     const big = await fetch(s.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pad: 'x'.repeat(4096) }) });
     expect(big.status).toBe(413);
-    expect(((await big.json()) as { code: string }).code).toBe('payload_too_large');
+    expect(await big.json()).toMatchObject({ code: 'payload_too_large', details: { limit_bytes: expect.any(Number) } });
 
     const statuses: number[] = [];
     let retryAfter: string | null = null;

@@ -81,7 +81,7 @@ describe('workflow steps: secret props, those additionalProps() adds included', 
     const steps = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `s${i}`, code: big, props: {} }));
     expect((await ctx.api.post('/workflows', { name: 'added-4', trigger: { manual: {} }, steps: steps(4) })).status).toBe(200);
     const over = await ctx.api.post('/workflows', { name: 'added-5', trigger: { manual: {} }, steps: steps(5) });
-    expect([over.status, over.body.code, over.body.details?.path, over.body.details?.max_bytes]).toEqual([413, 'payload_too_large', 'steps[4].props', 1024 * 1024]);
+    expect([over.status, over.body.code, over.body.details?.path, over.body.details?.limit_bytes]).toEqual([413, 'payload_too_large', 'steps[4].props', 1024 * 1024]);
     expect(over.body.error).toMatch(/^steps\[4\]\.props: the props additionalProps\(\) added to the steps so far are \d+ bytes of JSON together; one workflow's may take at most 1048576$/);
   });
 

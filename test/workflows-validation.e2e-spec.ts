@@ -102,7 +102,7 @@ describe('workflow definitions: what a deploy refuses', () => {
     const big = await api().post('/workflows', { name: 'too-big', trigger: inline, steps: steps(50) });
     expect({ status: big.status, code: big.body.code }).toEqual({ status: 413, code: 'payload_too_large' });
     expect(big.body.error).toMatch(/^the workflow is \d+ bytes as the runner reads it/);
-    expect(big.body.details).toEqual({ bytes: expect.any(Number), max_bytes: expect.any(Number) });
+    expect(big.body.details).toEqual({ bytes: expect.any(Number), limit_bytes: expect.any(Number) });
     const bigSecrets = await api().post('/workflows', { name: 'too-big', trigger: { manual: {} }, steps: steps(1), secrets: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`S${i}`, 'y'.repeat(60_000)])) });
     expect(bigSecrets.status).toBe(413);
     expect((await api().get('/users/me/workflows')).body.data.map((w: { name: string }) => w.name)).not.toContain('too-big');

@@ -115,7 +115,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       });
       scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
         keepConnectionToDrain(err, req, reply);
-        if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.status(413).send({ error: `request body is larger than ${this.config.httpMaxBodyBytes} bytes`, code: 'payload_too_large' });
+        if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.status(413).send({ error: `request body is larger than ${this.config.httpMaxBodyBytes} bytes`, code: 'payload_too_large', details: { limit_bytes: this.config.httpMaxBodyBytes } });
         return this.send(reply, this.errorAnswer(err));
       });
       const handler = (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => this.handle(req, reply);
@@ -211,7 +211,10 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   errorAnswer(err: Error & { statusCode?: number; code?: string }): IngressAnswer {
     // The rules every request meets first (registerRequestHygiene: a Host header…), in their own words.
     if (err instanceof ApiError) return { status: err.status, headers: err.headers, body: { error: err.message, code: err.code, ...(err.details ? { details: err.details } : {}) } };
-    if (err.statusCode === 413) return { status: 413, body: { error: err.message, code: 'payload_too_large' } };
+    if (err.statusCode === 413) {
+      const { bytes, limitBytes } = err as { bytes?: number; limitBytes?: number };
+      return { status: 413, body: { error: err.message, code: 'payload_too_large', ...(limitBytes !== undefined ? { details: { bytes, limit_bytes: limitBytes } } : {}) } };
+    }
     if (err.statusCode === 503) {
       const invocationId = (err as { invocationId?: string }).invocationId;
       return { status: 503, headers: { 'retry-after': '1' }, body: { error: err.message, code: 'unavailable', details: { invocation_id: invocationId, retry_after_seconds: 1 } } };
@@ -307,7 +310,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     if (data.length > maxPayload - 8192 && msg.kind === 'http') data = encodeJson({ ...msg, event: packHttpEvent(msg.event as HttpEvent) });
     if (data.length > maxPayload) {
       // HTTP_MAX_BODY_BYTES set above what one NATS message carries: a clear 413, not a 500 from the broker.
-      throw Object.assign(new Error(`request too large to store: ${data.length} bytes as an invocation, the NATS server's max_payload is ${maxPayload} bytes`), { statusCode: 413 });
+      throw Object.assign(new Error(`request too large to store: ${data.length} bytes as an invocation, the NATS server's max_payload is ${maxPayload} bytes`), { statusCode: 413, bytes: data.length, limitBytes: maxPayload });
     }
     const subject = this.nats.names.invocation(target.partition, target.sourceId);
     const stored = (): Promise<void> =>

@@ -36,7 +36,7 @@ export class ManualRunController {
     const input = (body ?? {}) as { event?: unknown };
     // Like a request to an HTTP source: an event over the HTTP body limit would not fit the invocation stream's messages.
     if (input.event !== undefined && Buffer.byteLength(JSON.stringify(input.event) ?? '') > this.config.httpMaxBodyBytes) {
-      throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { max_bytes: this.config.httpMaxBodyBytes });
+      throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { limit_bytes: this.config.httpMaxBodyBytes });
     }
     this.backlog.assertAccountRoom(source.ownerId);
     const invocationId = newId('invocation');

@@ -77,7 +77,7 @@ export class WorkflowPublisher implements OnApplicationBootstrap, OnApplicationS
     const bytes = Buffer.byteLength(JSON.stringify(this.desiredState(w, components)));
     const max = this.nats.maxPayload - DESIRED_STATE_ROOM_BYTES;
     if (bytes > max) {
-      throw new PayloadTooLargeError(`the workflow is ${bytes} bytes as the runner reads it (its steps with their props, and its secrets), over the ${max} bytes one NATS message holds: give its steps fewer or smaller props, or it fewer secrets`, { bytes, max_bytes: max });
+      throw new PayloadTooLargeError(`the workflow is ${bytes} bytes as the runner reads it (its steps with their props, and its secrets), over the ${max} bytes one NATS message holds: give its steps fewer or smaller props, or it fewer secrets`, { bytes, limit_bytes: max });
     }
   }
 

@@ -56,7 +56,7 @@ export async function resolveSteps(
     addedBytes += additional ? Buffer.byteLength(JSON.stringify(additional)) : 0;
     if (addedBytes > WORKFLOW_ADDED_PROPS_MAX_BYTES) {
       const path = `steps[${i}].props`;
-      throw new PayloadTooLargeError(`${path}: the props additionalProps() added to the steps so far are ${addedBytes} bytes of JSON together; one workflow's may take at most ${WORKFLOW_ADDED_PROPS_MAX_BYTES}`, { path, bytes: addedBytes, max_bytes: WORKFLOW_ADDED_PROPS_MAX_BYTES });
+      throw new PayloadTooLargeError(`${path}: the props additionalProps() added to the steps so far are ${addedBytes} bytes of JSON together; one workflow's may take at most ${WORKFLOW_ADDED_PROPS_MAX_BYTES}`, { path, bytes: addedBytes, limit_bytes: WORKFLOW_ADDED_PROPS_MAX_BYTES });
     }
     const cellId = before?.cellId ?? newId('cell');
     rows.push({ name: step.name, cellId, componentId: component.id, kind: step.code !== undefined ? 'code' : 'action', ...(step.action ? { action: step.action } : {}), props: values, ...(additional ? { additionalProps: additional } : {}) });
