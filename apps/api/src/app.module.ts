@@ -4,6 +4,7 @@ import { AppConfig, ConfigModule } from '@app/config';
 import { DbModule } from '@app/db';
 import { NatsModule } from '@app/nats';
 import { AuthModule } from './auth/auth.module';
+import { ShutdownState } from './common/shutdown-answer';
 import { ErrorFilter } from './common/error.filter';
 import { FieldFilterInterceptor } from './common/field-filter.interceptor';
 import { AccountsModule } from './accounts/accounts.module';
@@ -44,6 +45,7 @@ export class AppModule {
       ],
       controllers: [HealthController, MetricsController, OpenApiController],
       providers: [
+        ShutdownState,
         { provide: APP_FILTER, useClass: ErrorFilter },
         { provide: APP_INTERCEPTOR, useClass: ContractInterceptor },
         { provide: APP_INTERCEPTOR, useClass: FieldFilterInterceptor },

@@ -13,6 +13,7 @@ import { requireDeclaredRoutes } from './contract/route-coverage';
 import { givenMoreThanOnce, markFormBody } from './contract/contract-validator';
 import { registerWebUi } from './web/web-ui';
 import { registerResponseHeaders } from './common/response-headers';
+import { registerShutdownAnswer, ShutdownState } from './common/shutdown-answer';
 import { installLeanAsyncBind } from './common/lean-async-bind';
 import { registerRequestContext } from './common/request-context';
 import { KeyConcurrency, registerKeyConcurrency } from './common/key-concurrency';
@@ -47,6 +48,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
     // A target in absolute form is routed and read as its origin form; `<endpoint_key>.<ENDPOINT_DOMAIN>/<path>` is the
     // HTTP interface of that source, like `/e/<endpoint_key>/<path>`.
     rewriteUrl: requestUrlRewrite(config.endpointDomain),
+    // registerShutdownAnswer answers requests while the api shuts down, in the service's error shape.
+    return503OnClosing: false,
   });
   requireDeclaredRoutes(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
@@ -56,6 +59,7 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   const fastify = app.getHttpAdapter().getInstance();
   const trusted = trustProxyFunction(config.trustProxy);
   boundConnections(fastify.server, { perAddress: config.httpMaxConnectionsPerAddress, total: config.httpMaxConnections, trusted: (address) => trusted(address, 0) });
+  registerShutdownAnswer(fastify, app.get(ShutdownState));
   registerRequestHygiene(fastify);
   // Before anything that queries Postgres: one key's burst waits behind itself, not in the pool's queue.
   registerKeyConcurrency(fastify, new KeyConcurrency(config.apiMaxConcurrentPerKey, config.apiQueueWaitMs));

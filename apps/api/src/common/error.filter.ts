@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, clipped } from '@app/contracts';
+import { ApiError, clipped, ServiceUnavailableError } from '@app/contracts';
 import { allowedMethods } from '../contract/contract.interceptor';
 import { dependencyError, describeCause } from './dependency-errors';
 import { isBodyTooLarge, keepConnectionToDrain } from './body-too-large';
@@ -34,8 +34,9 @@ export class ErrorFilter implements ExceptionFilter {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     const [status, body, headers] = this.methodNotAllowed(exception, request) ?? this.unsupportedType(exception, request) ?? this.bodyTooLarge(exception, request) ?? this.describe(dependency ?? exception);
     // A dependency that is down fails many requests at once: one line each, without a stack; a bug gets its stack.
+    // A 503 the api chose (shutting down, a lane full) is an answer, not a fault.
     if (dependency) this.logger.warn(`answered ${status} ${body.code}: ${describeCause(exception)}`);
-    else if (status >= 500) this.logger.error((exception as Error)?.stack ?? String(exception));
+    else if (status >= 500 && !(exception instanceof ServiceUnavailableError)) this.logger.error((exception as Error)?.stack ?? String(exception));
     if (reply.sent) return;
     keepConnectionToDrain(exception, request, reply);
     for (const [k, v] of Object.entries(headers ?? {})) reply.header(k, v);
