@@ -63,4 +63,19 @@ describe('a request target in absolute form at an HTTP endpoint', () => {
       ]);
     }
   });
+
+  it('the asterisk form: OPTIONS * is answered 204 (a ping of the server), any other method with it a 400', async () => {
+    const port = Number(system.env.PORT);
+    const ping = await send(port, 'OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    expect([ping.head.split('\r\n')[0], ping.body]).toEqual(['HTTP/1.1 204 No Content', '']);
+    expect(ping.head).toMatch(/^cache-control: no-store$/im);
+    for (const method of ['GET', 'POST', 'DELETE']) {
+      const answer = await send(port, `${method} * HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+      expect([method, answer.head.split('\r\n')[0], JSON.parse(answer.body)]).toEqual([
+        method,
+        'HTTP/1.1 400 Bad Request',
+        { error: `the request target * is for OPTIONS only: send ${method} to a path`, code: 'invalid_request', details: { reason: 'asterisk_form' } },
+      ]);
+    }
+  });
 });

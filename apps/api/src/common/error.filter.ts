@@ -1,9 +1,10 @@
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger, NotFoundException } from '@nestjs/common';
 import { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, clipped, ServiceUnavailableError } from '@app/contracts';
 import { allowedMethods } from '../contract/contract.interceptor';
 import { dependencyError, describeCause } from './dependency-errors';
 import { isBodyTooLarge, keepConnectionToDrain } from './body-too-large';
+import { asteriskFormMisused } from './protocol-errors';
 
 interface ErrorBody {
   error: string;
@@ -32,7 +33,8 @@ export class ErrorFilter implements ExceptionFilter {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const dependency = dependencyError(exception);
     const request = host.switchToHttp().getRequest<FastifyRequest>();
-    const [status, body, headers] = this.methodNotAllowed(exception, request) ?? this.unsupportedType(exception, request) ?? this.bodyTooLarge(exception, request) ?? this.describe(dependency ?? exception);
+    const misused = exception instanceof NotFoundException ? asteriskFormMisused(request) : undefined;
+    const [status, body, headers] = (misused && this.describe(misused)) ?? this.methodNotAllowed(exception, request) ?? this.unsupportedType(exception, request) ?? this.bodyTooLarge(exception, request) ?? this.describe(dependency ?? exception);
     // A dependency that is down fails many requests at once: one line each, without a stack; a bug gets its stack.
     // A 503 the api chose (shutting down, a lane full) is an answer, not a fault.
     if (dependency) this.logger.warn(`answered ${status} ${body.code}: ${describeCause(exception)}`);

@@ -111,7 +111,7 @@ export function registerRequestHygiene(fastify: FastifyInstance): void {
     // The body the client holds back may still come: the connection is not read further.
     endWithJsonAnswer(res, 417, { error: `the Expect header asks for ${expect}: only 100-continue is supported`, code: 'expectation_failed', details: { header: 'expect' } });
   });
-  fastify.addHook('onRequest', async (req) => {
+  fastify.addHook('onRequest', async (req, reply) => {
     // Node's parser takes an `HTTP/2.0` or `HTTP/0.9` request line as text (other versions it refuses): neither is
     // HTTP/1.x, whose rules (Host) this server applies, so it is refused rather than read as HTTP/1.1 without them.
     if (req.raw.httpVersionMajor !== 1) {
@@ -126,8 +126,17 @@ export function registerRequestHygiene(fastify: FastifyInstance): void {
     // A client keeps a URL's fragment to itself (RFC 9110 §4.2.4): in a request target, the router read it as query
     // (on `/e/…` too, where the event's path and url kept it: `/x#a?b=1` became the query `{"a?b":"1"}`).
     if (req.url.includes('#')) throw new BadRequestError('the request target contains a fragment (#…), which is never sent to a server: leave it out', { reason: 'fragment' });
+    // The asterisk form (RFC 9112 §3.2.4) asks about the server as a whole: a ping, answered (another method with it
+    // has no route: asteriskFormMisused).
+    if (req.raw.url === '*' && req.method === 'OPTIONS') return reply.code(204).send();
     if (!isApiUrl(req.url)) return;
     if (/%00/i.test(req.url)) throw new BadRequestError('the URL contains a NUL character (%00), which is not accepted', { reason: 'nul_character' });
     if (hasBadQueryEncoding(req.url) && !isWebUiRoute(req.url.slice(0, req.url.indexOf('?')))) throw new BadRequestError(BAD_URL_ENCODING);
   });
+}
+
+/** A method other than OPTIONS with the asterisk form (`GET * HTTP/1.1`), which RFC 9112 §3.2.4 keeps for OPTIONS: a 400 saying so. */
+export function asteriskFormMisused(req: FastifyRequest | undefined): BadRequestError | undefined {
+  if (req?.raw.url !== '*' || req.method === 'OPTIONS') return undefined;
+  return new BadRequestError(`the request target * is for OPTIONS only: send ${clipped(req.method)} to a path`, { reason: 'asterisk_form' });
 }
