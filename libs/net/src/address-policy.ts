@@ -202,7 +202,7 @@ function classRefusal(cls: AddressClass, policy: AddressPolicy, shown: string): 
     case 'link-local':
       return `${shown} is a link-local address and is always refused`;
     default:
-      return `${shown} is a ${cls} address and is always refused`;
+      return `${shown} is ${/^[aeiou]/.test(cls) ? 'an' : 'a'} ${cls} address and is always refused`;
   }
 }
 
