@@ -19,6 +19,8 @@ export interface GuardedRequest {
    * its own. Without one, the shared pool.
    */
   poolKey?: string;
+  /** Whose lookups a keyed pool's connections make (`guardedLookup`); the shared pool's are the platform's. */
+  account?: string;
 }
 
 /** A keyed pool not used for this long (nothing in flight) is closed. */
@@ -52,7 +54,7 @@ export class GuardedAgent {
       const refused = literalHostRefusal(url, this.policy);
       if (refused) return reject(refused);
       const policy = policyForUrl(url, this.policy);
-      const pool = policy.platformPort === undefined && req.poolKey !== undefined ? this.keyedPool(req.poolKey) : undefined;
+      const pool = policy.platformPort === undefined && req.poolKey !== undefined ? this.keyedPool(req.poolKey, req.account) : undefined;
       const done = (): void => {
         if (!pool) return;
         pool.busy--;
@@ -68,8 +70,8 @@ export class GuardedAgent {
     });
   }
 
-  private newAgent(policy: AddressPolicy): Agent {
-    return new Agent({ connections: this.connectionsPerOrigin, connect: { lookup: guardedLookup(policy) } });
+  private newAgent(policy: AddressPolicy, account?: string): Agent {
+    return new Agent({ connections: this.connectionsPerOrigin, connect: { lookup: guardedLookup(policy, account) } });
   }
 
   private agentFor(policy: AddressPolicy): Agent {
@@ -79,10 +81,12 @@ export class GuardedAgent {
     return agent;
   }
 
-  private keyedPool(key: string): KeyedPool {
+  /** The pool of `poolKey` and `account` (a webhook moved to another account gets a new one). */
+  private keyedPool(poolKey: string, account: string | undefined): KeyedPool {
+    const key = `${poolKey}\n${account ?? ''}`;
     let pool = this.keyed.get(key);
     if (!pool) {
-      this.keyed.set(key, (pool = { agent: this.newAgent(this.policy), busy: 0, usedMs: Date.now() }));
+      this.keyed.set(key, (pool = { agent: this.newAgent(this.policy, account), busy: 0, usedMs: Date.now() }));
       this.sweeper ??= setInterval(() => this.sweep(), KEYED_IDLE_MS / 2).unref();
     }
     pool.busy++;

@@ -29,11 +29,11 @@ export function outboundRefusal(ip: string, policy: AddressPolicy, shown = ip): 
  * the host, not the address it resolved to: a tenant's URL must not read the platform's DNS (an internal name's
  * address in a delivery log or an error). A lookup of a
  * request to one of the platform's ports gets that request's policy (`policyForUrl`): the lookup itself is not told
- * the port.
+ * the port. `account`: whose lookups these are (`ResolveOptions.account`; absent, the platform's own).
  */
-export function guardedLookup(policy: AddressPolicy): LookupFunction {
+export function guardedLookup(policy: AddressPolicy, account?: string): LookupFunction {
   return ((hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
-    resolveHost(hostname).then(
+    resolveHost(hostname, { account }).then(
       (addresses) => {
         const list = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
         if (!list.length) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);

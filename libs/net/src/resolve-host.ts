@@ -10,8 +10,11 @@ const HOSTS_TTL_MS = 30_000;
 /** How long an answer is kept at most (a record's own TTL when shorter), and a name with no address. */
 const ANSWER_TTL_MAX_MS = 30_000;
 const NO_ADDRESS_TTL_MS = 5_000;
-/** Names kept at once; past it the least recently used goes. */
-const CACHE_MAX = 1_000;
+/** Names kept at once for the platform's own lookups, and for each account's; past it the least recently used goes. */
+const SHARED_NAMES_MAX = 1_000;
+const ACCOUNT_NAMES_MAX = 100;
+/** Accounts whose answers are kept at once; past it the answers of the one that looked up least recently go. */
+const ACCOUNTS_MAX = 1_000;
 
 interface Cached {
   untilMs: number;
@@ -19,10 +22,27 @@ interface Cached {
   answer: LookupAddress[] | NodeJS.ErrnoException;
 }
 
+/** One account's (or the platform's) recent answers, and its lookups in progress (a second lookup of a name waits for the first). */
+interface Cache {
+  answers: Map<string, Cached>;
+  pending: Map<string, Promise<LookupAddress[]>>;
+  max: number;
+}
+
+export interface ResolveOptions {
+  /**
+   * The account the name is looked up for: its answers and lookups in progress are its own. Shared, one account's
+   * lookups made another's fast (telling it which hosts the other talks to) and its many names evicted the other's.
+   * Absent: the platform's own (shared) answers.
+   */
+  account?: string;
+  resolver?: dnsPromises.Resolver;
+}
+
 let shared: dnsPromises.Resolver | undefined;
 let hosts: { readAtMs: number; names: Map<string, LookupAddress[]> } | undefined;
-/** Per resolver: recent answers, and the lookups in progress (a second lookup of a name waits for the first). */
-const caches = new WeakMap<dnsPromises.Resolver, { answers: Map<string, Cached>; pending: Map<string, Promise<LookupAddress[]>> }>();
+/** Per resolver, per account ('' the platform's own), least recently used first. */
+const caches = new WeakMap<dnsPromises.Resolver, Map<string, Cache>>();
 
 /**
  * Resolves a host name a tenant chose (a webhook URL, a workflow's send, a component's connection) without libuv's
@@ -34,15 +54,16 @@ const caches = new WeakMap<dnsPromises.Resolver, { answers: Map<string, Cached>;
  * come first. Rejects with `ENOTFOUND` (no address) or the resolver's code (`ETIMEOUT`, `ESERVFAIL`, …).
  *
  * Answers are kept for their records' TTL, at most 30 s (a name with no address 5 s; a failed query not at all),
- * 1,000 names at most, and lookups of a name already being looked up wait for that one: a source connecting in a
- * loop sent two queries (A and AAAA) per connection.
+ * and lookups of a name already being looked up wait for that one: a source connecting in a loop sent two queries
+ * (A and AAAA) per connection. Each account has answers of its own (`ResolveOptions.account`), 100 names at most
+ * (the answers of 1,000 accounts at most); the platform's own lookups share 1,000 names.
  */
-export async function resolveHost(hostname: string, resolver: dnsPromises.Resolver = sharedResolver()): Promise<LookupAddress[]> {
+export async function resolveHost(hostname: string, opts: ResolveOptions = {}): Promise<LookupAddress[]> {
   const name = hostname.toLowerCase().replace(/\.$/, '');
   const fromFile = (await hostsFile()).get(name);
   if (fromFile) return fromFile;
-  let cache = caches.get(resolver);
-  if (!cache) caches.set(resolver, (cache = { answers: new Map(), pending: new Map() }));
+  const resolver = opts.resolver ?? sharedResolver();
+  const cache = cacheOf(resolver, opts.account ?? '');
   const hit = cache.answers.get(name);
   if (hit && hit.untilMs > Date.now()) {
     // Most recently used last: the first ones go when the cache is full.
@@ -53,7 +74,7 @@ export async function resolveHost(hostname: string, resolver: dnsPromises.Resolv
   }
   const pending = cache.pending.get(name);
   if (pending) return (await pending).map((a) => ({ ...a }));
-  const query = queryBoth(name, hostname, resolver, cache.answers);
+  const query = queryBoth(name, hostname, resolver, cache);
   cache.pending.set(name, query);
   try {
     return (await query).map((a) => ({ ...a }));
@@ -62,7 +83,24 @@ export async function resolveHost(hostname: string, resolver: dnsPromises.Resolv
   }
 }
 
-async function queryBoth(name: string, hostname: string, resolver: dnsPromises.Resolver, answers: Map<string, Cached>): Promise<LookupAddress[]> {
+/** The account's cache (made most recently used); past ACCOUNTS_MAX accounts, the least recently used one's goes. */
+function cacheOf(resolver: dnsPromises.Resolver, account: string): Cache {
+  let byAccount = caches.get(resolver);
+  if (!byAccount) caches.set(resolver, (byAccount = new Map()));
+  let cache = byAccount.get(account);
+  if (cache) byAccount.delete(account);
+  else cache = { answers: new Map(), pending: new Map(), max: account ? ACCOUNT_NAMES_MAX : SHARED_NAMES_MAX };
+  byAccount.set(account, cache);
+  if (byAccount.size <= ACCOUNTS_MAX + 1) return cache;
+  for (const oldest of byAccount.keys()) {
+    if (oldest === '') continue;
+    byAccount.delete(oldest);
+    break;
+  }
+  return cache;
+}
+
+async function queryBoth(name: string, hostname: string, resolver: dnsPromises.Resolver, { answers, max }: Cache): Promise<LookupAddress[]> {
   const [v4, v6] = await Promise.allSettled([resolver.resolve4(name, { ttl: true }), resolver.resolve6(name, { ttl: true })]);
   const records = [...(v4.status === 'fulfilled' ? v4.value : []), ...(v6.status === 'fulfilled' ? v6.value : [])];
   const found = [
@@ -71,7 +109,7 @@ async function queryBoth(name: string, hostname: string, resolver: dnsPromises.R
   ];
   const keep = (answer: Cached['answer'], ttlMs: number): void => {
     if (ttlMs <= 0) return;
-    if (answers.size >= CACHE_MAX) answers.delete(answers.keys().next().value as string);
+    if (answers.size >= max) answers.delete(answers.keys().next().value as string);
     answers.set(name, { untilMs: Date.now() + ttlMs, answer });
   };
   if (found.length) {

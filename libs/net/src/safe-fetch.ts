@@ -9,9 +9,9 @@ export interface Agents {
   https: HttpsAgent;
 }
 
-/** Keep-alive agents whose every connection goes through the policy's lookup. */
-export function createAgents(policy: AddressPolicy, maxSockets = 64): Agents {
-  const lookup = guardedLookup(policy);
+/** Keep-alive agents whose every connection goes through the policy's lookup (`account`'s lookups, `guardedLookup`). */
+export function createAgents(policy: AddressPolicy, maxSockets = 64, account?: string): Agents {
+  const lookup = guardedLookup(policy, account);
   return {
     http: new HttpAgent({ keepAlive: true, maxSockets, lookup } as ConstructorParameters<typeof HttpAgent>[0]),
     https: new HttpsAgent({ keepAlive: true, maxSockets, lookup } as ConstructorParameters<typeof HttpsAgent>[0]),
@@ -31,6 +31,8 @@ export interface SafeFetchOptions {
   /** Redirects to follow (each target checked again); 0 returns the 3xx response itself. */
   maxRedirects?: number;
   agents?: Agents;
+  /** Whose lookups a request without `agents` makes (`guardedLookup`); agents have their own. */
+  account?: string;
 }
 
 export interface SafeResponse {
@@ -83,7 +85,7 @@ function once(url: URL, opts: SafeFetchOptions, deadline: number): Promise<SafeR
         headers: opts.headers,
         // Without shared agents, no pooling: each request resolves and connects through the guarded lookup.
         agent: agent ?? false,
-        lookup: agent ? undefined : guardedLookup(policy),
+        lookup: agent ? undefined : guardedLookup(policy, opts.account),
       },
       (res) => {
         const chunks: Buffer[] = [];

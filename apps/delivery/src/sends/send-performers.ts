@@ -12,15 +12,17 @@ export class SendFailure extends Error {
   }
 }
 
+/** Accounts whose agents are kept at once; past it the least recently used account's go (its idle connections closed). */
+const ACCOUNT_AGENTS_MAX = 256;
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Performs one send of each kind: HTTP under the address policy, email through SMTP_URL, objects to S3_ENDPOINT. */
 export class SendPerformers {
-  private readonly agents: Agents;
+  /** Per account, least recently used first: its lookups and kept-alive connections are its own, never another account's. */
+  private readonly agents = new Map<string, Agents>();
 
-  constructor(private readonly config: AppConfig, private readonly em: EntityManager) {
-    this.agents = createAgents(policyFromConfig(config), 16);
-  }
+  constructor(private readonly config: AppConfig, private readonly em: EntityManager) {}
 
   perform(msg: SendMessage): Promise<string> {
     if (msg.kind === 'http') return this.http(msg);
@@ -34,9 +36,23 @@ export class SendPerformers {
     throw new SendFailure(`${what}: HTTP ${status}`, status >= 400 && status < 500 && status !== 408 && status !== 429);
   }
 
-  private async fetch(url: string, method: string, headers: Record<string, string>, body: Buffer | string | undefined, what: string): Promise<string> {
+  private agentsOf(account: string): Agents {
+    let agents = this.agents.get(account);
+    if (agents) this.agents.delete(account);
+    else agents = createAgents(policyFromConfig(this.config), 16, account);
+    this.agents.set(account, agents);
+    if (this.agents.size > ACCOUNT_AGENTS_MAX) {
+      const [oldest, dropped] = this.agents.entries().next().value as [string, Agents];
+      this.agents.delete(oldest);
+      // Idle ones only: a request in flight finishes on its connection.
+      for (const agent of [dropped.http, dropped.https]) for (const idle of Object.values(agent.freeSockets)) for (const socket of idle ?? []) socket.destroy();
+    }
+    return agents;
+  }
+
+  private async fetch(account: string, url: string, method: string, headers: Record<string, string>, body: Buffer | string | undefined, what: string): Promise<string> {
     try {
-      const res = await safeFetch(url, { policy: policyFromConfig(this.config), agents: this.agents, method, headers, body, timeoutMs: this.config.sendTimeoutMs, maxBytes: 4096, truncate: true, maxRedirects: 5 });
+      const res = await safeFetch(url, { policy: policyFromConfig(this.config), agents: this.agentsOf(account), method, headers, body, timeoutMs: this.config.sendTimeoutMs, maxBytes: 4096, truncate: true, maxRedirects: 5 });
       return this.status(res.status, what);
     } catch (e) {
       if (e instanceof SendFailure) throw e;
@@ -59,7 +75,7 @@ export class SendPerformers {
       headers['content-type'] ??= 'application/json';
     }
     const method = (p.method ?? 'POST').toUpperCase();
-    return this.fetch(url.toString(), method, body !== undefined && method !== 'GET' && method !== 'HEAD' ? { ...headers, 'content-length': String(Buffer.byteLength(body)) } : headers, method === 'GET' || method === 'HEAD' ? undefined : body, `$.send.http ${method} ${url.host}`);
+    return this.fetch(msg.ownerId, url.toString(), method, body !== undefined && method !== 'GET' && method !== 'HEAD' ? { ...headers, 'content-length': String(Buffer.byteLength(body)) } : headers, method === 'GET' || method === 'HEAD' ? undefined : body, `$.send.http ${method} ${url.host}`);
   }
 
   /** Email goes to the workflow owner's address (a user's, or an org's), as Pipedream's `$.send.email` does. */

@@ -31,8 +31,11 @@ export class WebhookHttp {
     this.agent = new GuardedAgent(policy, maxSocketsPerHost);
   }
 
-  /** `poolKey`: requests of one key share connections, never with another key's (`GuardedRequest.poolKey`). */
-  async post(url: string, headers: Record<string, string>, body: string, timeoutMs: number, maxBodyBytes = 4096, poolKey?: string): Promise<PostResult> {
+  /**
+   * `pool`: requests of one key share connections, never with another key's, and look names up as its account
+   * (`GuardedRequest.poolKey`, `account`).
+   */
+  async post(url: string, headers: Record<string, string>, body: string, timeoutMs: number, maxBodyBytes = 4096, pool?: { key: string; account: string }): Promise<PostResult> {
     const started = performance.now();
     const elapsed = (): number => Math.round(performance.now() - started);
     try {
@@ -42,7 +45,8 @@ export class WebhookHttp {
         body,
         timeoutMs,
         maxBodyBytes,
-        poolKey,
+        poolKey: pool?.key,
+        account: pool?.account,
       });
       return { status: res.status, headers: res.headers, body: res.body.toString('utf8'), latencyMs: elapsed() };
     } catch (e) {

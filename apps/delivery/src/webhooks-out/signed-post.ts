@@ -55,8 +55,9 @@ export class SignedPost {
       'x-pd-event-id': ev.id,
     };
     try {
-      // Each webhook has connections of its own: another's hung receiver on the same host never holds them.
-      const res = await this.http.post(hook.url, headers, body, this.timeoutMs, RESPONSE_BODY_MAX, hook.id);
+      // Each webhook has connections of its own: another's hung receiver on the same host never holds them. Its
+      // names are looked up as its account's: no other account's lookups answer them from a cache.
+      const res = await this.http.post(hook.url, headers, body, this.timeoutMs, RESPONSE_BODY_MAX, { key: hook.id, account: hook.ownerId });
       this.metrics.webhookLatency.observe({ outcome: res.status >= 200 && res.status < 300 ? 'success' : 'failure' }, res.latencyMs / 1000);
       return { status: res.status, retryAfter: res.headers['retry-after'], record: { ...base, responseCode: res.status, latencyMs: res.latencyMs, responseBody: res.body } };
     } catch (e) {

@@ -88,7 +88,7 @@ export class EgressProxy {
     this.insideDir = opts.insideDir ?? opts.dir;
     this.maxConnections = opts.maxConnections ?? Number.MAX_SAFE_INTEGER;
     this.budgets = opts.budgets ?? {};
-    this.resolve = opts.resolve ?? ((host) => resolveHost(host));
+    this.resolve = opts.resolve ?? ((host) => resolveHost(host, { account: this.account }));
   }
 
   /** Refused connections of this sandbox not logged since the last line (past `logLines`). */
