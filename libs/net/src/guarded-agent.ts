@@ -2,7 +2,7 @@ import { IncomingHttpHeaders } from 'node:http';
 import { Agent, Dispatcher } from 'undici';
 import { AddressPolicy, policyForUrl } from './address-policy';
 import { incomingHeaders } from './incoming-headers';
-import { guardedLookup, literalHostRefusal, OutboundError } from './outbound-guard';
+import { guardedLookup, literalHostRefusal, LookupScope, OutboundError } from './outbound-guard';
 import { parseHttpUrl, SafeResponse } from './safe-fetch';
 
 export interface GuardedRequest {
@@ -44,7 +44,8 @@ export class GuardedAgent {
   private readonly keyed = new Map<string, KeyedPool>();
   private sweeper?: NodeJS.Timeout;
 
-  constructor(private readonly policy: AddressPolicy, private readonly connectionsPerOrigin = 64) {
+  /** `scope`: the keyed pools' lookups, each as its request's `account` (`lookups`: bound per account). */
+  constructor(private readonly policy: AddressPolicy, private readonly connectionsPerOrigin = 64, private readonly scope: Omit<LookupScope, 'account'> = {}) {
     this.agent = this.newAgent(policy);
   }
 
@@ -71,7 +72,8 @@ export class GuardedAgent {
   }
 
   private newAgent(policy: AddressPolicy, account?: string): Agent {
-    return new Agent({ connections: this.connectionsPerOrigin, connect: { lookup: guardedLookup(policy, account) } });
+    const scope = account === undefined ? { resolver: this.scope.resolver } : { ...this.scope, account };
+    return new Agent({ connections: this.connectionsPerOrigin, connect: { lookup: guardedLookup(policy, scope) } });
   }
 
   private agentFor(policy: AddressPolicy): Agent {

@@ -4,3 +4,4 @@ export * from './safe-fetch';
 export * from './guarded-agent';
 export * from './resolve-host';
 export * from './shown-url';
+export * from './account-slots';

@@ -1,4 +1,5 @@
-import type { LookupAddress, LookupOptions } from 'node:dns';
+import type { LookupAddress, LookupOptions, promises as dnsPromises } from 'node:dns';
+import type { AccountSlots } from './account-slots';
 import { isIP, LookupFunction } from 'node:net';
 import { AddressPolicy, classifyAddress, isOwnAddress, policyForUrl, refusalReason } from './address-policy';
 import { resolveHost } from './resolve-host';
@@ -24,16 +25,26 @@ export function outboundRefusal(ip: string, policy: AddressPolicy, shown = ip): 
   return `${shown} is an address of this machine (allowed only with ALLOW_LOOPBACK=true)`;
 }
 
+/** Whose lookups a `guardedLookup` makes. */
+export interface LookupScope {
+  /** The account (`ResolveOptions.account`); absent, the platform's own. */
+  account?: string;
+  /** The account's lookups in progress at once: past them a lookup waits for one of its own to end. */
+  lookups?: AccountSlots;
+  /** The resolver (the specs give their own). */
+  resolver?: dnsPromises.Resolver;
+}
+
 /**
  * A `dns.lookup` replacement that refuses addresses the policy forbids (checked after resolution). The refusal names
  * the host, not the address it resolved to: a tenant's URL must not read the platform's DNS (an internal name's
  * address in a delivery log or an error). A lookup of a
  * request to one of the platform's ports gets that request's policy (`policyForUrl`): the lookup itself is not told
- * the port. `account`: whose lookups these are (`ResolveOptions.account`; absent, the platform's own).
+ * the port.
  */
-export function guardedLookup(policy: AddressPolicy, account?: string): LookupFunction {
+export function guardedLookup(policy: AddressPolicy, scope: LookupScope = {}): LookupFunction {
   return ((hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void) => {
-    resolveHost(hostname, { account }).then(
+    scopedResolve(hostname, scope).then(
       (addresses) => {
         const list = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
         if (!list.length) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
@@ -50,6 +61,17 @@ export function guardedLookup(policy: AddressPolicy, account?: string): LookupFu
       (err: NodeJS.ErrnoException) => callback(err, '', 0),
     );
   }) as LookupFunction;
+}
+
+/** resolveHost within the account's lookups at once (waiting for its turn past them: only its own lookups wait). */
+async function scopedResolve(hostname: string, { account, lookups, resolver }: LookupScope): Promise<LookupAddress[]> {
+  if (!lookups || account === undefined) return resolveHost(hostname, { account, resolver });
+  await lookups.wait(account);
+  try {
+    return await resolveHost(hostname, { account, resolver });
+  } finally {
+    lookups.release(account);
+  }
 }
 
 /** Verdicts of the address policy (a webhook sender asks about the same few hosts thousands of times a second). */

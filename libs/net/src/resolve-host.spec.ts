@@ -1,39 +1,10 @@
 import { promises as dnsPromises } from 'node:dns';
-import { createSocket, type Socket } from 'node:dgram';
 import { pbkdf2 } from 'node:crypto';
 import { parseHosts, resolveHost } from './resolve-host';
-
-/**
- * A DNS server on loopback: `A` queries for `ok.test` get 192.0.2.7 (TTL 60 s), `ttl0.test` 192.0.2.8 (TTL 0), other
- * names an empty answer, and queries for names starting with `silent` no answer at all (a tenant's domain whose server
- * never answers). `queries` counts the queries of each name.
- */
-async function startDnsServer(): Promise<{ socket: Socket; server: string; queries: Map<string, number> }> {
-  const socket = createSocket('udp4');
-  const queries = new Map<string, number>();
-  socket.on('message', (q, peer) => {
-    let at = 12;
-    const labels: string[] = [];
-    while (q[at] !== 0) {
-      labels.push(q.subarray(at + 1, at + 1 + q[at]).toString());
-      at += q[at] + 1;
-    }
-    const question = q.subarray(12, at + 5);
-    const type = q.readUInt16BE(at + 1);
-    const name = labels.join('.');
-    queries.set(name, (queries.get(name) ?? 0) + 1);
-    if (name.startsWith('silent')) return;
-    const record = { 'ok.test': [60, 7], 'ttl0.test': [0, 8] }[name];
-    const answers = record && type === 1 ? [Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, record[0], 0, 4, 192, 0, 2, record[1]])] : [];
-    const header = Buffer.from([q[0], q[1], 0x81, 0x80, 0, 1, 0, answers.length, 0, 0, 0, 0]);
-    socket.send(Buffer.concat([header, question, ...answers]), peer.port, peer.address);
-  });
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  return { socket, server: `127.0.0.1:${socket.address().port}`, queries };
-}
+import { startDnsServer, type DnsServer } from './test-support/dns-server';
 
 describe('resolveHost', () => {
-  let dns: Awaited<ReturnType<typeof startDnsServer>>;
+  let dns: DnsServer;
   let resolver: dnsPromises.Resolver;
 
   beforeAll(async () => {

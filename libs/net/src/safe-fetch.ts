@@ -11,7 +11,7 @@ export interface Agents {
 
 /** Keep-alive agents whose every connection goes through the policy's lookup (`account`'s lookups, `guardedLookup`). */
 export function createAgents(policy: AddressPolicy, maxSockets = 64, account?: string): Agents {
-  const lookup = guardedLookup(policy, account);
+  const lookup = guardedLookup(policy, { account });
   return {
     http: new HttpAgent({ keepAlive: true, maxSockets, lookup } as ConstructorParameters<typeof HttpAgent>[0]),
     https: new HttpsAgent({ keepAlive: true, maxSockets, lookup } as ConstructorParameters<typeof HttpsAgent>[0]),
@@ -85,7 +85,7 @@ function once(url: URL, opts: SafeFetchOptions, deadline: number): Promise<SafeR
         headers: opts.headers,
         // Without shared agents, no pooling: each request resolves and connects through the guarded lookup.
         agent: agent ?? false,
-        lookup: agent ? undefined : guardedLookup(policy, opts.account),
+        lookup: agent ? undefined : guardedLookup(policy, { account: opts.account }),
       },
       (res) => {
         const chunks: Buffer[] = [];

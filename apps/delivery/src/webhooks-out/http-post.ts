@@ -1,5 +1,5 @@
 import { IncomingHttpHeaders } from 'node:http';
-import { AddressPolicy, GuardedAgent, OutboundError } from '@app/net';
+import { AccountSlots, AddressPolicy, GuardedAgent, OutboundError } from '@app/net';
 
 export interface PostResult {
   status: number;
@@ -27,8 +27,9 @@ export class PostError extends Error {
 export class WebhookHttp {
   private readonly agent: GuardedAgent;
 
-  constructor(policy: AddressPolicy, maxSocketsPerHost = SOCKETS_PER_HOST) {
-    this.agent = new GuardedAgent(policy, maxSocketsPerHost);
+  /** `lookupsAtOnce`: per account, past them its connections wait for its own lookups (WEBHOOK_LOOKUPS_AT_ONCE_PER_ACCOUNT). */
+  constructor(policy: AddressPolicy, maxSocketsPerHost = SOCKETS_PER_HOST, lookupsAtOnce?: number) {
+    this.agent = new GuardedAgent(policy, maxSocketsPerHost, { lookups: lookupsAtOnce ? new AccountSlots(lookupsAtOnce) : undefined });
   }
 
   /**

@@ -35,9 +35,9 @@ export class SignedPost {
   private readonly http: WebhookHttp;
   private readonly signers = new Map<string, { secret: string; signer: WebhookSigner }>();
 
-  constructor(policy: AddressPolicy, private readonly metrics: DeliveryMetrics, private readonly timeoutMs: number, concurrency: number) {
+  constructor(policy: AddressPolicy, private readonly metrics: DeliveryMetrics, private readonly timeoutMs: number, concurrency: number, lookupsAtOnce?: number) {
     // A host's connections are shared by its webhooks: one webhook may still use all of its request slots.
-    this.http = new WebhookHttp(policy, Math.max(SOCKETS_PER_HOST, concurrency));
+    this.http = new WebhookHttp(policy, Math.max(SOCKETS_PER_HOST, concurrency), lookupsAtOnce);
   }
 
   /** One signed POST of `body`; never throws (a failure is in the record). */

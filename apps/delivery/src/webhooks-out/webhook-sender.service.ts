@@ -115,7 +115,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(LOGGER) private readonly logger: Logger,
   ) {
-    this.http = new SignedPost(policyFromConfig(config), metrics, config.webhookTimeoutMs, config.webhookConcurrency);
+    this.http = new SignedPost(policyFromConfig(config), metrics, config.webhookTimeoutMs, config.webhookConcurrency, config.webhookLookupsAtOnce);
     this.log = new DeliveryLog(em, config.deliveryLogAsyncCommit);
     this.retries = new RetryQueue(em, nats, logger);
     this.waiting = new WaitingRetries(em, config.webhookMaxRetriesPerAccount, config.webhookRetriesCountMs, (message) => logger.warn(message));

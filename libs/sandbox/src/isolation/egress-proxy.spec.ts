@@ -4,7 +4,7 @@ import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RateBudget } from '@app/contracts';
-import { AccountSlots } from './account-slots';
+import { AccountSlots } from '@app/net';
 import { EgressProxy, type EgressBudgets, type EgressProxyOptions } from './egress-proxy';
 import { EgressJudge } from './egress-rules';
 

@@ -4,9 +4,8 @@ import { chmodSync, rmSync } from 'node:fs';
 import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { RateBudget } from '@app/contracts';
-import { resolveHost } from '@app/net';
+import { resolveHost, type AccountSlots } from '@app/net';
 import type { SandboxLogger } from '../types';
-import type { AccountSlots } from './account-slots';
 import type { EgressJudge } from './egress-rules';
 
 const MAX_REQUEST_BYTES = 1024;

@@ -7,7 +7,7 @@ import { resolveHostFile, resolveWorkerFile } from '../worker-file';
 import { sandboxError, type TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 import { AccountView, accountKey } from './account-view';
-import { AccountSlots } from './account-slots';
+import { AccountSlots } from '@app/net';
 import { EgressProxy, type EgressBudgets } from './egress-proxy';
 import { EgressJudge, type EgressRules } from './egress-rules';
 import type { HostConfig, SandboxRunIn } from './host-protocol';
