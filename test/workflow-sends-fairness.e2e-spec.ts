@@ -102,4 +102,38 @@ describe('workflow sends: one account against the others', () => {
     }
     expect(failed).toBe(1200);
   });
+
+  it("takes due sends fairly across accounts: another account's one due send goes out in the same round as the first of an account's 3,000", async () => {
+    const a = createUser(system);
+    const b = createUser(system);
+    const wfB = await workflow(b.apiKey, 'fair', 1);
+    const db = new Client({ connectionString: system.databaseUrl });
+    await db.connect();
+    try {
+      // Which transaction deleted each waiting send: a poll republishes and deletes one round of due rows in one.
+      await db.query(`create table test_send_rounds (seq serial, owner_id text, tx bigint)`);
+      await db.query(`create function test_send_round() returns trigger language plpgsql security definer as $$
+        begin insert into test_send_rounds (owner_id, tx) values (old.owner_id, txid_current()); return old; end $$`);
+      await db.query(`create trigger test_send_round after delete on send_retries for each row execute function test_send_round()`);
+      const row = (owner: string, workflowId: string, invocation: string, url: string, dueAtMs: string) =>
+        `select 'inv_${invocation}' || i || ':s0', '${owner}', 1, ${dueAtMs}, json_build_object('kind', 'http', 'ownerId', '${owner}', 'workflowId', '${workflowId}',
+           'invocationId', 'inv_${invocation}' || i, 'index', 0, 'createdAtMs', $1::bigint, 'payload', json_build_object('url', '${url}', 'data', json_build_object('owner', '${owner}'))), $1::bigint`;
+      // A's 3,000 sends (of a workflow that is gone: each is dropped once republished) all came due before B's one.
+      await db.query(
+        `insert into send_retries (id, owner_id, attempt, due_at_ms, message, created_at_ms)
+         ${row(a.id, 'p_goneeeeeeeeeeeeeeeeee', 'fair_a_', urls.healthy, '$1::bigint - 600000 + i')} from generate_series(1, 3000) i
+         union all ${row(b.id, wfB, 'fair_b_', urls.healthy, '$1::bigint - 1000')} from generate_series(1, 1) i`,
+        [Date.now()],
+      );
+      await eventually(async () => arrived.some((body) => body.includes(b.id)), { what: "B's due send", timeoutMs: 30_000 });
+      const rounds = (await db.query(`select owner_id, min(seq) as first, min(tx)::text as tx from test_send_rounds where owner_id in ($1, $2) group by owner_id`, [a.id, b.id])).rows;
+      const [roundA, roundB] = [a.id, b.id].map((id) => rounds.find((r) => r.owner_id === id)?.tx);
+      expect(roundB).toBeDefined();
+      expect(roundB).toBe(roundA);
+      expect(arrived.filter((body) => body.includes(a.id))).toEqual([]);
+    } finally {
+      await db.query(`drop trigger if exists test_send_round on send_retries`).catch(() => undefined);
+      await db.end();
+    }
+  });
 });

@@ -6,8 +6,24 @@ import { DuePoller, untilDue } from '../common/due-poller';
 import { fromExactJson } from '../common/pg-text';
 import { inTransaction } from '../common/transaction';
 
-/** Due rows republished per poll (a full batch polls again at once). */
+/** Due rows republished per poll (a poll that found some polls again at once). */
 const POLL_BATCH = 500;
+
+/**
+ * One poll's due rows, taken fairly across accounts: the accounts with due rows (the 500 that have waited longest),
+ * each its earliest ones, up to an equal share of the batch. By due time alone, one account's thousands of due sends
+ * (its silent receivers' held-back sends, or a failure storm's retries) came before another account's single send,
+ * round after round. Rows another replica has locked are skipped.
+ */
+const DUE_FAIRLY = `
+  select due.id, due.message from (
+    select owner_id, min(due_at_ms) as first, ceil(${POLL_BATCH}.0 / count(*) over ())::int as share
+    from send_retries where due_at_ms <= ? group by owner_id order by first limit ${POLL_BATCH}
+  ) owners cross join lateral (
+    select id, message, due_at_ms from send_retries
+    where owner_id = owners.owner_id and due_at_ms <= ? order by due_at_ms limit owners.share for update skip locked
+  ) due
+  order by owners.first, due.due_at_ms limit ${POLL_BATCH}`;
 
 /** A send's row: one per send of a run (`<invocationId>:s<index>`, its SENDS `Nats-Msg-Id`). */
 const sendKey = (m: SendMessage): string => `${m.invocationId}:s${m.index}`;
@@ -53,21 +69,20 @@ export class SendRetries {
     return row?.count ?? 0;
   }
 
-  /** Republishes one batch of due sends; returns the wait before the next poll. */
+  /** Republishes one batch of due sends, each account its share (DUE_FAIRLY); returns the wait before the next poll. */
   private async poll(): Promise<number> {
-    const full = await inTransaction(this.em, async (tx) => {
-      const rows = (await tx.execute(`select id, message from send_retries where due_at_ms <= ? order by due_at_ms limit ${POLL_BATCH} for update skip locked`, [Date.now()])) as {
-        id: string;
-        message: SendMessage;
-      }[];
+    const found = await inTransaction(this.em, async (tx) => {
+      const now = Date.now();
+      const rows = (await tx.execute(DUE_FAIRLY, [now, now])) as { id: string; message: SendMessage }[];
       if (!rows.length) return false;
       await Promise.all(rows.map((r) => {
         const msg = fromExactJson<SendMessage>(r.message);
         return this.nats.streams.publish(this.nats.names.send(msg.workflowId), encodeJson(msg), parkedMsgId(msg));
       }));
       await tx.execute(`delete from send_retries where id in (${rows.map(() => '?').join(', ')})`, rows.map((r) => r.id), 'run');
-      return rows.length === POLL_BATCH;
+      // An account may have more due than its share: the next poll takes them.
+      return rows.length > 0;
     });
-    return full ? 0 : untilDue(this.em, 'send_retries');
+    return found ? 0 : untilDue(this.em, 'send_retries');
   }
 }

@@ -17,6 +17,7 @@ import { Migration20261130120000 } from './Migration20261130120000';
 import { Migration20261201041500 } from './Migration20261201041500';
 import { Migration20261201120000 } from './Migration20261201120000';
 import { Migration20261201130000 } from './Migration20261201130000';
+import { Migration20261201160000 } from './Migration20261201160000';
 
 /** Every migration, oldest first. Add new ones at the end. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -38,4 +39,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261201041500', class: Migration20261201041500 },
   { name: 'Migration20261201120000', class: Migration20261201120000 },
   { name: 'Migration20261201130000', class: Migration20261201130000 },
+  { name: 'Migration20261201160000', class: Migration20261201160000 },
 ];
