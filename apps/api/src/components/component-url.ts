@@ -25,12 +25,14 @@ export interface FetchPolicy {
   maxRedirects: number;
   /** Most files one component may pull in through relative imports. */
   maxFiles: number;
+  /** Whose lookups the fetches make (the namespace the component is saved in): no other account's answer them. */
+  account: string;
 }
 
 /** GET one file under the outbound address policy, with bounded redirects, a timeout and a size cap; undefined on 404. */
 export async function fetchText(url: string, policy: FetchPolicy): Promise<string | undefined> {
   try {
-    const res = await safeFetch(url, { policy: policy.policy, timeoutMs: policy.timeoutMs, maxBytes: policy.maxBytes, maxRedirects: policy.maxRedirects });
+    const res = await safeFetch(url, { policy: policy.policy, timeoutMs: policy.timeoutMs, maxBytes: policy.maxBytes, maxRedirects: policy.maxRedirects, account: policy.account });
     if (res.status === 404) return undefined;
     if (res.status < 200 || res.status >= 300) throw new BadRequestError(`component_url: ${shownUrl(url)} answered ${res.status}`, { field: 'component_url' });
     return res.body.toString('utf8');

@@ -30,7 +30,7 @@ export class ComponentsController {
     const ownerId = namespaceOf(auth, input.org_id);
     const code = optionalString(input, 'component_code', { maxLength: Number.MAX_SAFE_INTEGER }) ?? undefined;
     const url = componentUrlParam(input);
-    const resolved = await this.components.resolveCode(code, url, undefined, missingIn(query, body, ['component_code', 'component_url']));
+    const resolved = await this.components.resolveCode(ownerId, code, url, undefined, missingIn(query, body, ['component_code', 'component_url']));
     const c = await this.components.save(ownerId, auth.userId, resolved);
     return { data: toComponentDto(c) };
   }

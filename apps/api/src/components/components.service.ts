@@ -146,8 +146,9 @@ export class ComponentsService {
     @Inject(COMPONENT_READER) private readonly reader: ComponentReader,
   ) {}
 
-  get fetchPolicy(): FetchPolicy {
+  fetchPolicy(account: string): FetchPolicy {
     return {
+      account,
       policy: policyFromConfig(this.config),
       maxBytes: this.config.componentMaxBytes,
       timeoutMs: this.config.componentUrlTimeoutMs,
@@ -158,11 +159,11 @@ export class ComponentsService {
 
   /**
    * The code to save: `component_code` when given (the URL is then only metadata), else
-   * the file at `component_url` (plus a bundle when it imports relative files).
+   * the file at `component_url` (plus a bundle when it imports relative files), its host looked up as `ownerId`'s.
    */
-  async resolveCode(code: string | undefined, url: string | undefined, required = ['component_code', 'component_url'], missingIn?: 'query' | 'body'): Promise<ResolvedCode> {
+  async resolveCode(ownerId: string, code: string | undefined, url: string | undefined, required = ['component_code', 'component_url'], missingIn?: 'query' | 'body'): Promise<ResolvedCode> {
     if (code !== undefined && code !== '') return { code, url };
-    if (url) return { ...(await loadComponentUrl(url, this.fetchPolicy)), url };
+    if (url) return { ...(await loadComponentUrl(url, this.fetchPolicy(ownerId))), url };
     throw new BadRequestError(`${required.slice(0, -1).join(', ')} or ${required[required.length - 1]} is required`, { ...(missingIn ? { in: missingIn } : {}), fields: required });
   }
 

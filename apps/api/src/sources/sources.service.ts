@@ -94,7 +94,7 @@ export class SourcesService {
     else if (ref.componentId) component = await this.components.findForCaller(auth, ref.componentId, ownerId);
     else if (!ref.code && !ref.url && ref.key) component = await this.componentByKey(auth, ownerId, ref.key);
     else {
-      const resolved = await this.components.resolveCode(ref.code, ref.url, ['component_id', 'component_code', 'component_url'], ref.missingIn);
+      const resolved = await this.components.resolveCode(ownerId, ref.code, ref.url, ['component_id', 'component_code', 'component_url'], ref.missingIn);
       const field = ref.code ? 'component_code' : 'component_url';
       const accept = (a: { type: string }) => assertSource(a.type, `the ${field} component`, { field });
       return { component: await this.components.prepare(ownerId, auth.userId, resolved, undefined, accept), fresh: true };
