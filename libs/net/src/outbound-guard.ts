@@ -1,6 +1,6 @@
 import type { LookupAddress, LookupOptions, promises as dnsPromises } from 'node:dns';
-import type { AccountSlots } from './account-slots';
 import { isIP, LookupFunction } from 'node:net';
+import type { AccountSlots } from './account-slots';
 import { AddressPolicy, classifyAddress, isOwnAddress, policyForUrl, refusalReason } from './address-policy';
 import { resolveHost } from './resolve-host';
 
