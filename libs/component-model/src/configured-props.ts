@@ -37,7 +37,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  * an app's `$auth`), which the runner decrypts wherever it finds it in stored props — or undefined. A value given in
  * that form was taken for an encrypted one: a deploy that read it back failed (500), and a run decrypted it.
  */
-function encryptedFormAt(v: unknown, path: string): string | undefined {
+export function encryptedFormAt(v: unknown, path: string): string | undefined {
   if (Array.isArray(v)) {
     for (const [i, x] of v.entries()) {
       const at = encryptedFormAt(x, `${path}[${i}]`);

@@ -1,5 +1,5 @@
-import { ConfigurableProp, cronIntervalSeconds, INTERFACE_HTTP, INTERFACE_TIMER } from '@app/component-model';
-import { BadRequestError, decryptValue, encryptValue, isEncrypted, SECRET_MASK } from '@app/contracts';
+import { ConfigurableProp, cronIntervalSeconds, encryptedFormAt, INTERFACE_HTTP, INTERFACE_TIMER } from '@app/component-model';
+import { BadRequestError, decryptValue, EncryptedValue, encryptValue, isEncrypted, SECRET_MASK } from '@app/contracts';
 
 type Values = Record<string, unknown>;
 
@@ -18,13 +18,26 @@ export function encryptProps(props: ConfigurableProp[], values: Values, key: Buf
   return out;
 }
 
-/** Plain values of a stored document (to revalidate on update). */
+/**
+ * The plain value of one the platform sealed, or undefined for one it cannot open: a value given in that form before
+ * such values were refused (`{ "$enc": "AAAA" }` stored as a prop's value), left as stored so that revalidating it
+ * answers a 400 naming its prop, not a 500 from the decryption.
+ */
+function opened(key: Buffer, v: EncryptedValue): { value: unknown } | undefined {
+  try {
+    return { value: decryptValue(key, v) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Plain values of a stored document (to revalidate on update); a value that does not open stays as stored. */
 export function decryptProps(values: Values, key: Buffer): Values {
   const out: Values = {};
   for (const [name, v] of Object.entries(values)) {
-    if (isEncrypted(v)) out[name] = decryptValue(key, v);
-    else if (typeof v === 'object' && v !== null && isEncrypted((v as { $auth?: unknown }).$auth)) out[name] = { $auth: decryptValue(key, (v as { $auth: { $enc: string } }).$auth) };
-    else out[name] = v;
+    const auth = typeof v === 'object' && v !== null ? (v as { $auth?: unknown }).$auth : undefined;
+    const plain = isEncrypted(v) ? opened(key, v) : isEncrypted(auth) ? opened(key, auth) : undefined;
+    out[name] = plain === undefined ? v : isEncrypted(v) ? plain.value : { $auth: plain.value };
   }
   return out;
 }
@@ -45,7 +58,14 @@ export function carriedProps(props: ConfigurableProp[], stored: Values, key: Buf
   const out: Values = {};
   for (const p of props) {
     if (p.type === INTERFACE_HTTP || plain[p.name] === undefined) continue;
-    if (hidden(stored[p.name]) && !p.secret && p.type !== 'app') continue;
+    const opens = plain[p.name] !== stored[p.name];
+    if (opens && hidden(stored[p.name]) && !p.secret && p.type !== 'app') continue;
+    const at = encryptedFormAt(plain[p.name], p.name);
+    if (at !== undefined) {
+      const where = at === p.name ? 'its stored value' : `${at} in its stored value`;
+      const message = `configured_props.${p.name}: ${where} is an object with a "$enc" string, stored before values of that form were refused: give ${p.name} a new value in configured_props`;
+      throw new BadRequestError(message, { prop: p.name }, 'invalid_props');
+    }
     out[p.name] = plain[p.name];
   }
   return out;
@@ -64,6 +84,10 @@ export function unmaskInput(props: ConfigurableProp[], input: Values, current: V
     if (!app && !(p.secret && v === SECRET_MASK)) continue;
     if (current[p.name] === undefined) {
       throw new BadRequestError(`configured_props.${p.name}: "${SECRET_MASK}" keeps the ${app ? '$auth' : 'secret'} stored for ${p.name}, and none is: give its value`, { prop: p.name }, 'invalid_props');
+    }
+    // Left sealed by decryptProps: not a value the platform sealed, stored before values of that form were refused.
+    if (hidden(current[p.name])) {
+      throw new BadRequestError(`configured_props.${p.name}: "${SECRET_MASK}" keeps the ${app ? '$auth' : 'secret'} stored for ${p.name}, and the one stored is an object with a "$enc" string that the platform did not encrypt, stored before values of that form were refused: give its value`, { prop: p.name }, 'invalid_props');
     }
     out[p.name] = current[p.name];
   }
