@@ -44,6 +44,13 @@ export interface SourceDto {
   configurable_props?: ConfigurableProp[];
 }
 
+/** A source checked and not stored yet, with its component (`fresh`: made for it, stored with it). */
+export interface PreparedSource {
+  source: Source;
+  component: Component;
+  fresh: Component[];
+}
+
 /** Validated values (secrets encrypted) and the props `additionalProps()` added (null: the component has none). */
 interface Validated {
   values: Record<string, unknown>;
@@ -167,22 +174,27 @@ export class SourcesService {
   }
 
   /**
-   * Inserts with a unique slug. The slug is chosen and inserted under a per-owner transaction lock, so
-   * concurrent creates for one owner (ten parallel POSTs of one component) each get the next free number
-   * instead of racing for the same one.
+   * Inserts with a unique slug, in `em`'s transaction (a workflow's create inserts its trigger source in its own). The
+   * slug is chosen and inserted under a per-owner transaction lock, so concurrent creates for one owner (ten parallel
+   * POSTs of one component) each get the next free number instead of racing for the same one. Whether it got
+   * auto-subscriptions (to announce once committed: `announceCreated`).
    */
-  private async insertWithSlug(source: Source, base: string, fresh: Component[]): Promise<boolean> {
-    await this.components.storeRunnable(fresh);
-    return this.em.fork().transactional(async (em) => {
-      // Its new component with it, or neither.
-      await this.components.insert(em, fresh);
-      await lockOwnerSlugs(em, source.ownerId);
-      await assertRoomFor(em, 'sources', source.ownerId, this.config.sourcesMaxPerAccount);
-      source.nameSlug = await this.freeSlug(em, source.ownerId, base);
-      await em.persist(source).flush();
-      // With the subscriptions its account's auto-subscriptions give it, or not at all (they count in the quota).
-      return insertAutoSubscriptions(em, source, 'source', this.config.subscriptionsMaxPerAccount);
-    });
+  async insertPrepared(em: EntityManager, { source, fresh }: PreparedSource): Promise<boolean> {
+    // Its new component with it, or neither.
+    await this.components.insert(em, fresh);
+    await lockOwnerSlugs(em, source.ownerId);
+    await assertRoomFor(em, 'sources', source.ownerId, this.config.sourcesMaxPerAccount);
+    source.nameSlug = await this.freeSlug(em, source.ownerId, slugify(source.name));
+    await em.persist(source).flush();
+    // With the subscriptions its account's auto-subscriptions give it, or not at all (they count in the quota).
+    return insertAutoSubscriptions(em, source, 'source', this.config.subscriptionsMaxPerAccount);
+  }
+
+  /** Once an inserted source is committed: its auto-subscriptions announced, its desired state published to the runner. */
+  async announceCreated({ source, component }: PreparedSource, subscribed: boolean): Promise<void> {
+    this.logger.log(`source created source_id=${source.id} owner_id=${source.ownerId} component_id=${component.id} type=${(component.meta as unknown as ComponentMeta).type}`);
+    if (subscribed) await announceAutoSubscribed(this.nats, source);
+    await this.publisher.publishSoon(source.id);
   }
 
   /**
@@ -217,20 +229,30 @@ export class SourcesService {
   }
 
   async create(auth: AuthContext, ownerId: string, ref: ComponentRef, name: string | undefined, configuredProps: unknown): Promise<{ source: Source; component: Component }> {
+    const prepared = await this.prepare(auth, ownerId, ref, name, configuredProps);
+    await this.components.storeRunnable(prepared.fresh);
+    const subscribed = await this.em.fork().transactional((em) => this.insertPrepared(em, prepared));
+    await this.announceCreated(prepared, subscribed);
+    return prepared;
+  }
+
+  /**
+   * A new source checked (quotas, component, props) and not stored yet: `create` stores it, or a workflow's create with
+   * itself (`insertPrepared`), after `components.storeRunnable(fresh)`.
+   */
+  async prepare(auth: AuthContext, ownerId: string, ref: ComponentRef, name: string | undefined, configuredProps: unknown): Promise<PreparedSource> {
     // Refused before its code is read and saved; counted again, under the account's lock, when it is inserted.
     await assertRoomFor(this.em.fork(), 'sources', ownerId, this.config.sourcesMaxPerAccount);
     await assertRoomForAutoSubscriptions(this.em, ownerId, 'source', this.config.subscriptionsMaxPerAccount);
     const { component, fresh } = await this.component(auth, ownerId, ref);
     const { values, additional } = await this.validate(component, configuredProps, ownerId);
-    const meta = component.meta as unknown as ComponentMeta;
     const hasHttp = (component.configurableProps as ConfigurableProp[]).some((p) => p.type === INTERFACE_HTTP);
-    const sourceName = name ?? slugify(component.name);
     const source = Object.assign(new Source(), {
       id: newId('source'),
       ownerId,
       userId: auth.userId,
       componentId: component.id,
-      name: sourceName,
+      name: name ?? slugify(component.name),
       configuredProps: values,
       additionalProps: additional as Record<string, unknown>[] | null,
       active: true,
@@ -239,14 +261,8 @@ export class SourcesService {
       endpointKey: hasHttp ? newEndpointKey() : null,
       createdAtMs: Date.now(),
     });
-    const subscribed = await this.insertWithSlug(source, slugify(sourceName), fresh ? [component] : []);
-    this.logger.log(`source created source_id=${source.id} owner_id=${ownerId} component_id=${component.id} type=${meta.type}`);
-    if (subscribed) await announceAutoSubscribed(this.nats, source);
-    await this.publisher.publishSoon(source.id);
-    return { source, component };
+    return { source, component, fresh: fresh ? [component] : [] };
   }
-
-
 
   async get(auth: AuthContext, id: string): Promise<{ source: Source; component: Component | undefined }> {
     const em = this.em.fork();

@@ -14,7 +14,7 @@ import { ComponentsService } from '../components/components.service';
 import { propsView } from '../sources/source-props';
 import { resolveEmitter } from '../subscriptions/endpoints';
 import { softDeleteWithSubscriptions } from '../subscriptions/soft-delete';
-import { ComponentRef, SourcesService } from '../sources/sources.service';
+import { ComponentRef, PreparedSource, SourcesService } from '../sources/sources.service';
 import { resolveSteps, StepsDeps } from './workflow-steps';
 import { WorkflowPublisher } from './workflow-publisher';
 
@@ -130,12 +130,13 @@ export class WorkflowsService {
   }
 
   /**
-   * The trigger as stored. An inline source (`{ source: { code | component_id | key, props } }`) is deployed
-   * now — or the one deployed for this workflow before is updated — and stored as `{ source: dc_…, managed: true }`.
+   * The trigger as stored. An inline source (`{ source: { code | component_id | key, props } }`) is stored as
+   * `{ source: dc_…, managed: true }`: the one deployed for this workflow before is updated now; a new one is only
+   * checked (`pending`), and stored in the workflow's own transaction, so a workflow not stored leaves none behind.
    */
-  private async triggerRow(auth: AuthContext, ownerId: string, def: WorkflowDefinition, previous?: Workflow): Promise<Record<string, unknown>> {
+  private async triggerRow(auth: AuthContext, ownerId: string, def: WorkflowDefinition, previous?: Workflow): Promise<{ trigger: Record<string, unknown>; pending?: PreparedSource }> {
     const t = def.trigger;
-    if (!('source' in t) || typeof t.source === 'string') return t as unknown as Record<string, unknown>;
+    if (!('source' in t) || typeof t.source === 'string') return { trigger: t as unknown as Record<string, unknown> };
     const inline = t.source;
     const managed = managedSourceOf(previous?.trigger);
     const named = inline.component_id ?? inline.key;
@@ -144,14 +145,14 @@ export class WorkflowsService {
       if (managed) {
         try {
           const { source } = await this.sources.update(auth, managed, { ref, configuredProps: inline.props, active: true }, { byWorkflow: true });
-          return { source: source.id, managed: true };
+          return { trigger: { source: source.id, managed: true } };
         } catch (e) {
           // Gone (deleted through DELETE /v1/sources/{id} before that refused a workflow's source): this deploy makes a new one.
           if (!(e instanceof NotFoundError && (e.details as { id?: unknown } | undefined)?.id === managed)) throw e;
         }
       }
-      const { source } = await this.sources.create(auth, ownerId, ref, `${def.name} trigger`, inline.props);
-      return { source: source.id, managed: true };
+      const pending = await this.sources.prepare(auth, ownerId, ref, `${def.name} trigger`, inline.props);
+      return { trigger: { source: pending.source.id, managed: true }, pending };
     } catch (e) {
       // The component named (by any length of key or id) is quoted `clipped`.
       if (e instanceof NotFoundError && named !== undefined) throw new BadRequestError(`trigger.source: component ${clipped(named)} not found`, { path: 'trigger.source', [inline.component_id ? 'id' : 'key']: clipped(named) }, 'invalid_workflow');
@@ -204,29 +205,30 @@ export class WorkflowsService {
       endpointKey: 'http' in def.trigger ? newEndpointKey() : null,
       createdAtMs: Date.now(),
     });
-    // Before its trigger source is deployed: a refused definition leaves nothing behind.
+    // Before its trigger source is checked: a refused definition reads no component for it.
     this.publisher.assertFits(w, components);
-    const trigger = await this.triggerRow(auth, ownerId, def);
+    const { trigger, pending } = await this.triggerRow(auth, ownerId, def);
     w.trigger = trigger;
-    let subscribed = false;
+    let subscribed = { workflow: false, source: false };
     try {
-      await this.components.storeRunnable(fresh);
+      await this.components.storeRunnable([...fresh, ...(pending?.fresh ?? [])]);
       subscribed = await em.transactional(async (tx) => {
-        // The components made for its steps with it, or none of them.
+        // Its trigger source and the components made for its steps with it, or none of them.
+        const source = pending ? await this.sources.insertPrepared(tx, pending) : false;
         await this.components.insert(tx, fresh);
         await assertRoomFor(tx, 'workflows', ownerId, this.config.workflowsMaxPerAccount);
         await tx.persist(w).flush();
         // With the subscriptions its account's auto-subscriptions give it, or not at all (they count in the quota).
-        return insertAutoSubscriptions(tx, w, 'workflow', this.config.subscriptionsMaxPerAccount);
+        return { workflow: await insertAutoSubscriptions(tx, w, 'workflow', this.config.subscriptionsMaxPerAccount), source };
       });
     } catch (e) {
-      // Not stored (the name taken or the quota reached meanwhile): the source deployed for its trigger goes too.
-      await this.dropManagedSource(auth, trigger, null);
+      // Not stored (the name taken or the quota reached meanwhile), nor its trigger source.
       if (/unique/i.test((e as Error).message)) throw new ConflictError(`a workflow named "${clipped(def.name)}" already exists`, { name: clipped(def.name) });
       throw e;
     }
+    if (pending) await this.sources.announceCreated(pending, subscribed.source);
     await this.linkTrigger(auth, w);
-    if (subscribed) await announceAutoSubscribed(this.nats, w);
+    if (subscribed.workflow) await announceAutoSubscribed(this.nats, w);
     this.logger.log(`workflow created workflow_id=${w.id} owner_id=${ownerId} deployment_id=${w.deploymentId}`);
     await this.publisher.publishSoon(w.id);
     const current = await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null });
@@ -264,24 +266,24 @@ export class WorkflowsService {
     const endpointKey = 'http' in def.trigger ? (w.endpointKey ?? newEndpointKey()) : null;
     await this.checkTriggerEmitter(auth, w.ownerId, def.trigger, w.id);
     this.publisher.assertFits(Object.assign(new Workflow(), { ...w, trigger: storedTriggerShape(def), steps: rows, settings: def.settings, secrets, endpointKey }), components);
-    const trigger = await this.triggerRow(auth, w.ownerId, def, w);
-    await this.components.storeRunnable(made);
+    const { trigger, pending } = await this.triggerRow(auth, w.ownerId, def, w);
+    await this.components.storeRunnable([...made, ...(pending?.fresh ?? [])]);
+    let sourceSubscribed = false;
     // The trigger this deploy replaces, read with the row locked, unless another deploy was stored since `w` was read.
     const replaced = await em.transactional(async (tx) => {
       const [row] = await tx.execute<{ trigger: Record<string, unknown>; rev: number }[]>('select trigger, rev from workflows where id = ? and deleted_at is null for update', [w.id]);
       if (!row) return undefined;
       if (row.rev !== w.rev) return 'moved' as const;
-      // The components made for its steps, stored with the deploy that uses them.
+      // A new trigger source and the components made for its steps, stored with the deploy that uses them.
+      sourceSubscribed = pending ? await this.sources.insertPrepared(tx, pending) : false;
       await this.components.insert(tx, made);
       const values = { name: def.name, deploymentId: newId('deployment'), trigger, steps: rows, settings: def.settings as Record<string, unknown>, secrets, active: body.active !== false, endpointKey };
       await tx.nativeUpdate(Workflow, { id: w.id }, { ...values, rev: raw('rev + 1'), updatedAt: Math.floor(Date.now() / 1000) });
       return row.trigger;
     });
-    // Not stored (deleted by a concurrent DELETE, or deployed by another request): a source this deploy made goes.
-    if (replaced === undefined || replaced === 'moved') {
-      if (managedSourceOf(trigger) !== managedSourceOf(w.trigger)) await this.dropManagedSource(auth, trigger, null);
-      if (replaced === 'moved') return undefined;
-    }
+    // Not stored (deleted by a concurrent DELETE, or deployed by another request), nor a source this deploy made.
+    if (replaced === 'moved') return undefined;
+    if (replaced !== undefined && pending) await this.sources.announceCreated(pending, sourceSubscribed);
     const fresh = replaced ? await this.em.fork().findOne(Workflow, { id: w.id, deletedAt: null }) : null;
     if (!fresh) throw NotFoundError.of('workflow', id);
     await this.linkTrigger(auth, fresh);
