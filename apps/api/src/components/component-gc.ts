@@ -2,9 +2,8 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { codeHashesOf, decodeJson, DesiredSourceState } from '@app/contracts';
-import { Component } from '@app/db';
 import { deleteObjectIf, lastTouchMs, NatsService, putSliced, rawObjectInfo } from '@app/nats';
-import { ComponentsService, runnableOf } from './components.service';
+import { ComponentsService } from './components.service';
 
 /** KV `leases` key holding the last time slot a collection round was done for (by any replica). */
 const SLOT_KEY = 'api.component-gc';
@@ -142,13 +141,14 @@ export class ComponentGc implements OnApplicationBootstrap, OnApplicationShutdow
     if (round.removed.length) {
       const now = await this.referencedHashes();
       for (const name of round.removed.filter((n) => now.has(n))) {
-        const c = await em.findOne(Component, { $or: [{ codeHash: name }, { bundleHash: name }] });
-        if (!c) {
+        // Only the column with that hash: a component's code and its bundle may each be COMPONENT_MAX_BYTES.
+        const sql = `select case when bundle_hash = ? then bundle else code end as code from components where code_hash = ? or bundle_hash = ? limit 1`;
+        const [row] = await em.getConnection().execute<{ code: string | null }[]>(sql, [name, name, name]);
+        if (typeof row?.code !== 'string') {
           this.logger.error(`component code ${name} is referenced again but no component row has it`);
           continue;
         }
-        const runnable = runnableOf(c);
-        await putSliced(this.nats.components, name, Buffer.from(runnable.hash === name ? runnable.code : c.code, 'utf8'));
+        await putSliced(this.nats.components, name, Buffer.from(row.code, 'utf8'));
         round.restored.push(name);
         this.logger.warn(`component code restored code_hash=${name} (a publish raced the collector)`);
       }

@@ -8,7 +8,7 @@ import { Input, mergeInput, missingIn, objectParam, optionalString } from '../co
 import { COMPONENT_READER, ComponentReader } from './component-reader';
 import { componentUrlParam } from './component-url';
 import { RegistrySeeder } from './registry.seeder';
-import { ComponentDto, ComponentsService, runnableOf, toComponentDto } from './components.service';
+import { ComponentDto, ComponentsService, runnableCode, toComponentDto } from './components.service';
 import { unmaskInput } from '../sources/source-props';
 import { hasDynamicProps, hiddenIn, propsBaseOf, reloadProps } from './dynamic-props';
 
@@ -64,12 +64,13 @@ export class ComponentsController {
   async options(@Auth() auth: AuthContext, @Param('keyOrId') keyOrId: string, @Param('prop') prop: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: { options: unknown[]; context: unknown } }> {
     const input = mergeInput(query, body);
     const namespace = namespaceOf(auth, input.org_id);
-    const c = await this.components.findForCaller(auth, keyOrId, namespace);
+    // Its code is read only to call options() or additionalProps().
+    const c = await this.components.findForCaller(auth, keyOrId, namespace, { code: false });
     const configured = objectParam(input, 'configured_props') ?? {};
     const given = typeof configured === 'object' && configured !== null && !Array.isArray(configured) ? (configured as Record<string, unknown>) : undefined;
     const base = await propsBaseOf(this.em, auth, c, namespace, optionalString(input, 'source_id') ?? undefined, this.config.secretsKey);
     // A prop that additionalProps() adds exists only for some values: it is found with the values given.
-    const props = (hasDynamicProps(c) && given ? await reloadProps(this.reader, this.config, c, given, base) : c.configurableProps) as ConfigurableProp[];
+    const props = (hasDynamicProps(c) && given ? await reloadProps(this.reader, this.config, await this.components.withCode(c), given, base) : c.configurableProps) as ConfigurableProp[];
     const known = props.find((p) => p.name === prop);
     if (!known) throw new NotFoundError(`component ${c.id} has no prop ${clipped(prop)}`, { prop: clipped(prop) });
     const page = input.page === undefined ? 0 : Number(input.page);
@@ -79,7 +80,7 @@ export class ComponentsController {
     // A secret's mask stands for the source's stored value (with `source_id`), as on an update; code quoting it in an error does not show it.
     const values = unmaskInput(props, given, base.stored);
     const optionsInput = { page, prevContext: input.prevContext ?? input.prev_context, configuredProps: values, previousProps: base.previous };
-    const out = await this.reader.options(runnableOf(c).code, prop, optionsInput, this.config.componentReadTimeoutMs, base.account);
+    const out = await this.reader.options(await runnableCode(this.em.fork(), c), prop, optionsInput, this.config.componentReadTimeoutMs, base.account);
     if (out.error) throw new BadRequestError(`options() of prop ${prop} failed: ${hiddenIn(props, values, String(out.error.message))}`, { prop }, 'options_failed');
     return { data: { options: out.options ?? [], context: out.context ?? null } };
   }
@@ -95,10 +96,11 @@ export class ComponentsController {
   async reload(@Auth() auth: AuthContext, @Param('keyOrId') keyOrId: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: { configurable_props: unknown[] } }> {
     const input = mergeInput(query, body);
     const namespace = namespaceOf(auth, input.org_id);
-    const c = await this.components.findForCaller(auth, keyOrId, namespace);
+    const c = await this.components.findForCaller(auth, keyOrId, namespace, { code: false });
     const configured = objectParam(input, 'configured_props') ?? {};
     if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
     const base = await propsBaseOf(this.em, auth, c, namespace, optionalString(input, 'source_id') ?? undefined, this.config.secretsKey);
-    return { data: { configurable_props: await reloadProps(this.reader, this.config, c, configured as Record<string, unknown>, base) } };
+    const component = hasDynamicProps(c) ? await this.components.withCode(c) : c;
+    return { data: { configurable_props: await reloadProps(this.reader, this.config, component, configured as Record<string, unknown>, base) } };
   }
 }

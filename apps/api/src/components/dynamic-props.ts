@@ -50,6 +50,8 @@ export interface ReloadBase extends PropsBase {
  * props as `previousPropDefs`, and checked like static props.
  */
 export async function addedProps(reader: ComponentReader, config: AppConfig, component: Component, staticValues: Record<string, unknown>, base: PropsBase): Promise<ConfigurableProp[]> {
+  // A component read `WITHOUT_CODE` would hand the sandbox no code: its callers read it `withCode`.
+  if (typeof component.code !== 'string') throw new Error(`additionalProps() of component ${component.id}: read without its code`);
   const out = await reader.additionalProps(runnableOf(component).code, staticValues, config.componentReadTimeoutMs, base.account, base.previous);
   if (out.error) {
     const props = component.configurableProps as ConfigurableProp[];

@@ -6,7 +6,7 @@ import { DesiredSourceState, partitionOf } from '@app/contracts';
 import { Component, Source } from '@app/db';
 import { NatsService } from '@app/nats';
 import { putNewerDesired } from '../common/put-newer-desired';
-import { ComponentsService, runnableOf } from '../components/components.service';
+import { ComponentsService, runnableCode, runnableHashOf, WITHOUT_CODE } from '../components/components.service';
 import { endpointUrlOf } from '../http-endpoints/endpoint-urls';
 
 export { endpointUrlOf };
@@ -42,7 +42,7 @@ export class SourcePublisher {
       rev: source.rev,
       active: source.active,
       componentId: component.id,
-      codeHash: runnableOf(component).hash,
+      codeHash: runnableHashOf(component),
       configuredProps: source.configuredProps,
       ...(source.endpointKey ? { endpointKey: source.endpointKey, endpointUrl: endpointUrlOf(this.config, source.endpointKey) } : {}),
       runTimeoutMs: Math.min(source.runTimeoutMs ?? this.config.runTimeoutMs, this.config.maxRunTimeoutMs),
@@ -52,7 +52,10 @@ export class SourcePublisher {
     };
   }
 
-  /** Publishes the source's current row (re-read) and records `publishedRev`; finishes a pending delete. */
+  /**
+   * Publishes the source's current row (re-read) and records `publishedRev`; finishes a pending delete. Its component
+   * is read `WITHOUT_CODE`: its code is read only to be put into the object store when it is missing there.
+   */
   async publish(sourceId: string): Promise<void> {
     const em = this.em.fork();
     const source = await em.findOne(Source, { id: sourceId });
@@ -64,10 +67,9 @@ export class SourcePublisher {
       this.logger.log(`source removed source_id=${source.id}`);
       return;
     }
-    const component = await em.findOne(Component, { id: source.componentId });
+    const component = (await em.findOne(Component, { id: source.componentId }, WITHOUT_CODE)) as Component | null;
     if (!component) throw new Error(`source ${source.id} refers to missing component ${source.componentId}`);
-    const runnable = runnableOf(component);
-    await this.components.storeCode(runnable.hash, runnable.code);
+    await this.components.storeCode(runnableHashOf(component), () => runnableCode(em, component));
     await putNewerDesired(this.nats, key, this.stateOf(source, component), source.id);
     await em.nativeUpdate(Source, { id: source.id, publishedRev: { $lt: source.rev } }, { publishedRev: source.rev });
     this.logger.debug(`desired state published source_id=${source.id} rev=${source.rev}`);

@@ -11,7 +11,7 @@ import { announceRoutes, NatsService } from '@app/nats';
 import { announceAutoSubscribed, assertRoomForAutoSubscriptions, insertAutoSubscriptions } from '../subscriptions/auto-subscribe';
 import { assertPathResource, AuthContext } from '../auth/auth.context';
 import { COMPONENT_READER, ComponentReader } from '../components/component-reader';
-import { ComponentsService, REGISTRY_OWNER } from '../components/components.service';
+import { ComponentsService, REGISTRY_OWNER, WITHOUT_CODE } from '../components/components.service';
 import { addedProps, byStaticProps, hasDynamicProps, sandboxOf } from '../components/dynamic-props';
 import { RegistrySeeder } from '../components/registry.seeder';
 import { carriedProps, decryptProps, encryptProps, propsView, slugify, unmaskInput } from './source-props';
@@ -97,8 +97,8 @@ export class SourcesService {
    */
   private async component(auth: AuthContext, ownerId: string, ref: ComponentRef, current?: string): Promise<{ component: Component; fresh: boolean }> {
     let component: Component;
-    if (ref.componentId && ref.componentId === current) component = await this.components.findById(current);
-    else if (ref.componentId) component = await this.components.findForCaller(auth, ref.componentId, ownerId);
+    if (ref.componentId && ref.componentId === current) component = await this.components.findById(current, { code: false });
+    else if (ref.componentId) component = await this.components.findForCaller(auth, ref.componentId, ownerId, { code: false });
     else if (!ref.code && !ref.url && ref.key) component = await this.componentByKey(auth, ownerId, ref.key);
     else {
       const resolved = await this.components.resolveCode(ownerId, ref.code, ref.url, ['component_id', 'component_code', 'component_url'], ref.missingIn);
@@ -108,20 +108,21 @@ export class SourcesService {
     }
     assertSource(component.type, `component ${component.id}`, { component_id: component.id });
     if (component.id === current || component.ownerId === ownerId || component.ownerId === REGISTRY_OWNER) return { component, fresh: false };
-    const copy = await this.components.prepare(ownerId, auth.userId, { code: component.code, url: component.componentUrl ?? undefined, bundle: component.bundle ?? undefined });
+    const whole = await this.components.withCode(component);
+    const copy = await this.components.prepare(ownerId, auth.userId, { code: whole.code, url: whole.componentUrl ?? undefined, bundle: whole.bundle ?? undefined });
     return { component: copy, fresh: true };
   }
 
   /** The newest component with this key in the owner's namespace, else in the registry (waiting once for its seeding). */
   private async componentByKey(auth: AuthContext, ownerId: string, key: string): Promise<Component> {
     try {
-      return await this.components.findForCaller(auth, key, ownerId);
+      return await this.components.findForCaller(auth, key, ownerId, { code: false });
     } catch (e) {
       if (!(e instanceof NotFoundError)) throw e;
     }
     if (this.seeder.status === 'seeding') await this.seeder.settled(this.config.componentReadTimeoutMs * 2);
     try {
-      return await this.components.findRegistry(key);
+      return await this.components.findRegistry(key, { code: false });
     } catch (e) {
       if (e instanceof NotFoundError) throw NotFoundError.of('component', key, 'key');
       throw e;
@@ -143,7 +144,7 @@ export class SourcesService {
     const first = values(props);
     const given = first !== null && typeof first === 'object' && !Array.isArray(first) ? (first as Record<string, unknown>) : undefined;
     const staticValues = validateConfiguredProps(props, given ? byStaticProps(component, given).own : first, this.config);
-    const additional = await addedProps(this.reader, this.config, component, staticValues, { previous, account: sandboxOf(component, ownerId) });
+    const additional = await addedProps(this.reader, this.config, await this.components.withCode(component), staticValues, { previous, account: sandboxOf(component, ownerId) });
     const all = [...props, ...additional];
     return { values: encryptProps(all, validateConfiguredProps(all, values(all), this.config), this.config.secretsKey), additional };
   }
@@ -267,7 +268,7 @@ export class SourcesService {
   async get(auth: AuthContext, id: string): Promise<{ source: Source; component: Component | undefined }> {
     const em = this.em.fork();
     const source = assertPathResource(auth, await em.findOne(Source, { id, deletedAt: null }), 'source', id);
-    const component = (await em.findOne(Component, { id: source.componentId })) ?? undefined;
+    const component = ((await em.findOne(Component, { id: source.componentId }, WITHOUT_CODE)) as Component | null) ?? undefined;
     return { source, component };
   }
 

@@ -164,10 +164,10 @@ export class WorkflowsService {
   /** A component key in the owner's namespace, else in the registry, as an `sc_…` id. */
   private async keyToId(auth: AuthContext, ownerId: string, key: string): Promise<string> {
     try {
-      return (await this.components.findForCaller(auth, key, ownerId)).id;
+      return (await this.components.findForCaller(auth, key, ownerId, { code: false })).id;
     } catch (e) {
       if (!(e instanceof NotFoundError)) throw e;
-      return (await this.components.findRegistry(key)).id;
+      return (await this.components.findRegistry(key, { code: false })).id;
     }
   }
 
