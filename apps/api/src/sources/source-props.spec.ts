@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ConfigurableProp } from '@app/component-model';
 import { isEncrypted } from '@app/contracts';
-import { decryptProps, encryptProps, propsView, slugify, timerView, unmaskInput } from './source-props';
+import { carriedProps, decryptProps, encryptProps, propsView, slugify, timerView, unmaskInput } from './source-props';
 
 const key = randomBytes(32);
 const props: ConfigurableProp[] = [
@@ -22,6 +22,21 @@ describe('source props', () => {
     expect(stored.plain).toBe('p');
     expect(JSON.stringify(stored)).not.toContain('s3cret');
     expect(decryptProps(stored, key)).toEqual(plain);
+  });
+
+  it('leaves a value of the encrypted form it did not seal as stored; keeping it, or its mask, is a 400 naming the prop', () => {
+    const forged = { token: { $enc: 'AAAA' }, gh: { $auth: { $enc: 'not base64 of a sealed value' } }, plain: { $enc: 'AAAA' } };
+    expect(decryptProps(forged, key)).toEqual(forged);
+    const refusal = (prop: string) => expect.objectContaining({ code: 'invalid_props', details: { prop } });
+    for (const prop of ['token', 'gh', 'plain']) {
+      const only = props.filter((p) => p.name === prop);
+      expect(() => carriedProps(only, forged, key)).toThrow(refusal(prop));
+    }
+    expect(() => unmaskInput(props, { token: '********' }, decryptProps(forged, key))).toThrow(refusal('token'));
+    expect(() => unmaskInput(props, { gh: { $auth: '********' } }, decryptProps(forged, key))).toThrow(refusal('gh'));
+    // A new value is taken; sealed values beside it still open.
+    const sealed = encryptProps(props, { token: 't' }, key);
+    expect(carriedProps(props, { ...sealed, plain: 'p' }, key)).toEqual({ token: 't', plain: 'p' });
   });
 
   it('shows endpoint URLs, timers, and masks secrets', () => {
