@@ -94,10 +94,10 @@ async function appMetrics(system) {
   return { runner, delivery };
 }
 
-/** Mean batch sizes between two readings of `appMetrics`: the runner's invocations per sandbox task, delivery's events per index batch. */
+/** Mean batch sizes between two readings of `appMetrics`: the runner's invocations per sandbox task (per source) and sources per task, delivery's events per index batch. */
 function batchSizes(before, after) {
   const mean = (app, name) => (after[app][`${name}_sum`] - before[app][`${name}_sum`]) / (after[app][`${name}_count`] - before[app][`${name}_count`]);
-  return { task: mean('runner', 'runner_run_batch_size'), index: mean('delivery', 'delivery_index_batch_size') };
+  return { task: mean('runner', 'runner_run_batch_size'), sources: mean('runner', 'runner_run_task_sources'), index: mean('delivery', 'delivery_index_batch_size') };
 }
 
 /** The request → receipt p99 of the requests sent in each second of the load. */
@@ -182,7 +182,7 @@ async function main() {
 
     const route = (path) => metricsAfter.delivery[`delivery_webhook_routes_total{path="${path}"}`] ?? 0;
     console.log(`\nrequest → receipt p50 ${support.percentile(latencies, 0.5)} ms, p99 ${support.percentile(latencies, 0.99)} ms, max ${latencies[latencies.length - 1]} ms (of which emit → receipt p50 ${support.percentile(emitted, 0.5)} ms, p99 ${support.percentile(emitted, 0.99)} ms); delivery routed ${route('direct')} events directly and ${route('queue')} through DELIVERIES`);
-    console.log(`invocations per sandbox task ${fixed(batches.task, 1)}, events per delivery index batch ${fixed(batches.index, 1)} (means)`);
+    console.log(`invocations per sandbox task ${fixed(batches.task, 1)}${Number.isFinite(batches.sources) ? ` per source, sources per sandbox task ${fixed(batches.sources, 2)}` : ''}, events per delivery index batch ${fixed(batches.index, 1)} (means)`);
     console.log(`request → receipt p99 per second of the load (ms): ${perSecondP99(stats, receiver).join(' ')}`);
     if (RATE > 0) {
       const lags = [...stats.sendLagMs.values()].sort((a, b) => a - b);
@@ -198,7 +198,7 @@ async function main() {
         console.log(`  ${app}: ${g.scavenges} scavenges (${Math.round(g.scavengeMs)} ms), ${g.markCompacts} mark-compacts (${Math.round(g.markCompactMs)} ms): ${fixed(((g.scavengeMs + g.markCompactMs) * 1000) / stats.accepted)} µs/event`);
       }
     }
-    console.log(JSON.stringify({ bench: 'profile', endpoints: ENDPOINTS, events: stats.accepted, wall_ms: wallMs, p50_ms: support.percentile(latencies, 0.5), p99_ms: support.percentile(latencies, 0.99), emit_p50_ms: support.percentile(emitted, 0.5), emit_p99_ms: support.percentile(emitted, 0.99), routed_direct: route('direct'), routed_queue: route('queue'), invocations_per_task: batches.task, events_per_index_batch: batches.index, client_units: units, load_average: os.loadavg(), processes: rows, backlog: samples }));
+    console.log(JSON.stringify({ bench: 'profile', endpoints: ENDPOINTS, events: stats.accepted, wall_ms: wallMs, p50_ms: support.percentile(latencies, 0.5), p99_ms: support.percentile(latencies, 0.99), emit_p50_ms: support.percentile(emitted, 0.5), emit_p99_ms: support.percentile(emitted, 0.99), routed_direct: route('direct'), routed_queue: route('queue'), invocations_per_task: batches.task, sources_per_task: batches.sources, events_per_index_batch: batches.index, client_units: units, load_average: os.loadavg(), processes: rows, backlog: samples }));
   } finally {
     await receiver.close();
     await system.stop();

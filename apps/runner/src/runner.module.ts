@@ -16,7 +16,11 @@ export class RunnerModule {
         { provide: Registry, useFactory: () => new Registry() },
         { provide: EMIT_BUDGETS, useFactory: () => emitBudgetsOf(config) },
         // An account's answers are not read while its events wait for its budgets: they wait in its own sandbox.
-        { provide: EXECUTOR, useFactory: (budgets: EmitBudgets) => SandboxExecutor.create(config, createLogger('runner', config.logLevel), (account) => owedMs(budgets, account)), inject: [EMIT_BUDGETS] },
+        {
+          provide: EXECUTOR,
+          useFactory: (budgets: EmitBudgets, registry: Registry) => SandboxExecutor.create(config, createLogger('runner', config.logLevel), (account) => owedMs(budgets, account), registry),
+          inject: [EMIT_BUDGETS, Registry],
+        },
         RunnerService,
       ],
       exports: [Registry],

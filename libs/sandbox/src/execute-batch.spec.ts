@@ -69,4 +69,33 @@ describe('SandboxPool.executeBatch', () => {
     const out = await pool.executeBatch(batch(`import x from "./missing.js"; export default { run() {} }`, [{}, {}]));
     expect('failed' in out && out.failed.message).toMatch(/missing/);
   });
+
+  it("executeBatches runs several sources' batches as one task: each source in order on its own db, the sources side by side", async () => {
+    const code = `module.exports = { props: { db: '$.service.db', http: { type: '$.interface.http', customResponse: true } }, async run(event) {
+      const seen = this.db.get('seen') ?? [];
+      this.db.set('seen', [...seen, event.n]);
+      this.http.respond({ status: 200, body: this.db.get('name') + event.n });
+      // The first source waits for the second one's first run: they run side by side, not one after the other.
+      if (event.wait) await new Promise((r) => setTimeout(r, 100));
+      this.$emit({ n: event.n, before: seen });
+    } };`;
+    const answers: [number, number, string | undefined][] = [];
+    const out = await pool.executeBatches(
+      [batch(code, [{ n: 1, wait: true }, { n: 2 }], { sourceId: 'dc_a', db: { name: 'a', seen: [] } }), batch(code, [{ n: 7 }], { sourceId: 'dc_b', db: { name: 'b' } })],
+      { onResponse: (b, i, r) => answers.push([b, i, r.body as string]) },
+    );
+    if ('failed' in out) throw new Error(out.failed.message);
+    expect(out.results.map((rs) => rs.map((r) => r.emits[0].event))).toEqual([
+      [
+        { n: 1, before: [] },
+        { n: 2, before: [1] },
+      ],
+      [{ n: 7, before: [] }],
+    ]);
+    expect(answers).toEqual([
+      [0, 0, 'a1'],
+      [1, 0, 'b7'],
+      [0, 1, 'a2'],
+    ]);
+  });
 });

@@ -11,6 +11,8 @@ import type {
   DescribeResult,
   ExecuteBatchOptions,
   ExecuteBatchOutcome,
+  ExecuteBatchesOptions,
+  ExecuteBatchesOutcome,
   ExecuteBatchTask,
   ExecuteOptions,
   ExecuteResult,
@@ -171,45 +173,55 @@ export class SandboxPool {
    * payload as soon as it is called.
    */
   async executeBatch(task: ExecuteBatchTask, options: ExecuteBatchOptions = {}): Promise<ExecuteBatchOutcome> {
+    const { onResponse } = options;
+    const out = await this.executeBatches([task], onResponse ? { onResponse: (_, i, r) => onResponse(i, r) } : {});
+    return 'failed' in out ? out : { results: out.results[0] };
+  }
+
+  /**
+   * Runs the batches of several sources of one account running the same code (account, code and
+   * dependencyVersions of the first) as one task: each batch as `executeBatch` runs it, the batches side by side.
+   * `onResponse(b, i, r)` gets item `i` of batch `b`'s `respond()` payload as soon as it is called. Failed as a
+   * whole (its sandbox died, its answer was too large) the outcome says so for all of them.
+   */
+  async executeBatches(tasks: ExecuteBatchTask[], options: ExecuteBatchesOptions = {}): Promise<ExecuteBatchesOutcome> {
+    const [first] = tasks;
     let prepared: PreparedComponent;
     try {
-      const key = prepareKey({ code: task.code, codeHash: task.codeHash, dependencyVersions: task.dependencyVersions });
-      prepared = await this.preparer.prepare({ code: task.code, fetchText: this.fetchText, dependencyVersions: task.dependencyVersions }, key);
+      const key = prepareKey({ code: first.code, codeHash: first.codeHash, dependencyVersions: first.dependencyVersions });
+      prepared = await this.preparer.prepare({ code: first.code, fetchText: this.fetchText, dependencyVersions: first.dependencyVersions }, key);
     } catch (e) {
       return { failed: err((e as Error).name || 'Error', (e as Error).message) };
     }
     const wt: WorkerExecuteBatchTask = {
       kind: 'executeBatch',
       bundle: prepared.ref,
-      sourceId: task.sourceId,
-      items: task.items,
-      props: task.props,
-      db: task.db,
-      endpointUrl: task.endpointUrl,
-      timeoutMs: task.timeoutMs,
-      limits: task.limits,
+      parts: tasks.map((t) => ({ sourceId: t.sourceId, items: t.items, props: t.props, db: t.db, endpointUrl: t.endpointUrl, timeoutMs: t.timeoutMs, limits: t.limits })),
     };
+    // Item i of the task (numbered across the batches) is item `at[i][1]` of batch `at[i][0]`.
+    const at = tasks.flatMap((t, b) => t.items.map((_, i) => [b, i] as const));
     const { onResponse } = options;
     const delivered = new Set<number>();
     const deliver = (i: number, raw: HttpResponsePayload) => {
       const r = checkedResponse(raw);
-      if (!onResponse || delivered.has(i) || !r) return;
+      if (!onResponse || delivered.has(i) || !r || !at[i]) return;
       delivered.add(i);
       try {
-        onResponse(i, r);
+        onResponse(at[i][0], at[i][1], r);
       } catch (e) {
-        this.logger?.error({ err: (e as Error).message, source_id: task.sourceId }, 'onResponse callback failed');
+        this.logger?.error({ err: (e as Error).message, source_id: tasks[at[i][0]].sourceId }, 'onResponse callback failed');
       }
     };
     const onMessage = onResponse ? (m: ResponseMessage) => 'i' in m && deliver(m.i, m.r) : undefined;
-    // Each item has its own deadline inside the worker; the task as a whole may take all of them.
-    const out = await this.runner.run<ExecuteResult[]>(task.account ?? NO_ACCOUNT, wt, task.timeoutMs * task.items.length, onMessage);
+    // Each item has its own deadline inside the worker; a batch may take all of its items', the batches run side by side.
+    const timeoutMs = Math.max(...tasks.map((t) => t.timeoutMs * t.items.length));
+    const out = await this.runner.run<ExecuteResult[]>(first.account ?? NO_ACCOUNT, wt, timeoutMs, onMessage);
     if ('failed' in out) return out;
-    if (!Array.isArray(out.value)) return { failed: err('SandboxProtocolError', 'the sandbox answered a batch of runs with something that is not a list of results') };
+    if (!Array.isArray(out.value) || out.value.length !== at.length) return { failed: err('SandboxProtocolError', 'the sandbox answered a batch of runs with something that is not a list of its results') };
     const slicer = new TimeSlicer();
-    const results: ExecuteResult[] = [];
-    for (const r of out.value) results.push(await checkedExecuteResult(r, task.limits, slicer));
-    results.forEach((r, i) => r.response && deliver(i, r.response));
+    const results: ExecuteResult[][] = tasks.map(() => []);
+    for (let i = 0; i < at.length; i++) results[at[i][0]].push(await checkedExecuteResult(out.value[i], tasks[at[i][0]].limits, slicer));
+    results.flat().forEach((r, i) => r.response && deliver(i, r.response));
     return { results };
   }
 

@@ -57,6 +57,9 @@ export interface ExecuteBatchTask extends Omit<ExecuteTask, 'kind' | 'method' | 
 /** The results of a batch in item order, or why the batch as a whole failed (its sandbox or worker died, its code could not be prepared). */
 export type ExecuteBatchOutcome = { results: ExecuteResult[] } | { failed: SandboxError };
 
+/** The results of several batches run as one task (SandboxPool.executeBatches), each in item order, or why the task as a whole failed. */
+export type ExecuteBatchesOutcome = { results: ExecuteResult[][] } | { failed: SandboxError };
+
 export interface EmitRecord {
   event: unknown;
   meta: { id?: string | number; name?: string; summary?: string; ts?: number; [k: string]: unknown };
@@ -244,4 +247,9 @@ export interface ExecuteOptions {
 export interface ExecuteBatchOptions {
   /** Called as soon as the invocation at `index` calls `respond()`. */
   onResponse?: (index: number, response: HttpResponsePayload) => void;
+}
+
+export interface ExecuteBatchesOptions {
+  /** Called as soon as the invocation at `index` of batch `batch` calls `respond()`. */
+  onResponse?: (batch: number, index: number, response: HttpResponsePayload) => void;
 }

@@ -41,10 +41,18 @@ export interface WorkerExecuteTask extends Omit<ExecuteTask, 'kind' | 'code' | '
   port?: MessagePort;
 }
 
-export interface WorkerExecuteBatchTask extends Omit<ExecuteBatchTask, 'kind' | 'code' | 'codeHash' | 'dependencyVersions' | 'account'> {
+/** One source's invocations in a batch task, with what its runs share (props, db, limits…). */
+export type WorkerBatchPart = Omit<ExecuteBatchTask, 'kind' | 'code' | 'codeHash' | 'dependencyVersions' | 'account'>;
+
+/**
+ * Invocations of `run` of one bundle as one task: the invocations of one source (a part) one after the other, the
+ * parts (sources of one account running the same code) side by side, as separate tasks would run.
+ */
+export interface WorkerExecuteBatchTask {
   kind: 'executeBatch';
   bundle: BundleRef;
-  /** Receives `{ i, r }`: the `respond()` payload of item `i`, as soon as it is called. */
+  parts: WorkerBatchPart[];
+  /** Receives `{ i, r }`: the `respond()` payload of item `i` (numbered across the parts, in order), as soon as it is called. */
   port?: MessagePort;
 }
 

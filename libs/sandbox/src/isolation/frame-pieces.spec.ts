@@ -5,7 +5,7 @@ import { FRAME_MAX_BYTES, PIECE_BYTES, PieceAssembly, type Piece } from './frame
 import { doneBodies, responseBodies } from './result-bounds';
 
 const bundle = { key: 'k', path: '/code/bundles/x.cjs', format: 'cjs' as const };
-const runTask = { kind: 'executeBatch', bundle, items: [{}], timeoutMs: 1000 } as unknown as WorkerTask;
+const runTask = { kind: 'executeBatch', bundle, parts: [{ items: [{}], timeoutMs: 1000 }] } as unknown as WorkerTask;
 
 /** What the app reads of the host's bodies: each frame checked and put in as it comes, then the last message. */
 function read(bodies: Buffer[]): { message: Record<string, unknown>; frames: number[] } | string {

@@ -354,7 +354,7 @@ export class HostProcess {
       const p = this.pending.get(m.id);
       if (!p) return;
       p.responses = (p.responses ?? 0) + 1;
-      const most = p.task.kind === 'executeBatch' ? p.task.items.length : 1;
+      const most = p.task.kind === 'executeBatch' ? p.task.parts.reduce((n, part) => n + part.items.length, 0) : 1;
       if (p.responses > most) return this.violation(`${p.responses} responses to a task that may have ${most}`);
       const whole = this.withPieces(p, m);
       if (typeof whole === 'string') return this.violation(whole);
