@@ -1,4 +1,5 @@
 import { connect, NatsConnection } from 'nats';
+import { Client } from 'pg';
 import { natsAdmin } from './support/env';
 import { Names } from '@app/contracts';
 import { client, createUser, TestUser } from './support/accounts';
@@ -139,6 +140,49 @@ describe('webhook retry queue: bounded consumer, catch-up, attempts', () => {
     await eventually(async () => (await api.get(`/webhooks/${wh}`)).body.data.active === false, { what: 'webhook disabled' });
     await eventually(async () => (await waiting(wh)) === 0, { what: 'waiting retries removed' });
     await eventually(async () => (await consumerPending()) === 0, { what: 'the 410 message off the consumer' });
+  });
+
+  it("takes due retries fairly across accounts: another account's due retries are attempted in the same round as the first of an account's 3,000", async () => {
+    const r = await receiver();
+    r.respond = (_req, n) => (n <= 2 ? { status: 503 } : { status: 200 });
+    const { src, wh } = await wire(r);
+    const events = [(await emitter.emit(src, user.id, { fair: 1 })).id, (await emitter.emit(src, user.id, { fair: 2 })).id];
+    await eventually(async () => (await waiting(wh)) === 2, { what: "the other account's two retries waiting an hour" });
+    // A failed attempt's retry is written with its webhook's owner.
+    expect(await sql(system, `select owner_id from webhook_retries where webhook_id = $1`, [wh])).toEqual([{ owner_id: user.id }, { owner_id: user.id }]);
+    const flooder = createUser(system);
+    const db = new Client({ connectionString: system.databaseUrl });
+    await db.connect();
+    try {
+      // Which transaction deleted each waiting retry: a poll republishes and deletes one round of due rows in one.
+      await db.query(`create table test_retry_rounds (seq serial, owner_id text, event_id text, tx bigint)`);
+      await db.query(`create function test_retry_round() returns trigger language plpgsql security definer as $$
+        begin insert into test_retry_rounds (owner_id, event_id, tx) values (old.owner_id, old.event_id, txid_current()); return old; end $$`);
+      await db.query(`create trigger test_retry_round after delete on webhook_retries for each row execute function test_retry_round()`);
+      await db.query('begin');
+      // The flooder's 3,000 retries (of a webhook that is gone: each is dropped once republished) all came due before
+      // the other account's two; one of those was written before retries had an owner.
+      await db.query(
+        `insert into webhook_retries (id, webhook_id, owner_id, emitter_id, event_id, attempt, due_at_ms, message, created_at_ms)
+         select 'retry_fair_' || i, 'wh_goneeeeeeeeeeeeeeeeeee', $1, 'dc_fair', 'ev_' || i, 2, $2::bigint - 600000 + i,
+           json_build_object('webhookId', 'wh_goneeeeeeeeeeeeeeeeeee', 'subscriptionId', 'sub_fair', 'event', json_build_object('id', 'ev_' || i, 'emitterId', 'dc_fair', 'event', i)), $2::bigint
+         from generate_series(1, 3000) i`,
+        [flooder.id, Date.now()],
+      );
+      await db.query(`update webhook_retries set due_at_ms = $2, owner_id = case when event_id = $3 then '' else owner_id end where webhook_id = $1`, [wh, Date.now() - 1000, events[1]]);
+      await db.query('commit');
+      await eventually(async () => events.every((id) => r.received.filter((x) => x.headers['x-pd-event-id'] === id).length === 2), { what: "the other account's second attempts" });
+      const rounds = (await db.query(`select owner_id, event_id, tx::text from test_retry_rounds order by seq`)).rows as { owner_id: string; event_id: string; tx: string }[];
+      const first = rounds.find((x) => x.owner_id === flooder.id)?.tx;
+      expect(first).toBeDefined();
+      // Both in the flooder's first round, the one written without an owner given its webhook's.
+      const ofOther = rounds.filter((x) => events.includes(x.event_id)).sort((x, y) => events.indexOf(x.event_id) - events.indexOf(y.event_id));
+      expect(ofOther).toEqual(events.map((id) => ({ owner_id: user.id, event_id: id, tx: first })));
+    } finally {
+      await db.query('rollback').catch(() => undefined);
+      await db.query(`drop trigger if exists test_retry_round on webhook_retries`).catch(() => undefined);
+      await db.end();
+    }
   });
 
   // Last: it replaces the delivery app with two replicas.

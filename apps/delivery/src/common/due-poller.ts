@@ -53,3 +53,22 @@ export async function untilDue(em: EntityManager, table: 'webhook_retries' | 'se
   if (next?.due == null) return POLL_MAX_MS;
   return Math.max(20, Math.min(POLL_MAX_MS, Number(next.due) - Date.now()));
 }
+
+/**
+ * One poll's due rows of `table`, taken fairly across accounts (its `owner_id`): the accounts with due rows (the
+ * `batch` that have waited longest), each its earliest ones, up to an equal share of the batch. By due time alone, one
+ * account's thousands of due rows (its failing receivers' retries, its held-back deliveries or sends) came before
+ * another account's single one, round after round. Rows another replica has locked are skipped. Parameters: the
+ * time now, twice. Index (owner_id, due_at_ms).
+ */
+export function dueFairly(table: 'webhook_retries' | 'send_retries', columns: string[], batch: number): string {
+  return `
+  select ${columns.map((c) => `due.${c}`).join(', ')} from (
+    select owner_id, min(due_at_ms) as first, ceil(${batch}.0 / count(*) over ())::int as share
+    from ${table} where due_at_ms <= ? group by owner_id order by first limit ${batch}
+  ) owners cross join lateral (
+    select ${columns.join(', ')}, due_at_ms from ${table}
+    where owner_id = owners.owner_id and due_at_ms <= ? order by due_at_ms limit owners.share for update skip locked
+  ) due
+  order by owners.first, due.due_at_ms limit ${batch}`;
+}

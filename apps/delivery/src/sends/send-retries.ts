@@ -2,28 +2,15 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { encodeJson, SendMessage } from '@app/contracts';
 import type { Logger } from '@app/config';
 import type { NatsService } from '@app/nats';
-import { DuePoller, untilDue } from '../common/due-poller';
+import { DuePoller, dueFairly, untilDue } from '../common/due-poller';
 import { fromExactJson } from '../common/pg-text';
 import { inTransaction } from '../common/transaction';
 
 /** Due rows republished per poll (a poll that found some polls again at once). */
 const POLL_BATCH = 500;
 
-/**
- * One poll's due rows, taken fairly across accounts: the accounts with due rows (the 500 that have waited longest),
- * each its earliest ones, up to an equal share of the batch. By due time alone, one account's thousands of due sends
- * (its silent receivers' held-back sends, or a failure storm's retries) came before another account's single send,
- * round after round. Rows another replica has locked are skipped.
- */
-const DUE_FAIRLY = `
-  select due.id, due.message from (
-    select owner_id, min(due_at_ms) as first, ceil(${POLL_BATCH}.0 / count(*) over ())::int as share
-    from send_retries where due_at_ms <= ? group by owner_id order by first limit ${POLL_BATCH}
-  ) owners cross join lateral (
-    select id, message, due_at_ms from send_retries
-    where owner_id = owners.owner_id and due_at_ms <= ? order by due_at_ms limit owners.share for update skip locked
-  ) due
-  order by owners.first, due.due_at_ms limit ${POLL_BATCH}`;
+/** One poll's due sends, each account its share (`dueFairly`). */
+const DUE_FAIRLY = dueFairly('send_retries', ['id', 'message'], POLL_BATCH);
 
 /** A send's row: one per send of a run (`<invocationId>:s<index>`, its SENDS `Nats-Msg-Id`). */
 const sendKey = (m: SendMessage): string => `${m.invocationId}:s${m.index}`;

@@ -3,7 +3,7 @@ import { DeliveryMessage, encodeJson, newId } from '@app/contracts';
 import type { Logger } from '@app/config';
 import type { NatsService } from '@app/nats';
 import { BatchWriter } from '../common/batch-writer';
-import { DuePoller, untilDue } from '../common/due-poller';
+import { DuePoller, dueFairly, untilDue } from '../common/due-poller';
 import { fromExactJson } from '../common/pg-text';
 import { inTransaction } from '../common/transaction';
 
@@ -12,12 +12,25 @@ export interface WaitingRetry {
   attempt: number;
   dueAtMs: number;
   message: DeliveryMessage;
+  /** Its webhook's owner, the account whose share of each poll it is taken in; unknown here, read from `webhooks`. */
+  ownerId?: string;
 }
 
 const MAX_ROWS = 200;
 const LINGER_MS = 10;
-/** Due rows republished per poll (a full batch polls again at once). */
+/** Due rows republished per poll (a poll that found some polls again at once). */
 const POLL_BATCH = 500;
+/** One poll's due retries, each account its share (`dueFairly`). */
+const DUE_FAIRLY = dueFairly('webhook_retries', ['id', 'attempt', 'message'], POLL_BATCH);
+/**
+ * Gives due rows written without an owner (before the column existed, or by a replica of an earlier release during
+ * an upgrade) their webhook's, before the poll takes each account's share: a batch at a time, as they come due,
+ * rather than in one long update of the whole table. A row whose webhook is gone keeps none (it is dropped unsent).
+ */
+const FILL_OWNERS = `
+  update webhook_retries r set owner_id = w.owner_id from webhooks w
+  where r.id in (select id from webhook_retries where owner_id = '' and due_at_ms <= ? order by due_at_ms limit ${POLL_BATCH} for update skip locked)
+    and w.id = r.webhook_id`;
 /** Waiting retries of one webhook pulled forward by one catch-up. */
 export const CATCH_UP_BATCH = 1000;
 
@@ -54,8 +67,8 @@ export class RetryQueue {
    * (the caller acks it once this resolves): a nak, even with a delay, would keep it among the consumer's
    * max_ack_pending, and JetStream hands out nothing new while those are full.
    */
-  holdBack(message: DeliveryMessage, dueAtMs: number): Promise<void> {
-    return this.parks.add({ attempt: message.attempt ?? 1, dueAtMs, message: { ...message, heldBack: (message.heldBack ?? 0) + 1 } });
+  holdBack(message: DeliveryMessage, dueAtMs: number, ownerId: string | undefined): Promise<void> {
+    return this.parks.add({ attempt: message.attempt ?? 1, dueAtMs, ownerId, message: { ...message, heldBack: (message.heldBack ?? 0) + 1 } });
   }
 
   private async upsert(rows: WaitingRetry[]): Promise<void> {
@@ -71,12 +84,13 @@ export class RetryQueue {
     // Sorted so that replicas writing the same keys cannot deadlock.
     const values = [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => {
       // A json column keeps the text as written: each attempt's body is the emitted JSON byte for byte.
-      params.push(newId('retry'), r.message.webhookId, r.message.event.emitterId, r.message.event.id, r.attempt, r.dueAtMs, JSON.stringify(r.message), now);
-      return '(?, ?, ?, ?, ?, ?, ?::json, ?)';
+      const hook = r.message.webhookId;
+      params.push(newId('retry'), hook, r.ownerId ?? null, hook, r.message.event.emitterId, r.message.event.id, r.attempt, r.dueAtMs, JSON.stringify(r.message), now);
+      return `(?, ?, coalesce(?::varchar, (select owner_id from webhooks where id = ?), ''), ?, ?, ?, ?, ?::json, ?)`;
     });
     await this.em.fork().getConnection().execute(
-      `insert into webhook_retries (id, webhook_id, emitter_id, event_id, attempt, due_at_ms, message, created_at_ms) values ${values.join(', ')}
-       on conflict (webhook_id, emitter_id, event_id) do update set attempt = excluded.attempt, due_at_ms = excluded.due_at_ms, message = excluded.message
+      `insert into webhook_retries (id, webhook_id, owner_id, emitter_id, event_id, attempt, due_at_ms, message, created_at_ms) values ${values.join(', ')}
+       on conflict (webhook_id, emitter_id, event_id) do update set owner_id = excluded.owner_id, attempt = excluded.attempt, due_at_ms = excluded.due_at_ms, message = excluded.message
        where webhook_retries.attempt <= excluded.attempt`,
       params,
       'run',
@@ -98,23 +112,23 @@ export class RetryQueue {
     this.poller.wake();
   }
 
-  /** Republishes one batch of due retries; returns the wait before the next poll. */
+  /** Republishes one batch of due retries, each account its share (DUE_FAIRLY); returns the wait before the next poll. */
   private async poll(): Promise<number> {
     const names = this.nats.names;
-    const full = await inTransaction(this.em, async (tx) => {
-      const rows = (await tx.execute(
-        `select id, attempt, message from webhook_retries where due_at_ms <= ? order by due_at_ms limit ${POLL_BATCH} for update skip locked`,
-        [Date.now()],
-      )) as { id: string; attempt: number; message: DeliveryMessage }[];
+    const found = await inTransaction(this.em, async (tx) => {
+      const now = Date.now();
+      await tx.execute(FILL_OWNERS, [now], 'run');
+      const rows = (await tx.execute(DUE_FAIRLY, [now, now])) as { id: string; attempt: number; message: DeliveryMessage }[];
       if (!rows.length) return false;
       await Promise.all(rows.map((r) => {
         const msg: DeliveryMessage = { ...fromExactJson<DeliveryMessage>(r.message), attempt: r.attempt };
         return this.nats.streams.publish(names.delivery(msg.webhookId), encodeJson(msg), retryMsgId(msg, r.attempt));
       }));
       await tx.execute(`delete from webhook_retries where id in (${rows.map(() => '?').join(', ')})`, rows.map((r) => r.id), 'run');
-      return rows.length === POLL_BATCH;
+      // An account may have more due than its share: the next poll takes them.
+      return true;
     });
-    return full ? 0 : untilDue(this.em, 'webhook_retries');
+    return found ? 0 : untilDue(this.em, 'webhook_retries');
   }
 
   /**

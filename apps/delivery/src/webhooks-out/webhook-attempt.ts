@@ -132,7 +132,7 @@ export class WebhookAttempt {
     // Both durable before the ack: a crash before it redelivers the message (a duplicate attempt, never a lost one).
     await Promise.all([
       log.record({ ...record, status: 'failed', nextAttemptAtMs: dueAtMs }),
-      this.deps.retries.enqueue({ attempt: attempt + 1, dueAtMs, message: { webhookId: msg.webhookId, subscriptionId: msg.subscriptionId, event: ev } }),
+      this.deps.retries.enqueue({ attempt: attempt + 1, dueAtMs, ownerId, message: { webhookId: msg.webhookId, subscriptionId: msg.subscriptionId, event: ev } }),
     ]);
     m.ack();
     metrics.webhookAttempts.inc({ outcome: 'failed' });

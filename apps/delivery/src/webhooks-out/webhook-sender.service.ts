@@ -233,7 +233,7 @@ export class WebhookSenderService implements OnApplicationBootstrap, OnApplicati
    */
   private park(item: DeliveryItem, msg: DeliveryMessage, reason: 'account' | 'share' | 'slow', delayMs: number, nakMs: number): void {
     this.metrics.webhookHeldBack.inc({ reason });
-    void this.retries.holdBack(msg, Date.now() + delayMs).then(
+    void this.retries.holdBack(msg, Date.now() + delayMs, this.cache.ownerOf(item.webhookId)).then(
       () => item.ack(),
       (e: Error) => {
         this.logger.warn({ err: e.message, webhook_id: item.webhookId }, 'holding back a webhook delivery failed; it comes again');
