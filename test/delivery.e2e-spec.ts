@@ -91,7 +91,11 @@ describe('delivery app: outbound address policy', () => {
       const src = await insertSource(system, user.id);
       // A literal metadata address is refused when the webhook is made (below); one saved before that rule is refused at delivery.
       const wh = (await api.post('/webhooks', { url: url === metadata ? 'https://example.com/hook' : url })).body.data.id;
-      if (url === metadata) await sql(system, `update webhooks set url = $1, url_sealed = null where id = $2`, [url, wh]);
+      if (url === metadata) {
+        await sql(system, `update webhooks set url = $1, url_sealed = null where id = $2`, [url, wh]);
+        // A change through the api (its url left out) tells delivery to read the webhook again, as it is stored now.
+        expect((await api.put(`/webhooks/${wh}`, { name: 'saved before the rule' })).body.data.url).toBe(metadata);
+      }
       hooks.push(wh);
       await api.post('/subscriptions', { emitter_id: src, listener_id: wh });
       await subscriptionsLoaded(system);
