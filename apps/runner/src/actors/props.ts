@@ -1,21 +1,32 @@
 import { type PropDescriptor, readTimerSchedule, type TimerSchedule } from '@app/component-model';
-import { decryptValue, isEncrypted } from '@app/contracts';
+import { decryptValue, type EncryptedValue, isEncrypted } from '@app/contracts';
 
-/** Decrypts every `{ $enc }` value (secret props, app `$auth`) anywhere in the configured props. */
-export function decryptDeep(key: Buffer, value: unknown): unknown {
-  if (isEncrypted(value)) return decryptValue(key, value);
-  if (Array.isArray(value)) return value.map((v) => decryptDeep(key, v));
-  if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = decryptDeep(key, v);
-    return out;
-  }
-  return value;
+/**
+ * The value the platform sealed in one prop's stored value, at the only places it seals one: the value itself (a
+ * `secret: true` prop's) or its `$auth` (an app's); `wrap` puts the plain value back in place.
+ */
+export function sealedIn(v: unknown): { sealed: EncryptedValue; wrap: (plain: unknown) => unknown } | undefined {
+  if (isEncrypted(v)) return { sealed: v, wrap: (plain) => plain };
+  const auth = v && typeof v === 'object' && !Array.isArray(v) ? (v as { $auth?: unknown }).$auth : undefined;
+  return isEncrypted(auth) ? { sealed: auth, wrap: (plain) => ({ ...(v as object), $auth: plain }) } : undefined;
+}
+
+/**
+ * Configured props with the values the platform sealed decrypted (`sealedIn`). A value of that form anywhere else
+ * (inside a plain prop's object or array, stored before such values were refused) is data: handed on as stored.
+ */
+export function decryptSealed(key: Buffer, configured: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(configured).map(([name, v]) => {
+      const at = sealedIn(v);
+      return [name, at ? at.wrap(decryptValue(key, at.sealed)) : v];
+    }),
+  );
 }
 
 /** The prop values a run sees: configured values (secrets decrypted), else each prop's default. */
 export function resolveProps(key: Buffer, configured: Record<string, unknown>, props: PropDescriptor[]): Record<string, unknown> {
-  return withDefaults(decryptDeep(key, configured) as Record<string, unknown>, props);
+  return withDefaults(decryptSealed(key, configured), props);
 }
 
 /**

@@ -1,15 +1,17 @@
-import { decryptValue, isEncrypted, REDACT_MIN_CHARS, stringsOf } from '@app/contracts';
+import { decryptValue, REDACT_MIN_CHARS, stringsOf } from '@app/contracts';
+import { sealedIn } from '../actors/props';
 
-/** The decrypted strings of a step's encrypted props (secret props, app `$auth`). */
-function encryptedStrings(key: Buffer, v: unknown, out: string[]): void {
-  if (isEncrypted(v)) {
+/** The decrypted strings of a step's sealed props (secret props, app `$auth`: `sealedIn`). */
+function sealedStrings(key: Buffer, props: Record<string, unknown>, out: string[]): void {
+  for (const v of Object.values(props)) {
+    const at = sealedIn(v);
+    if (!at) continue;
     try {
-      stringsOf(decryptValue(key, v), out);
+      stringsOf(decryptValue(key, at.sealed), out);
     } catch {
       // Not decryptable: the step fails on it, and there is nothing to hide.
     }
-  } else if (Array.isArray(v)) for (const x of v) encryptedStrings(key, x, out);
-  else if (v && typeof v === 'object') for (const x of Object.values(v)) encryptedStrings(key, x, out);
+  }
 }
 
 /**
@@ -22,6 +24,6 @@ export const REDACT_MAX_VALUES = 64;
 export function secretValues(key: Buffer, secrets: Record<string, string>, stepProps: Record<string, unknown>[]): string[] {
   const found: string[] = [];
   stringsOf(Object.values(secrets), found);
-  for (const props of stepProps) encryptedStrings(key, props, found);
+  for (const props of stepProps) sealedStrings(key, props, found);
   return [...new Set(found.filter((s) => s.length >= REDACT_MIN_CHARS))];
 }

@@ -2,7 +2,7 @@ import { decryptValue, type DesiredWorkflowState, type EncryptedValue, isEncrypt
 import { dbSizeBytes, type ExecuteResult, type LogRecord, type SendRecord } from '@app/sandbox';
 import type { ActorDeps } from '../actors/actor-deps';
 import { STATE_ROOM_BYTES, withWrites } from '../actors/actor-state';
-import { decryptDeep, withDefaults } from '../actors/props';
+import { decryptSealed, withDefaults } from '../actors/props';
 import type { HeldShare } from './held-budget';
 import { jsonBytesUpTo } from './json-bytes';
 import { REDACT_MAX_VALUES, secretValues } from './secret-redaction';
@@ -173,7 +173,7 @@ export async function runWorkflow(
         inputBytes = 0;
       }
       // Decrypted before the templates are filled in: what they insert is never decrypted.
-      const templated = resolveTemplates(decryptDeep(deps.config.secretsKey, step.props), { steps, secrets, maxBytes }) as Record<string, unknown>;
+      const templated = resolveTemplates(decryptSealed(deps.config.secretsKey, step.props), { steps, secrets, maxBytes }) as Record<string, unknown>;
       const props = withDefaults(templated, component.descriptor.props);
       const timeoutMs = Math.max(1, deadline - started);
       result = await deps.executor.execute(
