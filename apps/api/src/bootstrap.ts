@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyRequest } from 'fastify';
 import { AppConfig, createLogger, PinoNestLogger, trustProxyFunction } from '@app/config';
-import { ApiError, BadRequestError, clipped, mediaTypeOf, parseFormBody, textDecoderOf } from '@app/contracts';
+import { ApiError, assertChunkedOnly, BadRequestError, clipped, mediaTypeOf, parseFormBody, textDecoderOf } from '@app/contracts';
 import { AppModule } from './app.module';
 import { requestUrlRewrite } from './http-endpoints/endpoint-urls';
 import { assertFiniteNumbers, assertJsonTextLimits, assertNoNul, repeatedJsonKey } from './common/json-limits';
@@ -129,16 +129,6 @@ function assertIdentityEncoding(header: string | undefined): void {
   const codings = (header ?? '').split(',').map((c) => c.trim().toLowerCase()).filter(Boolean);
   if (codings.every((c) => c === 'identity')) return;
   throw new ApiError(415, 'unsupported_media_type', `Content-Encoding ${clipped(codings.join(', '))} is not accepted: send the request body uncompressed`, { header: 'content-encoding' });
-}
-
-/**
- * A transfer coding other than chunked (`Transfer-Encoding: gzip, chunked`): Node takes the chunks apart but decodes no
- * other coding, so the body was read as sent. RFC 9112 lets a server refuse a coding it does not implement.
- */
-function assertChunkedOnly(header: string | undefined): void {
-  const codings = (header ?? '').split(',').map((c) => c.trim().toLowerCase()).filter(Boolean);
-  if (codings.every((c) => c === 'chunked' || c === 'identity')) return;
-  throw new ApiError(415, 'unsupported_media_type', `Transfer-Encoding ${clipped(codings.join(', '))} is not accepted: send the request body with no transfer coding but chunked`, { header: 'transfer-encoding' });
 }
 
 /** Parsed JSON whose text gives no key twice in one object (JSON.parse would keep the last value): at any depth, as a repeated form field. */

@@ -1,5 +1,5 @@
 import { TextDecoder } from 'node:util';
-import { ApiError } from './errors';
+import { ApiError, clipped } from './errors';
 
 /** The event an HTTP source's `run` receives. */
 export interface HttpEvent {
@@ -209,6 +209,17 @@ export function decodeHttpBody(bytes: Buffer, contentType: string | undefined): 
   if (bytes.length === 0) return '';
   const decoder = contentType ? textDecoderOf(contentType) : undefined;
   return decoder ? decoder.decode(bytes) : bytes.toString('utf8');
+}
+
+/**
+ * A transfer coding other than chunked (`Transfer-Encoding: gzip, chunked`): Node takes the chunks apart but decodes no
+ * other coding, so the body was read as sent. RFC 9112 lets a server refuse a coding it does not implement. Checked
+ * on the API's bodies and at the HTTP endpoints of sources alike.
+ */
+export function assertChunkedOnly(header: string | undefined): void {
+  const codings = (header ?? '').split(',').map((c) => c.trim().toLowerCase()).filter(Boolean);
+  if (codings.every((c) => c === 'chunked' || c === 'identity')) return;
+  throw new ApiError(415, 'unsupported_media_type', `Transfer-Encoding ${clipped(codings.join(', '))} is not accepted: send the request body with no transfer coding but chunked`, { header: 'transfer-encoding' });
 }
 
 /**

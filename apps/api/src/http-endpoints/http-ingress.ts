@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { APP_CONFIG, AppConfig, trustProxyFunction } from '@app/config';
 import {
   ApiError,
+  assertChunkedOnly,
   clipped,
   decodeHttpBody,
   decodeJson,
@@ -154,6 +155,8 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       return reply.status(503).header('retry-after', '1').send({ error: 'the endpoint cannot be looked up right now: retry later', code: 'unavailable', details: { retry_after_seconds: 1 } });
     }
     if (!target || !target.active) return reply.status(404).send({ error: `no active HTTP ${target?.kind ?? 'source'} at endpoint ${clipped(endpointKey)}`, code: 'not_found' });
+    // A body in another transfer coding than chunked (`gzip, chunked`) comes as sent, undecoded: refused, not stored.
+    assertChunkedOnly(req.headers['transfer-encoding']);
     const request: IngressRequest = { method: req.method, url: req.url, headers: req.headers, query: req.query as Record<string, unknown>, ip: req.ip, body: Buffer.isBuffer(req.body) ? decodeHttpBody(req.body, req.headers['content-type']) : '' };
     if (!target.customResponse) return this.send(reply, await this.answerPlain(target, endpointKey, request));
     const refusal = this.refusal(target, endpointKey, request);
