@@ -29,6 +29,8 @@ const REF = {
     Type.String({ maxLength: 255, description: "a component key, used when none of the three above is given: your newest component with it (the org's with org_id), else the registry's" }),
   ),
 };
+/** What DELETE of a source says of one a workflow names as its trigger by id. */
+const NAMED = "A source any workflow of its owner names as its trigger (`trigger.source`, by id) is not deleted either: 409 conflict, `details.workflow_id` and `details.workflow_ids` (up to 20) naming them; change their trigger or delete them first.";
 /** What PUT and DELETE of a source say of one a workflow deployed for its trigger. */
 const MANAGED = "A source a workflow deployed for its trigger (the workflow's `trigger.source` with `managed: true`) is changed and deleted with the workflow only: 409 conflict, `details.workflow_id` naming it.";
 const ConfiguredProps = Type.Object({}, { additionalProperties: true, description: 'values per prop (in the query string: its JSON text)' });
@@ -61,7 +63,7 @@ export const SOURCE_ROUTES: RouteContract[] = [
     responses: { 200: Data(Source) },
     errors: [404, 409, 413],
   },
-  { method: 'DELETE', path: '/v1/sources/{id}', tag: 'sources', summary: 'Delete a source', description: MANAGED, params: SourceId, responses: { 204: null }, errors: [404, 409] },
+  { method: 'DELETE', path: '/v1/sources/{id}', tag: 'sources', summary: 'Delete a source', description: `${MANAGED} ${NAMED}`, params: SourceId, responses: { 204: null }, errors: [404, 409] },
   { method: 'GET', path: '/v1/users/me/sources', tag: 'sources', summary: 'Your sources, newest first', description: orgTwinOf('GET /orgs/{org_id}/sources'), query: Type.Object(PAGE_QUERY), responses: { 200: PageOf(Source) } },
   {
     method: 'GET',

@@ -16,6 +16,7 @@ import { addedProps, byStaticProps, hasDynamicProps, sandboxOf } from '../compon
 import { RegistrySeeder } from '../components/registry.seeder';
 import { carriedProps, decryptProps, encryptProps, propsView, slugify, unmaskInput } from './source-props';
 import { endpointUrlOf, SourcePublisher } from './source-publisher';
+import { assertNoWorkflowTriggeredBy } from './trigger-source-guard';
 
 /**
  * Which component a create or update uses: an id wins; code or a URL saves a new component; a key
@@ -308,7 +309,8 @@ export class SourcesService {
     const { source } = await this.get(auth, id);
     if (!byWorkflow) await assertNotManaged(this.em.fork(), source);
     // Its subscriptions go with it, as emitter and as listener (auto-subscriptions too); delivery reloads its routes.
-    if (!(await softDeleteWithSubscriptions(this.em, Source, source.id))) throw NotFoundError.of('source', id);
+    // Not while a workflow names it as its trigger (checked with the row locked: a deploy naming it waits, then finds it deleted).
+    if (!(await softDeleteWithSubscriptions(this.em, Source, source.id, (tx) => assertNoWorkflowTriggeredBy(tx, source)))) throw NotFoundError.of('source', id);
     await announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: source.id, owner_id: source.ownerId }], listeners: [source.id] });
     this.logger.log(`source deleted source_id=${source.id}`);
     announceReplicaChange(this.nats, 'endpoints', [source.endpointKey]);

@@ -14,6 +14,7 @@ import { ComponentsService } from '../components/components.service';
 import { propsView } from '../sources/source-props';
 import { resolveEmitter } from '../subscriptions/endpoints';
 import { softDeleteWithSubscriptions } from '../subscriptions/soft-delete';
+import { lockTriggerSource } from '../sources/trigger-source-guard';
 import { ComponentRef, PreparedSource, SourcesService } from '../sources/sources.service';
 import { resolveSteps, StepsDeps } from './workflow-steps';
 import { WorkflowPublisher } from './workflow-publisher';
@@ -216,6 +217,7 @@ export class WorkflowsService {
         // Its trigger source and the components made for its steps with it, or none of them.
         const source = pending ? await this.sources.insertPrepared(tx, pending) : false;
         await this.components.insert(tx, fresh);
+        if (!pending) await this.lockTriggerSource(tx, ownerId, w.trigger);
         await assertRoomFor(tx, 'workflows', ownerId, this.config.workflowsMaxPerAccount);
         await tx.persist(w).flush();
         // With the subscriptions its account's auto-subscriptions give it, or not at all (they count in the quota).
@@ -276,6 +278,7 @@ export class WorkflowsService {
       if (row.rev !== w.rev) return 'moved' as const;
       // A new trigger source and the components made for its steps, stored with the deploy that uses them.
       sourceSubscribed = pending ? await this.sources.insertPrepared(tx, pending) : false;
+      if (!pending) await this.lockTriggerSource(tx, w.ownerId, trigger);
       await this.components.insert(tx, made);
       const values = { name: def.name, deploymentId: newId('deployment'), trigger, steps: rows, settings: def.settings as Record<string, unknown>, secrets, active: body.active !== false, endpointKey };
       await tx.nativeUpdate(Workflow, { id: w.id }, { ...values, rev: raw('rev + 1'), updatedAt: Math.floor(Date.now() / 1000) });
@@ -318,6 +321,12 @@ export class WorkflowsService {
     await em.nativeUpdate(Workflow, { id: w.id }, { triggerSubscriptionId: subscriptionId });
     const emitters = [current?.emitterId, wanted?.emitterId].filter((e): e is string => !!e).map((e) => ({ emitter_id: e, owner_id: w.ownerId }));
     await announceRoutes(this.nats, 'subscriptions', { emitters });
+  }
+
+  /** The source a trigger names by id, locked until the workflow is stored: one deleted since it was checked refuses the workflow as not found. */
+  private async lockTriggerSource(tx: EntityManager, ownerId: string, trigger: Record<string, unknown>): Promise<void> {
+    if (await lockTriggerSource(tx, ownerId, trigger)) return;
+    throw new BadRequestError(`trigger.source: emitter ${clipped(String(trigger.source))} not found`, { path: 'trigger.source' }, 'invalid_workflow');
   }
 
   /**
