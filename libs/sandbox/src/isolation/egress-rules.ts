@@ -11,6 +11,8 @@ export interface EgressRules {
   allow: string[];
   /** Always refused (SANDBOX_EGRESS_DENY and the platform's own services). */
   deny: string[];
+  /** Why this machine is refused though ALLOW_LOOPBACK=true (TRUST_PROXY believes it: setup.ts), if it is. */
+  thisMachineRefused?: string;
 }
 
 /**
@@ -58,7 +60,10 @@ export class EgressJudge {
     const cls = classifyAddress(ip);
     if (!this.rules.policy.allowLoopback && (cls === 'loopback' || ((cls === 'public' || cls === 'private') && isLocalAddress(ip)))) {
       const what = cls === 'loopback' ? 'a loopback address' : 'an address of this machine';
-      return `${ip} is ${what} (component code reaches this machine only with ALLOW_LOOPBACK=true); SANDBOX_EGRESS_ALLOW can allow it`;
+      const only = this.rules.thisMachineRefused
+        ? `component code does not reach this machine while ${this.rules.thisMachineRefused}: the api would take its X-Forwarded-For for a proxy's`
+        : 'component code reaches this machine only with ALLOW_LOOPBACK=true';
+      return `${ip} is ${what} (${only}); SANDBOX_EGRESS_ALLOW can allow it`;
     }
     const reason = refusalReason(ip, this.rules.policy);
     return reason ? `${reason}; SANDBOX_EGRESS_ALLOW can allow it` : undefined;

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { totalmem } from 'node:os';
 import { type PlatformSettings, STANDARD_PLATFORM_PORTS } from '@app/net';
 import type { EgressRules } from './egress-rules';
-import { parseAddressRule } from '@app/config';
+import { parseAddressRule, trustProxyFunction, type TrustProxy } from '@app/config';
 import { isLocalAddress, localAddresses } from './egress-rules';
 import type { SandboxIsolationOptions } from './isolated-runner';
 import { findBwrap, probeSandbox } from './sandbox-command';
@@ -28,6 +28,8 @@ export interface IsolationSettings extends PlatformSettings {
   sandboxEgressRefusedPerSecond: number;
   sandboxEgressLookupsAtOnce: number;
   dataDir: string;
+  /** Whom the api believes about the client (TRUST_PROXY): see `apiTrustsThisMachine`. */
+  trustProxy?: TrustProxy;
 }
 
 export interface Isolation {
@@ -96,6 +98,19 @@ async function platformServices(s: IsolationSettings): Promise<string[]> {
 }
 
 /**
+ * Whether the api takes a connection from this machine for a proxy's (TRUST_PROXY `127.0.0.1`, `loopback`, `true`,
+ * a number, an interface's address…). The egress proxy connects from this machine, so component code reaching the
+ * api — directly, or through a proxy on this machine, which appends the address it saw, this machine's — would have
+ * its own X-Forwarded-For believed: another account's events would carry the client_ip it chose, and the bounds per
+ * client address would count it as whoever it named. Then component code does not reach this machine at all.
+ */
+function apiTrustsThisMachine(s: IsolationSettings): boolean {
+  if (s.trustProxy === undefined || s.trustProxy === false) return false;
+  const trusted = trustProxyFunction(s.trustProxy);
+  return ['127.0.0.1', '::1', ...localAddresses().filter((a) => isIP(a) > 0 && a !== '0.0.0.0')].some((a) => trusted(a, 0));
+}
+
+/**
  * Decides how component code is isolated, from SANDBOX_ISOLATION. `namespaces`
  * (the default) needs bubblewrap and working namespaces: when either is
  * missing the app refuses to start (never silently unisolated); `none` is the
@@ -118,8 +133,10 @@ export async function setUpIsolation(s: IsolationSettings): Promise<Isolation> {
       `SANDBOX_ISOLATION=namespaces: bubblewrap cannot create the sandbox here (${failure}). Run the app as root, or allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; in a container: --cap-add SYS_ADMIN with seccomp/apparmor unconfined), or set SANDBOX_ISOLATION=none (one trusted team only)`,
     );
   }
+  const trusted = apiTrustsThisMachine(s);
   const egress: EgressRules = {
-    policy: { allowLoopback: s.allowLoopback, allowPrivate: s.allowPrivateAddresses },
+    policy: { allowLoopback: s.allowLoopback && !trusted, allowPrivate: s.allowPrivateAddresses },
+    thisMachineRefused: s.allowLoopback && trusted ? 'TRUST_PROXY believes connections from this machine' : undefined,
     // Their entries were checked when the configuration was loaded (libs/config address-rule.ts).
     allow: list(s.sandboxEgressAllow),
     deny: [...list(s.sandboxEgressDeny), ...(await platformServices(s))],
