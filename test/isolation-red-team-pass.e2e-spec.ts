@@ -42,6 +42,8 @@ function reverseProxy(target: string): Promise<Server> {
   return new Promise((r) => srv.listen(0, '0.0.0.0', () => r(srv)));
 }
 
+type Run = { status: string; steps: { error?: { name: string; message: string } }[] };
+
 describe('the api behind a proxy on this machine, against component code', () => {
   let system: System;
   let proxy: Server;
@@ -83,5 +85,33 @@ describe('the api behind a proxy on this machine, against component code', () =>
       return data.some((d) => d.event.marker === 'proxied') ? data : undefined;
     }, { what: "the victim's events" });
     expect(events.map((d) => d.event)).toEqual([{ client_ip: '7.7.7.7', marker: 'proxied' }]);
+  });
+
+  it("refuses $.send.http the headers a proxy writes: a workflow does not choose the client_ip of another account's events", async () => {
+    const victim = createUser(system);
+    const attacker = createUser(system);
+    const v = await client(system, victim.apiKey).post('/sources', { component_code: VICTIM });
+    expect(v.status).toBe(200);
+    const victimUrl = v.body.data.configured_props.http.endpoint_url as string;
+    const api = client(system, attacker.apiKey);
+    const run = async (name: string, headers: Record<string, string>, marker: string): Promise<Run> => {
+      const code = `export default defineComponent({ async run({ $ }) { $.send.http({ url: ${JSON.stringify(victimUrl)}, headers: ${JSON.stringify(headers)}, data: { marker: ${JSON.stringify(marker)} } }); } });`;
+      const created = await api.post('/workflows', { name, trigger: { manual: {} }, steps: [{ name: 'send', code }] });
+      expect(created.status).toBe(200);
+      expect((await api.post(`/workflows/${created.body.data.id}/run`, {})).status).toBe(202);
+      return eventually(async () => (await api.get(`/workflows/${created.body.data.id}/runs`)).body.data?.[0] as Run | undefined, { what: `the run of ${name}`, timeoutMs: 30_000 });
+    };
+    for (const header of ['X-Forwarded-For', 'forwarded', 'x-forwarded-host', 'X-Forwarded-Proto']) {
+      const r = await run(`forge-${header.toLowerCase()}`, { [header]: header === 'forwarded' ? 'for=5.5.5.5' : '5.5.5.5' }, 'forged');
+      expect({ header, status: r.status, error: r.steps[0].error }).toEqual({ header, status: 'error', error: { name: 'SendError', message: `$.send.http(): header ${header} is a proxy's to set (it says who the client is; the platform's requests are not a proxy's)` } });
+    }
+    expect((await run('plain', { 'x-note': 'hello' }, 'plain')).status).toBe('success');
+    const events = await eventually(async () => {
+      const r = await client(system, victim.apiKey).get(`/sources/${v.body.data.id}/event_summaries?expand=event`);
+      const data = (r.body?.data ?? []) as { event: { client_ip: string; marker: string } }[];
+      return data.some((d) => d.event.marker === 'plain') ? data : undefined;
+    }, { what: "the victim's events" });
+    expect(events.map((d) => d.event.marker)).toEqual(['plain']);
+    expect(events[0].event.client_ip).not.toBe('5.5.5.5');
   });
 });

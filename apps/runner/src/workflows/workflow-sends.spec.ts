@@ -21,6 +21,14 @@ describe('$.send checks made when a step calls them', () => {
     expect(http({ host: 'example.org', 'content-type': 'text/plain', 'x-te': '1' })).toBeUndefined();
   });
 
+  it("refuses the $.send.http headers a proxy writes about the client (the api may trust the platform's machines)", () => {
+    const http = (headers: unknown) => sendProblem({ kind: 'http', payload: { url: 'https://example.com/x', headers } } as never, {});
+    for (const name of ['X-Forwarded-For', 'x-forwarded-host', 'X-Forwarded-Proto', 'Forwarded']) {
+      expect(http({ [name]: '1.2.3.4' })).toBe(`$.send.http(): header ${name} is a proxy's to set (it says who the client is; the platform's requests are not a proxy's)`);
+    }
+    expect(http({ 'x-forwarded-by-note': '1', 'x-real-ip-note': '1' })).toBeUndefined();
+  });
+
   it('keeps $.send.s3 inside the bucket it names', () => {
     expect(s3({ bucket: 'my-bucket', prefix: 'orders/', payload: {} })).toBeUndefined();
     for (const prefix of ['../other-bucket/', 'a/../../other-bucket/', '/other-bucket/', './x/', 'a/./b']) expect(s3({ bucket: 'my-bucket', prefix, payload: {} })).toMatch(/prefix must not/);

@@ -36,6 +36,12 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
  * wait for an answer the client never asks for.
  */
 const isPlatformHeader = (lower: string): boolean => FRAMING_HEADERS.has(lower) || lower === 'expect';
+/**
+ * Headers a proxy writes about the client it forwards. The delivery app connects from the platform's own machines,
+ * which the api may trust as proxies (TRUST_PROXY): a send to a source's endpoint carrying them had the api believe
+ * them, and a tenant chose the client_ip of another account's events.
+ */
+const FORWARDING_HEADERS: ReadonlySet<string> = new Set(['x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'forwarded']);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -67,6 +73,7 @@ export function sendProblem(send: SendRecord, settings: SendSettings): string | 
       for (const [name, value] of Object.entries(p.headers ?? {})) {
         if (!HEADER_NAME.test(name)) return `$.send.http(): header name ${JSON.stringify(name)} is not an HTTP token`;
         if (isPlatformHeader(name.toLowerCase())) return `$.send.http(): header ${name} is the platform's to set (it frames the request or manages its connection)`;
+        if (FORWARDING_HEADERS.has(name.toLowerCase())) return `$.send.http(): header ${name} is a proxy's to set (it says who the client is; the platform's requests are not a proxy's)`;
         if (!['string', 'number', 'boolean'].includes(typeof value) || /[\r\n\0]/.test(String(value))) return `$.send.http(): header ${name} must be a string without CR, LF or NUL`;
       }
       return undefined;
