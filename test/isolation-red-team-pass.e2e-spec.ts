@@ -56,12 +56,16 @@ describe('the api behind a proxy on this machine, against component code', () =>
     proxy?.close();
   });
 
-  it("refuses this machine to component code while TRUST_PROXY believes it: no client_ip of its choosing in another account's events", async () => {
+  /** Two accounts: the victim's source emits the client_ip of each request it gets. */
+  const victimAndAttacker = async () => {
     const victim = createUser(system);
-    const attacker = createUser(system);
     const v = await client(system, victim.apiKey).post('/sources', { component_code: VICTIM });
     expect(v.status).toBe(200);
-    const victimUrl = v.body.data.configured_props.http.endpoint_url as string;
+    return { victim, attacker: createUser(system), sourceId: v.body.data.id as string, victimUrl: v.body.data.configured_props.http.endpoint_url as string };
+  };
+
+  it("refuses this machine to component code while TRUST_PROXY believes it: no client_ip of its choosing in another account's events", async () => {
+    const { victim, attacker, sourceId, victimUrl } = await victimAndAttacker();
     const a = await client(system, attacker.apiKey).post('/sources', { component_code: FORGER });
     expect(a.status).toBe(200);
 
@@ -80,7 +84,7 @@ describe('the api behind a proxy on this machine, against component code', () =>
     for (const url of urls) expect([url, answer[url]]).toEqual([url, expect.stringMatching(/is (a loopback address|an address of this machine) \(component code does not reach this machine while TRUST_PROXY believes connections from this machine/)]);
 
     const events = await eventually(async () => {
-      const r = await client(system, victim.apiKey).get(`/sources/${v.body.data.id}/event_summaries?expand=event`);
+      const r = await client(system, victim.apiKey).get(`/sources/${sourceId}/event_summaries?expand=event`);
       const data = (r.body?.data ?? []) as { event: { client_ip: string; marker: string } }[];
       return data.some((d) => d.event.marker === 'proxied') ? data : undefined;
     }, { what: "the victim's events" });
@@ -88,11 +92,7 @@ describe('the api behind a proxy on this machine, against component code', () =>
   });
 
   it("refuses $.send.http the headers a proxy writes: a workflow does not choose the client_ip of another account's events", async () => {
-    const victim = createUser(system);
-    const attacker = createUser(system);
-    const v = await client(system, victim.apiKey).post('/sources', { component_code: VICTIM });
-    expect(v.status).toBe(200);
-    const victimUrl = v.body.data.configured_props.http.endpoint_url as string;
+    const { victim, attacker, sourceId, victimUrl } = await victimAndAttacker();
     const api = client(system, attacker.apiKey);
     const run = async (name: string, headers: Record<string, string>, marker: string): Promise<Run> => {
       const code = `export default defineComponent({ async run({ $ }) { $.send.http({ url: ${JSON.stringify(victimUrl)}, headers: ${JSON.stringify(headers)}, data: { marker: ${JSON.stringify(marker)} } }); } });`;
@@ -107,7 +107,7 @@ describe('the api behind a proxy on this machine, against component code', () =>
     }
     expect((await run('plain', { 'x-note': 'hello' }, 'plain')).status).toBe('success');
     const events = await eventually(async () => {
-      const r = await client(system, victim.apiKey).get(`/sources/${v.body.data.id}/event_summaries?expand=event`);
+      const r = await client(system, victim.apiKey).get(`/sources/${sourceId}/event_summaries?expand=event`);
       const data = (r.body?.data ?? []) as { event: { client_ip: string; marker: string } }[];
       return data.some((d) => d.event.marker === 'plain') ? data : undefined;
     }, { what: "the victim's events" });
