@@ -1,6 +1,7 @@
 import { NotFoundException } from '@nestjs/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuthContext } from './auth.context';
+import { closeLingering } from '../common/lingering-close';
 import { ApiKeyGuard, isPublicRoute, requiredKey } from './api-key.guard';
 
 /** Whether a request comes with a body (a declared length above 0, or chunks). */
@@ -12,7 +13,7 @@ const hasBody = (req: FastifyRequest): boolean => (req.headers['content-length']
  * bearer token waits in a lane of its own (API_MAX_CONCURRENT_PER_KEY), so 100 connections of one client, without any
  * account, each holding 10 MB of a body under a token of its own, held 1 GB of the api until their request timeout.
  * A request with a body to a `/v1` route that needs an API key, with a missing, malformed or unknown one, is answered
- * `401` now, to a path no route has (under `/v1` or not) its `404` (or `405`), the body unread and the connection closed;
+ * `401` now, to a path no route has (under `/v1` or not) its `404` (or `405`), the body unread and the connection closed (in stages: closeLingering);
  * the guard looks a known key up again once the body is read (a revocation meanwhile applies). A `@Public()` route
  * (`GET /v1/openapi.json`) answers as it would without the body, which Node reads and drops. Registered after the key's
  * lane (registerKeyConcurrency), so its query waits its turn like the request's.
@@ -27,6 +28,7 @@ export function registerAuthBeforeBody(fastify: FastifyInstance, guard: ApiKeyGu
       (req as FastifyRequest & { auth?: AuthContext }).auth = await guard.authenticate(requiredKey(req.headers.authorization));
     } catch (e) {
       reply.header('connection', 'close');
+      closeLingering(req.raw.socket);
       throw e;
     }
   });
