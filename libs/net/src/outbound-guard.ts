@@ -91,8 +91,12 @@ function ipRefusal(host: string, policy: AddressPolicy, shown: string): string |
  * Literal addresses skip DNS, so the connect-time lookup never sees them: they are checked here, before connecting.
  */
 export function literalHostRefusal(url: URL, policy: AddressPolicy): OutboundError | undefined {
+  const reason = literalHostReason(url, policy);
+  return reason ? new OutboundError(`refused to connect to ${url.hostname.replace(/^\[|\]$/g, '')}: ${reason}`, 'blocked') : undefined;
+}
+
+/** Why the policy forbids a URL whose host is a literal IP address (`outboundRefusal`), or undefined: a host name is judged at connect. */
+export function literalHostReason(url: URL, policy: AddressPolicy): string | undefined {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (!isIP(host)) return undefined;
-  const reason = outboundRefusal(host, policyForUrl(url, policy));
-  return reason ? new OutboundError(`refused to connect to ${host}: ${reason}`, 'blocked') : undefined;
+  return isIP(host) ? outboundRefusal(host, policyForUrl(url, policy)) : undefined;
 }

@@ -1,7 +1,6 @@
-import { isIP } from 'node:net';
 import { BadRequestError, SECRET_MASK } from '@app/contracts';
 import { Webhook, WebhookDelivery } from '@app/db';
-import { AddressPolicy, credentialsMasked, masksCredentials, outboundRefusal, policyForUrl } from '@app/net';
+import { AddressPolicy, credentialsMasked, literalHostReason, masksCredentials } from '@app/net';
 import { parseHttpUrl } from '../common/http-url';
 
 export interface WebhookDto {
@@ -75,8 +74,7 @@ export function toDeliveryDto(d: WebhookDelivery): WebhookDeliveryDto {
  */
 export function validateWebhookUrl(value: unknown, policy: AddressPolicy): string {
   const url = parseHttpUrl(value, 'url', 'https://example.com/hook');
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  const refused = isIP(host) ? outboundRefusal(host, policyForUrl(url, { ...policy, allowLoopback: true, allowPrivate: true })) : undefined;
+  const refused = literalHostReason(url, { ...policy, allowLoopback: true, allowPrivate: true });
   if (refused) throw new BadRequestError(`url: ${refused}: no delivery would be made`, { field: 'url', reason: 'blocked' });
   return (value as string).trim();
 }
