@@ -7,7 +7,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
-const { renderServerConfig, writePrivate } = require('./nats-auth');
+const { natsServerEnv, renderServerConfig, writePrivate } = require('./nats-auth');
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -78,7 +78,7 @@ class NatsNode {
   /** Starts the node (again); resolves once admin can connect to it. */
   async start() {
     const args = ['-c', this.configFile, '-l', this.logFile];
-    const child = this.netns ? spawn('ip', ['netns', 'exec', this.netns, this.bin, ...args], { stdio: ['ignore', 'ignore', 'pipe'] }) : spawn(this.bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = this.netns ? spawn('ip', ['netns', 'exec', this.netns, this.bin, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: natsServerEnv() }) : spawn(this.bin, args, { stdio: ['ignore', 'ignore', 'pipe'], env: natsServerEnv() });
     this.child = child;
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
