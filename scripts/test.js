@@ -20,8 +20,9 @@ async function main() {
   ensureBubblewrap();
   ensureChromium();
   const runId = randomBytes(4).toString('hex');
-  // Users for more test systems than the suite starts (about 70): none of them reloads the server.
-  const { env, finish } = await startIsolatedRun(root, runId, { spareInstallations: 120 });
+  // Users for more test systems than the suite starts (about 190 on 2026-12-01): none of them reloads the server. A
+  // reload makes JetStream answer "no responders" for a moment to every test running then (a 503 from their api).
+  const { env, finish } = await startIsolatedRun(root, runId, { spareInstallations: 400 });
   let status = 1;
   try {
     const jest = path.join(root, 'node_modules', 'jest', 'bin', 'jest.js');
