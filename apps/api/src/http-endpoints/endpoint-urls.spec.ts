@@ -1,4 +1,4 @@
-import { endpointUrlOf, hostEndpointRewrite, requestUrlRewrite } from './endpoint-urls';
+import { canonicalEndpointTarget, endpointKeyOfHost, endpointUrlOf, hostEndpointRewrite, requestUrlRewrite } from './endpoint-urls';
 
 describe('endpoint URLs', () => {
   it('are <PUBLIC_URL>/e/<key> without a domain, <key>.<domain> with the scheme and port of PUBLIC_URL with one', () => {
@@ -27,5 +27,21 @@ describe('endpoint URLs', () => {
     expect(plain({ url: '*', headers: {} })).toBe('*');
     const byHost = requestUrlRewrite('m.example.com');
     expect(byHost({ url: 'http://enabc.m.example.com/hooks', headers: { host: 'enabc.m.example.com' } })).toBe('/e/enabc/hooks');
+  });
+
+  it('write an endpoint target sent with escapes in its prefix as /e/<key>, the rest of the path as sent', () => {
+    expect(canonicalEndpointTarget('/%65/enabc')).toBe('/e/enabc');
+    expect(canonicalEndpointTarget('/e/%65n%61bc/a%2Fb%65?x=%65')).toBe('/e/enabc/a%2Fb%65?x=%65');
+    expect(canonicalEndpointTarget('/%45/enabc')).toBe('/%45/enabc');
+    expect(canonicalEndpointTarget('/e/en%2Fabc')).toBe('/e/en%2Fabc');
+    expect(canonicalEndpointTarget('/v%31/users/me')).toBe('/v%31/users/me');
+    expect(canonicalEndpointTarget('/e/enabc')).toBe('/e/enabc');
+    expect(requestUrlRewrite('')({ url: 'http://h/%65/enabc/x', headers: {} })).toBe('/e/enabc/x');
+  });
+
+  it('name the endpoint a request was sent to by its host, and none for the shared origin', () => {
+    expect(endpointKeyOfHost('m.example.com', { host: 'ENABC.m.example.com:80' })).toBe('enabc');
+    expect(endpointKeyOfHost('m.example.com', { host: 'api.example.com' })).toBeUndefined();
+    expect(endpointKeyOfHost('', { host: 'enabc.m.example.com' })).toBeUndefined();
   });
 });

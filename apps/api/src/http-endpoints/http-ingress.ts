@@ -31,7 +31,7 @@ import { EndpointLookup, EndpointTarget } from './endpoint-lookup';
 import { describeRefusal, InvocationBacklog } from './invocation-backlog';
 import { RateLimiter } from './rate-limiter';
 import { IngestBatches } from './ingest-batches';
-import { endpointUrlOf, originForm } from './endpoint-urls';
+import { endpointKeyOfHost, endpointUrlOf } from './endpoint-urls';
 import { installBodyBudget } from './body-budget';
 import { installIngressFastPath } from './ingress-fast-path';
 import { endpointMethods } from './endpoint-methods';
@@ -163,8 +163,9 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     if (refusal) return this.send(reply, refusal);
     const msg = this.invocationOf(target, endpointKey, request);
     msg.replyTo = this.nats.names.httpResponseFor(this.replicaToken, msg.invocationId);
-    // On the shared origin (not `<key>.<ENDPOINT_DOMAIN>`), the component's cookies are kept under its own path.
-    const cookiePath = originForm(req.originalUrl).startsWith(`/e/${endpointKey}`) ? `/e/${endpointKey}` : undefined;
+    // On the shared origin (not `<key>.<ENDPOINT_DOMAIN>`), the component's cookies are kept under its own path, whatever
+    // path the request was routed by (before 2026-12-01, `/%65/<key>` kept the component's own `Path=/`).
+    const cookiePath = endpointKeyOfHost(this.config.endpointDomain, req.headers) === endpointKey ? undefined : `/e/${endpointKey}`;
     return this.roundTrip(target, msg, reply, cookiePath);
   }
 
