@@ -205,5 +205,11 @@ describe('dashboard hardening: hostile content, static paths, headers', () => {
       expect([res.url, res.headers.get('cache-control')]).toEqual([res.url, 'no-store']);
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     }
+    // The dashboard's own errors are answers like the API's (its 404s and a refused URL went without nosniff).
+    for (const path of ['/ui/assets/missing.js', '/ui/missing.png', '/ui/%00']) {
+      const res = await rawRequest(system.origin, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const header = (name: string): string | undefined => new RegExp(`^${name}: (.*)$`, 'im').exec(res.headers)?.[1];
+      expect([path, res.status, header('content-type'), header('cache-control'), header('x-content-type-options')]).toEqual([path, path.endsWith('%00') ? 400 : 404, 'application/json; charset=utf-8', 'no-store', 'nosniff']);
+    }
   });
 });

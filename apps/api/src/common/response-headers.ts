@@ -1,6 +1,5 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { API_ANSWER_HEADERS } from '@app/contracts';
-import { isWebUiRoute } from '../web/web-ui';
 
 /**
  * Headers of an SSE stream, written on the raw response (the hijacked reply skips `onSend`): the same
@@ -27,7 +26,7 @@ export function relaysComponentAnswer(reply: FastifyReply): void {
  * Answers of the API carry account data (keys from the admin routes, events, secrets' names):
  * no browser, proxy or CDN may keep them, and a browser must not guess their type. At the public HTTP
  * interface of sources and workflows (`/e/…`) an answer a component gave with `$.respond()` is relayed with the
- * headers it chose, and the dashboard's files set their own caching (apps/api/src/web/web-ui.ts). These headers go on
+ * headers it chose, and the dashboard's files set their own caching (apps/api/src/web/web-ui.ts), which is kept. These headers go on
  * every other answer: the platform's own at `/e/…` too (`{ success: true }`, 404, 413, 429, 503, 504…), and those
  * written below Fastify's hooks (a request Node could not parse, CONNECT, the router's own errors: raw-json-answers.ts).
  * The headers themselves are API_ANSWER_HEADERS (libs/contracts): the runner's own answers to a waiting request (the
@@ -35,7 +34,9 @@ export function relaysComponentAnswer(reply: FastifyReply): void {
  */
 export function registerResponseHeaders(fastify: FastifyInstance): void {
   fastify.addHook('onSend', async (req, reply, payload) => {
-    if (componentAnswers.has(reply) || isWebUiRoute(req.url)) return payload;
+    // The dashboard's files set their own caching and keep it (only missing headers are added); its errors and
+    // redirects get these too (before 2026-12-01 its 404s and a URL refused there, `/ui/%00`, went without nosniff).
+    if (componentAnswers.has(reply)) return payload;
     for (const [name, value] of Object.entries(API_ANSWER_HEADERS)) if (reply.getHeader(name) === undefined) reply.header(name, value);
     return payload;
   });

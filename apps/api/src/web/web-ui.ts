@@ -40,7 +40,7 @@ export function defaultWebRoot(from = __dirname): string {
  */
 export function registerWebUi(fastify: FastifyInstance, root = defaultWebRoot()): void {
   const base = resolve(root);
-  const notFound = (reply: FastifyReply, message: string): FastifyReply => reply.code(404).header('cache-control', 'no-store').send({ error: message, code: 'not_found' });
+  const notFound = (reply: FastifyReply, message: string): FastifyReply => reply.code(404).send({ error: message, code: 'not_found' });
 
   const send = (reply: FastifyReply, file: string, immutable: boolean): FastifyReply =>
     reply
