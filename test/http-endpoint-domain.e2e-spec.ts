@@ -7,10 +7,10 @@ import { HTTP_SOURCE } from './support/components';
 import { eventually, startSystem, System } from './support/system';
 
 /** A request to the api's address with another Host header (no DNS for the test domain). */
-const sendAs = (origin: string, host: string, path: string, body: string): Promise<{ status: number; body: string; cookies: string[] }> =>
+const sendAs = (origin: string, host: string, path: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; cookies: string[] }> =>
   new Promise((resolve, reject) => {
     const { port } = new URL(origin);
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { host, 'content-type': 'application/json' } }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { host, 'content-type': 'application/json', ...headers } }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text, cookies: res.headers['set-cookie'] ?? [] }));
@@ -35,7 +35,7 @@ describe('host-based HTTP endpoints (ENDPOINT_DOMAIN)', () => {
     await system?.stop();
   });
 
-  const send = (host: string, path: string, body: string) => sendAs(system.origin, host, path, body);
+  const send = (host: string, path: string, body: string, headers?: Record<string, string>) => sendAs(system.origin, host, path, body, headers);
 
   it('gives endpoint URLs on the domain and stores a request to <key>.<domain>/<path> like one to /e/<key>/<path>', async () => {
     const created = await client(system, user.apiKey).post('/sources', { component_code: HTTP_SOURCE });
@@ -74,7 +74,7 @@ describe('cookies of host-based HTTP endpoints', () => {
     await system?.stop();
   });
 
-  const send = (host: string, path: string, body: string) => sendAs(system.origin, host, path, body);
+  const send = (host: string, path: string, body: string, headers?: Record<string, string>) => sendAs(system.origin, host, path, body, headers);
 
   it("keeps a component's cookies on its endpoint's own host as set (Domain dropped), and under /e/<key> on the shared origin", async () => {
     const code = `module.exports = {
@@ -93,5 +93,11 @@ describe('cookies of host-based HTTP endpoints', () => {
     expect(onHost.cookies).toEqual(['a=1; Path=/app; HttpOnly', 'b=2']);
     const shared = await send(new URL(system.origin).host, `/e/${key}/app`, '');
     expect(shared.cookies).toEqual([`a=1; HttpOnly; Path=/e/${key}`, `b=2; Path=/e/${key}`]);
+    // X-Forwarded-Host (which a tenant's page may send with a request to the shared origin, CORS allowing) routes the
+    // request, but does not make the shared origin the endpoint's own host: only TRUST_PROXY's proxies are believed.
+    for (const path of ['/app', `/e/${key}/app`]) {
+      const forwarded = await send(new URL(system.origin).host, path, '', { 'x-forwarded-host': host });
+      expect([path, forwarded.status, forwarded.cookies]).toEqual([path, 200, [`a=1; HttpOnly; Path=/e/${key}`, `b=2; Path=/e/${key}`]]);
+    }
   });
 });

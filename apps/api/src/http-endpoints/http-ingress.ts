@@ -74,6 +74,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
   private replies: Subscription | undefined;
   /** Shutting down: the fast path leaves every request to Fastify (which answers 503 once it closes). */
   private closing = false;
+  private readonly trustedProxy: (address: string, hop: number) => boolean;
   /** Requests answered, by the way they came in: the fast path (ingress-fast-path.ts) or Fastify's route. */
   readonly served = { fast: 0, route: 0 };
   private unsubscribeDeleted: (() => void) | undefined;
@@ -87,6 +88,12 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.limiter = new RateLimiter(config.httpRatePerSec, config.httpBurst);
+    this.trustedProxy = trustProxyFunction(config.trustProxy);
+  }
+
+  /** Whether the peer of a connection is a proxy TRUST_PROXY names (whose forwarded headers are believed). */
+  private fromProxy(address: string | undefined): boolean {
+    return address !== undefined && this.trustedProxy(address, 0);
   }
 
   onModuleDestroy(): void {
@@ -126,8 +133,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     });
     if (this.config.ingressFastPath) installIngressFastPath(fastify.server, this, { maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain, trustProxy: this.config.trustProxy });
     // Around whatever serves the requests (the fast path or Fastify): no body is read past the replica's budget.
-    const trusted = trustProxyFunction(this.config.trustProxy);
-    installBodyBudget(fastify.server, { maxBytes: this.config.httpBodyBytesInFlight, maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain, trusted: (address) => trusted(address, 0) });
+    installBodyBudget(fastify.server, { maxBytes: this.config.httpBodyBytesInFlight, maxBodyBytes: this.config.httpMaxBodyBytes, endpointDomain: this.config.endpointDomain, trusted: (address) => this.trustedProxy(address, 0) });
   }
 
   /**
@@ -164,8 +170,11 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     const msg = this.invocationOf(target, endpointKey, request);
     msg.replyTo = this.nats.names.httpResponseFor(this.replicaToken, msg.invocationId);
     // On the shared origin (not `<key>.<ENDPOINT_DOMAIN>`), the component's cookies are kept under its own path, whatever
-    // path the request was routed by (before 2026-12-01, `/%65/<key>` kept the component's own `Path=/`).
-    const cookiePath = endpointKeyOfHost(this.config.endpointDomain, req.headers) === endpointKey ? undefined : `/e/${endpointKey}`;
+    // path the request was routed by (before 2026-12-01, `/%65/<key>` kept the component's own `Path=/`). The host is the
+    // one the browser connected to: `X-Forwarded-Host` counts only from a TRUST_PROXY proxy, as a page's script may send
+    // it with a request to the shared origin (it routes the request, but cannot unscope the cookies).
+    const hostHeaders = this.fromProxy(req.socket.remoteAddress) ? req.headers : { host: req.headers.host };
+    const cookiePath = endpointKeyOfHost(this.config.endpointDomain, hostHeaders) === endpointKey ? undefined : `/e/${endpointKey}`;
     return this.roundTrip(target, msg, reply, cookiePath);
   }
 
