@@ -37,6 +37,9 @@ describe('endpoint URLs', () => {
     expect(canonicalEndpointTarget('/v%31/users/me')).toBe('/v%31/users/me');
     expect(canonicalEndpointTarget('/e/enabc')).toBe('/e/enabc');
     expect(requestUrlRewrite('')({ url: 'http://h/%65/enabc/x', headers: {} })).toBe('/e/enabc/x');
+    const byHost = requestUrlRewrite('m.example.com');
+    expect(byHost({ url: '/%65/enabc', headers: { host: 'api.example.com' } })).toBe('/e/enabc');
+    expect(byHost({ url: '/%65/enxyz', headers: { host: 'enabc.m.example.com' } })).toBe('/e/enabc/%65/enxyz');
   });
 
   it('name the endpoint a request was sent to by its host, and none for the shared origin', () => {

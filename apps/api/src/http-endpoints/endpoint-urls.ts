@@ -53,12 +53,17 @@ export function canonicalEndpointTarget(url: string): string {
   return `/e/${unescapeUnreserved(m[2])}${url.slice(m[0].length)}`;
 }
 
-/** Fastify's `rewriteUrl`: the origin form of the target, an endpoint's prefix without escapes, then (with ENDPOINT_DOMAIN) hostEndpointRewrite's. */
+/**
+ * Fastify's `rewriteUrl`: the origin form of the target, then (with ENDPOINT_DOMAIN) hostEndpointRewrite's; a target
+ * the host does not route has an endpoint's prefix read without escapes (on an endpoint's own host the whole path is the
+ * component's, kept as sent).
+ */
 export function requestUrlRewrite(domain: string): (req: { url?: string; headers: Record<string, string | string[] | undefined> }) => string {
   const byHost = domain ? hostEndpointRewrite(domain) : undefined;
   return (req) => {
-    const url = canonicalEndpointTarget(originForm(req.url ?? '/'));
-    return byHost ? byHost({ url, headers: req.headers }) : url;
+    const url = originForm(req.url ?? '/');
+    const routed = byHost ? byHost({ url, headers: req.headers }) : url;
+    return routed === url ? canonicalEndpointTarget(url) : routed;
   };
 }
 
