@@ -72,3 +72,17 @@ describe("one account's events are published at its own rate of bytes (EMITS_BYT
     await floodThenProbe(ctx, { n: 16, bytes: 50 * 1024 }, 160);
   });
 });
+
+/**
+ * EMITS_BYTES_PER_SECOND_PER_ACCOUNT's default, 2 MiB (a burst of 20 MiB): the delivery apps index events of every
+ * account in the order EMITS stored them, and one replica on 2 cores indexes about 6 MB of large events a second. At
+ * the former 8 MiB (an 80 MiB burst) one account's 30 MB of 30 KiB events went out at once and every other account's
+ * events waited behind them; now what is past the burst waits in the runner, and B's event goes ahead of it.
+ */
+describe("one account's large events are held back at the default byte budget", () => {
+  const ctx = twoAccounts({});
+
+  it("holds back A's 30 MB past 20 MiB, delivers B's meanwhile, and loses none of A's", async () => {
+    await floodThenProbe(ctx, { n: 100, bytes: 30 * 1024 }, 1000);
+  });
+});
