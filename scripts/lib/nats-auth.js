@@ -137,7 +137,7 @@ async function waitUntil(check, timeoutMs, what) {
  * The environment of a nats-server this project starts: on a machine of 2 cores or fewer, where it shares the cores
  * with the apps and Postgres, the Go runtime runs its code on one thread (`GOMAXPROCS=1`) unless GOMAXPROCS is set.
  * Measured with `npm run bench -- profile` (docs/benchmarks.md, "One thread for the embedded nats-server"): its CPU
- * per event a fifth lower, the whole system's about 5 % lower, at the same rates.
+ * per event a fifth lower, the whole system's about 4 % lower, at the same rates.
  */
 function natsServerEnv(env = process.env, cores = os.availableParallelism()) {
   if (env.GOMAXPROCS || cores > 2) return env;
