@@ -5,7 +5,8 @@
 // so trying another is safe. A replica that fails after it got the request is not retried (the
 // request may have been acted upon): the client gets 502. Response bodies stream (SSE works); request
 // bodies are read first (the api caps them far below MAX_BODY). Appends the client's address to X-Forwarded-For
-// (the api reads it with TRUST_PROXY: cluster-system.js names the round-robin's address, docker-compose.yml one hop).
+// (the api reads it with TRUST_PROXY: cluster-system.js names the round-robin's address, docker-compose.yml one hop),
+// and writes X-Forwarded-Host and X-Forwarded-Proto itself (a client's own are not passed on, nor its Forwarded).
 const http = require('node:http');
 
 const MAX_BODY = 8 * 1024 * 1024;
@@ -40,7 +41,17 @@ function startRoundRobin({ host = '127.0.0.1', port, upstreams }) {
     const u = pick(tried);
     if (!u) return json(res, 502, { error: 'no api replica accepted the connection', code: 'bad_gateway' });
     tried.add(u);
-    const headers = { ...req.headers, 'x-forwarded-for': [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', ') };
+    // The api believes these from this hop (TRUST_PROXY): what the client sent is replaced by what this proxy saw, so a
+    // client cannot choose the host or scheme the api takes the request for (an endpoint's own host, under which a
+    // component's cookies keep their Path). X-Forwarded-For is appended to: the api reads the entry of this hop.
+    const headers = {
+      ...req.headers,
+      'x-forwarded-for': [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', '),
+      'x-forwarded-proto': 'http',
+    };
+    if (req.headers.host) headers['x-forwarded-host'] = req.headers.host;
+    else delete headers['x-forwarded-host'];
+    delete headers.forwarded;
     headers['content-length'] = String(body.length);
     delete headers['transfer-encoding'];
     const up = http.request({ host: u.host, port: u.port, method: req.method, path: req.url, headers, agent });
