@@ -16,6 +16,7 @@ import { registerResponseHeaders } from './common/response-headers';
 import { registerShutdownAnswer, ShutdownState } from './common/shutdown-answer';
 import { installLeanAsyncBind } from './common/lean-async-bind';
 import { registerRequestContext } from './common/request-context';
+import { registerClientGone } from './common/client-gone';
 import { KeyConcurrency, registerKeyConcurrency } from './common/key-concurrency';
 import { MikroORM } from '@mikro-orm/core';
 import { boundConnections } from './common/connection-bounds';
@@ -64,6 +65,8 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   // Before anything that queries Postgres: one key's burst waits behind itself, not in the pool's queue.
   registerKeyConcurrency(fastify, new KeyConcurrency(config.apiMaxConcurrentPerKey, config.apiQueueWaitMs));
   registerRequestContext(fastify, app.get(MikroORM));
+  // Component reads a request started are cancelled when its client goes away.
+  registerClientGone(fastify);
   // After the key's lane: a body is read only for a known key.
   registerAuthBeforeBody(fastify, app.get(ApiKeyGuard));
   registerResponseHeaders(fastify);

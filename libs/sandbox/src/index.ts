@@ -9,3 +9,4 @@ export type { SandboxIsolationOptions } from './isolation/isolated-runner';
 export { createSandboxPool } from './isolation/create-pool';
 export { checkedResponse } from './result-check';
 export { responseHeadersProblem, RESPONSE_MAX_HEADERS, RESPONSE_MAX_HEADER_BYTES } from './response-headers';
+export { CANCELLED } from './worker-pool';

@@ -27,12 +27,13 @@ import type {
   SandboxPoolOptions,
   SandboxPoolStats,
 } from './types';
-import { sandboxError as err, WorkerPool, type TaskOutcome } from './worker-pool';
+import { cancelledError, sandboxError as err, WorkerPool, type TaskOutcome } from './worker-pool';
 import type { ResponseMessage, WorkerAdditionalPropsTask, WorkerDescribeTask, WorkerExecuteBatchTask, WorkerExecuteTask, WorkerOptionsTask, WorkerTask } from './worker-protocol';
 
 /** Where worker tasks run: in this process's pool, or in the account's sandbox process. */
 interface TaskRunner {
-  run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>>;
+  /** `signal` cancels the task: not started, it never starts; running, its worker or sandbox process is stopped. */
+  run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void, signal?: AbortSignal): Promise<TaskOutcome<T>>;
   stats(): SandboxPoolStats;
   restart(accounts?: readonly string[]): number;
   close(graceMs?: number): Promise<void>;
@@ -41,12 +42,20 @@ interface TaskRunner {
 /** An account name for calls that name none (tests, tools): they share one sandbox. */
 const NO_ACCOUNT = '-';
 
-function withDeadline<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+/** `p`, or a TimeoutError after `ms`, or a CancelledError once `signal` is aborted (what `p` does goes on unawaited). */
+function withDeadline<T>(p: Promise<T>, ms: number, message: string, signal?: AbortSignal): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  let cancel: (() => void) | undefined;
   const t = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(Object.assign(new Error(message), { name: 'TimeoutError' })), ms);
+    cancel = () => reject(Object.assign(new Error(cancelledError().message), { name: cancelledError().name }));
+    if (signal?.aborted) cancel();
+    else signal?.addEventListener('abort', cancel, { once: true });
   });
-  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+  return Promise.race([p, t]).finally(() => {
+    clearTimeout(timer);
+    signal?.removeEventListener('abort', cancel!);
+  });
 }
 
 /**
@@ -73,7 +82,7 @@ export class SandboxPool {
     } else {
       const pool = new WorkerPool({ threads: opts.threads, heapMb: opts.heapMb, vmTimeout, concurrentTasksPerWorker, logger: opts.logger });
       // No process per account to restart: every account's code shares this process's workers (SANDBOX_ISOLATION=none, one trusted team).
-      this.runner = { run: (_account, task, timeoutMs, onResponse) => pool.run(task, timeoutMs, onResponse), stats: () => pool.stats(), restart: () => 0, close: (g) => pool.close(g) };
+      this.runner = { run: (_account, task, timeoutMs, onResponse, signal) => pool.run(task, timeoutMs, onResponse, signal), stats: () => pool.stats(), restart: () => 0, close: (g) => pool.close(g) };
     }
     this.preparer = new ComponentPreparer({
       npmCacheDir: opts.npmCacheDir,
@@ -97,7 +106,10 @@ export class SandboxPool {
     return this.runner.restart(accounts);
   }
 
-  /** Reads a component's definition. Returns `error` for code that does not bundle, install or load. */
+  /**
+   * Reads a component's definition. Returns `error` for code that does not bundle, install or load, and a CancelledError
+   * once `options.signal` is aborted (the code never runs, or its worker or sandbox process is stopped).
+   */
   async describe(code: string, options: DescribeOptions): Promise<DescribeResult> {
     const deadline = Date.now() + options.timeoutMs;
     let prepared: PreparedComponent;
@@ -107,6 +119,7 @@ export class SandboxPool {
         this.preparer.prepare({ code, baseUrl: options.baseUrl, fetchText, admitInstall: options.admitInstall }),
         options.timeoutMs,
         `reading the component timed out after ${options.timeoutMs} ms (bundling and installing its dependencies)`,
+        options.signal,
       );
     } catch (e) {
       const refused = e instanceof InstallRefusedError ? { retryAfterSeconds: e.retryAfterSeconds } : {};
@@ -114,7 +127,7 @@ export class SandboxPool {
     }
     const timeoutMs = Math.max(1, deadline - Date.now());
     const task: WorkerDescribeTask = { kind: 'describe', bundle: prepared.ref, timeoutMs };
-    const out = await this.runner.run<DescribeResult>(options.account ?? NO_ACCOUNT, task, timeoutMs);
+    const out = await this.runner.run<DescribeResult>(options.account ?? NO_ACCOUNT, task, timeoutMs, undefined, options.signal);
     if ('failed' in out) return { error: out.failed };
     const result: DescribeResult = { ...out.value, dependencyVersions: prepared.versions };
     if (result.descriptor) result.descriptor.dependencies = prepared.dependencies;
@@ -225,36 +238,37 @@ export class SandboxPool {
     return { results };
   }
 
-  /** Calls a prop's async `options({ page, prevContext })` (its own or its app propDefinition's). */
-  async options(code: string, propName: string, input: OptionsInput, timeoutMs: number, account = NO_ACCOUNT): Promise<OptionsResult> {
+  /** Calls a prop's async `options({ page, prevContext })` (its own or its app propDefinition's); `signal` cancels it as `describe`'s does. */
+  async options(code: string, propName: string, input: OptionsInput, timeoutMs: number, account = NO_ACCOUNT, signal?: AbortSignal): Promise<OptionsResult> {
     const deadline = Date.now() + timeoutMs;
     let prepared: PreparedComponent;
     try {
-      prepared = await withDeadline(this.preparer.prepare({ code, fetchText: this.fetchText }), timeoutMs, `options() timed out after ${timeoutMs} ms`);
+      prepared = await withDeadline(this.preparer.prepare({ code, fetchText: this.fetchText }), timeoutMs, `options() timed out after ${timeoutMs} ms`, signal);
     } catch (e) {
       return { error: err((e as Error).name || 'Error', (e as Error).message) };
     }
     const left = Math.max(1, deadline - Date.now());
     const task: WorkerOptionsTask = { kind: 'options', bundle: prepared.ref, propName, input, timeoutMs: left, maxBytes: OPTIONS_MAX_BYTES };
-    const out = await this.runner.run<OptionsResult>(account, task, left);
+    const out = await this.runner.run<OptionsResult>(account, task, left, undefined, signal);
     return 'failed' in out ? { error: out.failed } : out.value;
   }
 
   /**
    * Calls the component's `additionalProps(previousPropDefs)` with the static props' values as `this`;
-   * `previousProps` are the props it added last time (after the static ones in `previousPropDefs`).
+   * `previousProps` are the props it added last time (after the static ones in `previousPropDefs`); `signal` cancels it
+   * as `describe`'s does.
    */
-  async additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account = NO_ACCOUNT, previousProps: PreviousProp[] = []): Promise<AdditionalPropsResult> {
+  async additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account = NO_ACCOUNT, previousProps: PreviousProp[] = [], signal?: AbortSignal): Promise<AdditionalPropsResult> {
     const deadline = Date.now() + timeoutMs;
     let prepared: PreparedComponent;
     try {
-      prepared = await withDeadline(this.preparer.prepare({ code, fetchText: this.fetchText }), timeoutMs, `additionalProps() timed out after ${timeoutMs} ms`);
+      prepared = await withDeadline(this.preparer.prepare({ code, fetchText: this.fetchText }), timeoutMs, `additionalProps() timed out after ${timeoutMs} ms`, signal);
     } catch (e) {
       return { error: err((e as Error).name || 'Error', (e as Error).message) };
     }
     const left = Math.max(1, deadline - Date.now());
     const task: WorkerAdditionalPropsTask = { kind: 'additionalProps', bundle: prepared.ref, configuredProps, previousProps, timeoutMs: left, maxProps: ADDITIONAL_PROPS_MAX_COUNT, maxBytes: ADDITIONAL_PROPS_MAX_BYTES };
-    const out = await this.runner.run<AdditionalPropsResult>(account, task, left);
+    const out = await this.runner.run<AdditionalPropsResult>(account, task, left, undefined, signal);
     return 'failed' in out ? { error: out.failed } : out.value;
   }
 

@@ -237,6 +237,8 @@ export interface DescribeOptions {
   fetchText?: FetchText;
   /** Asked before npm installs a dependency set this machine does not have yet (a set already installed, or being installed, is free). */
   admitInstall?: InstallAdmission;
+  /** Cancels the read: one not started yet never starts, a running one is stopped (its worker or sandbox process ends). */
+  signal?: AbortSignal;
 }
 
 export interface ExecuteOptions {

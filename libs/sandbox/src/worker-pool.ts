@@ -35,6 +35,10 @@ export type TaskOutcome<T> = { value: T } | { failed: SandboxError };
 
 export const sandboxError = (name: string, message: string): SandboxError => ({ name, message });
 
+/** How a task fails when its caller cancelled it (its `signal`): it was not started, or its worker (or sandbox process) was stopped. */
+export const CANCELLED = 'CancelledError';
+export const cancelledError = (): SandboxError => sandboxError(CANCELLED, 'the task was cancelled by its caller');
+
 /**
  * The Piscina pool of worker threads that load and run component bundles.
  * A task that overruns its deadline (counted from when a worker started it, not
@@ -87,26 +91,46 @@ export class WorkerPool {
     };
   }
 
-  /** Runs one worker task; `onResponse` receives an execute task's `respond()` payload as soon as it is called. */
-  async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
+  /**
+   * Runs one worker task; `onResponse` receives an execute task's `respond()` payload as soon as it is called. Once
+   * `signal` is aborted the task fails with CANCELLED at once: waiting, it never starts; running, its worker is terminated.
+   */
+  async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void, signal?: AbortSignal): Promise<TaskOutcome<T>> {
     if (this.closed) return { failed: sandboxError('PoolClosedError', 'the sandbox pool is closed') };
-    await this.admit();
+    if (signal?.aborted) return { failed: cancelledError() };
+    if (!(await this.admit(signal))) return { failed: cancelledError() };
     try {
       if (this.closed) return { failed: sandboxError('PoolClosedError', 'the sandbox pool is closed') };
-      return await this.runAdmitted<T>(task, timeoutMs, onResponse);
+      if (signal?.aborted) return { failed: cancelledError() };
+      return await this.runAdmitted<T>(task, timeoutMs, onResponse, signal);
     } finally {
       this.release();
     }
   }
 
-  /** Waits until a worker has room for one more task (this thread's queue: Piscina's would hide when a task starts). */
-  private admit(): Promise<void> {
+  /**
+   * Waits until a worker has room for one more task (this thread's queue: Piscina's would hide when a task starts).
+   * False when `signal` was aborted meanwhile: the task left the queue without a place.
+   */
+  private admit(signal?: AbortSignal): Promise<boolean> {
     if (this.running < this.capacity) {
       this.running++;
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     // The releasing task hands its place over (`running` stays as it is).
-    return new Promise<void>((resolve) => this.waiting.push(resolve));
+    return new Promise<boolean>((resolve) => {
+      const go = (): void => {
+        signal?.removeEventListener('abort', leave);
+        resolve(true);
+      };
+      const leave = (): void => {
+        const i = this.waiting.indexOf(go);
+        if (i >= 0) this.waiting.splice(i, 1);
+        resolve(false);
+      };
+      signal?.addEventListener('abort', leave, { once: true });
+      this.waiting.push(go);
+    });
   }
 
   private release(): void {
@@ -115,7 +139,7 @@ export class WorkerPool {
     else this.running--;
   }
 
-  private async runAdmitted<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
+  private async runAdmitted<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void, signal?: AbortSignal): Promise<TaskOutcome<T>> {
     let channel: MessageChannel | undefined;
     if (onResponse && (task.kind === 'execute' || task.kind === 'executeBatch')) {
       channel = new MessageChannel();
@@ -148,12 +172,21 @@ export class WorkerPool {
       else timer = setTimeout(check, due);
     };
     timer = setTimeout(check, timeoutMs + GRACE_MS);
+    // Cancelled by its caller: Piscina terminates the worker running it, as for an overrun (not blamed on its bundle).
+    let cancelled = false;
+    const cancel = (): void => {
+      cancelled = true;
+      ac.abort();
+    };
+    signal?.addEventListener('abort', cancel, { once: true });
     try {
       const value = (await this.piscina.run(task, { signal: ac.signal, transferList: channel ? ([channel.port2] as never) : undefined })) as T;
       return { value };
     } catch (e) {
+      if (cancelled) return { failed: cancelledError() };
       return { failed: this.workerFailure(e, task, timeoutMs, ac.signal.aborted) };
     } finally {
+      signal?.removeEventListener('abort', cancel);
       clearTimeout(timer!);
       if (slot !== undefined) this.freeSlots.push(slot);
       if (channel) {

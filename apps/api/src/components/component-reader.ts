@@ -31,6 +31,8 @@ export interface DescribeOutput {
 /**
  * Reads components by running their code outside the api's process (in the
  * account's sandbox, with a timeout, a memory cap and an empty environment).
+ * A read made for a `/v1` request whose client goes away before the answer is
+ * cancelled (clientGoneSignal): it never starts, or its sandbox process is stopped.
  */
 export interface ComponentReader {
   /** Reads a component in `account`'s sandbox. */
@@ -44,6 +46,8 @@ export interface ComponentReader {
   additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account: string, previousProps?: ConfigurableProp[]): Promise<AdditionalPropsOutput>;
   /** How component code is isolated (for the start line and /healthz). */
   readonly isolation?: { mode: string; summary: string };
+  /** The api is shutting down: reads not started yet fail (503) instead of starting. */
+  refuseReads(): void;
   /** Restarts these accounts' sandbox processes: their access changed. */
   restartSandboxes(accounts: readonly string[]): void;
   close(): Promise<void>;

@@ -1,4 +1,4 @@
-import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Module, OnApplicationShutdown, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { AccessChangeListener } from '../auth/access-change-listener';
 import { COMPONENT_READER, ComponentReader } from './component-reader';
@@ -18,10 +18,15 @@ import { SandboxComponentReader } from './sandbox-component-reader';
   ],
   exports: [ComponentsService, COMPONENT_READER, RegistrySeeder, ComponentGc],
 })
-export class ComponentsModule implements OnApplicationShutdown {
+export class ComponentsModule implements OnModuleDestroy, OnApplicationShutdown {
   constructor(@Inject(COMPONENT_READER) private readonly reader: ComponentReader, access: AccessChangeListener) {
     // The api's own sandbox processes (reading components, options()) restart on the same changes as the runners'.
     access.onChange((change) => change?.sandboxes.length && reader.restartSandboxes(change.sandboxes));
+  }
+
+  /** As the api starts shutting down (requests are refused 503 from then on), no read starts any more. */
+  onModuleDestroy(): void {
+    this.reader.refuseReads();
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,6 +1,8 @@
 import type { ConfigurableProp } from '@app/component-model';
 import { AppConfig, createLogger } from '@app/config';
-import { createSandboxPool, type Isolation, SandboxPool } from '@app/sandbox';
+import { BadRequestError, ServiceUnavailableError } from '@app/contracts';
+import { CANCELLED, createSandboxPool, type Isolation, SandboxPool } from '@app/sandbox';
+import { clientGoneSignal } from '../common/client-gone';
 import { AdditionalPropsOutput, ComponentReader, DescribeOutput, OptionsInput, OptionsOutput } from './component-reader';
 import { InstallBudget } from './install-budget';
 import { REGISTRY_OWNER } from './components.service';
@@ -14,6 +16,9 @@ const API_SANDBOX_THREADS = 2;
  * empty environment. npm imports are installed into the same cache the runner uses.
  */
 export class SandboxComponentReader implements ComponentReader {
+  /** Aborted when the api starts shutting down: reads not started yet never start. */
+  private readonly shutdown = new AbortController();
+
   private constructor(
     private readonly pool: SandboxPool,
     readonly isolation: Isolation,
@@ -29,16 +34,33 @@ export class SandboxComponentReader implements ComponentReader {
   async describe(code: string, timeoutMs: number, account: string): Promise<DescribeOutput> {
     // The registry is published by the operator (admin CLI, the seed at start): not a tenant's budget.
     const admitInstall = account === REGISTRY_OWNER ? undefined : () => this.installs.admit(account);
-    const out = await this.pool.describe(code, { timeoutMs, account, admitInstall });
+    const out = this.checked(await this.pool.describe(code, { timeoutMs, account, admitInstall, signal: this.signal() }));
     return { descriptor: out.descriptor, error: out.error, dependencyVersions: out.dependencyVersions };
   }
 
-  options(code: string, propName: string, input: OptionsInput, timeoutMs: number, account: string): Promise<OptionsOutput> {
-    return this.pool.options(code, propName, input, timeoutMs, account);
+  async options(code: string, propName: string, input: OptionsInput, timeoutMs: number, account: string): Promise<OptionsOutput> {
+    return this.checked(await this.pool.options(code, propName, input, timeoutMs, account, this.signal()));
   }
 
-  additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account: string, previousProps: ConfigurableProp[] = []): Promise<AdditionalPropsOutput> {
-    return this.pool.additionalProps(code, configuredProps, timeoutMs, account, previousProps);
+  async additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account: string, previousProps: ConfigurableProp[] = []): Promise<AdditionalPropsOutput> {
+    return this.checked(await this.pool.additionalProps(code, configuredProps, timeoutMs, account, previousProps, this.signal()));
+  }
+
+  refuseReads(): void {
+    this.shutdown.abort();
+  }
+
+  /** What cancels a read: its client going away (clientGoneSignal), or the api shutting down. */
+  private signal(): AbortSignal {
+    const client = clientGoneSignal();
+    return client ? AbortSignal.any([client, this.shutdown.signal]) : this.shutdown.signal;
+  }
+
+  /** A cancelled read is no answer about the code: a 503 while the api shuts down, else its client is gone (nobody reads the 400). */
+  private checked<T extends { error?: { name: string } }>(out: T): T {
+    if (out.error?.name !== CANCELLED) return out;
+    if (this.shutdown.signal.aborted) throw new ServiceUnavailableError('the api is shutting down: retry in a moment (another replica may answer at once)');
+    throw new BadRequestError('the client went away before its request was answered: its component read was cancelled', undefined, 'invalid_request');
   }
 
   restartSandboxes(accounts: readonly string[]): void {

@@ -3,7 +3,7 @@ import { constants } from 'node:os';
 import type { Socket } from 'node:net';
 import { RateBudget } from '@app/contracts';
 import type { SandboxError, SandboxLogger } from '../types';
-import { sandboxError, type TaskOutcome } from '../worker-pool';
+import { cancelledError, sandboxError, type TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 import { encodeFrame, encodeFrames, FrameReader, type FrameError } from './frame-channel';
 import type { FromHost, SandboxRunIn, ToHost } from './host-protocol';
@@ -246,20 +246,44 @@ export class HostProcess {
     });
   }
 
-  async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void, suspect = false): Promise<TaskOutcome<T>> {
+  /**
+   * Runs a task in the process. Once `signal` is aborted it fails with CANCELLED at once: not sent yet, it is not run;
+   * in flight, the process is stopped as for a run that blocks it past its deadline (the account's next run starts a
+   * new one), and the runs in flight beside it fail with STOPPED_BESIDE (IsolatedRunner runs them again).
+   */
+  async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void, suspect = false, signal?: AbortSignal): Promise<TaskOutcome<T>> {
     const what = task.kind === 'execute' ? task.method : task.kind === 'executeBatch' ? 'run' : task.kind;
+    if (signal?.aborted) return { failed: cancelledError() };
     try {
       await this.ready;
     } catch (e) {
       return { failed: sandboxError('SandboxStartError', (e as Error).message) };
     }
+    if (signal?.aborted) return { failed: cancelledError() };
     if (this.exited || !this.channel?.writable) return { failed: this.deathError(what, null, null) };
     this.lastUsedMs = Date.now();
     const id = this.nextId++;
     return new Promise<TaskOutcome<T>>((resolve) => {
-      this.pending.set(id, { resolve: resolve as (o: TaskOutcome<unknown>) => void, onResponse, what, task, sentAtMs: Date.now(), timeoutMs, suspect, pieceBytes: 0 });
+      const cancel = (): void => this.cancel(id);
+      const settle = (o: TaskOutcome<unknown>): void => {
+        signal?.removeEventListener('abort', cancel);
+        resolve(o as TaskOutcome<T>);
+      };
+      this.pending.set(id, { resolve: settle, onResponse, what, task, sentAtMs: Date.now(), timeoutMs, suspect, pieceBytes: 0 });
+      signal?.addEventListener('abort', cancel, { once: true });
       this.out.push({ t: 'run', id, task, timeoutMs, respond: !!onResponse });
     });
+  }
+
+  /** Its caller cancelled run `id`: it fails at once, and the process running it is stopped (see `run`). */
+  private cancel(id: number): void {
+    const p = this.pending.get(id);
+    if (!p || this.exited) return;
+    this.pending.delete(id);
+    if (this.piecesOf === p) this.piecesOf = undefined;
+    p.resolve({ failed: cancelledError() });
+    this.opts.logger?.info({ account: this.opts.account, task: p.task.kind, in_flight: this.pending.size }, 'a run in flight was cancelled by its caller: its sandbox process stopped');
+    this.kill(sandboxError(STOPPED_BESIDE, `the account's sandbox process was stopped to cancel a run in flight beside this one`));
   }
 
   /** Stops the process: running tasks get `graceMs`, then it is killed. */

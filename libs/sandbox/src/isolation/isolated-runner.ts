@@ -4,7 +4,7 @@ import { dirname, join, sep } from 'node:path';
 import { RateBudget } from '@app/contracts';
 import type { SandboxLogger, SandboxPoolStats } from '../types';
 import { resolveHostFile, resolveWorkerFile } from '../worker-file';
-import { sandboxError, type TaskOutcome } from '../worker-pool';
+import { cancelledError, sandboxError, type TaskOutcome } from '../worker-pool';
 import type { ResponseMessage, WorkerTask } from '../worker-protocol';
 import { AccountView, accountKey } from './account-view';
 import { AccountSlots } from '@app/net';
@@ -127,7 +127,8 @@ export class IsolatedRunner {
     this.memoryWatch.unref();
   }
 
-  async run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
+  /** `signal` cancels the run: not started, it never starts; in flight, its sandbox process stops it (HostProcess.run). */
+  async run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void, signal?: AbortSignal): Promise<TaskOutcome<T>> {
     if (this.closed) return { failed: { name: 'PoolClosedError', message: 'the sandbox pool is closed' } };
     try {
       task.bundle = await this.view(account).map(task.bundle);
@@ -135,9 +136,9 @@ export class IsolatedRunner {
       return { failed: setupFailure(e) };
     }
     if (this.guarded.has(task.bundle.key)) task.guard = true;
-    const out = await this.attempt<T>(account, task, timeoutMs, onResponse, false);
+    const out = await this.attempt<T>(account, task, timeoutMs, onResponse, false, signal);
     if (!('failed' in out) || out.failed.name !== STOPPED_BESIDE) return out;
-    return this.rerun<T>(account, task, timeoutMs, onResponse);
+    return this.rerun<T>(account, task, timeoutMs, onResponse, signal);
   }
 
   /**
@@ -146,10 +147,10 @@ export class IsolatedRunner {
    * ends in vm's timeout): a stop while it is in flight blames it alone. Nothing of its first attempt was kept (its
    * emits and db writes come back with its result; a `respond()` already sent stays the answer).
    */
-  private rerun<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void): Promise<TaskOutcome<T>> {
+  private rerun<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void, signal?: AbortSignal): Promise<TaskOutcome<T>> {
     this.opts.logger?.info({ account, task: task.kind }, 'run in flight when its sandbox process was stopped: running it again as a suspect');
     task.guard = true;
-    const turn = (this.suspects.get(account) ?? Promise.resolve()).then(() => this.attempt<T>(account, task, timeoutMs, onResponse, true));
+    const turn = (this.suspects.get(account) ?? Promise.resolve()).then(() => this.attempt<T>(account, task, timeoutMs, onResponse, true, signal));
     const settled = (): void => {
       if (this.suspects.get(account) === done) this.suspects.delete(account);
     };
@@ -163,15 +164,16 @@ export class IsolatedRunner {
    * the new one, RESTART_RERUNS times at most: access changes made over and over (members added and removed in a loop)
    * then fail the run instead of running it again for good.
    */
-  private async attempt<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse: ((r: ResponseMessage) => void) | undefined, suspect: boolean): Promise<TaskOutcome<T>> {
+  private async attempt<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse: ((r: ResponseMessage) => void) | undefined, suspect: boolean, signal?: AbortSignal): Promise<TaskOutcome<T>> {
     for (let reruns = 0; ; reruns++) {
+      if (signal?.aborted) return { failed: cancelledError() };
       let sandbox: AccountSandbox;
       try {
         sandbox = await this.sandbox(account);
       } catch (e) {
         return { failed: setupFailure(e) };
       }
-      const out = await sandbox.host.run<T>(task, timeoutMs, onResponse, suspect);
+      const out = await sandbox.host.run<T>(task, timeoutMs, onResponse, suspect, signal);
       if ('failed' in out && out.failed.name === RESTARTED && !this.closed && reruns < RESTART_RERUNS) continue;
       this.completed++;
       return out;

@@ -1,0 +1,94 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { client, createUser } from './support/accounts';
+import { eventually, startSystem, System } from './support/system';
+
+/**
+ * Component reads whose client went away. 30 `POST /v1/components` of code whose top level awaits, then loops for
+ * ever, each abandoned by its client after 3 s: the api ran the 8 it had taken (API_MAX_CONCURRENT_PER_KEY) one after
+ * another in the account's sandbox, COMPONENT_READ_TIMEOUT_MS (60 s) each, a core busy for minutes and the key
+ * refused 429 meanwhile. Now a read is cancelled with its client: its sandbox process is stopped, its turn ends.
+ */
+const MAX_PER_KEY = 2;
+const loop = (i: number): string => `export default { name: "Loop ${i}", version: "0.0.1", async run() {} };\nawait Promise.resolve();\nfor (;;) {}\n`;
+const FINE = 'export default { name: "Fine", version: "0.0.1", async run() {} };';
+
+const children = (pid: number): number[] => {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+};
+
+/** CPU time (clock ticks) of the sandbox host processes under an app process (node running host-main.js), together. */
+function sandboxTicks(appPid: number): number {
+  let ticks = 0;
+  const todo = [appPid];
+  while (todo.length) {
+    for (const c of children(todo.pop()!)) {
+      try {
+        const cmd = readFileSync(`/proc/${c}/cmdline`, 'utf8');
+        if (!cmd.includes('host-main.js') || cmd.includes('bwrap')) {
+          todo.push(c);
+          continue;
+        }
+        for (const tid of readdirSync(`/proc/${c}/task`)) {
+          const fields = readFileSync(`/proc/${c}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
+          ticks += Number(fields[11]) + Number(fields[12]);
+        }
+      } catch {
+        // the process or thread ended
+      }
+    }
+  }
+  return ticks;
+}
+
+describe('component reads abandoned by their clients', () => {
+  let system: System;
+
+  beforeAll(async () => {
+    system = await startSystem({ COMPONENT_READ_TIMEOUT_MS: '60000', API_MAX_CONCURRENT_PER_KEY: String(MAX_PER_KEY), REGISTRY_DIR: 'off' }, { apps: ['api'] });
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  it('stops the sandbox running them and frees their turns: the next read of the key answers at once', async () => {
+    const user = createUser(system);
+    const abandoned = Array.from({ length: MAX_PER_KEY * 2 }, (_, i) =>
+      fetch(`${system.baseUrl}/components`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ component_code: loop(i) }),
+        signal: AbortSignal.timeout(3000),
+      }).then(
+        (r) => `answered ${r.status}`,
+        (e: Error) => e.name,
+      ),
+    );
+    // Meanwhile the reads loop in the account's sandbox: at least half a core.
+    const api = system.procs.get('api')!.pid!;
+    await new Promise((r) => setTimeout(r, 1500));
+    const busy = sandboxTicks(api);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(sandboxTicks(api) - busy).toBeGreaterThan(50);
+    expect(await Promise.all(abandoned)).toEqual(Array(MAX_PER_KEY * 2).fill('TimeoutError'));
+
+    // The api's sandbox stops burning CPU: less than a tenth of a core over a second, soon after the clients left.
+    await eventually(
+      async () => {
+        const before = sandboxTicks(api);
+        await new Promise((r) => setTimeout(r, 1000));
+        return sandboxTicks(api) - before < 10;
+      },
+      { timeoutMs: 5000, what: "the api's sandbox to go quiet" },
+    );
+
+    // The key's turns are free: a read of sound code answers well within API_QUEUE_WAIT_MS, not 429, not a minute later.
+    const started = Date.now();
+    const res = await client(system, user.apiKey).post('/components', { component_code: FINE });
+    expect([res.status, res.text.slice(0, 300)]).toEqual([200, expect.any(String)]);
+    expect(Date.now() - started).toBeLessThan(8000);
+  }, 60_000);
+});
