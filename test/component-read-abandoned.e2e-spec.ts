@@ -92,3 +92,41 @@ describe('component reads abandoned by their clients', () => {
     expect(Date.now() - started).toBeLessThan(8000);
   }, 60_000);
 });
+
+describe('component reads while the api shuts down', () => {
+  let system: System;
+
+  beforeAll(async () => {
+    system = await startSystem({ COMPONENT_READ_TIMEOUT_MS: '5000', API_MAX_CONCURRENT_PER_KEY: '1', REGISTRY_DIR: 'off' }, { apps: ['api'] });
+  });
+  afterAll(async () => {
+    await system?.stop();
+  });
+
+  it('starts none and stops those running: both are answered 503 at once, the api does not wait for their code', async () => {
+    const user = createUser(system);
+    const read = (i: number) =>
+      fetch(`${system.baseUrl}/components`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ component_code: loop(i) }),
+      }).then(
+        async (r) => ({ status: r.status, body: (await r.json()) as { code?: string } }),
+        (e: Error) => ({ status: 0, body: { code: e.message } }),
+      );
+    // The first takes the key's one turn (its read loops until COMPONENT_READ_TIMEOUT_MS); the second waits for it.
+    const first = read(1);
+    await new Promise((r) => setTimeout(r, 1500));
+    const second = read(2);
+    await new Promise((r) => setTimeout(r, 500));
+    const started = Date.now();
+    const stopping = system.stopApp('api');
+    const [a, b] = await Promise.all([first, second]);
+    const answeredMs = Date.now() - started;
+    await stopping;
+    expect(a).toEqual({ status: 503, body: expect.objectContaining({ code: 'unavailable' }) });
+    expect(b).toEqual({ status: 503, body: expect.objectContaining({ code: 'unavailable' }) });
+    // Not after the first read's COMPONENT_READ_TIMEOUT_MS, then the second's.
+    expect(answeredMs).toBeLessThan(3000);
+  }, 60_000);
+});

@@ -46,7 +46,7 @@ export interface ComponentReader {
   additionalProps(code: string, configuredProps: Record<string, unknown>, timeoutMs: number, account: string, previousProps?: ConfigurableProp[]): Promise<AdditionalPropsOutput>;
   /** How component code is isolated (for the start line and /healthz). */
   readonly isolation?: { mode: string; summary: string };
-  /** The api is shutting down: reads not started yet fail (503) instead of starting. */
+  /** The api is shutting down: reads not started yet fail (503) instead of starting, and running ones are cancelled (503). */
   refuseReads(): void;
   /** Restarts these accounts' sandbox processes: their access changed. */
   restartSandboxes(accounts: readonly string[]): void;

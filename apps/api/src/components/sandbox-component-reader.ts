@@ -16,7 +16,7 @@ const API_SANDBOX_THREADS = 2;
  * empty environment. npm imports are installed into the same cache the runner uses.
  */
 export class SandboxComponentReader implements ComponentReader {
-  /** Aborted when the api starts shutting down: reads not started yet never start. */
+  /** Aborted when the api starts shutting down: reads not started yet never start, running ones are cancelled. */
   private readonly shutdown = new AbortController();
 
   private constructor(
