@@ -41,6 +41,30 @@ describe('WorkerPool started on use', () => {
 });
 
 /**
+ * A task its caller cancels (`signal`: an api request whose client went away) stops at once: running, its worker is
+ * terminated (the next task gets a fresh one); waiting for a worker, it never starts.
+ */
+describe('WorkerPool: cancelled tasks', () => {
+  const ctx = poolRunning(LOOP, { heapMb: 48, vmTimeout: 'never', concurrentTasksPerWorker: 1 });
+
+  it('stops running ones and drops waiting ones at once, long before their deadline', async () => {
+    const ac = new AbortController();
+    const run = () => ctx.pool.run({ kind: 'additionalProps', bundle: ctx.bundle, configuredProps: {}, timeoutMs: 60_000, maxProps: 10, maxBytes: 1024 }, 60_000, undefined, ac.signal);
+    // Two loops take both threads; the third waits in the queue.
+    const outcomes = Promise.all([run(), run(), run()]);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(ctx.pool.stats().queueSize).toBe(1);
+    const started = Date.now();
+    ac.abort();
+    expect(await outcomes).toEqual([1, 2, 3].map(() => ({ failed: { name: 'CancelledError', message: 'the task was cancelled by its caller' } })));
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(ctx.pool.stats().queueSize).toBe(0);
+    // An aborted signal never starts a task.
+    expect(await run()).toEqual({ failed: { name: 'CancelledError', message: 'the task was cancelled by its caller' } });
+  }, 20_000);
+});
+
+/**
  * `respond()` goes to the pool on a port of its own, beside the task's result: a run that answers and
  * returns at once still has its answer delivered before `run()` resolves, whichever message arrives first.
  * (The result carries the answer too, but not when it fails to be sent back: a result nested too deeply
