@@ -16,13 +16,11 @@ export interface BatchOptions {
  */
 export class BatchConsumer {
   private buffer: JsMsg[] = [];
-  /** Messages of the batch being handled (0 between batches). */
-  private inBatch = 0;
   private wake?: () => void;
   private messages?: ConsumerMessages;
   private stopped = false;
   private loop?: Promise<void>;
-  /** The batch being handled. */
+  /** The batch being handled (empty between batches). */
   private batch: JsMsg[] = [];
   private keepAlive?: NodeJS.Timeout;
 
@@ -70,7 +68,6 @@ export class BatchConsumer {
       const batch = this.buffer.splice(0, this.opts.maxBatch);
       if (!batch.length) continue;
       this.batch = batch;
-      this.inBatch = batch.length;
       try {
         await this.handle(batch);
       } catch (e) {
@@ -78,7 +75,6 @@ export class BatchConsumer {
         for (const m of batch) m.nak(1000);
         await sleep(500);
       } finally {
-        this.inBatch = 0;
         this.batch = [];
       }
     }
@@ -86,7 +82,7 @@ export class BatchConsumer {
 
   /** Messages pulled and not yet handed back from the handler: buffered, or in the batch being handled. */
   get pending(): number {
-    return this.buffer.length + this.inBatch;
+    return this.buffer.length + this.batch.length;
   }
 
   /** Stops pulling; the batch in progress finishes; unhandled buffered messages are redelivered later. */

@@ -72,9 +72,7 @@ export class SourceActor {
    */
   delete(): void {
     if (this.stopped) return;
-    const waiting = this.queue.splice(0);
-    this.deps.metrics.mailboxDepth.dec(waiting.length);
-    for (const job of waiting) if (job.kind === 'invoke') job.delivery.nak();
+    this.handBackWaiting();
     this.enqueue({ kind: 'delete' });
   }
 
@@ -101,6 +99,11 @@ export class SourceActor {
     if (this.stopped) return;
     this.stopped = true;
     this.deps.timers.stop(this.sourceId);
+    this.handBackWaiting();
+  }
+
+  /** Hands back every invocation not yet run (the mailbox's, and those waiting beside a hook); other jobs are dropped. */
+  private handBackWaiting(): void {
     this.deps.metrics.mailboxDepth.dec(this.queue.length);
     for (const job of this.queue.splice(0)) if (job.kind === 'invoke') job.delivery.nak();
     for (const d of this.besideHook.takeAll()) d.nak();
