@@ -11,8 +11,8 @@ const EVENTS = 1000;
 /**
  * The delivery app's bound on the DELIVERIES messages it holds. Two accounts' webhooks all hang, and their 24,000
  * deliveries fill it (one account alone stops at three quarters of it: the owner share; WEBHOOK_HELD_PER_ACCOUNT is
- * raised out of the way): there the consumer pauses
- * until the held messages fall back to 80 % of it. Each hung webhook is left WEBHOOK_CONCURRENCY waiting and the rest
+ * raised out of the way): there the consumer pauses until the held messages fall back to 80 % of it, or, when the
+ * hung lanes have stalled for over 5 s, their excess is parked. Each hung webhook is left WEBHOOK_CONCURRENCY waiting and the rest
  * is parked, so a third account's queued delivery (a retry) is not stuck behind them until their requests time out.
  * Once the receiver answers again, every delivery arrives, once: nothing is lost or left waiting behind the pause.
  */
@@ -67,8 +67,11 @@ describe('the bound on held webhook deliveries', () => {
       if (i === 0) await eventually(async () => (await held()) >= HELD_MAX * 0.75, { what: "the first account's three quarters held", timeoutMs: 60_000 });
     }
 
-    await eventually(async () => (await metric('delivery_webhook_paused_total')) >= 1, { what: 'the held deliveries to reach the bound', timeoutMs: 240_000 });
-    // Full: the consumer paused, and the bound holds.
+    // Full. On a quick machine the consumer pauses there. On a loaded one the first account's lanes have hung for over
+    // 5 s by the time the second fills the room: they count as stalled, and their excess is parked instead (held back
+    // 'slow'), which may bring the held messages under the bound at once. Either is the bound at work, and it holds.
+    const boundReached = async (): Promise<boolean> => (await metric('delivery_webhook_paused_total')) >= 1 || (await metric('delivery_webhook_held_back_total{reason="slow"}')) >= 1;
+    await eventually(boundReached, { what: 'the held deliveries to reach the bound', timeoutMs: 240_000 });
     for (let i = 0; i < 5; i++) {
       expect(await held()).toBeLessThanOrEqual(HELD_MAX);
       await new Promise((r) => setTimeout(r, 400));
