@@ -1,4 +1,4 @@
-import { AckPolicy, ConsumeMessages, Consumer, ConsumerConfig, ConsumerMessages, DeliverPolicy, JetStreamClient, JetStreamManager, JsMsg } from 'nats';
+import { AckPolicy, Consumer, ConsumerConfig, ConsumerMessages, DeliverPolicy, FetchOptions, JetStreamClient, JetStreamManager, JsMsg } from 'nats';
 import { retryUnanswered } from './nats.service';
 
 /** Creates or updates a durable pull consumer so restarts resume where the last replica stopped. */
@@ -26,18 +26,17 @@ export function boundConsumer(js: JetStreamClient, stream: string, durable: stri
 }
 
 /**
- * Consumes with a callback per message instead of the client's async iterator, which yields every message through a
- * down-levelled async generator: 2.5 times the client's CPU per message and more of nats-server's (docs/benchmarks.md,
- * "Consuming without the iterator"). For a consumer that takes every message as it comes: the client sends its next
- * pull requests at once, where the iterator sends them only as it is read (a loop that stops reading it stops the
- * flow; the webhook sender's bound relies on that). `onMessage` runs inside the client's read loop and must not
- * throw: a throw stops the consumer, as it ended a `for await` loop; `onStopped` hears the error that stopped it.
- * A message can still arrive just after `stop()`: callers check their own stopped state.
+ * One pull of up to `max_messages`, each handed to `onMessage` as it arrives, with a callback instead of the client's
+ * async iterator, which yields every message through a down-levelled async generator: 2.5 times the client's CPU per
+ * message and more of nats-server's (docs/benchmarks.md, "Consuming without the iterator"). Unlike `consume()`, which
+ * with a callback sends its next pull requests as soon as messages arrive, however many are still waiting to be
+ * handled, nothing more is asked for until the caller pulls again: the caller bounds what it holds. The pull ends when
+ * all its messages came, when it expires (`expires` ms, at least 1,000; missed heartbeats end it sooner), or on
+ * `stop()`: `closed()` resolves then, with the error that ended it if any. `onMessage` runs inside the client's read
+ * loop and must not throw: a throw ends the pull with that error. A message can still arrive just after `stop()`:
+ * callers check their own stopped state.
  */
-export async function consumeEach(consumer: Consumer, opts: Pick<ConsumeMessages, 'max_messages'>, onMessage: (m: JsMsg) => void, onStopped: (err: Error) => void): Promise<ConsumerMessages> {
-  const messages = await consumer.consume({ ...opts, callback: onMessage });
-  void messages.closed().then((err) => {
-    if (err) onStopped(err);
-  });
-  return messages;
+export function pullEach(consumer: Consumer, opts: { max_messages: number; expires: number }, onMessage: (m: JsMsg) => void): Promise<ConsumerMessages> {
+  // fetch() hands messages to a callback as consume() does, though its options' type leaves `callback` out.
+  return consumer.fetch({ ...opts, callback: onMessage } as FetchOptions);
 }
