@@ -69,18 +69,16 @@ export class BatchConsumer {
     this.loop = this.run();
   }
 
-  /** Messages the next pull asks for: the buffer's room, in messages and (at their mean size) in bytes. */
-  private room(): number {
-    const messages = this.opts.maxBatch * BUFFERED_BATCHES - this.buffer.length;
-    return Math.min(messages, Math.floor((BUFFERED_BYTES_MAX - this.bufferedBytes) / this.meanBytes));
+  /** Messages a buffer holding these may still take: in messages, and (at their mean size) in bytes. */
+  private room(messages = this.buffer.length, bytes = this.bufferedBytes): number {
+    return Math.min(this.opts.maxBatch * BUFFERED_BATCHES - messages, Math.floor((BUFFERED_BYTES_MAX - bytes) / this.meanBytes));
   }
 
   /** Pulls again each time the last pull ended and at least a quarter of the buffer is free. */
   private async pullWhileRoom(consumer: Consumer): Promise<void> {
     while (!this.stopped) {
-      const capacity = Math.min(this.opts.maxBatch * BUFFERED_BATCHES, Math.floor(BUFFERED_BYTES_MAX / this.meanBytes));
       const room = this.room();
-      if (room < Math.max(1, capacity / 4)) {
+      if (room < Math.max(1, this.room(0, 0) / 4)) {
         await new Promise<void>((r) => (this.roomFreed = r));
         continue;
       }
