@@ -10,6 +10,8 @@ const B_EVENTS = 40;
 const B_EVERY_MS = 100;
 /** WEBHOOK_FAILING_IN_FLIGHT_PER_ACCOUNT at its default. */
 const FAILING_IN_FLIGHT = 64;
+/** WEBHOOK_CONCURRENCY at its default. */
+const WEBHOOK_CONCURRENCY = 64;
 
 /** A receiver answering 500 at once, in a process of its own: B's receiver in the test process does not wait behind it. */
 async function failingReceiver(): Promise<{ proc: ChildProcess; port: number }> {
@@ -122,8 +124,10 @@ describe("one account's failing webhooks do not hold back another account's deli
       expect(busy).toBeGreaterThanOrEqual(Math.ceil(during.failingInFlight.length / 2));
       expect((await failed()) - failedBefore).toBeGreaterThan(0);
       expect(healthy.eventIds().size).toBe(2 * B_EVENTS);
-      // A's failing webhooks had their account's share in flight (B's own few requests aside), not 64 each.
-      expect(during.maxInFlight).toBeLessThanOrEqual(FAILING_IN_FLIGHT + 8);
+      // A's failing webhooks had their account's share in flight, not 64 each; the replica's whole count adds at most
+      // B's one webhook's WEBHOOK_CONCURRENCY (B's requests pile up while a loaded machine stalls: 9 of them once).
+      expect(Math.max(...during.failingInFlight)).toBeLessThanOrEqual(FAILING_IN_FLIGHT);
+      expect(during.maxInFlight).toBeLessThanOrEqual(FAILING_IN_FLIGHT + WEBHOOK_CONCURRENCY);
       // Generous, against B's own baseline on the same machine: noticeably slower would be seconds.
       expect(p90(during.latencies)).toBeLessThanOrEqual(Math.max(20 * p90(baseline.latencies), 2000));
     } finally {
