@@ -2,6 +2,16 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pd, tempHome } from './support/pd';
 
+/** The message JSON.parse gives for `text` (pd runs on the same Node as the test). */
+function jsonError(text: string): string {
+  try {
+    JSON.parse(text);
+  } catch (e) {
+    return (e as Error).message;
+  }
+  throw new Error(`${text} is JSON`);
+}
+
 /** Usage mistakes are found before any request: no server is needed to see what a user sees. */
 describe('pd usage mistakes', () => {
   let home: string;
@@ -34,6 +44,8 @@ describe('pd usage mistakes', () => {
       [['update', 'my-source', '--active', 'maybe'], '--active expects true or false, got "maybe"; run `pd update --help`'],
       [['deploy', 'source.mjs', '--prop', 'greeting'], '--prop expects name=value, got "greeting"; run `pd deploy --help`'],
       [['update', 'my-source', '--prop', 'greeting'], '--prop expects name=value, got "greeting"; run `pd update --help`'],
+      // No request either for an event that is no JSON: the source is not even looked up.
+      [['run', 'my-source', '--event', '{bad'], `--event expects JSON, got "{bad" (${jsonError('{bad')}); run \`pd run --help\``],
       [['config', 'get'], 'name a key: api_key, api_base_url, org_id; run `pd config --help`'],
       [['config', 'set', 'org_id'], 'pd config set org_id needs a value (`pd config unset org_id` removes it); run `pd config --help`'],
       // An empty value would remove the key while saying it was set.

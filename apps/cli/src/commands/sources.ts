@@ -200,17 +200,18 @@ export const runCommand: Command = {
   async run(ctx, { values, positionals }) {
     const ref = positionals[0];
     if (!ref) throw usageError('run', 'pd run needs the name or id of a source or workflow');
-    const target = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
-    const source = target.kind === 'source' ? await resolveSource(ctx.client, target.id, orgOf(ctx, values)) : { id: target.id, name: target.name };
+    // An --event that is no JSON is a usage mistake, found before any request.
     const eventText = str(values, 'event');
     let body: { event: unknown } | undefined;
     if (eventText !== undefined) {
       try {
         body = { event: JSON.parse(eventText) as unknown };
       } catch (e) {
-        throw new CliError(`--event is not valid JSON: ${(e as Error).message}`);
+        throw usageError('run', `--event expects JSON, got ${JSON.stringify(eventText)} (${(e as Error).message})`);
       }
     }
+    const target = await resolveTarget(ctx.client, ref, orgOf(ctx, values));
+    const source = target.kind === 'source' ? await resolveSource(ctx.client, target.id, orgOf(ctx, values)) : { id: target.id, name: target.name };
     const res = await withSpinner(`Running ${source.id}`, () => onSource(ref, () => ctx.client.read('POST', `${basePath(source)}/run`, data(obj({ invocation_id: string })), { body })), 'Invoked').catch((e: unknown) => {
       // The API's answer names its REST call; pd names its own command.
       if (target.kind === 'source' && e instanceof ApiResponseError && e.code === 'conflict') {
