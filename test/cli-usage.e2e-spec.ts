@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pd, tempHome } from './support/pd';
 
@@ -22,6 +22,9 @@ describe('pd usage mistakes', () => {
   afterAll(() => rmSync(home, { recursive: true, force: true }));
 
   it('refuses a missing or malformed argument as a usage mistake (exit 2) pointing to the command help', async () => {
+    // pd dev looks for its file first: give it one.
+    const devFile = join(home, 'dev-source.mjs');
+    writeFileSync(devFile, 'export default { name: "Dev", version: "0.0.1", props: {}, async run() {} };\n');
     const cases: [string[], string][] = [
       [['deploy'], 'pd deploy needs a file, component key or URL; run `pd deploy --help`'],
       [['dev'], 'pd dev needs the file of a source component or workflow; run `pd dev --help`'],
@@ -44,6 +47,10 @@ describe('pd usage mistakes', () => {
       [['update', 'my-source', '--active', 'maybe'], '--active expects true or false, got "maybe"; run `pd update --help`'],
       [['deploy', 'source.mjs', '--prop', 'greeting'], '--prop expects name=value, got "greeting"; run `pd deploy --help`'],
       [['update', 'my-source', '--prop', 'greeting'], '--prop expects name=value, got "greeting"; run `pd update --help`'],
+      // An empty name is no name: update would change nothing (and still run the hooks), deploy would take the default.
+      [['update', 'my-source', '--name', ''], '--name expects a name, got ""; run `pd update --help`'],
+      [['deploy', 'source.mjs', '--name', ''], '--name expects a name, got ""; run `pd deploy --help`'],
+      [['dev', devFile, '--name', ' '], '--name expects a name, got " "; run `pd dev --help`'],
       // No request either for an event that is no JSON: the source is not even looked up.
       [['run', 'my-source', '--event', '{bad'], `--event expects JSON, got "{bad" (${jsonError('{bad')}); run \`pd run --help\``],
       [['config', 'get'], 'name a key: api_key, api_base_url, org_id; run `pd config --help`'],

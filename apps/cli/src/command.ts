@@ -58,6 +58,13 @@ export function list(values: OptionValues, name: string): string[] {
   return Array.isArray(v) ? v.map(String) : typeof v === 'string' ? [v] : [];
 }
 
+/** `--name`: absent, or the name to give; an empty one is a usage mistake, not a request for the default name. */
+export function nameOption(command: string, values: OptionValues): string | undefined {
+  const name = str(values, 'name');
+  if (name !== undefined && name.trim() === '') throw usageError(command, `--name expects a name, got "${name}"`);
+  return name;
+}
+
 /** A usage mistake: exit code 2, as for an unknown command or option. */
 export function usageError(command: string, message: string): CliError {
   return new CliError(`${message}; run \`pd ${command} --help\``, 2);

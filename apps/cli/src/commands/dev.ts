@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { basename, relative } from 'node:path';
 import { ComponentWatcher } from '../file-watcher';
 import { bundleComponent, Bundle } from '../bundle';
-import { Command, CommandContext, list, orgOf, str, usageError } from '../command';
+import { Command, CommandContext, list, nameOption, orgOf, str, usageError } from '../command';
 import { classifyTarget, deploy, givenProps, printSource } from '../deploy';
 import { assertPropFlags } from '../props';
 import { CliError, describeError } from '../errors';
@@ -37,6 +37,7 @@ export const devCommand: Command = {
     // Only a local file can be watched: a key or URL was deployed, then failed on the bundle it does not have.
     if (classifyTarget(file) !== 'file') throw new CliError(`file not found: ${file} (pd dev watches a local file; a component key or URL is deployed with \`pd deploy ${file}\`)`);
     assertPropFlags('dev', list(values, 'prop'));
+    const name = nameOption('dev', values);
     const orgId = orgOf(ctx, values);
     const propInput = { flags: list(values, 'prop'), file: str(values, 'props') };
     // Ctrl-C is handled from the start: one that comes while deploying (or just after the source is printed) stops cleanly too.
@@ -54,7 +55,7 @@ export const devCommand: Command = {
       source = await update(ctx, existing.id, bundle, props, dc);
       printSource(ctx, source, undefined, 'Attached to source', true);
     } else {
-      const deployed = await deploy(ctx, file, { name: str(values, 'name'), orgId, props: propInput });
+      const deployed = await deploy(ctx, file, { name, orgId, props: propInput });
       source = deployed.source;
       bundle = deployed.bundle as Bundle;
       props = undefined; // the server keeps the props given on deploy

@@ -1,5 +1,5 @@
 import { bundleComponent } from '../bundle';
-import { Command, list, orgOf, str, usageError } from '../command';
+import { Command, list, nameOption, orgOf, str, usageError } from '../command';
 import { deploy, givenProps, looksLikeAction, mayComputeType, orgQuery, printSource, saveLocalComponent } from '../deploy';
 import { assertPropFlags } from '../props';
 import { ApiResponseError, CliError } from '../errors';
@@ -32,9 +32,10 @@ export const deployCommand: Command = {
     const ref = positionals[0];
     if (!ref) throw usageError('deploy', 'pd deploy needs a file, component key or URL');
     assertPropFlags('deploy', list(values, 'prop'));
+    const name = nameOption('deploy', values);
     if (isWorkflowFile(ref)) return deployWorkflowFile(ctx, ref, orgOf(ctx, values));
     assertNotOtherJson(ref);
-    const { source, component } = await deploy(ctx, ref, { name: str(values, 'name'), orgId: orgOf(ctx, values), props: { flags: list(values, 'prop'), file: str(values, 'props') } });
+    const { source, component } = await deploy(ctx, ref, { name, orgId: orgOf(ctx, values), props: { flags: list(values, 'prop'), file: str(values, 'props') } });
     printSource(ctx, source, component, 'Deployed source');
   },
 };
@@ -141,6 +142,7 @@ export const updateCommand: Command = {
     }
     assertPropFlags('update', list(values, 'prop'));
     const active = parseActive(str(values, 'active'));
+    const name = nameOption('update', values);
     const source = await resolveSource(ctx.client, ref, orgOf(ctx, values));
     const body: Record<string, unknown> = {};
     const file = str(values, 'file');
@@ -155,7 +157,7 @@ export const updateCommand: Command = {
     if (Object.keys(props.values).length > 0) body.configured_props = { ...propsAsInput(source.configured_props), ...props.values };
     // The API's `active` defaults to true: send the current state so an update never re-enables by surprise.
     body.active = active ?? source.active;
-    if (str(values, 'name')) body.name = str(values, 'name');
+    if (name !== undefined) body.name = name;
     const res = await withSpinner(`Updating ${source.id}`, () => onSource(ref, () => ctx.client.read('PUT', `/sources/${encodeURIComponent(source.id)}`, data(SOURCE), { body })), 'Updated');
     printSource(ctx, res.data, component, 'Updated source');
   },
