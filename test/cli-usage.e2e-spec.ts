@@ -51,6 +51,8 @@ describe('pd usage mistakes', () => {
       [['update', 'my-source', '--name', ''], '--name expects a name, got ""; run `pd update --help`'],
       [['deploy', 'source.mjs', '--name', ''], '--name expects a name, got ""; run `pd deploy --help`'],
       [['dev', devFile, '--name', ' '], '--name expects a name, got " "; run `pd dev --help`'],
+      // `--dc "$ID"` with ID unset: attaching to nothing is not deploying a new source.
+      [['dev', devFile, '--dc', ''], '--dc expects the id or name of a source, got ""; run `pd dev --help`'],
       // No request either for an event that is no JSON: the source is not even looked up.
       [['run', 'my-source', '--event', '{bad'], `--event expects JSON, got "{bad" (${jsonError('{bad')}); run \`pd run --help\``],
       [['config', 'get'], 'name a key: api_key, api_base_url, org_id; run `pd config --help`'],

@@ -38,6 +38,9 @@ export const devCommand: Command = {
     if (classifyTarget(file) !== 'file') throw new CliError(`file not found: ${file} (pd dev watches a local file; a component key or URL is deployed with \`pd deploy ${file}\`)`);
     assertPropFlags('dev', list(values, 'prop'));
     const name = nameOption('dev', values);
+    const dc = str(values, 'dc');
+    // An empty --dc (a script's unset variable) would deploy a new source instead of attaching.
+    if (dc !== undefined && dc.trim() === '') throw usageError('dev', `--dc expects the id or name of a source, got "${dc}"`);
     const orgId = orgOf(ctx, values);
     const propInput = { flags: list(values, 'prop'), file: str(values, 'props') };
     // Ctrl-C is handled from the start: one that comes while deploying (or just after the source is printed) stops cleanly too.
@@ -46,8 +49,7 @@ export const devCommand: Command = {
     let source: Source;
     let bundle: Bundle;
     let props: Record<string, unknown> | undefined;
-    const dc = str(values, 'dc');
-    if (dc) {
+    if (dc !== undefined) {
       const existing = await resolveSource(ctx.client, dc, orgId);
       bundle = await bundleComponent(file);
       const given = givenProps(propInput).values;
