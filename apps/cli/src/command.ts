@@ -58,11 +58,14 @@ export function list(values: OptionValues, name: string): string[] {
   return Array.isArray(v) ? v.map(String) : typeof v === 'string' ? [v] : [];
 }
 
-/** `--name`: absent, or the name to give; an empty one is a usage mistake, not a request for the default name. */
-export function nameOption(command: string, values: OptionValues): string | undefined {
-  const name = str(values, 'name');
-  if (name !== undefined && name.trim() === '') throw usageError(command, `--name expects a name, got "${name}"`);
-  return name;
+/**
+ * A string option that names something (`--name`, `--dc`, `--file`): absent, or its value. An empty one (a script's
+ * unset variable) is a usage mistake, never taken as absent: `--dc ""` would deploy a new source, `--file ""` update nothing.
+ */
+export function textOption(command: string, values: OptionValues, option: string, what: string): string | undefined {
+  const value = str(values, option);
+  if (value !== undefined && value.trim() === '') throw usageError(command, `--${option} expects ${what}, got "${value}"`);
+  return value;
 }
 
 /** A usage mistake: exit code 2, as for an unknown command or option. */

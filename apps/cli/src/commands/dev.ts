@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { basename, relative } from 'node:path';
 import { ComponentWatcher } from '../file-watcher';
 import { bundleComponent, Bundle } from '../bundle';
-import { Command, CommandContext, list, nameOption, orgOf, str, usageError } from '../command';
+import { Command, CommandContext, list, orgOf, str, textOption, usageError } from '../command';
 import { classifyTarget, deploy, givenProps, printSource } from '../deploy';
 import { assertPropFlags } from '../props';
 import { CliError, describeError } from '../errors';
@@ -37,10 +37,8 @@ export const devCommand: Command = {
     // Only a local file can be watched: a key or URL was deployed, then failed on the bundle it does not have.
     if (classifyTarget(file) !== 'file') throw new CliError(`file not found: ${file} (pd dev watches a local file; a component key or URL is deployed with \`pd deploy ${file}\`)`);
     assertPropFlags('dev', list(values, 'prop'));
-    const name = nameOption('dev', values);
-    const dc = str(values, 'dc');
-    // An empty --dc (a script's unset variable) would deploy a new source instead of attaching.
-    if (dc !== undefined && dc.trim() === '') throw usageError('dev', `--dc expects the id or name of a source, got "${dc}"`);
+    const name = textOption('dev', values, 'name', 'a name');
+    const dc = textOption('dev', values, 'dc', 'the id or name of a source');
     const orgId = orgOf(ctx, values);
     const propInput = { flags: list(values, 'prop'), file: str(values, 'props') };
     // Ctrl-C is handled from the start: one that comes while deploying (or just after the source is printed) stops cleanly too.

@@ -1,5 +1,5 @@
 import { bundleComponent } from '../bundle';
-import { Command, list, nameOption, orgOf, str, usageError } from '../command';
+import { Command, list, orgOf, str, textOption, usageError } from '../command';
 import { deploy, givenProps, looksLikeAction, mayComputeType, orgQuery, printSource, saveLocalComponent } from '../deploy';
 import { assertPropFlags } from '../props';
 import { ApiResponseError, CliError } from '../errors';
@@ -32,7 +32,7 @@ export const deployCommand: Command = {
     const ref = positionals[0];
     if (!ref) throw usageError('deploy', 'pd deploy needs a file, component key or URL');
     assertPropFlags('deploy', list(values, 'prop'));
-    const name = nameOption('deploy', values);
+    const name = textOption('deploy', values, 'name', 'a name');
     if (isWorkflowFile(ref)) return deployWorkflowFile(ctx, ref, orgOf(ctx, values));
     assertNotOtherJson(ref);
     const { source, component } = await deploy(ctx, ref, { name, orgId: orgOf(ctx, values), props: { flags: list(values, 'prop'), file: str(values, 'props') } });
@@ -142,10 +142,11 @@ export const updateCommand: Command = {
     }
     assertPropFlags('update', list(values, 'prop'));
     const active = parseActive(str(values, 'active'));
-    const name = nameOption('update', values);
+    const name = textOption('update', values, 'name', 'a name');
+    const file = textOption('update', values, 'file', 'a component file');
+    const propsFile = textOption('update', values, 'props', 'a JSON file');
     const source = await resolveSource(ctx.client, ref, orgOf(ctx, values));
     const body: Record<string, unknown> = {};
-    const file = str(values, 'file');
     let component: Component | undefined;
     if (file) {
       component = (await saveLocalComponent(ctx.client, file, orgOf(ctx, values), true)).component;
@@ -153,7 +154,7 @@ export const updateCommand: Command = {
       body.component_id = component.id;
     } else body.component_id = source.component_id; // the API requires a component on every update
     // PUT replaces the props when given: keep the current ones and overlay the new values.
-    const props = givenProps({ flags: list(values, 'prop'), file: str(values, 'props') });
+    const props = givenProps({ flags: list(values, 'prop'), file: propsFile });
     if (Object.keys(props.values).length > 0) body.configured_props = { ...propsAsInput(source.configured_props), ...props.values };
     // The API's `active` defaults to true: send the current state so an update never re-enables by surprise.
     body.active = active ?? source.active;
