@@ -52,6 +52,8 @@ describe('pd usage mistakes', () => {
       [['deploy', 'source.mjs', '--name', ''], '--name expects a name, got ""; run `pd deploy --help`'],
       [['update', 'my-source', '--file', ''], '--file expects a component file, got ""; run `pd update --help`'],
       [['update', 'my-source', '--props', ''], '--props expects a JSON file, got ""; run `pd update --help`'],
+      [['deploy', 'source.mjs', '--props', ''], '--props expects a JSON file, got ""; run `pd deploy --help`'],
+      [['dev', devFile, '--props', ''], '--props expects a JSON file, got ""; run `pd dev --help`'],
       [['dev', devFile, '--name', ' '], '--name expects a name, got " "; run `pd dev --help`'],
       // `--dc "$ID"` with ID unset: attaching to nothing is not deploying a new source.
       [['dev', devFile, '--dc', ''], '--dc expects the id or name of a source, got ""; run `pd dev --help`'],

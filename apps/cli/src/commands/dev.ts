@@ -40,7 +40,7 @@ export const devCommand: Command = {
     const name = textOption('dev', values, 'name', 'a name');
     const dc = textOption('dev', values, 'dc', 'the id or name of a source');
     const orgId = orgOf(ctx, values);
-    const propInput = { flags: list(values, 'prop'), file: str(values, 'props') };
+    const propInput = { flags: list(values, 'prop'), file: textOption('dev', values, 'props', 'a JSON file') };
     // Ctrl-C is handled from the start: one that comes while deploying (or just after the source is printed) stops cleanly too.
     let onStop = (): void => undefined;
     const ac = untilInterrupted(() => onStop());

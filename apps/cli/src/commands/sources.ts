@@ -33,9 +33,10 @@ export const deployCommand: Command = {
     if (!ref) throw usageError('deploy', 'pd deploy needs a file, component key or URL');
     assertPropFlags('deploy', list(values, 'prop'));
     const name = textOption('deploy', values, 'name', 'a name');
+    const propsFile = textOption('deploy', values, 'props', 'a JSON file');
     if (isWorkflowFile(ref)) return deployWorkflowFile(ctx, ref, orgOf(ctx, values));
     assertNotOtherJson(ref);
-    const { source, component } = await deploy(ctx, ref, { name, orgId: orgOf(ctx, values), props: { flags: list(values, 'prop'), file: str(values, 'props') } });
+    const { source, component } = await deploy(ctx, ref, { name, orgId: orgOf(ctx, values), props: { flags: list(values, 'prop'), file: propsFile } });
     printSource(ctx, source, component, 'Deployed source');
   },
 };
