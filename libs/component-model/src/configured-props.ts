@@ -270,6 +270,7 @@ export function validateConfiguredProps(props: ConfigurableProp[], input: unknow
   if (bytes > limits.propsDocumentMaxBytes) {
     throw new PayloadTooLargeError(`configured_props is ${bytes} bytes; the limit is ${limits.propsDocumentMaxBytes} (PROPS_DOCUMENT_MAX_BYTES)`, {
       field: 'configured_props',
+      bytes,
       limit_bytes: limits.propsDocumentMaxBytes,
     });
   }
@@ -288,7 +289,7 @@ export function validateConfiguredProps(props: ConfigurableProp[], input: unknow
   for (const [name, raw] of Object.entries(given)) {
     const size = valueBytes(raw);
     if (size > limits.propsMaxBytes) {
-      throw new PayloadTooLargeError(`configured_props.${name} is ${size} bytes; the limit is ${limits.propsMaxBytes} (PROPS_MAX_BYTES)`, { prop: name, limit_bytes: limits.propsMaxBytes });
+      throw new PayloadTooLargeError(`configured_props.${name} is ${size} bytes; the limit is ${limits.propsMaxBytes} (PROPS_MAX_BYTES)`, { prop: name, bytes: size, limit_bytes: limits.propsMaxBytes });
     }
   }
   const out: Record<string, unknown> = {};

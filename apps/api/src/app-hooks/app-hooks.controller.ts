@@ -86,8 +86,9 @@ export class AppHooksController {
 
   private checkSize(event: unknown): void {
     // Like a request to an HTTP source: an event over the HTTP body limit would not fit the invocation stream's messages.
-    if (Buffer.byteLength(JSON.stringify(event) ?? '') > this.config.httpMaxBodyBytes) {
-      throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { limit_bytes: this.config.httpMaxBodyBytes });
+    const bytes = Buffer.byteLength(JSON.stringify(event) ?? '');
+    if (bytes > this.config.httpMaxBodyBytes) {
+      throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { bytes, limit_bytes: this.config.httpMaxBodyBytes });
     }
   }
 

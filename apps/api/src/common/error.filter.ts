@@ -71,7 +71,10 @@ export class ErrorFilter implements ExceptionFilter {
     if (e instanceof ApiError || !isBodyTooLarge(e)) return undefined;
     const limit = req?.routeOptions?.bodyLimit;
     if (limit === undefined) return [413, { error: 'the request body is too large', code: 'payload_too_large' }];
-    return [413, { error: `the request body is larger than the ${limit} bytes the api accepts`, code: 'payload_too_large', details: { limit_bytes: limit } }];
+    // The size is known when the body declared it (a chunked one is refused once past the limit, its size unknown).
+    const declared = Number(req?.headers['content-length']);
+    const bytes = Number.isSafeInteger(declared) && declared > limit ? { bytes: declared } : {};
+    return [413, { error: `the request body is larger than the ${limit} bytes the api accepts`, code: 'payload_too_large', details: { ...bytes, limit_bytes: limit } }];
   }
 
   private describe(e: unknown): [number, ErrorBody, Record<string, string>?] {

@@ -35,8 +35,9 @@ export class ManualRunController {
     // The route's contract (sources.contract.ts) has checked the body: absent, or an object with `event` only.
     const input = (body ?? {}) as { event?: unknown };
     // Like a request to an HTTP source: an event over the HTTP body limit would not fit the invocation stream's messages.
-    if (input.event !== undefined && Buffer.byteLength(JSON.stringify(input.event) ?? '') > this.config.httpMaxBodyBytes) {
-      throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { limit_bytes: this.config.httpMaxBodyBytes });
+    const eventBytes = input.event === undefined ? 0 : Buffer.byteLength(JSON.stringify(input.event) ?? '');
+    if (eventBytes > this.config.httpMaxBodyBytes) {
+      throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { bytes: eventBytes, limit_bytes: this.config.httpMaxBodyBytes });
     }
     this.backlog.assertAccountRoom(source.ownerId);
     const invocationId = newId('invocation');

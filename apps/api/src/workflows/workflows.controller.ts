@@ -94,8 +94,9 @@ export class WorkflowsController {
 
   private async invoke(w: Workflow, event: unknown): Promise<string> {
     if (!w.active) throw new ConflictError(`workflow ${w.id} is not active`, { id: w.id });
-    if (Buffer.byteLength(JSON.stringify(event) ?? '') > this.config.httpMaxBodyBytes) {
-      throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { limit_bytes: this.config.httpMaxBodyBytes });
+    const bytes = Buffer.byteLength(JSON.stringify(event) ?? '');
+    if (bytes > this.config.httpMaxBodyBytes) {
+      throw new PayloadTooLargeError(`event is larger than ${this.config.httpMaxBodyBytes} bytes`, { bytes, limit_bytes: this.config.httpMaxBodyBytes });
     }
     this.backlog.assertAccountRoom(w.ownerId);
     const invocationId = newId('invocation');
