@@ -1,4 +1,4 @@
-import { clipped, TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
+import { characterCount, clipped, TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
 import { cronProblem } from './configured-props';
 import { readTimerSchedule, TimerSchedule } from './timer-event';
 import { forEachTemplate, secretOf } from './workflow-templates';
@@ -188,7 +188,7 @@ function readSettings(v: unknown): WorkflowSettings {
 export function readWorkflowDefinition(input: unknown, extraFields: string[] = []): WorkflowDefinition {
   if (!isObject(input)) throw new WorkflowDefinitionError('(root)', 'a workflow must be an object with name, trigger and steps');
   only(input, ['name', 'trigger', 'steps', 'settings', ...extraFields], '');
-  if (typeof input.name !== 'string' || !input.name.trim() || input.name.length > 200) throw new WorkflowDefinitionError('name', 'must be a non-empty string of at most 200 characters');
+  if (typeof input.name !== 'string' || !input.name.trim() || characterCount(input.name) > 200) throw new WorkflowDefinitionError('name', 'must be a non-empty string of at most 200 characters');
   const trigger = readTrigger(input.trigger);
   if (!Array.isArray(input.steps) || input.steps.length === 0) throw new WorkflowDefinitionError('steps', 'must be a non-empty list of steps');
   if (input.steps.length > MAX_STEPS) throw new WorkflowDefinitionError('steps', `at most ${MAX_STEPS} steps`);

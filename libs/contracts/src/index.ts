@@ -12,3 +12,4 @@ export * from './time-slicer';
 export * from './rate-budget';
 export * from './redaction';
 export * from './utf8-prefix';
+export * from './characters';
