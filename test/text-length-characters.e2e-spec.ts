@@ -33,4 +33,12 @@ describe('text lengths count characters, not UTF-16 units', () => {
     const over = await ctx.api.post('/workflows', definition('😀'.repeat(201)));
     expect(over.status).toBe(400);
   });
+
+  it('takes a component whose name and key are 255 emoji (it answered invalid_component "at most 255 characters, got 510")', async () => {
+    const code = (n: number) => `module.exports = { key: "${'🔑'.repeat(n)}", name: "${'😀'.repeat(n)}", version: "0.0.1", props: { http: "$.interface.http" }, async run() {} };`;
+    const ok = await ctx.api.post('/components', { component_code: code(255) });
+    expect([ok.status, ok.body.data?.name, ok.body.data?.key]).toEqual([200, '😀'.repeat(255), '🔑'.repeat(255)]);
+    const over = await ctx.api.post('/components', { component_code: code(256) });
+    expect([over.status, over.body.code, over.body.error]).toEqual([400, 'invalid_component', 'name must be at most 255 characters, got 256']);
+  });
 });

@@ -1,4 +1,4 @@
-import { BadRequestError } from '@app/contracts';
+import { BadRequestError, characterCount } from '@app/contracts';
 import type { ComponentDescriptor, FunctionMarker, PropDescriptor } from './descriptor';
 import { timerProblem } from './configured-props';
 import {
@@ -273,7 +273,8 @@ export function analyzeComponent(desc: ComponentDescriptor): AnalyzedComponent {
   if (desc.key !== undefined && desc.key !== null && !nonEmptyString(desc.key)) fail('key must be a non-empty string', { field: 'key' });
   for (const field of ['name', 'version', 'key'] as const) {
     const value = desc[field];
-    if (typeof value === 'string' && value.length > COMPONENT_TEXT_MAX_CHARS) fail(`${field} must be at most ${COMPONENT_TEXT_MAX_CHARS} characters, got ${value.length}`, { field });
+    const chars = typeof value === 'string' && value.length > COMPONENT_TEXT_MAX_CHARS ? characterCount(value) : 0;
+    if (chars > COMPONENT_TEXT_MAX_CHARS) fail(`${field} must be at most ${COMPONENT_TEXT_MAX_CHARS} characters, got ${chars}`, { field });
   }
   let dedupe: DedupeStrategy | undefined;
   if (desc.dedupe !== undefined && desc.dedupe !== null) {
