@@ -47,4 +47,14 @@ describe('413 answers say how large the refused input was', () => {
       { error: `the request body is larger than the ${limit} bytes the api accepts`, code: 'payload_too_large', details: { limit_bytes: limit } },
     ]);
   });
+
+  it("gives details.bytes for a body over HTTP_MAX_BODY_BYTES at a source's HTTP endpoint when its Content-Length declared it", async () => {
+    const src = await ctx.api.post('/sources', { component_code: PROPS });
+    expect(src.status).toBe(200);
+    const url = src.body.data.configured_props.http.endpoint_url as string;
+    for (const method of ['POST', 'PUT', 'DELETE']) {
+      const res = await fetch(url, { method, headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(3000) });
+      expect([method, res.status, await res.json()]).toEqual([method, 413, { error: 'request body is larger than 2048 bytes', code: 'payload_too_large', details: { bytes: 3000, limit_bytes: 2048 } }]);
+    }
+  });
 });

@@ -9,6 +9,12 @@ export function isBodyTooLarge(err: unknown): boolean {
   return (err as { code?: string } | undefined)?.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || (err instanceof HttpException && err.getStatus() === 413);
 }
 
+/** The `413`'s details: the limit, and the body's size when its Content-Length declared it (a chunked one's is unknown). */
+export function tooLargeDetails(req: FastifyRequest | undefined, limitBytes: number): { bytes?: number; limit_bytes: number } {
+  const declared = Number(req?.headers['content-length']);
+  return Number.isSafeInteger(declared) && declared > limitBytes ? { bytes: declared, limit_bytes: limitBytes } : { limit_bytes: limitBytes };
+}
+
 /**
  * A body whose declared length is over the limit is refused before any of it is read, and Fastify then closes the
  * connection: a client still sending the body met a closed socket (EPIPE) instead of reading the 413 — undici's

@@ -3,7 +3,7 @@ import { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, clipped, ServiceUnavailableError } from '@app/contracts';
 import { allowedMethods } from '../contract/contract.interceptor';
 import { dependencyError, describeCause } from './dependency-errors';
-import { isBodyTooLarge, keepConnectionToDrain } from './body-too-large';
+import { isBodyTooLarge, keepConnectionToDrain, tooLargeDetails } from './body-too-large';
 import { asteriskFormMisused } from './protocol-errors';
 
 interface ErrorBody {
@@ -71,10 +71,7 @@ export class ErrorFilter implements ExceptionFilter {
     if (e instanceof ApiError || !isBodyTooLarge(e)) return undefined;
     const limit = req?.routeOptions?.bodyLimit;
     if (limit === undefined) return [413, { error: 'the request body is too large', code: 'payload_too_large' }];
-    // The size is known when the body declared it (a chunked one is refused once past the limit, its size unknown).
-    const declared = Number(req?.headers['content-length']);
-    const bytes = Number.isSafeInteger(declared) && declared > limit ? { bytes: declared } : {};
-    return [413, { error: `the request body is larger than the ${limit} bytes the api accepts`, code: 'payload_too_large', details: { ...bytes, limit_bytes: limit } }];
+    return [413, { error: `the request body is larger than the ${limit} bytes the api accepts`, code: 'payload_too_large', details: tooLargeDetails(req, limit) }];
   }
 
   private describe(e: unknown): [number, ErrorBody, Record<string, string>?] {

@@ -38,7 +38,7 @@ import { endpointMethods } from './endpoint-methods';
 import { scopeSetCookies } from './endpoint-cookies';
 import { dependencyError, describeCause } from '../common/dependency-errors';
 import { onReplicaChange } from '../common/replica-changes';
-import { keepConnectionToDrain } from '../common/body-too-large';
+import { keepConnectionToDrain, tooLargeDetails } from '../common/body-too-large';
 import { relaysComponentAnswer } from '../common/response-headers';
 
 /**
@@ -123,7 +123,7 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
       });
       scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
         keepConnectionToDrain(err, req, reply);
-        if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.status(413).send({ error: `request body is larger than ${this.config.httpMaxBodyBytes} bytes`, code: 'payload_too_large', details: { limit_bytes: this.config.httpMaxBodyBytes } });
+        if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.status(413).send({ error: `request body is larger than ${this.config.httpMaxBodyBytes} bytes`, code: 'payload_too_large', details: tooLargeDetails(req, this.config.httpMaxBodyBytes) });
         return this.send(reply, this.errorAnswer(err));
       });
       const handler = (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => this.handle(req, reply);
