@@ -111,7 +111,13 @@ describe('API to the letter of its docs: cursors, required parameters, content c
     const digits = await send(`{"component_id":"${component}","configured_props":{"o":{"n":${'9'.repeat(400)}}}}`);
     expect(digits.status).toBe(400);
     const inQuery = await ctx.api.post(`/sources?component_id=${component}&configured_props=${encodeURIComponent('{"o":{"n":1e999}}')}`);
-    expect([inQuery.status, inQuery.body.details]).toEqual([400, { reason: 'number_out_of_range', path: 'o.n' }]);
+    // Its path from the top, as in a JSON body (it said o.n).
+    expect([inQuery.status, inQuery.body]).toEqual([
+      400,
+      { error: 'configured_props holds a number too large to be represented at configured_props.o.n', code: 'invalid_request', details: { reason: 'number_out_of_range', path: 'configured_props.o.n' } },
+    ]);
+    const notObject = await ctx.api.post(`/sources?component_id=${component}&configured_props=${encodeURIComponent('[1]')}`);
+    expect([notObject.status, notObject.body.details]).toEqual([400, { in: 'query', field: 'configured_props' }]);
     // Large numbers a double holds are kept.
     const kept = await send(`{"component_id":"${component}","configured_props":{"o":{"n":1e300}}}`);
     expect([kept.status, ((await kept.json()) as { data: { configured_props: unknown } }).data.configured_props]).toEqual([200, { o: { n: 1e300 } }]);

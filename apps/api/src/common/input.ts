@@ -63,11 +63,13 @@ export function optionalBoolean(input: Input, name: string): boolean | undefined
 
 /**
  * An object parameter (`configured_props`): a JSON object in the body, or the JSON text of one
- * when a client passes it in the query string of a POST or PUT (the spec allows either place).
+ * when a client passes it in the query string of a POST or PUT (the spec allows either place) or in a form body.
+ * Its errors say where it came from (`details.in`) and name a nested key by its path from the top, as a JSON body's do.
  */
-export function objectParam(input: Input, name: string): unknown {
-  const v = input[name];
+export function objectParam(query: unknown, body: unknown, name: string): unknown {
+  const v = mergeInput(query, body)[name];
   if (typeof v !== 'string') return v;
+  const where = missingIn(query, body, [name]);
   assertJsonTextLimits(v, name);
   let parsed: unknown;
   try {
@@ -76,11 +78,11 @@ export function objectParam(input: Input, name: string): unknown {
     /* not JSON: reported below */
   }
   if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
-    assertFiniteNumbers(parsed, name);
+    assertFiniteNumbers(parsed, name, name);
     // As in a JSON body: a key given twice is refused, never its last value kept (`{"a":1,"a":2}` was `{"a":2}`).
     const repeated = repeatedJsonKey(v);
-    if (repeated !== undefined) throw new BadRequestError(`${name}.${repeated} was given more than once`, { field: `${name}.${repeated}` });
+    if (repeated !== undefined) throw new BadRequestError(`${name}.${repeated} was given more than once`, { in: where, field: `${name}.${repeated}` });
     return parsed;
   }
-  throw new BadRequestError(`${name} must be an object (in the query string: its JSON text)`, { field: name });
+  throw new BadRequestError(`${name} must be an object (in the query string: its JSON text)`, { in: where, field: name });
 }

@@ -66,7 +66,7 @@ export class ComponentsController {
     const namespace = namespaceOf(auth, input.org_id);
     // Its code is read only to call options() or additionalProps().
     const c = await this.components.findForCaller(auth, keyOrId, namespace, { code: false });
-    const configured = objectParam(input, 'configured_props') ?? {};
+    const configured = objectParam(query, body, 'configured_props') ?? {};
     const given = typeof configured === 'object' && configured !== null && !Array.isArray(configured) ? (configured as Record<string, unknown>) : undefined;
     const base = await propsBaseOf(this.em, auth, c, namespace, optionalString(input, 'source_id') ?? undefined, this.config.secretsKey);
     // A prop that additionalProps() adds exists only for some values: it is found with the values given.
@@ -97,7 +97,7 @@ export class ComponentsController {
     const input = mergeInput(query, body);
     const namespace = namespaceOf(auth, input.org_id);
     const c = await this.components.findForCaller(auth, keyOrId, namespace, { code: false });
-    const configured = objectParam(input, 'configured_props') ?? {};
+    const configured = objectParam(query, body, 'configured_props') ?? {};
     if (typeof configured !== 'object' || configured === null || Array.isArray(configured)) throw new BadRequestError('configured_props must be an object', { field: 'configured_props' });
     const base = await propsBaseOf(this.em, auth, c, namespace, optionalString(input, 'source_id') ?? undefined, this.config.secretsKey);
     const component = hasDynamicProps(c) ? await this.components.withCode(c) : c;

@@ -35,7 +35,7 @@ export class SourcesController {
   async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: SourceDto }> {
     const input = mergeInput(query, body);
     const ownerId = namespaceOf(auth, input.org_id);
-    const { source, component } = await this.sources.create(auth, ownerId, componentRef(query, body), sourceName(input), objectParam(input, 'configured_props'));
+    const { source, component } = await this.sources.create(auth, ownerId, componentRef(query, body), sourceName(input), objectParam(query, body, 'configured_props'));
     return { data: this.sources.toDto(source, component, true) };
   }
 
@@ -52,7 +52,7 @@ export class SourcesController {
     const { source, component } = await this.sources.update(auth, id, {
       ref: componentRef(query, body),
       name: sourceName(input),
-      configuredProps: objectParam(input, 'configured_props'),
+      configuredProps: objectParam(query, body, 'configured_props'),
       active: optionalBoolean(input, 'active') ?? true,
     });
     return { data: this.sources.toDto(source, component, true) };
