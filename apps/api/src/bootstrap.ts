@@ -103,6 +103,7 @@ function parseApiBody(req: FastifyRequest, bytes: string | Buffer, done: (err: E
       if (looksJson) assertJsonTextLimits(text);
       const json = looksJson ? tryJson(text) : undefined;
       if (json !== undefined) return done(null, withoutRepeatedKeys(json, text));
+      assertFormEscapes(text, decoder === undefined);
       const form = parseFormBody(text, decoder);
       for (const [k, v] of Object.entries(form)) {
         assertNoNul(k + String(v), 'the request body');
@@ -120,6 +121,23 @@ function parseApiBody(req: FastifyRequest, bytes: string | Buffer, done: (err: E
     done(e as Error, undefined);
   }
 }
+
+/**
+ * A form's escapes are read as the query string's are: one that is not `%` and two hex digits (`%zz`, `%2`) is a 400,
+ * as is, in a UTF-8 form, a run of escapes that is not UTF-8 (`%ff`, `%C3` alone), as a body of such bytes is. Parsed as
+ * they were, `%zz` was kept as written and `%ff` stored as U+FFFD, not what was sent.
+ */
+function assertFormEscapes(text: string, utf8: boolean): void {
+  if (text.indexOf('%') < 0) return;
+  if (/%(?![0-9a-fA-F]{2})/.test(text)) throw new BadRequestError('the request body is not a valid form (bad percent-encoding)', { reason: 'bad_percent_encoding' });
+  if (!utf8) return;
+  for (const run of text.match(FORM_ESCAPE_RUNS) ?? []) {
+    if (!isUtf8(Buffer.from(run.replace(/%/g, ''), 'hex'))) throw new BadRequestError('the request body is not valid UTF-8', { reason: 'invalid_utf8' });
+  }
+}
+
+/** A run of percent escapes: the bytes of one piece of a form's text. */
+const FORM_ESCAPE_RUNS = /(?:%[0-9a-fA-F]{2})+/g;
 
 /** A media type whose subtype ends in `+json`, with or without parameters (the one isJsonContentType takes). */
 const JSON_SUFFIX_TYPE = /^[^/;]+\/[^;]*\+json(?:;|$)/;
