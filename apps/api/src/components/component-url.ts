@@ -29,13 +29,16 @@ export interface FetchPolicy {
   account: string;
 }
 
-/** GET one file under the outbound address policy, with bounded redirects, a timeout and a size cap; undefined on 404. */
-export async function fetchText(url: string, policy: FetchPolicy): Promise<string | undefined> {
+/**
+ * GET one file under the outbound address policy, with bounded redirects, a timeout and a size cap: its text and the
+ * URL that answered it (after redirects, what its relative imports resolve against); undefined on 404.
+ */
+export async function fetchText(url: string, policy: FetchPolicy): Promise<{ text: string; url: string } | undefined> {
   try {
     const res = await safeFetch(url, { policy: policy.policy, timeoutMs: policy.timeoutMs, maxBytes: policy.maxBytes, maxRedirects: policy.maxRedirects, account: policy.account });
     if (res.status === 404) return undefined;
     if (res.status < 200 || res.status >= 300) throw new BadRequestError(`component_url: ${shownUrl(url)} answered ${res.status}`, { field: 'component_url' });
-    return res.body.toString('utf8');
+    return { text: res.body.toString('utf8'), url: res.url };
   } catch (e) {
     if (e instanceof OutboundError) throw new BadRequestError(`component_url: ${e.message}`, { field: 'component_url', reason: e.code });
     throw e;
@@ -73,23 +76,29 @@ export function rawFileUrl(url: URL): URL {
   return m ? new URL(`https://raw.githubusercontent.com/${m[1]}/${m[2]}/${m[3]}`) : url;
 }
 
-/** An esbuild plugin that loads relative imports from the URL of the importing file; npm imports stay external. */
+/**
+ * An esbuild plugin that loads relative imports from the URL of the importing file (the one that answered it, after
+ * redirects, as a browser resolves a module's imports); npm imports stay external.
+ */
 function urlImports(entryUrl: string, policy: FetchPolicy): Plugin {
   let files = 0;
+  const answeredAt = new Map<string, string>();
   return {
     name: 'component-url',
     setup(b) {
       b.onResolve({ filter: /.*/ }, (args) => {
         if (args.kind === 'entry-point') return { path: entryUrl, namespace: 'url' };
-        if (RELATIVE.test(args.path) && args.namespace === 'url') return { path: new URL(args.path, args.importer).href, namespace: 'url' };
+        if (RELATIVE.test(args.path) && args.namespace === 'url') return { path: new URL(args.path, answeredAt.get(args.importer) ?? args.importer).href, namespace: 'url' };
         if (/^https?:\/\//.test(args.path)) throw new Error(`absolute URL imports are not supported: ${args.path}`);
         return { path: args.path, external: true };
       });
       b.onLoad({ filter: /.*/, namespace: 'url' }, async (args) => {
         for (const ext of EXTENSIONS) {
           if (++files > policy.maxFiles * EXTENSIONS.length) throw new Error(`more than ${policy.maxFiles} files`);
-          const text = await fetchText(args.path + ext, policy);
-          if (text !== undefined) return { contents: text, loader: loaderOf(args.path + ext) };
+          const file = await fetchText(args.path + ext, policy);
+          if (file === undefined) continue;
+          answeredAt.set(args.path, file.url);
+          return { contents: file.text, loader: loaderOf(args.path + ext) };
         }
         throw new Error(`${shownUrl(args.path)} not found (tried ${EXTENSIONS.filter(Boolean).join(', ')})`);
       });
@@ -111,7 +120,7 @@ export interface LoadedComponentUrl {
  */
 export async function loadComponentUrl(rawUrl: string, policy: FetchPolicy): Promise<LoadedComponentUrl> {
   const url = rawFileUrl(parseHttpUrl(rawUrl, 'component_url', EXAMPLE_URL));
-  const entry = await fetchText(url.href, policy);
+  const entry = (await fetchText(url.href, policy))?.text;
   if (entry === undefined) throw new BadRequestError(`component_url: ${shownUrl(url)} answered 404`, { field: 'component_url' });
   if (!hasRelativeImports(entry)) return { code: entry };
   try {
