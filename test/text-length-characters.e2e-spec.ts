@@ -41,4 +41,19 @@ describe('text lengths count characters, not UTF-16 units', () => {
     const over = await ctx.api.post('/components', { component_code: code(256) });
     expect([over.status, over.body.code, over.body.error]).toEqual([400, 'invalid_component', 'name must be at most 255 characters, got 256']);
   });
+
+  it('takes a channel name (a subscription\'s event_name, an event list\'s) of 255 emoji (it answered "at most 255 characters")', async () => {
+    const src = await ctx.api.post('/sources', { component_code: CODE });
+    const hook = await ctx.api.post('/webhooks', { url: 'https://example.com/channel' });
+    const [emitter, listener] = [src.body.data.id as string, hook.body.data.id as string];
+    const channel = '📣'.repeat(255);
+    const sub = await ctx.api.post('/subscriptions', { emitter_id: emitter, listener_id: listener, event_name: channel });
+    expect([sub.status, sub.body.data?.event_name]).toEqual([200, channel]);
+    const listed = await ctx.api.get(`/sources/${emitter}/event_summaries?event_name=${encodeURIComponent(channel)}`);
+    expect([listed.status, listed.body.page_info?.total_count]).toEqual([200, 0]);
+    const removed = await ctx.api.del(`/subscriptions?emitter_id=${emitter}&listener_id=${listener}&event_name=${encodeURIComponent(channel)}`);
+    expect(removed.status).toBe(204);
+    const over = await ctx.api.post('/subscriptions', { emitter_id: emitter, listener_id: listener, event_name: `${channel}x` });
+    expect([over.status, over.body.details?.field]).toEqual([400, 'event_name']);
+  });
 });

@@ -133,7 +133,7 @@ function readTrigger(v: unknown): WorkflowTriggerDef {
       const channel = value.event_name;
       if (channel !== undefined && typeof channel !== 'string') throw new WorkflowDefinitionError(`${path}.event_name`, 'must be a string');
       // The channels a subscription may name: the default (""), a custom name, $errors or $logs.
-      if (typeof channel === 'string' && (channel.length > 255 || (channel.startsWith('$') && channel !== '$errors' && channel !== '$logs'))) {
+      if (typeof channel === 'string' && (characterCount(channel) > 255 || (channel.startsWith('$') && channel !== '$errors' && channel !== '$logs'))) {
         throw new WorkflowDefinitionError(`${path}.event_name`, 'may be empty (default channel), a custom channel name of at most 255 characters, $errors or $logs');
       }
       return { events: { emitter_id: value.emitter_id, event_name: (value.event_name as string | undefined) ?? '' } };

@@ -1,3 +1,5 @@
+import { characterCount } from './characters';
+
 /** Longest channel name an event may have: `event_summaries.name`, and a subscription's `event_name`. */
 export const CHANNEL_NAME_MAX_CHARS = 255;
 
@@ -9,7 +11,8 @@ export const CHANNEL_NAME_MAX_CHARS = 255;
 export function channelNameProblem(name: unknown): string | undefined {
   if (name === undefined || name === null) return undefined;
   if (typeof name !== 'string') return `must be a string, got ${Array.isArray(name) ? 'an array' : typeof name}`;
-  if (name.length > CHANNEL_NAME_MAX_CHARS) return `must be at most ${CHANNEL_NAME_MAX_CHARS} characters, got ${name.length}`;
+  const chars = name.length > CHANNEL_NAME_MAX_CHARS ? characterCount(name) : 0;
+  if (chars > CHANNEL_NAME_MAX_CHARS) return `must be at most ${CHANNEL_NAME_MAX_CHARS} characters, got ${chars}`;
   if (name.startsWith('$')) return 'must not start with $ ($errors and $logs are written by the platform; other $ names are reserved)';
   return undefined;
 }

@@ -1,0 +1,22 @@
+import { characterCount } from './characters';
+import { channelNameProblem } from './channels';
+
+describe('characterCount', () => {
+  it('counts a surrogate pair as one character, as JSON Schema and Postgres do', () => {
+    expect(characterCount('')).toBe(0);
+    expect(characterCount('abc')).toBe(3);
+    expect(characterCount('😀'.repeat(200))).toBe(200);
+    expect(characterCount('a😀b')).toBe(3);
+    // A lone half is one character too.
+    expect(characterCount('\ud800x\udc00')).toBe(3);
+    expect(characterCount('\ud83d')).toBe(1);
+  });
+});
+
+describe('channelNameProblem', () => {
+  it('takes up to 255 characters, emoji counted as one', () => {
+    expect(channelNameProblem('📣'.repeat(255))).toBeUndefined();
+    expect(channelNameProblem('📣'.repeat(256))).toBe('must be at most 255 characters, got 256');
+    expect(channelNameProblem('a'.repeat(256))).toBe('must be at most 255 characters, got 256');
+  });
+});
