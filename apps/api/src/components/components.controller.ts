@@ -63,6 +63,10 @@ export class ComponentsController {
   @HttpCode(200)
   async options(@Auth() auth: AuthContext, @Param('keyOrId') keyOrId: string, @Param('prop') prop: string, @Query() query: unknown, @Body() body: unknown): Promise<{ data: { options: unknown[]; context: unknown } }> {
     const input = mergeInput(query, body);
+    // Two names of one parameter: refused as a parameter given twice is, never one of the values picked.
+    if (input.prevContext !== undefined && input.prev_context !== undefined) {
+      throw new BadRequestError('prevContext and prev_context are one parameter: give one of them', { in: missingIn(query, body, ['prevContext', 'prev_context']), fields: ['prevContext', 'prev_context'] });
+    }
     const namespace = namespaceOf(auth, input.org_id);
     // Its code is read only to call options() or additionalProps().
     const c = await this.components.findForCaller(auth, keyOrId, namespace, { code: false });
