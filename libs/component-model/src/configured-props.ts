@@ -24,8 +24,9 @@ export interface ConfiguredPropsOptions {
 /** A timer's stored value: an interval or a cron expression. */
 export type TimerValue = { intervalSeconds: number } | { cron: string; timezone?: string };
 
-function fail(prop: string, message: string): never {
-  throw new BadRequestError(`configured_props.${prop}: ${message}`, { prop }, 'invalid_props');
+/** A 400 naming the prop (`details.prop`), and the element of an array prop it is about (`details.path`: `tags[1]`). */
+function fail(prop: string, message: string, at: string = prop): never {
+  throw new BadRequestError(`configured_props.${at}: ${message}`, at === prop ? { prop } : { prop, path: at }, 'invalid_props');
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -138,15 +139,15 @@ function shown(prop: ConfigurableProp, v: unknown): string {
 function scalar(prop: ConfigurableProp, base: string, v: unknown, where: string): unknown {
   switch (base) {
     case 'boolean':
-      if (typeof v !== 'boolean') fail(where, `must be a boolean, got ${shown(prop, v)}`);
+      if (typeof v !== 'boolean') fail(prop.name, `must be a boolean, got ${shown(prop, v)}`, where);
       return v;
     case 'integer':
-      if (typeof v !== 'number' || !Number.isInteger(v)) fail(where, `must be an integer, got ${shown(prop, v)}`);
-      if (prop.min !== undefined && v < prop.min) fail(where, `must be at least ${prop.min}, got ${shown(prop, v)}`);
-      if (prop.max !== undefined && v > prop.max) fail(where, `must be at most ${prop.max}, got ${shown(prop, v)}`);
+      if (typeof v !== 'number' || !Number.isInteger(v)) fail(prop.name, `must be an integer, got ${shown(prop, v)}`, where);
+      if (prop.min !== undefined && v < prop.min) fail(prop.name, `must be at least ${prop.min}, got ${shown(prop, v)}`, where);
+      if (prop.max !== undefined && v > prop.max) fail(prop.name, `must be at most ${prop.max}, got ${shown(prop, v)}`, where);
       return v;
     case 'string':
-      if (typeof v !== 'string') fail(where, `must be a string, got ${shown(prop, v)}`);
+      if (typeof v !== 'string') fail(prop.name, `must be a string, got ${shown(prop, v)}`, where);
       return v;
     default:
       return v;
@@ -162,7 +163,7 @@ function checkMembership(prop: ConfigurableProp, v: unknown, where: string): voi
   if (prop.default !== undefined && JSON.stringify(prop.default) === JSON.stringify(v)) return;
   if (v === '' && prop.optional === true) return;
   if (!allowedJson(prop.options).has(JSON.stringify(v))) {
-    fail(where, `${prop.secret ? 'the secret value' : clipped(JSON.stringify(v))} is not one of the options: ${optionValues(prop.options).map((a) => JSON.stringify(a)).join(', ')}`);
+    fail(prop.name, `${prop.secret ? 'the secret value' : clipped(JSON.stringify(v))} is not one of the options: ${optionValues(prop.options).map((a) => JSON.stringify(a)).join(', ')}`, where);
   }
 }
 

@@ -104,7 +104,9 @@ function stepPropsError(e: ApiError, i: number, props: ConfigurableProp[]): ApiE
   const unknown = Array.isArray(details.props) ? (details.props as string[]).map(clipped) : undefined;
   // At most 20 of them are listed (validateConfiguredProps), `more` counting the others.
   const more = typeof details.more === 'number' ? details.more : 0;
-  const prop = typeof details.prop === 'string' ? clipped(details.prop) : unknown?.[0];
+  // An array element's error names it (`details.path`: `tags[1]`), its prop's own (`details.prop`) the prop.
+  const at = typeof details.path === 'string' ? details.path : details.prop;
+  const prop = typeof at === 'string' ? clipped(at) : unknown?.[0];
   const path = prop ? `steps[${i}].props.${prop}` : `steps[${i}].props`;
   const message = unknown
     ? `unknown prop${unknown.length + more > 1 ? 's' : ''} ${unknown.join(', ')}${more ? ` and ${more} more` : ''}; the component's props are ${props.map((p) => p.name).join(', ') || '(none)'}`
