@@ -56,4 +56,12 @@ describe('text lengths count characters, not UTF-16 units', () => {
     const over = await ctx.api.post('/subscriptions', { emitter_id: emitter, listener_id: listener, event_name: `${channel}x` });
     expect([over.status, over.body.details?.field]).toEqual([400, 'event_name']);
   });
+
+  it("takes a webhook url of 2,048 characters written with emoji (its path), as the route's contract does", async () => {
+    const url = `https://example.com/${'🪝'.repeat(2048 - 'https://example.com/'.length)}`;
+    const res = await ctx.api.post('/webhooks', { url });
+    expect([res.status, res.body.data?.url]).toEqual([200, url]);
+    const over = await ctx.api.post('/webhooks', { url: `${url}x` });
+    expect([over.status, over.body.details?.field]).toEqual([400, 'url']);
+  });
 });
