@@ -3,6 +3,7 @@ import { apiOnlySystem } from './support/system-with-user';
 import { HTTP_SOURCE } from './support/components';
 import { fillPath, Json, operationsOf } from './support/openapi-requests';
 import { rawRequest } from './support/raw-http';
+import { client, createUser } from './support/accounts';
 
 /** What an acceptance pass of the REST API against docs/api.md and docs/events.md found answered otherwise. */
 describe('API to the letter of its docs: cursors, required parameters, content codings', () => {
@@ -33,6 +34,31 @@ describe('API to the letter of its docs: cursors, required parameters, content c
     expect(garbage.body).toEqual({ error: 'after is not a valid cursor', code: 'invalid_request', details: { in: 'query', field: 'after' } });
     const both = await ctx.api.get(`/users/me/sources?after=${sourceCursor}&before=${sourceCursor}`);
     expect([both.status, both.body]).toEqual([400, { error: 'pass either after or before, not both', code: 'invalid_request', details: { in: 'query', fields: ['after', 'before'] } }]);
+  });
+
+  it("refuses a cursor of another account's list and one made by hand: a cursor is only ever one this list returned", async () => {
+    const component = (await ctx.api.post('/components', { component_code: HTTP_SOURCE })).body.data.id as string;
+    expect((await ctx.api.post('/sources', { component_id: component, name: 'cursor-mine' })).status).toBe(200);
+    const other = client(ctx.system, createUser(ctx.system).apiKey);
+    const otherComponent = (await other.post('/components', { component_code: HTTP_SOURCE })).body.data.id as string;
+    for (const name of ['theirs-1', 'theirs-2']) expect((await other.post('/sources', { component_id: otherComponent, name })).status).toBe(200);
+    const theirs = (await other.get('/users/me/sources?limit=1')).body.page_info.end_cursor as string;
+    // Their cursor pages their list, not anyone else's.
+    expect((await other.get(`/users/me/sources?after=${theirs}`)).body.data.map((s: { name: string }) => s.name)).toEqual(['theirs-1']);
+    const mine = (await ctx.api.get('/users/me/sources?limit=1')).body.page_info.end_cursor as string;
+    const [position] = mine.split('.');
+    const byHand = [
+      theirs,
+      // The position alone (the form of cursors before they were signed), and under a made-up signature.
+      position,
+      `${position}.${'A'.repeat(22)}`,
+      // A position of one's choosing, under a signature the list gave another.
+      `${Buffer.from(JSON.stringify([Date.now() + 60_000, 'dc_zzzz'])).toString('base64url')}.${mine.split('.')[1]}`,
+    ];
+    for (const cursor of byHand) {
+      const res = await ctx.api.get(`/users/me/sources?before=${cursor}`);
+      expect([cursor, res.status, res.body]).toEqual([cursor, 400, { error: 'before is not a valid cursor', code: 'invalid_request', details: { in: 'query', field: 'before' } }]);
+    }
   });
 
   it('answers a compressed body 415 naming Content-Encoding (gzip was read as "not valid UTF-8", a mislabelled plain body was taken)', async () => {

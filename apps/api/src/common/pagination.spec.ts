@@ -1,4 +1,8 @@
-import { decodeCursor, encodeCursor, finishPage, keysetClause, parsePageQuery } from './pagination';
+import { randomBytes } from 'node:crypto';
+import { decodeCursor, encodeCursor, finishPage, keysetClause, parsePageQuery, signedCursor } from './pagination';
+
+const secretsKey = randomBytes(32);
+const sources = { list: 'sources:u_a', secretsKey };
 import { mergeInput } from './input';
 
 describe('pagination parameters', () => {
@@ -12,13 +16,24 @@ describe('pagination parameters', () => {
     expect(() => parsePageQuery({ limit })).toThrow('limit must be an integer from 1 to 100');
   });
 
-  it('refuses after and before together, and a forged cursor', () => {
-    const c = encodeCursor({ k: 1, id: 'dc_a' });
+  it('refuses after and before together, and a cursor this list never returned', () => {
+    const c = signedCursor({ k: 1, id: 'dc_a' }, sources);
     expect(() => parsePageQuery({ after: c, before: c })).toThrow(/either after or before/);
-    expect(() => keysetClause({ limit: 10, after: 'garbage' }, 'k', 'id')).toThrow(/after is not a valid cursor/);
-    // A cursor of another list (a webhook's, on the list of sources) is no cursor of this one.
-    expect(() => keysetClause({ limit: 10, before: encodeCursor({ k: 1, id: 'wh_a' }) }, 'k', 'id', 'dc_')).toThrow(/before is not a valid cursor/);
-    expect(keysetClause({ limit: 10, before: c }, 'k', 'id', 'dc_').params).toEqual([1, 'dc_a']);
+    expect(keysetClause({ limit: 10, before: c }, 'k', 'id', sources).params).toEqual([1, 'dc_a']);
+    for (const forged of [
+      'garbage',
+      // Made by hand, unsigned or with a made-up MAC.
+      encodeCursor({ k: 1, id: 'dc_a' }),
+      `${encodeCursor({ k: 1, id: 'dc_a' })}.${randomBytes(16).toString('base64url')}`,
+      // Another list's: another account's sources, this account's webhooks, another service's key.
+      signedCursor({ k: 1, id: 'dc_a' }, { ...sources, list: 'sources:u_b' }),
+      signedCursor({ k: 1, id: 'wh_a' }, { ...sources, list: 'webhooks:u_a' }),
+      signedCursor({ k: 1, id: 'dc_a' }, { ...sources, secretsKey: randomBytes(32) }),
+      // Another position under this one's MAC.
+      `${encodeCursor({ k: 2, id: 'dc_a' })}.${c.split('.')[1]}`,
+    ]) {
+      expect(() => keysetClause({ limit: 10, after: forged }, 'k', 'id', sources)).toThrow(/after is not a valid cursor/);
+    }
   });
 
   it('round-trips cursors and pages newest first in both directions', () => {
@@ -30,7 +45,7 @@ describe('pagination parameters', () => {
     // A `before` page is fetched ascending and returned newest first.
     const before = finishPage([...rows].reverse(), { limit: 3 }, 'asc', 5, (r) => r, (r) => r.id);
     expect(before.data).toEqual(['r3', 'r2', 'r1']);
-    expect(keysetClause({ limit: 3, after: encodeCursor({ k: 2, id: 'r2' }) }, 'k', 'id')).toEqual({ where: '(k, id) < (?, ?)', params: [2, 'r2'], order: 'desc' });
+    expect(keysetClause({ limit: 3, after: signedCursor({ k: 2, id: 'r2' }, sources) }, 'k', 'id', sources)).toEqual({ where: '(k, id) < (?, ?)', params: [2, 'r2'], order: 'desc' });
   });
 
   it('gives string cursors on an empty page too (empty strings, which are no cursor when sent back)', () => {

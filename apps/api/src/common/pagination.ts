@@ -1,3 +1,4 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { BadRequestError, clipped } from '@app/contracts';
 import type { EntityManager, EntityName, FilterQuery } from '@mikro-orm/postgresql';
 
@@ -71,27 +72,51 @@ export function decodeCursor(cursor: string, param = 'cursor', idPattern = /^[^\
 }
 
 /**
- * SQL for a newest-first keyset page over `(keyColumn, idColumn)`: `after` moves to
- * older items, `before` to newer ones. Returns the extra where-clause, its params,
- * and the order to query in (reverse for `before`, flipped back by `finishPage`).
- * `idPrefix` (`dc_`, `wh_`…) is the prefix of the list's ids: a cursor of another list is refused.
+ * The list a cursor belongs to (`sources:<owner>`, `webhook_deliveries:<webhook>`) and the service's secrets key. A
+ * list's cursors carry a MAC of their position and the list, so that only a cursor this list returned is taken: one of
+ * another list, of another account's or org's list, or one made by hand is a `400`, never a page read from it.
  */
-export function keysetClause(page: PageQuery, keyColumn: string, idColumn: string, idPrefix = ''): { where: string; params: unknown[]; order: 'asc' | 'desc' } {
+export interface CursorScope {
+  list: string;
+  secretsKey: Buffer;
+}
+
+function cursorMac(body: string, scope: CursorScope): Buffer {
+  // A key of its own for cursors, derived from the secrets key (which also encrypts secret props).
+  const key = createHmac('sha256', scope.secretsKey).update('list cursors').digest();
+  return createHmac('sha256', key).update(`${scope.list}\n${body}`).digest().subarray(0, 16);
+}
+
+/** A cursor of `scope`'s list: the position, `.`, and its MAC. */
+export function signedCursor(key: CursorKey, scope: CursorScope): string {
+  const body = encodeCursor(key);
+  return `${body}.${cursorMac(body, scope).toString('base64url')}`;
+}
+
+function listCursor(cursor: string, param: 'after' | 'before', scope: CursorScope): CursorKey {
+  const dot = cursor.lastIndexOf('.');
+  const body = cursor.slice(0, dot);
+  const mac = Buffer.from(cursor.slice(dot + 1), 'base64url');
+  const expected = cursorMac(body, scope);
+  if (dot < 0 || mac.length !== expected.length || !timingSafeEqual(mac, expected)) throw new BadRequestError(`${param} is not a valid cursor`, { in: 'query', field: param });
+  return decodeCursor(body, param);
+}
+
+/**
+ * SQL for a newest-first keyset page over `(keyColumn, idColumn)` of `scope`'s list: `after` moves to older items,
+ * `before` to newer ones. Returns the extra where-clause, its params, and the order to query in (reverse for
+ * `before`, flipped back by `finishPage`).
+ */
+export function keysetClause(page: PageQuery, keyColumn: string, idColumn: string, scope: CursorScope): { where: string; params: unknown[]; order: 'asc' | 'desc' } {
   if (page.after) {
-    const c = listCursor(page.after, 'after', idPrefix);
+    const c = listCursor(page.after, 'after', scope);
     return { where: `(${keyColumn}, ${idColumn}) < (?, ?)`, params: [c.k, c.id], order: 'desc' };
   }
   if (page.before) {
-    const c = listCursor(page.before, 'before', idPrefix);
+    const c = listCursor(page.before, 'before', scope);
     return { where: `(${keyColumn}, ${idColumn}) > (?, ?)`, params: [c.k, c.id], order: 'asc' };
   }
   return { where: 'true', params: [], order: 'desc' };
-}
-
-function listCursor(cursor: string, param: 'after' | 'before', idPrefix: string): CursorKey {
-  const c = decodeCursor(cursor, param);
-  if (!c.id.startsWith(idPrefix)) throw new BadRequestError(`${param} is not a valid cursor`, { in: 'query', field: param });
-  return c;
 }
 
 /** Builds the paginated envelope from rows fetched in `order`, newest first in the output. */
@@ -120,7 +145,6 @@ export function finishPage<R, T>(
 interface OwnedTable<E> {
   entity: EntityName<E>;
   table: string;
-  idPrefix: string;
   softDeleted: boolean;
 }
 
@@ -130,17 +154,19 @@ interface OwnedTable<E> {
  */
 export async function ownedPage<E extends { id: string; createdAtMs: number }, T>(
   em: EntityManager,
-  { entity, table, idPrefix, softDeleted }: OwnedTable<E>,
+  { entity, table, softDeleted }: OwnedTable<E>,
   ownerId: string,
   page: PageQuery,
+  secretsKey: Buffer,
   toDtos: (rows: E[]) => Promise<(row: E) => T> | ((row: E) => T),
 ): Promise<Page<T>> {
-  const { where, params, order } = keysetClause(page, 'created_at_ms', 'id', idPrefix);
+  const scope = { list: `${table}:${ownerId}`, secretsKey };
+  const { where, params, order } = keysetClause(page, 'created_at_ms', 'id', scope);
   const live = softDeleted ? ' and deleted_at is null' : '';
   const ids: { id: string }[] = await em.execute(`select id from ${table} where owner_id = ?${live} and ${where} order by created_at_ms ${order}, id ${order} limit ?`, [ownerId, ...params, page.limit]);
   const [{ count }] = (await em.execute(`select count(*)::int as count from ${table} where owner_id = ?${live}`, [ownerId])) as { count: number }[];
   const found: E[] = ids.length ? ((await em.find(entity, { id: { $in: ids.map((r) => r.id) } } as unknown as FilterQuery<E>)) as E[]) : [];
   const byId = new Map(found.map((r) => [r.id, r]));
   const rows = ids.map((r) => byId.get(r.id)).filter((r): r is E => !!r);
-  return finishPage(rows, page, order, count, (r) => ({ k: r.createdAtMs, id: r.id }), await toDtos(rows));
+  return finishPage(rows, page, order, count, (r) => ({ k: r.createdAtMs, id: r.id }), await toDtos(rows), (k) => signedCursor(k, scope));
 }

@@ -1,6 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Query } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config';
 import { EntityManager } from '@mikro-orm/postgresql';
-import { ID_PREFIX, NotFoundError } from '@app/contracts';
+import { NotFoundError } from '@app/contracts';
 import { Component, inSnapshot, Source } from '@app/db';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
 import { Input, mergeInput, missingIn, objectParam, optionalBoolean, optionalString } from '../common/input';
@@ -28,7 +29,11 @@ function sourceName(input: Input): string | undefined {
 
 @Controller('v1')
 export class SourcesController {
-  constructor(private readonly sources: SourcesService, private readonly em: EntityManager) {}
+  constructor(
+    private readonly sources: SourcesService,
+    private readonly em: EntityManager,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   @Post('sources')
   @HttpCode(200)
@@ -83,7 +88,7 @@ export class SourcesController {
   }
 
   private readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<SourceDto>> {
-    return ownedPage(em, { entity: Source, table: 'sources', idPrefix: ID_PREFIX.source, softDeleted: true }, ownerId, page, async (rows) => {
+    return ownedPage(em, { entity: Source, table: 'sources', softDeleted: true }, ownerId, page, this.config.secretsKey, async (rows) => {
       // What an answer shows of a component (its props, whether it adds some), not its code: 100 sources of as many components of up to COMPONENT_MAX_BYTES were read whole for every page.
       const components = rows.length ? ((await em.find(Component, { id: { $in: [...new Set(rows.map((s) => s.componentId))] } }, { fields: ['id', 'configurableProps', 'meta'] })) as Component[]) : [];
       const compById = new Map(components.map((c) => [c.id, c]));

@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { EntityManager, LockMode } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { encryptValue, ID_PREFIX, newId, NotFoundError } from '@app/contracts';
+import { encryptValue, newId, NotFoundError } from '@app/contracts';
 import { AutoSubscription, inSnapshot, Subscription, Webhook, WebhookDelivery } from '@app/db';
 import { announceRoutes, NatsService } from '@app/nats';
 import { assertPathResource, AuthContext } from '../auth/auth.context';
 import { assertRoomFor } from '../common/account-quota';
-import { finishPage, keysetClause, ownedPage, Page, PageQuery } from '../common/pagination';
+import { finishPage, keysetClause, ownedPage, Page, PageQuery, signedCursor } from '../common/pagination';
 import { keptUrl, toDeliveryDto, toWebhookDto, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
 import { givenUrl, putUrl } from './webhook-url';
 
@@ -52,7 +52,7 @@ export class WebhooksService {
   }
 
   private readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<WebhookDto>> {
-    return ownedPage(em, { entity: Webhook, table: 'webhooks', idPrefix: ID_PREFIX.webhook, softDeleted: false }, ownerId, page, () => (w: Webhook) => toWebhookDto(w));
+    return ownedPage(em, { entity: Webhook, table: 'webhooks', softDeleted: false }, ownerId, page, this.config.secretsKey, () => (w: Webhook) => toWebhookDto(w));
   }
 
   async update(auth: AuthContext, id: string, input: WebhookInput): Promise<WebhookDto> {
@@ -96,7 +96,8 @@ export class WebhooksService {
   }
 
   private async readDeliveries(em: EntityManager, id: string, page: PageQuery): Promise<Page<WebhookDeliveryDto>> {
-    const k = keysetClause(page, 'created_at_ms', 'id', ID_PREFIX.delivery);
+    const scope = { list: `webhook_deliveries:${id}`, secretsKey: this.config.secretsKey };
+    const k = keysetClause(page, 'created_at_ms', 'id', scope);
     const rows = await em.execute<{ id: string }[]>(
       `select id from webhook_deliveries where webhook_id = ? and ${k.where} order by created_at_ms ${k.order}, id ${k.order} limit ${page.limit}`,
       [id, ...k.params],
@@ -104,7 +105,7 @@ export class WebhooksService {
     const byId = new Map((await em.find(WebhookDelivery, { id: { $in: rows.map((r) => r.id) } })).map((d) => [d.id, d]));
     const total = await em.count(WebhookDelivery, { webhookId: id });
     const items = rows.map((r) => byId.get(r.id)!).filter(Boolean);
-    return finishPage(items, page, k.order, total, (d) => ({ k: d.createdAtMs, id: d.id }), toDeliveryDto);
+    return finishPage(items, page, k.order, total, (d) => ({ k: d.createdAtMs, id: d.id }), toDeliveryDto, (key) => signedCursor(key, scope));
   }
 
   /** The webhook and its routes are read again by the delivery apps. */

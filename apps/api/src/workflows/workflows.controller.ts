@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Query } from '@nestjs/common';
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
-import { clipped, ConflictError, ID_PREFIX, InvocationMessage, newId, NotFoundError, PayloadTooLargeError } from '@app/contracts';
+import { clipped, ConflictError, InvocationMessage, newId, NotFoundError, PayloadTooLargeError } from '@app/contracts';
 import { inSnapshot, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
@@ -111,7 +111,7 @@ export class WorkflowsController {
   }
 
   private readPage(em: EntityManager, ownerId: string, page: PageQuery): Promise<Page<WorkflowDto>> {
-    return ownedPage(em, { entity: Workflow, table: 'workflows', idPrefix: ID_PREFIX.workflow, softDeleted: true }, ownerId, page, async (rows) => {
+    return ownedPage(em, { entity: Workflow, table: 'workflows', softDeleted: true }, ownerId, page, this.config.secretsKey, async (rows) => {
       const components = await this.workflows.componentsOf(rows);
       return (w) => this.workflows.toDto(w, components);
     });
