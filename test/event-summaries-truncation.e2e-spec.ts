@@ -50,8 +50,9 @@ describe('truncated event summaries keep the shape the spec gives them', () => {
     expect((await api.get(`/workflows/${wf.id}/event_summaries?expand=event`)).body.data[0].event).toEqual({ raw_event: { note } });
 
     const [error] = await listed(`/workflows/${wf.id}/$errors/event_summaries`);
+    // The preview is the event as it was sent: its keys in their order.
     expect(error.event).toEqual({
-      original_event: marker({ fail: true, note }),
+      original_event: marker({ note, fail: true }),
       original_context: expect.objectContaining({ workflow_id: wf.id, deployment_id: wf.deployment_id, source_type: 'MANUAL', verified: false }),
       error: expect.objectContaining({ code: 'Error', cellId: wf.steps[0].cell_id, stack: expect.stringContaining('boom') }),
     });

@@ -55,6 +55,18 @@ describe('event summaries', () => {
     expect(errors.body.data[0].event).toEqual({ error: { message: 'boom' } });
   });
 
+  it('answers each event with its keys in the order they were emitted', async () => {
+    const src = await insertSource(system, user.id);
+    // Postgres's jsonb would answer { a, zz, zeta, nested: { b, aa } }: its keys shortest first, then in byte order.
+    const data = { zeta: 1, zz: 'two', a: [3], nested: { b: true, aa: null } };
+    const sent = await emitter.emit(src, user.id, data);
+    const res = await eventually(async () => {
+      const r = await summaries(src);
+      return r.body?.data?.[0]?.id === sent.id ? r : undefined;
+    }, { what: 'the event indexed' });
+    expect(JSON.stringify(res.body.data[0].event)).toBe(JSON.stringify(data));
+  });
+
   it('never lists more than EVENT_RETENTION of a class, even before the older ones are trimmed', async () => {
     const src = await insertSource(system, user.id);
     // Eight summaries written straight to Postgres: no delivery app trims them.

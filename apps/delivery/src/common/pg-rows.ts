@@ -4,7 +4,7 @@ import { pgLiteral } from '@app/db';
 /** A column of a multi-row insert, with the Postgres type its values are cast to. */
 export interface RowColumn {
   name: string;
-  type: 'text' | 'int4' | 'int8' | 'jsonb';
+  type: 'text' | 'int4' | 'int8' | 'json' | 'jsonb';
 }
 
 interface PgClient {

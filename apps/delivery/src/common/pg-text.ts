@@ -21,10 +21,11 @@ export function fromExactJson<T>(stored: unknown): T {
 }
 
 /**
- * JSON text for a jsonb column: every escaped U+0000 and every escaped surrogate (`\u0000`, `\ud800`…`\udfff` after an
- * odd number of backslashes) becomes U+FFFD. JSON.stringify escapes a surrogate only when it is alone (a pair is
- * written as it is), and jsonb refuses a lone one: one such event failed its whole batch again and again, holding
- * every account's events.
+ * JSON text for a json or jsonb column: every escaped U+0000 and every escaped surrogate (`\u0000`, `\ud800`…`\udfff`
+ * after an odd number of backslashes) becomes U+FFFD. JSON.stringify escapes a surrogate only when it is alone (a pair
+ * is written as it is), and jsonb refuses a lone one: one such event failed its whole batch again and again, holding
+ * every account's events. A json column takes both, but its `->>` then fails on the whole row (`\u0000 cannot be
+ * converted to text`), as a workflow's runs are read from its `$logs`.
  */
 export function pgJson(value: unknown): string {
   const json = JSON.stringify(value);

@@ -21,8 +21,8 @@ const COLUMNS: RowColumn[] = [
   { name: 'owner_id', type: 'text' },
   { name: 'emit_id', type: 'text' },
   { name: 'summary', type: 'text' },
-  { name: 'event', type: 'jsonb' },
-  { name: 'meta', type: 'jsonb' },
+  { name: 'event', type: 'json' },
+  { name: 'meta', type: 'json' },
   { name: 'size_bytes', type: 'int4' },
   { name: 'indexed_at_ms', type: 'int8' },
 ];
