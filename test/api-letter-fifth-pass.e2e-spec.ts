@@ -1,8 +1,14 @@
 import { apiOnlySystem } from './support/system-with-user';
+import { insertSource } from './events.helpers';
 
 /** What an audit of docs/api.md against the running service found answered otherwise than the docs say. */
 describe('API to the letter, fifth pass: docs/api.md against the running service', () => {
   const ctx = apiOnlySystem();
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const send = async (method: string, path: string, body: string, type: string): Promise<{ status: number; body: any }> => {
+    const res = await fetch(`${ctx.system.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${ctx.user.apiKey}`, 'content-type': type }, body });
+    return { status: res.status, body: await res.json() };
+  };
 
   it('keeps only the fields an include names: one naming fields no object has answers each object as {}, one naming none (include=, include=,) every field', async () => {
     const me = (await ctx.api.get('/users/me')).body;
@@ -13,5 +19,35 @@ describe('API to the letter, fifth pass: docs/api.md against the running service
     await ctx.api.post('/webhooks', { url: 'https://example.com/include' });
     const list = await ctx.api.get('/users/me/webhooks?include=nope');
     expect([list.status, list.body.data]).toEqual([200, [{}]]);
+  });
+
+  it('refuses a form of fields on the routes that take JSON only with 415, as docs/api.md says (event=x ran with the event "x")', async () => {
+    const source = await insertSource(ctx.system, ctx.user.id);
+    const form = 'application/x-www-form-urlencoded';
+    const refused = { error: 'a form (application/x-www-form-urlencoded) is not accepted on this route: send the request body as application/json (or a type ending in +json, or text/plain holding JSON)', code: 'unsupported_media_type', details: { header: 'content-type' } };
+    const routes: [string, string, string][] = [
+      ['POST', `/sources/${source}/run`, 'event=x'],
+      ['POST', `/sources/${source}/app_hook`, 'event_name=push&event=x'],
+      ['POST', '/apps/github/hook_events', 'event_name=push&event=x'],
+      ['POST', '/workflows', 'name=x'],
+      ['PUT', '/workflows/wf_nope', 'name=x'],
+      ['POST', '/workflows/wf_nope/run', 'event=x'],
+      ['POST', '/workflows/wf_nope/replay', 'event_id=1700000000000-0'],
+    ];
+    for (const [method, path, body] of routes) {
+      for (const type of [form, `${form}; charset=utf-8`, 'Application/X-WWW-Form-Urlencoded']) {
+        const res = await send(method, path, body, type);
+        expect([method, path, type, res.status, res.body]).toEqual([method, path, type, 415, refused]);
+      }
+    }
+    // JSON, JSON as text, and a JSON object labelled as a form (curl -d) are read as before.
+    for (const type of ['application/json', 'text/plain', form]) {
+      const res = await send('POST', `/sources/${source}/run`, '{"event":"x"}', type);
+      expect([type, res.status, typeof res.body.data?.invocation_id]).toEqual([type, 202, 'string']);
+    }
+    // An empty form is no body, as everywhere.
+    expect((await send('POST', `/sources/${source}/run`, '', form)).status).toBe(202);
+    // Routes that read their fields from the query string still take a form of them.
+    expect((await send('POST', '/webhooks', 'url=https%3A%2F%2Fexample.com%2Fform', form)).status).toBe(200);
   });
 });

@@ -1,6 +1,6 @@
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import { TObject, Type } from '@sinclair/typebox';
-import { BadRequestError, clipped } from '@app/contracts';
+import { ApiError, BadRequestError, clipped } from '@app/contracts';
 import { bodyOf, COMMON_QUERY, formBodyOf, queryOf, RouteContract } from './route-contract';
 
 export type Where = 'path' | 'query' | 'body';
@@ -52,6 +52,9 @@ export class RouteValidator {
       if (this.route.bodyRequired) throw new BadRequestError('a JSON object body is required', { in: 'body' });
     } else if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new BadRequestError('the request body must be a JSON object', { in: 'body' });
+    } else if (this.route.bodyOnly && FORM_BODIES.has(body)) {
+      // Its fields are JSON (an event, a definition): a form's text fields would be read as strings they do not say they are.
+      throw new ApiError(415, 'unsupported_media_type', `a form (application/x-www-form-urlencoded) is not accepted on this route: send the request body as ${JSON_ONLY}`, { header: 'content-type' });
     } else if (this.formBody && FORM_BODIES.has(body)) checkText(this.formBody, structuredClone(body as Record<string, unknown>), 'body');
     else check(this.body, body, 'body');
     const b = (body ?? {}) as Record<string, unknown>;
@@ -60,6 +63,9 @@ export class RouteValidator {
     if (missing.length) throw new BadRequestError(`${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} required`, { in: body === undefined ? 'query' : 'body', fields: missing });
   }
 }
+
+/** The bodies a route whose fields come from a JSON body only (`bodyOnly`) reads. */
+const JSON_ONLY = 'application/json (or a type ending in +json, or text/plain holding JSON)';
 
 /** A number as a query string or path writes it: digits, with a sign and a fraction only where the declaration allows them. */
 const INTEGER_TEXT = /^-?\d+$/;

@@ -55,7 +55,7 @@ function requestBody(route: RouteContract, body: TSchema): Json {
       'A JSON object, sent as application/json, as any type with the +json suffix (application/merge-patch+json), or as text/plain holding its JSON text' +
       (form
         ? '; or a form (application/x-www-form-urlencoded), whose fields are text as in the query string. A JSON object sent labelled as a form (curl -d without a Content-Type) is read as JSON.'
-        : '. A JSON object sent labelled as a form (curl -d without a Content-Type) is read as JSON; a form of fields is checked as that JSON.') +
+        : '. A JSON object sent labelled as a form (curl -d without a Content-Type) is read as JSON; a form of fields is a 415.') +
       ' Media types are read in any letter case, in the charset the Content-Type names (UTF-8 without one).',
     content: {
       'application/json': { schema: json },

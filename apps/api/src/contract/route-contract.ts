@@ -96,7 +96,7 @@ function asText(props: Record<string, TSchema>, fields: Record<string, TSchema>)
 /**
  * The schema of a form body (`application/x-www-form-urlencoded` fields, not JSON): text like a query string, so
  * its fields are what the query string may carry (`active=false`, `page=1`). Undefined for a route whose body
- * fields come from a JSON body only (`bodyOnly`): a form there is checked as the JSON body it stands for.
+ * fields come from a JSON body only (`bodyOnly`): a form of fields there is a 415 (RouteValidator).
  */
 export function formBodyOf(route: RouteContract): TObject | undefined {
   const body = bodyOf(route);
