@@ -50,4 +50,24 @@ describe('API to the letter, fifth pass: docs/api.md against the running service
     // Routes that read their fields from the query string still take a form of them.
     expect((await send('POST', '/webhooks', 'url=https%3A%2F%2Fexample.com%2Fform', form)).status).toBe(200);
   });
+
+  it('gives details.errors for configured_props in the query string or a form that is not a JSON object, as for the same value in a JSON body (it had none)', async () => {
+    const errors = [{ field: 'configured_props', rule: 'type', message: 'must be object' }];
+    for (const value of [5, [], 'abc', null]) {
+      const json = await ctx.api.post('/sources', { component_id: 'sc_nope', configured_props: value });
+      expect([value, json.status, json.body.details]).toEqual([value, 400, { in: 'body', field: 'configured_props', errors }]);
+    }
+    for (const text of ['5', '[]', '"abc"', 'abc', 'null']) {
+      const query = await ctx.api.post(`/sources?component_id=sc_nope&configured_props=${encodeURIComponent(text)}`);
+      expect([text, query.status, query.body]).toEqual([
+        text,
+        400,
+        { error: 'configured_props must be an object (in the query string: its JSON text)', code: 'invalid_request', details: { in: 'query', field: 'configured_props', errors } },
+      ]);
+      const form = await send('POST', '/sources', `component_id=sc_nope&configured_props=${encodeURIComponent(text)}`, 'application/x-www-form-urlencoded');
+      expect([text, form.status, form.body.details]).toEqual([text, 400, { in: 'body', field: 'configured_props', errors }]);
+      const reload = await ctx.api.post(`/components/sc_nope/props/reload?configured_props=${encodeURIComponent(text)}`);
+      expect([text, reload.status]).toEqual([text, 404]);
+    }
+  });
 });

@@ -143,7 +143,7 @@ describe('API to the letter of its docs: cursors, required parameters, content c
       { error: 'configured_props holds a number too large to be represented at configured_props.o.n', code: 'invalid_request', details: { reason: 'number_out_of_range', path: 'configured_props.o.n' } },
     ]);
     const notObject = await ctx.api.post(`/sources?component_id=${component}&configured_props=${encodeURIComponent('[1]')}`);
-    expect([notObject.status, notObject.body.details]).toEqual([400, { in: 'query', field: 'configured_props' }]);
+    expect([notObject.status, notObject.body.details]).toEqual([400, { in: 'query', field: 'configured_props', errors: [{ field: 'configured_props', rule: 'type', message: 'must be object' }] }]);
     // Large numbers a double holds are kept.
     const kept = await send(`{"component_id":"${component}","configured_props":{"o":{"n":1e300}}}`);
     expect([kept.status, ((await kept.json()) as { data: { configured_props: unknown } }).data.configured_props]).toEqual([200, { o: { n: 1e300 } }]);

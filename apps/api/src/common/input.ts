@@ -84,5 +84,6 @@ export function objectParam(query: unknown, body: unknown, name: string): unknow
     if (repeated !== undefined) throw new BadRequestError(`${name}.${repeated} was given more than once`, { in: where, field: `${name}.${repeated}` });
     return parsed;
   }
-  throw new BadRequestError(`${name} must be an object (in the query string: its JSON text)`, { in: where, field: name });
+  // `details.errors` as the route contract gives it for the same value in a JSON body (`"configured_props": 5`).
+  throw new BadRequestError(`${name} must be an object (in the query string: its JSON text)`, { in: where, field: name, errors: [{ field: name, rule: 'type', message: 'must be object' }] });
 }
