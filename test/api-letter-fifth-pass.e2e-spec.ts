@@ -70,4 +70,22 @@ describe('API to the letter, fifth pass: docs/api.md against the running service
       expect([text, reload.status]).toEqual([text, 404]);
     }
   });
+
+  it('refuses a component_url over 2,048 characters naming where it was given (one over 10,000 had no details.in)', async () => {
+    const source = await insertSource(ctx.system, ctx.user.id);
+    for (const length of [2049, 10_001]) {
+      const url = `https://example.com/${'a'.repeat(length - 'https://example.com/'.length)}`;
+      const refused = (where: 'query' | 'body') => ({
+        error: 'component_url must NOT have more than 2048 characters',
+        code: 'invalid_request',
+        details: { in: where, field: 'component_url', errors: [{ field: 'component_url', rule: 'maxLength', message: 'must NOT have more than 2048 characters' }] },
+      });
+      for (const [method, path] of [['POST', '/components'], ['POST', '/sources'], ['PUT', `/sources/${source}`]]) {
+        const body = await send(method, path, JSON.stringify({ component_url: url }), 'application/json');
+        expect([length, method, path, body.status, body.body]).toEqual([length, method, path, 400, refused('body')]);
+        const query = await send(method, `${path}?component_url=${encodeURIComponent(url)}`, '', 'application/json');
+        expect([length, method, path, query.status, query.body]).toEqual([length, method, path, 400, refused('query')]);
+      }
+    }
+  });
 });

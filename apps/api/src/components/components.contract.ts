@@ -35,7 +35,7 @@ export const COMPONENT_ROUTES: RouteContract[] = [
     summary: 'Save a component from its code or a URL',
     body: Type.Object({
       component_code: Type.Optional(Type.String({ description: 'the code (CommonJS or ESM); one of component_code and component_url is required' })),
-      component_url: Type.Optional(Type.String({ description: 'http(s) URL of the entry file' })),
+      component_url: Type.Optional(Type.String({ maxLength: 2048, description: 'http(s) URL of the entry file' })),
     }),
     responses: { 200: Data(Component) },
     errors: [404, 413],

@@ -24,7 +24,7 @@ export const Source = Type.Object(
 const REF = {
   component_id: Type.Optional(Type.String({ description: 'sc_…, or a key in the source\'s namespace (yours, or the org\'s) as GET /components/{key or id} reads it; wins over code and URL' })),
   component_code: Type.Optional(Type.String({ description: 'code to save as a new component' })),
-  component_url: Type.Optional(Type.String({ description: 'URL of code to save as a new component' })),
+  component_url: Type.Optional(Type.String({ maxLength: 2048, description: 'URL of code to save as a new component' })),
   key: Type.Optional(
     Type.String({ maxLength: 255, description: "a component key, used when none of the three above is given: your newest component with it (the org's with org_id), else the registry's" }),
   ),
