@@ -88,4 +88,20 @@ describe('API to the letter, fifth pass: docs/api.md against the running service
       }
     }
   });
+
+  it('refuses a blank org_id as an empty one, 400 (org_id=%20 answered 404)', async () => {
+    const empty = await ctx.api.get('/users/me/sources?org_id=');
+    expect([empty.status, empty.body.details]).toEqual([400, { in: 'query', field: 'org_id' }]);
+    for (const blank of ['%20', '%20%20', '%09', '%E3%80%80']) {
+      for (const path of ['/users/me/sources', '/users/me/webhooks', `/sources/dc_nope`]) {
+        const res = await ctx.api.get(`${path}?org_id=${blank}`);
+        expect([path, blank, res.status, res.body]).toEqual([path, blank, 400, empty.body]);
+      }
+    }
+    const body = await ctx.api.post('/webhooks', { url: 'https://example.com/blank-org', org_id: ' ' });
+    expect([body.status, body.body]).toEqual([400, { ...empty.body, details: { in: 'body', field: 'org_id' } }]);
+    const form = await send('POST', '/webhooks', 'url=https%3A%2F%2Fexample.com%2Fblank-org&org_id=+', 'application/x-www-form-urlencoded');
+    expect([form.status, form.body]).toEqual([400, { ...empty.body, details: { in: 'body', field: 'org_id' } }]);
+    expect((await ctx.api.get('/users/me/webhooks')).body.data.map((w: { url: string }) => w.url)).not.toContain('https://example.com/blank-org');
+  });
 });

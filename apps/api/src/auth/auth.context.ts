@@ -46,13 +46,13 @@ export function assertPathResource<T extends { ownerId: string }>(auth: AuthCont
 
 /**
  * The namespace a request acts in: the org given by `org_id` (caller must be a
- * member) or, without one, the caller's own account. An empty `org_id` is refused by the route's
+ * member) or, without one, the caller's own account. An empty or blank `org_id` is refused by the route's
  * contract (400); it is refused here too, never read as the caller's account.
  */
 export function namespaceOf(auth: AuthContext, orgId: unknown): string {
   if (orgId === undefined || orgId === null) return auth.userId;
   if (typeof orgId !== 'string') throw new BadRequestError('org_id must be a string', { field: 'org_id' });
-  if (orgId === '') throw new BadRequestError('org_id must be an org id (o_…), not empty: leave org_id out to act in your own account', { field: 'org_id' });
+  if (orgId.trim() === '') throw new BadRequestError('org_id must be an org id (o_…), not empty: leave org_id out to act in your own account', { field: 'org_id' });
   if (!auth.orgIds.includes(orgId)) throw NotFoundError.of('org', orgId, 'org_id');
   return orgId;
 }

@@ -44,13 +44,15 @@ export const orgTwinOf = (twin: string): string => `With \`org_id\`, the org's i
 export const COMMON_QUERY = {
   include: Type.Optional(Type.String({ description: 'comma-separated top-level fields of each returned object to keep' })),
   exclude: Type.Optional(Type.String({ description: 'comma-separated top-level fields of each returned object to drop' })),
-  // Empty is refused (400), never read as "no org": a client that names org_id and sends no value would act in the
-  // caller's own account (`POST /sources?org_id=` creating a personal source).
+  // Empty or blank is refused (400), never read as "no org": a client that names org_id and sends no value would act
+  // in the caller's own account (`POST /sources?org_id=` creating a personal source); a blank one (`org_id=%20`) is
+  // no more an org id than an empty one, and is answered as it is.
   org_id: Type.Optional(
     Type.String({
       minLength: 1,
+      pattern: '\\S',
       'x-expected': 'an org id (o_…), not empty: leave org_id out to act in your own account',
-      description: 'act inside an organization you belong to (else 404); empty → 400',
+      description: 'act inside an organization you belong to (else 404); empty or blank → 400',
     }),
   ),
 };
