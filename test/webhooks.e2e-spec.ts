@@ -133,17 +133,17 @@ describe('webhooks: API and signed, retried delivery', () => {
     });
   });
 
-  it('delivers events of channels named with any characters, the name percent-encoded when it is not printable ASCII or holds a %', async () => {
+  it('delivers events of channels named with any characters, the name percent-encoded when it is not printable ASCII, holds a % or has a space at either end', async () => {
     const r = await receiver();
     const { src, wh } = await wire(r);
-    const names = ['plain name', 'snow☃man', 'line\nbreak', 'é', '100%', '%C3%A9'];
+    const names = ['plain name', 'snow☃man', 'line\nbreak', 'é', '100%', '%C3%A9', ' ', ' padded  ', 'x'];
     for (const name of names) expect((await api.post('/subscriptions', { emitter_id: src, listener_id: wh, event_name: name })).status).toBe(200);
     await subscriptionsLoaded(system);
     const sent = [];
     for (const name of names) sent.push(await emitter.emit(src, user.id, { name }, { name }));
     await eventually(async () => r.ids().size === names.length, { what: 'every channel delivered', timeoutMs: 15_000 });
     const header = (id: string) => r.received.find((x) => x.headers['webhook-id'] === id)!.headers['x-pd-event-name'];
-    expect(sent.map((ev) => header(ev.id))).toEqual(['plain name', 'snow%E2%98%83man', 'line%0Abreak', '%C3%A9', '100%25', '%25C3%25A9']);
+    expect(sent.map((ev) => header(ev.id))).toEqual(['plain name', 'snow%E2%98%83man', 'line%0Abreak', '%C3%A9', '100%25', '%25C3%25A9', '%20', '%20padded%20%20', 'x']);
     // What docs/webhooks.md tells receivers to do gives every name back (a `%` sent as it was threw, or read as another name).
     expect(sent.map((ev) => decodeURIComponent(String(header(ev.id))))).toEqual(names);
   });

@@ -10,14 +10,15 @@ import { WebhookSigner } from './webhook-signer';
 const RESPONSE_BODY_MAX = 1024;
 
 /**
- * A channel name as a header value: as it is when printable ASCII without `%`, else percent-encoded UTF-8, so that
- * `decodeURIComponent` always gives the name back. A channel may be named with any characters (`$emit(e, { name: "☃" })`,
+ * A channel name as a header value: as it is when printable ASCII without `%` and without a space at either end, else
+ * percent-encoded UTF-8, so that `decodeURIComponent` always gives the name back. HTTP parsers strip a header value's
+ * leading and trailing spaces: a channel `" "` reached receivers as `""`, the default channel's name. A channel may be named with any characters (`$emit(e, { name: "☃" })`,
  * a line break), which no header can carry: such events failed every attempt ("invalid x-pd-event-name header") and
  * never reached the webhook. A `%` sent as it was made a receiver's decodeURIComponent throw ("100%") or read another
  * name ("%C3%A9" as "é").
  */
 export function eventNameHeader(name: string): string {
-  return /^[\x20-\x24\x26-\x7e]*$/.test(name) ? name : encodeURIComponent(name);
+  return /^(?:[\x21-\x24\x26-\x7e](?:[\x20-\x24\x26-\x7e]*[\x21-\x24\x26-\x7e])?)?$/.test(name) ? name : encodeURIComponent(name);
 }
 
 /** The `webhook-id` of an event: its event id (DESIGN.md); `x-pd-emitter-id` tells emitters apart. */
