@@ -56,6 +56,8 @@ describe('subscriptions after an org membership ends', () => {
 
     expect((await s.post(`/workflows/${wf.id}/run`, { event: { n: 1 } })).status).toBe(202);
     await eventually(async () => exact.received.length && glob.received.length && orgs.received.length, { what: 'the first event at all three webhooks', timeoutMs: 30_000 });
+    // A workflow's event reaches a webhook as its event summary shows it (docs/webhooks.md, "The request").
+    expect([exact.received[0].body, exact.received[0].headers['x-pd-emitter-id']]).toEqual(['{"raw_event":{"n":1}}', wf.id]);
 
     expect(admin(system, ['orgs', 'remove-member', '--org', org.id, '--user', leaver.id]).removed).toBe(true);
     // The org's workflow is gone for them on the next request.
