@@ -183,6 +183,31 @@ describe('webhooks: API and signed, retried delivery', () => {
     expect(target.received.length).toBe(0);
   });
 
+  it('counts a 2xx as delivered once its body ends or its first 1,024 bytes came within WEBHOOK_TIMEOUT_MS, else as a timeout', async () => {
+    const { createServer } = await import('node:http');
+    const served: import('node:http').Server[] = [];
+    const serve = async (answer: (res: import('node:http').ServerResponse) => void): Promise<Receiver> => {
+      const server = createServer((req, res) => { req.resume(); req.on('end', () => answer(res)); });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      served.push(server);
+      return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook` } as Receiver;
+    };
+    try {
+      // Status and headers at once, then a byte a second: never a complete answer.
+      const trickle = await wire(await serve((res) => { res.writeHead(200); const t = setInterval(() => res.write('.'), 1000); res.on('close', () => clearInterval(t)); }));
+      // 8 MiB at once: its first 1,024 bytes are all an attempt reads.
+      const huge = await wire(await serve((res) => { res.writeHead(200); res.end(Buffer.alloc(8 << 20, 'a')); }));
+      await emitter.emit(trickle.src, user.id, { slow: true });
+      await emitter.emit(huge.src, user.id, { huge: true });
+      const slow = await eventually(async () => (await deliveries(trickle.wh)).find((d) => d.attempt === 1), { what: "the trickling endpoint's first attempt" });
+      expect([slow.status, slow.response_code, slow.error]).toEqual(['failed', null, expect.stringMatching(/^no complete response from 127\.0\.0\.1:\d+ within 2000 ms$/)]);
+      const big = await eventually(async () => (await deliveries(huge.wh))[0], { what: "the huge answer's attempt" });
+      expect([big.status, big.response_code, String(big.response_body).length]).toEqual(['succeeded', 200, 1024]);
+    } finally {
+      for (const server of served) { server.closeAllConnections(); server.close(); }
+    }
+  });
+
   it('disables the webhook when the endpoint answers 410', async () => {
     const r = await receiver();
     r.respond = () => ({ status: 410 });
