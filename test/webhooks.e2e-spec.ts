@@ -208,6 +208,18 @@ describe('webhooks: API and signed, retried delivery', () => {
     }
   });
 
+  it('follows the schedule when Retry-After is neither seconds nor an HTTP date (1.5, -5): not at once', async () => {
+    for (const value of ['1.5', '-5']) {
+      const r = await receiver();
+      r.respond = (_req, n): Answer => (n === 1 ? { status: 503, headers: { 'retry-after': value } } : { status: 204 });
+      const { src, wh } = await wire(r);
+      await emitter.emit(src, user.id, { value });
+      const first = await eventually(async () => (await deliveries(wh)).find((d) => d.attempt === 1), { what: 'the first attempt' });
+      // WEBHOOK_RETRY_SCHEDULE here is 200ms,400ms: the first retry 160-240 ms later (read as a date of 2001, it was 0).
+      expect(Number(first.next_attempt_at_ms) - Number(first.created_at_ms)).toBeGreaterThanOrEqual(150);
+    }
+  });
+
   it('disables the webhook when the endpoint answers 410', async () => {
     const r = await receiver();
     r.respond = () => ({ status: 410 });

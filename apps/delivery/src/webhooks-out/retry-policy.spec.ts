@@ -16,6 +16,9 @@ describe('webhook retry policy', () => {
     expect(parseRetryAfter(new Date(Date.UTC(2030, 0, 1, 0, 0, 30)).toUTCString(), Date.UTC(2030, 0, 1))).toBe(30_000);
     expect(parseRetryAfter('999999')).toBe(86_400_000);
     expect(parseRetryAfter('soon')).toBeUndefined();
+    for (const v of ['-5', '1.5', '1, 2', '2030-01-01']) expect([v, parseRetryAfter(v)]).toEqual([v, undefined]);
+    const at = Date.UTC(2030, 0, 1);
+    for (const v of ['Tue, 01 Jan 2030 00:00:30 GMT', 'Tuesday, 01-Jan-30 00:00:30 GMT']) expect([v, parseRetryAfter(v, at)]).toEqual([v, 30_000]);
     expect(nextDelayMs(schedule, 4, '7')).toBeUndefined();
   });
 });
