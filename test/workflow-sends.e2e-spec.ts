@@ -195,6 +195,17 @@ describe('workflow sends', () => {
     await api.post(`/workflows/${wf2.id}/run`, { event: {} });
     const errs2 = await eventually(async () => (await api.get(`/workflows/${wf2.id}/$errors/event_summaries?expand=event`)).body.data?.[0], { what: 'the $errors event' });
     expect(errs2.event.error).toEqual(expect.objectContaining({ code: 'SendError', stack: 'SendError: $.send.http(): header name "bad header" is not an HTTP token' }));
+    // The call is checked when its step ends, not by the call: a try/catch around it catches nothing, the step fails.
+    const caught = 'export default defineComponent({ async run({ $ }) { try { $.send.http({ url: "not a url" }); } catch (e) { $.export("caught", String(e)); } return "went on"; } });';
+    const wf3 = (await api.post('/workflows', { name: 'caught-send', trigger: { manual: {} }, steps: [{ name: 'send', code: caught }] })).body.data;
+    await api.post(`/workflows/${wf3.id}/run`, { event: {} });
+    const [run] = await eventually(async () => {
+      const runs = (await api.get(`/workflows/${wf3.id}/runs`)).body.data;
+      return runs?.length ? runs : undefined;
+    }, { what: 'the run record' });
+    expect(run).toEqual(expect.objectContaining({ status: 'error', failed_step: 'send' }));
+    expect(run.steps[0].error).toEqual({ name: 'SendError', message: '$.send.http(): url is not a URL: not a url' });
+    expect(run.steps[0].exports?.caught).toBeUndefined();
   });
 
   it('streams $.send.sse events and emits of a workflow over server-sent events', async () => {
