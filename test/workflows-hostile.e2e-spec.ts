@@ -182,7 +182,13 @@ describe('workflows against a hostile tenant', () => {
     ]);
     const run = await runOnce(id);
     expect({ status: run.status, steps: run.steps.map((s) => s.name) }).toEqual({ status: 'exit', steps: ['leave'] });
+    // The run record says which step left and why (docs/workflows.md, GET /v1/workflows/{id}/runs).
+    expect(run.steps[0]).toEqual(expect.objectContaining({ exit: { reason: 'done' }, return_value: 'after', exports: {} }));
     expect((await api().get(`/workflows/${id}/event_summaries`)).body.data).toEqual([]);
+    const bare = await runOnce(await create('exit-bare', [{ name: 'leave', code: step('$.flow.exit();') }]));
+    expect(bare.status).toBe('exit');
+    expect(bare.steps[0]).toEqual(expect.objectContaining({ exit: {} }));
+    expect(bare.steps[0]).not.toHaveProperty('return_value');
   });
 
   it('refuses a cron trigger that is not a 5-field expression (a 6th field, seconds, would fire under TIMER_MIN_INTERVAL_SECONDS)', async () => {
