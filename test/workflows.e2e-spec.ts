@@ -187,6 +187,13 @@ describe('workflows end to end', () => {
     expect((await api().get(`/workflows/${wf.id}`)).status).toBe(404);
   });
 
+  it('hands a cron-triggered workflow its timer event with the timezone', async () => {
+    const wf = (await api().post('/workflows', { name: 'cron-ticker', trigger: { timer: { cron: '* * * * *', timezone: 'Europe/Paris' } }, steps: [{ name: 'echo', code: ECHO }] })).body.data;
+    const [got] = await eventually(async () => ((await emits(wf.id)).length ? emits(wf.id) : undefined), { what: 'the first cron run', timeoutMs: 75_000 });
+    expect(got.event.raw_event).toEqual({ timestamp: expect.any(Number), cron: '* * * * *', timezone: 'Europe/Paris' });
+    expect((await api().del(`/workflows/${wf.id}`)).status).toBe(204);
+  }, 90_000);
+
   it('runs a source-triggered workflow for each event of its source', async () => {
     const source = (await api().post('/sources', { component_code: HTTP_SOURCE })).body.data;
     const wf = (await api().post('/workflows', { name: 'from-source', trigger: { source: source.id }, steps: [{ name: 'echo', code: ECHO }] })).body.data;
