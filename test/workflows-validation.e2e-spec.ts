@@ -171,4 +171,16 @@ describe('workflow definitions: what a deploy refuses', () => {
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ error: `no active HTTP workflow at endpoint ${inactive.slice(inactive.lastIndexOf('/') + 1)}`, code: 'not_found' });
   });
+
+  it('reads an http: {} trigger back as { customResponse: false } with its endpoint, which answers {"success":true}', async () => {
+    const created = await api().post('/workflows', { name: 'plain-http', trigger: { http: {} }, steps: [{ name: 'a', code: 'export default defineComponent({ async run() { return 1; } });' }] });
+    expect(created.status).toBe(200);
+    expect(created.body.data.trigger).toEqual({ http: { customResponse: false }, endpoint_url: expect.stringMatching(/\/e\/en/) });
+    expect((await api().get(`/workflows/${created.body.data.id}`)).body.data.trigger).toEqual(created.body.data.trigger);
+    const res = await eventually(async () => {
+      const r = await fetch(created.body.data.trigger.endpoint_url, { method: 'POST', body: 'x' });
+      return r.status === 200 ? r : undefined;
+    }, { what: 'the endpoint to answer' });
+    expect(await res.json()).toEqual({ success: true });
+  });
 });
