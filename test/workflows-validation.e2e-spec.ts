@@ -172,6 +172,17 @@ describe('workflow definitions: what a deploy refuses', () => {
     expect(await res.json()).toEqual({ error: `no active HTTP workflow at endpoint ${inactive.slice(inactive.lastIndexOf('/') + 1)}`, code: 'not_found' });
   });
 
+  it('runs an HTTP workflow by hand: without an event the step gets { timestamp, manual: true }, and source_type stays HTTP', async () => {
+    const code = 'export default defineComponent({ async run({ steps }) { return { event: steps.trigger.event, source_type: steps.trigger.context.source_type }; } });';
+    const created = await api().post('/workflows', { name: 'by-hand', trigger: { http: {} }, steps: [{ name: 'a', code }] });
+    expect((await api().post(`/workflows/${created.body.data.id}/run`, {})).status).toBe(202);
+    const [run] = await eventually(async () => {
+      const runs = await runsOf(created.body.data.id);
+      return runs.length ? runs : undefined;
+    }, { what: 'the run record' });
+    expect(run.steps[0].return_value).toEqual({ event: { timestamp: expect.any(Number), manual: true }, source_type: 'HTTP' });
+  });
+
   it('reads an http: {} trigger back as { customResponse: false } with its endpoint, which answers {"success":true}', async () => {
     const created = await api().post('/workflows', { name: 'plain-http', trigger: { http: {} }, steps: [{ name: 'a', code: 'export default defineComponent({ async run() { return 1; } });' }] });
     expect(created.status).toBe(200);
