@@ -229,6 +229,14 @@ describe('workflows end to end', () => {
     const again = JSON.parse((await pd(['deploy', join(dir, 'workflow.yaml'), '--json'], home)).stdout);
     expect(again.id).toBe(wf.id);
     expect(again.deployment_id).not.toBe(wf.deployment_id);
+    // Deployed again without the secret in the environment: the stored value is kept.
+    expect(again.secrets).toEqual(['API_TOKEN']);
+    const kept = await eventually(async () => {
+      const r = await fetch(wf.trigger.endpoint_url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"name":"Bo"}' });
+      const body = r.status === 200 ? ((await r.json()) as { name?: string; token?: string }) : undefined;
+      return body?.name === 'Bo' ? body : undefined;
+    }, { what: 'the redeployed workflow to answer' });
+    expect(kept).toEqual({ name: 'Bo', token: 's3cret' });
     writeFileSync(join(dir, 'bad.yaml'), 'name: bad\ntrigger: { http: {} }\nsteps:\n  - name: 1x\n    code: ./answer.mjs\n');
     const bad = await pd(['deploy', join(dir, 'bad.yaml')], home);
     expect(bad.code).not.toBe(0);
