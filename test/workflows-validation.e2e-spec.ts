@@ -183,6 +183,26 @@ describe('workflow definitions: what a deploy refuses', () => {
     expect(run.steps[0].return_value).toEqual({ event: { timestamp: expect.any(Number), manual: true }, source_type: 'HTTP' });
   });
 
+  it('gives a prop no value for a template that finds nothing at run time: its default, or nothing inside text', async () => {
+    const reader = 'export default defineComponent({ props: { whole: { type: "string" }, dflt: { type: "integer", default: 7 }, text: { type: "string" } }, async run() { return { whole: this.whole === undefined ? "undefined" : this.whole, dflt: this.dflt, text: this.text }; } });';
+    const created = await api().post('/workflows', {
+      name: 'finds-nothing',
+      trigger: { manual: {} },
+      steps: [
+        { name: 'a', code: 'export default defineComponent({ async run() { return { x: null }; } });' },
+        { name: 'b', code: reader, props: { whole: '{{steps.a.$return_value.nope}}', dflt: '{{steps.a.$return_value.nope}}', text: 'x={{steps.a.$return_value.x}}|{{steps.a.$return_value.constructor}}|' } },
+      ],
+    });
+    expect(created.status).toBe(200);
+    expect((await api().post(`/workflows/${created.body.data.id}/run`, { event: {} })).status).toBe(202);
+    const [run] = await eventually(async () => {
+      const runs = await runsOf(created.body.data.id);
+      return runs.length ? runs : undefined;
+    }, { what: 'the run record' });
+    expect(run.status).toBe('success');
+    expect(run.steps[1].return_value).toEqual({ whole: 'undefined', dflt: 7, text: 'x=||' });
+  });
+
   it('reads an http: {} trigger back as { customResponse: false } with its endpoint, which answers {"success":true}', async () => {
     const created = await api().post('/workflows', { name: 'plain-http', trigger: { http: {} }, steps: [{ name: 'a', code: 'export default defineComponent({ async run() { return 1; } });' }] });
     expect(created.status).toBe(200);
