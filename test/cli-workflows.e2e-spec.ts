@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { admin, createUser, TestUser } from './support/accounts';
@@ -149,6 +149,31 @@ describe('pd with workflows', () => {
     expect((await fetch(endpoint!, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":7}' })).status).toBe(200);
     await eventually(async () => (await pd(['events', 'hooked-flow', '--json'], home)).stdout.includes('"n": 7'), { what: 'the run of the request' });
     expect((await pd(['delete', 'hooked-flow'], home)).code).toBe(0);
+  });
+
+  it("deploys the definition example of docs/workflows.md as written, once its action key is published", async () => {
+    const doc = readFileSync(join(__dirname, '..', 'docs', 'workflows.md'), 'utf8');
+    const yaml = /```yaml\n(name: new-order-to-slack[\s\S]*?)```/.exec(doc)?.[1];
+    expect(yaml).toBeDefined();
+    writeFileSync(join(dir, 'doc-example.yaml'), yaml!);
+    writeFileSync(join(dir, 'normalize.mjs'), 'export default defineComponent({ async run({ steps }) { return { summary: `order ${steps.trigger.event.body.order}` }; } });\n');
+    const unpublished = await pd(['deploy', 'doc-example.yaml'], home, { SLACK_TOKEN: 'xoxb-doc' }, dir);
+    expect(unpublished.code).not.toBe(0);
+    expect(unpublished.stderr).toContain('steps[1].action: no component slack-send-message');
+    writeFileSync(join(dir, 'slack-send-message.mjs'), [
+      'export default defineComponent({ key: "slack-send-message", name: "Send Message", version: "0.0.1", type: "action",',
+      '  props: { slack: { type: "app", app: "slack" }, channel: { type: "string" }, text: { type: "string" } },',
+      '  async run({ $ }) { $.send.emit({ raw_event: { channel: this.channel, text: this.text, token: this.slack.$auth.oauth_access_token } }); } });',
+      '',
+    ].join('\n'));
+    expect((await pd(['publish', 'slack-send-message.mjs'], home, {}, dir)).code).toBe(0);
+    const r = await pd(['deploy', 'doc-example.yaml'], home, { SLACK_TOKEN: 'xoxb-doc' }, dir);
+    expect([r.code, r.stderr]).toEqual([0, '']);
+    const endpoint = /endpoint:\s+(\S+)/.exec(r.stdout)?.[1];
+    // customResponse: true and no step responds: the caller gets 502, the run still succeeds.
+    expect((await fetch(endpoint!, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"order":7}' })).status).toBe(502);
+    await eventually(async () => (await pd(['events', 'new-order-to-slack', '--json'], home)).stdout.includes('"text": "order 7"'), { what: 'the notify step to run' });
+    expect((await pd(['delete', 'new-order-to-slack'], home)).code).toBe(0);
   });
 
   it('names an unknown name as neither a source nor a workflow', async () => {
