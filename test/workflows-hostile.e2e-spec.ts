@@ -191,6 +191,18 @@ describe('workflows against a hostile tenant', () => {
     expect(bare.steps[0]).not.toHaveProperty('return_value');
   });
 
+  it('names what a toJSON or getter of a returned or exported value threw, an Error or not', async () => {
+    const cases: [string, string][] = [
+      ['return { toJSON() { throw "tojson boom"; } };', 'the return value of run: the value is not JSON-serializable (tojson boom)'],
+      ['return { get x() { throw new Error("getter boom"); } };', 'the return value of run: the value is not JSON-serializable (getter boom)'],
+      ['$.export("e", { toJSON() { throw 42; } });', '$.export("e"): the value is not JSON-serializable (42)'],
+    ];
+    for (const [i, [body, message]] of cases.entries()) {
+      const run = await runOnce(await create(`tojson-${i}`, [{ name: 'one', code: step(body) }]));
+      expect({ body, error: run.steps[0].error }).toEqual({ body, error: { name: 'TypeError', message } });
+    }
+  });
+
   it('refuses a cron trigger that is not a 5-field expression (a 6th field, seconds, would fire under TIMER_MIN_INTERVAL_SECONDS)', async () => {
     for (const cron of ['* * * * * *', 'every day please']) {
       const res = await api().post('/workflows', { name: `cron-${cron.length}`, trigger: { timer: { cron } }, steps: [{ name: 's', code: step('return 1;') }] });

@@ -46,9 +46,18 @@ export function toJson(value: unknown, where: string): string | undefined {
   try {
     json = JSON.stringify(value);
   } catch (e) {
-    throw new TypeError(`${where}: the value is not JSON-serializable (${(e as Error).message})`);
+    throw new TypeError(`${where}: the value is not JSON-serializable (${thrownText(e)})`);
   }
   return json;
+}
+
+/** What a toJSON or getter threw, as text: a thrown string or other non-Error is shown as itself, not as `undefined`. */
+function thrownText(e: unknown): string {
+  try {
+    return e instanceof Error ? e.message : String(e);
+  } catch {
+    return 'a value that cannot be shown';
+  }
 }
 
 /** A JSON copy of a value of at most `maxBytes` bytes of JSON, else a SandboxLimitError named `limitName`. */
