@@ -23,7 +23,7 @@ export class RunnerMetrics {
   readonly sandboxRestarts: Counter;
 
   constructor(registry: Registry, sandboxStats: () => { sandboxes?: number; queueSize: number } | undefined = () => undefined) {
-    this.invocations = new Counter({ name: 'runner_invocations_total', help: 'Invocations processed, by outcome (ok, error, skipped, duplicate, stale, chain_refused: past SUBSCRIPTION_MAX_DEPTH or SUBSCRIPTION_CHAIN_MAX_RUNS, not run) and kind', labelNames: ['outcome', 'kind'], registers: [registry] });
+    this.invocations = new Counter({ name: 'runner_invocations_total', help: 'Invocations processed, by outcome (ok, error, inactive, duplicate, unknown_source, chain_refused: past SUBSCRIPTION_MAX_DEPTH or SUBSCRIPTION_CHAIN_MAX_RUNS, not run) and kind (http, timer, manual, subscription, apphook)', labelNames: ['outcome', 'kind'], registers: [registry] });
     this.runDuration = new Histogram({
       name: 'runner_run_duration_seconds',
       help: 'Wall-clock duration of run() and hooks in the sandbox',
