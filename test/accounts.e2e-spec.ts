@@ -46,6 +46,19 @@ describe('accounts, auth and common API behaviour', () => {
     });
   });
 
+  it('gives each org of the free form four strings, an org made without an email "" (never null), as the OpenAPI document says', async () => {
+    const user = createUser(system);
+    const org = admin(system, ['orgs', 'create', '--name', 'No Mail', '--orgname', `nomail-${user.id.slice(3, 10)}`]);
+    admin(system, ['orgs', 'add-member', '--org', org.id, '--user', user.id]);
+    const me = await client(system, user.apiKey).get('/users/me');
+    expect(me.body.data.orgs).toEqual([{ name: 'No Mail', id: org.id, orgname: org.orgname, email: '' }]);
+    const doc = (await client(system, user.apiKey).get('/openapi.json')).body;
+    const schema = doc.paths['/v1/users/me'].get.responses['200'].content['application/json'].schema;
+    const orgItem = schema.properties.data.properties.orgs.items;
+    expect(orgItem.required.sort()).toEqual(['email', 'id', 'name', 'orgname']);
+    for (const field of ['name', 'id', 'orgname', 'email']) expect([field, orgItem.properties[field]]).toEqual([field, { type: 'string' }]);
+  });
+
   it('returns the paid form with billing period figures', async () => {
     const user = createUser(system, 'paid');
     const me = await client(system, user.apiKey).get('/users/me');

@@ -2,7 +2,8 @@ import { Type } from '@sinclair/typebox';
 import { orgTwinOf, RouteContract } from '../contract/route-contract';
 import { Data, Id } from '../contract/schemas';
 
-const Org = Type.Object({ name: Type.Union([Type.String(), Type.Null()]), id: Type.String(), orgname: Type.Union([Type.String(), Type.Null()]), email: Type.Union([Type.String(), Type.Null()]) });
+/** The spec's `orgs` items: four strings, never null (an org made without an email has ""). */
+const Org = Type.Object({ name: Type.String(), id: Type.String(), orgname: Type.String(), email: Type.String() }, { additionalProperties: false });
 
 /** The free form (orgs and daily quotas) or the paid form (billing period figures). */
 export const Me = Type.Object(
