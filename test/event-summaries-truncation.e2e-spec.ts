@@ -60,6 +60,24 @@ describe('truncated event summaries keep the shape the spec gives them', () => {
     expect(full).toEqual({ ...error.event, original_event: { note, fail: true } });
   });
 
+  it('keeps error and original_context of an $errors event whole when the error is over 1 KB (a long message, a deep stack)', async () => {
+    const LONG = 'export default defineComponent({ async run() { throw new TypeError("long ".repeat(300)); } });';
+    const wf = (await api.post('/workflows', { name: 'long-error', trigger: { manual: {} }, steps: [{ name: 'fail', code: LONG }] })).body.data;
+    expect((await api.post(`/workflows/${wf.id}/run`, { event: { a: 1 } })).status).toBe(202);
+    const [error] = await listed(`/workflows/${wf.id}/$errors/event_summaries`);
+    expect(Buffer.byteLength(JSON.stringify(error.event.error))).toBeGreaterThan(1024);
+    expect(error.event).toEqual({
+      original_event: { a: 1 },
+      original_context: expect.objectContaining({ workflow_id: wf.id, verified: false }),
+      error: { code: 'TypeError', cellId: wf.steps[0].cell_id, ts: expect.stringMatching(/Z$/), stack: expect.stringContaining('long long') },
+    });
+
+    const source = (await api.post('/sources', { component_code: THROWING_SOURCE.replace('"source boom"', '"source " + "boom ".repeat(300)') })).body.data.id as string;
+    expect((await api.post(`/sources/${source}/run`, { event: { note } })).status).toBe(202);
+    const [sourceError] = await listed(`/sources/${source}/event_summaries?event_name=$errors`);
+    expect(sourceError.event).toEqual({ error: expect.objectContaining({ name: 'Error', message: expect.stringMatching(/^source (boom ){300}$/) }), original_event: marker({ note }), ts: expect.any(Number) });
+  });
+
   it("keeps a source's $errors event readable and truncates its original_event", async () => {
     const source = (await api.post('/sources', { component_code: THROWING_SOURCE })).body.data.id as string;
     expect((await api.post(`/sources/${source}/run`, { event: { note } })).status).toBe(202);

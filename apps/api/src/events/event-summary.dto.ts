@@ -57,9 +57,17 @@ function isEnvelope(row: EventSummaryRow): row is EventSummaryRow & { event: Rec
   return enveloped && typeof row.event === 'object' && row.event !== null && !Array.isArray(row.event);
 }
 
-function truncateFields(event: Record<string, unknown>, truncateBytes: number): Record<string, unknown> {
+/**
+ * The fields of an `$errors` event the platform writes (`error`, `original_context`, `ts`) are never cut: the spec
+ * gives them a shape, and the runner bounds them (a message of 2,000 and a stack of 16 K characters); only the data
+ * of the failed run (`original_event`) can be large.
+ */
+const ERROR_EVENT_KEPT_FIELDS = new Set(['error', 'original_context', 'ts']);
+
+function truncateFields(event: Record<string, unknown>, truncateBytes: number, keptWhole: ReadonlySet<string>): Record<string, unknown> {
   return Object.fromEntries(
     Object.entries(event).map(([k, v]) => {
+      if (keptWhole.has(k)) return [k, v];
       const json = JSON.stringify(v) ?? 'null';
       const bytes = Buffer.byteLength(json);
       return [k, bytes > truncateBytes ? marker(json, bytes, truncateBytes) : v];
@@ -71,7 +79,7 @@ function truncateFields(event: Record<string, unknown>, truncateBytes: number): 
 export function toEventSummary(row: EventSummaryRow, truncateBytes: number | undefined, expandSummary: boolean): EventSummaryDto {
   let event = row.event;
   if (truncateBytes !== undefined && row.size_bytes > truncateBytes) {
-    event = isEnvelope(row) ? truncateFields(row.event, truncateBytes) : marker(JSON.stringify(row.event), row.size_bytes, truncateBytes);
+    event = isEnvelope(row) ? truncateFields(row.event, truncateBytes, row.name === '$errors' ? ERROR_EVENT_KEPT_FIELDS : new Set()) : marker(JSON.stringify(row.event), row.size_bytes, truncateBytes);
   }
   const dto: EventSummaryDto = { id: row.id, indexed_at_ms: Number(row.indexed_at_ms), event, metadata: { emit_id: row.emit_id, name: row.name, emitter_id: row.emitter_id } };
   return expandSummary ? withSummary(dto, row.summary) : dto;
