@@ -76,6 +76,13 @@ describe('truncated event summaries keep the shape the spec gives them', () => {
     expect((await api.post(`/sources/${source}/run`, { event: { note } })).status).toBe(202);
     const [sourceError] = await listed(`/sources/${source}/event_summaries?event_name=$errors`);
     expect(sourceError.event).toEqual({ error: expect.objectContaining({ name: 'Error', message: expect.stringMatching(/^source (boom ){300}$/) }), original_event: marker({ note }), ts: expect.any(Number) });
+
+    // A source's error may be 64 K characters of message and as much of stack: past 64 KiB it is cut as any field.
+    const huge = (await api.post('/sources', { component_code: THROWING_SOURCE.replace('"source boom"', '"x".repeat(60000)') })).body.data.id as string;
+    expect((await api.post(`/sources/${huge}/run`, { event: { a: 1 } })).status).toBe(202);
+    const [hugeError] = await listed(`/sources/${huge}/event_summaries?event_name=$errors`);
+    expect(hugeError.event).toEqual({ error: { $truncated: true, size_bytes: expect.any(Number), preview: expect.stringMatching(/^\{"name":"Error","message":"x{50}/) }, original_event: { a: 1 }, ts: expect.any(Number) });
+    expect((hugeError.event.error as { size_bytes: number }).size_bytes).toBeGreaterThan(64 * 1024);
   });
 
   it("keeps a source's $errors event readable and truncates its original_event", async () => {

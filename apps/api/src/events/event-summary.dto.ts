@@ -58,19 +58,22 @@ function isEnvelope(row: EventSummaryRow): row is EventSummaryRow & { event: Rec
 }
 
 /**
- * The fields of an `$errors` event the platform writes (`error`, `original_context`, `ts`) are never cut: the spec
- * gives them a shape, and the runner bounds them (a message of 2,000 and a stack of 16 K characters); only the data
- * of the failed run (`original_event`) can be large.
+ * The fields of an `$errors` event the platform writes (`error`, `original_context`, `ts`) are kept whole up to
+ * ERROR_FIELD_KEPT_BYTES: the spec gives them a shape, and the runner bounds a workflow's (a message of 2,000 and a
+ * stack of 16 K characters); only the data of the failed run (`original_event`) is cut at the summary's size. A
+ * source's error may hold a message and a stack of 64 K characters each: past the bound it is cut as any field, so
+ * that a page of 100 errors stays a few MB.
  */
 const ERROR_EVENT_KEPT_FIELDS = new Set(['error', 'original_context', 'ts']);
+const ERROR_FIELD_KEPT_BYTES = 64 * 1024;
 
 function truncateFields(event: Record<string, unknown>, truncateBytes: number, keptWhole: ReadonlySet<string>): Record<string, unknown> {
   return Object.fromEntries(
     Object.entries(event).map(([k, v]) => {
-      if (keptWhole.has(k)) return [k, v];
       const json = JSON.stringify(v) ?? 'null';
       const bytes = Buffer.byteLength(json);
-      return [k, bytes > truncateBytes ? marker(json, bytes, truncateBytes) : v];
+      const bound = keptWhole.has(k) ? ERROR_FIELD_KEPT_BYTES : truncateBytes;
+      return [k, bytes > bound ? marker(json, bytes, truncateBytes) : v];
     }),
   );
 }
