@@ -1,4 +1,4 @@
-import { characterCount, clipped, TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
+import { CHANNEL_NAME_MAX_CHARS, clipped, longerThan, TIMER_MAX_INTERVAL_SECONDS } from '@app/contracts';
 import { cronProblem } from './configured-props';
 import { readTimerSchedule, TimerSchedule } from './timer-event';
 import { forEachTemplate, secretOf } from './workflow-templates';
@@ -133,7 +133,7 @@ function readTrigger(v: unknown): WorkflowTriggerDef {
       const channel = value.event_name;
       if (channel !== undefined && typeof channel !== 'string') throw new WorkflowDefinitionError(`${path}.event_name`, 'must be a string');
       // The channels a subscription may name: the default (""), a custom name, $errors or $logs.
-      if (typeof channel === 'string' && (characterCount(channel) > 255 || (channel.startsWith('$') && channel !== '$errors' && channel !== '$logs'))) {
+      if (typeof channel === 'string' && (longerThan(channel, CHANNEL_NAME_MAX_CHARS) || (channel.startsWith('$') && channel !== '$errors' && channel !== '$logs'))) {
         throw new WorkflowDefinitionError(`${path}.event_name`, 'may be empty (default channel), a custom channel name of at most 255 characters, $errors or $logs');
       }
       return { events: { emitter_id: value.emitter_id, event_name: (value.event_name as string | undefined) ?? '' } };
@@ -188,7 +188,7 @@ function readSettings(v: unknown): WorkflowSettings {
 export function readWorkflowDefinition(input: unknown, extraFields: string[] = []): WorkflowDefinition {
   if (!isObject(input)) throw new WorkflowDefinitionError('(root)', 'a workflow must be an object with name, trigger and steps');
   only(input, ['name', 'trigger', 'steps', 'settings', ...extraFields], '');
-  if (typeof input.name !== 'string' || !input.name.trim() || characterCount(input.name) > 200) throw new WorkflowDefinitionError('name', 'must be a non-empty string of at most 200 characters');
+  if (typeof input.name !== 'string' || !input.name.trim() || longerThan(input.name, 200)) throw new WorkflowDefinitionError('name', 'must be a non-empty string of at most 200 characters');
   const trigger = readTrigger(input.trigger);
   if (!Array.isArray(input.steps) || input.steps.length === 0) throw new WorkflowDefinitionError('steps', 'must be a non-empty list of steps');
   if (input.steps.length > MAX_STEPS) throw new WorkflowDefinitionError('steps', `at most ${MAX_STEPS} steps`);

@@ -1,4 +1,4 @@
-import { characterCount } from './characters';
+import { characterCount, longerThan } from './characters';
 import { channelNameProblem } from './channels';
 
 describe('characterCount', () => {
@@ -10,6 +10,15 @@ describe('characterCount', () => {
     // A lone half is one character too.
     expect(characterCount('\ud800x\udc00')).toBe(3);
     expect(characterCount('\ud83d')).toBe(1);
+  });
+});
+
+describe('longerThan', () => {
+  it('compares characters, not UTF-16 units, with the bound', () => {
+    expect(longerThan('😀'.repeat(200), 200)).toBe(false);
+    expect(longerThan('😀'.repeat(201), 200)).toBe(true);
+    expect(longerThan('a'.repeat(201), 200)).toBe(true);
+    expect(longerThan('a'.repeat(200), 200)).toBe(false);
   });
 });
 

@@ -16,3 +16,8 @@ export function characterCount(text: string): number {
   }
   return n;
 }
+
+/** Whether `text` has more than `max` characters as characterCount counts them (counted only when its length says it may). */
+export function longerThan(text: string, max: number): boolean {
+  return text.length > max && characterCount(text) > max;
+}

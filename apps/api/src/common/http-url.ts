@@ -1,4 +1,4 @@
-import { BadRequestError, characterCount, clipped } from '@app/contracts';
+import { BadRequestError, clipped, longerThan } from '@app/contracts';
 import { shownAsWritten } from '@app/net';
 
 /**
@@ -18,7 +18,7 @@ const echoed = (text: string): string => clipped(shownAsWritten(text));
  */
 export function parseHttpUrl(value: unknown, field: string, example: string): URL {
   if (typeof value !== 'string' || value.trim() === '') throw new BadRequestError(`${field} is required`, { field });
-  if (value.length > MAX_URL_CHARS && characterCount(value) > MAX_URL_CHARS) throw new BadRequestError(`${field} must be at most ${MAX_URL_CHARS} characters`, { field });
+  if (longerThan(value, MAX_URL_CHARS)) throw new BadRequestError(`${field} must be at most ${MAX_URL_CHARS} characters`, { field });
   const text = value.trim();
   // The parser drops tabs and line breaks silently: what is stored and shown would not be the URL called.
   if (/[\u0000-\u001f\u007f]/.test(text)) throw new BadRequestError(`${field} must not contain control characters (tabs, line breaks)`, { field, value: echoed(text) });

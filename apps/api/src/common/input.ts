@@ -1,4 +1,4 @@
-import { BadRequestError, characterCount } from '@app/contracts';
+import { BadRequestError, longerThan } from '@app/contracts';
 import { assertFiniteNumbers, assertJsonTextLimits, repeatedJsonKey } from './json-limits';
 
 /**
@@ -19,7 +19,7 @@ export function optionalString(input: Input, name: string, { nullable = false, m
   if (v === undefined) return undefined;
   if (v === null && nullable) return null;
   if (typeof v !== 'string') throw new BadRequestError(`${name} must be a string`, { field: name });
-  if (v.length > maxLength && characterCount(v) > maxLength) throw new BadRequestError(`${name} must be at most ${maxLength} characters`, { field: name });
+  if (longerThan(v, maxLength)) throw new BadRequestError(`${name} must be at most ${maxLength} characters`, { field: name });
   return v;
 }
 

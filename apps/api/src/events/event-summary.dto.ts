@@ -66,6 +66,7 @@ function isEnvelope(row: EventSummaryRow): row is EventSummaryRow & { event: Rec
  */
 const ERROR_EVENT_KEPT_FIELDS = new Set(['error', 'original_context', 'ts']);
 const ERROR_FIELD_KEPT_BYTES = 64 * 1024;
+const NONE_KEPT: ReadonlySet<string> = new Set();
 
 function truncateFields(event: Record<string, unknown>, truncateBytes: number, keptWhole: ReadonlySet<string>): Record<string, unknown> {
   return Object.fromEntries(
@@ -82,7 +83,7 @@ function truncateFields(event: Record<string, unknown>, truncateBytes: number, k
 export function toEventSummary(row: EventSummaryRow, truncateBytes: number | undefined, expandSummary: boolean): EventSummaryDto {
   let event = row.event;
   if (truncateBytes !== undefined && row.size_bytes > truncateBytes) {
-    event = isEnvelope(row) ? truncateFields(row.event, truncateBytes, row.name === '$errors' ? ERROR_EVENT_KEPT_FIELDS : new Set()) : marker(JSON.stringify(row.event), row.size_bytes, truncateBytes);
+    event = isEnvelope(row) ? truncateFields(row.event, truncateBytes, row.name === '$errors' ? ERROR_EVENT_KEPT_FIELDS : NONE_KEPT) : marker(JSON.stringify(row.event), row.size_bytes, truncateBytes);
   }
   const dto: EventSummaryDto = { id: row.id, indexed_at_ms: Number(row.indexed_at_ms), event, metadata: { emit_id: row.emit_id, name: row.name, emitter_id: row.emitter_id } };
   return expandSummary ? withSummary(dto, row.summary) : dto;

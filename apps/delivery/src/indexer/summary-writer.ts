@@ -1,5 +1,5 @@
 import { EntityManager } from '@mikro-orm/postgresql';
-import { CHANNEL_NAME_MAX_CHARS, channelClassOf, characterCount, EmittedEvent, parseEventId, TimeSlicer } from '@app/contracts';
+import { CHANNEL_NAME_MAX_CHARS, channelClassOf, EmittedEvent, longerThan, parseEventId, TimeSlicer } from '@app/contracts';
 import { deleteSummaries, TrimGroup, trimSummaries } from '@app/db';
 import { pgJson, pgText } from '../common/pg-text';
 import { insertRows, RowColumn } from '../common/pg-rows';
@@ -32,7 +32,7 @@ const COLUMNS: RowColumn[] = [
  * but one event Postgres refuses would fail its whole batch again and again, holding every account's events.
  */
 function fitsColumns(e: EmittedEvent): boolean {
-  return [e.emitterId, e.id, e.name ?? '', e.ownerId ?? '', e.emitId ?? e.id].every((s) => typeof s === 'string' && (s.length <= CHANNEL_NAME_MAX_CHARS || characterCount(s) <= CHANNEL_NAME_MAX_CHARS));
+  return [e.emitterId, e.id, e.name ?? '', e.ownerId ?? '', e.emitId ?? e.id].every((s) => typeof s === 'string' && !longerThan(s, CHANNEL_NAME_MAX_CHARS));
 }
 
 /**
