@@ -32,9 +32,12 @@ describe('events and answers that contain U+0000', () => {
     }, { what: 'the indexed event', timeoutMs: 30_000 });
     expect(events.event).toEqual({ text: 'x\ufffdy', 'k\ufffd': 1 });
     expect(events.summary).toBe('s\ufffd');
-    // The second emit went to a channel whose name held U+0000: indexed too (one batch failing would lose both).
-    const other = await eventually(async () => (await api.get(`/sources/${created.body.data.id}/event_summaries?expand=event&event_name=${encodeURIComponent('ch\ufffdan')}`)).body.data?.[0], { what: 'the channel event', timeoutMs: 30_000 });
-    expect(other.event).toEqual({ text: 'next' });
+    // The second emit named a channel holding U+0000, which no subscription or read could name: refused, the run failed
+    // with the reason as its error (before 2026-12-02 it was indexed under the name with U+FFFD, out of every reach).
+    const error = await eventually(async () => (await api.get(`/sources/${created.body.data.id}/event_summaries?event_name=%24errors&expand=event`)).body.data?.[0]?.event, { what: 'the error', timeoutMs: 30_000 });
+    expect(error.error).toMatchObject({ name: 'TypeError', message: '$emit(event, meta): meta.name (the channel) must not hold U+0000 or a lone UTF-16 surrogate (no subscription could name the channel)' });
+    const all = (await api.get(`/sources/${created.body.data.id}/event_summaries?expand=event`)).body.data as { event: Record<string, unknown> }[];
+    expect(all.map((e) => e.event)).toEqual([{ text: 'x\ufffdy', 'k\ufffd': 1 }]);
   });
 
   it('stores U+FFFD for a lone UTF-16 surrogate a source or a workflow emits, logs, returns or exports, and goes on indexing everyone\'s events', async () => {

@@ -28,4 +28,11 @@ describe('channelNameProblem', () => {
     expect(channelNameProblem('📣'.repeat(256))).toBe('must be at most 255 characters, got 256');
     expect(channelNameProblem('a'.repeat(256))).toBe('must be at most 255 characters, got 256');
   });
+
+  it('refuses names no subscription could name: U+0000 or a lone surrogate; a surrogate pair is one character', () => {
+    for (const name of ['ch\u0000an', String.fromCharCode(0xd800), `a${String.fromCharCode(0xdc00)}b`]) {
+      expect(channelNameProblem(name)).toBe('must not hold U+0000 or a lone UTF-16 surrogate (no subscription could name the channel)');
+    }
+    expect(channelNameProblem('ch📣an')).toBeUndefined();
+  });
 });
