@@ -9,7 +9,7 @@ export const RESPONSE_MAX_HEADER_BYTES = 8 * 1024;
 
 /**
  * Why `headers` are over the bounds (a sentence for the run's error), or undefined when within them. Each line is
- * counted as written on the wire, `name: value` and its line end; each value of a `Set-Cookie` list is a line.
+ * counted as written on the wire, `name: value` and its line end; each value of a list is a line.
  */
 export function responseHeadersProblem(headers: Record<string, string | string[]>): string | undefined {
   let lines = 0;
@@ -20,7 +20,7 @@ export function responseHeadersProblem(headers: Record<string, string | string[]
       bytes += name.length + 2 + String(one).length + 2;
     }
   }
-  if (lines > RESPONSE_MAX_HEADERS) return `too many headers: ${lines}, at most ${RESPONSE_MAX_HEADERS} (each Set-Cookie value counts as one)`;
+  if (lines > RESPONSE_MAX_HEADERS) return `too many headers: ${lines}, at most ${RESPONSE_MAX_HEADERS} (each value of a list counts as one)`;
   if (bytes > RESPONSE_MAX_HEADER_BYTES) return `headers too large: ${bytes} bytes, at most ${RESPONSE_MAX_HEADER_BYTES} (each counted as "name: value" and its line end)`;
   return undefined;
 }

@@ -1,4 +1,5 @@
 import { validateHeaderName, validateHeaderValue } from 'node:http';
+import { types } from 'node:util';
 import type { EmitRecord, ExecuteTask, HttpResponsePayload, LogRecord, SendRecord } from '../types';
 import { isObject } from './plan';
 import { responseHeadersProblem } from '../response-headers';
@@ -168,47 +169,85 @@ export function makeEmit(state: InvocationState) {
   };
 }
 
-function isBinary(v: unknown): v is Uint8Array | ArrayBuffer {
-  return v instanceof Uint8Array || v instanceof ArrayBuffer;
+/** Bytes a component may answer with: a Buffer or any other TypedArray or DataView, an ArrayBuffer (of any realm). */
+function isBinary(v: unknown): v is ArrayBufferView | ArrayBuffer | SharedArrayBuffer {
+  return ArrayBuffer.isView(v) || types.isAnyArrayBuffer(v);
+}
+
+/** What a value is, for an error message (never its text: a header value may be a secret). */
+function kindOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'an object';
+  return typeof v === 'undefined' ? 'undefined' : `a ${typeof v}`;
+}
+
+/** One header value as it is sent: a string as given, a number, boolean or bigint as its text (as Node's setHeader). */
+function headerText(name: string, v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  // String() of anything else is no header anyone meant: `[object Object]`, a function's source, `Symbol(x)`.
+  throw new TypeError(`respond(): header ${JSON.stringify(name)}: a value must be a string, a number or a boolean, or a list of them; got ${kindOf(v)}`);
+}
+
+/** The status `respond()` was given, as a number; a numeric string ("201") is taken as Node's writeHead takes it. */
+function statusOf(raw: unknown): number {
+  const status = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isInteger(status) || status < 100 || status > 599) {
+    const shown = typeof raw === 'string' ? JSON.stringify(raw.slice(0, 100)) : typeof raw === 'number' ? String(raw) : kindOf(raw);
+    throw new RangeError(`respond(): status must be an integer from 100 to 599, got ${shown}`);
+  }
+  return status;
+}
+
+/**
+ * Header values as they are sent: null or undefined leaves the header out, a list is that header repeated (one line
+ * per value, as Node's setHeader sends it; an empty list sends none), anything else is headerText.
+ */
+function headersOf(raw: unknown): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  if (raw === undefined || raw === null) return headers;
+  // A Map or a fetch Headers has no own entries: taken as an object, every header was dropped without a word.
+  const tag = Array.isArray(raw) ? 'a list' : typeof raw !== 'object' ? kindOf(raw) : Object.prototype.toString.call(raw).slice(8, -1);
+  if (!isObject(raw) || tag !== 'Object') {
+    const hint = tag === 'Map' || tag === 'Headers' ? ' (Object.fromEntries() makes one of it)' : '';
+    throw new TypeError(`respond(): headers must be an object of names and values, got ${tag.startsWith('a ') ? tag : `a ${tag}`}${hint}`);
+  }
+  for (const [k, v] of Object.entries(raw)) {
+    if (v === undefined || v === null) continue;
+    const value = Array.isArray(v) ? v.map((one) => headerText(k, one)) : headerText(k, v);
+    if (Array.isArray(value) && value.length === 0) continue;
+    // Checked here, so a bad header is this run's clear error rather than a failed answer at the api.
+    try {
+      validateHeaderName(k);
+      for (const one of [value].flat()) validateHeaderValue(k, one);
+    } catch (e) {
+      throw new TypeError(`respond(): invalid header ${JSON.stringify(k)}: ${(e as Error).message}`);
+    }
+    headers[k] = value;
+  }
+  return headers;
 }
 
 /** Validates and normalises `respond({ status, headers, body })`. */
 export function normalizeResponse(res: unknown): HttpResponsePayload {
   if (!isObject(res)) throw new TypeError('respond() needs an object { status, headers?, body? }');
-  const raw = res.status;
-  const status = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isInteger(status) || status < 100 || status > 599) {
-    throw new RangeError(`respond(): status must be an integer from 100 to 599, got ${JSON.stringify(raw) ?? String(raw)}`);
-  }
-  const headers: Record<string, string | string[]> = {};
-  if (res.headers !== undefined && res.headers !== null) {
-    if (!isObject(res.headers)) throw new TypeError('respond(): headers must be an object');
-    for (const [k, v] of Object.entries(res.headers)) {
-      if (v === undefined || v === null) continue;
-      // A list is one header joined with commas, except Set-Cookie: one header line per cookie (a cookie's Expires holds a comma).
-      const value = Array.isArray(v) ? (k.toLowerCase() === 'set-cookie' ? v.map(String) : v.map(String).join(', ')) : String(v);
-      // Checked here, so a bad header is this run's clear error rather than a failed answer at the api.
-      try {
-        validateHeaderName(k);
-        for (const one of [value].flat()) validateHeaderValue(k, one);
-      } catch (e) {
-        throw new TypeError(`respond(): invalid header ${JSON.stringify(k)}: ${(e as Error).message}`);
-      }
-      headers[k] = value;
-    }
-  }
+  const status = statusOf(res.status);
+  const headers = headersOf(res.headers);
   const out: HttpResponsePayload = { status, headers };
   const body = res.body;
   if (typeof body === 'string') {
     out.body = body;
     out.bodyEncoding = 'utf8';
   } else if (isBinary(body)) {
-    const buf = body instanceof ArrayBuffer ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    const buf = ArrayBuffer.isView(body) ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : Buffer.from(body);
     out.body = buf.toString('base64');
     out.bodyEncoding = 'base64';
   } else if (body !== undefined && body !== null) {
-    const json = toJson(body, 'respond(body)');
-    out.body = json ?? '';
+    const json = typeof body === 'function' || typeof body === 'symbol' ? undefined : toJson(body, 'respond(body)');
+    // JSON.stringify of a function or symbol (or a toJSON that returns undefined) is no text at all: an empty "JSON" body.
+    if (json === undefined) throw new TypeError(`respond(): body must be a string, a Buffer (or other binary data), or a value sent as JSON; got ${kindOf(body)} that has no JSON text`);
+    out.body = json;
     out.bodyEncoding = 'utf8';
     if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json; charset=utf-8';
   }
