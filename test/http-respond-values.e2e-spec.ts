@@ -7,16 +7,22 @@ import { eventually, startSystem, System } from './support/system';
  * A header value that is an object reached the client as the text `[object Object]` (a function as its source, a symbol
  * as `Symbol(x)`, `null` in a list as `null`); a list was one header joined with `, ` where Node's setHeader repeats it;
  * an ArrayBuffer or a TypedArray other than Uint8Array was sent as the JSON of its indexes (`{}`, `{"0":1}`), a function
- * body as an empty `application/json` one; and a Map of headers was taken as no headers.
+ * body as an empty `application/json` one; a Map of headers was taken as no headers; and a Content-Type the component
+ * gave was changed by the api (`; charset=utf-8` added to a JSON type with a text body, one it could not parse replaced),
+ * and with a text body a header's characters from U+0080 to U+00FF were sent as UTF-8 (`café` read as `cafÃ©`).
  * Now each value is sent as the component wrote it, or `respond()` throws a TypeError or RangeError in the run: the
  * caller gets the documented `502 source_error` naming it, never a 500, and the api and the runner go on answering.
  */
 const CASES = `{
-  scalars: () => ({ status: "201", headers: { "x-num": 42, "x-bool": false, "x-big": 10n, "x-str": "as given; q=1", "x-null": null, "x-undef": undefined, "x-none": [] }, body: "hi" }),
+  scalars: () => ({ status: "201", headers: { "x-num": 42, "x-bool": false, "x-big": 10n, "x-str": "as given; q=1", "x-latin1": "caf\\u00e9", "x-null": null, "x-undef": undefined, "x-none": [] }, body: "hi" }),
   lists: () => ({ status: 200, headers: { "x-list": ["a", 1, true], "set-cookie": ["a=1", "b=2"], vary: ["Origin"] } }),
+  jsonType: () => ({ status: 200, headers: { "Content-Type": "application/json" }, body: JSON.stringify({ a: 1 }) }),
+  oddType: () => ({ status: 200, headers: { "content-type": "weird" }, body: "odd" }),
+  twoTypes: () => ({ status: 200, headers: { "content-type": ["text/plain", "text/html"] }, body: "two" }),
   object: () => ({ status: 200, body: { a: [1, "x"] } }),
   array: () => ({ status: 200, body: [1, 2] }),
   number: () => ({ status: 200, body: 0 }),
+  typedJson: () => ({ status: 200, headers: { "content-type": "application/vnd.api+json" }, body: { data: null } }),
   nullBody: () => ({ status: 200, body: null }),
   noBody: () => ({ status: 202 }),
   buffer: () => ({ status: 200, body: Buffer.from([0, 255, 1]) }),
@@ -93,7 +99,7 @@ describe('respond() values a component gives, as the caller gets them', () => {
   it('header values: a string as given, a number, boolean or bigint as its text; null, undefined and [] leave the header out; a numeric string status is taken', async () => {
     const a = await answer('scalars');
     expect([a.status, a.body.toString()]).toEqual([201, 'hi']);
-    expect(['x-num', 'x-bool', 'x-big', 'x-str'].map((n) => valuesOf(a, n))).toEqual([['42'], ['false'], ['10'], ['as given; q=1']]);
+    expect(['x-num', 'x-bool', 'x-big', 'x-str', 'x-latin1'].map((n) => valuesOf(a, n))).toEqual([['42'], ['false'], ['10'], ['as given; q=1'], ['café']]);
     expect(['x-null', 'x-undef', 'x-none'].flatMap((n) => valuesOf(a, n))).toEqual([]);
     expect(valuesOf(a, 'content-type')).toEqual(['text/plain; charset=utf-8']);
   });
@@ -106,6 +112,15 @@ describe('respond() values a component gives, as the caller gets them', () => {
     expect(valuesOf(a, 'vary')).toEqual(['Origin']);
   });
 
+  it("the component's Content-Type is sent as written, parsed by no one: a JSON type, one that is no media type, a list", async () => {
+    const json = await answer('jsonType');
+    expect([valuesOf(json, 'content-type'), JSON.parse(json.body.toString())]).toEqual([['application/json'], { a: 1 }]);
+    const odd = await answer('oddType');
+    expect([valuesOf(odd, 'content-type'), odd.body.toString()]).toEqual([['weird'], 'odd']);
+    const two = await answer('twoTypes');
+    expect([valuesOf(two, 'content-type'), two.body.toString()]).toEqual([['text/plain', 'text/html'], 'two']);
+  });
+
   it('body: a value is JSON (application/json; charset=utf-8 unless a Content-Type was given), binary data its bytes (application/octet-stream), null or none an empty body without a type', async () => {
     const json = async (c: string): Promise<[string[], string]> => {
       const a = await answer(c);
@@ -114,6 +129,7 @@ describe('respond() values a component gives, as the caller gets them', () => {
     expect(await json('object')).toEqual([['application/json; charset=utf-8'], '{"a":[1,"x"]}']);
     expect(await json('array')).toEqual([['application/json; charset=utf-8'], '[1,2]']);
     expect(await json('number')).toEqual([['application/json; charset=utf-8'], '0']);
+    expect(await json('typedJson')).toEqual([['application/vnd.api+json'], '{"data":null}']);
     for (const c of ['nullBody', 'noBody']) {
       const a = await answer(c);
       expect([c, a.status, valuesOf(a, 'content-type'), valuesOf(a, 'content-length'), a.body.length]).toEqual([c, c === 'noBody' ? 202 : 200, [], ['0'], 0]);
@@ -155,7 +171,7 @@ describe('respond() values a component gives, as the caller gets them', () => {
     for (const [c, message] of refused) {
       const a = await answer(c);
       const body = JSON.parse(a.body.toString()) as { error: string; code: string };
-      expect([c, a.status, body.code]).toEqual([c, 502, 'source_error']);
+      expect([c, a.status, body.code, valuesOf(a, 'content-type'), valuesOf(a, 'cache-control')]).toEqual([c, 502, 'source_error', ['application/json; charset=utf-8'], ['no-store']]);
       expect([c, body.error]).toEqual([c, expect.stringMatching(/^the source failed before responding: /)]);
       expect([c, body.error.replace('the source failed before responding: ', '')]).toEqual([c, expect.stringMatching(message)]);
       expect(a.lines.some(([, v]) => v.includes('[object Object]'))).toBe(false);

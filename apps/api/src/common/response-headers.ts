@@ -16,10 +16,17 @@ export const SSE_RESPONSE_HEADERS = {
 
 /** Answers a component gave with `$.respond()` (HttpIngress.relay): sent as it wrote them. */
 const componentAnswers = new WeakSet<FastifyReply>();
+/** The Content-Type each of them gave: Fastify replaces one it cannot parse (`foo`, a list) with its default. */
+const ownContentTypes = new WeakMap<FastifyReply, string | string[]>();
 
 /** Marks `reply` as a component's own answer, which gets none of the API answer headers. */
 export function relaysComponentAnswer(reply: FastifyReply): void {
   componentAnswers.add(reply);
+}
+
+/** The Content-Type a component's answer is sent with, whatever Fastify makes of it. */
+export function keepsContentType(reply: FastifyReply, contentType: string | string[] | undefined): void {
+  if (contentType !== undefined) ownContentTypes.set(reply, contentType);
 }
 
 /**
@@ -36,7 +43,11 @@ export function registerResponseHeaders(fastify: FastifyInstance): void {
   fastify.addHook('onSend', async (req, reply, payload) => {
     // The dashboard's files set their own caching and keep it (only missing headers are added); its errors and
     // redirects get these too (before 2026-12-01 its 404s and a URL refused there, `/ui/%00`, went without nosniff).
-    if (componentAnswers.has(reply)) return payload;
+    if (componentAnswers.has(reply)) {
+      const own = ownContentTypes.get(reply);
+      if (own !== undefined) reply.header('content-type', own);
+      return payload;
+    }
     for (const [name, value] of Object.entries(API_ANSWER_HEADERS)) if (reply.getHeader(name) === undefined) reply.header(name, value);
     return payload;
   });

@@ -39,7 +39,7 @@ import { scopeSetCookies } from './endpoint-cookies';
 import { dependencyError, describeCause } from '../common/dependency-errors';
 import { onReplicaChange } from '../common/replica-changes';
 import { keepConnectionToDrain, tooLargeDetails } from '../common/body-too-large';
-import { relaysComponentAnswer } from '../common/response-headers';
+import { keepsContentType, relaysComponentAnswer } from '../common/response-headers';
 
 /**
  * Headers that would act on the whole origin (host) the dashboard and every endpoint share, not on the one answer:
@@ -311,8 +311,13 @@ export class HttpIngress implements OnModuleInit, OnModuleDestroy {
     // The component's own policy, if any, still applies: a browser enforces every policy listed.
     const own = reply.getHeader('content-security-policy');
     reply.header('content-security-policy', own === undefined ? ENDPOINT_SANDBOX_CSP : `${[own].flat().join(', ')}, ${ENDPOINT_SANDBOX_CSP}`);
+    const contentType = reply.getHeader('content-type') as string | string[] | undefined;
+    keepsContentType(reply, contentType);
     if (res.body === undefined) return reply.send();
-    return reply.send(res.bodyEncoding === 'base64' ? Buffer.from(res.body, 'base64') : res.body);
+    // Bytes, so Fastify leaves the component's Content-Type as written (a text body got `; charset=utf-8` added to a
+    // JSON type); without one, a text body is text/plain in UTF-8 and bytes are application/octet-stream.
+    if (contentType === undefined) reply.header('content-type', res.bodyEncoding === 'base64' ? 'application/octet-stream' : 'text/plain; charset=utf-8');
+    return reply.send(Buffer.from(res.body, res.bodyEncoding === 'base64' ? 'base64' : 'utf8'));
   }
 
   /** Stores the invocation; throws (before anything is sent) or rejects as `errorAnswer` reads it. */

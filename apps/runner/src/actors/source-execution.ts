@@ -63,7 +63,7 @@ export interface RunContext {
 
 /** Answers a waiting HTTP client with an error body. */
 export function replyError(publisher: ActorDeps['publisher'], subject: string, status: number, message: string): void {
-  publisher.reply(subject, { status, headers: { 'content-type': 'application/json', ...API_ANSWER_HEADERS }, body: JSON.stringify({ error: message, code: status === 404 ? 'not_found' : 'source_error' }) });
+  publisher.reply(subject, { status, headers: { 'content-type': 'application/json; charset=utf-8', ...API_ANSWER_HEADERS }, body: JSON.stringify({ error: message, code: status === 404 ? 'not_found' : 'source_error' }) });
 }
 
 /** Runs a source's methods in the sandbox and publishes what they produced. */

@@ -179,6 +179,6 @@ export class JetStreamPublisher implements Publisher {
     const max = this.nats.maxPayload;
     if (data.byteLength <= max) return this.nats.nc.publish(subject, data);
     const error = { error: `the ${of}'s response is ${data.byteLength} bytes, over the ${max} bytes one NATS message carries (the server's max_payload)`, code: 'response_too_large' };
-    this.nats.nc.publish(subject, encodeJson({ status: 502, headers: { 'content-type': 'application/json', ...API_ANSWER_HEADERS }, body: JSON.stringify(error) }));
+    this.nats.nc.publish(subject, encodeJson({ status: 502, headers: { 'content-type': 'application/json; charset=utf-8', ...API_ANSWER_HEADERS }, body: JSON.stringify(error) }));
   }
 }
