@@ -30,6 +30,9 @@ const CASES = `{
   arrayBuffer: () => ({ status: 200, body: new Uint8Array([111, 107]).buffer }),
   int16: () => ({ status: 200, body: new Int16Array([0x6968]) }),
   noContent: () => ({ status: 204, headers: { "content-type": "text/plain" }, body: "dropped" }),
+  notModified: () => ({ status: 304, headers: { etag: '"v1"' }, body: "dropped" }),
+  informational: () => ({ status: 103, headers: { link: "</a.css>; rel=preload" }, body: "never" }),
+  sameName: () => ({ status: 200, headers: { "X-Dup": "first", "x-dup": "second", "connection": "close", "content-length": "999", "keep-alive": "timeout=1" }, body: "one" }),
   objectValue: () => ({ status: 200, headers: { "x-a": { b: 1 } }, body: "no" }),
   functionValue: () => ({ status: 200, headers: { "x-a": () => 1 }, body: "no" }),
   symbolValue: () => ({ status: 200, headers: { "x-a": Symbol("s") }, body: "no" }),
@@ -61,9 +64,9 @@ interface Answer {
   body: Buffer;
 }
 
-function get(url: string): Promise<Answer> {
+function get(url: string, method = 'GET'): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'GET' }, (res) => {
+    const req = request(url, { method }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -94,7 +97,7 @@ describe('respond() values a component gives, as the caller gets them', () => {
     await system?.stop();
   });
 
-  const answer = (c: string): Promise<Answer> => get(`${url}?c=${c}`);
+  const answer = (c: string, method?: string): Promise<Answer> => get(`${url}?c=${c}`, method);
 
   it('header values: a string as given, a number, boolean or bigint as its text; null, undefined and [] leave the header out; a numeric string status is taken', async () => {
     const a = await answer('scalars');
@@ -144,6 +147,21 @@ describe('respond() values a component gives, as the caller gets them', () => {
     expect(await bytes('int16')).toEqual([['application/octet-stream'], [...Buffer.from(new Int16Array([0x6968]).buffer)]]);
     const none = await answer('noContent');
     expect([none.status, valuesOf(none, 'content-type'), none.body.length]).toEqual([204, [], 0]);
+    const notModified = await answer('notModified');
+    expect([notModified.status, valuesOf(notModified, 'etag'), notModified.body.length]).toEqual([304, ['"v1"'], 0]);
+    const head = await answer('scalars', 'HEAD');
+    expect([head.status, valuesOf(head, 'x-num'), head.body.length]).toEqual([201, ['42'], 0]);
+  });
+
+  it('one name spelt twice is sent once, the last value; the framing and hop-by-hop headers are the server\'s own', async () => {
+    const a = await answer('sameName');
+    expect([a.status, valuesOf(a, 'x-dup'), valuesOf(a, 'content-length'), a.body.toString()]).toEqual([200, ['second'], ['3'], 'one']);
+    expect([valuesOf(a, 'connection'), valuesOf(a, 'keep-alive')]).toEqual([['keep-alive'], [expect.not.stringMatching(/^timeout=1$/)]]);
+  });
+
+  it('an informational (1xx) status, which cannot end an exchange, is answered 502 bad_gateway by the api', async () => {
+    const a = await answer('informational');
+    expect([a.status, JSON.parse(a.body.toString()), valuesOf(a, 'link')]).toEqual([502, { error: 'the source responded with status 103: an informational (1xx) status cannot be the final response', code: 'bad_gateway' }, []]);
   });
 
   it("a value HTTP cannot carry, a status out of range or a body with no JSON text is the run's error from respond(): the caller gets 502 source_error naming it, and the api and the runner go on", async () => {
