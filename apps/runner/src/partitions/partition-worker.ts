@@ -1,6 +1,6 @@
 import { ConsumerMessages, JsMsg, KvEntry } from 'nats';
 import type { Logger } from 'pino';
-import { decodeJson, DesiredSourceState, encodeJson, HttpResponseMessage, InvocationMessage } from '@app/contracts';
+import { API_ANSWER_HEADERS, decodeJson, DesiredSourceState, encodeJson, HttpResponseMessage, InvocationMessage } from '@app/contracts';
 import { boundConsumer, ensureDurable, type NatsService } from '@app/nats';
 import { type ActorDeps, emitGroup } from '../actors/actor-deps';
 import { SourceActor } from '../actors/source-actor';
@@ -247,7 +247,7 @@ export class PartitionWorker {
       return;
     }
     // No desired state for it in this partition: unknown or deleted source.
-    const res: HttpResponseMessage = { status: 404, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify({ error: `source ${msg.sourceId} not found`, code: 'not_found' }) };
+    const res: HttpResponseMessage = { status: 404, headers: { 'content-type': 'application/json; charset=utf-8', ...API_ANSWER_HEADERS }, body: JSON.stringify({ error: `source ${msg.sourceId} not found`, code: 'not_found' }) };
     for (const { replyTo } of invocations) if (replyTo) this.nats.nc.publish(replyTo, encodeJson(res));
     m.ack();
     for (const { kind } of invocations) this.deps.metrics.invocations.inc({ outcome: 'unknown_source', kind });
