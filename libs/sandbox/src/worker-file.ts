@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { buildSync } from 'esbuild';
 
@@ -13,7 +13,9 @@ import { buildSync } from 'esbuild';
 function cacheDir(): string {
   let dir = __dirname;
   while (!existsSync(join(dir, 'node_modules', 'piscina')) && dirname(dir) !== dir) dir = dirname(dir);
-  const out = join(dir, 'node_modules', '.cache', 'ess-sandbox');
+  // Its real path: the sandbox mounts node_modules where `require.resolve` finds it (a symlinked node_modules
+  // resolves to its target), and refuses a script outside the mounts.
+  const out = join(realpathSync(join(dir, 'node_modules')), '.cache', 'ess-sandbox');
   mkdirSync(out, { recursive: true });
   return out;
 }
