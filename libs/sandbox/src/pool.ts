@@ -36,6 +36,7 @@ interface TaskRunner {
   run<T>(account: string, task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void, signal?: AbortSignal): Promise<TaskOutcome<T>>;
   stats(): SandboxPoolStats;
   restart(accounts?: readonly string[]): number;
+  retire(accounts: readonly string[]): number;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -82,7 +83,7 @@ export class SandboxPool {
     } else {
       const pool = new WorkerPool({ threads: opts.threads, heapMb: opts.heapMb, vmTimeout, concurrentTasksPerWorker, logger: opts.logger });
       // No process per account to restart: every account's code shares this process's workers (SANDBOX_ISOLATION=none, one trusted team).
-      this.runner = { run: (_account, task, timeoutMs, onResponse, signal) => pool.run(task, timeoutMs, onResponse, signal), stats: () => pool.stats(), restart: () => 0, close: (g) => pool.close(g) };
+      this.runner = { run: (_account, task, timeoutMs, onResponse, signal) => pool.run(task, timeoutMs, onResponse, signal), stats: () => pool.stats(), restart: () => 0, retire: () => 0, close: (g) => pool.close(g) };
     }
     this.preparer = new ComponentPreparer({
       npmCacheDir: opts.npmCacheDir,
@@ -104,6 +105,14 @@ export class SandboxPool {
    */
   restartSandboxes(accounts: readonly string[]): number {
     return this.runner.restart(accounts);
+  }
+
+  /**
+   * Retires the sandbox processes of these accounts because a source or workflow of theirs was deleted: each takes no
+   * new task and stops once its runs in flight are done (none run again). Returns how many processes were retired.
+   */
+  retireSandboxes(accounts: readonly string[]): number {
+    return this.runner.retire(accounts);
   }
 
   /**

@@ -52,6 +52,11 @@ export const STOPPED_BESIDE = 'SandboxStoppedError';
  * revoked: IsolatedRunner.restart): nothing of it was kept, and the caller runs it again on the new process.
  */
 export const RESTARTED = 'SandboxRestartedError';
+/**
+ * A retired process (`retire`) is stopped at the latest this long after the deadline of the last of its runs in flight:
+ * with workers a run is stopped at most 5 s + its timeout + 1 s after it was handed over (worker-pool.ts).
+ */
+const RETIRE_GRACE_MS = 6000;
 
 interface Pending {
   resolve: (out: TaskOutcome<unknown>) => void;
@@ -115,6 +120,9 @@ export class HostProcess {
   /** The task whose answer is coming in pieces: the host sends one answer's pieces together, so at most one is open. */
   private piecesOf: Pending | undefined;
   private stderr = '';
+  /** Takes no new task: stopped once its tasks in flight are done (`retire`). */
+  private retired = false;
+  private retireTimer: NodeJS.Timeout | undefined;
   private logWindow = { startMs: 0, lines: 0 };
   /**
    * Tasks to the host, one write per turn of the event loop; a failed write fails the tasks it carried. A task that
@@ -254,11 +262,11 @@ export class HostProcess {
   async run<T>(task: WorkerTask, timeoutMs: number, onResponse?: (r: ResponseMessage) => void, suspect = false, signal?: AbortSignal): Promise<TaskOutcome<T>> {
     const what = task.kind === 'execute' ? task.method : task.kind === 'executeBatch' ? 'run' : task.kind;
     if (signal?.aborted) return { failed: cancelledError() };
-    try {
-      await this.ready;
-    } catch (e) {
-      return { failed: sandboxError('SandboxStartError', (e as Error).message) };
-    }
+    let startError: Error | undefined;
+    await this.ready.catch((e: Error) => (startError = e));
+    // Handed to this process before it was retired, but not sent yet: the caller runs it on the account's next one.
+    if (this.retired) return { failed: sandboxError(RESTARTED, `the account's sandbox process was retired before ${what} was sent to it`) };
+    if (startError) return { failed: sandboxError('SandboxStartError', startError.message) };
     if (signal?.aborted) return { failed: cancelledError() };
     if (this.exited || !this.channel?.writable) return { failed: this.deathError(what, null, null) };
     this.lastUsedMs = Date.now();
@@ -286,6 +294,27 @@ export class HostProcess {
     this.kill(sandboxError(STOPPED_BESIDE, `the account's sandbox process was stopped to cancel a run in flight beside this one`));
   }
 
+  /**
+   * Takes no new task and stops once its tasks in flight are done: at once when none is, and at the latest
+   * RETIRE_GRACE_MS after the last of their deadlines (those still in flight then fail with RESTARTED, which the caller
+   * runs again on the account's next process). Its tasks are not run again, as `kill` would have them; code they left
+   * behind (a timer, a callback) stops with the process.
+   */
+  retire(): void {
+    if (this.retired || this.exited) return;
+    this.retired = true;
+    const now = Date.now();
+    let lastDeadlineMs = now;
+    for (const p of this.pending.values()) lastDeadlineMs = Math.max(lastDeadlineMs, p.sentAtMs + p.timeoutMs);
+    this.retireTimer = setTimeout(() => this.kill(sandboxError(RESTARTED, "the account's sandbox process was retired and its runs in flight did not end in time")), lastDeadlineMs - now + RETIRE_GRACE_MS);
+    this.retireTimer.unref();
+    this.stopIfRetiredAndIdle();
+  }
+
+  private stopIfRetiredAndIdle(): void {
+    if (this.retired && this.pending.size === 0) this.kill(sandboxError(RESTARTED, "the account's sandbox process was retired"));
+  }
+
   /** Stops the process: running tasks get `graceMs`, then it is killed. */
   async close(graceMs = 2000): Promise<void> {
     const child = this.child;
@@ -304,6 +333,7 @@ export class HostProcess {
       const p = this.pending.get(m.id);
       if (p && this.pending.delete(m.id)) p.resolve({ failed: sandboxError('SandboxError', `could not hand ${p.what} to the sandbox process: ${why}`) });
     }
+    this.stopIfRetiredAndIdle();
   }
 
   kill(reason: SandboxError): void {
@@ -373,6 +403,7 @@ export class HostProcess {
       this.pending.delete(m.id);
       this.lastUsedMs = Date.now();
       p.resolve(whole.out);
+      this.stopIfRetiredAndIdle();
     } else if (m.t === 'response') {
       // Late ones (after the task's answer) are dropped; more than the task can have are a violation.
       const p = this.pending.get(m.id);
@@ -445,6 +476,7 @@ export class HostProcess {
 
   private exit(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.watchdog) clearInterval(this.watchdog);
+    clearTimeout(this.retireTimer);
     this.hold?.stop();
     const pending = [...this.pending];
     this.pending.clear();

@@ -135,6 +135,44 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
     expect((await next).emits[0].event).toBe('hello from an allowed service');
   });
 
+  it("retires an account's sandbox process: new runs go to a new one at once, runs in flight finish there once, then what they left stops", async () => {
+    const paths: string[] = [];
+    const heard = (req: { url?: string }) => paths.push(req.url ?? '');
+    ws.on('request', heard);
+    const base = `http://127.0.0.1:${(ws.address() as { port: number }).port}`;
+    const count = (path: string) => paths.filter((p) => p === path).length;
+    const until = async (check: () => boolean, what: string, timeoutMs = 10_000) => {
+      for (const end = Date.now() + timeoutMs; !check(); await new Promise((r) => setTimeout(r, 50))) if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    };
+    const gen = 'globalThis.__gen ??= Math.random()';
+    const leave = `module.exports = { name: "l", version: "1", async run() { setInterval(() => fetch("${base}/stray").catch(() => {}), 50); this.$emit(${gen}); } };`;
+    const busy = `module.exports = { name: "b", version: "1", async run(e) { await fetch("${base}/busy-" + e.n).catch(() => {}); await new Promise((r) => setTimeout(r, 1500)); this.$emit(${gen}); } };`;
+    try {
+      const left = (await run('u_retire', leave)).emits[0].event;
+      await until(() => count('/stray') > 2, 'the interval left behind');
+      const inFlight = run('u_retire', busy, { n: 1 });
+      await until(() => count('/busy-1') === 1, 'the busy run to start');
+      expect(pool.retireSandboxes(['u_retire', 'u_none'])).toBe(1);
+      const next = run('u_retire', busy, { n: 2 });
+      // The run in flight finished where it was, once; the next one ran at once on a new process.
+      const [first, second] = await Promise.all([inFlight, next]);
+      expect([first.error, first.emits.map((e) => e.event)]).toEqual([undefined, [left]]);
+      expect(second.error).toBeUndefined();
+      expect(second.emits[0].event).not.toBe(left);
+      expect([count('/busy-1'), count('/busy-2')]).toEqual([1, 1]);
+      // Its tasks done, the retired process stopped, and the interval with it.
+      let seen = count('/stray');
+      let quietSince = Date.now();
+      await until(() => {
+        if (count('/stray') !== seen) [seen, quietSince] = [count('/stray'), Date.now()];
+        return Date.now() - quietSince > 1000;
+      }, 'the interval to stop');
+      expect(pool.stats()).toMatchObject({ queueSize: 0 });
+    } finally {
+      ws.off('request', heard);
+    }
+  });
+
   it('runs a run again after three restarts of its process at most, then fails it', async () => {
     // Each attempt dials the allowed service once it runs: its process is restarted again at once.
     let attempts = 0;

@@ -83,6 +83,8 @@ interface AccountSandbox {
  */
 export class IsolatedRunner {
   private readonly sandboxes = new Map<string, AccountSandbox>();
+  /** Processes retired (`retire`), until their tasks in flight are done: the account's new tasks go to a new one. */
+  private readonly retiring = new Map<AccountSandbox, string>();
   private readonly starting = new Map<string, Promise<AccountSandbox>>();
   private readonly views = new Map<string, AccountView>();
   private readonly judge: EgressJudge;
@@ -197,17 +199,35 @@ export class IsolatedRunner {
     return stopped.length;
   }
 
+  /**
+   * Retires the sandbox processes of these accounts, when a source or workflow of the account was deleted: code its
+   * runs left behind there (a timer, a callback) must stop, but the account's other runs in flight must not run twice,
+   * as `restart` would have them. A retired process takes no new task (the account's next one starts a new process at
+   * once) and is stopped once its tasks in flight are done (HostProcess.retire). Returns how many were retired.
+   */
+  retire(accounts: readonly string[]): number {
+    const retired = accounts.filter((a) => this.sandboxes.has(a));
+    for (const account of retired) {
+      const s = this.sandboxes.get(account)!;
+      this.sandboxes.delete(account);
+      this.retiring.set(s, account);
+      this.opts.logger?.info({ account, in_flight: s.host.inFlight }, 'sandbox process retired: a source or workflow of the account was deleted');
+      s.host.retire();
+    }
+    return retired.length;
+  }
+
   stats(): SandboxPoolStats & { sandboxes: number } {
-    let inFlight = 0;
-    for (const s of this.sandboxes.values()) inFlight += s.host.inFlight;
-    return { threads: this.sandboxes.size * (this.opts.runIn === 'process' ? 1 : this.opts.threadsPerAccount), queueSize: inFlight, completed: this.completed, utilization: 0, guardedBundles: this.guarded.size, sandboxes: this.sandboxes.size };
+    const all = [...this.sandboxes.values(), ...this.retiring.keys()];
+    const inFlight = all.reduce((n, s) => n + s.host.inFlight, 0);
+    return { threads: all.length * (this.opts.runIn === 'process' ? 1 : this.opts.threadsPerAccount), queueSize: inFlight, completed: this.completed, utilization: 0, guardedBundles: this.guarded.size, sandboxes: all.length };
   }
 
   async close(graceMs = 2000): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
     clearInterval(this.memoryWatch);
-    await Promise.all([...this.sandboxes.values()].map((s) => s.host.close(graceMs)));
+    await Promise.all([...this.sandboxes.values(), ...this.retiring.keys()].map((s) => s.host.close(graceMs)));
     rmSync(this.runDir, { recursive: true, force: true });
   }
 
@@ -279,6 +299,7 @@ export class IsolatedRunner {
       egress.close();
       rmSync(sockets, { recursive: true, force: true });
       if (this.sandboxes.get(account) === sandbox) this.sandboxes.delete(account);
+      this.retiring.delete(sandbox);
     };
     host.start();
     this.sandboxes.set(account, sandbox);
@@ -341,13 +362,15 @@ export class IsolatedRunner {
    */
   private checkTotalMemory(): void {
     const limit = this.opts.memoryTotalMb * 1024 * 1024;
-    const live = [...this.sandboxes.entries()].filter(([, s]) => !s.host.exited).map(([account, s]) => ({ account, s, used: s.host.rssBytes + s.host.tmpBytes }));
+    const live = [...this.sandboxes.entries(), ...[...this.retiring].map(([s, account]) => [account, s] as const)]
+      .filter(([, s]) => !s.host.exited)
+      .map(([account, s]) => ({ account, s, used: s.host.rssBytes + s.host.tmpBytes }));
     let total = live.reduce((sum, x) => sum + x.used, 0);
     if (total <= limit) return;
     const mib = (bytes: number): number => Math.round(bytes / 1024 / 1024);
     for (const { account, s, used } of live.sort((a, b) => b.used - a.used)) {
       if (total <= limit) break;
-      this.sandboxes.delete(account);
+      if (this.sandboxes.get(account) === s) this.sandboxes.delete(account);
       this.opts.logger?.warn({ account, rss_mb: mib(used), total_mb: mib(total), limit_mb: this.opts.memoryTotalMb }, 'sandbox processes over their memory limit together: the largest stopped');
       s.host.kill(
         sandboxError(
