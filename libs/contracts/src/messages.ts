@@ -151,11 +151,13 @@ export interface DeleteEventsMessage {
 /**
  * Core NATS `ctl.restart-sandboxes`, published by every api replica that hears an access change (a member removed,
  * keys revoked or rotated): each runner stops these accounts' sandbox processes. `id` is the change's own, the same from every replica: a
- * runner acts once.
+ * runner acts once. With `retire`, published once by the api replica that deleted a source or workflow of the account:
+ * each runner retires the account's sandbox processes instead (no new task; stopped once their runs in flight are done).
  */
 export interface RestartSandboxes {
   id: string;
   accounts: string[];
+  retire?: boolean;
 }
 
 /**

@@ -58,7 +58,7 @@ export class Names {
   changed(kind: 'subscriptions' | 'webhooks' | 'sources' | 'endpoints' | 'deleted'): string { return this.subject('changed', kind); }
   /** Event deletion requests, handled by the delivery app. */
   get deleteEvents(): string { return this.subject('ctl', 'delete-events'); }
-  /** Access changes that restart accounts' sandbox processes (`RestartSandboxes`), heard by every runner replica. */
+  /** Access changes that restart accounts' sandbox processes, and deletions that retire them (`RestartSandboxes`), heard by every runner replica. */
   get restartSandboxes(): string { return this.subject('ctl', 'restart-sandboxes'); }
   /** Leases key of a partition. */
   leaseKey(partition: number): string { return `p.${partition}`; }

@@ -89,7 +89,7 @@ export type ActorConfig = Pick<AppConfig, 'secretsKey' | 'runTimeoutMs' | 'maxRu
 };
 
 export interface ActorDeps {
-  executor: Pick<Executor, 'execute' | 'executeBatch'>;
+  executor: Pick<Executor, 'execute' | 'executeBatch' | 'retireSandboxes'>;
   components: ComponentCache;
   store: ActorStateStore;
   publisher: Publisher;

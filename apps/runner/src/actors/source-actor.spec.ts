@@ -17,6 +17,7 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: 
   const events: EmittedEvent[] = [];
   const units: EmitUnit[][] = [];
   const usage: UsageRecord[] = [];
+  const retired: string[][] = [];
   const replies: HttpResponseMessage[] = [];
   const store = new MemoryStore();
   const executor = {
@@ -39,6 +40,7 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: 
       return { results };
     },
     describe: async () => ({ descriptor: { props: [{ name: 'n', type: 'integer', default: 7 }], methods: [], hooks: hooks ?? ['deploy', 'activate', 'deactivate'], hasRun: true, dependencies: [], format: 'cjs' as const, dedupe } }),
+    retireSandboxes: (accounts: readonly string[]) => retired.push([...accounts]),
   };
   const deps: ActorDeps = {
     executor,
@@ -59,7 +61,7 @@ function setup(behaviour: Behaviour, dedupe?: string, hooks?: string[], config: 
   };
   const gone: string[] = [];
   const actor = (fence = 'r1#1') => new SourceActor('dc_1', 0, fence, deps, (_a, why) => void gone.push(why));
-  return { calls, batches, events, units, usage, replies, store, actor, gone };
+  return { calls, batches, events, units, usage, replies, store, actor, gone, retired };
 }
 
 const desired = (rev: number, active = true, props: Record<string, unknown> = {}): DesiredSourceState => ({
@@ -96,7 +98,7 @@ describe('SourceActor', () => {
     expect(t.store.data.get('dc_1')?.state).toMatchObject({ appliedRev: 1, deployed: true, active: true, db: { last: 'i3' } });
   });
 
-  it('update runs deactivate with the old props then activate with the new; inactive skips runs; delete deactivates and removes state', async () => {
+  it("update runs deactivate with the old props then activate with the new; inactive skips runs; delete deactivates, removes state and retires the owner's sandbox process", async () => {
     const t = setup(() => ({}));
     const a = t.actor();
     a.setDesired(desired(1, true, { n: 1 }));
@@ -107,12 +109,15 @@ describe('SourceActor', () => {
     await settle();
     expect(t.calls.map((c) => `${c.method}:${c.props.n}`)).toEqual(['deploy:1', 'activate:1', 'deactivate:1', 'activate:2', 'deactivate:2']);
     expect(inv.d.acked).toBe(true);
+    expect(t.retired).toEqual([]);
     a.setDesired(desired(4, true, { n: 2 }));
     a.delete();
     await settle();
     expect(t.calls.slice(5).map((c) => c.method)).toEqual(['activate', 'deactivate']);
     expect(t.store.data.has('dc_1')).toBe(false);
     expect(t.gone).toEqual(['deleted']);
+    // The deactivate hook ran the deleted code in the account's sandbox: what it left behind there goes too.
+    expect(t.retired).toEqual([['u_1']]);
   });
 
   it('deactivates on an update and on delete after the source was deactivated, reactivated and run', async () => {

@@ -290,6 +290,10 @@ export class SourceActor {
       await this.execution.publish(state, executed, this.ctx());
       // Not again when removing the state fails and the deletion is tried again.
       if (this.stored) this.stored = { ...this.stored, state: { ...this.stored.state, active: false } };
+      // The hook ran the deleted code in the account's sandbox process, most likely after the api's retirement reached
+      // this replica (ctl.restart-sandboxes): what it left behind there stops too.
+      const owner = this.desired?.ownerId;
+      if (owner) this.deps.metrics.sandboxRetirements.inc(this.deps.executor.retireSandboxes?.([owner]) ?? 0);
     }
     if (this.stored) await this.deps.store.remove(this.sourceId, this.stored.revision);
     this.stored = null;

@@ -17,6 +17,8 @@ export interface Executor {
   readonly isolation?: { mode: string; summary: string };
   /** Restarts these accounts' sandbox processes: their access changed. Returns how many were stopped. */
   restartSandboxes?(accounts: readonly string[]): number;
+  /** Retires these accounts' sandbox processes: a source or workflow of theirs was deleted. Returns how many were retired. */
+  retireSandboxes?(accounts: readonly string[]): number;
   /** Sandbox processes running and tasks in them (for metrics). */
   stats?(): { sandboxes?: number; queueSize: number };
   close(): Promise<void>;

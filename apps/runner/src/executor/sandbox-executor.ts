@@ -45,6 +45,10 @@ export class SandboxExecutor implements Executor {
     return this.pool.restartSandboxes(accounts);
   }
 
+  retireSandboxes(accounts: readonly string[]): number {
+    return this.pool.retireSandboxes(accounts);
+  }
+
   stats(): ReturnType<SandboxPool['stats']> {
     return this.pool.stats();
   }

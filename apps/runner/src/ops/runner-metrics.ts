@@ -21,6 +21,7 @@ export class RunnerMetrics {
   readonly sandboxes: Gauge;
   readonly sandboxTasks: Gauge;
   readonly sandboxRestarts: Counter;
+  readonly sandboxRetirements: Counter;
 
   constructor(registry: Registry, sandboxStats: () => { sandboxes?: number; queueSize: number } | undefined = () => undefined) {
     this.invocations = new Counter({ name: 'runner_invocations_total', help: 'Invocations processed, by outcome (ok, error, inactive, duplicate, unknown_source, chain_refused: past SUBSCRIPTION_MAX_DEPTH or SUBSCRIPTION_CHAIN_MAX_RUNS, not run) and kind (http, timer, manual, subscription, apphook)', labelNames: ['outcome', 'kind'], registers: [registry] });
@@ -70,6 +71,7 @@ export class RunnerMetrics {
       },
     });
     this.sandboxRestarts = new Counter({ name: 'runner_sandbox_restarts_total', help: "Accounts' sandbox processes restarted because their access changed (a member removed, keys revoked or rotated: ctl.restart-sandboxes)", registers: [registry] });
+    this.sandboxRetirements = new Counter({ name: 'runner_sandbox_retirements_total', help: "Accounts' sandbox processes retired because a source or workflow of the account was deleted (ctl.restart-sandboxes with retire): they took no new task and stopped once their runs in flight were done", registers: [registry] });
     this.handedBack = new Counter({ name: 'runner_invocations_handed_back_total', help: "Invocations handed back to JetStream for later (a nak with a delay) because their account or source held a quarter of the partition's room while less than a quarter was free, or an earlier one of their source was still handed back", registers: [registry] });
     this.fenced = new Counter({ name: 'runner_fenced_total', help: 'Actors dropped because another replica fenced their state', registers: [registry] });
   }

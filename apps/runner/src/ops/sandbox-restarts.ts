@@ -13,6 +13,10 @@ const SEEN_MAX = 1000;
  * or rotated) and restarts those accounts' sandbox processes on this replica: code a removed member left running
  * there (a patched global, a timer) does not see the account's later runs. Runs in flight run again on the new
  * process (libs/sandbox, IsolatedRunner.restart), so no invocation is lost or run twice over.
+ *
+ * With `retire` (the api replica that deleted a source or workflow publishes one), those accounts' processes are
+ * retired instead (IsolatedRunner.retire): the code the deleted source's runs left behind stops, on every replica
+ * where it ran, without running the account's other runs in flight twice.
  */
 export class SandboxRestarts {
   private readonly seen = new Set<string>();
@@ -33,6 +37,12 @@ export class SandboxRestarts {
     if (this.seen.size >= SEEN_MAX) this.seen.clear();
     this.seen.add(change.id);
     const accounts = change.accounts.filter((a): a is string => typeof a === 'string');
+    if (change.retire === true) {
+      const retired = this.executor.retireSandboxes?.(accounts) ?? 0;
+      this.metrics.sandboxRetirements.inc(retired);
+      if (retired) this.logger.info({ accounts, retired }, 'source or workflow deleted: sandbox processes retired');
+      return;
+    }
     const stopped = this.executor.restartSandboxes?.(accounts) ?? 0;
     this.metrics.sandboxRestarts.inc(stopped);
     if (stopped) this.logger.info({ accounts, stopped }, 'access changed: sandbox processes restarted');
