@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { assertRoomFor } from '../common/account-quota';
 import { announceReplicaChange } from '../common/replica-changes';
 import { softDeleteWithSubscriptions } from '../subscriptions/soft-delete';
+import { retireSandboxesOf } from '../common/sandbox-retirement';
 import { EntityManager, raw } from '@mikro-orm/postgresql';
 import { ComponentMeta, ConfigurableProp, INTERFACE_HTTP, validateConfiguredProps } from '@app/component-model';
 import { APP_CONFIG, AppConfig } from '@app/config';
@@ -304,8 +305,12 @@ export class SourcesService {
     return { source: fresh, component };
   }
 
-  /** Marks deleted, bumps the revision, removes the desired state, then the row (the reconciler finishes an interrupted delete). */
-  async remove(auth: AuthContext, id: string, { byWorkflow = false } = {}): Promise<void> {
+  /**
+   * Marks deleted, bumps the revision, removes the desired state, then the row (the reconciler finishes an interrupted
+   * delete), and retires the owner's sandbox processes on the runners (`retire`: unless the caller, deleting the
+   * workflow that made it, retires them once for both).
+   */
+  async remove(auth: AuthContext, id: string, { byWorkflow = false, retire = true } = {}): Promise<void> {
     const { source } = await this.get(auth, id);
     if (!byWorkflow) await assertNotManaged(this.em.fork(), source);
     // Its subscriptions go with it, as emitter and as listener (auto-subscriptions too); delivery reloads its routes.
@@ -318,6 +323,8 @@ export class SourcesService {
     await this.publisher.publishSoon(source.id);
     // What still waits for it would only hold up its partition's other sources: gone (the runner acknowledges any that arrive later as unknown).
     await this.nats.purgeInvocations(source.id).catch((e: Error) => this.logger.warn(`purging the invocations of deleted source ${source.id} failed: ${e.message}`));
+    const unsent = retire ? retireSandboxesOf(this.nats, source.ownerId) : undefined;
+    if (unsent) this.logger.warn(`could not tell the runners to retire the sandbox processes of deleted source ${source.id}'s account: ${unsent}`);
   }
 }
 

@@ -14,6 +14,7 @@ import { ComponentsService } from '../components/components.service';
 import { propsView } from '../sources/source-props';
 import { resolveEmitter } from '../subscriptions/endpoints';
 import { softDeleteWithSubscriptions } from '../subscriptions/soft-delete';
+import { retireSandboxesOf } from '../common/sandbox-retirement';
 import { lockTriggerSource } from '../sources/trigger-source-guard';
 import { ComponentRef, PreparedSource, SourcesService } from '../sources/sources.service';
 import { resolveSteps, StepsDeps } from './workflow-steps';
@@ -172,11 +173,14 @@ export class WorkflowsService {
     }
   }
 
-  /** Removes the source deployed for a workflow's trigger (`replaced`) when the trigger (`now`) no longer uses it. */
-  private async dropManagedSource(auth: AuthContext, replaced: Record<string, unknown> | undefined, now: Record<string, unknown> | null): Promise<void> {
+  /**
+   * Removes the source deployed for a workflow's trigger (`replaced`) when the trigger (`now`) no longer uses it;
+   * `retire: false` when the workflow's deletion retires the account's sandbox processes for both.
+   */
+  private async dropManagedSource(auth: AuthContext, replaced: Record<string, unknown> | undefined, now: Record<string, unknown> | null, retire = true): Promise<void> {
     const managed = managedSourceOf(replaced);
     if (!managed || (now && now.source === managed)) return;
-    await this.sources.remove(auth, managed, { byWorkflow: true }).catch((e: Error) => this.logger.warn(`removing trigger source ${managed} failed: ${e.message}`));
+    await this.sources.remove(auth, managed, { byWorkflow: true, retire }).catch((e: Error) => this.logger.warn(`removing trigger source ${managed} failed: ${e.message}`));
   }
 
   async create(auth: AuthContext, ownerId: string, body: Record<string, unknown>): Promise<Workflow> {
@@ -358,13 +362,16 @@ export class WorkflowsService {
     await announceRoutes(this.nats, 'sources', { emitters: [{ emitter_id: w.id, owner_id: w.ownerId }], listeners: [w.id] });
     // The trigger as deleted (a deploy may have changed it since it was read above; none can now).
     const final = await this.em.fork().findOne(Workflow, { id: w.id });
-    await this.dropManagedSource(auth, final?.trigger ?? w.trigger, null);
+    await this.dropManagedSource(auth, final?.trigger ?? w.trigger, null, false);
     this.logger.log(`workflow deleted workflow_id=${w.id}`);
     announceReplicaChange(this.nats, 'endpoints', [w.endpointKey]);
     announceReplicaChange(this.nats, 'deleted', [w.id]);
     await this.publisher.publishSoon(w.id);
     await this.nats.purgeInvocations(w.id).catch((e: Error) => this.logger.warn(`purging the invocations of deleted workflow ${w.id} failed: ${e.message}`));
     await this.dropSends(w.id);
+    // Its steps ran in the owner's sandbox processes: what they left behind there stops (and its trigger source's).
+    const unsent = retireSandboxesOf(this.nats, w.ownerId);
+    if (unsent) this.logger.warn(`could not tell the runners to retire the sandbox processes of deleted workflow ${w.id}'s account: ${unsent}`);
   }
 
   /** Its `$.send.*` calls not performed yet are dropped: those in SENDS and those waiting in Postgres for their next attempt. */
