@@ -146,7 +146,7 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
     };
     const gen = 'globalThis.__gen ??= Math.random()';
     const leave = `module.exports = { name: "l", version: "1", async run() { setInterval(() => fetch("${base}/stray").catch(() => {}), 50); this.$emit(${gen}); } };`;
-    const busy = `module.exports = { name: "b", version: "1", async run(e) { await fetch("${base}/busy-" + e.n).catch(() => {}); await new Promise((r) => setTimeout(r, 1500)); this.$emit(${gen}); } };`;
+    const busy = `module.exports = { name: "b", version: "1", async run(e) { await fetch("${base}/busy-" + e.n).catch(() => {}); await new Promise((r) => setTimeout(r, e.waitMs ?? 1500)); this.$emit(${gen}); } };`;
     try {
       const left = (await run('u_retire', leave)).emits[0].event;
       await until(() => count('/stray') > 2, 'the interval left behind');
@@ -168,6 +168,18 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
         return Date.now() - quietSince > 1000;
       }, 'the interval to stop');
       expect(pool.stats()).toMatchObject({ queueSize: 0 });
+
+      // Retired again and again while each retired process still runs a task: four retired processes per account at
+      // most, so the fifth retirement stops the oldest, whose run runs again on the newest process.
+      const runs = [3, 4, 5, 6, 7].map((n) => ({ n, done: undefined as ReturnType<typeof run> | undefined }));
+      for (const r of runs) {
+        r.done = run('u_retire', busy, { n: r.n, waitMs: 8000 });
+        await until(() => count(`/busy-${r.n}`) === 1, `run ${r.n} to start`);
+        expect(pool.retireSandboxes(['u_retire'])).toBe(1);
+      }
+      const done = await Promise.all(runs.map((r) => r.done));
+      expect(done.map((r) => r?.error)).toEqual(runs.map(() => undefined));
+      expect(runs.map((r) => count(`/busy-${r.n}`))).toEqual([2, 1, 1, 1, 1]);
     } finally {
       ws.off('request', heard);
     }

@@ -69,6 +69,12 @@ const SWEEP_MS = 5_000;
 const TOTAL_MEMORY_CHECK_MS = 250;
 /** Times a run in flight is run again after its account's sandbox process was restarted for an access change (`attempt`). */
 const RESTART_RERUNS = 3;
+/**
+ * Retired processes an account may have still finishing their tasks; retired once more, its oldest is stopped (its
+ * tasks run again). A deletion retires up to twice on a replica (the api's message, the deleted source's deactivate
+ * hook), and a few deletions in a row are common; a tenant deleting source after source beside long runs is bounded.
+ */
+const RETIRED_MAX_PER_ACCOUNT = 4;
 
 interface AccountSandbox {
   host: HostProcess;
@@ -83,7 +89,7 @@ interface AccountSandbox {
  */
 export class IsolatedRunner {
   private readonly sandboxes = new Map<string, AccountSandbox>();
-  /** Processes retired (`retire`), until their tasks in flight are done: the account's new tasks go to a new one. */
+  /** Processes retired (`retire`), oldest first, with their accounts, until their tasks in flight are done. */
   private readonly retiring = new Map<AccountSandbox, string>();
   private readonly starting = new Map<string, Promise<AccountSandbox>>();
   private readonly views = new Map<string, AccountView>();
@@ -203,13 +209,21 @@ export class IsolatedRunner {
    * Retires the sandbox processes of these accounts, when a source or workflow of the account was deleted: code its
    * runs left behind there (a timer, a callback) must stop, but the account's other runs in flight must not run twice,
    * as `restart` would have them. A retired process takes no new task (the account's next one starts a new process at
-   * once) and is stopped once its tasks in flight are done (HostProcess.retire). Returns how many were retired.
+   * once) and is stopped once its tasks in flight are done (HostProcess.retire). At most RETIRED_MAX_PER_ACCOUNT
+   * retired processes per account: past it the oldest is stopped, as by `restart` (its tasks run again on the new
+   * process), so that deleting source after source does not keep a process per deletion, each within SANDBOX_MEMORY_MB
+   * and none counted in SANDBOX_MAX_PROCESSES. Returns how many were retired.
    */
   retire(accounts: readonly string[]): number {
     const retired = accounts.filter((a) => this.sandboxes.has(a));
     for (const account of retired) {
       const s = this.sandboxes.get(account)!;
       this.sandboxes.delete(account);
+      const older = [...this.retiring].filter(([, a]) => a === account);
+      if (older.length >= RETIRED_MAX_PER_ACCOUNT) {
+        this.retiring.delete(older[0][0]);
+        older[0][0].host.kill(sandboxError(RESTARTED, `the account's sandbox process, retired, was stopped before its runs in flight had finished: the account had ${RETIRED_MAX_PER_ACCOUNT} more retired since`));
+      }
       this.retiring.set(s, account);
       this.opts.logger?.info({ account, in_flight: s.host.inFlight }, 'sandbox process retired: a source or workflow of the account was deleted');
       s.host.retire();
