@@ -24,7 +24,7 @@ describe('answers a key does not read', () => {
     const source = (await api.post('/sources', { component_code: code })).body.data;
     const url = source.configured_props.http.endpoint_url as string;
     await eventually(async () => (await fetch(url, { method: 'POST', body: 'x' })).status === 200, { what: 'the endpoint', timeoutMs: 30_000 });
-    await eventually(async () => (await api.get(`/sources/${source.id}/event_summaries?limit=100`)).body.data?.length >= 20, { what: 'the events', timeoutMs: 30_000 });
+    await eventually(async () => (await api.get(`/sources/${source.id}/event_summaries?limit=100`)).body.data?.length >= 20, { what: 'the events', timeoutMs: 90_000 });
     const pid = system.procs.get('api')!.pid!;
     const rssMb = (): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
     const before = rssMb();
@@ -45,5 +45,5 @@ describe('answers a key does not read', () => {
     expect((await other.get('/users/me')).status).toBe(200);
     sockets.forEach((s) => s.destroy());
     await eventually(async () => (await api.get('/users/me')).status === 200, { what: 'the key answered again once its readers are gone', timeoutMs: 10_000 });
-  }, 120_000);
+  }, 240_000);
 });
