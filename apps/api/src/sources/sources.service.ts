@@ -323,8 +323,7 @@ export class SourcesService {
     await this.publisher.publishSoon(source.id);
     // What still waits for it would only hold up its partition's other sources: gone (the runner acknowledges any that arrive later as unknown).
     await this.nats.purgeInvocations(source.id).catch((e: Error) => this.logger.warn(`purging the invocations of deleted source ${source.id} failed: ${e.message}`));
-    const unsent = retire ? retireSandboxesOf(this.nats, source.ownerId) : undefined;
-    if (unsent) this.logger.warn(`could not tell the runners to retire the sandbox processes of deleted source ${source.id}'s account: ${unsent}`);
+    if (retire) retireSandboxesOf(this.nats, source.ownerId, `source ${source.id}`, this.logger);
   }
 }
 

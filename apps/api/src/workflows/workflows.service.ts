@@ -370,8 +370,7 @@ export class WorkflowsService {
     await this.nats.purgeInvocations(w.id).catch((e: Error) => this.logger.warn(`purging the invocations of deleted workflow ${w.id} failed: ${e.message}`));
     await this.dropSends(w.id);
     // Its steps ran in the owner's sandbox processes: what they left behind there stops (and its trigger source's).
-    const unsent = retireSandboxesOf(this.nats, w.ownerId);
-    if (unsent) this.logger.warn(`could not tell the runners to retire the sandbox processes of deleted workflow ${w.id}'s account: ${unsent}`);
+    retireSandboxesOf(this.nats, w.ownerId, `workflow ${w.id}`, this.logger);
   }
 
   /** Its `$.send.*` calls not performed yet are dropped: those in SENDS and those waiting in Postgres for their next attempt. */
