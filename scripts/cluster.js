@@ -8,7 +8,7 @@
 // Ctrl-C stops everything it started. Topology and ports: docs/operations.md, "Running a cluster".
 const path = require('node:path');
 const fs = require('node:fs');
-const { resolvePostgres, ensureBuilt, log } = require('./lib/infra');
+const { resolvePostgres, ensureBuilt, log, exitAfterOutput } = require('./lib/infra');
 const { demoAccount } = require('./lib/demo-account');
 const { ensureBubblewrap } = require('./lib/bubblewrap');
 const { startClusterSystem, CLUSTER_DB } = require('./lib/cluster-system');
@@ -23,7 +23,7 @@ async function shutdown(code) {
   stopping = true;
   log('stopping…');
   for (const stop of stops.reverse()) await stop().catch((e) => log(`stop: ${e.message}`));
-  process.exit(code);
+  exitAfterOutput(code);
 }
 
 async function main() {

@@ -5,7 +5,7 @@
 // foreground, restarting an app that dies. Ctrl-C stops everything this script started.
 const path = require('node:path');
 const fs = require('node:fs');
-const { resolvePostgres, resolveNats, ensureBuilt, waitFor, log } = require('./lib/infra');
+const { resolvePostgres, resolveNats, ensureBuilt, waitFor, log, exitAfterOutput } = require('./lib/infra');
 const { demoAccount } = require('./lib/demo-account');
 const { ensureBubblewrap } = require('./lib/bubblewrap');
 const { Supervisor } = require('./lib/supervisor');
@@ -47,7 +47,7 @@ async function shutdown(code) {
   log('stopping…');
   await supervisor.stop();
   for (const stop of stops.reverse()) await stop().catch((e) => log(`stop: ${e.message}`));
-  process.exit(code);
+  exitAfterOutput(code);
 }
 
 /** `ip:port` of a Postgres URL's server (both loopback addresses for localhost), for SANDBOX_EGRESS_DENY. */

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { alive, eventually } from './support/system';
 
 // The supervisor behind `npm start` (plain JS), run here against real child processes.
@@ -105,5 +106,24 @@ describe('npm start supervisor', () => {
     expect(pids.map(alive)).toEqual([false, false]);
     await new Promise((r) => setTimeout(r, 300));
     expect(lines.filter((l) => / started /.test(l))).toHaveLength(2);
+  });
+});
+
+describe("npm start's own exit", () => {
+  // What npm start copies from its apps waits in memory while its reader (a terminal, a pipe to a log collector)
+  // is slow; CI once read 26 of the runner's 32 "partition lease released" lines after a Ctrl-C.
+  const writeThenExit = () =>
+    spawn(process.execPath, ['-e', `const { exitAfterOutput } = require(${JSON.stringify(require.resolve('../scripts/lib/infra'))});
+      for (let i = 0; i < 2000; i++) process.stderr.write("released " + i + " " + "x".repeat(200) + "\\n");
+      exitAfterOutput(3);`], { stdio: ['ignore', 'ignore', 'pipe'] });
+
+  it('writes everything it was given before it exits, to a reader that reads late', async () => {
+    const child = writeThenExit();
+    let output = '';
+    child.stderr!.pause();
+    setTimeout(() => child.stderr!.resume(), 1000);
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    const code = await new Promise((r) => child.once('close', r));
+    expect([code, output.match(/^released \d+ /gm)?.length]).toEqual([3, 2000]);
   });
 });

@@ -12,6 +12,18 @@ const { embeddedPostgres } = require('./embedded-postgres');
 
 const log = (msg) => process.stderr.write(`${msg}\n`);
 
+/**
+ * Exits once what this process wrote to stdout and stderr has reached their readers (at most 5 s): on a pipe whose
+ * reader is slow the writes wait in memory, and process.exit drops them (the apps' last lines, copied through here).
+ */
+function exitAfterOutput(code) {
+  let open = 2;
+  const done = () => --open === 0 && process.exit(code);
+  process.stdout.write('', done);
+  process.stderr.write('', done);
+  setTimeout(() => process.exit(code), 5000);
+}
+
 function portAnswers(port, host = '127.0.0.1', timeoutMs = 700) {
   return new Promise((resolve) => {
     const socket = net.connect({ port, host });
@@ -173,4 +185,4 @@ function newestMtime(root, dirs) {
   return newest;
 }
 
-module.exports = { resolvePostgres, resolveNats, ensureBuilt, ensureDatabase, dropDatabase, portAnswers, waitFor, log };
+module.exports = { resolvePostgres, resolveNats, ensureBuilt, ensureDatabase, dropDatabase, portAnswers, waitFor, log, exitAfterOutput };

@@ -80,7 +80,9 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   fastify.addContentTypeParser(JSON_SUFFIX_TYPE, { parseAs: 'buffer' }, parseApiBody);
   // Errors raised by Fastify itself (body parsing, size) reach ErrorFilter through Nest's own
   // Fastify error handler, set at init: setting another one here would only be replaced (FSTWRN004).
-  app.enableShutdownHooks();
+  // Exit (code 0) after the graceful stop rather than die of the signal again: only an exit lets pino write the
+  // log lines still in its buffer (a stop's last lines, such as each lease released, were lost).
+  app.enableShutdownHooks([], { useProcessExit: true });
   return app;
 }
 

@@ -11,7 +11,9 @@ async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(DeliveryModule.forRoot(config), {
     logger: new PinoNestLogger(createLogger('delivery', config.logLevel)),
   });
-  app.enableShutdownHooks();
+  // Exit (code 0) after the graceful stop rather than die of the signal again: only an exit lets pino write the
+  // log lines still in its buffer (a stop's last lines, such as each lease released, were lost).
+  app.enableShutdownHooks([], { useProcessExit: true });
   const cache = app.get(SubscriptionCache);
   const sender = app.get(WebhookSenderService);
   await serveAppOps(app, {

@@ -10,7 +10,9 @@ async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(RunnerModule.forRoot(config), {
     logger: new PinoNestLogger(createLogger('runner', config.logLevel)),
   });
-  app.enableShutdownHooks();
+  // Exit (code 0) after the graceful stop rather than die of the signal again: only an exit lets pino write the
+  // log lines still in its buffer (a stop's last lines, such as each lease released, were lost).
+  app.enableShutdownHooks([], { useProcessExit: true });
   const runner = app.get(RunnerService);
   await serveAppOps(app, { port: config.runnerMetricsPort, setting: 'RUNNER_METRICS_PORT', prefix: 'runner_', registry: app.get(Registry), healthy: () => runner.health() });
   process.stderr.write(`runner started (replica ${runner.replicaId}); isolation: ${runner.isolationSummary}\n`);
