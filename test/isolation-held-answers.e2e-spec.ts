@@ -65,7 +65,7 @@ describe("the runner against one account's large results (EMITS_BYTES_PER_SECOND
     // Each hoard's run ends in its 80 events or in a $errors event (its sandbox stopped over SANDBOX_MEMORY_MB, where
     // its answers waited) — or the runner died first.
     const settled = async (id: string): Promise<boolean> => (await count(id, '')) >= 80 || (await count(id, '$errors')) > 0;
-    const outcome = await eventually(async () => (runnerGone() ? 'the runner died' : (await Promise.all(hoards.map((h) => settled(h.id)))).every(Boolean) && 'settled'), {
+    const outcome = await eventually(async () => (runnerGone() ? `the runner died:\n${system.logs('runner').slice(-3000)}` : (await Promise.all(hoards.map((h) => settled(h.id)))).every(Boolean) && 'settled'), {
       what: "the hoards' runs to end",
       timeoutMs: 400_000,
       intervalMs: 2000,
