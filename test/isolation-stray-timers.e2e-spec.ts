@@ -157,6 +157,22 @@ describe('an interval a run leaves behind', () => {
     expect(heard).toEqual([{ id: expect.any(String), accounts: [user.id], retire: true }]);
   });
 
+  it("stops in the api's own sandbox process too, where saving a component ran its top-level code", async () => {
+    const user = createUser(system);
+    const api = client(system, user.apiKey);
+    // Saved, never deployed: only the api (reading its props) runs it; the interval runs in the api's process alone.
+    const onSave = `setInterval(() => { fetch(${JSON.stringify(`${base}/api-stray`)}).then((r) => r.text()).catch(() => {}); }, 100);
+      module.exports = { name: "Read", version: "1", props: {}, async run() {} };`;
+    expect((await api.post('/components', { component_code: onSave })).status).toBe(200);
+    await eventually(async () => (count('/api-stray') >= 5 ? true : undefined), { what: "the interval to fetch from the api's sandbox process" });
+    // Any deletion of the account's retires its processes on every app.
+    const other = await source(user, TRIGGER);
+    expect((await api.del(`/sources/${other.id}`)).status).toBe(204);
+    await stopped('/api-stray', "the interval in the api's sandbox process to stop");
+    // The account's next read starts a new process.
+    expect((await api.post('/components', { component_code: TRIGGER })).status).toBe(200);
+  });
+
   it('retires once for a workflow and the trigger source it deletes with it', async () => {
     const user = createUser(system);
     const api = client(system, user.apiKey);

@@ -129,7 +129,7 @@ export function natsPermissions(app: NatsApp, n: Names, inboxPrefix: string, api
             ...consumeStream(objStream(n.componentsStore)),
           ],
         },
-        subscribe: { allow: [inbox, subject('resp', '>'), subject('sse', '>'), subject('changed', 'endpoints'), subject('changed', 'deleted')] },
+        subscribe: { allow: [inbox, subject('resp', '>'), subject('sse', '>'), subject('changed', 'endpoints'), subject('changed', 'deleted'), n.restartSandboxes] },
       };
     case 'runner':
       return {

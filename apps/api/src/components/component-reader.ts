@@ -50,6 +50,8 @@ export interface ComponentReader {
   refuseReads(): void;
   /** Restarts these accounts' sandbox processes: their access changed. */
   restartSandboxes(accounts: readonly string[]): void;
+  /** Retires these accounts' sandbox processes (a source or workflow of theirs was deleted): they take no new read and stop. */
+  retireSandboxes(accounts: readonly string[]): void;
   close(): Promise<void>;
 }
 

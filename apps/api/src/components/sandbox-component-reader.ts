@@ -67,6 +67,10 @@ export class SandboxComponentReader implements ComponentReader {
     this.pool.restartSandboxes(accounts);
   }
 
+  retireSandboxes(accounts: readonly string[]): void {
+    this.pool.retireSandboxes(accounts);
+  }
+
   close(): Promise<void> {
     return this.pool.close();
   }
