@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyRequest } from 'fastify';
-import { AppConfig, createLogger, PinoNestLogger, trustProxyFunction } from '@app/config';
+import { AppConfig, closeOnStopSignals, createLogger, PinoNestLogger, trustProxyFunction } from '@app/config';
 import { ApiError, assertChunkedOnly, BadRequestError, clipped, mediaTypeOf, parseFormBody, textDecoderOf } from '@app/contracts';
 import { AppModule } from './app.module';
 import { requestUrlRewrite } from './http-endpoints/endpoint-urls';
@@ -80,9 +80,7 @@ export async function createApiApp(config: AppConfig): Promise<NestFastifyApplic
   fastify.addContentTypeParser(JSON_SUFFIX_TYPE, { parseAs: 'buffer' }, parseApiBody);
   // Errors raised by Fastify itself (body parsing, size) reach ErrorFilter through Nest's own
   // Fastify error handler, set at init: setting another one here would only be replaced (FSTWRN004).
-  // Exit (code 0) after the graceful stop rather than die of the signal again: only an exit lets pino write the
-  // log lines still in its buffer (a stop's last lines, such as each lease released, were lost).
-  app.enableShutdownHooks([], { useProcessExit: true });
+  closeOnStopSignals(app);
   return app;
 }
 

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { Registry } from 'prom-client';
-import { createLogger, loadConfigOrExit, PinoNestLogger, serveAppOps } from '@app/config';
+import { closeOnStopSignals, createLogger, loadConfigOrExit, PinoNestLogger, serveAppOps } from '@app/config';
 import { DeliveryModule } from './delivery.module';
 import { SubscriptionCache } from './router/subscription-cache';
 import { WebhookSenderService } from './webhooks-out/webhook-sender.service';
@@ -11,9 +11,7 @@ async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(DeliveryModule.forRoot(config), {
     logger: new PinoNestLogger(createLogger('delivery', config.logLevel)),
   });
-  // Exit (code 0) after the graceful stop rather than die of the signal again: only an exit lets pino write the
-  // log lines still in its buffer (a stop's last lines, such as each lease released, were lost).
-  app.enableShutdownHooks([], { useProcessExit: true });
+  closeOnStopSignals(app);
   const cache = app.get(SubscriptionCache);
   const sender = app.get(WebhookSenderService);
   await serveAppOps(app, {

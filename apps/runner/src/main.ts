@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { Registry } from 'prom-client';
-import { createLogger, loadConfigOrExit, PinoNestLogger, serveAppOps } from '@app/config';
+import { closeOnStopSignals, createLogger, loadConfigOrExit, PinoNestLogger, serveAppOps } from '@app/config';
 import { RunnerModule } from './runner.module';
 import { RunnerService } from './runner.service';
 
@@ -10,9 +10,7 @@ async function main(): Promise<void> {
   const app = await NestFactory.createApplicationContext(RunnerModule.forRoot(config), {
     logger: new PinoNestLogger(createLogger('runner', config.logLevel)),
   });
-  // Exit (code 0) after the graceful stop rather than die of the signal again: only an exit lets pino write the
-  // log lines still in its buffer (a stop's last lines, such as each lease released, were lost).
-  app.enableShutdownHooks([], { useProcessExit: true });
+  closeOnStopSignals(app);
   const runner = app.get(RunnerService);
   await serveAppOps(app, { port: config.runnerMetricsPort, setting: 'RUNNER_METRICS_PORT', prefix: 'runner_', registry: app.get(Registry), healthy: () => runner.health() });
   process.stderr.write(`runner started (replica ${runner.replicaId}); isolation: ${runner.isolationSummary}\n`);

@@ -1,5 +1,5 @@
 import pino, { Logger } from 'pino';
-import { LoggerService } from '@nestjs/common';
+import type { INestApplicationContext, LoggerService } from '@nestjs/common';
 
 export type { Logger } from 'pino';
 
@@ -26,4 +26,13 @@ export class PinoNestLogger implements LoggerService {
   verbose(message: unknown, context?: string): void {
     this.logger.trace({ context }, String(message));
   }
+}
+
+/**
+ * Nest's shutdown hooks on the stop signals (SIGTERM, Ctrl-C…), ending in an exit (code 0) rather than in dying of the
+ * signal again: only an exit lets pino write the lines still in its buffer (a stop's last lines, such as the runner's
+ * leases released, were lost).
+ */
+export function closeOnStopSignals(app: INestApplicationContext): void {
+  app.enableShutdownHooks([], { useProcessExit: true });
 }

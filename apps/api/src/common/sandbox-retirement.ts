@@ -7,7 +7,8 @@ import type { NatsService } from '@app/nats';
  * Tells every runner and api replica that `deleted` (a source or workflow) of `account` is gone (`ctl.restart-sandboxes` with
  * `retire`, once per deletion): each retires the account's sandbox process there (libs/sandbox, IsolatedRunner.retire),
  * so that what the deleted code's runs left behind (a timer, a callback) stops wherever it ran, and the account's
- * other runs in flight finish once; each api replica retires its own (onRetirement), where the code's reads ran. When NATS is closed it is logged, and the processes stop when they next idle out.
+ * other runs in flight finish once; each api replica retires its own (onRetirement), where the code's reads ran.
+ * When NATS is closed it is logged, and the processes stop when they next idle out.
  */
 export function retireSandboxesOf(nats: NatsService, account: string, deleted: string, logger: Logger): void {
   const retire: RestartSandboxes = { id: randomUUID(), accounts: [account], retire: true };
