@@ -84,7 +84,9 @@ describe('API_MAX_CONCURRENT_PER_KEY against a key that tries to pass it', () =>
     await pg.connect();
     // Creates of A's webhooks wait in Postgres (each holding a pool connection) while this lock is held.
     await pg.query('select pg_advisory_lock(hashtext($1))', [`quota:webhooks:${a.id}`]);
-    const waiting = async (): Promise<number> => (await pg.query(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`)).rows[0].n;
+    // This system's database only: pg_locks is the whole server's, where other tests' systems take advisory locks too.
+    const waiting = async (): Promise<number> =>
+      (await pg.query(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`)).rows[0].n;
     const answers: (number | string)[] = [];
     try {
       for (let i = 0; i < 3; i++) {
