@@ -37,7 +37,7 @@ describe('npm run cluster with the DATA_DIR of one still running', () => {
       second.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
       // One that does not refuse waits for Postgres as the first does: it is stopped, and its exit code is not 1.
       const timer = setTimeout(() => second.kill('SIGKILL'), 30_000);
-      const code = await new Promise<number | null>((r) => second.once('exit', (c) => r(c)));
+      const code = await new Promise<number | null>((r) => second.once('close', (c) => r(c)));
       clearTimeout(timer);
       expect(stderr).toMatch(new RegExp(`^npm run cluster: another npm run cluster \\(pid ${first.pid}\\) is running with DATA_DIR ${dataDir}: stop it first, or give this one another DATA_DIR$`, 'm'));
       expect(stderr).not.toMatch(/^(postgres|nats): /m);

@@ -153,7 +153,8 @@ describe('npm start restarts a crashed app', () => {
     const pids = (['api', 'runner', 'delivery'] as AppName[]).map(pidOf);
     const logged = stderr.length;
     process.kill(-start.pid!, 'SIGINT');
-    const code = await new Promise<number | null>((r) => start.once('exit', (c) => r(c)));
+    // 'close', not 'exit': the last lines npm start wrote may still be in its pipes when it exits.
+    const code = await new Promise<number | null>((r) => start.once('close', (c) => r(c)));
     expect(code).toBe(0);
     expect(pids.map(alive)).toEqual([false, false, false]);
     expect(stderr.slice(logged)).not.toMatch(/exited:|started \(pid/);
@@ -187,7 +188,7 @@ describe('npm start with an app that cannot start', () => {
       let stdout = '';
       proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
       proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-      const code = await new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
+      const code = await new Promise<number | null>((r) => proc.once('close', (c) => r(c)));
       expect(code).toBe(1);
       expect(stdout).not.toMatch(/^ready /m);
       const fatal = stderr.split('\n').find((l) => l.startsWith('delivery failed 5 times in a row while starting'));
@@ -217,7 +218,7 @@ describe('npm start with an app that cannot start', () => {
       proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
       // One that takes the other instance's answers for its api's would run on, restarting it for ever.
       const timer = setTimeout(() => proc.kill('SIGINT'), 120_000);
-      const code = await new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
+      const code = await new Promise<number | null>((r) => proc.once('close', (c) => r(c)));
       clearTimeout(timer);
       expect(stdout).not.toMatch(/^ready /m);
       expect(stderr).not.toMatch(/^api is healthy again/m);
@@ -237,7 +238,7 @@ describe('npm start with an app that cannot start', () => {
       const proc = spawn(process.execPath, [join(__dirname, '..', 'scripts', 'start.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-      const code = await new Promise<number | null>((r) => proc.once('exit', (c) => r(c)));
+      const code = await new Promise<number | null>((r) => proc.once('close', (c) => r(c)));
       expect(stderr).toMatch(/^configuration error: HTTP_MAX_BODY_BYTES must be at least 1024, got 1000$/m);
       expect(code).toBe(78);
       // No nats-server of its own (its config would be under DATA_DIR/nats).
@@ -334,7 +335,7 @@ describe('beside a running npm start: a second runner (npm run start:runner, as 
     again.stdout!.resume();
     // One that does not refuse would run on: it is stopped, and the exit code below is not 1.
     const timer = setTimeout(() => again.kill('SIGKILL'), 60_000);
-    const code = await new Promise<number | null>((r) => again.once('exit', (c) => r(c)));
+    const code = await new Promise<number | null>((r) => again.once('close', (c) => r(c)));
     clearTimeout(timer);
     expect(code).toBe(1);
     expect(stderr).toMatch(new RegExp(`^npm start: another npm start \\(pid ${procs[0].pid}\\) is running with DATA_DIR ${dataDir}: stop it first`, 'm'));
