@@ -15,8 +15,11 @@ export const SLICE_MS = 10;
 export class TimeSlicer {
   private since: number;
 
-  /** `now`: the clock, in milliseconds (a test's own). */
-  constructor(private readonly now: () => number = () => performance.now()) {
+  /** `now`: the clock, in milliseconds (a test's own); `onHandBack`: called before each hand-back (the job is a long one). */
+  constructor(
+    private readonly now: () => number = () => performance.now(),
+    private readonly onHandBack?: () => void,
+  ) {
     this.since = now();
   }
 
@@ -26,6 +29,7 @@ export class TimeSlicer {
 
   /** Resumes after the I/O and timers that were waiting. */
   async handBack(): Promise<void> {
+    this.onHandBack?.();
     await new Promise<void>((r) => setImmediate(r));
     this.since = this.now();
   }

@@ -47,20 +47,8 @@ export class JetStreamPublisher implements Publisher {
    * stored: a part found stored by an earlier delivery is read back, and what it holds is not stored again.
    */
   async publishUnits(units: EmitUnit[]): Promise<void> {
-    const slicer = new TimeSlicer();
-    const prepared: Prepared[] = [];
-    for (const u of units) {
-      if (!('group' in u)) {
-        prepared.push({ loose: await mapSliced(u.events, (event) => ({ event, encoded: encodeJson(event) }), slicer) });
-        continue;
-      }
-      const runs: EncodedRun[] = [];
-      for (const r of u.runs) runs.push(await encodeRun(r, slicer));
-      prepared.push({ group: u.group, runs });
-    }
-    const all = prepared.flatMap((u) => ('group' in u ? u.runs.flatMap((r) => r.run.events.map((event, i) => ({ event, encoded: r.encoded[i] }))) : u.loose));
-    if (!all.length) return;
-    await this.withinBudgets(all.map((e) => ({ owner: e.event.ownerId, bytes: e.encoded.byteLength })));
+    const prepared = await this.encodeWithinBudgets(units);
+    if (!prepared) return;
     const maxBytes = this.nats.maxPayload;
     const oneByOne = prepared.some((u) => 'group' in u && (u.group.redelivered || !fitsOnePart(u.runs, maxBytes)));
     if (!oneByOne) {
@@ -68,6 +56,38 @@ export class JetStreamPublisher implements Publisher {
       return;
     }
     for (const u of prepared) await ('group' in u ? this.publishGroup(u.group, u.runs, maxBytes) : this.publishLoose(u.loose));
+  }
+
+  /**
+   * The units encoded, then taken from the budgets (waiting what they owe); undefined when they hold no event. An
+   * encoding long enough to hand the event loop back puts the events' accounts in hand until the take (EmitsInHand).
+   */
+  private async encodeWithinBudgets(units: EmitUnit[]): Promise<Prepared[] | undefined> {
+    const inHand = this.budgets.inHand;
+    let held: string[] | undefined;
+    const slicer = new TimeSlicer(undefined, () => {
+      if (!inHand || held) return;
+      held = [...new Set(units.flatMap((u) => ('group' in u ? u.runs.flatMap((r) => r.events) : u.events).map((e) => e.ownerId)))];
+      inHand.add(held);
+    });
+    try {
+      const prepared: Prepared[] = [];
+      for (const u of units) {
+        if (!('group' in u)) {
+          prepared.push({ loose: await mapSliced(u.events, (event) => ({ event, encoded: encodeJson(event) }), slicer) });
+          continue;
+        }
+        const runs: EncodedRun[] = [];
+        for (const r of u.runs) runs.push(await encodeRun(r, slicer));
+        prepared.push({ group: u.group, runs });
+      }
+      const all = prepared.flatMap((u) => ('group' in u ? u.runs.flatMap((r) => r.run.events.map((event, i) => ({ event, encoded: r.encoded[i] }))) : u.loose));
+      if (!all.length) return undefined;
+      await this.withinBudgets(all.map((e) => ({ owner: e.event.ownerId, bytes: e.encoded.byteLength })));
+      return prepared;
+    } finally {
+      if (held) inHand?.remove(held);
+    }
   }
 
   private publishLoose(loose: { event: EmittedEvent; encoded: Uint8Array }[]): Promise<unknown> {
