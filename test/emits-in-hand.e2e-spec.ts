@@ -15,7 +15,7 @@ import { natsAdminEnv, need } from './support/env';
  * (test/isolation-held-answers.e2e-spec.ts), and they are taken once its events are encoded. Encoding a large result
  * hands the event loop back, so reading went on in the meantime, the account owing nothing yet: on a loaded machine a
  * second result of tens of MB could be read in full beside the first. Now the account is held from the first
- * hand-back of the encoding: at no turn of the event loop while its events are published does it owe nothing.
+ * hand-back of the encoding: at no turn of the event loop until its events are taken from the budget does it owe nothing.
  */
 describe("an account's large result being encoded for EMITS", () => {
   const prefix = `t_${need('TEST_RUN_ID')}_inhand${randomBytes(3).toString('hex')}`;

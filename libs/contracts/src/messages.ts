@@ -160,6 +160,18 @@ export interface RestartSandboxes {
   retire?: boolean;
 }
 
+/** A `ctl.restart-sandboxes` message as heard: its accounts that are strings; undefined when it is not one. */
+export function readRestartSandboxes(data: Uint8Array): RestartSandboxes | undefined {
+  let change: RestartSandboxes;
+  try {
+    change = decodeJson<RestartSandboxes>(data);
+  } catch {
+    return undefined;
+  }
+  if (typeof change?.id !== 'string' || !Array.isArray(change.accounts)) return undefined;
+  return { id: change.id, accounts: change.accounts.filter((a): a is string => typeof a === 'string'), retire: change.retire === true };
+}
+
 /**
  * One `EMITS` message holding the events of several invocations: the requests the api stored together in one
  * `INVOCATIONS` message, run in one sandbox task (docs/architecture.md, "Events stored together"). Its

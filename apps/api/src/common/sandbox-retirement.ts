@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@nestjs/common';
-import { decodeJson, encodeJson, type RestartSandboxes } from '@app/contracts';
+import { encodeJson, readRestartSandboxes, type RestartSandboxes } from '@app/contracts';
 import type { NatsService } from '@app/nats';
 
 /**
@@ -27,14 +27,8 @@ export function retireSandboxesOf(nats: NatsService, account: string, deleted: s
 export function onRetirement(nats: NatsService, retire: (accounts: string[]) => void): () => void {
   const sub = nats.nc.subscribe(nats.names.restartSandboxes, {
     callback: (err, msg) => {
-      if (err) return;
-      let change: RestartSandboxes;
-      try {
-        change = decodeJson<RestartSandboxes>(msg.data);
-      } catch {
-        return;
-      }
-      if (change?.retire === true && Array.isArray(change.accounts)) retire(change.accounts.filter((a): a is string => typeof a === 'string'));
+      const change = err ? undefined : readRestartSandboxes(msg.data);
+      if (change?.retire) retire(change.accounts);
     },
   });
   return () => sub.unsubscribe();

@@ -1,5 +1,5 @@
 import type { Subscription } from 'nats';
-import { decodeJson, RestartSandboxes } from '@app/contracts';
+import { readRestartSandboxes } from '@app/contracts';
 import type { Logger } from '@app/config';
 import type { NatsService } from '@app/nats';
 import type { Executor } from '../executor/executor.port';
@@ -27,17 +27,12 @@ export class SandboxRestarts {
   }
 
   private heard(data: Uint8Array): void {
-    let change: RestartSandboxes;
-    try {
-      change = decodeJson<RestartSandboxes>(data);
-    } catch {
-      return;
-    }
-    if (typeof change?.id !== 'string' || !Array.isArray(change.accounts) || this.seen.has(change.id)) return;
+    const change = readRestartSandboxes(data);
+    if (!change || this.seen.has(change.id)) return;
     if (this.seen.size >= SEEN_MAX) this.seen.clear();
     this.seen.add(change.id);
-    const accounts = change.accounts.filter((a): a is string => typeof a === 'string');
-    if (change.retire === true) {
+    const { accounts } = change;
+    if (change.retire) {
       const retired = this.executor.retireSandboxes?.(accounts) ?? 0;
       this.metrics.sandboxRetirements.inc(retired);
       if (retired) this.logger.info({ accounts, retired }, 'source or workflow deleted: sandbox processes retired');
