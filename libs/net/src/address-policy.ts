@@ -42,7 +42,11 @@ privateRanges.addSubnet('10.0.0.0', 8, 'ipv4');
 privateRanges.addSubnet('172.16.0.0', 12, 'ipv4');
 privateRanges.addSubnet('192.168.0.0', 16, 'ipv4');
 privateRanges.addSubnet('100.64.0.0', 10, 'ipv4');
+// Set aside for benchmarking (RFC 2544) and used as internal address space by some networks and VPNs.
+privateRanges.addSubnet('198.18.0.0', 15, 'ipv4');
 privateRanges.addSubnet('fc00::', 7, 'ipv6');
+// IPv6 site-local (deprecated by RFC 3879, still routed inside some sites).
+privateRanges.addSubnet('fec0::', 10, 'ipv6');
 
 const unspecified = new BlockList();
 unspecified.addSubnet('0.0.0.0', 8, 'ipv4');
