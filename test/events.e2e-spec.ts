@@ -258,6 +258,20 @@ describe('event summaries', () => {
     await expectLeft(src, [s[0], s[1], s[3], s[4]]);
   });
 
+  it("deletes from a start_id far in the future at once (nothing is stored then), and the account's next deletion does not wait behind it", async () => {
+    const src = await insertSource(system, user.id);
+    const kept = await emitter.emit(src, user.id, { kept: true });
+    const other = await insertSource(system, user.id);
+    await emitter.emit(other, user.id, { gone: true });
+    await eventually(async () => (await summaries(src)).body.data?.length === 1 && (await summaries(other)).body.data?.length === 1, { what: 'indexing' });
+    // 15 digits of milliseconds are an event id (the year 33658), past any time NATS reads: the scan of EMITS from
+    // there failed after a minute of tries (`invalid json`), and the account's deletions waited meanwhile.
+    expect((await api.del(`/sources/${src}/events?start_id=999999999999999-999999999`)).status).toBe(202);
+    expect((await api.del(`/sources/${other}/events`)).status).toBe(202);
+    await eventually(async () => (await summaries(other)).body.data?.length === 0, { what: "the account's deletion after the far-future one", timeoutMs: 20_000 });
+    expect((await summaries(src)).body.data.map((d: { id: string }) => d.id)).toEqual([kept.id]);
+  });
+
   it('answers 404 for the event summaries of an unknown workflow', async () => {
     const res = await api.get('/workflows/p_abc/event_summaries');
     expect(res.status).toBe(404);

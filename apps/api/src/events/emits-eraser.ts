@@ -49,10 +49,13 @@ export class EmitsEraser {
       return !!id && (!start || order(id, start) >= 0) && (!end || order(id, end) <= 0);
     };
     // Without `start_id` the scan starts at the stream's first message: the ordered consumer's own default
-    // (from sequence 1). `DeliverPolicy.All` would be refused, as the client also sends a start sequence.
+    // (from sequence 1). `DeliverPolicy.All` would be refused, as the client also sends a start sequence. A `start_id`
+    // in the future starts it now (nothing was stored later): NATS reads no time past the year 9999, and a start of
+    // `999999999999999-0` (year 33658) had the ordered consumer try to make itself for a minute before failing
+    // (`invalid json`), every later deletion of the account waiting behind it.
     const consumer = await this.nats.js.consumers.get(stream, {
       filterSubjects: subject,
-      ...(start ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.max(0, start.ms - SCAN_SLACK_MS)).toISOString() } : {}),
+      ...(start ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(Math.min(Date.now(), Math.max(0, start.ms - SCAN_SLACK_MS))).toISOString() } : {}),
     });
     // The scan holds one fetch of 2 MiB at most (BATCH_BYTES), the next once it has erased them. 500 messages at a
     // time were up to 500 MB of the api's memory for each account deleting; 2 at a time, 600 fetches for 1,200 events.
