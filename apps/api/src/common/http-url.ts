@@ -17,7 +17,9 @@ const echoed = (text: string): string => clipped(shownAsWritten(text));
  * echoes the URL as written, its credentials as `********`.
  */
 export function parseHttpUrl(value: unknown, field: string, example: string): URL {
-  if (typeof value !== 'string' || value.trim() === '') throw new BadRequestError(`${field} is required`, { field });
+  if (typeof value !== 'string') throw new BadRequestError(`${field} is required`, { field });
+  // Given but blank, it is a URL that is not one (a required one given empty is refused as missing before this).
+  if (value.trim() === '') throw new BadRequestError(`${field} must be an absolute http or https URL with a hostname, e.g. ${example}`, { field, value: echoed(value) });
   if (longerThan(value, MAX_URL_CHARS)) throw new BadRequestError(`${field} must be at most ${MAX_URL_CHARS} characters`, { field });
   const text = value.trim();
   // The parser drops tabs and line breaks silently: what is stored and shown would not be the URL called.

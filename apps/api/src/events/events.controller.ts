@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Query } from '@nestjs/c
 import { BadRequestError } from '@app/contracts';
 import { Auth, AuthContext } from '../auth/auth.context';
 import { validateChannel } from '../common/channel-name';
-import { Input, mergeInput } from '../common/input';
+import { Input, mergeInput, missingIn } from '../common/input';
 import { Page, parsePageQuery } from '../common/pagination';
 import { EventSummaryDto, parseExpand } from './event-summary.dto';
 import { EventsService, SummaryQuery } from './events.service';
@@ -37,7 +37,7 @@ export class EventsController {
       if (typeof v !== 'string') throw new BadRequestError(`${name} must be a string`, { field: name });
       return v;
     };
-    await this.events.requestDelete(source, str('start_id'), str('end_id'));
+    await this.events.requestDelete(source, str('start_id'), str('end_id'), missingIn(query, body, ['start_id', 'end_id']));
   }
 
   /** Events a workflow emitted with `$.send.emit` (default and custom channels), newest first. */

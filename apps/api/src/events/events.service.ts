@@ -117,13 +117,13 @@ export class EventsService implements BeforeApplicationShutdown {
    * app to delete the summaries (deleting here when no delivery replica answers), then erases the events from
    * EMITS, which a resumed event stream replays. 429 when the account has DELETIONS_WAITING_PER_ACCOUNT waiting.
    */
-  async requestDelete(source: Pick<Source, 'id' | 'ownerId'>, startId?: string, endId?: string): Promise<void> {
+  async requestDelete(source: Pick<Source, 'id' | 'ownerId'>, startId?: string, endId?: string, given: 'query' | 'body' = 'query'): Promise<void> {
     const start = startId !== undefined ? parseEventId(startId) : undefined;
     const end = endId !== undefined ? parseEventId(endId) : undefined;
     if (startId !== undefined && !start) throw new BadRequestError('start_id must be an event id like 1700000000000-0', { field: 'start_id' });
     if (endId !== undefined && !end) throw new BadRequestError('end_id must be an event id like 1700000000000-0', { field: 'end_id' });
     if (start && end && (start.ms > end.ms || (start.ms === end.ms && start.seq > end.seq))) {
-      throw new BadRequestError('start_id must not be after end_id', { in: 'query', fields: ['start_id', 'end_id'], start_id: startId, end_id: endId });
+      throw new BadRequestError('start_id must not be after end_id', { in: given, fields: ['start_id', 'end_id'], start_id: startId, end_id: endId });
     }
     // Events emitted after the request are not the ones it deletes: EMITS is erased up to its end as of now.
     const lastSeq = (await this.nats.jsm.streams.info(this.nats.names.emitsStream)).state.last_seq;

@@ -3,7 +3,7 @@ import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError } from '@app/contracts';
 import { AddressPolicy, policyFromConfig } from '@app/net';
 import { Auth, AuthContext, namespaceOf } from '../auth/auth.context';
-import { Input, mergeInput, optionalBoolean, optionalString } from '../common/input';
+import { Input, mergeInput, optionalBoolean, optionalString, requireNonEmpty } from '../common/input';
 import { Page, parsePageQuery } from '../common/pagination';
 import { toWebhookDto, validateWebhookUrl, WebhookDeliveryDto, WebhookDto } from './webhook.dto';
 import { WebhookInput, WebhooksService } from './webhooks.service';
@@ -27,6 +27,8 @@ export class WebhooksController {
   @Post('webhooks')
   @HttpCode(200)
   async create(@Auth() auth: AuthContext, @Query() query: unknown, @Body() body: unknown): Promise<{ data: WebhookDto }> {
+    // `url=` is missing, said as an absent url is (details.in, details.fields), not as a bad URL.
+    requireNonEmpty(query, body, ['url']);
     const input = mergeInput(query, body);
     const ownerId = namespaceOf(auth, input.org_id);
     return { data: await this.webhooks.create(auth, ownerId, { url: validateWebhookUrl(input.url, this.policy), ...textFields(input) }) };
