@@ -50,7 +50,9 @@ interface AuthRow {
 
 /** The API key of an `Authorization: Bearer <API_KEY>` header, or undefined when there is none or it is malformed. */
 export function bearerKey(header: string | undefined): string | undefined {
-  return header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+  // Spaces and tabs only (RFC 9110 OWS, RFC 6750 `1*SP`): `\s` took a no-break space (0xA0, which Node passes in a
+  // header as Latin-1) or any Unicode space as one, so `Bearer\u00a0<key>` authenticated.
+  return header ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header)?.[1] : undefined;
 }
 
 /** The API key an `Authorization` header must give, or the 401 of a missing or malformed one. */
