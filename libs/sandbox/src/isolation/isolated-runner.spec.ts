@@ -118,6 +118,18 @@ describe('SandboxPool with SANDBOX_ISOLATION=namespaces', () => {
     });
   });
 
+  it("refuses V8's flags to component code: --allow-natives-syntax would hand it V8's test intrinsics", async () => {
+    const code = `module.exports = { name: "f", version: "1", async run() {
+      const tries = {};
+      try { require("v8").setFlagsFromString("--allow-natives-syntax"); tries.flags = "set"; } catch (e) { tries.flags = e.code + ": " + e.message; }
+      try { tries.natives = new Function("return %IsBeingInterpreted()")(); } catch (e) { tries.natives = e.name; }
+      this.$emit(tries);
+    } };`;
+    const r = await run('u_flags', code);
+    expect(r.error).toBeUndefined();
+    expect(r.emits[0].event).toEqual({ flags: "ERR_ACCESS_DENIED: V8's flags cannot be changed by component code in the sandbox", natives: 'SyntaxError' });
+  });
+
   it('ends only the account\'s sandbox when it is killed, and starts a new one', async () => {
     const killed = await run('u_a', 'module.exports = { name: "k", version: "1", async run() { process.kill(process.pid, "SIGKILL"); } };');
     expect(killed.error).toMatchObject({ name: 'SandboxCrashError', message: expect.stringContaining('killed (SIGKILL)') });

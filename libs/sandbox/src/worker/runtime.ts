@@ -15,6 +15,7 @@ import { additionalProps, options } from './options';
 import { routeTcpThroughEgress } from './egress-client';
 import { guardedTask, setVmTimeoutMode } from './run-sync';
 import { refuseNestedWorkers } from './no-nested-workers';
+import { refuseV8Flags } from './no-v8-flags';
 import { installInvocationEnv } from './process-env';
 
 export type TaskHandler = (task: WorkerTask) => Promise<DescribeResult | ExecuteResult | ExecuteResult[] | OptionsResult | AdditionalPropsResult>;
@@ -27,6 +28,7 @@ export function startRuntime(data: Partial<WorkerData> | undefined): TaskHandler
   installConsoleCapture();
   installInvocationEnv();
   refuseNestedWorkers();
+  refuseV8Flags();
   if (data?.egressSocket) routeTcpThroughEgress(data.egressSocket);
   // Pipedream's Node.js runtime has `defineComponent` as a global (it returns its argument): code written with it loads unchanged.
   const globals = globalThis as unknown as Record<string, unknown>;
