@@ -86,6 +86,13 @@ module.exports = {
       await new Promise((r) => setTimeout(r, 20));
       for (;;) {}
     }
+    if (p === "stall-talking") {
+      // Blocks the thread after an await (no vm timeout there), writing a frame the app accepts every 500 ms.
+      this.http.respond({ status: 200, body: "stalling" });
+      await new Promise((r) => setTimeout(r, 20));
+      const line = frame({ t: "log", level: "debug", obj: {}, msg: "still here" });
+      for (;;) { const t = Date.now(); while (Date.now() - t < 500) {} fs.writeSync(3, line); }
+    }
     this.http.respond({ status: 200, body: "ok " + p });
   },
 };`;
@@ -242,6 +249,20 @@ describe.each([
     expect(e.error.message).toBe(`run timed out after 3000 ms (${stopped})`);
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(await (await send(probe.url, { probe: 'fine', n: 2 })).text()).toBe('ok fine');
+    await platformUp();
+  });
+
+  it('times a blocked run out though it keeps writing frames to the channel', async () => {
+    // Any bytes from the process once counted as an answer: a run that blocked its thread and wrote a log frame every
+    // 500 ms was never timed out, and held its sandbox process (and a core) for good.
+    const probe = await deploy(a, PROBE.replace('name: "Probe"', 'name: "Talker"'));
+    await ready(probe.url);
+    const started = Date.now();
+    expect(await (await send(probe.url, { probe: 'stall-talking' })).text()).toBe('stalling');
+    const e = await eventually(async () => (await events(probe.id, '$errors')).find((x: { error?: { name: string } }) => x.error?.name === 'TimeoutError'), { what: 'a TimeoutError', timeoutMs: 30_000 });
+    expect(e.error.message).toBe(`run timed out after 3000 ms (${stopped})`);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(await (await send(probe.url, { probe: 'fine', n: 6 })).text()).toBe('ok fine');
     await platformUp();
   });
 

@@ -114,7 +114,13 @@ export class HostProcess {
   private stopReason: SandboxError | undefined;
   /** Failures of particular tasks when the process stops (the run that blocked it), instead of `stopReason`. */
   private readonly failures = new Map<number, SandboxError>();
-  /** When the host last sent anything: a process that answers is not blocked. */
+  /**
+   * When the host last answered a task in flight: a process that answers is not blocked. Only an answer counts, not
+   * any bytes or frame: component code can write to the channel itself (fs.writeSync(3, …)) from a thread it blocks,
+   * and a run that wrote a log frame every 500 ms while it spun was never timed out. A forged answer settles the task
+   * it names (and only the first piece of an answer counts), so it can put the deadlines off only as many times as
+   * there are answers due.
+   */
   private lastFrameMs = Date.now();
   private hold: ReadHold | undefined;
   /** The task whose answer is coming in pieces: the host sends one answer's pieces together, so at most one is open. */
@@ -196,7 +202,6 @@ export class HostProcess {
         },
       );
       channel.on('data', (d: Buffer) => {
-        this.lastFrameMs = Date.now();
         reader.push(d);
         // Waiting for its turn or its budget (a hold that ended may have resumed the channel meanwhile): unread.
         if (reader.waiting) channel.pause();
@@ -392,6 +397,9 @@ export class HostProcess {
       this.piecesOf = p;
       p.pieceBytes += bytes;
       if (p.pieceBytes > frameCapBytes(p.task) + FRAME_ENVELOPE_BYTES) return this.violation(`pieces of ${p.pieceBytes} bytes of an answer to a ${p.task.kind} task, over its bound`);
+      // The first piece of an answer is an answer coming (its last pieces are read in turns, after the deadline maybe);
+      // the next ones are not: tiny pieces trickled one by one would put the deadline off for good.
+      if (!p.pieces) this.lastFrameMs = Date.now();
       const misfit = (p.pieces ??= new PieceAssembly()).add(m);
       if (misfit) return this.violation(misfit);
     } else if (m.t === 'done') {
@@ -401,7 +409,7 @@ export class HostProcess {
       const whole = this.withPieces(p, m);
       if (typeof whole === 'string') return this.violation(whole);
       this.pending.delete(m.id);
-      this.lastUsedMs = Date.now();
+      this.lastUsedMs = this.lastFrameMs = Date.now();
       p.resolve(whole.out);
       this.stopIfRetiredAndIdle();
     } else if (m.t === 'response') {
