@@ -8,11 +8,23 @@ export class AccountsService {
   constructor(private readonly em: EntityManager) {}
 
   /** 32 random bytes, shown once; only the SHA-256 is stored. */
-  private async issueKey(userId: string): Promise<string> {
+  private async issueKey(userId: string, em: EntityManager = this.em): Promise<string> {
     const key = 'pd_' + randomBytes(32).toString('base64url');
-    this.em.persist(Object.assign(new ApiKey(), { id: newId('apiKey'), userId, keyHash: sha256Hex(key) }));
-    await this.em.flush();
+    em.persist(Object.assign(new ApiKey(), { id: newId('apiKey'), userId, keyHash: sha256Hex(key) }));
+    await em.flush();
     return key;
+  }
+
+  /**
+   * Runs `change` to the user's keys in a transaction holding the user's row: two rotations at once (or a rotation and
+   * a revocation) take turns, so the revocation of one always sees the key the other issued and one key at most stays.
+   */
+  private async withKeysOf<T>(userId: string, change: (tx: EntityManager) => Promise<T>): Promise<T> {
+    return this.em.transactional(async (tx) => {
+      const [row] = (await tx.execute(`select id from users where id = ? for update`, [userId])) as { id: string }[];
+      if (!row) throw new NotFoundError(`user ${userId} not found`);
+      return change(tx);
+    });
   }
 
   async createUser(input: { username: string; email: string; plan?: string }): Promise<{ user: User; apiKey: string }> {
@@ -28,17 +40,17 @@ export class AccountsService {
 
   /** Revokes every key of the user and issues a new one. */
   async rotateKey(userId: string): Promise<string> {
-    await this.getUser(userId);
-    await this.em.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) });
-    const key = await this.issueKey(userId);
+    const key = await this.withKeysOf(userId, async (tx) => {
+      await tx.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) });
+      return this.issueKey(userId, tx);
+    });
     await notifyAccessChanged(this.em, await this.reachedBy(userId));
     return key;
   }
 
   /** Revokes every key of the user and issues none: the user is locked out until a `rotateKey`. Returns how many were revoked. */
   async revokeKeys(userId: string): Promise<number> {
-    await this.getUser(userId);
-    const revoked = await this.em.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) });
+    const revoked = await this.withKeysOf(userId, (tx) => tx.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) }));
     if (revoked > 0) await notifyAccessChanged(this.em, await this.reachedBy(userId));
     return revoked;
   }
