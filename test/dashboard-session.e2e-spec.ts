@@ -88,6 +88,21 @@ describe('dashboard: the session and the page against changes and tenant text', 
     expect(await page.getByText(/not found/).count()).toBe(0);
   });
 
+  it('offers and keeps the workspaces of a paid-plan user, whose GET /users/me has no orgs', async () => {
+    const user = createUser(system, 'paid');
+    const org = admin(system, ['orgs', 'create', '--name', 'Paid org', '--orgname', `paid-${user.id.slice(2, 14).toLowerCase()}`]);
+    admin(system, ['orgs', 'add-member', '--org', org.id, '--user', user.id]);
+    await signIn(user, '/', org.id);
+    await page.getByRole('heading', { name: 'Sources', exact: true }).waitFor();
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Webhooks', exact: true }).waitFor();
+    // The workspace chosen stays chosen (it was dropped on every page as if the user had left the org), and the
+    // switcher offers it.
+    expect(await page.evaluate("sessionStorage.getItem('ess.orgId')")).toBe(org.id);
+    await page.getByRole('combobox', { name: 'Workspace' }).waitFor();
+    expect(await page.getByRole('option', { name: 'Paid org' }).count()).toBe(1);
+  });
+
   it("shows the error, not an empty New source form, for the edit page of a source it cannot read", async () => {
     const owner = createUser(system);
     const stranger = createUser(system);

@@ -1,5 +1,5 @@
 import { session } from './session';
-import type { Component, ConfigurableProp, Me, Page, Usage, Source, Subscription, Webhook, WebhookDelivery, EventSummary, PropOption, Workflow, WorkflowRun } from './types';
+import type { Component, ConfigurableProp, Me, Org, Page, Usage, Source, Subscription, Webhook, WebhookDelivery, EventSummary, PropOption, Workflow, WorkflowRun } from './types';
 
 /** An error answered by the API: `{ error, code, details? }` (docs/api.md#conventions). */
 export class ApiError extends Error {
@@ -72,7 +72,12 @@ const owner = (): string => {
 
 export const api = {
   /** Checks a key before keeping it. */
-  me: (key?: string) => call<{ data: Me }>('GET', '/users/me', { withOrg: false, key }).then((r) => r.data),
+  me: async (key?: string): Promise<Me> => {
+    const me = (await call<{ data: Me }>('GET', '/users/me', { withOrg: false, key })).data;
+    // The paid form of the user has no `orgs` (as the spec gives it): the workspaces route lists them on either plan.
+    if (!me.orgs) me.orgs = (await call<{ data: Org[] }>('GET', '/users/me/workspaces', { withOrg: false, key })).data;
+    return me;
+  },
 
   /** Invocations and compute time per UTC day of the workspace (you or the chosen org). */
   usage: (days: number) => call<{ data: Usage }>('GET', `${owner()}/usage`, { query: { days }, withOrg: false }).then((r) => r.data),
