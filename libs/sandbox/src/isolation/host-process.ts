@@ -12,6 +12,7 @@ import { ReadHold } from './read-hold';
 import { FRAME_ENVELOPE_BYTES, checkedFromHost, frameCapBytes } from './host-messages';
 import { RESULT_MAX_BYTES } from './result-bounds';
 import { sandboxTmp, TMP_FILE_BYTES, treeRssBytes } from './process-memory';
+import { killTree } from './process-tree';
 import { FRAME_MAX_BYTES, PieceAssembly } from './frame-pieces';
 
 const START_TIMEOUT_MS = 30_000;
@@ -327,7 +328,7 @@ export class HostProcess {
     this.stopReason ??= sandboxError('PoolClosedError', 'the sandbox pool is closed');
     const gone = new Promise<void>((r) => child.once('exit', () => r()));
     if (this.channel?.writable) this.channel.write(encodeFrames([{ t: 'close', graceMs }] satisfies ToHost[]), () => undefined);
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs + 1000);
+    const timer = setTimeout(() => this.killProcesses(), graceMs + 1000);
     await gone;
     clearTimeout(timer);
   }
@@ -343,7 +344,14 @@ export class HostProcess {
 
   kill(reason: SandboxError): void {
     this.stopReason ??= reason;
-    this.child?.kill('SIGKILL');
+    this.killProcesses();
+  }
+
+  /** SIGKILLs the process and what it started (process-tree.ts): bubblewrap's first child outlived a kill of bubblewrap alone. */
+  private killProcesses(): void {
+    const pid = this.child?.pid;
+    if (pid === undefined || this.exited) return;
+    killTree(pid);
   }
 
   /**

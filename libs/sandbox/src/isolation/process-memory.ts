@@ -1,14 +1,7 @@
 import { readFileSync, statfsSync } from 'node:fs';
+import { children } from './process-tree';
 
 const PAGE_BYTES = 4096;
-
-function children(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
 
 function rssBytes(pid: number): number {
   try {
