@@ -3,6 +3,9 @@ import { EntityManager } from '@mikro-orm/postgresql';
 import { BadRequestError, ConflictError, newId, NotFoundError, sha256Hex } from '@app/contracts';
 import { ApiKey, notifyAccessChanged, Org, OrgMember, Plan, UsageDaily, User } from '@app/db';
 
+/** Revokes every key of the user still valid; how many. */
+const revokeAll = (em: EntityManager, userId: string): Promise<number> => em.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) });
+
 /** Account operations shared by the admin CLI and the api. */
 export class AccountsService {
   constructor(private readonly em: EntityManager) {}
@@ -41,7 +44,7 @@ export class AccountsService {
   /** Revokes every key of the user and issues a new one. */
   async rotateKey(userId: string): Promise<string> {
     const key = await this.withKeysOf(userId, async (tx) => {
-      await tx.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) });
+      await revokeAll(tx, userId);
       return this.issueKey(userId, tx);
     });
     await notifyAccessChanged(this.em, await this.reachedBy(userId));
@@ -50,7 +53,7 @@ export class AccountsService {
 
   /** Revokes every key of the user and issues none: the user is locked out until a `rotateKey`. Returns how many were revoked. */
   async revokeKeys(userId: string): Promise<number> {
-    const revoked = await this.withKeysOf(userId, (tx) => tx.nativeUpdate(ApiKey, { userId, revokedAt: null }, { revokedAt: Math.floor(Date.now() / 1000) }));
+    const revoked = await this.withKeysOf(userId, (tx) => revokeAll(tx, userId));
     if (revoked > 0) await notifyAccessChanged(this.em, await this.reachedBy(userId));
     return revoked;
   }

@@ -122,7 +122,7 @@ export class HostProcess {
    * it names (and only the first piece of an answer counts), so it can put the deadlines off only as many times as
    * there are answers due.
    */
-  private lastFrameMs = Date.now();
+  private lastAnswerMs = Date.now();
   private hold: ReadHold | undefined;
   /** The task whose answer is coming in pieces: the host sends one answer's pieces together, so at most one is open. */
   private piecesOf: Pending | undefined;
@@ -172,7 +172,7 @@ export class HostProcess {
     const channel = child.stdio[3] as Socket;
     this.channel = channel;
     channel.on('error', () => undefined);
-    if (this.opts.readPauseMs) this.hold = new ReadHold(channel, this.opts.readPauseMs, () => (this.lastFrameMs = Date.now()));
+    if (this.opts.readPauseMs) this.hold = new ReadHold(channel, this.opts.readPauseMs, () => (this.lastAnswerMs = Date.now()));
     this.readStderr(child);
     this.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the sandbox process did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
@@ -407,7 +407,7 @@ export class HostProcess {
       if (p.pieceBytes > frameCapBytes(p.task) + FRAME_ENVELOPE_BYTES) return this.violation(`pieces of ${p.pieceBytes} bytes of an answer to a ${p.task.kind} task, over its bound`);
       // The first piece of an answer is an answer coming (its last pieces are read in turns, after the deadline maybe);
       // the next ones are not: tiny pieces trickled one by one would put the deadline off for good.
-      if (!p.pieces) this.lastFrameMs = Date.now();
+      if (!p.pieces) this.lastAnswerMs = Date.now();
       const misfit = (p.pieces ??= new PieceAssembly()).add(m);
       if (misfit) return this.violation(misfit);
     } else if (m.t === 'done') {
@@ -417,7 +417,7 @@ export class HostProcess {
       const whole = this.withPieces(p, m);
       if (typeof whole === 'string') return this.violation(whole);
       this.pending.delete(m.id);
-      this.lastUsedMs = this.lastFrameMs = Date.now();
+      this.lastUsedMs = this.lastAnswerMs = Date.now();
       p.resolve(whole.out);
       this.stopIfRetiredAndIdle();
     } else if (m.t === 'response') {
@@ -467,7 +467,7 @@ export class HostProcess {
     if (this.exited || this.stopReason || this.hold?.holding) return;
     const now = Date.now();
     let overdue = false;
-    for (const p of this.pending.values()) if ((overdue = now > Math.max(p.sentAtMs, this.lastFrameMs) + p.timeoutMs + OVERRUN_GRACE_MS)) break;
+    for (const p of this.pending.values()) if ((overdue = now > Math.max(p.sentAtMs, this.lastAnswerMs) + p.timeoutMs + OVERRUN_GRACE_MS)) break;
     if (!overdue) return;
     const inFlight = [...this.pending];
     const candidates = inFlight.length === 1 ? inFlight : inFlight.filter(([, p]) => p.suspect);

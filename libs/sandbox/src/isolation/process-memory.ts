@@ -1,5 +1,5 @@
 import { readFileSync, statfsSync } from 'node:fs';
-import { children } from './process-tree';
+import { children, descendants } from './process-tree';
 
 const PAGE_BYTES = 4096;
 
@@ -13,14 +13,7 @@ function rssBytes(pid: number): number {
 
 /** Resident memory of a process and all its descendants (the sandbox host under bubblewrap), in bytes. */
 export function treeRssBytes(pid: number): number {
-  let total = 0;
-  const todo = [pid];
-  for (let n = 0; todo.length && n < 64; n++) {
-    const p = todo.pop()!;
-    total += rssBytes(p);
-    todo.push(...children(p));
-  }
-  return total;
+  return [pid, ...descendants(pid)].reduce((total, p) => total + rssBytes(p), 0);
 }
 
 /**

@@ -9,6 +9,18 @@ export function children(pid: number): number[] {
   }
 }
 
+/** The processes `pid` started and theirs, at most 64 (a sandbox holds a handful). */
+export function descendants(pid: number): number[] {
+  const found: number[] = [];
+  const todo = children(pid);
+  while (todo.length && found.length < 64) {
+    const p = todo.pop()!;
+    found.push(p);
+    todo.push(...children(p));
+  }
+  return found;
+}
+
 /** Sends `signal` to `pid`; false when it is gone (or not ours to signal). */
 function signal(pid: number, sig: NodeJS.Signals): boolean {
   try {
@@ -29,13 +41,6 @@ function signal(pid: number, sig: NodeJS.Signals): boolean {
  */
 export function killTree(pid: number): void {
   if (!signal(pid, 'SIGSTOP')) return;
-  const found: number[] = [];
-  const todo = children(pid);
-  for (let n = 0; todo.length && n < 64; n++) {
-    const p = todo.pop()!;
-    found.push(p);
-    todo.push(...children(p));
-  }
-  for (const p of found) signal(p, 'SIGKILL');
+  for (const p of descendants(pid)) signal(p, 'SIGKILL');
   signal(pid, 'SIGKILL');
 }

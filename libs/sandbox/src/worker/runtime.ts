@@ -14,8 +14,7 @@ import { loadComponent, setHeapCapMb, setPlatformRequireFrom, trimIfHeapHigh } f
 import { additionalProps, options } from './options';
 import { routeTcpThroughEgress } from './egress-client';
 import { guardedTask, setVmTimeoutMode } from './run-sync';
-import { refuseNestedWorkers } from './no-nested-workers';
-import { refuseV8Flags } from './no-v8-flags';
+import { refuseBuiltins } from './refused-builtins';
 import { installInvocationEnv } from './process-env';
 
 export type TaskHandler = (task: WorkerTask) => Promise<DescribeResult | ExecuteResult | ExecuteResult[] | OptionsResult | AdditionalPropsResult>;
@@ -27,8 +26,7 @@ export function startRuntime(data: Partial<WorkerData> | undefined): TaskHandler
   if (data?.heapMb) setHeapCapMb(data.heapMb);
   installConsoleCapture();
   installInvocationEnv();
-  refuseNestedWorkers();
-  refuseV8Flags();
+  refuseBuiltins();
   if (data?.egressSocket) routeTcpThroughEgress(data.egressSocket);
   // Pipedream's Node.js runtime has `defineComponent` as a global (it returns its argument): code written with it loads unchanged.
   const globals = globalThis as unknown as Record<string, unknown>;
