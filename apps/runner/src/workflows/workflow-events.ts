@@ -42,13 +42,17 @@ function recordedSteps(outcome: RunOutcome, maxBytes: number): StepRecord[] {
   return stepsWithin(hidden, maxBytes);
 }
 
-/** `$.send.emit(payload)`: the event as a workflow emit (`{ raw_event }`, as Pipedream stores it) and its channel. */
-function emitOf(payload: unknown): { event: unknown; name: string } {
+/**
+ * `$.send.emit(payload)`: the event as a workflow emit (`{ raw_event }`, as Pipedream stores it) and its channel. An
+ * `undefined` payload is `null`, as a source's `$emit(undefined)` is: left `undefined`, JSON dropped the key and the
+ * event was `{}`, without the `raw_event` every workflow emit has.
+ */
+export function emitOf(payload: unknown): { event: { raw_event: unknown }; name: string } {
   if (payload && typeof payload === 'object' && !Array.isArray(payload) && 'raw_event' in payload) {
     const p = payload as { raw_event: unknown; name?: unknown };
-    return { event: { raw_event: p.raw_event }, name: typeof p.name === 'string' ? p.name : '' };
+    return { event: { raw_event: p.raw_event ?? null }, name: typeof p.name === 'string' ? p.name : '' };
   }
-  return { event: { raw_event: payload }, name: '' };
+  return { event: { raw_event: payload ?? null }, name: '' };
 }
 
 /**
