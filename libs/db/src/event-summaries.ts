@@ -24,23 +24,30 @@ export async function trimSummaries(em: EntityManager, groups: TrimGroup[], rete
   }
 }
 
+/** A stored event id (`<ms>-<seq>`) of `webhook_retries` as the pair event summaries keep in `id_ms`, `id_seq`. */
+const RETRY_EVENT_ID = `(split_part(event_id, '-', 1)::bigint, split_part(event_id, '-', 2)::int)`;
+
 /**
- * Deletes an emitter's summaries, all of them or an inclusive id range (either end optional; a malformed end
- * deletes nothing). Its classes are trimmed first: summaries past the retention count that no trim removed yet
- * would otherwise move up into the newest `retention` of their class (which lists show and trims keep) once
- * newer ones are deleted. Returns how many were deleted.
+ * Deletes an emitter's events from Postgres, all of them or an inclusive id range (either end optional; a malformed
+ * end deletes nothing): their summaries, and the deliveries of them that wait in `webhook_retries` (a failing
+ * webhook's next attempts, deliveries parked for a busy account), which would otherwise still be sent once their
+ * webhook answered again. Its classes are trimmed first: summaries past the retention count that no trim removed yet
+ * would otherwise move up into the newest `retention` of their class (which lists show and trims keep) once newer
+ * ones are deleted. Returns how many summaries were deleted.
  */
-export async function deleteSummaries(em: EntityManager, retention: number, emitterId: string, startId?: string, endId?: string): Promise<number> {
-  const where = ['emitter_id = ?'];
-  const params: unknown[] = [emitterId];
+export async function deleteEventRecords(em: EntityManager, retention: number, emitterId: string, startId?: string, endId?: string): Promise<number> {
+  const range: { op: string; ms: number; seq: number }[] = [];
   for (const [id, op] of [[startId, '>='], [endId, '<=']] as const) {
     if (!id) continue;
     const p = parseEventId(id);
     if (!p) return 0;
-    where.push(`(id_ms, id_seq) ${op} (?, ?)`);
-    params.push(p.ms, p.seq);
+    range.push({ op, ...p });
   }
+  const where = (pair: string) => range.map((r) => ` and ${pair} ${r.op} (?, ?)`).join('');
+  const params = [emitterId, ...range.flatMap((r) => [r.ms, r.seq])];
   await trimSummaries(em, CHANNEL_CLASSES.map((c) => ({ e: emitterId, c })), retention);
-  const res = (await em.getConnection().execute(`delete from event_summaries where ${where.join(' and ')}`, params, 'run')) as { affectedRows?: number };
+  const res = (await em.getConnection().execute(`delete from event_summaries where emitter_id = ?${where('(id_ms, id_seq)')}`, params, 'run')) as { affectedRows?: number };
+  // Every id the router stores is `<ms>-<seq>` (it indexes nothing else); the pattern keeps the casts from failing.
+  await em.getConnection().execute(`delete from webhook_retries where emitter_id = ? and event_id ~ '^[0-9]{1,15}-[0-9]{1,9}$'${where(RETRY_EVENT_ID)}`, params, 'run');
   return res.affectedRows ?? 0;
 }

@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/c
 import { EntityManager } from '@mikro-orm/postgresql';
 import { APP_CONFIG, AppConfig } from '@app/config';
 import { BadRequestError, decodeJson, DeleteEventsMessage, encodeJson, parseEventId, RateLimitedError } from '@app/contracts';
-import { deleteSummaries, inSnapshot, Source, Workflow } from '@app/db';
+import { deleteEventRecords, inSnapshot, Source, Workflow } from '@app/db';
 import { NatsService } from '@app/nats';
 import { AuthContext, assertPathResource } from '../auth/auth.context';
 import { CursorKey, decodeCursor, finishPage, Page, PageQuery } from '../common/pagination';
@@ -147,7 +147,7 @@ export class EventsService implements BeforeApplicationShutdown {
 
   /** As the delivery app would: the source's classes trimmed to EVENT_RETENTION first, then the range deleted. */
   private async deleteHere(msg: DeleteEventsMessage): Promise<void> {
-    await deleteSummaries(this.em, this.config.eventRetention, msg.emitterId, msg.startId, msg.endId);
+    await deleteEventRecords(this.em, this.config.eventRetention, msg.emitterId, msg.startId, msg.endId);
   }
 
 }

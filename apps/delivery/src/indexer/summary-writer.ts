@@ -1,6 +1,6 @@
 import { EntityManager } from '@mikro-orm/postgresql';
 import { CHANNEL_NAME_MAX_CHARS, channelClassOf, EmittedEvent, longerThan, parseEventId, TimeSlicer } from '@app/contracts';
-import { deleteSummaries, TrimGroup, trimSummaries } from '@app/db';
+import { deleteEventRecords, TrimGroup, trimSummaries } from '@app/db';
 import { pgJson, pgText } from '../common/pg-text';
 import { insertRows, RowColumn } from '../common/pg-rows';
 
@@ -86,8 +86,8 @@ export class SummaryWriter {
     return trimSummaries(this.em, groups, this.retention);
   }
 
-  /** Deletes a source's events, all of them or an inclusive id range (either end optional), its classes trimmed first. */
+  /** Deletes a source's events, all of them or an inclusive id range (either end optional): summaries and waiting retries. */
   deleteRange(emitterId: string, startId?: string, endId?: string): Promise<number> {
-    return deleteSummaries(this.em, this.retention, emitterId, startId, endId);
+    return deleteEventRecords(this.em, this.retention, emitterId, startId, endId);
   }
 }

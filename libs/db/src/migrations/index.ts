@@ -20,6 +20,7 @@ import { Migration20261201130000 } from './Migration20261201130000';
 import { Migration20261201160000 } from './Migration20261201160000';
 import { Migration20261201170000 } from './Migration20261201170000';
 import { Migration20261202000000 } from './Migration20261202000000';
+import { Migration20261202190000 } from './Migration20261202190000';
 
 /** Every migration, oldest first. Add new ones at the end. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -44,4 +45,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261201160000', class: Migration20261201160000 },
   { name: 'Migration20261201170000', class: Migration20261201170000 },
   { name: 'Migration20261202000000', class: Migration20261202000000 },
+  { name: 'Migration20261202190000', class: Migration20261202190000 },
 ];
