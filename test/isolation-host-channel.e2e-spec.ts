@@ -93,9 +93,17 @@ module.exports = {
       const line = frame({ t: "log", level: "debug", obj: {}, msg: "still here" });
       for (;;) { const t = Date.now(); while (Date.now() - t < 500) {} fs.writeSync(3, line); }
     }
+    if (p === "close-channel") {
+      // Closes the process's channel to the app and opens a file in its place: the process's answers go there.
+      this.http.respond({ status: 200, body: "closing" });
+      await new Promise((r) => setTimeout(r, 200));
+      fs.closeSync(3);
+      fs.openSync("/tmp/answers", "w");
+      return;
+    }
     this.http.respond({ status: 200, body: "ok " + p });
   },
-};`;
+};`
 const WAITER = `module.exports = { name: "Waiter", version: "1", props: { http: "$.interface.http" }, async run(event) { await new Promise((r) => setTimeout(r, 200)); this.$emit({ waited: event.body.n }); } };`;
 const RESPONDER = `module.exports = { name: "R", version: "1", props: { http: { type: "$.interface.http", customResponse: true } }, async run() { this.http.respond({ status: 200, body: "pong" }); } };`;
 
@@ -299,6 +307,17 @@ describe.each([
     expect((await timeouts()).map((x: { error: { message: string } }) => x.error.message).sort()).toEqual(['run timed out after 3000 ms', `run timed out after 3000 ms (${stopped})`]);
     expect(stops() - before).toBe(1);
     expect(await (await send(probe.url, { probe: 'fine', n: 5 })).text()).toBe('ok fine');
+    await platformUp();
+  });
+
+  it('stops a sandbox that closes its channel to the app; the account\'s next run gets a new one', async () => {
+    // With worker threads the app keeps no deadline of its own: the account's runs waited for good on a process whose
+    // answers went into a file, until an access change, a deletion or a runner restart.
+    const probe = await deploy(a, PROBE.replace('name: "Probe"', 'name: "Closer"'));
+    await ready(probe.url);
+    expect(await (await send(probe.url, { probe: 'close-channel' })).text()).toBe('closing');
+    expect(await (await send(probe.url, { probe: 'fine', n: 8 })).text()).toBe('ok fine');
+    await eventually(async () => (await events(probe.id)).some((x: { fine?: number }) => x.fine === 8), { what: 'the next event', timeoutMs: 30_000 });
     await platformUp();
   });
 

@@ -58,6 +58,11 @@ export const RESTARTED = 'SandboxRestartedError';
  * with workers a run is stopped at most 5 s + its timeout + 1 s after it was handed over (worker-pool.ts).
  */
 const RETIRE_GRACE_MS = 6000;
+/**
+ * How long a process that ended its side of the channel may live on before it is stopped. One that dies ends it too,
+ * its exit following within milliseconds, and that exit is reported as itself (a heap exhaustion, a crash).
+ */
+const CHANNEL_END_GRACE_MS = 1000;
 
 interface Pending {
   resolve: (out: TaskOutcome<unknown>) => void;
@@ -214,6 +219,15 @@ export class HostProcess {
       });
     });
     this.ready.catch(() => undefined);
+    // Component code can close the process's channel (fd 3) and open a file in its place: the process lives on, its
+    // answers go into the file, and with worker threads (no deadline kept here) the account's runs waited for good.
+    channel.once('end', () => {
+      const timer = setTimeout(() => {
+        if (!this.stopReason) this.violation('it closed the channel');
+      }, CHANNEL_END_GRACE_MS);
+      timer.unref();
+      child.once('exit', () => clearTimeout(timer));
+    });
     // Its exit is handled once its stderr is read to the end (or soon after), which tells a heap exhaustion.
     child.once('exit', (code, signal) => {
       this.exited = true;
