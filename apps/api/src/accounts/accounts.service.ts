@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { EntityManager } from '@mikro-orm/postgresql';
+import { EntityManager, UniqueConstraintViolationException } from '@mikro-orm/postgresql';
 import { BadRequestError, ConflictError, newId, NotFoundError, sha256Hex } from '@app/contracts';
 import { ApiKey, notifyAccessChanged, Org, OrgMember, Plan, UsageDaily, User } from '@app/db';
 
@@ -34,10 +34,11 @@ export class AccountsService {
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(input.username ?? '')) throw new BadRequestError('username must be 1-64 letters, digits, ".", "_" or "-"');
     assertEmail(input.email);
     const plan = parsePlan(input.plan ?? 'free');
-    if (await this.em.findOne(User, { username: input.username })) throw new ConflictError(`username ${input.username} is taken`);
+    const taken = new ConflictError(`username ${input.username} is taken`);
+    if (await this.em.findOne(User, { username: input.username })) throw taken;
     const user = Object.assign(new User(), { id: newId('user'), username: input.username, email: input.email, plan });
     this.em.persist(user);
-    const apiKey = await this.issueKey(user.id);
+    const apiKey = await this.issueKey(user.id).catch(orConflict(taken));
     return { user, apiKey };
   }
 
@@ -70,9 +71,10 @@ export class AccountsService {
     if (!input.name || input.name.length > 255 || /[\u0000-\u001f\u007f]/.test(input.name)) throw new BadRequestError('name must be 1-255 characters, without control characters');
     if (input.email !== undefined) assertEmail(input.email);
     if (!/^[a-z0-9][a-z0-9-]{0,63}$/.test(input.orgname ?? '')) throw new BadRequestError('orgname must be 1-64 lowercase letters, digits or "-"');
-    if (await this.em.findOne(Org, { orgname: input.orgname })) throw new ConflictError(`orgname ${input.orgname} is taken`);
+    const taken = new ConflictError(`orgname ${input.orgname} is taken`);
+    if (await this.em.findOne(Org, { orgname: input.orgname })) throw taken;
     const org = Object.assign(new Org(), { id: newId('org'), name: input.name, orgname: input.orgname, email: input.email ?? '' });
-    await this.em.persist(org).flush();
+    await this.em.persist(org).flush().catch(orConflict(taken));
     return org;
   }
 
@@ -82,7 +84,13 @@ export class AccountsService {
     const existing = await this.em.findOne(OrgMember, { orgId, userId });
     if (existing) return existing;
     const member = Object.assign(new OrgMember(), { orgId, userId });
-    await this.em.persist(member).flush();
+    try {
+      await this.em.persist(member).flush();
+    } catch (e) {
+      // Added at the same moment by another command: a member already, as when it came first.
+      if (!(e instanceof UniqueConstraintViolationException)) throw e;
+      return member;
+    }
     await notifyAccessChanged(this.em);
     return member;
   }
@@ -152,4 +160,14 @@ export function utcDay(d: Date): string {
 /** An email address as accounts store it: one `@`, no spaces or control characters, at most 255 characters. */
 function assertEmail(email: string | undefined): void {
   if (!/^[^@\s\u0000-\u001f\u007f]+@[^@\s\u0000-\u001f\u007f]+$/.test(email ?? '') || email!.length > 255) throw new BadRequestError('email must be an email address of at most 255 characters');
+}
+
+/**
+ * The check before an insert does not see a row another command inserts at the same moment: the unique constraint
+ * does, and that race answers as the check would have (not with the driver's error).
+ */
+function orConflict(conflict: ConflictError): (e: unknown) => never {
+  return (e) => {
+    throw e instanceof UniqueConstraintViolationException ? conflict : e;
+  };
 }
