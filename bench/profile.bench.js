@@ -166,7 +166,7 @@ async function main() {
     const rows = procStats.perEvent(before, procStats.take(measured), stats.accepted);
 
     console.log(`profile: ${ENDPOINTS} source(s), ${RATE > 0 ? `${RATE} requests/s offered` : `${CONNECTIONS} connections`} for ${SECONDS} s${WARMUP_SECONDS > 0 ? ` after ${WARMUP_SECONDS} s of warm-up` : ''}${process.env.BENCH_NODE_ARGS ? `, apps with node ${process.env.BENCH_NODE_ARGS}` : ''}; ${os.cpus().length} cores; bench client over ${benchHttpKind()}`);
-    console.log(`${stats.accepted} events accepted and delivered in ${wallMs} ms: ${Math.round((stats.accepted / wallMs) * 1000)}/s; load average ${load()}\n`);
+    console.log(`${stats.accepted} events accepted and delivered in ${wallMs} ms: ${Math.round((stats.accepted / wallMs) * 1000)}/s; load average ${load()}; the load from ${new Date(startedAt).toISOString()} (its seconds below count from there)\n`);
     console.log('| process | CPU µs/event | kernel | main threads | other threads | reads/event | writes/event | context switches/event | resident MiB |');
     console.log('|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) {

@@ -9,6 +9,7 @@ const path = require('node:path');
 const fs = require('node:fs');
 const { spawnSync } = require('node:child_process');
 const { embeddedPostgres } = require('./embedded-postgres');
+const { claimDatabase } = require('./database-claim');
 
 const log = (msg) => process.stderr.write(`${msg}\n`);
 
@@ -52,7 +53,10 @@ async function ensureDatabase(adminUrl, name) {
   await client.connect();
   try {
     const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);
-    if (!rowCount) await client.query(`create database "${name.replace(/"/g, '')}"`);
+    // Made at the same moment by another start (npm start and the admin CLI at once): theirs is as good.
+    if (!rowCount) await client.query(`create database "${name.replace(/"/g, '')}"`).catch((e) => {
+      if (e.code !== '42P04' && e.code !== '23505') throw e;
+    });
   } finally {
     await client.end();
   }
@@ -74,38 +78,48 @@ const EMBEDDED_PG_PORT = 54329;
 /**
  * Resolves a Postgres URL for database `dbName`. Returns `{ url, adminUrl, stop }`;
  * `stop` shuts down an embedded server this call started or found left running in `dataDir` (no-op otherwise).
- * `localPort` and `embeddedPort` are for tests.
+ * Without DATABASE_URL the database is `dataDir`'s (`claim`, scripts/lib/database-claim.js): one claimed by another
+ * DATA_DIR is left to it, and this one gets `<dbName>_<its id>`. `localPort` and `embeddedPort` are for tests.
  */
-async function resolvePostgres({ dataDir, dbName = 'event_source_service', env = process.env, localPort = 5432, embeddedPort = EMBEDDED_PG_PORT }) {
+async function resolvePostgres({ dataDir, dbName = 'event_source_service', env = process.env, localPort = 5432, embeddedPort = EMBEDDED_PG_PORT, claim = true }) {
   if (env.DATABASE_URL) {
     return { url: env.DATABASE_URL, adminUrl: undefined, stop: async () => {}, how: 'DATABASE_URL' };
   }
+  /** The database of this DATA_DIR on the server of `adminUrl`, and what to add to `how` about it. */
+  const database = async (adminUrl, urlOf) => {
+    await ensureDatabase(adminUrl, dbName);
+    if (!claim) return { name: dbName, said: '' };
+    const { name, note } = await claimDatabase({ adminUrl, name: dbName, dataDir, env, ensureDatabase, urlOf });
+    return { name, said: note ? `, database ${name} (${note})` : '' };
+  };
   if (await portAnswers(localPort)) {
     const adminUrl = `postgresql://postgres@127.0.0.1:${localPort}/postgres`;
+    const urlOf = (name) => `postgresql://postgres@127.0.0.1:${localPort}/${name}`;
+    let db;
     try {
-      await ensureDatabase(adminUrl, dbName);
+      db = await database(adminUrl, urlOf);
     } catch (e) {
       throw new Error(`a Postgres server answers on 127.0.0.1:${localPort} but database "${dbName}" could not be created as user postgres (${e.message}); set DATABASE_URL`);
     }
-    return { url: `postgresql://postgres@127.0.0.1:${localPort}/${dbName}`, adminUrl, stop: async () => {}, how: `local server on 127.0.0.1:${localPort}` };
+    return { url: urlOf(db.name), adminUrl, stop: async () => {}, how: `local server on 127.0.0.1:${localPort}${db.said}` };
   }
   const dir = path.join(dataDir, 'postgres');
   const server = await embeddedPostgres({ dir, port: embeddedPort });
   const adminUrl = server.url('postgres');
-  const url = server.url(dbName);
+  const urlOf = (name) => server.url(name);
   const stop = async () => server.stop();
   if (await server.running()) {
-    await ensureDatabase(adminUrl, dbName);
-    return { url, adminUrl, stop, how: `embedded Postgres on ${embeddedPort} (${dir}), left running by an earlier start` };
+    const db = await database(adminUrl, urlOf);
+    return { url: urlOf(db.name), adminUrl, stop, how: `embedded Postgres on ${embeddedPort} (${dir}), left running by an earlier start${db.said}` };
   }
   if (await portAnswers(embeddedPort)) {
-    await ensureDatabase(adminUrl, dbName);
-    return { url, adminUrl, stop: async () => {}, how: `embedded Postgres already running on ${embeddedPort}` };
+    const db = await database(adminUrl, urlOf);
+    return { url: urlOf(db.name), adminUrl, stop: async () => {}, how: `embedded Postgres already running on ${embeddedPort}${db.said}` };
   }
   if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) log(`initialising embedded Postgres in ${dir}`);
   await server.start();
-  await ensureDatabase(adminUrl, dbName);
-  return { url, adminUrl, stop, how: `embedded Postgres on ${embeddedPort} (${dir}; log: ${path.join(dir, 'server.log')})` };
+  const db = await database(adminUrl, urlOf);
+  return { url: urlOf(db.name), adminUrl, stop, how: `embedded Postgres on ${embeddedPort} (${dir}; log: ${path.join(dir, 'server.log')})${db.said}` };
 }
 
 const NATS_HELP = [

@@ -22,7 +22,7 @@ const PROBE_MARKER = '_probe_';
 async function startIsolatedRun(root, runId, { spareInstallations = 0 } = {}) {
   const dataDir = path.resolve(process.env.DATA_DIR || path.join(root, '.data'));
   const template = `ess_test_${runId}`;
-  const pg = await resolvePostgres({ dataDir, dbName: template });
+  const pg = await resolvePostgres({ dataDir, dbName: template, claim: false });
   const natsDir = fs.mkdtempSync(path.join(os.tmpdir(), `ess-nats-${runId}-`));
   let nats;
   try {

@@ -53,7 +53,7 @@ export const SETTINGS = {
   natsInboxPrefix: str('NATS_INBOX_PREFIX', '_INBOX', 'subject prefix of this app\'s reply subjects; with per-app NATS permissions each app gets its own (_INBOX_<user>), so no app can read another\'s replies'),
   natsPrefix: str('NATS_PREFIX', '', 'prefix for every stream, bucket and subject (isolates installations sharing a NATS server)'),
   natsReplicas: int('NATS_REPLICAS', 1, 'copies JetStream keeps of every stream, KV bucket and object store the api creates: 1 for a single NATS server, 3 for a three-node cluster (the api raises or lowers existing ones at its start)', 1, 5),
-  dataDir: str('DATA_DIR', './.data', 'local state: embedded Postgres, npm cache, generated secrets key'),
+  dataDir: str('DATA_DIR', './.data', 'local state: embedded Postgres, npm cache, generated secrets key, the id its database is claimed by (database-claim)'),
   secretsKey: str('SECRETS_KEY', undefined, '32-byte key (hex or base64) encrypting secret props, webhook secrets and webhook urls; generated into DATA_DIR when unset'),
   logLevel: str('LOG_LEVEL', 'info', 'log level: fatal, error, warn, info, debug, trace or silent'),
   partitions: int('PARTITIONS', 32, 'number of source partitions (fixed for the life of an installation)', 1, 4096),
