@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,10 +95,16 @@ describe('a database per DATA_DIR on a shared Postgres server', () => {
     const names = urls.map((u) => dbOf(u.url));
     expect(names.filter((n) => n === name)).toHaveLength(1);
     many.forEach((d, i) => expect([name, `${name}_${idOf(d)}`]).toContain(names[i]));
-    // The same DATA_DIR from two processes at once (npm start and the admin CLI) has one id.
+  });
+
+  it('gives one new DATA_DIR one id and one database when two processes start with it at once (npm start and the admin CLI)', async () => {
+    const name = `${prefix}_f`;
+    await resolve(dataDir(), name); // claimed by another: both processes make the DATA_DIR's own database
     const shared = dataDir();
-    const both = await Promise.all([resolve(shared, name), resolve(shared, name)]);
-    expect(dbOf(both[0].url)).toBe(dbOf(both[1].url));
+    const script = `require(${JSON.stringify(join(__dirname, '..', 'scripts', 'lib', 'infra.js'))}).resolvePostgres({ dataDir: ${JSON.stringify(shared)}, dbName: ${JSON.stringify(name)}, env: {}, localPort: ${localPort} }).then((pg) => console.log(pg.url), (e) => { console.log('failed: ' + e.message); process.exit(1); })`;
+    const run = () => new Promise<string>((done) => execFile(process.execPath, ['-e', script], (_err, stdout) => done(stdout.trim())));
+    const urls = await Promise.all([run(), run()]);
+    expect(urls.map(dbOf)).toEqual([`${name}_${idOf(shared)}`, `${name}_${idOf(shared)}`]);
   });
 
   it('leaves a run of the tests or benchmarks its own name (claim: false)', async () => {

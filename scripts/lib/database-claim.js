@@ -45,11 +45,11 @@ async function claimOf(admin, name) {
   return m ? { id: m[1], dir: m[2] } : undefined;
 }
 
+const literal = (s) => `'${s.replace(/'/g, "''")}'`;
+
 async function setClaim(admin, name, id, dataDir) {
   await admin.query(`comment on database "${name.replace(/"/g, '')}" is ${literal(`event-source-service DATA_DIR ${id} ${dataDir}`)}`);
 }
-
-const literal = (s) => `'${s.replace(/'/g, "''")}'`;
 
 /** Whether database `url` holds tables already (made by an installation before claims existed). */
 async function holdsTables(url) {
@@ -98,4 +98,4 @@ async function claimDatabase({ adminUrl, name, dataDir, env, ensureDatabase, url
   }
 }
 
-module.exports = { claimDatabase, dataDirId };
+module.exports = { claimDatabase };

@@ -99,7 +99,7 @@ async function resolvePostgres({ dataDir, dbName = 'event_source_service', env =
     try {
       db = await database(adminUrl, urlOf);
     } catch (e) {
-      throw new Error(`a Postgres server answers on 127.0.0.1:${localPort} but database "${dbName}" could not be created as user postgres (${e.message}); set DATABASE_URL`);
+      throw new Error(`a Postgres server answers on 127.0.0.1:${localPort} but database "${dbName}" could not be created or claimed as user postgres (${e.message}); set DATABASE_URL`);
     }
     return { url: urlOf(db.name), adminUrl, stop: async () => {}, how: `local server on 127.0.0.1:${localPort}${db.said}` };
   }
